@@ -1,0 +1,175 @@
+"""A raw asyncio JSON-RPC client that drives the real daemon subprocess over stdio.
+
+Tests use it where they need control of the bytes (malformed frames) or of the editor's answers
+(permission, ask_user); pytest-lsp covers the standard client path in test_lsp_client.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class RpcError(Exception):
+    def __init__(self, error: dict[str, Any]):
+        super().__init__(f"{error.get('code')}: {error.get('message')}")
+        self.code = error.get("code")
+        self.message = error.get("message", "")
+
+
+def frame(obj: Any) -> bytes:
+    body = json.dumps(obj).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+class Daemon:
+    def __init__(self, proc: asyncio.subprocess.Process):
+        self.proc = proc
+        self._ids = itertools.count(1)
+        self._pending: dict[Any, asyncio.Future] = {}
+        self.notifications: list[dict[str, Any]] = []
+        self.requests_seen: list[dict[str, Any]] = []
+        self.handlers: dict[str, Callable[[dict[str, Any]], Awaitable[Any] | Any]] = {}
+        self.orphans: list[dict[str, Any]] = []  # responses with an unknown id (e.g. id null errors)
+        self._notified = asyncio.Event()
+        self._reader = asyncio.ensure_future(self._read())
+
+    @classmethod
+    async def start(cls, *args: str, env: dict[str, str] | None = None, cwd: str | None = None) -> "Daemon":
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "toycoder_daemon", *args,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, **(env or {})}, cwd=cwd or str(ROOT),
+        )
+        return cls(proc)
+
+    async def _read(self) -> None:
+        out = self.proc.stdout
+        assert out is not None
+        while True:
+            headers = {}
+            while True:
+                line = await out.readline()
+                if not line:
+                    return
+                line = line.strip()
+                if not line:
+                    break
+                k, _, v = line.decode().partition(":")
+                headers[k.strip().lower()] = v.strip()
+            body = await out.readexactly(int(headers["content-length"]))
+            msg = json.loads(body)
+            if "method" in msg and "id" in msg:
+                self.requests_seen.append(msg)
+                asyncio.ensure_future(self._answer(msg))
+            elif "method" in msg:
+                self.notifications.append(msg)
+                self._notified.set()
+            else:
+                fut = self._pending.pop(msg.get("id"), None)
+                if fut is None:
+                    self.orphans.append(msg)
+                    self._notified.set()
+                elif not fut.done():
+                    fut.set_result(msg)
+
+    async def _answer(self, msg: dict[str, Any]) -> None:
+        handler = self.handlers.get(msg["method"])
+        if handler is None:
+            reply = {"jsonrpc": "2.0", "id": msg["id"], "result": None}
+        else:
+            result = handler(msg["params"])
+            if asyncio.iscoroutine(result):
+                result = await result
+            reply = {"jsonrpc": "2.0", "id": msg["id"], "result": result}
+        self.send_raw(frame(reply))
+
+    def send_raw(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+
+    def notify(self, method: str, params: Any = None) -> None:
+        self.send_raw(frame({"jsonrpc": "2.0", "method": method, "params": params}))
+
+    def request_future(self, method: str, params: Any = None) -> tuple[int, asyncio.Future]:
+        msg_id = next(self._ids)
+        fut = asyncio.get_running_loop().create_future()
+        self._pending[msg_id] = fut
+        self.send_raw(frame({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}))
+        return msg_id, fut
+
+    async def call(self, method: str, params: Any = None, timeout: float = 20) -> Any:
+        _, fut = self.request_future(method, params)
+        msg = await asyncio.wait_for(fut, timeout)
+        if "error" in msg:
+            raise RpcError(msg["error"])
+        return msg["result"]
+
+    async def initialize(self, root: str | Path, *, toycoder_caps: dict | None = None, options: dict | None = None,
+                         progress: bool = False) -> dict[str, Any]:
+        caps: dict[str, Any] = {"experimental": {"toycoder": toycoder_caps or {"permissionRequest": True, "askUser": True}}}
+        if progress:
+            caps["window"] = {"workDoneProgress": True}
+        result = await self.call("initialize", {
+            "processId": os.getpid(), "rootUri": Path(root).resolve().as_uri(), "capabilities": caps,
+            "initializationOptions": options or {},
+        })
+        self.notify("initialized", {})
+        return result
+
+    def updates(self, session_id: str | None = None) -> list[dict[str, Any]]:
+        return [n["params"] for n in self.notifications if n["method"] == "toycoder/update"
+                and (session_id is None or n["params"]["sessionId"] == session_id)]
+
+    def streamed_text(self, session_id: str | None = None) -> str:
+        """Text deltas joined, minus the partial text of replies that were retried."""
+        text = ""
+        reply_start = 0
+        for p in self.updates(session_id):
+            u = p["update"]
+            if p.get("parentToolCallId"):
+                continue
+            if u["kind"] == "text_delta":
+                text += u["text"]
+            elif u["kind"] == "retry":
+                text = text[:reply_start]
+            elif u["kind"] == "tool_call":
+                reply_start = len(text)
+        return text
+
+    async def wait_for(self, predicate: Callable[[], Any], timeout: float = 10) -> Any:
+        async def loop() -> Any:
+            while True:
+                value = predicate()
+                if value:
+                    return value
+                self._notified.clear()
+                await self._notified.wait()
+
+        return await asyncio.wait_for(loop(), timeout)
+
+    async def close(self) -> int:
+        if self.proc.returncode is None:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.close()
+            except Exception:
+                pass
+            try:
+                await asyncio.wait_for(self.proc.wait(), 10)
+            except asyncio.TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
+        self._reader.cancel()
+        return self.proc.returncode  # type: ignore[return-value]
+
+    async def stderr_text(self) -> str:
+        assert self.proc.stderr is not None
+        return (await self.proc.stderr.read()).decode(errors="replace")

@@ -1,0 +1,51 @@
+"""CLI: toycoder-daemon [--stdio] [--config PATH] [--log-file PATH] [--log-level LEVEL] [--version]."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def _protect_stdout():
+    """Keep fd 1 for protocol frames only: the writer gets a private dup of it, and fd 1 itself
+    (inherited by children, used by stray prints) is pointed at stderr."""
+    proto = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return proto
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="toycoder-daemon", description="ToyCoder agent daemon (JSON-RPC over stdio)")
+    parser.add_argument("--stdio", action="store_true", help="use stdio (the default; accepted because editors pass it)")
+    parser.add_argument("--config", metavar="PATH", help="config file (default: $TOYCODER_CONFIG, ~/.config/toycoder/config.yaml)")
+    parser.add_argument("--log-file", metavar="PATH", help="write logs here instead of stderr")
+    parser.add_argument("--log-level", default=os.environ.get("TOYCODER_LOG_LEVEL", "WARNING"),
+                        choices=["DEBUG", "INFO", "WARNING", "ERROR", "debug", "info", "warning", "error"])
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    args = parser.parse_args(argv)
+    if args.version:
+        from . import __version__
+
+        print(f"toycoder-daemon {__version__}")
+        return 0
+
+    proto_out = _protect_stdout()
+    from . import logs
+
+    logs.setup(args.log_level, args.log_file)
+    import asyncio
+
+    from .rpc_io import serve
+    from .server import server
+
+    server.config_path = args.config
+    try:
+        return asyncio.run(serve(server, sys.stdin.buffer, proto_out))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The agent engine: the ReAct loop and its typed events."""

@@ -1,0 +1,112 @@
+"""Typed events the core emits, and the Frontend port it talks to the person through.
+
+The core never sees a transport: the LSP face, a future ACP face and the tests each implement
+`Frontend`. This is the seed's callback injection, made explicit and async.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol, Union
+
+Decision = Literal["allow_once", "allow_always", "reject"]
+ToolStatus = Literal["completed", "failed", "denied", "cancelled"]
+Level = Literal["safe", "sensitive", "dangerous"]
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+    parent_tool_call_id: str | None = None
+    kind: str = field(default="text_delta", init=False)
+
+
+@dataclass(frozen=True)
+class ToolCallStarted:
+    tool_call_id: str
+    name: str
+    title: str
+    arguments: Any
+    permission: Level
+    parent_tool_call_id: str | None = None
+    kind: str = field(default="tool_call", init=False)
+
+
+@dataclass(frozen=True)
+class ToolCallFinished:
+    tool_call_id: str
+    status: ToolStatus
+    output: str
+    parent_tool_call_id: str | None = None
+    kind: str = field(default="tool_result", init=False)
+
+
+@dataclass(frozen=True)
+class UsageReport:
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    parent_tool_call_id: str | None = None
+    kind: str = field(default="usage", init=False)
+
+
+@dataclass(frozen=True)
+class RetryScheduled:
+    attempt: int
+    delay_seconds: float
+    reason: str
+    parent_tool_call_id: str | None = None
+    kind: str = field(default="retry", init=False)
+
+
+@dataclass(frozen=True)
+class Compacted:
+    strategy: Literal["summary", "truncate"]
+    before: int
+    after: int
+    parent_tool_call_id: str | None = None
+    kind: str = field(default="compaction", init=False)
+
+
+Event = Union[TextDelta, ToolCallStarted, ToolCallFinished, UsageReport, RetryScheduled, Compacted]
+
+
+@dataclass(frozen=True)
+class PermissionRequest:
+    tool_call_id: str
+    tool: str
+    level: Level
+    title: str
+    arguments: Any
+    preview: dict[str, Any] | None = None
+    """{kind: diff, path, diff} or {kind: command, command, cwd}."""
+
+
+class Frontend(Protocol):
+    def emit(self, event: Event) -> None:
+        """Fire-and-forget: show the event to the person."""
+
+    async def confirm(self, request: PermissionRequest) -> Decision:
+        """Ask the person; anything but an explicit allow must come back as "reject"."""
+
+    async def ask(self, question: str, options: list[str] | None) -> str | None:
+        """Ask the person a question; None when it cannot be asked or was dismissed."""
+
+
+class ChildFrontend:
+    """What a sub-agent talks through: the parent's frontend, events tagged with the parent call."""
+
+    def __init__(self, parent: Frontend, parent_tool_call_id: str):
+        self.parent = parent
+        self.parent_tool_call_id = parent_tool_call_id
+
+    def emit(self, event: Event) -> None:
+        if event.parent_tool_call_id is None:
+            event = replace(event, parent_tool_call_id=self.parent_tool_call_id)
+        self.parent.emit(event)
+
+    async def confirm(self, request: PermissionRequest) -> Decision:
+        return await self.parent.confirm(request)
+
+    async def ask(self, question: str, options: list[str] | None) -> str | None:
+        return await self.parent.ask(question, options)

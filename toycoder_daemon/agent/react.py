@@ -1,0 +1,123 @@
+"""The ReAct loop: think (stream a reply), act (run its tool calls), observe (append results), repeat.
+
+`run_turn` appends to `messages` as it goes, so the caller keeps the conversation. The invariant
+the model API demands holds on every exit, cancel and provider error included: every assistant
+`tool_calls` entry is answered by a `tool` message before the next model request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Literal
+
+from ..llm.base import ChatModel, ChatResponse, RetryNotice, Usage
+from ..tools.base import ToolContext
+from ..tools.registry import ToolRegistry
+from .events import Frontend, RetryScheduled, TextDelta, ToolCallFinished, ToolCallStarted, UsageReport
+
+StopReason = Literal["end_turn", "max_steps", "cancelled", "error"]
+
+CANCELLED_OBSERVATION = "cancelled: the user stopped the turn before this tool call finished"
+
+
+@dataclass
+class TurnResult:
+    stop_reason: StopReason
+    text: str
+    """The final reply (or the max_steps notice)."""
+    usage: Usage
+    steps: int
+
+
+def _assistant_message(resp: ChatResponse) -> dict[str, Any]:
+    msg: dict[str, Any] = {"role": "assistant", "content": resp.content or (None if resp.tool_calls else "")}
+    if resp.tool_calls:
+        msg["tool_calls"] = [
+            {"id": tc.id, "type": "function", "function": {"name": tc.name, "arguments": tc.arguments}}
+            for tc in resp.tool_calls
+        ]
+    return msg
+
+
+def _decode(arguments: str) -> Any:
+    try:
+        return json.loads(arguments) if arguments.strip() else {}
+    except json.JSONDecodeError:
+        return arguments
+
+
+def answer_open_tool_calls(messages: list[dict[str, Any]], observation: str = CANCELLED_OBSERVATION) -> int:
+    """Answer every tool call of the last assistant message that has no tool message yet."""
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].get("role") == "assistant":
+            answered = {m.get("tool_call_id") for m in messages[i + 1:] if m.get("role") == "tool"}
+            missing = [c["id"] for c in messages[i].get("tool_calls") or () if c["id"] not in answered]
+            messages.extend({"role": "tool", "tool_call_id": cid, "content": observation} for cid in missing)
+            return len(missing)
+    return 0
+
+
+async def run_turn(
+    model: ChatModel,
+    messages: list[dict[str, Any]],
+    tools: ToolRegistry,
+    frontend: Frontend,
+    *,
+    max_steps: int,
+    make_context: Callable[[str], ToolContext],
+    on_usage: Callable[[Usage], None] | None = None,
+) -> TurnResult:
+    usage = Usage()
+    partial: list[str] = []  # text of the reply being streamed, dropped on retry
+
+    def on_delta(text: str) -> None:
+        partial.append(text)
+        frontend.emit(TextDelta(text))
+
+    def on_retry(notice: RetryNotice) -> None:
+        partial.clear()
+        frontend.emit(RetryScheduled(notice.attempt, notice.delay_seconds, notice.reason))
+
+    step = 0
+    try:
+        while step < max_steps:
+            step += 1
+            partial.clear()
+            resp = await model.stream_chat(messages, tools.schemas() or None, on_delta, on_retry)
+            partial.clear()
+            if resp.usage:
+                usage = usage + resp.usage
+                if on_usage:
+                    on_usage(resp.usage)
+                frontend.emit(UsageReport(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens))
+            messages.append(_assistant_message(resp))
+            if not resp.tool_calls:
+                return TurnResult("end_turn", resp.content, usage, step)
+            for tc in resp.tool_calls:
+                t = tools.get(tc.name)
+                args = _decode(tc.arguments)
+                title = t.describe_call(args) if t and isinstance(args, dict) else tc.name
+                frontend.emit(ToolCallStarted(tc.id, tc.name, title, args, t.level if t else "safe"))
+                try:
+                    outcome = await tools.dispatch(tc.name, tc.arguments, make_context(tc.id))
+                except asyncio.CancelledError:
+                    frontend.emit(ToolCallFinished(tc.id, "cancelled", CANCELLED_OBSERVATION))
+                    raise
+                frontend.emit(ToolCallFinished(tc.id, outcome.status, outcome.output))
+                messages.append({"role": "tool", "tool_call_id": tc.id, "content": outcome.output})
+        notice = (
+            f"[stopped after {max_steps} steps (max_steps) before the task was finished; "
+            "send another message to let the agent continue]"
+        )
+        return TurnResult("max_steps", notice, usage, step)
+    except asyncio.CancelledError:
+        # Keep what the person already saw, then make the conversation valid again.
+        if partial:
+            messages.append({"role": "assistant", "content": "".join(partial) + "\n[interrupted by the user]"})
+        answer_open_tool_calls(messages)
+        raise
+    except BaseException:
+        answer_open_tool_calls(messages, "error: the turn failed before this tool call finished")
+        raise

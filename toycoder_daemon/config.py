@@ -1,0 +1,201 @@
+"""Configuration: pydantic models, YAML loading with ${ENV} expansion, and the search order.
+
+Search order: --config, then $TOYCODER_CONFIG, then ~/.config/toycoder/config.yaml, then defaults.
+Environment values are substituted into parsed string scalars (never into the YAML text), so a
+value from the environment can never change the file's structure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .errors import ConfigError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelNames(_Section):
+    default: str = "gpt-4o"
+    """Model used for the main agent."""
+    fast: str = "gpt-4o-mini"
+    """Cheaper model for summaries and light sub-agents."""
+
+
+class ProviderConfig(_Section):
+    api_keys: list[str] = Field(default_factory=list)
+    """Keys used round-robin; empty strings (unset ${VAR}) are dropped."""
+    base_url: str | None = None
+    """OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 for Ollama."""
+    models: ModelNames = Field(default_factory=ModelNames)
+    """Model names for the `default` and `fast` roles."""
+
+    @field_validator("api_keys", mode="before")
+    @classmethod
+    def _drop_empty(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = [v]
+        if isinstance(v, list):
+            return [k for k in v if not (isinstance(k, str) and not k.strip())]
+        return v
+
+
+class AgentConfig(_Section):
+    max_steps: int = Field(16, ge=1, le=1000)
+    """Model calls allowed in one turn before it stops with max_steps."""
+    max_retries: int = Field(2, ge=0, le=20)
+    """Retries of one model call after a retryable failure (408/429/5xx/connection/cut stream)."""
+    retry_interval: float = Field(1.0, ge=0)
+    """Base delay of the exponential backoff, seconds."""
+    max_retry_delay: float = Field(30.0, ge=0)
+    """Cap on one backoff delay (Retry-After included), seconds."""
+    max_retry_seconds: float = Field(120.0, ge=0)
+    """Total time budget for the retries of one model call, seconds."""
+    request_timeout: float = Field(300.0, gt=0)
+    """Timeout of one model request, seconds."""
+
+
+class SessionConfig(_Section):
+    max_messages: int = Field(50, ge=4)
+    """Compaction threshold in messages."""
+    compress_keep_recent: int = Field(8, ge=1)
+    """Messages kept verbatim when compacting."""
+    max_context_tokens: int = Field(100_000, ge=1000)
+    """Estimated token budget that also triggers compaction."""
+
+
+class ToolsConfig(_Section):
+    read_max_bytes: int = Field(100_000, ge=1000)
+    """Most bytes read_file returns in one call."""
+    read_default_lines: int = Field(2000, ge=1)
+    """Lines read_file returns when no limit is given."""
+    list_max_entries: int = Field(500, ge=1)
+    """Most entries list_directory shows."""
+    command_timeout: float = Field(120.0, gt=0)
+    """Default run_command timeout, seconds."""
+    command_max_timeout: float = Field(600.0, gt=0)
+    """Largest timeout a run_command call may ask for, seconds."""
+    output_max_bytes: int = Field(30_000, ge=1000)
+    """Cap on a tool's output sent to the model."""
+
+
+class PermissionsConfig(_Section):
+    allow: list[str] = Field(default_factory=list)
+    """Tools that run without asking (e.g. write_file)."""
+    deny: list[str] = Field(default_factory=list)
+    """Tools that are always refused."""
+    timeout_seconds: float = Field(600.0, gt=0)
+    """How long a permission prompt or question waits for the person; no answer is a rejection."""
+
+
+class McpServerConfig(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    permission: Literal["safe", "sensitive", "dangerous"] = "sensitive"
+    enabled: bool = True
+    start_timeout: float = 30.0
+
+
+class Config(_Section):
+    providers: dict[str, ProviderConfig] = Field(
+        default_factory=lambda: {
+            "openai": ProviderConfig(
+                api_keys=[os.environ.get("OPENAI_API_KEY", "")],
+                base_url=os.environ.get("OPENAI_BASE_URL") or None,
+            )
+        }
+    )
+    """Named OpenAI-compatible providers."""
+    default_provider: str = "openai"
+    """Provider used when a session does not pick one."""
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    session: SessionConfig = Field(default_factory=SessionConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    """External MCP tool servers."""
+
+    def provider(self, name: str | None = None) -> tuple[str, ProviderConfig]:
+        name = name or self.default_provider
+        if name not in self.providers:
+            raise ConfigError(f"unknown provider {name!r}; configured: {', '.join(self.providers) or 'none'}")
+        return name, self.providers[name]
+
+
+_ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def expand_env(value: Any, env: dict[str, str] | None = None) -> Any:
+    """Expand ${VAR} and ${VAR:-default} in every string of a parsed YAML tree."""
+    env = os.environ if env is None else env
+    if isinstance(value, str):
+        return _ENV_RE.sub(lambda m: env.get(m.group(1)) or (m.group(2) or ""), value)
+    if isinstance(value, list):
+        return [expand_env(v, env) for v in value]
+    if isinstance(value, dict):
+        return {k: expand_env(v, env) for k, v in value.items()}
+    return value
+
+
+def find_config(explicit: str | None = None) -> Path | None:
+    """The first config file in the search order, or None for the built-in defaults."""
+    if explicit:
+        return Path(explicit).expanduser()
+    if env_path := os.environ.get("TOYCODER_CONFIG"):
+        return Path(env_path).expanduser()
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    user = base / "toycoder" / "config.yaml"
+    return user if user.is_file() else None
+
+
+def load_config(explicit: str | None = None) -> tuple[Config, Path | None]:
+    """Load and validate the config; raises ConfigError naming file, field and problem."""
+    path = find_config(explicit)
+    if path is None:
+        return Config(), None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {path}: {e.strerror or e}") from None
+    import yaml
+
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(e, "problem", None) or str(e)
+        raise ConfigError(f"config file {path}: {where}invalid YAML: {problem}") from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config file {path}: the top level must be a mapping, got {type(raw).__name__}")
+    try:
+        return Config.model_validate(expand_env(raw)), path
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        more = f" (and {len(e.errors()) - 1} more problem(s))" if len(e.errors()) > 1 else ""
+        # Echo only harmless scalars: a bad value may be a key.
+        got = err.get("input")
+        shown = f" (got {got!r})" if isinstance(got, (int, float, bool)) else ""
+        raise ConfigError(f"config file {path}: field '{field}': {err['msg']}{shown}{more}") from None
+
+
+def data_dir() -> Path:
+    """Where the daemon keeps sessions and logs ($TOYCODER_DATA_DIR overrides)."""
+    if d := os.environ.get("TOYCODER_DATA_DIR"):
+        return Path(d).expanduser()
+    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "toycoder"

@@ -1,0 +1,33 @@
+"""Errors the core raises; the wire faces map them to their own error codes."""
+
+from __future__ import annotations
+
+
+class ToyCoderError(Exception):
+    """Base of the errors a client is meant to read."""
+
+
+class ConfigError(ToyCoderError):
+    """The configuration is missing, unreadable or invalid."""
+
+
+class SessionNotFound(ToyCoderError):
+    def __init__(self, session_id: str):
+        super().__init__(f"session not found: {session_id}")
+        self.session_id = session_id
+
+
+class SessionBusy(ToyCoderError):
+    def __init__(self, session_id: str):
+        super().__init__(f"session {session_id} is already running a turn; wait for it or cancel it")
+        self.session_id = session_id
+
+
+class ProviderError(ToyCoderError):
+    """The model provider failed after our retries (or on a non-retryable error)."""
+
+    def __init__(self, provider: str, reason: str, status: int | None = None):
+        super().__init__(f"provider {provider!r} failed: {reason}")
+        self.provider = provider
+        self.reason = reason
+        self.status = status

@@ -1,0 +1,1 @@
+"""LLM layer: the ChatModel port and the OpenAI-compatible implementation."""

@@ -1,0 +1,60 @@
+"""The model port: what the engine needs from any chat model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: str
+    """Raw JSON text as the model produced it (may be invalid; the registry reports that)."""
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.total_tokens + other.total_tokens,
+        )
+
+
+@dataclass
+class ChatResponse:
+    content: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage | None = None
+    finish_reason: str | None = None
+
+
+@dataclass
+class RetryNotice:
+    attempt: int
+    delay_seconds: float
+    reason: str
+
+
+class ChatModel(Protocol):
+    provider: str
+    model: str
+
+    async def stream_chat(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        on_delta: Callable[[str], None] | None = None,
+        on_retry: Callable[[RetryNotice], None] | None = None,
+    ) -> ChatResponse:
+        """Stream one reply. Text goes to on_delta as it arrives; a retry after partial output
+        is announced through on_retry so the caller can drop that partial text.
+        Raises ProviderError when the provider fails for good."""
+        ...

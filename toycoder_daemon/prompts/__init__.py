@@ -1,0 +1,1 @@
+"""Prompt templates (YAML) and their rendering."""

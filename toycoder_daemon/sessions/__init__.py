@@ -1,0 +1,1 @@
+"""Conversations: the session objects and where they are kept."""

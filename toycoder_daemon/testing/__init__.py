@@ -1,0 +1,1 @@
+"""Test and demo helpers (a scripted fake OpenAI-compatible model server)."""

@@ -1,0 +1,519 @@
+"""A scripted, OpenAI-compatible model server for tests and demos.
+
+Every ``POST /v1/chat/completions`` (or ``/chat/completions``) consumes the next
+reply of a script, in order, and answers it streamed (SSE, exact
+``chat.completion.chunk`` shape) or as one ``chat.completion`` JSON, according
+to the request's ``stream`` flag. ``GET /v1/models`` lists the model names seen.
+
+    with FakeLLM([{"text": "Hello!"}, {"tool_calls": [{"name": "read", "arguments": {"path": "a"}}]}]) as llm:
+        client = openai.OpenAI(api_key="k", base_url=llm.base_url, max_retries=0)
+        ...
+        assert llm.requests[0]["headers"]["authorization"] == "Bearer k"
+        assert llm.violations == []
+
+Reply fields (unknown fields raise ``ValueError`` when the script is loaded):
+
+``text``         str (split every ``chunk_size`` characters, default 4) or a list
+                 of str (one delta each). Streamed before any tool calls.
+``tool_calls``   list of ``{name, arguments, id?}``. ``arguments`` is a dict
+                 (JSON-encoded here) or a raw string sent as is (may be invalid
+                 JSON on purpose). Default ids are ``call_1``, ``call_2``... unique
+                 per server. Like OpenAI, each call opens with a header delta
+                 (``index, id, type, function.name, arguments: ""``), then its
+                 arguments follow in ``arg_chunks`` pieces (default 3;
+                 ``arg_chunks: 0`` puts all arguments in the header delta).
+``interleave``   true: the deltas of several calls are sent round-robin.
+``finish_reason`` override; default ``tool_calls`` if there are calls, else ``stop``.
+``usage``        ``{prompt_tokens?, completion_tokens?}``; defaults: characters of
+                 all message contents // 4, and the number of deltas.
+``status``       fault: answer this HTTP status with an OpenAI-style error body;
+                 ``error`` (str message, or dict merged into the error object)
+                 and ``retry_after`` (seconds, sent as ``Retry-After``).
+``drop_after``   fault: stream N deltas, then shut the socket down: no finish
+                 chunk, no ``[DONE]``, and the chunked HTTP body is left
+                 unterminated. The openai SDK (httpx) then raises
+                 ``openai.APIConnectionError`` while iterating the stream, after
+                 yielding the N chunks. Non-streaming: the socket is closed before
+                 any response (the SDK raises ``APIConnectionError`` too).
+``delay``        seconds to wait before the first byte of the response.
+``chunk_delay``  seconds to wait between deltas.
+``expect``       checks on the request consuming this reply; failures go to
+                 ``violations``: ``last_user_contains``, ``last_tool_contains``
+                 (substring), ``has_tools`` (bool), ``model`` (str).
+``note``         ignored; lets JSON scripts carry comments.
+
+Server-side checks (each appends a readable string to ``violations``):
+
+* tool invariant (``check_tool_invariant=True``): in ``messages``, the ids of an
+  assistant message's ``tool_calls`` must each be answered by a ``tool`` message
+  before the next non-tool message, and a tool message may not answer an unknown
+  id. Violations get OpenAI's kind of HTTP 400 and consume no reply.
+* script exhausted: HTTP 500 ``fake_llm: script exhausted (N requests)``, where N
+  counts every request received so far (this one included).
+
+Every request, whatever its path or outcome, is appended to ``requests`` as
+``{"path", "body" (parsed JSON or None), "headers" (lower-case names)}``.
+
+CLI: ``python -m toycoder_daemon.testing.fake_llm --script FILE|- [--port N]
+[--host H] [--no-check]`` prints the base URL as its first stdout line, logs one
+line per request to stderr and serves until SIGTERM/SIGINT (exit status 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, TextIO
+
+__all__ = ["FakeLLM", "load_script", "tool_call_problems", "main"]
+
+REPLY_FIELDS = frozenset({
+    "text", "chunk_size", "tool_calls", "arg_chunks", "interleave", "finish_reason", "usage",
+    "status", "error", "retry_after", "drop_after", "delay", "chunk_delay", "expect", "note",
+})
+CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+MODELS_PATHS = ("/v1/models", "/models")
+
+
+def load_script(path: str) -> list[dict]:
+    """Read a script: a JSON (or .yaml/.yml) list of replies, or ``{"replies": [...]}``.
+
+    ``"-"`` reads JSON from stdin.
+    """
+    path = str(path)
+    if path == "-":
+        data = json.load(sys.stdin)
+    else:
+        with open(path, encoding="utf-8") as f:
+            if path.endswith((".yaml", ".yml")):
+                import yaml  # lazy: only YAML scripts need PyYAML
+
+                data = yaml.safe_load(f)
+            else:
+                data = json.load(f)
+    if isinstance(data, dict) and "replies" in data:
+        data = data["replies"]
+    if not isinstance(data, list):
+        raise ValueError(f"{path}: a script is a list of replies")
+    return data
+
+
+def tool_call_problems(messages: Any) -> list[str]:
+    """Where ``messages`` breaks the tool-call pairing rule ([] if it does not)."""
+    problems: list[str] = []
+    pending: list[str] = []  # ids of the last assistant message not yet answered
+    owner = -1
+    for i, msg in enumerate(messages if isinstance(messages, list) else []):
+        if not isinstance(msg, dict):
+            continue
+        role = msg.get("role")
+        if role == "tool":
+            tool_id = msg.get("tool_call_id")
+            if tool_id in pending:
+                pending.remove(tool_id)
+            else:
+                problems.append(f"messages[{i}]: tool message answers unknown tool_call_id {tool_id!r}")
+            continue
+        if pending:
+            problems.append(f"messages[{owner}]: tool_call_id {', '.join(map(str, pending))} "
+                            f"not answered before messages[{i}] ({role})")
+        calls = msg.get("tool_calls") if role == "assistant" else None
+        pending = [c.get("id") for c in calls or [] if isinstance(c, dict)]
+        owner = i
+    if pending:
+        problems.append(f"messages[{owner}]: tool_call_id {', '.join(map(str, pending))} "
+                        f"not answered before the end of messages")
+    return problems
+
+
+def _text_of(content: Any) -> str:
+    """The text of a message content: a string or a list of ``{"type": "text", "text"}`` parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def _split(s: str, n: int) -> list[str]:
+    """``s`` in at most ``n`` near-equal, non-empty pieces."""
+    n = max(1, min(n, len(s)))
+    q, r = divmod(len(s), n)
+    pieces, start = [], 0
+    for i in range(n):
+        end = start + q + (i < r)
+        pieces.append(s[start:end])
+        start = end
+    return [p for p in pieces if p]
+
+
+def _expect_problems(expect: dict, body: dict) -> list[str]:
+    msgs = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+
+    def last(role: str) -> str | None:
+        return next((_text_of(m.get("content")) for m in reversed(msgs) if m.get("role") == role), None)
+
+    problems = []
+    for key, want in expect.items():
+        if key in ("last_user_contains", "last_tool_contains"):
+            got: Any = last("user" if key == "last_user_contains" else "tool")
+            ok = got is not None and str(want) in got
+        elif key == "has_tools":
+            got = bool(body.get("tools"))
+            ok = got == bool(want)
+        elif key == "model":
+            got = body.get("model")
+            ok = got == want
+        else:
+            problems.append(f"unknown expect key {key!r}")
+            continue
+        if not ok:
+            problems.append(f"expect {key}={want!r} failed, got {repr(got)[:200]}")
+    return problems
+
+
+def _error_body(status: int, message: str, extra: dict | None = None) -> dict:
+    if status == 429:
+        kind, code = "requests", "rate_limit_exceeded"
+    elif status >= 500:
+        kind, code = "server_error", None
+    else:
+        kind, code = "invalid_request_error", None
+    return {"error": {"message": message, "type": kind, "param": None, "code": code, **(extra or {})}}
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True  # a stuck client connection must never block stop()
+    fake: FakeLLM
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: every response has Content-Length or is chunked
+    disable_nagle_algorithm = True  # each SSE event leaves at once instead of waiting for an ACK
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.fake._track(self.connection, True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.fake._track(self.connection, False)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # FakeLLM.log gets one summary line per request instead
+
+    # ----- plumbing
+    def _log(self, status: int, detail: str = "") -> None:
+        self.server.fake._log(f"{self.command} {self.path} -> {status} {detail}".rstrip())
+
+    def _send_json(self, status: int, obj: dict, headers: dict | None = None) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_error(self, status: int, message: str, extra: dict | None = None,
+                    headers: dict | None = None) -> None:
+        self._log(status, message)
+        self._send_json(status, _error_body(status, message, extra), headers)
+
+    def _abort(self) -> None:
+        # FIN in the middle of a chunked body: the client cannot mistake it for a normal end.
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    # ----- endpoints
+    def do_GET(self) -> None:
+        fake = self.server.fake
+        path = self.path.split("?", 1)[0]
+        fake._record(path, None, self.headers)
+        if path.rstrip("/") in MODELS_PATHS:
+            self._log(200)
+            models = [{"id": m, "object": "model", "created": 0, "owned_by": "fake_llm"} for m in fake._models]
+            self._send_json(200, {"object": "list", "data": models})
+        else:
+            self._send_error(404, f"fake_llm: no route GET {path}")
+
+    def do_POST(self) -> None:
+        fake = self.server.fake
+        path = self.path.split("?", 1)[0]
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        n = fake._record(path, body, self.headers)
+        if path.rstrip("/") not in CHAT_PATHS:
+            return self._send_error(404, f"fake_llm: no route POST {path}")
+        if not isinstance(body, dict):
+            return self._send_error(400, "fake_llm: request body is not a JSON object")
+        if fake.check_tool_invariant:
+            problems = tool_call_problems(body.get("messages"))
+            if problems:
+                fake._violation(f"request {n}: " + "; ".join(problems))
+                return self._send_error(400, (
+                    "An assistant message with 'tool_calls' must be followed by tool messages responding "
+                    "to each 'tool_call_id', and each tool message must answer one of them: "
+                    + "; ".join(problems)))
+        reply = fake._take_reply(body.get("model"))
+        if reply is None:
+            message = f"fake_llm: script exhausted ({n} requests)"
+            fake._violation(message)
+            return self._send_error(500, message)
+        for problem in _expect_problems(reply.get("expect") or {}, body):
+            fake._violation(f"request {n}: {problem}")
+        if reply.get("delay"):
+            time.sleep(reply["delay"])
+        if reply.get("status") is not None:
+            status = int(reply["status"])
+            error = reply.get("error")
+            message = error if isinstance(error, str) else f"fake_llm: scripted HTTP {status}"
+            headers = {}
+            if reply.get("retry_after") is not None:
+                ra = reply["retry_after"]
+                headers["Retry-After"] = str(int(ra)) if float(ra).is_integer() else str(ra)
+            return self._send_error(status, message, error if isinstance(error, dict) else None, headers)
+        self._answer(fake, n, body, reply)
+
+    def _answer(self, fake: FakeLLM, n: int, body: dict, reply: dict) -> None:
+        text = reply.get("text") or ""
+        if isinstance(text, str):
+            size = max(1, int(reply.get("chunk_size", 4)))
+            deltas = [{"content": text[i:i + size]} for i in range(0, len(text), size)]
+        else:
+            deltas = [{"content": piece} for piece in text]
+        calls = []  # (id, name, arguments-as-sent)
+        for call in reply.get("tool_calls") or []:
+            args = call.get("arguments", {})
+            calls.append((call.get("id") or fake._new_call_id(), call["name"],
+                          args if isinstance(args, str) else json.dumps(args)))
+        arg_chunks = int(reply.get("arg_chunks", 3))
+        per_call = []
+        for index, (call_id, name, args) in enumerate(calls):
+            head = {"index": index, "id": call_id, "type": "function",
+                    "function": {"name": name, "arguments": "" if arg_chunks > 0 else args}}
+            seq = [{"tool_calls": [head]}]
+            if arg_chunks > 0:
+                seq += [{"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
+                        for piece in _split(args, arg_chunks)]
+            per_call.append(seq)
+        if reply.get("interleave"):
+            # Round-robin, the way a provider generating calls in parallel emits them.
+            for k in range(max(map(len, per_call), default=0)):
+                deltas += [seq[k] for seq in per_call if k < len(seq)]
+        else:
+            for seq in per_call:
+                deltas += seq
+
+        finish = reply.get("finish_reason") or ("tool_calls" if calls else "stop")
+        usage_in = reply.get("usage") or {}
+        prompt = usage_in.get("prompt_tokens", sum(
+            len(_text_of(m.get("content"))) for m in body.get("messages") or [] if isinstance(m, dict)) // 4)
+        completion = usage_in.get("completion_tokens", len(deltas))
+        usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+        drop = reply.get("drop_after")
+        head = {"id": f"chatcmpl-fake{n}", "created": int(time.time()), "model": body.get("model") or fake.model}
+
+        if not body.get("stream"):
+            if drop is not None:
+                self._log(0, "dropped before responding")
+                return self._abort()
+            full_text = text if isinstance(text, str) else "".join(text)
+            message: dict = {"role": "assistant", "content": full_text if full_text or not calls else None}
+            if calls:
+                message["tool_calls"] = [{"id": i, "type": "function", "function": {"name": nm, "arguments": a}}
+                                         for i, nm, a in calls]
+            self._log(200, f"json, {len(calls)} tool call(s)")
+            return self._send_json(200, {**head, "object": "chat.completion", "choices": [
+                {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}], "usage": usage})
+
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        head["object"] = "chat.completion.chunk"
+        deltas = deltas or [{"content": ""}]
+        deltas[0] = {"role": "assistant", **deltas[0]}
+        chunk_delay = reply.get("chunk_delay") or 0
+        for i, delta in enumerate(deltas if drop is None else deltas[:drop]):
+            if chunk_delay and i:
+                time.sleep(chunk_delay)
+            self._event({**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+        if drop is not None:
+            self._log(200, f"stream dropped after {min(drop, len(deltas))} of {len(deltas)} deltas")
+            return self._abort()
+        self._event({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+        if (body.get("stream_options") or {}).get("include_usage"):
+            self._event({**head, "choices": [], "usage": usage})
+        # [DONE] and the chunked-body terminator in one write.
+        self.wfile.write(b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n")
+        self._log(200, f"stream, {len(deltas)} deltas, finish_reason={finish}")
+
+    def _event(self, obj: dict) -> None:
+        data = b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+        # One HTTP chunk per SSE event and one write per chunk: wfile is unbuffered
+        # (wbufsize=0), so this is a single sendall and the client sees it at once.
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+
+class FakeLLM:
+    """The scripted server. Use as a context manager, or call ``start()``/``stop()``."""
+
+    log: TextIO | None = None  # where to write one line per request (the CLI sets stderr)
+
+    def __init__(self, script: list[dict] | None = None, *, host: str = "127.0.0.1", port: int = 0,
+                 check_tool_invariant: bool = True, model: str = "fake-model") -> None:
+        self.host, self.port = host, port
+        self.check_tool_invariant = check_tool_invariant
+        self.model = model
+        self.requests: list[dict] = []
+        self.violations: list[str] = []
+        self.connections = 0  # TCP connections accepted so far (shows keep-alive at work)
+        self._script: list[dict] = []
+        self._models = [model]
+        self._call_ids = 0
+        self._cond = threading.Condition()  # guards all of the state above
+        self._open: set[socket.socket] = set()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self.add(*(script or []))
+
+    @property
+    def base_url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("FakeLLM is not started")
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def add(self, *replies: dict) -> None:
+        """Append replies to the script (also while serving)."""
+        for reply in replies:
+            if not isinstance(reply, dict):
+                raise ValueError(f"fake_llm: a reply must be a dict, not {reply!r}")
+            unknown = set(reply) - REPLY_FIELDS
+            if unknown:
+                raise ValueError(f"fake_llm: unknown reply field(s) {sorted(unknown)} in {reply!r}")
+        with self._cond:
+            self._script.extend(replies)
+
+    def start(self) -> FakeLLM:
+        if self._server is None:
+            self._server = _Server((self.host, self.port), _Handler)
+            self._server.fake = self
+            # A short poll interval keeps stop() fast (serve_forever checks for shutdown this often).
+            self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                            name="fake-llm", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.shutdown()
+        with self._cond:
+            for sock in self._open:  # wake handlers idling on keep-alive connections
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+        server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeLLM:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def wait_for_requests(self, n: int, timeout: float = 5.0) -> None:
+        """Block until at least ``n`` requests have been recorded; ``TimeoutError`` otherwise."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: len(self.requests) >= n, timeout):
+                raise TimeoutError(f"fake_llm: {len(self.requests)} of {n} requests after {timeout}s")
+
+    # ----- used by the handler threads
+    def _record(self, path: str, body: Any, headers: Any) -> int:
+        with self._cond:
+            self.requests.append({"path": path, "body": body,
+                                  "headers": {k.lower(): v for k, v in headers.items()}})
+            self._cond.notify_all()
+            return len(self.requests)
+
+    def _violation(self, text: str) -> None:
+        with self._cond:
+            self.violations.append(text)
+        self._log(f"VIOLATION {text}")
+
+    def _take_reply(self, model: Any) -> dict | None:
+        with self._cond:
+            if isinstance(model, str) and model not in self._models:
+                self._models.append(model)
+            return self._script.pop(0) if self._script else None
+
+    def _new_call_id(self) -> str:
+        with self._cond:
+            self._call_ids += 1
+            return f"call_{self._call_ids}"
+
+    def _track(self, sock: socket.socket, is_open: bool) -> None:
+        with self._cond:
+            if is_open:
+                self.connections += 1
+                self._open.add(sock)
+            else:
+                self._open.discard(sock)
+
+    def _log(self, line: str) -> None:
+        if self.log is not None:
+            print(f"fake_llm: {line}", file=self.log, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m toycoder_daemon.testing.fake_llm",
+                                     description="Serve a scripted OpenAI-compatible model.")
+    parser.add_argument("--script", required=True, help="JSON (or .yaml/.yml) list of replies; '-' = JSON on stdin")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 = any free port")
+    parser.add_argument("--model", default="fake-model")
+    parser.add_argument("--no-check", action="store_true", help="do not check tool_call_id pairing")
+    args = parser.parse_args(argv)
+
+    fake = FakeLLM(load_script(args.script), host=args.host, port=args.port,
+                   check_tool_invariant=not args.no_check, model=args.model)
+    fake.log = sys.stderr
+
+    def exit_cleanly(signum: int, frame: Any) -> None:
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, exit_cleanly)
+    signal.signal(signal.SIGINT, exit_cleanly)
+    fake.start()
+    print(fake.base_url, flush=True)  # the first stdout line: callers wait for it
+    try:
+        while True:
+            time.sleep(3600)  # signals interrupt the sleep and raise SystemExit
+    finally:
+        fake.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

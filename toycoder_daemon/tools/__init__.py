@@ -1,0 +1,1 @@
+"""Tools the agent can call, the registry that dispatches them, and the permission gate."""

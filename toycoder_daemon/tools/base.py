@@ -1,0 +1,99 @@
+"""Tool: a named async function whose JSON schema comes from its signature and type hints.
+
+    @tool(level="safe")
+    async def read_file(ctx: ToolContext, path: Annotated[str, "File path"], offset: int = 1) -> str:
+        '''Read a text file.'''
+
+The first parameter is the ToolContext; the rest become the model-facing schema (pydantic
+validates the model's arguments against it, and a bad argument is reported to the model).
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Awaitable, Callable, get_args, get_origin, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from ..agent.events import Frontend, Level
+from .workspace import Workspace
+
+
+class ToolError(Exception):
+    """A failure the model should read as the observation (status: failed)."""
+
+
+@dataclass
+class ToolContext:
+    workspace: Workspace
+    frontend: Frontend
+    tool_call_id: str = ""
+    settings: Any = None
+    """The ToolsConfig section (limits, timeouts)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _field(annotation: Any, default: Any) -> tuple[Any, Any]:
+    """Turn `Annotated[T, "description"]` into (T, Field(description=...))."""
+    description = None
+    if get_origin(annotation) is Annotated:
+        base, *meta = get_args(annotation)
+        description = next((m for m in meta if isinstance(m, str)), None)
+        annotation = base
+    required = default is inspect.Parameter.empty
+    return annotation, Field(... if required else default, description=description)
+
+
+@dataclass
+class Tool:
+    name: str
+    description: str
+    level: Level
+    func: Callable[..., Awaitable[Any]]
+    args_model: type[BaseModel]
+    source: str = "builtin"
+    title: Callable[[dict[str, Any]], str] | None = None
+    """Short human label for a call, e.g. "read_file src/app.py"."""
+
+    @classmethod
+    def from_function(
+        cls, func: Callable[..., Awaitable[Any]], *, level: Level = "safe", name: str | None = None,
+        title: Callable[[dict[str, Any]], str] | None = None,
+    ) -> "Tool":
+        hints = get_type_hints(func, include_extras=True)
+        params = list(inspect.signature(func).parameters.values())[1:]  # skip ctx
+        fields = {p.name: _field(hints.get(p.name, Any), p.default) for p in params}
+        model = create_model(f"{func.__name__}_args", __base__=_Args, **fields)  # type: ignore[call-overload]
+        doc = " ".join((func.__doc__ or "").split())  # source line breaks are not meant for the model
+        return cls(name=name or func.__name__, description=doc, level=level, func=func, args_model=model, title=title)
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI `tools` entry."""
+        params = self.args_model.model_json_schema()
+        params.pop("title", None)
+        for prop in params.get("properties", {}).values():
+            prop.pop("title", None)
+        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": params}}
+
+    def describe_call(self, args: dict[str, Any]) -> str:
+        if self.title:
+            try:
+                return self.title(args)
+            except Exception:
+                pass
+        first = next(iter(args.values()), "")
+        return f"{self.name} {first}".strip() if isinstance(first, str) else self.name
+
+
+def tool(*, level: Level = "safe", name: str | None = None, title: Callable[[dict[str, Any]], str] | None = None):
+    """Decorator form of Tool.from_function."""
+
+    def wrap(func: Callable[..., Awaitable[Any]]) -> Tool:
+        return Tool.from_function(func, level=level, name=name, title=title)
+
+    return wrap

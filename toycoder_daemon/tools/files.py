@@ -1,0 +1,120 @@
+"""Read-only file tools: read_file and list_directory."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Annotated
+
+from .base import ToolContext, ToolError, tool
+from .workspace import OutsideWorkspace
+
+
+def _resolve(ctx: ToolContext, path: str) -> Path:
+    try:
+        return ctx.workspace.resolve(path)
+    except OutsideWorkspace as e:
+        raise ToolError(f"refused: {e}") from None
+
+
+def _read_text(p: Path, max_probe: int = 8192) -> str:
+    with p.open("rb") as f:
+        head = f.read(max_probe)
+        if b"\x00" in head:
+            raise ToolError(f"{p.name} looks like a binary file; read_file only shows text")
+        data = head + f.read()
+    return data.decode("utf-8", errors="replace")
+
+
+def _numbered(text: str, offset: int, limit: int, max_bytes: int) -> tuple[str, int, int, int]:
+    lines = text.splitlines()
+    total = len(lines)
+    start = max(1, offset)
+    out: list[str] = []
+    size = 0
+    end = start - 1
+    for n in range(start, min(total, start + limit - 1) + 1):
+        line = f"{n:6}\t{lines[n - 1]}"
+        if size + len(line) + 1 > max_bytes and out:
+            break
+        out.append(line)
+        size += len(line) + 1
+        end = n
+    return "\n".join(out), start, end, total
+
+
+@tool(level="safe", title=lambda a: f"read_file {a.get('path', '')}")
+async def read_file(
+    ctx: ToolContext,
+    path: Annotated[str, "File path, relative to the workspace root"],
+    offset: Annotated[int, "First line to show (1-based)"] = 1,
+    limit: Annotated[int | None, "How many lines to show (default: the configured page size)"] = None,
+) -> str:
+    """Read a text file from the workspace. Lines come numbered; long files are paged with offset/limit
+    (the header says which lines of how many you got). Shows the editor's unsaved text when the file is
+    open in the editor."""
+    p = _resolve(ctx, path)
+    settings = ctx.settings
+    page = limit if limit and limit > 0 else (settings.read_default_lines if settings else 2000)
+    max_bytes = settings.read_max_bytes if settings else 100_000
+    unsaved = ctx.workspace.open_documents.get(p)
+    if unsaved is not None:
+        text, source = unsaved, " (unsaved editor buffer)"
+    else:
+        if not p.exists():
+            raise ToolError(f"file not found: {path}")
+        if p.is_dir():
+            raise ToolError(f"{path} is a directory; use list_directory")
+        text, source = await asyncio.to_thread(_read_text, p), ""
+    body, start, end, total = _numbered(text, offset, page, max_bytes)
+    rel = ctx.workspace.relative(p)
+    if total == 0:
+        return f"{rel}: empty file{source}"
+    if start > total:
+        raise ToolError(f"offset {offset} is past the end of {rel} ({total} lines)")
+    header = f"{rel}: lines {start}-{end} of {total}{source}"
+    if end < total:
+        header += f" (more: call read_file with offset={end + 1})"
+    return f"{header}\n{body}"
+
+
+def _list(p: Path, max_entries: int) -> tuple[list[str], int]:
+    entries = []
+    with os.scandir(p) as it:
+        for e in it:
+            if e.name == ".git":
+                continue
+            entries.append(e)
+    entries.sort(key=lambda e: (not e.is_dir(follow_symlinks=False), e.name.lower()))
+    lines = []
+    for e in entries[:max_entries]:
+        if e.is_symlink():
+            lines.append(f"link  {e.name} -> {os.readlink(e.path)}")
+        elif e.is_dir():
+            lines.append(f"dir   {e.name}/")
+        else:
+            try:
+                size = e.stat().st_size
+            except OSError:
+                size = 0
+            lines.append(f"file  {e.name}  ({size} bytes)")
+    return lines, max(0, len(entries) - max_entries)
+
+
+@tool(level="safe", title=lambda a: f"list_directory {a.get('path') or '.'}")
+async def list_directory(
+    ctx: ToolContext,
+    path: Annotated[str, "Directory, relative to the workspace root"] = ".",
+) -> str:
+    """List a directory of the workspace: each entry with its kind and size (directories first)."""
+    p = _resolve(ctx, path or ".")
+    if not p.is_dir():
+        raise ToolError(f"not a directory: {path}")
+    max_entries = ctx.settings.list_max_entries if ctx.settings else 500
+    lines, more = await asyncio.to_thread(_list, p, max_entries)
+    rel = ctx.workspace.relative(p)
+    if not lines:
+        return f"{rel}/ is empty"
+    tail = f"\n... and {more} more entries" if more else ""
+    return f"{rel}/ ({len(lines) + more} entries)\n" + "\n".join(lines) + tail

@@ -1,0 +1,116 @@
+"""ToolRegistry: register, list, enable/disable, and dispatch through the permission gate.
+
+Every call, from the main agent, a sub-agent or an MCP server, goes through `dispatch`, so the
+gate is in one place. A denial or a tool error is an observation for the model, never an exception.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..agent.events import PermissionRequest, ToolStatus
+from .base import Tool, ToolContext, ToolError
+from .permission import PermissionGate
+
+
+@dataclass
+class ToolOutcome:
+    status: ToolStatus
+    output: str
+
+
+def _format_validation(e: ValidationError) -> str:
+    parts = []
+    for err in e.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "(arguments)"
+        parts.append(f"{field}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def _stringify(result: Any) -> str:
+    if isinstance(result, str):
+        return result
+    return json.dumps(result, ensure_ascii=False, default=str)
+
+
+class ToolRegistry:
+    def __init__(self, gate: PermissionGate | None = None):
+        self._tools: dict[str, Tool] = {}
+        self._disabled: set[str] = set()
+        self.gate = gate or PermissionGate()
+
+    def fork(self) -> "ToolRegistry":
+        """A per-session view: same tools, its own enabled set and its own "always allow" memory."""
+        child = ToolRegistry(self.gate.fork())
+        child._tools = dict(self._tools)
+        child._disabled = set(self._disabled)
+        return child
+
+    def register(self, t: Tool, *, enabled: bool | None = None) -> None:
+        self._tools[t.name] = t
+        if enabled is None:
+            enabled = t.level != "dangerous"  # dangerous tools start disabled
+        self.set_enabled(t.name, enabled)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def is_enabled(self, name: str) -> bool:
+        return name in self._tools and name not in self._disabled
+
+    def set_enabled(self, name: str, enabled: bool) -> None:
+        if name not in self._tools:
+            raise KeyError(name)
+        (self._disabled.discard if enabled else self._disabled.add)(name)
+
+    def list(self) -> list[Tool]:
+        return list(self._tools.values())
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """What the model is offered: enabled tools only."""
+        return [t.schema() for t in self._tools.values() if t.name not in self._disabled]
+
+    def parse(self, name: str, raw_arguments: str) -> tuple[Tool | None, dict[str, Any] | None, str | None]:
+        """Look the tool up and decode its arguments; the str is an error for the model."""
+        t = self._tools.get(name)
+        if t is None:
+            return None, None, f"unknown tool {name!r}; available: {', '.join(self.names())}"
+        try:
+            args = json.loads(raw_arguments) if raw_arguments and raw_arguments.strip() else {}
+        except json.JSONDecodeError as e:
+            return t, None, f"the arguments of {name} are not valid JSON ({e.msg} at position {e.pos}); send a JSON object"
+        if not isinstance(args, dict):
+            return t, None, f"the arguments of {name} must be a JSON object, got {type(args).__name__}"
+        return t, args, None
+
+    async def dispatch(self, name: str, raw_arguments: str, ctx: ToolContext) -> ToolOutcome:
+        t, args, problem = self.parse(name, raw_arguments)
+        if problem or t is None or args is None:
+            return ToolOutcome("failed", f"error: {problem}")
+        if name in self._disabled:
+            hint = f" (enable it with /tool enable {name})" if t.level == "dangerous" else ""
+            return ToolOutcome("denied", f"denied: the tool {name} is disabled{hint}")
+        try:
+            validated = t.args_model.model_validate(args)
+        except ValidationError as e:
+            return ToolOutcome("failed", f"error: invalid arguments for {name}: {_format_validation(e)}")
+        request = PermissionRequest(
+            tool_call_id=ctx.tool_call_id, tool=name, level=t.level, title=t.describe_call(args), arguments=args,
+        )
+        verdict = await self.gate.check(t, request, ctx)
+        if verdict is not None:
+            return ToolOutcome("denied", verdict)
+        try:
+            result = await t.func(ctx, **validated.model_dump())
+        except ToolError as e:
+            return ToolOutcome("failed", f"error: {e}")
+        except Exception as e:  # a bug in a tool must not end the turn; the model sees it
+            return ToolOutcome("failed", f"error: {name} raised {type(e).__name__}: {e}")
+        return ToolOutcome("completed", _stringify(result))

@@ -1,0 +1,46 @@
+"""Path confinement: every file tool resolves paths through here."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+class OutsideWorkspace(Exception):
+    pass
+
+
+class Workspace:
+    def __init__(self, root: str | os.PathLike[str]):
+        self.root = Path(root).resolve()
+        self.open_documents: dict[Path, str] = {}
+        """Unsaved editor text of open buffers, by resolved path (fed by textDocument/did*)."""
+
+    def resolve(self, path: str, *, for_write: bool = False) -> Path:
+        """Resolve `path` (relative to the root, or absolute) with symlinks followed, refusing
+        anything that lands outside the root. For a path that does not exist yet, the deepest
+        existing parent is resolved, so a symlinked parent cannot smuggle a write outside."""
+        if not isinstance(path, str) or not path.strip():
+            raise OutsideWorkspace("empty path")
+        if "\x00" in path:
+            raise OutsideWorkspace("path contains a NUL byte")
+        raw = Path(os.path.expanduser(path)) if path.startswith("~") else Path(path)
+        candidate = raw if raw.is_absolute() else self.root / raw
+        resolved = candidate.resolve()  # strict=False: resolves the existing prefix, keeps the rest
+        if not self.contains(resolved):
+            raise OutsideWorkspace(f"{path!r} is outside the workspace {self.root}")
+        if for_write:
+            rel = resolved.relative_to(self.root)
+            if rel.parts and rel.parts[0] == ".git":
+                raise OutsideWorkspace(f"{path!r} is inside .git/, which tools may not write")
+        return resolved
+
+    def contains(self, p: Path) -> bool:
+        return p == self.root or self.root in p.parents
+
+    def relative(self, p: Path) -> str:
+        try:
+            rel = p.relative_to(self.root)
+        except ValueError:
+            return str(p)
+        return str(rel) if str(rel) != "." else "."
