@@ -42,9 +42,20 @@ def main(argv: list[str] | None = None) -> int:
 
     server.config_path = args.config
     try:
-        return asyncio.run(serve(server, sys.stdin.buffer, proto_out))
+        code = asyncio.run(serve(server, sys.stdin.buffer, proto_out))
     except KeyboardInterrupt:
-        return 130
+        code = 130
+    # The stdin reader thread may still sit in a blocking read holding the buffer's lock, which
+    # aborts a normal interpreter shutdown; everything is flushed, so leave directly.
+    import logging
+
+    logging.shutdown()
+    for stream in (proto_out, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 if __name__ == "__main__":

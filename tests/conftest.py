@@ -1,0 +1,78 @@
+"""Shared fixtures: an isolated environment, a workspace, the scripted model server, the daemon."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable, Iterator
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from rpc import Daemon  # noqa: E402
+
+from toycoder_daemon.testing.fake_llm import FakeLLM  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No test reads the developer's config, keys or data."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("TOYCODER_DATA_DIR", str(tmp_path / "data"))
+    for var in ("TOYCODER_CONFIG", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    return home
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "README.md").write_text("# Demo\nA tiny project.\n")
+    (ws / "src" / "app.py").write_text("def add(a, b):\n    return a + b\n")
+    return ws
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeLLM]:
+    with FakeLLM() as server:
+        yield server
+
+
+def write_config(path: Path, llm: FakeLLM, *, keys: list[str] | None = None, extra: str = "") -> Path:
+    keys = keys or ["test-key-1"]
+    path.write_text(
+        "providers:\n  openai:\n    api_keys: [" + ", ".join(f'"{k}"' for k in keys) + "]\n"
+        f"    base_url: {llm.base_url}\n    models: {{default: fake-model, fast: fake-fast}}\n"
+        "default_provider: openai\n"
+        "agent: {max_steps: 16, max_retries: 2, retry_interval: 0.05}\n" + extra
+    )
+    return path
+
+
+@pytest.fixture
+async def start_daemon(tmp_path: Path, workspace: Path, llm: FakeLLM) -> AsyncIterator[Callable[..., Any]]:
+    """start_daemon(keys=..., extra=yaml, caps=..., progress=...) -> an initialized Daemon."""
+    daemons: list[Daemon] = []
+
+    async def start(*, keys: list[str] | None = None, extra: str = "", caps: dict | None = None,
+                    progress: bool = False, args: tuple[str, ...] = (), init: bool = True) -> Daemon:
+        cfg = write_config(tmp_path / f"config{len(daemons)}.yaml", llm, keys=keys, extra=extra)
+        d = await Daemon.start("--config", str(cfg), *args)
+        daemons.append(d)
+        if init:
+            await d.initialize(workspace, toycoder_caps=caps, progress=progress)
+        return d
+
+    yield start
+    for d in daemons:
+        await d.close()
+
+
+@pytest.fixture
+async def daemon(start_daemon: Callable[..., Any]) -> Daemon:
+    return await start_daemon()
