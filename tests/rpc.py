@@ -114,7 +114,8 @@ class Daemon:
 
     async def initialize(self, root: str | Path, *, toycoder_caps: dict | None = None, options: dict | None = None,
                          progress: bool = False) -> dict[str, Any]:
-        caps: dict[str, Any] = {"experimental": {"toycoder": toycoder_caps or {"permissionRequest": True, "askUser": True}}}
+        default = {"permissionRequest": True, "askUser": True}
+        caps: dict[str, Any] = {"experimental": {"toycoder": default if toycoder_caps is None else toycoder_caps}}
         if progress:
             caps["window"] = {"workDoneProgress": True}
         result = await self.call("initialize", {

@@ -27,8 +27,20 @@ def fake():
         yield server
 
 
-def client(server: FakeLLM, api_key: str = "k") -> openai.OpenAI:
-    return openai.OpenAI(api_key=api_key, base_url=server.base_url, max_retries=0, timeout=10)
+_clients: list[openai.OpenAI] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_clients():
+    yield
+    while _clients:
+        _clients.pop().close()
+
+
+def client(server: FakeLLM | str, api_key: str = "k") -> openai.OpenAI:
+    base_url = server if isinstance(server, str) else server.base_url
+    _clients.append(openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=10))
+    return _clients[-1]
 
 
 def stream(server: FakeLLM, **kwargs) -> list:
@@ -239,6 +251,7 @@ def test_drop_after_breaks_the_stream(fake):
     resp = conn.getresponse()
     with pytest.raises(http.client.IncompleteRead) as info:
         resp.read()
+    conn.close()
     assert b"abcd" in info.value.partial and b"[DONE]" not in info.value.partial
     assert b"finish_reason\":\"stop" not in info.value.partial
 
@@ -397,8 +410,7 @@ def test_cli_prints_base_url_first_and_serves(tmp_path, from_stdin):
         assert select.select([proc.stdout], [], [], 10)[0], "no base URL printed"
         base_url = proc.stdout.readline().strip()
         assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
-        c = openai.OpenAI(api_key="k", base_url=base_url, max_retries=0, timeout=10)
-        resp = c.chat.completions.create(model="m", messages=USER)
+        resp = client(base_url).chat.completions.create(model="m", messages=USER)
         assert resp.choices[0].message.content == "from the cli"
     finally:
         proc.terminate()

@@ -21,6 +21,7 @@ from .llm.base import ChatModel, Usage
 from .prompts.manager import PromptManager
 from .sessions.store import Session, SessionStore
 from .tools.base import ToolContext
+from .tools.edit import edit_file, write_file
 from .tools.files import list_directory, read_file
 from .tools.permission import PermissionGate
 from .tools.registry import ToolRegistry
@@ -59,7 +60,7 @@ class App:
     def _build_tools(self) -> ToolRegistry:
         perms = self.config.permissions
         registry = ToolRegistry(PermissionGate(set(perms.allow), set(perms.deny)))
-        for t in (read_file, list_directory):
+        for t in (read_file, list_directory, write_file, edit_file):
             registry.register(t)
         return registry
 

@@ -130,15 +130,27 @@ class EditorFrontend:
 
     # ---- questions to the person --------------------------------------------------------------
 
-    async def _request(self, method: str, params: dict[str, Any], timeout: float) -> Any:
+    async def _request(self, method: str, params: Any, timeout: float) -> Any:
         """Send a request to the editor; on cancel or timeout tell the editor to drop its prompt."""
         msg_id = f"toycoder-{next(_ids)}"
         fut = self.server.protocol.send_request_async(method, params, msg_id=msg_id)
         try:
             return await asyncio.wait_for(fut, timeout)
         except (asyncio.CancelledError, asyncio.TimeoutError):
-            self.server.protocol.notify("$/cancelRequest", {"id": msg_id})
+            from lsprotocol import types
+
+            self.server.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
             raise
+
+    async def _show_message_request(self, kind: int, message: str, actions: list[str], timeout: float) -> str | None:
+        """The standard LSP fallback for clients without our capabilities."""
+        from lsprotocol import types
+
+        params = types.ShowMessageRequestParams(
+            type=types.MessageType(kind), message=message, actions=[types.MessageActionItem(title=a) for a in actions]
+        )
+        answer = await self._request(types.WINDOW_SHOW_MESSAGE_REQUEST, params, timeout)  # type: ignore[arg-type]
+        return getattr(answer, "title", None)
 
     async def confirm(self, request: PermissionRequest) -> Decision:
         self.flush()
@@ -153,11 +165,10 @@ class EditorFrontend:
             if self.server.client_can("permissionRequest"):
                 result = await self._request(wire.REQUEST_PERMISSION, params, timeout)
                 return wire.PermissionResult.model_validate(result or {}).decision
-            answer = await self._request("window/showMessageRequest", {
-                "type": 2, "message": f"ToyCoder wants to run {request.title}",
-                "actions": [{"title": t} for t in FALLBACK_ACTIONS],
-            }, timeout)
-            return FALLBACK_ACTIONS.get((answer or {}).get("title", ""), "reject")
+            answer = await self._show_message_request(
+                2, f"ToyCoder wants to run {request.title}", list(FALLBACK_ACTIONS), timeout
+            )
+            return FALLBACK_ACTIONS.get(answer or "", "reject")
         except asyncio.CancelledError:
             raise
         except Exception as e:  # timeout, error reply, malformed answer: not a yes
@@ -174,9 +185,7 @@ class EditorFrontend:
                 result = wire.AskUserResult.model_validate(await self._request(wire.ASK_USER, params, timeout) or {})
                 return None if result.cancelled else result.answer
             if options:
-                answer = await self._request("window/showMessageRequest", {
-                    "type": 3, "message": question, "actions": [{"title": o} for o in options]}, timeout)
-                return (answer or {}).get("title")
+                return await self._show_message_request(3, question, options, timeout)
             return None
         except asyncio.CancelledError:
             raise

@@ -350,7 +350,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         head["object"] = "chat.completion.chunk"
         deltas = deltas or [{"content": ""}]
-        deltas[0] = {"role": "assistant", **deltas[0]}
+        pass
         chunk_delay = reply.get("chunk_delay") or 0
         for i, delta in enumerate(deltas if drop is None else deltas[:drop]):
             if chunk_delay and i:

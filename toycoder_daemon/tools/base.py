@@ -59,18 +59,21 @@ class Tool:
     source: str = "builtin"
     title: Callable[[dict[str, Any]], str] | None = None
     """Short human label for a call, e.g. "read_file src/app.py"."""
+    preview: Callable[[ToolContext, dict[str, Any]], Awaitable[dict[str, Any] | None]] | None = None
+    """What the person sees before allowing the call (a diff, a command); may raise ToolError."""
 
     @classmethod
     def from_function(
         cls, func: Callable[..., Awaitable[Any]], *, level: Level = "safe", name: str | None = None,
-        title: Callable[[dict[str, Any]], str] | None = None,
+        title: Callable[[dict[str, Any]], str] | None = None, preview: Any = None,
     ) -> "Tool":
         hints = get_type_hints(func, include_extras=True)
         params = list(inspect.signature(func).parameters.values())[1:]  # skip ctx
         fields = {p.name: _field(hints.get(p.name, Any), p.default) for p in params}
         model = create_model(f"{func.__name__}_args", __base__=_Args, **fields)  # type: ignore[call-overload]
         doc = " ".join((func.__doc__ or "").split())  # source line breaks are not meant for the model
-        return cls(name=name or func.__name__, description=doc, level=level, func=func, args_model=model, title=title)
+        return cls(name=name or func.__name__, description=doc, level=level, func=func, args_model=model, title=title,
+                   preview=preview)
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI `tools` entry."""
@@ -90,10 +93,11 @@ class Tool:
         return f"{self.name} {first}".strip() if isinstance(first, str) else self.name
 
 
-def tool(*, level: Level = "safe", name: str | None = None, title: Callable[[dict[str, Any]], str] | None = None):
+def tool(*, level: Level = "safe", name: str | None = None, title: Callable[[dict[str, Any]], str] | None = None,
+         preview: Any = None):
     """Decorator form of Tool.from_function."""
 
     def wrap(func: Callable[..., Awaitable[Any]]) -> Tool:
-        return Tool.from_function(func, level=level, name=name, title=title)
+        return Tool.from_function(func, level=level, name=name, title=title, preview=preview)
 
     return wrap

@@ -28,10 +28,15 @@ class PermissionGate:
     def fork(self) -> "PermissionGate":
         return PermissionGate(self.allow, self.deny)
 
+    def must_ask(self, tool: "Tool") -> bool:
+        return tool.name not in self.deny and not (
+            tool.level == "safe" or tool.name in self.allow or tool.name in self.always
+        )
+
     async def check(self, tool: "Tool", request: "PermissionRequest", ctx: "ToolContext") -> str | None:
         if tool.name in self.deny:
             return f"denied: the configuration forbids {tool.name}"
-        if tool.level == "safe" or tool.name in self.allow or tool.name in self.always:
+        if not self.must_ask(tool):
             return None
         try:
             decision = await ctx.frontend.confirm(request)

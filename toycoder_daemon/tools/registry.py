@@ -101,8 +101,15 @@ class ToolRegistry:
             validated = t.args_model.model_validate(args)
         except ValidationError as e:
             return ToolOutcome("failed", f"error: invalid arguments for {name}: {_format_validation(e)}")
+        preview = None
+        if t.preview and self.gate.must_ask(t):
+            try:  # an edit that cannot apply fails now, without bothering the person
+                preview = await t.preview(ctx, validated.model_dump())
+            except ToolError as e:
+                return ToolOutcome("failed", f"error: {e}")
         request = PermissionRequest(
             tool_call_id=ctx.tool_call_id, tool=name, level=t.level, title=t.describe_call(args), arguments=args,
+            preview=preview,
         )
         verdict = await self.gate.check(t, request, ctx)
         if verdict is not None:
