@@ -63,13 +63,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import socket
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 __all__ = ["FakeLLM", "load_script", "tool_call_problems", "main"]
 
@@ -81,7 +82,7 @@ CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 MODELS_PATHS = ("/v1/models", "/models")
 
 
-def load_script(path: str) -> list[dict]:
+def load_script(path: str | os.PathLike[str]) -> list[dict]:
     """Read a script: a JSON (or .yaml/.yml) list of replies, or ``{"replies": [...]}``.
 
     ``"-"`` reads JSON from stdin.
@@ -142,15 +143,9 @@ def _text_of(content: Any) -> str:
 
 
 def _split(s: str, n: int) -> list[str]:
-    """``s`` in at most ``n`` near-equal, non-empty pieces."""
-    n = max(1, min(n, len(s)))
-    q, r = divmod(len(s), n)
-    pieces, start = [], 0
-    for i in range(n):
-        end = start + q + (i < r)
-        pieces.append(s[start:end])
-        start = end
-    return [p for p in pieces if p]
+    """``s`` in at most ``n`` non-empty pieces of (nearly) equal size."""
+    size = max(1, -(-len(s) // max(1, n)))  # ceiling division
+    return [s[i:i + size] for i in range(0, len(s), size)]
 
 
 def _expect_problems(expect: dict, body: dict) -> list[str]:
@@ -176,6 +171,37 @@ def _expect_problems(expect: dict, body: dict) -> list[str]:
         if not ok:
             problems.append(f"expect {key}={want!r} failed, got {repr(got)[:200]}")
     return problems
+
+
+def _plan(reply: dict, new_call_id: Callable[[], str]) -> tuple[list[dict], list[tuple[str, str, str]]]:
+    """The stream deltas of a reply (role not included) and its calls as (id, name, arguments)."""
+    text = reply.get("text") or ""
+    if isinstance(text, str):
+        size = max(1, int(reply.get("chunk_size", 4)))
+        deltas = [{"content": text[i:i + size]} for i in range(0, len(text), size)]
+    else:
+        deltas = [{"content": piece} for piece in text]
+    calls = []
+    for call in reply.get("tool_calls") or []:
+        args = call.get("arguments", {})
+        calls.append((call.get("id") or new_call_id(), call["name"],
+                      args if isinstance(args, str) else json.dumps(args)))
+    arg_chunks = int(reply.get("arg_chunks", 3))
+    per_call = []  # the deltas of each call, in order
+    for index, (call_id, name, args) in enumerate(calls):
+        head = {"index": index, "id": call_id, "type": "function",
+                "function": {"name": name, "arguments": "" if arg_chunks > 0 else args}}
+        per_call.append([{"tool_calls": [head]}] + [
+            {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
+            for piece in (_split(args, arg_chunks) if arg_chunks > 0 else [])])
+    if reply.get("interleave"):
+        # Round-robin, the way a provider generating calls in parallel emits them.
+        for k in range(max(map(len, per_call), default=0)):
+            deltas += [seq[k] for seq in per_call if k < len(seq)]
+    else:
+        for seq in per_call:
+            deltas += seq
+    return deltas, calls
 
 
 def _error_body(status: int, message: str, extra: dict | None = None) -> dict:
@@ -212,7 +238,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # FakeLLM.log gets one summary line per request instead
 
     # ----- plumbing
-    def _log(self, status: int, detail: str = "") -> None:
+    def _log(self, status: int | str, detail: str = "") -> None:
         self.server.fake._log(f"{self.command} {self.path} -> {status} {detail}".rstrip())
 
     def _send_json(self, status: int, obj: dict, headers: dict | None = None) -> None:
@@ -292,35 +318,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer(fake, n, body, reply)
 
     def _answer(self, fake: FakeLLM, n: int, body: dict, reply: dict) -> None:
-        text = reply.get("text") or ""
-        if isinstance(text, str):
-            size = max(1, int(reply.get("chunk_size", 4)))
-            deltas = [{"content": text[i:i + size]} for i in range(0, len(text), size)]
-        else:
-            deltas = [{"content": piece} for piece in text]
-        calls = []  # (id, name, arguments-as-sent)
-        for call in reply.get("tool_calls") or []:
-            args = call.get("arguments", {})
-            calls.append((call.get("id") or fake._new_call_id(), call["name"],
-                          args if isinstance(args, str) else json.dumps(args)))
-        arg_chunks = int(reply.get("arg_chunks", 3))
-        per_call = []
-        for index, (call_id, name, args) in enumerate(calls):
-            head = {"index": index, "id": call_id, "type": "function",
-                    "function": {"name": name, "arguments": "" if arg_chunks > 0 else args}}
-            seq = [{"tool_calls": [head]}]
-            if arg_chunks > 0:
-                seq += [{"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
-                        for piece in _split(args, arg_chunks)]
-            per_call.append(seq)
-        if reply.get("interleave"):
-            # Round-robin, the way a provider generating calls in parallel emits them.
-            for k in range(max(map(len, per_call), default=0)):
-                deltas += [seq[k] for seq in per_call if k < len(seq)]
-        else:
-            for seq in per_call:
-                deltas += seq
-
+        deltas, calls = _plan(reply, fake._new_call_id)
         finish = reply.get("finish_reason") or ("tool_calls" if calls else "stop")
         usage_in = reply.get("usage") or {}
         prompt = usage_in.get("prompt_tokens", sum(
@@ -332,10 +330,10 @@ class _Handler(BaseHTTPRequestHandler):
 
         if not body.get("stream"):
             if drop is not None:
-                self._log(0, "dropped before responding")
+                self._log("dropped", "no response sent")
                 return self._abort()
-            full_text = text if isinstance(text, str) else "".join(text)
-            message: dict = {"role": "assistant", "content": full_text if full_text or not calls else None}
+            text = "".join(d.get("content", "") for d in deltas)
+            message: dict = {"role": "assistant", "content": text if text or not calls else None}
             if calls:
                 message["tool_calls"] = [{"id": i, "type": "function", "function": {"name": nm, "arguments": a}}
                                          for i, nm, a in calls]
@@ -350,7 +348,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         head["object"] = "chat.completion.chunk"
         deltas = deltas or [{"content": ""}]
-        pass
+        deltas[0] = {"role": "assistant", **deltas[0]}
         chunk_delay = reply.get("chunk_delay") or 0
         for i, delta in enumerate(deltas if drop is None else deltas[:drop]):
             if chunk_delay and i:
@@ -410,6 +408,9 @@ class FakeLLM:
             unknown = set(reply) - REPLY_FIELDS
             if unknown:
                 raise ValueError(f"fake_llm: unknown reply field(s) {sorted(unknown)} in {reply!r}")
+            # Fail here, in the test, rather than later inside a server thread.
+            if not all(isinstance(c, dict) and "name" in c for c in reply.get("tool_calls") or []):
+                raise ValueError(f"fake_llm: each tool call needs a 'name': {reply!r}")
         with self._cond:
             self._script.extend(replies)
 
