@@ -49,7 +49,9 @@ Server-side checks (each appends a readable string to ``violations``):
   before the next non-tool message, and a tool message may not answer an unknown
   id. Violations get OpenAI's kind of HTTP 400 and consume no reply.
 * script exhausted: HTTP 500 ``fake_llm: script exhausted (N requests)``, where N
-  counts every request received so far (this one included).
+  counts the chat-completion requests received so far (this one included).
+
+Other violations start with ``request N:``, N being the 1-based position in ``requests``.
 
 Every request, whatever its path or outcome, is appended to ``requests`` as
 ``{"path", "body" (parsed JSON or None), "headers" (lower-case names)}``.
@@ -299,7 +301,9 @@ class _Handler(BaseHTTPRequestHandler):
                     + "; ".join(problems)))
         reply = fake._take_reply(body.get("model"))
         if reply is None:
-            message = f"fake_llm: script exhausted ({n} requests)"
+            with fake._cond:
+                chat_requests = sum(r["path"].rstrip("/") in CHAT_PATHS for r in fake.requests)
+            message = f"fake_llm: script exhausted ({chat_requests} requests)"
             fake._violation(message)
             return self._send_error(500, message)
         for problem in _expect_problems(reply.get("expect") or {}, body):

@@ -1,0 +1,84 @@
+"""Golden JSON fixtures lock the wire shapes; pydantic wire types must accept what the daemon sends.
+
+Regenerate after a deliberate protocol change with UPDATE_GOLDEN=1 (and update docs/protocol.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from toycoder_daemon import protocol as wire
+from toycoder_daemon.agent.events import (
+    Compacted, RetryScheduled, TextDelta, ToolCallFinished, ToolCallStarted, UsageReport,
+)
+from toycoder_daemon.editor_frontend import update_payload
+from toycoder_daemon.sessions.store import Session
+from toycoder_daemon.tools.registry import ToolRegistry
+
+GOLDEN = Path(__file__).parent / "golden"
+
+EVENTS = {
+    "update_text_delta": TextDelta("Hello"),
+    "update_tool_call": ToolCallStarted("call_1", "read_file", "read_file src/app.py", {"path": "src/app.py"}, "safe"),
+    "update_tool_result": ToolCallFinished("call_1", "denied", "denied: the user did not allow it"),
+    "update_usage": UsageReport(120, 30, 150),
+    "update_retry": RetryScheduled(1, 0.5, "HTTP 429: slow down"),
+    "update_compaction": Compacted("summary", 52, 9),
+    "update_subagent_text": TextDelta("step 1", parent_tool_call_id="call_9"),
+}
+
+
+def check(name: str, value: dict) -> None:
+    path = GOLDEN / f"{name}.json"
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(json.dumps(value, indent=2, sort_keys=True) + "\n")
+    assert path.exists(), f"missing golden file {path}; run with UPDATE_GOLDEN=1 once"
+    assert value == json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("name", sorted(EVENTS))
+def test_update_notifications(name: str) -> None:
+    event = EVENTS[name]
+    params = {"sessionId": "s1", "turnId": "s1-1", "update": update_payload(event)}
+    if event.parent_tool_call_id:
+        params["parentToolCallId"] = event.parent_tool_call_id
+    check(name, params)
+    assert wire.UpdateParams.model_validate(params).dump() == params
+
+
+def test_permission_request_params() -> None:
+    params = wire.PermissionParams(
+        session_id="s1", turn_id="s1-2", tool_call_id="call_3", tool="edit_file", level="sensitive",
+        title="edit_file src/app.py", arguments={"path": "src/app.py", "old_string": "a", "new_string": "b"},
+        preview=wire.Preview(kind="diff", path="src/app.py", diff="--- a/src/app.py\n+++ b/src/app.py\n"),
+    ).dump()
+    check("permission_request", params)
+    assert wire.PermissionResult.model_validate({"decision": "allow_always"}).decision == "allow_always"
+    with pytest.raises(Exception):
+        wire.PermissionResult.model_validate({"decision": "sure"})
+
+
+def test_session_transcript_shape() -> None:
+    s = Session(id="abc", title="t", tools=ToolRegistry())
+    s.messages = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "read it"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"a\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "1\thello"},
+        {"role": "assistant", "content": "It says hello."},
+    ]
+    transcript = s.transcript()
+    check("transcript", {"transcript": transcript})
+    for entry in transcript:
+        wire.TranscriptEntry.model_validate(entry)
+
+
+def test_json_schema_export_covers_the_contract() -> None:
+    schema = wire.json_schema()
+    assert {"PromptParams", "UpdateParams", "PermissionParams", "AskUserParams", "PromptResult"} <= set(schema)
+    assert schema["PromptParams"]["required"] == ["sessionId", "text"]
