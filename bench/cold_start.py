@@ -1,0 +1,148 @@
+"""Cold start: spawning `python -m toycoder_daemon` until its `initialize` response arrives.
+
+The `initialize` request is written to the daemon's stdin right after the spawn, so the time covers
+interpreter start, imports, config loading and the handshake. Side by side, in the same run and in
+rotating order, the same interpreter is timed spawn-to-exit on baselines:
+
+  python -c "pass"                          interpreter start-up alone
+  python -c "import pygls.lsp.server"       the LSP framework the daemon is built on
+  python -c "import toycoder_daemon.server" everything the daemon imports before it serves
+
+Every process gets HOME and TOYCODER_DATA_DIR pointing at temp dirs; the daemon gets a config file
+whose provider points at an unused local port (nothing is contacted), or, with --defaults, no
+--config at all (built-in defaults).
+
+Run:  .venv/bin/python bench/cold_start.py [--runs 10] [--defaults]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def frame(obj: object) -> bytes:
+    body = json.dumps(obj).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def read_frame(stream) -> dict:
+    length = None
+    while True:
+        line = stream.readline()
+        if not line:
+            raise RuntimeError("daemon closed stdout before answering initialize")
+        line = line.strip()
+        if not line:
+            break
+        k, _, v = line.decode().partition(":")
+        if k.strip().lower() == "content-length":
+            length = int(v)
+    assert length is not None, "frame without Content-Length"
+    return json.loads(stream.read(length))
+
+
+def time_daemon(args: list[str], env: dict[str, str], ws: Path) -> float:
+    init = frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "processId": os.getpid(), "rootUri": ws.resolve().as_uri(),
+        "capabilities": {"experimental": {"toycoder": {"permissionRequest": True, "askUser": True}}},
+        "initializationOptions": {},
+    }})
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "toycoder_daemon", *args], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=str(ws))
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(init)
+        proc.stdin.flush()
+        while True:
+            msg = read_frame(proc.stdout)
+            if msg.get("id") == 1 and "method" not in msg:
+                break
+        elapsed = time.perf_counter() - t0
+        if "error" in msg:
+            raise SystemExit(f"initialize failed: {msg['error']}")
+        proc.stdin.close()  # end of input: the daemon exits
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return elapsed
+
+
+def time_python(code: str, env: dict[str, str], ws: Path) -> float:
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=str(ws),
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    elapsed = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"python -c {code!r} failed: {proc.stderr.decode(errors='replace')}")
+    return elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=10, help="measured runs of each (default 10)")
+    parser.add_argument("--warmup", type=int, default=1, help="warm-up runs of each, not counted (default 1)")
+    parser.add_argument("--defaults", action="store_true", help="start the daemon without --config")
+    args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs must be >= 1")
+
+    with tempfile.TemporaryDirectory(prefix="toycoder-cold-") as tmp:
+        tmpd = Path(tmp)
+        ws, home = tmpd / "ws", tmpd / "home"
+        ws.mkdir()
+        home.mkdir()
+        env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+               "TOYCODER_DATA_DIR": str(tmpd / "data"), "PYTHONPATH": str(ROOT)}
+        for var in ("TOYCODER_CONFIG", "OPENAI_API_KEY", "OPENAI_BASE_URL", "PYTHONSTARTUP"):
+            env.pop(var, None)
+        daemon_args: list[str] = []
+        if not args.defaults:
+            cfg = tmpd / "config.yaml"
+            cfg.write_text("providers:\n  openai:\n    api_keys: [\"bench-key\"]\n"
+                           "    base_url: http://127.0.0.1:9/v1\n    models: {default: m, fast: m}\n"
+                           "default_provider: openai\n")
+            daemon_args = ["--config", str(cfg)]
+
+        cases = [
+            ('python -c "pass"', lambda: time_python("pass", env, ws)),
+            ('python -c "import pygls.lsp.server"', lambda: time_python("import pygls.lsp.server", env, ws)),
+            ('python -c "import toycoder_daemon.server"',
+             lambda: time_python("import toycoder_daemon.server", env, ws)),
+            ("daemon spawn -> initialize response", lambda: time_daemon(daemon_args, env, ws)),
+        ]
+        times: dict[str, list[float]] = {name: [] for name, _ in cases}
+        for i in range(args.warmup + args.runs):
+            k = i % len(cases)
+            for name, fn in cases[k:] + cases[:k]:  # rotate the order so no case always runs first
+                t = fn()
+                if i >= args.warmup:
+                    times[name].append(t)
+
+    med = statistics.median
+    base = med(times['python -c "pass"'])
+    print(f"cold_start: {args.runs} runs each (+{args.warmup} warm-up), rotating order, "
+          f"daemon {'with built-in defaults' if args.defaults else 'with --config (unused provider URL)'}")
+    print(f"{'':42}{'median':>8} {'min':>8} {'max':>8} {'-pass':>8}")
+    for name, _ in cases:
+        ts = times[name]
+        print(f"{name + ' ms':42}{med(ts) * 1000:8.1f} {min(ts) * 1000:8.1f} {max(ts) * 1000:8.1f}"
+              f" {(med(ts) - base) * 1000:8.1f}")
+    print("(-pass: median minus the bare interpreter's median; baselines are spawn-to-exit)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
