@@ -135,10 +135,10 @@ def main() -> int:
     base = med(times['python -c "pass"'])
     print(f"cold_start: {args.runs} runs each (+{args.warmup} warm-up), rotating order, "
           f"daemon {'with built-in defaults' if args.defaults else 'with --config (unused provider URL)'}")
-    print(f"{'':42}{'median':>8} {'min':>8} {'max':>8} {'-pass':>8}")
+    print(f"{'':46}{'median':>8} {'min':>8} {'max':>8} {'-pass':>8}")
     for name, _ in cases:
         ts = times[name]
-        print(f"{name + ' ms':42}{med(ts) * 1000:8.1f} {min(ts) * 1000:8.1f} {max(ts) * 1000:8.1f}"
+        print(f"{name + ' ms':46}{med(ts) * 1000:8.1f} {min(ts) * 1000:8.1f} {max(ts) * 1000:8.1f}"
               f" {(med(ts) - base) * 1000:8.1f}")
     print("(-pass: median minus the bare interpreter's median; baselines are spawn-to-exit)")
     return 0

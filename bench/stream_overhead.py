@@ -20,6 +20,7 @@ import asyncio
 import itertools
 import json
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -36,6 +37,24 @@ from toycoder_daemon.testing.fake_llm import FakeLLM  # noqa: E402
 
 MODEL = "fake-model"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+# --profile: the daemon runs under cProfile, enabled on SIGUSR1 (after the warm-up) and dumped on
+# SIGUSR2 (after the measured runs). `python -m cProfile` alone would write nothing: the daemon
+# leaves through os._exit.
+PROFILE_WRAPPER = """
+import cProfile, signal, sys
+out = sys.argv.pop(1)
+prof = cProfile.Profile()
+signal.signal(signal.SIGUSR1, lambda *_: prof.enable())
+def _dump(*_):
+    prof.disable()
+    prof.dump_stats(out)
+    print("profile written", flush=True, file=sys.stderr)
+signal.signal(signal.SIGUSR2, _dump)
+from toycoder_daemon.__main__ import main
+sys.argv[0] = "toycoder_daemon"
+main()
+"""
 
 
 # ---- a minimal raw LSP-framed JSON-RPC client -------------------------------------------------
@@ -57,9 +76,10 @@ class RawDaemon:
         self._reader = asyncio.ensure_future(self._read())
 
     @classmethod
-    async def start(cls, *args: str, env: dict[str, str], cwd: str) -> "RawDaemon":
+    async def start(cls, *args: str, env: dict[str, str], cwd: str, profile: str | None = None) -> "RawDaemon":
+        launch = ["-c", PROFILE_WRAPPER, profile] if profile else ["-m", "toycoder_daemon"]
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "toycoder_daemon", *args,
+            sys.executable, *launch, *args,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             env=env, cwd=cwd, limit=1 << 24,
         )
@@ -192,7 +212,8 @@ async def run_daemon(d: RawDaemon, llm: FakeLLM, chunks: int) -> dict[str, Any]:
                          f"text {len(result.get('text') or '')} chars")
     if ttft is None:
         raise SystemExit("daemon: no text_delta notification before the prompt response")
-    return {"total": t_end - t0, "ttft": ttft, "notifications": len(deltas), "cpu": cpu1 - cpu0}
+    return {"total": t_end - t0, "ttft": ttft, "notifications": len(deltas), "cpu": cpu1 - cpu0,
+            "first": deltas[0].count(" ")}  # model deltas ("tokN ") carried by the first notification
 
 
 # ---- driver -----------------------------------------------------------------------------------
@@ -226,7 +247,8 @@ async def main_async(args: argparse.Namespace) -> int:
         cfg = write_config(tmpd / "config.yaml", llm)
 
         client = openai.AsyncOpenAI(api_key="bench", base_url=llm.base_url, max_retries=0)
-        d = await RawDaemon.start("--config", str(cfg), env=env, cwd=str(ws))
+        profile = str(Path(args.profile).resolve()) if args.profile else None
+        d = await RawDaemon.start("--config", str(cfg), env=env, cwd=str(ws), profile=profile)
         try:
             await d.call("initialize", {
                 "processId": os.getpid(), "rootUri": ws.resolve().as_uri(),
@@ -239,6 +261,8 @@ async def main_async(args: argparse.Namespace) -> int:
                 await run_sdk(client, llm, args.chunks)
                 await run_daemon(d, llm, args.chunks)
 
+            if profile:
+                d.proc.send_signal(signal.SIGUSR1)
             a_runs: list[dict] = []
             b_runs: list[dict] = []
             sdk_thread_cpu = 0.0  # this thread only: the SDK client's event loop (FakeLLM serves on other threads)
@@ -255,6 +279,12 @@ async def main_async(args: argparse.Namespace) -> int:
                 sdk_thread_cpu += t1 - t0
                 raw_proc_cpu += p2 - p1
                 raw_thread_cpu += t2 - t1
+            if profile:
+                d.proc.send_signal(signal.SIGUSR2)
+                for _ in range(100):
+                    if os.path.exists(profile):
+                        break
+                    await asyncio.sleep(0.05)
             if llm.violations:
                 raise SystemExit(f"fake_llm violations: {llm.violations}")
         finally:
@@ -284,6 +314,8 @@ async def main_async(args: argparse.Namespace) -> int:
     print(f"{'ratio b/a total (of medians)':34}{med(b_tot) / med(a_tot):9.2f}")
     print(f"{'text_delta notifications / turn':34}{med(notes):9.0f} {min(notes):9d} {max(notes):9d}"
           f"   (for {args.chunks} model deltas)")
+    firsts = [r["first"] for r in b_runs]
+    print(f"{'model deltas in 1st notification':34}{med(firsts):9.0f} {min(firsts):9d} {max(firsts):9d}")
     print("CPU per turn, ms (mean over measured runs):")
     print(f"{'  daemon process (/proc stat)':34}{ms(daemon_cpu / n)}"
           f"   (10 ms tick resolution, summed over runs)")
@@ -300,6 +332,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=15, help="measured runs of each of a and b (default 15)")
     parser.add_argument("--warmup", type=int, default=2, help="warm-up runs of each (default 2)")
     parser.add_argument("--quick", action="store_true", help="smoke run: --chunks 2000 --runs 5")
+    parser.add_argument("--profile", metavar="OUT",
+                        help="run the daemon under cProfile during the measured runs and write the stats to OUT "
+                             "(timings are then distorted; read OUT with pstats)")
     args = parser.parse_args()
     if args.quick:
         args.chunks, args.runs = 2000, 5
