@@ -123,4 +123,4 @@ async def test_unsaved_editor_buffer_is_read(ws: Path) -> None:
     w = Workspace(ws)
     w.open_documents[(ws / "big.txt").resolve()] = "unsaved\ntext\n"
     out = await reg.dispatch("read_file", '{"path": "big.txt"}', ToolContext(w, AllowAll(), "c"))
-    assert "unsaved editor buffer" in out.output and "     1\tunsaved" in out.output
+    assert "unsaved text" in out.output and "     1\tunsaved" in out.output

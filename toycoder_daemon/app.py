@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from . import secrets
 from .agent.events import Frontend
 from .agent.react import TurnResult, run_turn
 from .config import Config, ConfigError, load_config
@@ -21,10 +22,12 @@ from .llm.base import ChatModel, Usage
 from .prompts.manager import PromptManager
 from .sessions.store import Session, SessionStore
 from .tools.base import ToolContext
+from .tools.ask import ask_user
 from .tools.edit import edit_file, write_file
 from .tools.files import list_directory, read_file
 from .tools.permission import PermissionGate
 from .tools.registry import ToolRegistry
+from .tools.shell import run_command
 from .tools.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -47,9 +50,7 @@ class App:
         except ConfigError as e:
             log.error("%s", e)
             self.config_error, self.config, self.config_path = e, Config(), None
-        from .logs import register_secrets
-
-        register_secrets([k for p in self.config.providers.values() for k in p.api_keys])
+        secrets.register([k for p in self.config.providers.values() for k in p.api_keys])
         self.prompts = PromptManager()
         self.sessions = SessionStore()
         self.tools = self._build_tools()
@@ -59,9 +60,12 @@ class App:
 
     def _build_tools(self) -> ToolRegistry:
         perms = self.config.permissions
-        registry = ToolRegistry(PermissionGate(set(perms.allow), set(perms.deny)))
-        for t in (read_file, list_directory, write_file, edit_file):
+        registry = ToolRegistry(PermissionGate(perms.allow, perms.deny))
+        for t in (read_file, list_directory, write_file, edit_file, run_command, ask_user):
             registry.register(t)
+        for name in self.config.tools.enabled:
+            if registry.get(name):
+                registry.set_enabled(name, True)
         return registry
 
     def _require_config(self) -> Config:

@@ -83,15 +83,28 @@ class ToolsConfig(_Section):
     """Largest timeout a run_command call may ask for, seconds."""
     output_max_bytes: int = Field(30_000, ge=1000)
     """Cap on a tool's output sent to the model."""
+    enabled: list[str] = Field(default_factory=list)
+    """Dangerous tools (e.g. run_command) enabled from the start of every session."""
+
+
+_RULE = re.compile(r"\s*[\w.-]+\s*(\(.*\))?\s*", re.DOTALL)
 
 
 class PermissionsConfig(_Section):
     allow: list[str] = Field(default_factory=list)
-    """Tools that run without asking (e.g. write_file)."""
+    """Rules for calls that run without asking: `write_file`, `write_file(docs/**)`, `run_command(pytest *)`."""
     deny: list[str] = Field(default_factory=list)
-    """Tools that are always refused."""
+    """Rules for calls that are always refused (checked before allow)."""
     timeout_seconds: float = Field(600.0, gt=0)
     """How long a permission prompt or question waits for the person; no answer is a rejection."""
+
+    @field_validator("allow", "deny")
+    @classmethod
+    def _rule_syntax(cls, rules: list[str]) -> list[str]:
+        for r in rules:
+            if not _RULE.fullmatch(r):
+                raise ValueError(f"bad rule {r!r}: expected NAME or NAME(pattern)")
+        return rules
 
 
 class McpServerConfig(BaseModel):

@@ -5,22 +5,13 @@ from __future__ import annotations
 import logging
 import sys
 
-_secrets: set[str] = set()
-
-
-def register_secrets(values: list[str]) -> None:
-    """Values (API keys) that must never appear in a log line."""
-    _secrets.update(v for v in values if v and len(v) >= 4)
+from . import secrets
 
 
 class _Redact(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        if _secrets:
-            msg = record.getMessage()
-            for s in _secrets:
-                if s in msg:
-                    msg = msg.replace(s, "***")
-            record.msg, record.args = msg, None
+        if secrets.values():
+            record.msg, record.args = secrets.redact(record.getMessage()), None
         return True
 
 

@@ -151,6 +151,35 @@ def on_initialized(ls: ToyCoderServer, params: Any) -> None:
         ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=str(app.config_error)))
 
 
+# ---- open documents: read_file shows the editor's text, unsaved changes included -------------
+
+def _doc_path(uri: str):
+    from pathlib import Path
+
+    from pygls.uris import to_fs_path
+
+    fs = to_fs_path(uri)
+    return Path(fs).resolve() if fs else None
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: ToyCoderServer, params: types.DidOpenTextDocumentParams) -> None:
+    if ls.app and (p := _doc_path(params.text_document.uri)):
+        ls.app.workspace.open_documents[p] = params.text_document.text
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: ToyCoderServer, params: types.DidChangeTextDocumentParams) -> None:
+    if ls.app and (p := _doc_path(params.text_document.uri)) and params.content_changes:
+        ls.app.workspace.open_documents[p] = params.content_changes[-1].text  # full sync
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: ToyCoderServer, params: types.DidCloseTextDocumentParams) -> None:
+    if ls.app and (p := _doc_path(params.text_document.uri)):
+        ls.app.workspace.open_documents.pop(p, None)
+
+
 # ---- sessions ---------------------------------------------------------------------------------
 
 @server.feature(wire.SESSION_NEW)

@@ -58,15 +58,16 @@ async def read_file(
     settings = ctx.settings
     page = limit if limit and limit > 0 else (settings.read_default_lines if settings else 2000)
     max_bytes = settings.read_max_bytes if settings else 100_000
-    unsaved = ctx.workspace.open_documents.get(p)
-    if unsaved is not None:
-        text, source = unsaved, " (unsaved editor buffer)"
+    buffer = ctx.workspace.open_documents.get(p)
+    if buffer is None and not p.exists():
+        raise ToolError(f"file not found: {path}")
+    if p.is_dir():
+        raise ToolError(f"{path} is a directory; use list_directory")
+    disk = await asyncio.to_thread(_read_text, p) if p.exists() else None
+    if buffer is not None and buffer != disk:
+        text, source = buffer, " (the editor's unsaved text, not yet on disk)"
     else:
-        if not p.exists():
-            raise ToolError(f"file not found: {path}")
-        if p.is_dir():
-            raise ToolError(f"{path} is a directory; use list_directory")
-        text, source = await asyncio.to_thread(_read_text, p), ""
+        text, source = disk or "", ""
     body, start, end, total = _numbered(text, offset, page, max_bytes)
     rel = ctx.workspace.relative(p)
     if total == 0:

@@ -1,42 +1,145 @@
-"""The permission gate: safe runs, sensitive and dangerous ask the person (through the Frontend).
+"""The permission gate: config rules first (deny, then allow), then the person decides.
 
-"allow_always" covers exactly this tool for the rest of this session. No answer, an error or a
-dismissed prompt is a rejection. The gate returns None to go ahead or the observation for the model.
+Levels: safe runs; sensitive asks every call; dangerous must first be enabled for the session (the
+registry refuses it otherwise), then asks like sensitive. "allow_always" covers exactly that tool
+for the rest of that session. No answer, an error or a dismissed prompt is a rejection.
+
+Rules look like `write_file`, `write_file(docs/**)` or `run_command(pytest *)`. The part in
+parentheses matches the call's subject: the `command` argument, else the `path` argument (relative
+to the workspace). A command that chains, pipes, substitutes or redirects never matches an allow
+rule; for deny rules every piece of such a command is checked, so `ls; rm -rf x` meets `rm *`.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import logging
-from typing import TYPE_CHECKING
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .base import Tool, ToolContext
     from ..agent.events import PermissionRequest
+    from .base import Tool, ToolContext
 
 log = logging.getLogger(__name__)
 
+SHELL_META = re.compile(r"[;&|`$<>()\n\r\\]")
+SHELL_SPLIT = re.compile(r"\$\(|[;&|`()<>\n\r]")
+
+
+@dataclass(frozen=True)
+class Rule:
+    text: str
+    tool: str
+    pattern: str | None
+
+    @classmethod
+    def parse(cls, text: str) -> "Rule":
+        m = re.fullmatch(r"\s*([\w.-]+)\s*(?:\((.*)\))?\s*", text, re.DOTALL)
+        if not m:
+            raise ValueError(f"bad permission rule {text!r}: expected NAME or NAME(pattern)")
+        return cls(text.strip(), m.group(1), m.group(2).strip() if m.group(2) is not None else None)
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """Path glob: `*` and `?` stay within a directory, `**` crosses them; without a `/` the
+    pattern matches the file name at any depth."""
+    if "/" not in pattern.strip("/"):
+        pattern = "**/" + pattern
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out).lstrip("/") + r"\Z")
+
+
+def command_matches(pattern: str, command: str) -> bool:
+    command = " ".join(command.split())
+    pattern = " ".join(pattern.split())
+    if pattern.endswith(" *") and command == pattern[:-2]:
+        return True  # "pytest *" also covers plain "pytest"
+    return fnmatch.fnmatchcase(command, pattern)
+
 
 class PermissionGate:
-    def __init__(self, allow: set[str] | None = None, deny: set[str] | None = None):
-        self.allow = set(allow or ())
-        """Tools the config lets run without asking."""
-        self.deny = set(deny or ())
-        """Tools the config always refuses."""
+    def __init__(self, allow: list[str] | None = None, deny: list[str] | None = None):
+        self.allow = [Rule.parse(r) for r in allow or ()]
+        """Config rules that let a call run without asking."""
+        self.deny = [Rule.parse(r) for r in deny or ()]
+        """Config rules that always refuse a call."""
         self.always: set[str] = set()
         """Tools the person answered "allow_always" for, in this session."""
 
     def fork(self) -> "PermissionGate":
-        return PermissionGate(self.allow, self.deny)
+        child = PermissionGate()
+        child.allow, child.deny = self.allow, self.deny
+        return child
 
-    def must_ask(self, tool: "Tool") -> bool:
-        return tool.name not in self.deny and not (
-            tool.level == "safe" or tool.name in self.allow or tool.name in self.always
-        )
+    # ---- rules --------------------------------------------------------------------------------
+
+    def _subject(self, args: dict[str, Any], ctx: "ToolContext") -> tuple[str, str] | None:
+        if isinstance(args.get("command"), str):
+            return "command", args["command"]
+        if isinstance(args.get("path"), str):
+            try:
+                return "path", ctx.workspace.relative(ctx.workspace.resolve(args["path"]))
+            except Exception:
+                return None  # outside the workspace: no rule may allow it (the tool refuses anyway)
+        return None
+
+    def _matches(self, rule: Rule, tool: str, subject: tuple[str, str] | None, *, for_deny: bool) -> bool:
+        if rule.tool != tool:
+            return False
+        if rule.pattern is None:
+            return True
+        if subject is None:
+            return False
+        kind, value = subject
+        if kind == "path":
+            return bool(glob_regex(rule.pattern).match(value))
+        if for_deny:  # any piece of a compound command may be the dangerous one
+            pieces = [value] + [p for p in SHELL_SPLIT.split(value) if p.strip()]
+            return any(command_matches(rule.pattern, p.strip()) for p in pieces)
+        return not SHELL_META.search(value) and command_matches(rule.pattern, value)
+
+    def rule_verdict(self, tool: str, args: dict[str, Any], ctx: "ToolContext") -> tuple[str, Rule] | None:
+        subject = self._subject(args, ctx)
+        for rule in self.deny:
+            if self._matches(rule, tool, subject, for_deny=True):
+                return "deny", rule
+        for rule in self.allow:
+            if self._matches(rule, tool, subject, for_deny=False):
+                return "allow", rule
+        return None
+
+    # ---- the gate -----------------------------------------------------------------------------
+
+    def must_ask(self, tool: "Tool", args: dict[str, Any], ctx: "ToolContext") -> bool:
+        if tool.level == "safe" or tool.name in self.always:
+            return False
+        return self.rule_verdict(tool.name, args, ctx) is None
 
     async def check(self, tool: "Tool", request: "PermissionRequest", ctx: "ToolContext") -> str | None:
-        if tool.name in self.deny:
-            return f"denied: the configuration forbids {tool.name}"
-        if not self.must_ask(tool):
+        """None to go ahead, or the observation telling the model why not."""
+        args = request.arguments if isinstance(request.arguments, dict) else {}
+        verdict = self.rule_verdict(tool.name, args, ctx)
+        if verdict and verdict[0] == "deny":
+            return f"denied: the configuration forbids this ({verdict[1].text})"
+        if tool.level == "safe" or tool.name in self.always or verdict:
             return None
         try:
             decision = await ctx.frontend.confirm(request)

@@ -102,7 +102,7 @@ class ToolRegistry:
         except ValidationError as e:
             return ToolOutcome("failed", f"error: invalid arguments for {name}: {_format_validation(e)}")
         preview = None
-        if t.preview and self.gate.must_ask(t):
+        if t.preview and self.gate.must_ask(t, args, ctx):
             try:  # an edit that cannot apply fails now, without bothering the person
                 preview = await t.preview(ctx, validated.model_dump())
             except ToolError as e:

@@ -1,0 +1,126 @@
+"""run_command: a shell command in the workspace (dangerous: disabled until enabled, then it asks).
+
+The command runs under /bin/sh -c in its own process group with stdin from /dev/null and an
+environment without secrets. Timeout, cancel, and the end of the command all kill the whole group,
+so nothing it started is left behind. Output is capped keeping its head and tail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from typing import Annotated, Any
+
+from .. import secrets
+from .base import ToolContext, tool
+
+KILL_GRACE = 2.0
+
+
+class HeadTail:
+    """Keeps the first and last `limit // 2` bytes of a stream and counts the rest."""
+
+    def __init__(self, limit: int):
+        self.half = max(1, limit // 2)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            if len(self.tail) > self.half:
+                del self.tail[: len(self.tail) - self.half]
+
+    def text(self) -> str:
+        cut = self.total - len(self.head) - len(self.tail)
+        head = self.head.decode("utf-8", errors="replace")
+        tail = self.tail.decode("utf-8", errors="replace")
+        if cut <= 0:
+            return head + tail
+        return f"{head}\n[... {cut} bytes of output cut from the middle ...]\n{tail}"
+
+
+def _kill_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+async def _stop(proc: asyncio.subprocess.Process) -> None:
+    """TERM the group, then KILL whatever is still there."""
+    _kill_group(proc.pid, signal.SIGTERM)
+    try:
+        await asyncio.wait_for(proc.wait(), KILL_GRACE)
+    except asyncio.TimeoutError:
+        pass
+    _kill_group(proc.pid, signal.SIGKILL)
+
+
+async def _command_preview(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    return {"kind": "command", "command": args["command"], "cwd": str(ctx.workspace.root)}
+
+
+def _title(args: dict[str, Any]) -> str:
+    command = " ".join(str(args.get("command", "")).split())
+    return f"run_command {command[:80]}{'…' if len(command) > 80 else ''}"
+
+
+@tool(level="dangerous", title=_title, preview=_command_preview)
+async def run_command(
+    ctx: ToolContext,
+    command: Annotated[str, "Shell command, run with /bin/sh -c in the workspace root"],
+    timeout: Annotated[float | None, "Seconds before the command is killed (default and maximum from config)"] = None,
+) -> str:
+    """Run a shell command in the workspace root and return its exit code and output (stdout and
+    stderr together, long output shortened in the middle). It has no stdin; it is killed with
+    everything it started when it times out. Use it for builds, tests, git and other CLI tools."""
+    s = ctx.settings
+    default, ceiling = (s.command_timeout, s.command_max_timeout) if s else (120.0, 600.0)
+    limit = s.output_max_bytes if s else 30_000
+    seconds = min(timeout if timeout and timeout > 0 else default, ceiling)
+    started = time.monotonic()
+    proc = await asyncio.create_subprocess_exec(
+        "/bin/sh", "-c", command, cwd=str(ctx.workspace.root), stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=secrets.child_env(),
+        start_new_session=True,
+    )
+    out = HeadTail(limit)
+
+    async def pump() -> None:
+        assert proc.stdout is not None
+        while chunk := await proc.stdout.read(65536):
+            out.feed(chunk)
+
+    reader = asyncio.ensure_future(pump())
+    timed_out = False
+    try:
+        await asyncio.wait_for(proc.wait(), seconds)
+    except asyncio.TimeoutError:
+        timed_out = True
+        await _stop(proc)
+    except asyncio.CancelledError:
+        await asyncio.shield(_stop(proc))
+        reader.cancel()
+        raise
+    # Background children still hold the pipe open: the command is over, so they go too.
+    _kill_group(proc.pid, signal.SIGKILL)
+    try:
+        await asyncio.wait_for(reader, KILL_GRACE)
+    except asyncio.TimeoutError:
+        reader.cancel()
+    elapsed = time.monotonic() - started
+    body = out.text().rstrip("\n") or "(no output)"
+    if timed_out:
+        status = f"timed out after {seconds:g}s; the command and everything it started were killed"
+    else:
+        status = f"exit code {proc.returncode} ({elapsed:.1f}s)"
+    return f"$ {command}\n{status}\n{body}"
