@@ -146,13 +146,17 @@ class Daemon:
         return text
 
     async def wait_for(self, predicate: Callable[[], Any], timeout: float = 10) -> Any:
+        """Wait until predicate() is truthy: re-checked on every message and every 50 ms."""
         async def loop() -> Any:
             while True:
                 value = predicate()
                 if value:
                     return value
                 self._notified.clear()
-                await self._notified.wait()
+                try:
+                    await asyncio.wait_for(self._notified.wait(), 0.05)
+                except asyncio.TimeoutError:
+                    pass
 
         return await asyncio.wait_for(loop(), timeout)
 

@@ -88,7 +88,7 @@ async def test_cancel_kills_a_running_command(start_daemon, llm: FakeLLM) -> Non
     await d.wait_for(lambda: processes_with("sleep 173"), timeout=10)
     await d.call("toycoder/cancel", {"sessionId": sid})
     assert (await asyncio.wait_for(fut, 10))["result"]["stopReason"] == "cancelled"
-    assert results(d, sid)[0]["status"] == "cancelled"
+    assert results(d, sid)[0]["status"] == "cancelled", d.updates(sid)
     await asyncio.sleep(0.3)
     assert processes_with("sleep 173") == []
 

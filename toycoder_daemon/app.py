@@ -163,6 +163,9 @@ class App:
             t.cancel()  # type: ignore[union-attr]
         if turns:
             await asyncio.wait(turns, timeout=timeout)  # type: ignore[arg-type]
+        from .tools.shell import kill_all
+
+        kill_all()  # whatever a turn did not manage to stop in time
         for m in self._models.values():
             close = getattr(m, "aclose", None)
             if close:

@@ -18,6 +18,15 @@ from .base import ToolContext, tool
 
 KILL_GRACE = 2.0
 
+_live_groups: set[int] = set()
+"""Process groups of commands still running; the daemon kills them all when it exits."""
+
+
+def kill_all() -> None:
+    for pgid in list(_live_groups):
+        _kill_group(pgid, signal.SIGKILL)
+    _live_groups.clear()
+
 
 class HeadTail:
     """Keeps the first and last `limit // 2` bytes of a stream and counts the rest."""
@@ -93,6 +102,7 @@ async def run_command(
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=secrets.child_env(),
         start_new_session=True,
     )
+    _live_groups.add(proc.pid)
     out = HeadTail(limit)
 
     async def pump() -> None:
@@ -109,10 +119,12 @@ async def run_command(
         await _stop(proc)
     except asyncio.CancelledError:
         await asyncio.shield(_stop(proc))
+        _live_groups.discard(proc.pid)
         reader.cancel()
         raise
     # Background children still hold the pipe open: the command is over, so they go too.
     _kill_group(proc.pid, signal.SIGKILL)
+    _live_groups.discard(proc.pid)
     try:
         await asyncio.wait_for(reader, KILL_GRACE)
     except asyncio.TimeoutError:
