@@ -16,7 +16,7 @@ from toycoder_daemon.agent.events import (
     Compacted, RetryScheduled, TextDelta, ToolCallFinished, ToolCallStarted, UsageReport,
 )
 from toycoder_daemon.editor_frontend import update_payload
-from toycoder_daemon.sessions.store import Session
+from toycoder_daemon.sessions.session import Session
 from toycoder_daemon.tools.registry import ToolRegistry
 
 GOLDEN = Path(__file__).parent / "golden"

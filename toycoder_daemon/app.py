@@ -14,45 +14,53 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import secrets
-from .agent.events import Frontend
-from .agent.react import TurnResult, run_turn
-from .config import Config, ConfigError, load_config
+from .agent.events import Compacted, Frontend
+from .agent.react import TurnResult, answer_open_tool_calls, run_turn
+from .commands.builtin import commands
+from .config import Config, ConfigError, data_dir, load_config
 from .errors import ProviderError, SessionBusy
 from .llm.base import ChatModel, Usage
 from .prompts.manager import PromptManager
-from .sessions.store import Session, SessionStore
-from .tools.base import ToolContext
+from .sessions.context import Compaction, compact, needs_compaction
+from .sessions.session import MessageLog, Session
+from .sessions.store import SessionStore
 from .tools.ask import ask_user
+from .tools.base import ToolContext
 from .tools.edit import edit_file, write_file
 from .tools.files import list_directory, read_file
 from .tools.permission import PermissionGate
 from .tools.registry import ToolRegistry
 from .tools.shell import run_command
-from .tools.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
 FrontendFactory = Callable[[str, str], Frontend]
+INTERRUPTED = "interrupted: the daemon stopped before this tool call finished"
 
 
 @dataclass
 class PromptOutcome:
     turn_id: str
     result: TurnResult
+    action: dict[str, Any] | None = None
 
 
 class App:
     def __init__(self, workspace_root: str | Path, config_path: str | None = None):
+        from .tools.workspace import Workspace
+
         self.workspace = Workspace(workspace_root)
         self.config_error: ConfigError | None = None
         try:
             self.config, self.config_path = load_config(config_path)
+            self.prompts = PromptManager(self.workspace.root, self.config.prompts_file)
         except ConfigError as e:
             log.error("%s", e)
             self.config_error, self.config, self.config_path = e, Config(), None
+            self.prompts = PromptManager(self.workspace.root)
         secrets.register([k for p in self.config.providers.values() for k in p.api_keys])
-        self.prompts = PromptManager()
-        self.sessions = SessionStore()
+        self.store = SessionStore(data_dir(), self.workspace.root)
+        self.live: dict[str, Session] = {}
         self.tools = self._build_tools()
         self._models: dict[tuple[str, str], ChatModel] = {}
 
@@ -78,21 +86,23 @@ class App:
         name, provider = cfg.provider(session.provider if session else None)
         return name, (session.model if session and session.model else provider.models.default)
 
-    def model_for(self, session: Session) -> ChatModel:
+    def model_for(self, session: Session | None, role: str | None = None) -> ChatModel:
+        """The session's model, or the provider's model for a role ("fast" for summaries)."""
         provider_name, model_name = self.current_model(session)
+        if role:
+            model_name = getattr(self.config.providers[provider_name].models, role)
         key = (provider_name, model_name)
         model = self._models.get(key)
         if model is None:
             from .llm.openai_client import OpenAIChatModel
 
-            cfg = self.config
-            provider = cfg.providers[provider_name]
+            provider = self.config.providers[provider_name]
             if not provider.api_keys:
                 raise ProviderError(
                     provider_name,
                     "no API key configured: set OPENAI_API_KEY (or the provider's api_keys in config.yaml)",
                 )
-            a = cfg.agent
+            a = self.config.agent
             model = OpenAIChatModel(
                 provider_name, model_name, provider.base_url, provider.api_keys,
                 max_retries=a.max_retries, retry_interval=a.retry_interval, max_retry_delay=a.max_retry_delay,
@@ -103,53 +113,125 @@ class App:
 
     # ---- sessions -----------------------------------------------------------------------------
 
+    def _save_meta(self, s: Session) -> None:
+        if s.file:
+            s.file.write_meta(s.meta())
+
+    def _attach(self, s: Session, file: Any, stored: list[dict[str, Any]]) -> Session:
+        s.file = file
+        s.on_meta_change = self._save_meta
+        s.messages = MessageLog([{"role": "system", "content": self.prompts.system("main")}, *stored], file.append)
+        self.live[s.id] = s
+        return s
+
     def new_session(self, title: str | None = None) -> Session:
-        s = Session(id=self.sessions.new_id(), title=(title or "").strip(), tools=self.tools.fork())
-        s.messages.append({"role": "system", "content": self.prompts.system("main", self.workspace.root)})
-        return self.sessions.add(s)
+        s = Session(id=self.store.new_id(), title=(title or "").strip(), tools=self.tools.fork())
+        return self._attach(s, self.store.create(s.id, s.meta()), [])
+
+    def session(self, session_id: str) -> Session:
+        """A live session, or one loaded from disk (made valid for the model if a turn was cut)."""
+        s = self.live.get(session_id)
+        if s is not None:
+            return s
+        file, meta, stored = self.store.open(session_id)
+        s = Session(id=session_id, title=meta.get("title") or "", tools=self.tools.fork(),
+                    created_at=meta.get("createdAt", time.time()), provider=meta.get("provider"),
+                    model=meta.get("model"))
+        s.updated_at = file.path.stat().st_mtime
+        for name, enabled in (meta.get("toolOverrides") or {}).items():
+            if s.tools.get(name):
+                s.set_tool_enabled(name, bool(enabled))
+        s.tools.gate.always = {n for n in meta.get("always") or () if s.tools.get(n)}
+        s.usage = Usage(*(meta.get("usage") or (0, 0, 0)))
+        self._attach(s, file, stored)
+        if answer_open_tool_calls(s.messages, INTERRUPTED):
+            log.info("session %s: answered tool calls left open by an interrupted turn", s.id)
+        return s
+
+    def list_sessions(self) -> list[dict[str, Any]]:
+        return self.store.list()
+
+    def delete_session(self, session_id: str) -> None:
+        s = self.live.get(session_id)
+        if s is not None:
+            if s.busy:
+                raise SessionBusy(session_id)
+            s.file.close()
+            del self.live[session_id]
+        self.store.delete(session_id)
 
     # ---- turns --------------------------------------------------------------------------------
 
     async def prompt(self, session_id: str, text: str, frontend_for: FrontendFactory) -> PromptOutcome:
-        s = self.sessions.get(session_id)
+        s = self.session(session_id)
         if s.busy:
             raise SessionBusy(session_id)
-        model = self.model_for(s)
+        is_command = text.lstrip().startswith("/")
+        model = None if is_command else self.model_for(s)
         s.turn_seq += 1
         turn_id = f"{s.id}-{s.turn_seq}"
         frontend = frontend_for(s.id, turn_id)
-        s.title_from(text)
-        s.messages.append({"role": "user", "content": text})
-        s.turn = asyncio.create_task(self._run_turn(s, model, frontend), name=f"turn {turn_id}")
+        work = self._run_command(s, text, frontend) if is_command else self._run_turn(s, text, model, frontend)
+        s.turn = asyncio.ensure_future(work)
         try:
-            result = await asyncio.shield(s.turn)
+            result, action = await asyncio.shield(s.turn)
         except asyncio.CancelledError:
             # The request itself was cancelled ($/cancelRequest): end the turn, answer normally.
             s.turn.cancel()
-            result = await s.turn
-        return PromptOutcome(turn_id, result)
+            result, action = await s.turn
+        return PromptOutcome(turn_id, result, action)
 
-    async def _run_turn(self, s: Session, model: ChatModel, frontend: Frontend) -> TurnResult:
+    async def _run_command(self, s: Session, text: str, frontend: Frontend) -> tuple[TurnResult, dict | None]:
+        try:
+            out = await commands.run(text, app=self, session=s, frontend=frontend)
+        except asyncio.CancelledError:
+            return TurnResult("cancelled", "", Usage(), 0), None
+        return TurnResult("command", out.text, Usage(), 0), out.action
+
+    async def _run_turn(self, s: Session, text: str, model: ChatModel, frontend: Frontend) -> tuple[TurnResult, None]:
         def context(tool_call_id: str) -> ToolContext:
             return ToolContext(self.workspace, frontend, tool_call_id, self.config.tools)
 
         def add_usage(u: Usage) -> None:
             s.usage = s.usage + u
+            s.context_mark = (u.prompt_tokens + u.completion_tokens, len(s.messages) + 1)
 
-        turn_usage = Usage()
         try:
+            await self.compact(s, frontend)
+            s.title_from(text)
+            s.messages.append({"role": "user", "content": text})
             return await run_turn(
                 model, s.messages, s.tools, frontend,
                 max_steps=self.config.agent.max_steps, make_context=context, on_usage=add_usage,
-            )
+            ), None
         except asyncio.CancelledError:
             log.info("turn cancelled in session %s", s.id)
-            return TurnResult("cancelled", "", turn_usage, 0)
+            return TurnResult("cancelled", "", Usage(), 0), None
         finally:
-            s.updated_at = time.time()
+            s.changed()  # records usage, grants and the time of this turn
+
+    async def compact(self, s: Session, frontend: Frontend, *, force: bool = False) -> Compaction | None:
+        """Compact the session's context when it is over the thresholds (or when forced)."""
+        cfg = self.config.session
+        if not force and not needs_compaction(s.messages, s.context_mark, cfg.max_messages, cfg.max_context_tokens):
+            return None
+        try:
+            model = self.model_for(s, "fast")
+        except (ProviderError, ConfigError) as e:
+            log.warning("no model for the summary: %s", e)
+            model = None
+        done = await compact(list(s.messages), model, self.prompts.system("summarizer"), cfg.compress_keep_recent)
+        if done is None:
+            return None
+        s.messages[:] = done.messages  # list-level replace: not an append, rewritten below
+        s.context_mark = (0, 0)
+        if s.file:
+            s.file.rewrite(s.meta(), [m for m in s.messages if m.get("role") != "system"])
+        frontend.emit(Compacted(done.strategy, done.before, done.after))  # type: ignore[arg-type]
+        return done
 
     def cancel(self, session_id: str) -> bool:
-        s = self.sessions.get(session_id)
+        s = self.session(session_id)
         if not s.busy:
             return False
         assert s.turn is not None
@@ -157,8 +239,8 @@ class App:
         return True
 
     async def shutdown(self, timeout: float = 2.0) -> None:
-        """End every turn (which kills their child processes) and close model clients."""
-        turns = [s.turn for s in self.sessions.all() if s.busy]
+        """End every turn (which kills their child processes), close files and model clients."""
+        turns = [s.turn for s in self.live.values() if s.busy]
         for t in turns:
             t.cancel()  # type: ignore[union-attr]
         if turns:
@@ -166,6 +248,9 @@ class App:
         from .tools.shell import kill_all
 
         kill_all()  # whatever a turn did not manage to stop in time
+        for s in self.live.values():
+            if s.file:
+                s.file.close()
         for m in self._models.values():
             close = getattr(m, "aclose", None)
             if close:
@@ -177,7 +262,7 @@ class App:
     # ---- tools and models ---------------------------------------------------------------------
 
     def tool_infos(self, session_id: str) -> list[dict[str, Any]]:
-        s = self.sessions.get(session_id)
+        s = self.session(session_id)
         return [
             {"name": t.name, "description": t.description, "permission": t.level,
              "enabled": s.tools.is_enabled(t.name), "source": t.source}
@@ -185,13 +270,13 @@ class App:
         ]
 
     def set_tool_enabled(self, session_id: str, name: str, enabled: bool) -> None:
-        s = self.sessions.get(session_id)
+        s = self.session(session_id)
         if s.tools.get(name) is None:
             raise KeyError(name)
-        s.tools.set_enabled(name, enabled)
+        s.set_tool_enabled(name, enabled)
 
     def models_info(self, session_id: str | None) -> dict[str, Any]:
-        s = self.sessions.get(session_id) if session_id else None
+        s = self.session(session_id) if session_id else None
         provider, model = self.current_model(s)
         return {
             "current": {"provider": provider, "model": model},
@@ -202,9 +287,11 @@ class App:
         }
 
     def set_model(self, session_id: str, provider: str | None, model: str) -> dict[str, Any]:
-        s = self.sessions.get(session_id)
+        s = self.session(session_id)
         cfg = self._require_config()
         name, p = cfg.provider(provider or s.provider)
         s.provider = name
         s.model = p.models.model_dump().get(model, model)  # "default"/"fast" name a role
+        s.changed()
         return self.models_info(session_id)
+

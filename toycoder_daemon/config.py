@@ -138,6 +138,8 @@ class Config(_Section):
     permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     """External MCP tool servers."""
+    prompts_file: str | None = None
+    """A YAML file whose roles override the built-in prompt templates by name."""
 
     def provider(self, name: str | None = None) -> tuple[str, ProviderConfig]:
         name = name or self.default_provider

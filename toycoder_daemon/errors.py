@@ -18,8 +18,8 @@ class SessionNotFound(ToyCoderError):
 
 
 class SessionBusy(ToyCoderError):
-    def __init__(self, session_id: str):
-        super().__init__(f"session {session_id} is already running a turn; wait for it or cancel it")
+    def __init__(self, session_id: str, why: str = "it is already running a turn; wait for it or cancel it"):
+        super().__init__(f"session {session_id} is busy: {why}")
         self.session_id = session_id
 
 

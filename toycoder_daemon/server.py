@@ -24,7 +24,6 @@ from . import protocol as wire
 from .app import App
 from .editor_frontend import EditorFrontend
 from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound
-from .sessions.store import Session
 
 log = logging.getLogger(__name__)
 P = TypeVar("P", bound=BaseModel)
@@ -123,9 +122,9 @@ def iso(ts: float) -> str:
     return datetime.datetime.fromtimestamp(ts, tz=datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def session_info(s: Session) -> dict[str, Any]:
-    return {"sessionId": s.id, "title": s.title, "createdAt": iso(s.created_at), "updatedAt": iso(s.updated_at),
-            "messageCount": s.message_count}
+def session_info(summary: dict[str, Any]) -> dict[str, Any]:
+    return {"sessionId": summary["id"], "title": summary["title"], "createdAt": iso(summary["createdAt"]),
+            "updatedAt": iso(summary["updatedAt"]), "messageCount": summary["messageCount"]}
 
 
 # ---- lifecycle --------------------------------------------------------------------------------
@@ -186,32 +185,29 @@ def did_close(ls: ToyCoderServer, params: types.DidCloseTextDocumentParams) -> N
 @translate_errors
 async def session_new(ls: ToyCoderServer, params: Any) -> dict[str, Any]:
     p = parse(wire.SessionNewParams, params)
-    return session_info(ls.get_app().new_session(p.title))
+    return session_info(ls.get_app().new_session(p.title).summary())
 
 
 @server.feature(wire.SESSION_LIST)
 @translate_errors
 async def session_list(ls: ToyCoderServer, params: Any) -> dict[str, Any]:
     parse(wire.EmptyParams, params)
-    return {"sessions": [session_info(s) for s in ls.get_app().sessions.list()]}
+    return {"sessions": [session_info(s) for s in ls.get_app().list_sessions()]}
 
 
 @server.feature(wire.SESSION_LOAD)
 @translate_errors
 async def session_load(ls: ToyCoderServer, params: Any) -> dict[str, Any]:
     p = parse(wire.SessionIdParams, params)
-    s = ls.get_app().sessions.get(p.session_id)
-    return {"session": session_info(s), "transcript": s.transcript()}
+    s = ls.get_app().session(p.session_id)
+    return {"session": session_info(s.summary()), "transcript": s.transcript()}
 
 
 @server.feature(wire.SESSION_DELETE)
 @translate_errors
 async def session_delete(ls: ToyCoderServer, params: Any) -> dict[str, Any]:
     p = parse(wire.SessionIdParams, params)
-    app = ls.get_app()
-    if app.sessions.get(p.session_id).busy:
-        raise SessionBusy(p.session_id)
-    app.sessions.delete(p.session_id)
+    ls.get_app().delete_session(p.session_id)
     return {}
 
 
@@ -236,9 +232,12 @@ async def prompt(ls: ToyCoderServer, params: Any) -> dict[str, Any]:
             f.end_progress("done")
     r = outcome.result
     u = r.usage
-    return {"turnId": outcome.turn_id, "stopReason": r.stop_reason, "text": r.text,
-            "usage": {"promptTokens": u.prompt_tokens, "completionTokens": u.completion_tokens,
-                      "totalTokens": u.total_tokens}}
+    result = {"turnId": outcome.turn_id, "stopReason": r.stop_reason, "text": r.text,
+              "usage": {"promptTokens": u.prompt_tokens, "completionTokens": u.completion_tokens,
+                        "totalTokens": u.total_tokens}}
+    if outcome.action:
+        result["action"] = outcome.action
+    return result
 
 
 @server.feature(wire.CANCEL)
@@ -266,6 +265,16 @@ async def tools_set_enabled(ls: ToyCoderServer, params: Any) -> dict[str, Any]:
     except KeyError:
         raise rpc_error(wire.INVALID_PARAMS, f"Invalid params: name: unknown tool {p.name!r}") from None
     return {}
+
+
+@server.feature(wire.COMMANDS_LIST)
+@translate_errors
+async def commands_list(ls: ToyCoderServer, params: Any) -> dict[str, Any]:
+    parse(wire.EmptyParams, params)
+    from .commands.builtin import commands
+
+    return {"commands": [{"name": c.name, "usage": c.usage, "help": c.help, "aliases": c.aliases}
+                         for c in commands.all()]}
 
 
 @server.feature(wire.MODELS_LIST)

@@ -1,4 +1,10 @@
-"""PromptManager: loads the YAML agent templates and renders system prompts."""
+"""PromptManager: the YAML agent templates (built in, then a user file overriding roles by name),
+rendered with the workspace facts and the project's AGENTS.md.
+
+Templates use str.format fields: {workspace}, {platform}, {date}, {git_branch}, {agents_md}.
+Every template is rendered once when the manager is built, so an unknown field or a broken file
+is a ConfigError at start, never a failure in the middle of a turn.
+"""
 
 from __future__ import annotations
 
@@ -7,39 +13,79 @@ import platform
 from pathlib import Path
 from typing import Any
 
+from ..errors import ConfigError
+
 TEMPLATES = Path(__file__).with_name("templates") / "agents.yaml"
 AGENTS_MD_MAX = 20_000
+FIELDS = ("workspace", "platform", "date", "git_branch", "agents_md")
 
 
-class _Blank(dict):
-    def __missing__(self, key: str) -> str:  # unknown fields render empty instead of failing
+def _load_roles(path: Path) -> dict[str, dict[str, Any]]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as e:
+        raise ConfigError(f"prompts file {path}: cannot load it: {e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"prompts file {path}: the top level must map role names to templates")
+    for role, entry in data.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("system"), str):
+            raise ConfigError(f"prompts file {path}: role '{role}' needs a 'system' text (and a 'description')")
+    return data
+
+
+def git_branch(root: Path) -> str:
+    """The checked-out branch, read from .git/HEAD (no git process)."""
+    try:
+        head = (root / ".git" / "HEAD").read_text().strip()
+    except OSError:
         return ""
+    return head.removeprefix("ref: refs/heads/") if head.startswith("ref: ") else f"detached at {head[:12]}"
 
 
 class PromptManager:
-    def __init__(self, path: Path = TEMPLATES):
-        import yaml
-
-        self.roles: dict[str, dict[str, Any]] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    def __init__(self, workspace: Path, user_file: str | None = None):
+        self.workspace = workspace
+        self.roles = _load_roles(TEMPLATES)
+        source = {role: TEMPLATES for role in self.roles}
+        if user_file:
+            path = Path(user_file).expanduser()
+            for role, entry in _load_roles(path).items():
+                self.roles[role] = {**self.roles.get(role, {}), **entry}
+                source[role] = path
+        for role in ("main", "planner", "summarizer"):
+            if role not in self.roles:
+                raise ConfigError(f"prompts: the role '{role}' is missing")
+        for role, entry in self.roles.items():  # fail now, not mid-turn
+            try:
+                entry["system"].format_map(dict.fromkeys(FIELDS, ""))
+            except (KeyError, IndexError, ValueError) as e:
+                raise ConfigError(
+                    f"prompts file {source[role]}: role '{role}': bad template field {e} "
+                    f"(available: {', '.join('{' + f + '}' for f in FIELDS)}; write {{{{ and }}}} for braces)"
+                ) from None
 
     def description(self, role: str) -> str:
-        return str(self.roles[role].get("description", "")).strip()
+        return " ".join(str(self.roles[role].get("description", "")).split())
 
-    def system(self, role: str, workspace: Path | None = None) -> str:
-        facts = _Blank(
-            workspace=str(workspace or Path.cwd()),
-            platform=f"{platform.system()} {platform.machine()}",
-            date=datetime.date.today().isoformat(),
-            agents_md=self._agents_md(workspace),
-        )
+    def system(self, role: str) -> str:
+        branch = git_branch(self.workspace)
+        facts = {
+            "workspace": str(self.workspace),
+            "platform": f"{platform.system()} {platform.machine()}",
+            "date": datetime.date.today().isoformat(),
+            "git_branch": f"Git branch: {branch}." if branch else "",
+            "agents_md": self._agents_md(),
+        }
         return self.roles[role]["system"].format_map(facts).strip()
 
-    @staticmethod
-    def _agents_md(workspace: Path | None) -> str:
-        if workspace is None:
+    def _agents_md(self) -> str:
+        p = self.workspace / "AGENTS.md"
+        try:
+            text = p.read_text(encoding="utf-8", errors="replace")
+        except OSError:
             return ""
-        p = workspace / "AGENTS.md"
-        if not p.is_file():
-            return ""
-        text = p.read_text(encoding="utf-8", errors="replace")[:AGENTS_MD_MAX]
+        if len(text) > AGENTS_MD_MAX:
+            text = text[:AGENTS_MD_MAX] + f"\n[... AGENTS.md cut at {AGENTS_MD_MAX} characters]"
         return f"\nProject instructions from AGENTS.md (follow them):\n{text}"

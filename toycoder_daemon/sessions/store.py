@@ -1,100 +1,193 @@
-"""Sessions and the store that holds them (in memory for now; persistence plugs in here)."""
+"""Session files: append-only JSONL per session, per workspace, under the data directory.
+
+    <data>/sessions/<hash of the workspace path>/<session id>.jsonl
+    {"t":"meta", ...}      settings; the last meta record wins
+    {"t":"msg","m":{...}}  one message (the system prompt is not stored: it is rendered afresh)
+
+Appending writes one line (cost independent of the session's length). A torn last line (the
+daemon was killed mid-write) is cut off on open and reported in the log. Rewrites (compaction) go
+through a temp file, fsync and os.replace. A `<id>.lock` file held with flock keeps a second daemon
+from writing the same session; it gets SessionBusy instead.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import time
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import tempfile
 import uuid
-from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from ..errors import SessionNotFound
-from ..llm.base import Usage
-from ..tools.registry import ToolRegistry
+from ..errors import SessionBusy, SessionNotFound
 
-TITLE_MAX = 60
+log = logging.getLogger(__name__)
 
-
-def _now() -> float:
-    return time.time()
+META_PREFIX = b'{"t": "meta"'
+MSG_PREFIX = b'{"t": "msg"'
 
 
-@dataclass
-class Session:
-    id: str
-    title: str
-    tools: ToolRegistry
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    """The conversation as the model sees it; messages[0] is the system prompt."""
-    created_at: float = field(default_factory=_now)
-    updated_at: float = field(default_factory=_now)
-    provider: str | None = None
-    model: str | None = None
-    usage: Usage = field(default_factory=Usage)
-    turn: asyncio.Task | None = None
-    turn_seq: int = 0
+def _line(record: dict[str, Any]) -> bytes:
+    return json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n"
 
-    @property
-    def busy(self) -> bool:
-        return self.turn is not None and not self.turn.done()
 
-    @property
-    def message_count(self) -> int:
-        return sum(1 for m in self.messages if m.get("role") != "system")
+class SessionFile:
+    """An open session: its lock and its append handle."""
 
-    def title_from(self, text: str) -> None:
-        if not self.title:
-            line = " ".join(text.split())
-            self.title = line if len(line) <= TITLE_MAX else line[: TITLE_MAX - 1] + "…"
+    def __init__(self, path: Path, lock_fd: int):
+        self.path = path
+        self._lock_fd = lock_fd
+        self._out = open(path, "ab")
 
-    def transcript(self) -> list[dict[str, Any]]:
-        """Render-ready history: what a client shows when it resumes this session."""
-        out: list[dict[str, Any]] = []
-        names: dict[str, str] = {}
-        for m in self.messages:
-            role = m.get("role")
-            if role == "system":
-                continue
-            if role == "assistant":
-                if m.get("content"):
-                    out.append({"role": "assistant", "text": m["content"]})
-                for c in m.get("tool_calls") or ():
-                    names[c["id"]] = c["function"]["name"]
-                    out.append({"role": "tool_call", "text": c["function"]["arguments"], "toolCallId": c["id"],
-                                "name": c["function"]["name"]})
-            elif role == "tool":
-                cid = m.get("tool_call_id", "")
-                out.append({"role": "tool", "text": m.get("content") or "", "toolCallId": cid, "name": names.get(cid)})
-            else:
-                out.append({"role": role, "text": m.get("content") or ""})
-        return out
+    def append(self, messages: list[dict[str, Any]]) -> None:
+        self._out.write(b"".join(_line({"t": "msg", "m": m}) for m in messages))
+        self._out.flush()  # in the OS's hands: survives the daemon being killed
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        self._out.write(_line({"t": "meta", **meta}))
+        self._out.flush()
+
+    def rewrite(self, meta: dict[str, Any], messages: list[dict[str, Any]]) -> None:
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.stem}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(_line({"t": "meta", **meta}))
+                f.write(b"".join(_line({"t": "msg", "m": m}) for m in messages))
+                f.flush()
+                os.fsync(f.fileno())
+            self._out.close()
+            os.replace(tmp, self.path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        finally:
+            if self._out.closed:
+                self._out = open(self.path, "ab")
+
+    def close(self) -> None:
+        if not self._out.closed:
+            self._out.close()
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)  # releases the flock
+            self._lock_fd = -1
+
+
+def _read(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Parse a session file; a torn last line is cut off so the next append starts clean."""
+    data = path.read_bytes()
+    *complete, torn = data.split(b"\n")  # `torn` is b"" when the file ends with a newline
+    meta: dict[str, Any] = {}
+    messages: list[dict[str, Any]] = []
+    for number, raw in enumerate(complete, 1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            log.warning("%s: unreadable line %d skipped", path.name, number)
+            continue
+        if rec.get("t") == "meta":
+            meta.update({k: v for k, v in rec.items() if k != "t"})
+        elif rec.get("t") == "msg" and isinstance(rec.get("m"), dict):
+            messages.append(rec["m"])
+    if torn:
+        log.warning("%s: torn last line (%d bytes) cut off; the daemon was probably killed mid-write",
+                    path.name, len(torn))
+        with open(path, "r+b") as f:
+            f.truncate(len(data) - len(torn))
+    return meta, messages
 
 
 class SessionStore:
-    def __init__(self) -> None:
-        self._sessions: dict[str, Session] = {}
+    def __init__(self, data_dir: Path, workspace: Path):
+        key = hashlib.sha256(str(workspace).encode()).hexdigest()[:16]
+        self.dir = data_dir / "sessions" / key
+        self.workspace = workspace
 
-    def add(self, session: Session) -> Session:
-        self._sessions[session.id] = session
-        return session
+    def _ensure_dir(self) -> None:
+        if not self.dir.exists():
+            self.dir.mkdir(parents=True, exist_ok=True)
+            (self.dir / "workspace.txt").write_text(str(self.workspace) + "\n")
+
+    def _path(self, session_id: str) -> Path:
+        if not session_id or not all(c.isalnum() or c in "-_" for c in session_id):
+            raise SessionNotFound(session_id)
+        return self.dir / f"{session_id}.jsonl"
+
+    def _lock(self, session_id: str) -> int:
+        fd = os.open(self.dir / f"{session_id}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise SessionBusy(session_id, f"it is open in another ToyCoder daemon (pid {holder})") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        return fd
 
     @staticmethod
     def new_id() -> str:
         return uuid.uuid4().hex[:12]
 
-    def get(self, session_id: str) -> Session:
+    def create(self, session_id: str, meta: dict[str, Any]) -> SessionFile:
+        self._ensure_dir()
+        path = self._path(session_id)
+        lock = self._lock(session_id)
+        f = SessionFile(path, lock)
+        f.write_meta(meta)
+        return f
+
+    def open(self, session_id: str) -> tuple[SessionFile, dict[str, Any], list[dict[str, Any]]]:
+        path = self._path(session_id)
+        if not path.is_file():
+            raise SessionNotFound(session_id)
+        lock = self._lock(session_id)
         try:
-            return self._sessions[session_id]
-        except KeyError:
-            raise SessionNotFound(session_id) from None
+            meta, messages = _read(path)
+            return SessionFile(path, lock), meta, messages
+        except BaseException:
+            os.close(lock)
+            raise
 
-    def list(self) -> list[Session]:
-        return sorted(self._sessions.values(), key=lambda s: s.updated_at, reverse=True)
+    def list(self) -> list[dict[str, Any]]:
+        """Summaries of every stored session, newest first, without parsing the messages."""
+        out = []
+        if not self.dir.is_dir():
+            return out
+        for path in self.dir.glob("*.jsonl"):
+            try:
+                meta: dict[str, Any] = {}
+                count = 0
+                with open(path, "rb") as f:
+                    for raw in f:
+                        if raw.startswith(MSG_PREFIX):
+                            count += 1
+                        elif raw.startswith(META_PREFIX):
+                            try:
+                                meta.update(json.loads(raw))
+                            except ValueError:
+                                pass
+                mtime = path.stat().st_mtime
+            except OSError:
+                continue
+            out.append({"id": path.stem, "title": meta.get("title") or "", "createdAt": meta.get("createdAt", mtime),
+                        "updatedAt": mtime, "messageCount": count})
+        return sorted(out, key=lambda s: s["updatedAt"], reverse=True)
 
-    def delete(self, session_id: str) -> Session:
-        s = self.get(session_id)
-        del self._sessions[session_id]
-        return s
-
-    def all(self) -> list[Session]:
-        return list(self._sessions.values())
+    def delete(self, session_id: str) -> None:
+        path = self._path(session_id)
+        if not path.is_file():
+            raise SessionNotFound(session_id)
+        lock = self._lock(session_id)  # refuses while another daemon holds it
+        try:
+            path.unlink()
+            (self.dir / f"{session_id}.lock").unlink(missing_ok=True)
+        finally:
+            os.close(lock)

@@ -1,0 +1,1 @@
+"""Slash commands, served by the daemon so every client gets them."""

@@ -1,0 +1,99 @@
+"""Context management (seed: compress first, truncate as the fallback).
+
+Before a new user message goes in, a conversation over `max_messages` or over the estimated
+token budget has its older part summarised by the summarizer prompt; the last `keep_recent`
+messages stay verbatim, and a tool call is never separated from its results. The system prompt
+(with AGENTS.md) is never part of what is summarised.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from ..llm.base import ChatModel
+
+log = logging.getLogger(__name__)
+
+SUMMARY_PREFIX = "[Summary of the earlier conversation, written when the context was compacted]\n"
+CHARS_PER_TOKEN = 4
+SUMMARY_INPUT_MAX = 200_000
+
+
+@dataclass
+class Compaction:
+    strategy: str  # "summary" | "truncate"
+    before: int
+    after: int
+    messages: list[dict[str, Any]]
+    error: str | None = None
+
+
+def estimate_tokens(messages: list[dict[str, Any]], mark: tuple[int, int]) -> int:
+    """The tokens the model last reported, plus a character estimate of what came after."""
+    tokens, index = mark
+    if index > len(messages):  # the conversation was rewritten since
+        tokens, index = 0, 0
+    added = sum(len(json.dumps(m, ensure_ascii=False)) for m in messages[index:])
+    return tokens + added // CHARS_PER_TOKEN
+
+
+def needs_compaction(messages: list[dict[str, Any]], mark: tuple[int, int], max_messages: int, max_tokens: int) -> bool:
+    count = sum(1 for m in messages if m.get("role") != "system")
+    return count > max_messages or estimate_tokens(messages, mark) > max_tokens
+
+
+def split_point(messages: list[dict[str, Any]], keep_recent: int) -> int:
+    """Index where the kept part starts: about `keep_recent` from the end, moved back so that it
+    never starts with a tool result (whose call would be summarised away)."""
+    first = 1 if messages and messages[0].get("role") == "system" else 0
+    i = max(first, len(messages) - keep_recent)
+    while i > first and messages[i].get("role") == "tool":
+        i -= 1
+    return i
+
+
+def _render(messages: list[dict[str, Any]]) -> str:
+    lines = []
+    for m in messages:
+        role = m.get("role")
+        if role == "assistant" and m.get("tool_calls"):
+            calls = ", ".join(f"{c['function']['name']}({c['function']['arguments']})" for c in m["tool_calls"])
+            lines.append(f"assistant: {m.get('content') or ''} [called {calls}]".strip())
+        elif role == "tool":
+            lines.append(f"tool result: {m.get('content') or ''}")
+        else:
+            lines.append(f"{role}: {m.get('content') or ''}")
+    text = "\n\n".join(lines)
+    if len(text) > SUMMARY_INPUT_MAX:  # keep the newest part of what is summarised
+        text = "[...]\n" + text[-SUMMARY_INPUT_MAX:]
+    return text
+
+
+async def compact(messages: list[dict[str, Any]], model: ChatModel | None, summarizer_prompt: str,
+                  keep_recent: int) -> Compaction | None:
+    """The new message list, or None when there is nothing old enough to compact."""
+    system = [m for m in messages[:1] if m.get("role") == "system"]
+    cut = split_point(messages, keep_recent)
+    old, recent = messages[len(system):cut], messages[cut:]
+    if not old:
+        return None
+    before = len(messages) - len(system)
+    try:
+        if model is None:
+            raise RuntimeError("no model available to summarise")
+        reply = await model.stream_chat(
+            [{"role": "system", "content": summarizer_prompt},
+             {"role": "user", "content": "Summarise this conversation:\n\n" + _render(old)}],
+            None,
+        )
+        summary = reply.content.strip()
+        if not summary:
+            raise RuntimeError("the model returned an empty summary")
+    except Exception as e:  # the fallback must not fail the turn
+        log.warning("summary failed (%s); truncating instead", e)
+        return Compaction("truncate", before, len(recent), system + recent, str(e))
+    new = system + [{"role": "user", "content": SUMMARY_PREFIX + summary}] + recent
+    return Compaction("summary", before, len(new) - len(system), new)
