@@ -1,0 +1,123 @@
+"""Sessions that last: restarts, kill -9 mid-turn, torn lines, two daemons, persisted settings."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from rpc import Daemon, RpcError
+
+from toycoder_daemon.testing.fake_llm import FakeLLM
+
+RUN = "tools: {enabled: [run_command]}\npermissions: {allow: ['run_command(sleep *)']}\n"
+
+
+def session_files(tmp_path: Path) -> list[Path]:
+    return list((tmp_path / "data" / "sessions").glob("*/*.jsonl"))
+
+
+async def test_sessions_survive_a_restart(start_daemon, llm: FakeLLM, tmp_path: Path) -> None:
+    a = await start_daemon()
+    llm.add({"tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]}, {"text": "A tiny project."})
+    sid = (await a.call("toycoder/session/new", {}))["sessionId"]
+    await a.call("toycoder/prompt", {"sessionId": sid, "text": "what is this project?"})
+    other = (await a.call("toycoder/session/new", {"title": "second"}))["sessionId"]
+    before = await a.call("toycoder/session/load", {"sessionId": sid})
+    await a.close()
+
+    b = await start_daemon()
+    listed = (await b.call("toycoder/session/list", {}))["sessions"]
+    assert [s["sessionId"] for s in listed] == [other, sid]  # newest first
+    assert listed[1]["title"] == "what is this project?" and listed[1]["messageCount"] == 4
+    after = await b.call("toycoder/session/load", {"sessionId": sid})
+    assert after["transcript"] == before["transcript"]
+    llm.add({"text": "Still here."})
+    await b.call("toycoder/prompt", {"sessionId": sid, "text": "and now?"})
+    sent = llm.requests[-1]["body"]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "assistant", "user"]
+    assert sent[-1]["content"] == "and now?" and llm.violations == []
+    await b.call("toycoder/session/delete", {"sessionId": other})
+    await b.close()
+    c = await start_daemon()
+    assert [s["sessionId"] for s in (await c.call("toycoder/session/list", {}))["sessions"]] == [sid]
+
+
+async def test_kill_9_mid_turn_leaves_a_session_that_continues(start_daemon, llm: FakeLLM, tmp_path: Path) -> None:
+    a = await start_daemon(extra=RUN)
+    llm.add({"text": "Waiting.", "tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 175"}}]})
+    sid = (await a.call("toycoder/session/new", {}))["sessionId"]
+    a.request_future("toycoder/prompt", {"sessionId": sid, "text": "wait a bit"})
+    await a.wait_for(lambda: any(u["update"]["kind"] == "tool_call" for u in a.updates(sid)))
+    await asyncio.sleep(0.2)
+    a.proc.send_signal(signal.SIGKILL)
+    await a.proc.wait()
+    os.system("pkill -f 'sleep 175'")  # the daemon had no chance to clean up after kill -9
+
+    b = await start_daemon()
+    loaded = await b.call("toycoder/session/load", {"sessionId": sid})
+    roles = [e["role"] for e in loaded["transcript"]]
+    assert roles == ["user", "assistant", "tool_call", "tool"]
+    assert "interrupted" in loaded["transcript"][-1]["text"]
+    llm.add({"text": "Picking up again."})
+    result = await b.call("toycoder/prompt", {"sessionId": sid, "text": "continue"})
+    assert result["text"] == "Picking up again."
+    assert llm.violations == []
+
+
+async def test_torn_last_line_is_skipped(start_daemon, llm: FakeLLM, tmp_path: Path) -> None:
+    a = await start_daemon()
+    llm.add({"text": "one"})
+    sid = (await a.call("toycoder/session/new", {}))["sessionId"]
+    await a.call("toycoder/prompt", {"sessionId": sid, "text": "first"})
+    await a.close()
+    [path] = session_files(tmp_path)
+    with open(path, "ab") as f:
+        f.write(b'{"t": "msg", "m": {"role": "user", "content": "half wri')
+    b = await start_daemon(args=("--log-level", "INFO"))
+    loaded = await b.call("toycoder/session/load", {"sessionId": sid})
+    assert [e["text"] for e in loaded["transcript"]] == ["first", "one"]
+    llm.add({"text": "two"})
+    await b.call("toycoder/prompt", {"sessionId": sid, "text": "second"})
+    await b.close()
+    assert "torn last line" in await b.stderr_text()
+    c = await start_daemon()
+    loaded = await c.call("toycoder/session/load", {"sessionId": sid})
+    assert [e["text"] for e in loaded["transcript"]] == ["first", "one", "second", "two"]
+
+
+async def test_two_daemons_do_not_share_a_session(start_daemon, llm: FakeLLM) -> None:
+    a = await start_daemon()
+    b = await start_daemon()
+    sid = (await a.call("toycoder/session/new", {}))["sessionId"]
+    assert [s["sessionId"] for s in (await b.call("toycoder/session/list", {}))["sessions"]] == [sid]
+    with pytest.raises(RpcError) as e:
+        await b.call("toycoder/session/load", {"sessionId": sid})
+    assert e.value.code == -32011 and "another ToyCoder daemon" in e.value.message
+    await a.close()
+    assert (await b.call("toycoder/session/load", {"sessionId": sid}))["session"]["sessionId"] == sid
+
+
+async def test_settings_and_grants_are_persisted(start_daemon, llm: FakeLLM, workspace: Path) -> None:
+    a = await start_daemon()
+    a.handlers["toycoder/requestPermission"] = lambda p: {"decision": "allow_always"}
+    sid = (await a.call("toycoder/session/new", {}))["sessionId"]
+    await a.call("toycoder/tools/setEnabled", {"sessionId": sid, "name": "run_command", "enabled": True})
+    await a.call("toycoder/tools/setEnabled", {"sessionId": sid, "name": "list_directory", "enabled": False})
+    await a.call("toycoder/models/set", {"sessionId": sid, "model": "fast"})
+    llm.add({"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "1"}}]}, {"text": "ok"})
+    await a.call("toycoder/prompt", {"sessionId": sid, "text": "write"})
+    assert len(a.requests_seen) == 1
+    await a.close()
+
+    b = await start_daemon()
+    tools = {t["name"]: t["enabled"] for t in (await b.call("toycoder/tools/list", {"sessionId": sid}))["tools"]}
+    assert tools["run_command"] is True and tools["list_directory"] is False
+    assert (await b.call("toycoder/models/list", {"sessionId": sid}))["current"]["model"] == "fake-fast"
+    llm.add({"tool_calls": [{"name": "write_file", "arguments": {"path": "b.txt", "content": "2"}}]}, {"text": "ok"})
+    await b.call("toycoder/prompt", {"sessionId": sid, "text": "write again"})
+    assert b.requests_seen == []  # "always allow" survived the restart
+    assert (workspace / "b.txt").read_text() == "2"
+    assert llm.requests[-1]["body"]["model"] == "fake-fast"
