@@ -55,8 +55,11 @@ class Tool:
     description: str
     level: Level
     func: Callable[..., Awaitable[Any]]
-    args_model: type[BaseModel]
+    args_model: type[BaseModel] | None
+    """Validates the model's arguments; None for tools that bring their own JSON schema (MCP)."""
     source: str = "builtin"
+    parameters: dict[str, Any] | None = None
+    """A JSON schema given as is (MCP tools); otherwise it is derived from args_model."""
     title: Callable[[dict[str, Any]], str] | None = None
     """Short human label for a call, e.g. "read_file src/app.py"."""
     preview: Callable[[ToolContext, dict[str, Any]], Awaitable[dict[str, Any] | None]] | None = None
@@ -76,12 +79,27 @@ class Tool:
                    preview=preview)
 
     def schema(self) -> dict[str, Any]:
-        """The OpenAI `tools` entry."""
-        params = self.args_model.model_json_schema()
-        params.pop("title", None)
-        for prop in params.get("properties", {}).values():
-            prop.pop("title", None)
-        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": params}}
+        """The OpenAI `tools` entry (built once: tools do not change)."""
+        cached = self.__dict__.get("_schema")
+        if cached is None:
+            if self.parameters is not None:
+                params = self.parameters
+            else:
+                assert self.args_model is not None
+                params = self.args_model.model_json_schema()
+                params.pop("title", None)
+                for prop in params.get("properties", {}).values():
+                    prop.pop("title", None)
+            cached = {"type": "function", "function": {"name": self.name, "description": self.description,
+                                                       "parameters": params}}
+            self.__dict__["_schema"] = cached
+        return cached
+
+    def validate(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The arguments to call func with; raises pydantic's ValidationError when they are wrong."""
+        if self.args_model is None:
+            return args
+        return self.args_model.model_validate(args).model_dump()
 
     def describe_call(self, args: dict[str, Any]) -> str:
         if self.title:

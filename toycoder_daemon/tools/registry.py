@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import ValidationError
 
@@ -38,48 +38,65 @@ def _stringify(result: Any) -> str:
 
 
 class ToolRegistry:
+    """Built-in tools plus dynamic sources (MCP servers come and go); per-session forks share the
+    tools and sources but keep their own enabled state and "always allow" memory."""
+
     def __init__(self, gate: PermissionGate | None = None):
         self._tools: dict[str, Tool] = {}
-        self._disabled: set[str] = set()
+        self._sources: list[Callable[[], list[Tool]]] = []
+        self._overrides: dict[str, bool] = {}
         self.gate = gate or PermissionGate()
 
     def fork(self) -> "ToolRegistry":
-        """A per-session view: same tools, its own enabled set and its own "always allow" memory."""
         child = ToolRegistry(self.gate.fork())
-        child._tools = dict(self._tools)
-        child._disabled = set(self._disabled)
+        child._tools = self._tools
+        child._sources = self._sources
+        child._overrides = dict(self._overrides)
         return child
 
     def register(self, t: Tool, *, enabled: bool | None = None) -> None:
         self._tools[t.name] = t
-        if enabled is None:
-            enabled = t.level != "dangerous"  # dangerous tools start disabled
-        self.set_enabled(t.name, enabled)
+        if enabled is not None:
+            self._overrides[t.name] = enabled
+
+    def add_source(self, source: Callable[[], list[Tool]]) -> None:
+        """A callable giving tools that may change over time (e.g. an MCP server's)."""
+        self._sources.append(source)
+
+    def _all(self) -> dict[str, Tool]:
+        if not self._sources:
+            return self._tools
+        tools = dict(self._tools)
+        for source in self._sources:
+            for t in source():
+                tools.setdefault(t.name, t)
+        return tools
 
     def get(self, name: str) -> Tool | None:
-        return self._tools.get(name)
+        return self._all().get(name)
 
     def names(self) -> list[str]:
-        return list(self._tools)
+        return list(self._all())
 
     def is_enabled(self, name: str) -> bool:
-        return name in self._tools and name not in self._disabled
+        t = self.get(name)
+        return t is not None and self._overrides.get(name, t.level != "dangerous")  # dangerous starts disabled
 
     def set_enabled(self, name: str, enabled: bool) -> None:
-        if name not in self._tools:
+        if self.get(name) is None:
             raise KeyError(name)
-        (self._disabled.discard if enabled else self._disabled.add)(name)
+        self._overrides[name] = enabled
 
     def list(self) -> list[Tool]:
-        return list(self._tools.values())
+        return list(self._all().values())
 
     def schemas(self) -> list[dict[str, Any]]:
         """What the model is offered: enabled tools only."""
-        return [t.schema() for t in self._tools.values() if t.name not in self._disabled]
+        return [t.schema() for t in self.list() if self.is_enabled(t.name)]
 
     def parse(self, name: str, raw_arguments: str) -> tuple[Tool | None, dict[str, Any] | None, str | None]:
         """Look the tool up and decode its arguments; the str is an error for the model."""
-        t = self._tools.get(name)
+        t = self.get(name)
         if t is None:
             return None, None, f"unknown tool {name!r}; available: {', '.join(self.names())}"
         try:
@@ -94,17 +111,17 @@ class ToolRegistry:
         t, args, problem = self.parse(name, raw_arguments)
         if problem or t is None or args is None:
             return ToolOutcome("failed", f"error: {problem}")
-        if name in self._disabled:
+        if not self.is_enabled(name):
             hint = f" (enable it with /tool enable {name})" if t.level == "dangerous" else ""
             return ToolOutcome("denied", f"denied: the tool {name} is disabled{hint}")
         try:
-            validated = t.args_model.model_validate(args)
+            call_args = t.validate(args)
         except ValidationError as e:
             return ToolOutcome("failed", f"error: invalid arguments for {name}: {_format_validation(e)}")
         preview = None
         if t.preview and self.gate.must_ask(t, args, ctx):
             try:  # an edit that cannot apply fails now, without bothering the person
-                preview = await t.preview(ctx, validated.model_dump())
+                preview = await t.preview(ctx, call_args)
             except ToolError as e:
                 return ToolOutcome("failed", f"error: {e}")
         request = PermissionRequest(
@@ -115,7 +132,7 @@ class ToolRegistry:
         if verdict is not None:
             return ToolOutcome("denied", verdict)
         try:
-            result = await t.func(ctx, **validated.model_dump())
+            result = await t.func(ctx, **call_args)
         except ToolError as e:
             return ToolOutcome("failed", f"error: {e}")
         except Exception as e:  # a bug in a tool must not end the turn; the model sees it
