@@ -16,6 +16,7 @@ from typing import Any, Callable
 from . import secrets
 from .agent.events import Compacted, Frontend
 from .agent.react import TurnResult, answer_open_tool_calls, run_turn
+from .agent.subagent import SubAgent, subagent_tool
 from .commands.builtin import commands
 from .config import Config, ConfigError, data_dir, load_config
 from .errors import ProviderError, SessionBusy
@@ -54,6 +55,9 @@ class App:
         try:
             self.config, self.config_path = load_config(config_path)
             self.prompts = PromptManager(self.workspace.root, self.config.prompts_file)
+            for name, decl in self.config.agents.items():
+                if (decl.prompt or name) not in self.prompts.roles:
+                    raise ConfigError(f"config: agents.{name}: no prompt template named '{decl.prompt or name}'")
         except ConfigError as e:
             log.error("%s", e)
             self.config_error, self.config, self.config_path = e, Config(), None
@@ -71,6 +75,13 @@ class App:
         registry = ToolRegistry(PermissionGate(perms.allow, perms.deny))
         for t in (read_file, list_directory, write_file, edit_file, run_command, ask_user):
             registry.register(t)
+        agents = [SubAgent("planner", "planner", self.prompts.system("planner"), [], "default", 1)]
+        for name, d in self.config.agents.items():
+            role = d.prompt or name
+            agents.append(SubAgent(name, role, self.prompts.system(role), d.tools, d.model, d.max_steps))
+        for agent in agents:
+            described = self.config.agents[agent.name].description if agent.name in self.config.agents else None
+            registry.register(subagent_tool(agent, described or self.prompts.description(agent.prompt)))
         for name in self.config.tools.enabled:
             if registry.get(name):
                 registry.set_enabled(name, True)
@@ -189,12 +200,19 @@ class App:
         return TurnResult("command", out.text, Usage(), 0), out.action
 
     async def _run_turn(self, s: Session, text: str, model: ChatModel, frontend: Frontend) -> tuple[TurnResult, None]:
-        def context(tool_call_id: str) -> ToolContext:
-            return ToolContext(self.workspace, frontend, tool_call_id, self.config.tools)
+        def count_usage(u: Usage) -> None:
+            s.usage = s.usage + u
 
         def add_usage(u: Usage) -> None:
-            s.usage = s.usage + u
+            count_usage(u)
             s.context_mark = (u.prompt_tokens + u.completion_tokens, len(s.messages) + 1)
+
+        def model_for_role(role: str) -> ChatModel:
+            return self.model_for(s, None if role == "default" else role)
+
+        def context(tool_call_id: str) -> ToolContext:
+            return ToolContext(self.workspace, frontend, tool_call_id, self.config.tools, s.tools, model_for_role,
+                               count_usage)
 
         try:
             await self.compact(s, frontend)

@@ -107,6 +107,19 @@ class PermissionsConfig(_Section):
         return rules
 
 
+class AgentDecl(_Section):
+    prompt: str | None = None
+    """Role key in the prompt templates (default: the agent's name)."""
+    tools: list[str] = Field(default_factory=list)
+    """Tools it may use, by name (read-only ones for an explorer); empty = none."""
+    model: Literal["default", "fast"] = "default"
+    """Which of the provider's models it runs on."""
+    max_steps: int = Field(8, ge=1, le=200)
+    """Model calls it may make per task."""
+    description: str | None = None
+    """What the main agent reads to decide when to call it (default: the template's description)."""
+
+
 class McpServerConfig(BaseModel):
     model_config = ConfigDict(extra="allow")
     command: str | None = None
@@ -138,6 +151,8 @@ class Config(_Section):
     permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     """External MCP tool servers."""
+    agents: dict[str, AgentDecl] = Field(default_factory=dict)
+    """Sub-agents exposed as tools, besides the built-in planner."""
     prompts_file: str | None = None
     """A YAML file whose roles override the built-in prompt templates by name."""
 

@@ -11,7 +11,7 @@ validates the model's arguments against it, and a bad argument is reported to th
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Any, Awaitable, Callable, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -31,7 +31,12 @@ class ToolContext:
     tool_call_id: str = ""
     settings: Any = None
     """The ToolsConfig section (limits, timeouts)."""
-    extra: dict[str, Any] = field(default_factory=dict)
+    registry: Any = None
+    """The calling agent's ToolRegistry (sub-agents draw their tools from it)."""
+    model_for: Callable[[str], Any] | None = None
+    """The session's chat model for a role ("default" or "fast")."""
+    on_usage: Callable[[Any], None] | None = None
+    """Where tokens spent inside a tool (a sub-agent's model calls) are counted."""
 
 
 class _Args(BaseModel):

@@ -54,6 +54,14 @@ class ToolRegistry:
         child._overrides = dict(self._overrides)
         return child
 
+    def restricted(self, names: list[str]) -> "ToolRegistry":
+        """A view with only the named tools, sharing this registry's gate and enabled state
+        (a sub-agent's tools: same grants, same rules, same prompts)."""
+        child = ToolRegistry(self.gate)
+        child._tools = {n: t for n, t in self._all().items() if n in names}
+        child._overrides = self._overrides
+        return child
+
     def register(self, t: Tool, *, enabled: bool | None = None) -> None:
         self._tools[t.name] = t
         if enabled is not None:
