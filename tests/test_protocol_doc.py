@@ -1,0 +1,44 @@
+"""docs/protocol.md and docs/protocol.schema.json cannot drift from protocol.py."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from toycoder_daemon import protocol as wire
+from toycoder_daemon.server import server
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = (ROOT / "docs" / "protocol.md").read_text()
+
+
+def declared_methods() -> set[str]:
+    return {v for k, v in vars(wire).items() if k.isupper() and isinstance(v, str) and v.startswith("toycoder/")}
+
+
+def test_every_method_is_documented_and_every_documented_method_exists() -> None:
+    documented = set(re.findall(r"`(toycoder/[A-Za-z/]+)[` ]", DOC))
+    assert documented == declared_methods()
+
+
+def test_every_client_method_has_a_handler() -> None:
+    to_daemon = declared_methods() - {wire.UPDATE, wire.REQUEST_PERMISSION, wire.ASK_USER}
+    assert to_daemon <= set(server.protocol.fm.features)
+
+
+def test_every_error_code_is_documented() -> None:
+    codes = {v for k, v in vars(wire).items() if k.isupper() and isinstance(v, int) and v < 0}
+    documented = {int(c) for c in re.findall(r"^\| (-\d+) \|", DOC, re.MULTILINE)}
+    assert codes == documented
+
+
+def test_every_update_kind_is_documented() -> None:
+    kinds = {m.model_fields["kind"].default for m in wire.Update.__args__}  # type: ignore[attr-defined]
+    documented = set(re.findall(r"^\| `([a-z_]+)` \|", DOC, re.MULTILINE))
+    assert kinds <= documented
+
+
+def test_schema_export_is_current() -> None:
+    exported = json.loads((ROOT / "docs" / "protocol.schema.json").read_text())
+    assert exported == wire.json_schema(), "run: python -m toycoder_daemon.protocol > docs/protocol.schema.json"
