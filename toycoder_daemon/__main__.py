@@ -33,8 +33,12 @@ def main(argv: list[str] | None = None) -> int:
 
     proto_out = _protect_stdout()
     from . import logs
+    from .stdio import fast_initialize, start_reader
 
     logs.setup(args.log_level, args.log_file)
+    inbox = start_reader(sys.stdin.buffer)
+    body, _ = inbox.first()
+    answered = fast_initialize(body, proto_out)  # before the ~0.4 s of pygls imports below
     import asyncio
 
     from .rpc_io import serve
@@ -42,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
 
     server.config_path = args.config
     try:
-        code = asyncio.run(serve(server, sys.stdin.buffer, proto_out))
+        code = asyncio.run(serve(server, inbox, proto_out, replay_initialize=answered))
     except KeyboardInterrupt:
         code = 130
     # The stdin reader thread may still sit in a blocking read holding the buffer's lock, which

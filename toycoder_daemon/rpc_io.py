@@ -10,18 +10,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import threading
 from typing import Any, BinaryIO, Callable
 
 from pygls.exceptions import JsonRpcException
 
 from . import protocol as wire
+from .stdio import REPLAY_ID, FrameWriter, Inbox
 
 log = logging.getLogger(__name__)
-
-MAX_CONTENT_LENGTH = 32 * 1024 * 1024
-MAX_HEADER_LINE = 8192
-LIFECYCLE = {"initialize", "exit"}
 
 
 def raw_converter():
@@ -44,73 +40,16 @@ def raw_converter():
     return c
 
 
-class FrameWriter:
-    """pygls writer over the protocol channel (a dup of the original fd 1)."""
-
-    def __init__(self, out: BinaryIO):
-        self._out = out
-
-    def write(self, data: bytes) -> None:
-        self._out.write(data)
-        self._out.flush()
-
-    def close(self) -> None:
-        try:
-            self._out.close()
-        except OSError:
-            pass
-
-
-def read_frames(stdin: BinaryIO, deliver: Callable[[bytes | None, str | None], None]) -> None:
-    """Blocking loop (run on a thread): deliver(body, None) per frame, deliver(None, problem) for a
-    refused frame, and deliver(None, None) once at EOF."""
-    try:
-        while True:
-            length: int | None = None
-            refused: str | None = None
-            while True:  # headers
-                line = stdin.readline(MAX_HEADER_LINE)
-                if not line:
-                    return
-                if not line.endswith(b"\n"):
-                    refused = "header line too long"
-                    continue
-                stripped = line.strip()
-                if not stripped:
-                    if length is not None or refused:
-                        break
-                    continue  # stray blank line between frames
-                name, _, value = stripped.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    try:
-                        length = int(value.strip())
-                    except ValueError:
-                        refused = f"bad Content-Length {value.strip()[:40]!r}"
-                        continue
-                    if length < 0 or length > MAX_CONTENT_LENGTH:
-                        refused = f"Content-Length {length} is over the limit of {MAX_CONTENT_LENGTH} bytes"
-            if refused or length is None:
-                # The body cannot be trusted to have that length: skip to the next header.
-                deliver(None, refused or "missing Content-Length")
-                continue
-            body = stdin.read(length)
-            if len(body) < length:
-                return
-            deliver(body, None)
-    except (OSError, ValueError) as e:
-        log.info("stdin closed: %s", e)
-    finally:
-        deliver(None, None)
-
-
 class Dispatcher:
     """Runs on the event loop: validate a frame, answer what pygls would not, pass the rest on."""
 
-    def __init__(self, server: Any, on_exit: Callable[[], None]):
+    def __init__(self, server: Any, on_exit: Callable[[], None], replay_initialize: bool = False):
         self.server = server
         self.protocol = server.protocol
         self.on_exit = on_exit
         self.initialize_seen = False
+        self.replay_initialize = replay_initialize
+        """The client already has our fast answer to its initialize: pygls gets it under REPLAY_ID."""
 
     def error(self, msg_id: Any, code: int, message: str) -> None:
         self.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}})
@@ -150,6 +89,9 @@ class Dispatcher:
             return
         if method == "initialize":
             self.initialize_seen = True
+            if self.replay_initialize:
+                self.replay_initialize = False
+                obj["id"] = REPLAY_ID
         elif method is not None and not self.initialize_seen:
             if "id" in obj:
                 self.error(msg_id, wire.SERVER_NOT_INITIALIZED, f"Server not initialized: send initialize before {method}")
@@ -168,12 +110,14 @@ class Dispatcher:
                 self.error(msg_id, wire.INTERNAL_ERROR, "Internal error (see the daemon log)")
 
 
-async def serve(server: Any, stdin: BinaryIO, stdout: BinaryIO) -> int:
+async def serve(server: Any, inbox: Inbox, stdout: BinaryIO, *, replay_initialize: bool = False) -> int:
     """Serve until stdin closes or `exit` arrives; returns the process exit code."""
     loop = asyncio.get_running_loop()
     stopped = asyncio.Event()
-    server.protocol.set_writer(FrameWriter(stdout))
-    dispatcher = Dispatcher(server, stopped.set)
+    writer = FrameWriter(stdout)
+    writer.drop_replay = replay_initialize
+    server.protocol.set_writer(writer)
+    dispatcher = Dispatcher(server, stopped.set, replay_initialize)
 
     def deliver(body: bytes | None, problem: str | None) -> None:
         try:
@@ -181,7 +125,7 @@ async def serve(server: Any, stdin: BinaryIO, stdout: BinaryIO) -> int:
         except RuntimeError:  # loop already closed
             pass
 
-    threading.Thread(target=read_frames, args=(stdin, deliver), name="stdin-reader", daemon=True).start()
+    inbox.attach(deliver)
     await stopped.wait()
     log.info("shutting down")
     if server.app is not None:

@@ -1,0 +1,174 @@
+"""The stdio channel, without pygls: frame reading (bounded), frame writing, and a fast first answer.
+
+Importing pygls and lsprotocol costs ~0.4 s. So the daemon starts reading stdin at once, answers
+`initialize` from here with the capabilities it always has, and only then imports the server. The
+same initialize is then replayed into pygls under a private id (so pygls and our handler set up
+the workspace) and pygls' own answer to it is dropped. Frames that arrive meanwhile wait in the
+Inbox, in order. tests/test_fast_start.py checks the fast answer equals pygls' answer.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from typing import Any, BinaryIO, Callable
+
+from . import __version__
+
+log = logging.getLogger(__name__)
+
+MAX_CONTENT_LENGTH = 32 * 1024 * 1024
+MAX_HEADER_LINE = 8192
+REPLAY_ID = "toycoder-replayed-initialize"
+_REPLAY_MARK = json.dumps(REPLAY_ID).encode()
+
+Deliver = Callable[[Any, Any], None]
+
+
+def read_frames(stdin: BinaryIO, deliver: Deliver) -> None:
+    """Blocking loop (run on a thread): deliver(body, None) per frame, deliver(None, problem) for a
+    refused frame, and deliver(None, None) once at EOF."""
+    try:
+        while True:
+            length: int | None = None
+            refused: str | None = None
+            while True:  # headers
+                line = stdin.readline(MAX_HEADER_LINE)
+                if not line:
+                    return
+                if not line.endswith(b"\n"):
+                    refused = "header line too long"
+                    continue
+                stripped = line.strip()
+                if not stripped:
+                    if length is not None or refused:
+                        break
+                    continue  # stray blank line between frames
+                name, _, value = stripped.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    try:
+                        length = int(value.strip())
+                    except ValueError:
+                        refused = f"bad Content-Length {value.strip()[:40]!r}"
+                        continue
+                    if length < 0 or length > MAX_CONTENT_LENGTH:
+                        refused = f"Content-Length {length} is over the limit of {MAX_CONTENT_LENGTH} bytes"
+            if refused or length is None:
+                # The body cannot be trusted to have that length: skip to the next header.
+                deliver(None, refused or "missing Content-Length")
+                continue
+            body = stdin.read(length)
+            if len(body) < length:
+                return
+            deliver(body, None)
+    except (OSError, ValueError) as e:
+        log.info("stdin closed: %s", e)
+    finally:
+        deliver(None, None)
+
+
+class Inbox:
+    """Frames from the reader thread, held in order until the event loop attaches."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._pending: list[tuple[Any, Any]] = []
+        self._target: Deliver | None = None
+
+    def put(self, body: Any, problem: Any) -> None:
+        with self._cond:
+            target = self._target
+            if target is None:
+                self._pending.append((body, problem))
+                self._cond.notify_all()
+                return
+        target(body, problem)
+
+    def first(self) -> tuple[Any, Any]:
+        """Block until the first frame (or EOF) is here; it stays queued."""
+        with self._cond:
+            self._cond.wait_for(lambda: bool(self._pending))
+            return self._pending[0]
+
+    def attach(self, target: Deliver) -> None:
+        """From now on frames go to `target`; the queued ones first, in order."""
+        with self._cond:
+            for item in self._pending:
+                target(*item)
+            self._pending = []
+            self._target = target
+
+
+def start_reader(stdin: BinaryIO) -> Inbox:
+    inbox = Inbox()
+    threading.Thread(target=read_frames, args=(stdin, inbox.put), name="stdin-reader", daemon=True).start()
+    return inbox
+
+
+class FrameWriter:
+    """pygls' writer over the protocol channel (a dup of the original fd 1). Drops pygls' answer
+    to the replayed initialize (the client already has ours)."""
+
+    def __init__(self, out: BinaryIO):
+        self._out = out
+        self.drop_replay = False
+
+    def write(self, data: bytes) -> None:
+        if self.drop_replay and _REPLAY_MARK in data:
+            self.drop_replay = False
+            return
+        self._out.write(data)
+        self._out.flush()
+
+    def close(self) -> None:
+        try:
+            self._out.close()
+        except OSError:
+            pass
+
+
+def capabilities(client: dict[str, Any]) -> dict[str, Any]:
+    """What pygls computes for our handlers: fixed, but for the will-save flags it echoes as false."""
+    sync: dict[str, Any] = {"openClose": True, "change": 1, "save": False}
+    client_sync = (client.get("textDocument") or {}).get("synchronization") or {}
+    for flag in ("willSave", "willSaveWaitUntil"):
+        if client_sync.get(flag) is not None:
+            sync[flag] = False
+    return {
+        "positionEncoding": "utf-16",
+        "textDocumentSync": sync,
+        "executeCommandProvider": {"commands": []},
+        "workspace": {"workspaceFolders": {"supported": True, "changeNotifications": True}, "fileOperations": {}},
+        "experimental": {"toycoder": {"protocolVersion": 1}},
+    }
+
+
+def fast_initialize(body: Any, out: BinaryIO) -> bool:
+    """Answer a plain, well-formed `initialize` at once; False leaves it to pygls."""
+    if not isinstance(body, bytes) or os.environ.get("TOYCODER_NO_FAST_START"):
+        return False
+    try:
+        msg = json.loads(body)
+    except ValueError:
+        return False
+    params = msg.get("params") if isinstance(msg, dict) else None
+    if not (isinstance(msg, dict) and msg.get("jsonrpc") == "2.0" and msg.get("method") == "initialize"
+            and isinstance(msg.get("id"), (int, str)) and not isinstance(msg.get("id"), bool)
+            and isinstance(params, dict) and isinstance(params.get("capabilities"), dict)):
+        return False
+    general = params["capabilities"].get("general")
+    encodings = (general.get("positionEncodings") if isinstance(general, dict) else None) or ["utf-16"]
+    if encodings[0] != "utf-16":
+        return False  # pygls would negotiate another encoding: let it answer
+    try:
+        caps = capabilities(params["capabilities"])
+    except (AttributeError, TypeError):  # odd shapes: pygls validates them and answers
+        return False
+    reply = {"id": msg["id"], "jsonrpc": "2.0",
+             "result": {"capabilities": caps, "serverInfo": {"name": "toycoder-daemon", "version": __version__}}}
+    data = json.dumps(reply).encode()
+    out.write(b"Content-Length: %d\r\n\r\n%s" % (len(data), data))
+    out.flush()
+    return True
