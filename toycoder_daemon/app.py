@@ -67,6 +67,26 @@ class App:
         self.live: dict[str, Session] = {}
         self.tools = self._build_tools()
         self._models: dict[tuple[str, str], ChatModel] = {}
+        self.on_notice: Callable[[str, str], None] = lambda level, message: None
+        """Set by the wire face: show a message to the person (level: info|warning|error)."""
+        self.mcp: Any = None
+        if self.config.mcp_servers:
+            from .tools.mcp import McpManager  # the MCP SDK is only imported when servers are configured
+
+            self.mcp = McpManager(self.config.mcp_servers, self.workspace.root, on_status=self._mcp_status)
+            self.tools.add_source(self.mcp.tools)
+
+    async def start(self) -> None:
+        """Background start-up after initialize: MCP servers connect while the person types."""
+        if self.mcp:
+            await self.mcp.start()
+
+    def _mcp_status(self, server: str, status: str, message: str) -> None:
+        if status == "ready":
+            log.info("MCP server %s ready: %s", server, message)
+        else:
+            log.warning("MCP server %s %s: %s", server, status, message)
+            self.on_notice("warning", f"ToyCoder: MCP server '{server}' {status}: {message}")
 
     # ---- wiring -------------------------------------------------------------------------------
 
@@ -269,6 +289,8 @@ class App:
         for s in self.live.values():
             if s.file:
                 s.file.close()
+        if self.mcp:
+            await self.mcp.aclose()
         for m in self._models.values():
             close = getattr(m, "aclose", None)
             if close:

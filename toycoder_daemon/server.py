@@ -111,6 +111,23 @@ class ToyCoderServer(LanguageServer):
     def permission_timeout(self) -> float:
         return self.app.config.permissions.timeout_seconds if self.app else 600.0
 
+    def show_message(self, level: str, message: str) -> None:
+        kinds = {"error": types.MessageType.Error, "warning": types.MessageType.Warning}
+        self.window_show_message(types.ShowMessageParams(type=kinds.get(level, types.MessageType.Info), message=message))
+
+    def background(self, work: Any) -> None:
+        """Run start-up work without holding the connection; failures are logged, not fatal."""
+        task = asyncio.ensure_future(work)
+        self._background = getattr(self, "_background", set())
+        self._background.add(task)
+
+        def done(t: asyncio.Task) -> None:
+            self._background.discard(t)
+            if not t.cancelled() and t.exception():
+                log.error("background start-up failed: %s", t.exception())
+
+        task.add_done_callback(done)
+
     def report_server_error(self, error: Exception, source: Any) -> None:
         log.error("server error (%s): %s", getattr(source, "__name__", source), error)
 
@@ -140,6 +157,7 @@ def on_initialize(ls: ToyCoderServer, params: types.InitializeParams) -> None:
     experimental = params.capabilities.experimental if isinstance(params.capabilities.experimental, dict) else {}
     ls.client_toycoder = experimental.get("toycoder") or {}
     ls.app = App(root or os.getcwd(), options.get("configPath") or ls.config_path)
+    ls.app.on_notice = ls.show_message
     log.info("workspace %s, config %s", ls.app.workspace.root, ls.app.config_path or "(built-in defaults)")
 
 
@@ -147,7 +165,8 @@ def on_initialize(ls: ToyCoderServer, params: types.InitializeParams) -> None:
 def on_initialized(ls: ToyCoderServer, params: Any) -> None:
     app = ls.get_app()
     if app.config_error:
-        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=str(app.config_error)))
+        ls.show_message("error", str(app.config_error))
+    ls.background(app.start())
 
 
 # ---- open documents: read_file shows the editor's text, unsaved changes included -------------

@@ -133,6 +133,17 @@ async def title(app: "App", session: "Session", raw: str, **_: Any) -> CommandRe
     return CommandResult(f"renamed to: {session.title}")
 
 
+@commands.add("mcp", "/mcp", "List the MCP servers with their status and tool counts.")
+async def mcp(app: "App", **_: Any) -> CommandResult:
+    if not app.mcp:
+        return CommandResult("no MCP servers configured (mcp_servers: in config.yaml)")
+    lines = []
+    for st in app.mcp.status():
+        error = f" - {st['error']}" if st.get("error") else ""
+        lines.append(f"{st['name']:<16} {st['status']:<9} {st['tools']:>3} tools  ({st['transport']}){error}")
+    return CommandResult("\n".join(lines))
+
+
 @commands.add("quit", "/quit", "Leave the client (the session is kept).", ["exit", "q"])
 async def quit_(app: "App", **_: Any) -> CommandResult:
     return CommandResult("bye", {"kind": "quit"})
