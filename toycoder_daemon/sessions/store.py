@@ -17,11 +17,11 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
 
+from ..atomic import atomic_write
 from ..errors import SessionBusy, SessionNotFound
 
 log = logging.getLogger(__name__)
@@ -51,24 +51,12 @@ class SessionFile:
         self._out.flush()
 
     def rewrite(self, meta: dict[str, Any], messages: list[dict[str, Any]]) -> None:
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.stem}.", suffix=".tmp")
+        data = _line({"t": "meta", **meta}) + b"".join(_line({"t": "msg", "m": m}) for m in messages)
+        self._out.close()
         try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(_line({"t": "meta", **meta}))
-                f.write(b"".join(_line({"t": "msg", "m": m}) for m in messages))
-                f.flush()
-                os.fsync(f.fileno())
-            self._out.close()
-            os.replace(tmp, self.path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+            atomic_write(self.path, data)
         finally:
-            if self._out.closed:
-                self._out = open(self.path, "ab")
+            self._out = open(self.path, "ab")
 
     def close(self) -> None:
         if not self._out.closed:

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
+from ..atomic import atomic_write
 from .base import ToolContext, ToolError, tool
 from .workspace import OutsideWorkspace
 
@@ -52,21 +51,7 @@ def save(p: Path, f: TextFile, text: str) -> None:
     p.parent.mkdir(parents=True, exist_ok=True)
     data = ((BOM if f.bom else "") + text).encode(f.encoding, errors="strict")
     mode = p.stat().st_mode & 0o7777 if p.exists() else None
-    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, p)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write(p, data, mode)
 
 
 def unified_diff(rel: str, before: str, after: str, existed: bool = True) -> str:
