@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
-"""ToyCoder from a terminal, over raw JSON-RPC: the whole protocol by hand, standard library only.
+"""ToyCoder over raw JSON-RPC: the whole client side of the protocol by hand, standard library only.
 
-    rpc_chat.py [--workspace DIR] [--config PATH] [--approve ask|allow|deny] [PROMPT]
+    rpc_chat.py [--workspace DIR] [--config PATH] [--daemon CMD] [--approve ask|allow|deny] [PROMPT]
 
 Without PROMPT it reads prompts line by line (a blank line or EOF ends). Streamed text goes to
-stdout; tool activity, permission prompts and usage go to stderr.
+stdout; tool activity, permission prompts, questions and usage go to stderr.
 """
 
 import argparse
 import json
 import os
 import queue
+import shlex
 import subprocess
 import sys
 import threading
@@ -27,71 +28,54 @@ def read_frames(stream, inbox):
     """Reader thread: one parsed message per frame into the inbox; None at EOF."""
     while True:
         length = None
-        while True:
-            line = stream.readline()
-            if not line:
-                inbox.put(None)
-                return
-            if not line.strip():
-                break
+        while (line := stream.readline()).strip():
             name, _, value = line.decode().partition(":")
-            if name.lower() == "content-length":
-                length = int(value)
+            length = int(value) if name.lower() == "content-length" else length
+        if not line:
+            return inbox.put(None)
         inbox.put(json.loads(stream.read(length)))
 
 
-def ask_tty(question):
+def ask(question, policy, default):
+    """The person's answer (from /dev/tty: stdin may be the prompts), or the policy's."""
+    if policy != "ask":
+        return default
     try:
         with open("/dev/tty") as tty:
             sys.stderr.write(question)
-            sys.stderr.flush()
             return tty.readline().strip()
     except OSError:
-        return None
+        return ""
 
 
-def decide(params, policy):
-    """Answer toycoder/requestPermission: show what is asked, then the policy or the person decides."""
+def permission(params, policy):
     preview = params.get("preview") or {}
     sys.stderr.write(f"\n[permission] {params['title']} ({params['level']})\n")
     sys.stderr.write(preview.get("diff") or (preview.get("command") and f"$ {preview['command']}\n") or "")
-    if policy != "ask":
-        return {"decision": "allow_once" if policy == "allow" else "reject"}
-    answer = ask_tty("allow? [y]es once / [a]lways / [n]o: ") or "n"
+    answer = ask("allow? [y]es once / [a]lways / [n]o: ", policy, "y" if policy == "allow" else "n")
     return {"decision": {"y": "allow_once", "a": "allow_always"}.get(answer[:1].lower(), "reject")}
 
 
-def answer_question(params, policy):
+def question(params, policy):
     options = params.get("options") or []
-    sys.stderr.write(f"\n[question] {params['question']}\n")
-    for i, option in enumerate(options, 1):
-        sys.stderr.write(f"  {i}. {option}\n")
-    if policy != "ask":  # non-interactive: pick the first option, or say we cannot answer
-        return {"answer": options[0]} if options else {"cancelled": True}
-    reply = ask_tty("> ")
-    if not reply:
-        return {"cancelled": True}
+    sys.stderr.write(f"\n[question] {params['question']}\n" + "".join(f"  {i}. {o}\n" for i, o in enumerate(options, 1)))
+    reply = ask("> ", policy, "1" if options else "")  # non-interactive: the first option, if any
     if reply.isdigit() and 1 <= int(reply) <= len(options):
         reply = options[int(reply) - 1]
-    return {"answer": reply}
+    return {"answer": reply} if reply else {"cancelled": True}
 
 
-def show_update(params):
-    update = params["update"]
-    indent = "  " if params.get("parentToolCallId") else ""
-    kind = update["kind"]
-    if kind == "text_delta":
+def show(params):
+    update, indent = params["update"], "  " if params.get("parentToolCallId") else ""
+    if update["kind"] == "text_delta":
         sys.stdout.write(update["text"])
         sys.stdout.flush()
-    elif kind == "tool_call":
+    elif update["kind"] == "tool_call":
         sys.stderr.write(f"\n{indent}-> {update['title']}\n")
-    elif kind == "tool_result":
-        first = (update["output"].splitlines() or [""])[0][:100]
-        sys.stderr.write(f"{indent}<- {update['status']}: {first}\n")
-    elif kind == "retry":
-        sys.stderr.write(f"\n[retry {update['attempt']} in {update['delaySeconds']}s: {update['reason']}]\n")
-    elif kind == "compaction":
-        sys.stderr.write(f"\n[context compacted: {update['before']} -> {update['after']} messages]\n")
+    elif update["kind"] == "tool_result":
+        sys.stderr.write(f"{indent}<- {update['status']}: {(update['output'].splitlines() or [''])[0][:100]}\n")
+    elif update["kind"] in ("retry", "compaction"):
+        sys.stderr.write(f"\n[{update['kind']}: {json.dumps(update)}]\n")
 
 
 def main():
@@ -102,45 +86,39 @@ def main():
     ap.add_argument("--daemon", default="toycoder-daemon", help="daemon command (default: toycoder-daemon)")
     ap.add_argument("--approve", choices=["ask", "allow", "deny"], default="ask")
     args = ap.parse_args()
-
-    cmd = args.daemon.split() + (["--config", args.config] if args.config else [])
+    cmd = shlex.split(args.daemon) + (["--config", args.config] if args.config else [])
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    inbox = queue.Queue()
+    inbox, ids = queue.Queue(), iter(range(1, 1 << 31))
     threading.Thread(target=read_frames, args=(proc.stdout, inbox), daemon=True).start()
-    next_id = [0]
 
     def call(method, params):
         """Send a request and serve everything that arrives until its answer does."""
-        next_id[0] += 1
-        my_id = next_id[0]
+        my_id = next(ids)
         send(proc, {"jsonrpc": "2.0", "id": my_id, "method": method, "params": params})
-        while True:
-            msg = inbox.get()
-            if msg is None:
-                sys.exit("toycoder: the daemon exited")
+        while (msg := inbox.get()) is not None:
             if msg.get("method") == "toycoder/update":
-                show_update(msg["params"])
+                show(msg["params"])
             elif msg.get("method") == "window/showMessage":
                 sys.stderr.write(f"[daemon] {msg['params']['message']}\n")
             elif "method" in msg and "id" in msg:  # a request from the daemon
-                handler = {"toycoder/requestPermission": decide, "toycoder/askUser": answer_question}.get(msg["method"])
-                result = handler(msg["params"], args.approve) if handler else None
-                send(proc, {"jsonrpc": "2.0", "id": msg["id"], "result": result})
+                handler = {"toycoder/requestPermission": permission, "toycoder/askUser": question}.get(msg["method"])
+                send(proc, {"jsonrpc": "2.0", "id": msg["id"], "result": handler and handler(msg["params"], args.approve)})
             elif msg.get("id") == my_id:
                 if "error" in msg:
                     raise RuntimeError(msg["error"]["message"])
                 return msg["result"]
+        sys.exit("rpc_chat: the daemon exited")
 
     call("initialize", {"processId": os.getpid(), "rootUri": Path(args.workspace).resolve().as_uri(),
                         "capabilities": {"experimental": {"toycoder": {"permissionRequest": True, "askUser": True}}}})
     send(proc, {"jsonrpc": "2.0", "method": "initialized", "params": {}})
-    session = call("toycoder/session/new", {})
+    session = call("toycoder/session/new", {})["sessionId"]
     prompts = [" ".join(args.prompt)] if args.prompt else iter(lambda: input("\n> ").strip(), "")
     status = 0
     try:
         for text in prompts:
             try:
-                result = call("toycoder/prompt", {"sessionId": session["sessionId"], "text": text})
+                result = call("toycoder/prompt", {"sessionId": session, "text": text})
             except RuntimeError as e:
                 sys.stderr.write(f"\n[error] {e}\n")
                 status = 1

@@ -1,0 +1,322 @@
+"""`toycoder`, the Rich + prompt_toolkit terminal client: driven in a real pseudo-terminal (pexpect)
+against the real daemon and the scripted model, and as a one-shot command in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pexpect
+import pytest
+from conftest import write_config
+
+from toycoder_daemon.testing.fake_llm import FakeLLM
+
+ROOT = Path(__file__).resolve().parent.parent
+TOYCODER = [sys.executable, "-m", "toycoder_daemon.terminal"]
+ANSI = re.compile(r"\x1b\[[0-9;?<=>]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[=>()#][0-9A-Za-z]?|\r")
+
+
+class Term:
+    """A pseudo-terminal of fixed size running toycoder; `expect` matches the text without escapes."""
+
+    def __init__(self, args: list[str], cwd: Path):
+        env = {**os.environ, "TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1", "COLUMNS": "120",
+               "LINES": "40"}
+        env.pop("NO_COLOR", None)
+        self.child = pexpect.spawn(TOYCODER[0], TOYCODER[1:] + args, cwd=str(cwd), env=env, dimensions=(40, 120),
+                                   encoding="utf-8", codec_errors="replace", timeout=15)
+        self.raw = ""
+        self.pos = 0  # expect() searches the text after the previous match
+
+    def _read(self, wait: float) -> None:
+        try:
+            self.raw += self.child.read_nonblocking(1 << 16, timeout=wait)
+        except pexpect.TIMEOUT:
+            pass
+        except pexpect.EOF:
+            time.sleep(wait)
+
+    @property
+    def text(self) -> str:
+        return ANSI.sub("", self.raw)
+
+    def expect(self, pattern: str, timeout: float = 15) -> re.Match:
+        deadline = time.monotonic() + timeout
+        while True:
+            m = re.compile(pattern).search(self.text, self.pos)
+            if m:
+                self.pos = m.end()
+                return m
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no {pattern!r} on the terminal; it shows:\n{self.text[-3000:]}")
+            self._read(0.05)
+
+    def send(self, keys: str) -> None:
+        self.child.send(keys)
+
+    def prompt(self, text: str) -> None:
+        """Type a prompt at the idle prompt (waiting for it first) and press Enter."""
+        self.expect("❯ ")
+        self.send(text + "\r")
+
+    def exit_status(self, timeout: float = 15) -> int | None:
+        deadline = time.monotonic() + timeout
+        while self.child.isalive() and time.monotonic() < deadline:
+            self._read(0.05)
+        assert not self.child.isalive(), "toycoder did not exit:\n" + self.text[-2000:]
+        self.child.close()
+        return self.child.exitstatus
+
+    def close(self) -> None:
+        if self.child.isalive():
+            self.child.terminate(force=True)
+
+
+@pytest.fixture
+def term(tmp_path: Path, llm: FakeLLM, workspace: Path):
+    terms: list[Term] = []
+    cfg = write_config(tmp_path / "c.yaml", llm)
+
+    def start(*args: str) -> Term:
+        t = Term(["--config", str(cfg), *args], workspace)
+        terms.append(t)
+        t.expect("Ctrl-D or /quit exits")
+        return t
+
+    yield start
+    for t in terms:
+        t.close()
+
+
+def toycoder(args: list[str], cwd: Path, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(TOYCODER + args, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                          cwd=str(cwd), **kw)
+
+
+# ---- in a terminal ---------------------------------------------------------------------------------
+
+def test_streams_markdown_while_it_arrives_then_shows_usage(term, llm: FakeLLM) -> None:
+    pieces = ["# Plan\n\n", "First **bold** step ", "and more ", "words still ", "arriving here.\n\n",
+              "- item one\n", "- item two\n", "LAST-PIECE"]
+    llm.add({"text": pieces, "chunk_delay": 0.25, "usage": {"prompt_tokens": 1234, "completion_tokens": 56}})
+    t = term()
+    t.prompt("hello")
+    t.expect("First")
+    assert "LAST-PIECE" not in t.text  # shown while the reply still streams
+    t.expect("item two")
+    t.expect("LAST-PIECE")
+    assert "# Plan" not in t.text and "**" not in t.text  # rendered as Markdown, not shown raw
+    assert "•" in t.text  # the list got bullets
+    t.expect(r"1,234 tokens in · 56 out")
+    t.expect("❯ ")
+    t.send("\x04")  # Ctrl-D exits
+    assert t.exit_status() == 0
+
+
+def test_permission_prompt_shows_the_diff_n_denies_y_writes_and_ask_user_takes_a_number(
+        term, llm: FakeLLM, workspace: Path) -> None:
+    edit = {"name": "edit_file", "arguments": {"path": "README.md", "old_string": "# Demo", "new_string": "# Changed"}}
+    llm.add({"text": "Changing it.", "tool_calls": [edit]}, {"text": "Left alone."},
+            {"text": "Again.", "tool_calls": [edit]}, {"text": "Changed now."},
+            {"tool_calls": [{"name": "ask_user", "arguments": {"question": "Which colour?", "options": ["red", "blue"]}}]},
+            {"text": "Blue it is."})
+    t = term()
+    t.prompt("change the title")
+    t.expect("edit_file README.md")
+    t.expect("-# Demo")
+    t.expect(r"\+# Changed")
+    t.expect(r"Allow\? y yes, once · a always \(this session\) · n no")
+    t.send("n")
+    t.expect("→ denied")
+    t.expect(r"⊘ edit_file README\.md +denied")
+    t.expect("Left alone.")
+    t.expect("tokens in")
+    assert (workspace / "README.md").read_text() == "# Demo\nA tiny project.\n"
+
+    t.prompt("change it after all")
+    t.expect(r"\+# Changed")
+    t.expect(r"Allow\?")
+    t.send("y")
+    t.expect("→ allowed once")
+    t.expect(r"✓ edit_file README\.md +ok")
+    t.expect("Changed now.")
+    assert (workspace / "README.md").read_text() == "# Changed\nA tiny project.\n"
+
+    t.prompt("pick a colour")
+    t.expect(r"\? Which colour\?\s+1\. red\s+2\. blue")
+    t.expect("answer")
+    t.send("2\r")
+    t.expect("→ blue")
+    t.expect("Blue it is.")
+    assert llm.requests[-1]["body"]["messages"][-1]["content"] == "The user answered: blue"
+
+
+def test_ctrl_c_cancels_a_long_turn_the_prompt_comes_back_and_twice_at_idle_exits(term, llm: FakeLLM) -> None:
+    llm.add({"text": "word " * 60, "chunk_size": 5, "chunk_delay": 0.2},  # 12 s if nobody stops it
+            {"text": "Still here."})
+    t = term()
+    t.prompt("go on and on")
+    t.expect("word word")
+    started = time.monotonic()
+    t.child.sendintr()
+    t.expect("cancelled")
+    assert time.monotonic() - started < 5
+    t.prompt("are you there?")
+    t.expect("Still here.")
+    # the cancelled turn left a usable conversation: the model got the partial reply and the new prompt
+    messages = llm.requests[-1]["body"]["messages"]
+    assert messages[-1]["content"] == "are you there?" and messages[-2]["role"] == "assistant"
+    t.expect("tokens in")
+    t.expect("❯ ")
+    t.child.sendintr()
+    t.expect("press Ctrl-C again")
+    t.child.sendintr()
+    assert t.exit_status() == 0
+
+
+def test_sessions_completion_and_resume_with_history(term, llm: FakeLLM, tmp_path: Path) -> None:
+    llm.add({"text": "Noted: **pineapple**."}, {"text": "It was pineapple."})
+    t = term()
+    t.prompt("remember the word pineapple")
+    t.expect("Noted: ")
+    t.expect("tokens in")
+    t.expect("❯ ")
+    t.send("/sess")
+    t.expect("List the sessions of this workspace")  # the completion menu, from toycoder/commands/list
+    t.send("\t")  # completes to /sessions
+    time.sleep(0.5)
+    t.send("\r")
+    m = t.expect(r"\* ([0-9a-f]{12}) .* remember the word pineapple")
+    session_id = m.group(1)
+    t.prompt("/quit")
+    t.expect("bye")
+    assert t.exit_status() == 0
+    history = (tmp_path / "data" / "history").read_text()
+    assert "remember the word pineapple" in history and "/sessions" in history
+
+    t = term("--session", session_id[:6])  # a unique prefix is enough
+    t.pos = 0  # the history comes before the banner's last line
+    t.expect(f"session {session_id[:8]} · remember the word pineapple")
+    t.expect("❯ remember the word pineapple")
+    t.expect("Noted: ")
+    t.prompt("what was the word?")
+    t.expect("It was pineapple.")
+    contents = [m.get("content") for m in llm.requests[-1]["body"]["messages"]]
+    assert contents[-3:] == ["remember the word pineapple", "Noted: **pineapple**.", "what was the word?"]
+    t.expect("❯ ")
+    t.send("\x04")
+    assert t.exit_status() == 0
+
+
+def test_new_command_switches_to_the_new_session(term, llm: FakeLLM) -> None:
+    llm.add({"text": "First."}, {"text": "Fresh start."})
+    t = term()
+    t.prompt("one")
+    t.expect("First.")
+    t.prompt("/new second chat")
+    t.expect(r"new session ([0-9a-f]{12}): second chat")
+    t.expect("session [0-9a-f]{8} · second chat · 0 messages")
+    t.prompt("two")
+    t.expect("Fresh start.")
+    assert [m["role"] for m in llm.requests[-1]["body"]["messages"]] == ["system", "user"]  # not the old history
+
+
+# ---- one-shot ----------------------------------------------------------------------------------------
+
+def test_one_shot_prints_the_final_answer_and_allow_writes(tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
+    cfg = write_config(tmp_path / "c.yaml", llm)
+    llm.add({"text": "Writing.", "tool_calls": [{"name": "write_file", "arguments": {"path": "NOTES.md", "content": "hi\n"}}]},
+            {"text": "Wrote NOTES.md."})
+    p = toycoder(["--config", str(cfg), "-p", "write notes", "--approve", "allow", "--model", "other-model"], workspace)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "Wrote NOTES.md.\n"
+    assert p.stderr == ""  # not --verbose: nothing streams
+    assert (workspace / "NOTES.md").read_text() == "hi\n"
+    assert llm.requests[0]["body"]["model"] == "other-model"  # --model went through toycoder/models/set
+
+
+def test_one_shot_denial_only_turn_exits_3_and_verbose_streams_to_stderr(
+        tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
+    cfg = write_config(tmp_path / "c.yaml", llm)
+    llm.add({"text": "Writing.", "tool_calls": [{"name": "write_file", "arguments": {"path": "NOTES.md", "content": "hi\n"}}]},
+            {"text": "You said no."})
+    p = toycoder(["--config", str(cfg), "-p", "write notes", "--approve", "deny", "--verbose"], workspace)
+    assert p.returncode == 3, p.stderr
+    assert p.stdout == "You said no.\n"
+    assert "Writing." in p.stderr and "+hi" in p.stderr and "→ denied (--approve deny)" in p.stderr
+    assert "every tool call of this turn was denied" in p.stderr
+    assert not (workspace / "NOTES.md").exists()
+
+
+def test_one_shot_json_lines(tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
+    cfg = write_config(tmp_path / "c.yaml", llm)
+    llm.add({"text": "Looking.", "tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
+            {"text": "A tiny project."})
+    p = toycoder(["--config", str(cfg), "-p", "what is this?", "--json"], workspace)
+    assert p.returncode == 0, p.stderr
+    lines = [json.loads(line) for line in p.stdout.splitlines()]
+    updates, result = lines[:-1], lines[-1]
+    assert all(u["sessionId"] and u["turnId"] == result["turnId"] for u in updates)
+    kinds = [u["update"]["kind"] for u in updates]
+    assert kinds.index("tool_call") < kinds.index("tool_result") and "usage" in kinds
+    assert "".join(u["update"]["text"] for u in updates if u["update"]["kind"] == "text_delta") == "Looking.A tiny project."
+    assert result["stopReason"] == "end_turn" and result["text"] == "A tiny project."
+
+
+def test_one_shot_errors_exit_1(tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
+    cfg = write_config(tmp_path / "c.yaml", llm)
+    llm.add({"status": 401, "error": "bad key"}, {"status": 401, "error": "bad key"})
+    p = toycoder(["--config", str(cfg), "-p", "hello"], workspace)
+    assert p.returncode == 1
+    assert p.stdout == ""
+    assert "provider 'openai' failed: authentication failed" in p.stderr
+    p = toycoder(["--config", str(cfg), "-p", "hello", "--json"], workspace)
+    assert p.returncode == 1
+    assert json.loads(p.stdout.splitlines()[-1])["error"]["code"] == -32012
+    p = toycoder(["--config", str(cfg), "-p", "hello", "--session", "nosuchsession"], workspace)
+    assert p.returncode == 1 and "no session 'nosuchsession'" in p.stderr
+
+
+def test_without_a_key_it_says_how_to_configure_a_provider(workspace: Path) -> None:
+    p = toycoder([], workspace)
+    assert p.returncode == 1
+    assert "OPENAI_API_KEY" in p.stderr and "OPENAI_BASE_URL=http://127.0.0.1:11434/v1" in p.stderr
+    assert "Ollama" in p.stderr and "vLLM" in p.stderr and "llama.cpp" in p.stderr
+    assert "toycoder --demo" in p.stderr
+
+
+# ---- packaging and layering --------------------------------------------------------------------------
+
+def test_the_terminal_client_never_imports_the_agent_core() -> None:
+    code = ("import toycoder_daemon.terminal.cli, toycoder_daemon.terminal.client, toycoder_daemon.terminal.render, "
+            "toycoder_daemon.terminal.prompt, toycoder_daemon.terminal.demo, toycoder_daemon.terminal.rpc, sys; "
+            "print(sorted(sys.modules))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    modules = eval(p.stdout)
+    assert "toycoder_daemon.terminal.render" in modules and "toycoder_daemon.protocol" in modules
+    core = [m for m in modules if re.match(r"toycoder_daemon\.(agent|tools|llm|sessions|app|server|commands|"
+                                           r"testing|editor_frontend|config)\b", m)]
+    assert core == []
+
+
+def test_the_demo_files_are_package_data_and_toycoder_is_a_console_script() -> None:
+    import tomllib
+    from fnmatch import fnmatch
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert project["project"]["scripts"]["toycoder"] == "toycoder_daemon.terminal.cli:main"
+    globs = project["tool"]["setuptools"]["package-data"]["toycoder_daemon"]
+    pkg = ROOT / "toycoder_daemon"
+    files = [f.relative_to(pkg).as_posix() for f in (pkg / "terminal" / "demo").rglob("*")
+             if f.is_file() and "__pycache__" not in f.parts]
+    assert "terminal/demo/script.json" in files and "terminal/demo/sample_project/calc.py" in files
+    # setuptools globs: '*' does not cross '/'
+    unshipped = [f for f in files if not any(fnmatch(f, g) and f.count("/") == g.count("/") for g in globs)]
+    assert unshipped == []

@@ -1,0 +1,115 @@
+"""The terminal client's renderer in-process: what it prints for good (not the live area's redraws)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.text import Text
+
+from toycoder_daemon.terminal.render import TurnView, split_stable
+
+
+class Spy:
+    """A terminal console whose permanent output (console.print of Markdown/Text) is recorded."""
+
+    def __init__(self, height: int = 30):
+        self.console = Console(file=io.StringIO(), force_terminal=True, width=80, height=height)
+        self.printed: list[str] = []
+        real = self.console.print
+
+        def spy(*objs, **kw):
+            for o in objs:
+                if isinstance(o, Markdown):
+                    self.printed.append(o.markup)
+                elif isinstance(o, Text):
+                    self.printed.append(o.plain)
+            real(*objs, **kw)
+
+        self.console.print = spy  # type: ignore[method-assign]
+        self.view = TurnView(self.console)
+
+    def feed(self, *updates: dict, parent: str | None = None) -> None:
+        for u in updates:
+            params = {"sessionId": "s", "turnId": "t", "update": u}
+            if parent:
+                params["parentToolCallId"] = parent
+            self.view.update(params)
+
+
+def delta(text: str) -> dict:
+    return {"kind": "text_delta", "text": text}
+
+
+def test_a_retry_drops_the_partial_reply() -> None:
+    s = Spy()
+    s.view.begin()
+    s.feed(delta("partial JUNK "), {"kind": "retry", "attempt": 1, "delaySeconds": 0.5, "reason": "HTTP 500"},
+           delta("clean **reply**"))
+    s.view.end({"stopReason": "end_turn", "usage": {"promptTokens": 1200, "completionTokens": 34}})
+    assert not any("JUNK" in p for p in s.printed)
+    assert "clean **reply**" in s.printed
+    assert any(p.startswith("↻ retrying (attempt 1, in 0.5s): HTTP 500") for p in s.printed)
+    assert any("1,200 tokens in · 34 out" in p for p in s.printed)
+
+
+def test_tool_lines_sub_agent_indent_and_statuses() -> None:
+    s = Spy()
+    s.view.begin()
+    s.feed(delta("Planning."), {"kind": "tool_call", "toolCallId": "c1", "name": "planner", "title": "planner: fix it",
+                                "arguments": {}, "permission": "safe"})
+    s.feed(delta("1. read\n2. fix\n"), parent="c1")
+    s.feed({"kind": "tool_call", "toolCallId": "c2", "name": "read_file", "title": "read_file a.py", "arguments": {},
+            "permission": "safe"}, parent="c1")
+    s.feed({"kind": "tool_result", "toolCallId": "c2", "status": "failed", "output": "error: no such file\nmore"},
+           parent="c1")
+    s.feed({"kind": "tool_result", "toolCallId": "c1", "status": "completed", "output": "1. read"},
+           {"kind": "compaction", "strategy": "summary", "before": 40, "after": 9},
+           {"kind": "tool_call", "toolCallId": "c3", "name": "edit_file", "title": "edit_file a.py", "arguments": {},
+            "permission": "sensitive"},
+           {"kind": "tool_result", "toolCallId": "c3", "status": "denied", "output": "denied"})
+    s.view.end(None)
+    lines = s.printed
+    assert lines[0] == "Planning."
+    assert lines[1] == "  ▸ planner: fix it"
+    assert lines[2:4] == ["    │ 1. read", "    │ 2. fix"]
+    assert lines[4].startswith("    ✗ read_file a.py  failed ") and lines[4].endswith(": error: no such file")
+    assert lines[5].startswith("  ✓ planner  ok ")
+    assert lines[6] == "⟳ context compacted (summary): 40 → 9 messages"
+    assert lines[7].startswith("  ⊘ edit_file a.py  denied ")
+    assert s.view.tool_statuses == ["failed", "completed", "denied"]
+
+
+def test_a_reply_taller_than_the_screen_is_committed_in_whole_blocks() -> None:
+    text = "# Title\n\n" + "".join(
+        f"Paragraph {i} " + "words " * 30 + "\n\n" + ("```python\n" + "".join(f"x = {j}\n" for j in range(30))
+                                                        + "```\n\n" if i % 3 == 0 else "") for i in range(12))
+    s = Spy(height=20)
+    s.view.begin()
+    for i in range(0, len(text), 7):
+        s.feed(delta(text[i:i + 7]))
+        assert s.view._estimated_lines(s.view.text) <= 20  # the live area stays inside the screen
+    s.view.end(None)
+    assert len(s.printed) > 3
+    for block in s.printed:  # every committed block is complete Markdown: fences balanced
+        assert block.count("```") % 2 == 0, block
+    joined = "\n".join(s.printed)
+    for line in text.splitlines():
+        if line.strip() and not line.startswith("```"):
+            assert line in joined
+
+
+@pytest.mark.parametrize("text, force, want", [
+    ("a\n\nb", False, ("a", "b")),
+    ("one line still growing", True, ("", "one line still growing")),
+    ("a\nb\nc", False, ("", "a\nb\nc")),
+    ("a\nb\nc", True, ("a\nb", "c")),
+    ("```py\nx\n\ny\n", False, ("", "```py\nx\n\ny\n")),  # a blank line inside a fence is no boundary
+    ("```py\nx\ny\nz", True, ("```py\nx\ny\n```", "```py\nz")),  # forced: the fence is closed and reopened
+    ("```\nx\n```\nafter", False, ("```\nx\n```", "after")),
+    ("```py\nx", True, ("", "```py\nx")),  # not an empty code block
+])
+def test_split_stable(text: str, force: bool, want: tuple[str, str]) -> None:
+    assert split_stable(text, force) == want

@@ -1,0 +1,80 @@
+"""Line editing: prompt_toolkit with a history file and completion of the daemon's slash commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.document import Document
+from prompt_toolkit.formatted_text import FormattedText
+from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.key_binding import KeyBindings
+
+
+class SlashCompleter(Completer):
+    """Completes `/name` (and aliases) from toycoder/commands/list; nothing else."""
+
+    def __init__(self) -> None:
+        self.commands: list[dict[str, Any]] = []
+
+    def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
+        text = document.text_before_cursor
+        if not text.startswith("/") or " " in text:
+            return
+        word = text[1:].lower()
+        for cmd in self.commands:
+            for name in [cmd["name"], *cmd.get("aliases", [])]:
+                if name.startswith(word):
+                    yield Completion("/" + name, start_position=-len(text), display=cmd.get("usage") or "/" + name,
+                                     display_meta=cmd.get("help", "") if name == cmd["name"] else f"= /{cmd['name']}")
+
+
+def _history(path: Path) -> History:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch(exist_ok=True)
+        return FileHistory(str(path))
+    except OSError:
+        return InMemoryHistory()
+
+
+class LineEditor:
+    def __init__(self, history_file: Path):
+        self.completer = SlashCompleter()
+        keys = KeyBindings()
+
+        @keys.add("c-c")
+        def _(event: Any) -> None:  # a line in progress is cleared; on an empty line Ctrl-C means "exit?"
+            buf = event.app.current_buffer
+            if buf.text:
+                buf.reset()
+            else:
+                event.app.exit(exception=KeyboardInterrupt)
+
+        @keys.add("escape", "enter")
+        def _(event: Any) -> None:  # Alt-Enter / Esc Enter: a new line in the prompt
+            event.app.current_buffer.insert_text("\n")
+
+        self.session: PromptSession[str] = PromptSession(
+            history=_history(history_file), completer=self.completer, complete_while_typing=True,
+            auto_suggest=AutoSuggestFromHistory(), key_bindings=keys, enable_history_search=False)
+
+    def set_commands(self, commands: list[dict[str, Any]]) -> None:
+        self.completer.commands = commands
+
+    def prompt(self, interrupted: Callable[[], bool] | None = None) -> str:
+        """The next line; KeyboardInterrupt for Ctrl-C on an empty line, also when `interrupted()` says
+        a Ctrl-C came before prompt_toolkit had the terminal; EOFError for Ctrl-D."""
+
+        def pre_run() -> None:  # prompt_toolkit handles SIGINT from here on
+            if interrupted is not None and interrupted():
+                self.session.app.exit(exception=KeyboardInterrupt)
+
+        return self.session.prompt(FormattedText([("ansigreen bold", "❯ ")]), pre_run=pre_run)
+
+    def ask(self, message: str) -> str:
+        """A one-off line (an answer to ask_user): no history, no completion."""
+        return PromptSession().prompt(FormattedText([("ansicyan", message)]))

@@ -1,0 +1,378 @@
+"""Rendering a turn with Rich: the reply as Markdown while it streams, tools as status lines.
+
+On a terminal the reply being streamed lives in a transient `rich.live.Live` area together with a
+spinner per running tool; whatever is final (a finished reply, a finished tool call, a notice) is
+printed above it once and never redrawn. A reply taller than the screen is committed block by
+block (at blank lines outside code fences) so the live area stays small and never flickers or
+scrolls. Elsewhere (a pipe, a file) the text is written as it arrives, without colours.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.panel import Panel
+from rich.spinner import Spinner
+from rich.syntax import Syntax
+from rich.text import Text
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+STATUS = {  # tool_result status -> icon, style, word
+    "completed": ("✓", "green", "ok"),
+    "failed": ("✗", "red", "failed"),
+    "denied": ("⊘", "yellow", "denied"),
+    "cancelled": ("■", "yellow", "cancelled"),
+}
+MAX_PREVIEW_LINES = 120
+
+
+def split_stable(text: str, force: bool = False) -> tuple[str, str]:
+    """Split streamed Markdown into a prefix that later text cannot change, and the rest.
+
+    The prefix ends at the last blank line (or closing fence) outside code fences. With `force`
+    and no such place, it ends at the last complete line, closing an open fence there (the rest
+    reopens it). The last line is never included: it may still grow. ("", text) if nothing fits.
+    """
+    lines = text.split("\n")
+    fence: tuple[str, int, str, int] | None = None  # marker char, marker length, opening line, its index
+    cut: int | None = None  # lines[:cut] is stable; lines[cut] is skipped when it is blank
+    last_line: tuple[int, tuple[str, int, str, int] | None] | None = None
+    for i, line in enumerate(lines[:-1]):
+        m = _FENCE.match(line)
+        if fence is None:
+            if m:
+                fence = (m.group(1)[0], len(m.group(1)), line, i)
+            elif not line.strip() and i > 0:
+                cut = i
+        elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= fence[1] and not m.group(2).strip():
+            fence = None
+            cut = i + 1
+        last_line = (i + 1, fence)
+    if cut is not None:
+        rest = lines[cut:]
+        if rest and not rest[0].strip():
+            rest = rest[1:]
+        return "\n".join(lines[:cut]), "\n".join(rest)
+    if force and last_line is not None:
+        n, open_fence = last_line
+        if open_fence is not None and open_fence[3] == n - 1:
+            return "", text  # only the fence's opening line: nothing worth printing yet
+        stable, rest = lines[:n], lines[n:]
+        if open_fence is not None:
+            stable = stable + [open_fence[0] * open_fence[1]]
+            rest = [open_fence[2]] + rest
+        return "\n".join(stable), "\n".join(rest)
+    return "", text
+
+
+def short(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+
+
+@dataclass
+class _Call:
+    id: str
+    name: str
+    title: str
+    parent: str | None
+    depth: int
+    start: float = field(default_factory=time.monotonic)
+    spinner: Spinner | None = None
+    header_shown: bool = False
+    """A header line was printed because a sub-agent's activity follows it."""
+
+
+class TurnView:
+    """Renders one conversation's updates; `begin()`/`end()` bracket each turn."""
+
+    def __init__(self, console: Console, *, live: bool | None = None, quiet: bool = False):
+        self.console = console
+        self.quiet = quiet
+        """Show no updates (one-shot mode without --verbose); questions and errors still show."""
+        self.live_ok = (console.is_terminal if live is None else live) and not quiet
+        self._live: Live | None = None
+        self.text = ""  # the main agent's reply, not yet printed for good
+        self.committed_in_reply = False
+        self.calls: dict[str, _Call] = {}
+        self.child_text: dict[str, str] = {}
+        self.status = "thinking…"
+        self._thinking = Spinner("dots", style="cyan")
+        self._at_line_start = True  # plain mode: where the cursor is
+        self.started = time.monotonic()
+        self.tool_statuses: list[str] = []
+
+    # ---- turn lifecycle -------------------------------------------------------------------------
+
+    def begin(self) -> None:
+        self.text, self.committed_in_reply, self.status = "", False, "thinking…"
+        self.calls.clear()
+        self.child_text.clear()
+        self.tool_statuses = []
+        self.started = time.monotonic()
+        self.resume()
+
+    def end(self, result: dict[str, Any] | None) -> None:
+        self.commit_text()
+        for parent in list(self.child_text):
+            self._flush_child(parent, final=True)
+        self.pause()
+        if result is None or self.quiet:
+            return
+        elapsed = time.monotonic() - self.started
+        u = result.get("usage") or {}
+        stop = result.get("stopReason")
+        note = {"cancelled": "cancelled", "max_steps": "stopped at the step limit"}.get(stop or "", "")
+        if stop == "max_steps" and result.get("text"):
+            self.console.print(Text(result["text"], style="yellow"))
+        line = Text(f"  {u.get('promptTokens', 0):,} tokens in · {u.get('completionTokens', 0):,} out"
+                    f" · {elapsed:.1f}s", style="dim")
+        if note:
+            line.append(f" · {note}", style="yellow")
+        self.console.print(line)
+
+    def pause(self) -> None:
+        """Stop the live area (before asking something, or at the end of a turn)."""
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    def resume(self) -> None:
+        if self.live_ok and self._live is None:
+            self._live = Live(console=self.console, get_renderable=self._tail, auto_refresh=True,
+                              refresh_per_second=12, transient=True, redirect_stdout=False, redirect_stderr=False)
+            self._live.start()
+
+    def set_status(self, status: str) -> None:
+        self.status = status
+        if not self.live_ok:
+            self.note(status)
+
+    def _tail(self) -> RenderableType:
+        parts: list[RenderableType] = []
+        if self.text:
+            parts.append(Markdown(self.text))
+        running = [c for c in list(self.calls.values())]
+        for c in running:
+            if c.spinner is None:
+                c.spinner = Spinner("dots", style="cyan")
+            c.spinner.text = Text(f"{'  ' * c.depth}{self._title(c)}  {time.monotonic() - c.start:.1f}s", style="dim")
+            parts.append(c.spinner)
+        if not running and self.status:
+            self._thinking.text = Text(self.status, style="dim")
+            parts.append(self._thinking)
+        return Group(*parts)
+
+    # ---- output helpers -------------------------------------------------------------------------
+
+    def print(self, *renderables: RenderableType) -> None:
+        if not self._at_line_start:
+            self.console.file.write("\n")
+            self._at_line_start = True
+        self.console.print(*renderables)
+
+    def note(self, message: str, style: str = "dim") -> None:
+        self.print(Text(message, style=style))
+
+    def _title(self, call: _Call) -> str:
+        return short(call.title, max(20, self.console.width - 24 - 4 * call.depth))
+
+    # ---- updates --------------------------------------------------------------------------------
+
+    def update(self, params: dict[str, Any]) -> None:
+        """One toycoder/update params object."""
+        u = params.get("update") or {}
+        parent = params.get("parentToolCallId")
+        kind = u.get("kind")
+        if self.quiet:
+            if kind == "tool_result":
+                self.tool_statuses.append(u.get("status", "completed"))
+            return
+        if kind == "text_delta":
+            if parent:
+                self._child_text(parent, u.get("text", ""))
+            else:
+                self._text(u.get("text", ""))
+        elif kind == "tool_call":
+            self._tool_call(u, parent)
+        elif kind == "tool_result":
+            self._tool_result(u)
+        elif kind == "retry":
+            self._retry(u, parent)
+        elif kind == "compaction":
+            self.commit_text()
+            self.note(f"⟳ context compacted ({u.get('strategy')}): {u.get('before')} → {u.get('after')} messages",
+                      "yellow")
+        # usage: the running total; the turn's result carries the final one
+
+    def _text(self, text: str) -> None:
+        self.status = ""
+        if not self.live_ok:
+            self.console.file.write(text)
+            self.console.file.flush()
+            if text:
+                self._at_line_start = text.endswith("\n")
+            self.text += text  # kept only so a retry knows there was something
+            return
+        self.text += text
+        # Keep the live area well inside the screen: commit finished blocks once it grows tall.
+        limit = max(6, self.console.height - 8)
+        if self._estimated_lines(self.text) > limit:
+            stable, rest = split_stable(self.text)
+            if not stable:
+                stable, rest = split_stable(self.text, force=True)
+            if stable:
+                self.console.print(Markdown(stable))
+                self.console.print()
+                self.text = rest
+                self.committed_in_reply = True
+
+    def _estimated_lines(self, text: str) -> int:
+        width = max(20, self.console.width)
+        return sum(max(1, -(-len(line) // width)) for line in text.split("\n"))
+
+    def commit_text(self) -> None:
+        """The reply so far is final: print it for good."""
+        if self.live_ok and self.text.strip():
+            self.console.print(Markdown(self.text))
+        elif not self.live_ok and not self._at_line_start:
+            self.console.file.write("\n")
+            self._at_line_start = True
+        self.committed_in_reply = self.committed_in_reply or bool(self.text.strip())
+        self.text = ""
+
+    def _tool_call(self, u: dict[str, Any], parent: str | None) -> None:
+        if parent:
+            self._show_header(parent)
+            self._flush_child(parent, final=True)
+        else:
+            self.commit_text()
+            self.committed_in_reply = False  # the next reply starts after the tools
+        depth = (self.calls[parent].depth + 1) if parent in self.calls else (1 if parent else 0)
+        title = u.get("title") or u.get("name") or "tool"
+        self.calls[u.get("toolCallId", "")] = _Call(u.get("toolCallId", ""), u.get("name") or title, title, parent,
+                                                    depth)
+        self.status = ""
+
+    def _show_header(self, call_id: str) -> None:
+        call = self.calls.get(call_id)
+        if call is None or call.header_shown:
+            return
+        if call.parent:
+            self._show_header(call.parent)
+        call.header_shown = True
+        line = Text("  " * (call.depth + 1))
+        line.append("▸ ", style="cyan")
+        line.append(self._title(call), style="bold")
+        self.print(line)
+
+    def _tool_result(self, u: dict[str, Any]) -> None:
+        call_id = u.get("toolCallId", "")
+        self._flush_child(call_id, final=True)
+        call = self.calls.pop(call_id, None) or _Call(call_id, call_id, call_id, None, 0)
+        status = u.get("status", "completed")
+        self.tool_statuses.append(status)
+        icon, style, word = STATUS.get(status, ("?", "white", status))
+        line = Text("  " * (call.depth + 1))
+        line.append(icon + " ", style=style)
+        line.append(call.name if call.header_shown else self._title(call), style="bold")
+        line.append(f"  {word}", style=style)
+        line.append(f" {time.monotonic() - call.start:.1f}s", style="dim")
+        if status == "failed":
+            first = next((ln for ln in (u.get("output") or "").splitlines() if ln.strip()), "")
+            line.append(": " + short(first, max(20, self.console.width - len(line.plain) - 4)), style="red")
+        self.print(line)
+        if not self.calls:
+            self.status = "thinking…"
+
+    def _child_text(self, parent: str, text: str) -> None:
+        self._show_header(parent)
+        self.child_text[parent] = self.child_text.get(parent, "") + text
+        self._flush_child(parent)
+
+    def _flush_child(self, parent: str, final: bool = False) -> None:
+        """Print a sub-agent's finished lines, indented and dim."""
+        buf = self.child_text.get(parent, "")
+        if not buf:
+            return
+        lines = buf.split("\n")
+        done, rest = (lines, "") if final else (lines[:-1], lines[-1])
+        self.child_text[parent] = rest
+        depth = self.calls[parent].depth + 1 if parent in self.calls else 1
+        for line in done:
+            if final and not line.strip() and line is done[-1]:
+                continue
+            self.print(Text("  " * (depth + 1) + "│ " + line, style="dim"))
+        if final:
+            self.child_text.pop(parent, None)
+
+    def _retry(self, u: dict[str, Any], parent: str | None) -> None:
+        reason = f"↻ retrying (attempt {u.get('attempt')}, in {u.get('delaySeconds')}s): {u.get('reason', '')}"
+        if parent:
+            self.child_text.pop(parent, None)
+        elif self.live_ok:
+            self.text = ""  # the partial reply goes; the retried one streams in its place
+            if self.committed_in_reply:
+                reason += " (the partial reply above is discarded)"
+        elif self.text:
+            reason += " (the partial reply above is discarded)"
+            self.text = ""
+        self.note(reason, "yellow")
+
+    # ---- asking ---------------------------------------------------------------------------------
+
+    def permission(self, params: dict[str, Any]) -> None:
+        """Show what a permission request is about (the caller then asks or applies a policy)."""
+        self.commit_text()
+        self.pause()
+        preview = params.get("preview") or {}
+        body: RenderableType
+        if preview.get("kind") == "diff" and preview.get("diff") is not None:
+            body = Syntax(_clip(preview["diff"]), "diff", theme="ansi_dark", background_color="default",
+                          word_wrap=True)
+        elif preview.get("kind") == "command":
+            body = Group(Syntax(preview.get("command") or "", "bash", theme="ansi_dark", background_color="default",
+                                word_wrap=True),
+                         Text(f"in {preview.get('cwd') or '.'}", style="dim"))
+        else:
+            import json
+
+            body = Text(_clip(json.dumps(params.get("arguments"), indent=2, ensure_ascii=False)))
+        level = params.get("level", "")
+        style = "red" if level == "dangerous" else "yellow"
+        self.print(Panel(body, title=Text(f"{params.get('title') or params.get('tool')}", style="bold"),
+                         subtitle=Text(f"{level} · permission needed", style=style), title_align="left",
+                         subtitle_align="left", border_style=style, expand=False))
+
+    def question(self, params: dict[str, Any]) -> None:
+        self.commit_text()
+        self.pause()
+        self.print(Text("? ", style="bold cyan") + Text(params.get("question", ""), style="bold"))
+        for i, option in enumerate(params.get("options") or [], 1):
+            self.print(Text(f"  {i}. {option}"))
+
+    # ---- history ----------------------------------------------------------------------------------
+
+    def transcript(self, entries: list[dict[str, Any]]) -> None:
+        """A loaded session: what was said and which tools ran."""
+        for e in entries:
+            role, text = e.get("role"), e.get("text") or ""
+            if role == "user":
+                self.print(Text("❯ ", style="bold green") + Text(text, style="bold"))
+            elif role == "assistant" and text.strip():
+                self.print(Markdown(text) if self.live_ok else Text(text))
+            elif role == "tool_call":
+                self.print(Text(f"  · {e.get('name')} {short(text, max(20, self.console.width - 30))}", style="dim"))
+
+
+def _clip(text: str, limit: int = MAX_PREVIEW_LINES) -> str:
+    lines = text.splitlines()
+    if len(lines) <= limit:
+        return text.rstrip("\n")
+    return "\n".join(lines[:limit] + [f"… {len(lines) - limit} more lines"])
