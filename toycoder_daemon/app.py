@@ -77,9 +77,14 @@ class App:
             self.tools.add_source(self.mcp.tools)
 
     async def start(self) -> None:
-        """Background start-up after initialize: MCP servers connect while the person types."""
+        """Background start-up after initialize: MCP servers connect and the model SDK is imported
+        (~0.5 s) while the person types their first prompt."""
         if self.mcp:
             await self.mcp.start()
+        if not self.config_error:
+            import importlib
+
+            await asyncio.to_thread(importlib.import_module, "openai")
 
     def _mcp_status(self, server: str, status: str, message: str) -> None:
         if status == "ready":
@@ -220,8 +225,11 @@ class App:
         return TurnResult("command", out.text, Usage(), 0), out.action
 
     async def _run_turn(self, s: Session, text: str, model: ChatModel, frontend: Frontend) -> tuple[TurnResult, None]:
+        spent = [Usage()]  # this turn's tokens, sub-agents included (reported even when cancelled)
+
         def count_usage(u: Usage) -> None:
             s.usage = s.usage + u
+            spent[0] = spent[0] + u
 
         def add_usage(u: Usage) -> None:
             count_usage(u)
@@ -244,7 +252,7 @@ class App:
             ), None
         except asyncio.CancelledError:
             log.info("turn cancelled in session %s", s.id)
-            return TurnResult("cancelled", "", Usage(), 0), None
+            return TurnResult("cancelled", "", spent[0], 0), None
         finally:
             s.changed()  # records usage, grants and the time of this turn
 

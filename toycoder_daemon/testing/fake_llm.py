@@ -220,6 +220,12 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True  # a stuck client connection must never block stop()
     fake: FakeLLM
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hangs up mid-stream (a cancelled turn) is normal here, not worth a traceback.
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: every response has Content-Length or is chunked
