@@ -31,6 +31,7 @@ from .tools.edit import edit_file, write_file
 from .tools.files import list_directory, read_file
 from .tools.permission import PermissionGate
 from .tools.registry import ToolRegistry
+from .tools.search import glob_search, grep_search
 from .tools.shell import run_command
 
 log = logging.getLogger(__name__)
@@ -98,7 +99,7 @@ class App:
     def _build_tools(self) -> ToolRegistry:
         perms = self.config.permissions
         registry = ToolRegistry(PermissionGate(perms.allow, perms.deny))
-        for t in (read_file, list_directory, write_file, edit_file, run_command, ask_user):
+        for t in (read_file, list_directory, glob_search, grep_search, write_file, edit_file, run_command, ask_user):
             registry.register(t)
         agents = [SubAgent("planner", "planner", self.prompts.system("planner"), [], "default", 1)]
         for name, d in self.config.agents.items():

@@ -80,11 +80,20 @@ async def read_file(
     return f"{header}\n{body}"
 
 
-def _list(p: Path, max_entries: int) -> tuple[list[str], int]:
+def _list(p: Path, max_entries: int, root: Path | None = None) -> tuple[list[str], int, int]:
+    """Entry lines (at most max_entries), how many more there are, and how many were left out
+    because .gitignore rules (those of `root` down to `p`) ignore them."""
+    from .ignore import IgnoreMatcher
+
+    matcher = IgnoreMatcher(root) if root is not None else None
     entries = []
+    ignored = 0
     with os.scandir(p) as it:
         for e in it:
             if e.name == ".git":
+                continue
+            if matcher is not None and matcher.is_ignored(e.path, e.is_dir(follow_symlinks=False), check_parents=False):
+                ignored += 1
                 continue
             entries.append(e)
     entries.sort(key=lambda e: (not e.is_dir(follow_symlinks=False), e.name.lower()))
@@ -100,7 +109,7 @@ def _list(p: Path, max_entries: int) -> tuple[list[str], int]:
             except OSError:
                 size = 0
             lines.append(f"file  {e.name}  ({size} bytes)")
-    return lines, max(0, len(entries) - max_entries)
+    return lines, max(0, len(entries) - max_entries), ignored
 
 
 @tool(level="safe", title=lambda a: f"list_directory {a.get('path') or '.'}")
@@ -108,14 +117,16 @@ async def list_directory(
     ctx: ToolContext,
     path: Annotated[str, "Directory, relative to the workspace root"] = ".",
 ) -> str:
-    """List a directory of the workspace: each entry with its kind and size (directories first)."""
+    """List a directory of the workspace: each entry with its kind and size (directories first).
+    Entries ignored by .gitignore are left out (the last line says how many)."""
     p = _resolve(ctx, path or ".")
     if not p.is_dir():
         raise ToolError(f"not a directory: {path}")
     max_entries = ctx.settings.list_max_entries if ctx.settings else 500
-    lines, more = await asyncio.to_thread(_list, p, max_entries)
+    lines, more, ignored = await asyncio.to_thread(_list, p, max_entries, ctx.workspace.root)
     rel = ctx.workspace.relative(p)
+    note = f"\n({ignored} ignored {'entry' if ignored == 1 else 'entries'} not shown)" if ignored else ""
     if not lines:
-        return f"{rel}/ is empty"
+        return (f"{rel}/ (0 entries)" + note) if ignored else f"{rel}/ is empty"
     tail = f"\n... and {more} more entries" if more else ""
-    return f"{rel}/ ({len(lines) + more} entries)\n" + "\n".join(lines) + tail
+    return f"{rel}/ ({len(lines) + more} entries)\n" + "\n".join(lines) + tail + note

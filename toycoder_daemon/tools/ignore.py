@@ -1,13 +1,14 @@
 """Pure-Python .gitignore matching, a gitignore-aware walker and ripgrep-style globs.
 
-The semantics follow ripgrep 14.1 (crates `ignore` 0.4 and `globset` 0.4.14) run with
-`--hidden --no-require-git --no-ignore-global --no-ignore-dot --no-ignore-parent`, so that the
-search tools give the same answer with rg and with this fallback:
+The semantics follow ripgrep 14.1 (crates `ignore` 0.4 and `globset` 0.4.14) run as the search
+tools run it (`--hidden --no-require-git --no-ignore-global --no-ignore-dot --no-ignore-parent
+--no-ignore-exclude`, plus the rules it must not find itself passed with `--ignore-file`, see
+`IgnoreMatcher.rules_above`), so that the tools give the same answer with rg and with this fallback:
 
 * Rules come from `.gitignore` files (the workspace root's and nested ones, each relative to its
-  own directory) and `.git/info/exclude` files (relative to the directory holding `.git`), never
-  from above the workspace root. A deeper file beats a shallower one; inside a file the last
-  matching line wins; every `.gitignore` beats every `exclude` file.
+  own directory) and the workspace's `.git/info/exclude` (as git, which never reads a nested
+  repository's), never from above the workspace root. A deeper file beats a shallower one; inside
+  a file the last matching line wins; every `.gitignore` beats the exclude file.
 * Lines: `#` comments, blank lines, `!` negation, `\\!` / `\\#` escapes, trailing spaces trimmed
   unless escaped (`\\ `), trailing `/` = directories only, a leading or middle `/` anchors the
   pattern to the file's directory (otherwise it matches the name at any depth), `*` `?` `[...]`
@@ -378,7 +379,8 @@ class IgnoreMatcher:
         got = self._own.get(rel)
         if got is None:
             d = self._abs(rel)
-            got = (_read_rules(d + b"/.gitignore", rel), _read_rules(d + b"/.git/info/exclude", rel))
+            exclude = _read_rules(d + b"/.git/info/exclude", rel) if not rel else None
+            got = (_read_rules(d + b"/.gitignore", rel), exclude)
             self._own[rel] = got
         return got
 
@@ -426,13 +428,12 @@ class IgnoreMatcher:
         return False
 
     def rules_above(self, path: str | os.PathLike[str]) -> list[str]:
-        """The rules of the directories from the root down to the parent of `path`, rewritten as
-        root-relative lines in precedence order (lowest first): exclude files, then .gitignore."""
+        """Rules for rg's --ignore-file when it searches the directory `path` with
+        --no-ignore-parent --no-ignore-exclude: the workspace's exclude file, then the .gitignore
+        rules of the directories from the root down to the parent of `path`, rewritten as
+        root-relative lines in precedence order (lowest first)."""
         rel = self.rel_bytes(path)
-        if not rel:
-            return []
-        parent = rel.rpartition(b"/")[0]
-        gi, ex = self._chain(parent)
+        gi, ex = self._chain(rel.rpartition(b"/")[0]) if rel else ((), self._chain(b"")[1])
         out = []
         for rs in (*ex, *gi):
             base = os.fsdecode(rs.base)
@@ -538,14 +539,34 @@ class PathGlob:
             self.name_glob = last
 
     def matches(self, rel: bytes | str) -> bool:
-        """Whether a file at `rel` (relative to the search root) is selected."""
+        """Whether the file at `rel` (relative to the search root) is selected. A negated glob
+        also drops the files below a directory it matches, as `rg -g '!dir'` does."""
         if isinstance(rel, str):
             rel = os.fsencode(rel)
+        fullmatch = self._re.fullmatch
+        if not self.negated:
+            return not self.dir_only and fullmatch(rel) is not None
+        if not self.dir_only and fullmatch(rel) is not None:
+            return False
+        cut = rel.rfind(b"/")
+        while cut > 0:
+            rel = rel[:cut]
+            if fullmatch(rel) is not None:
+                return False
+            cut = rel.rfind(b"/")
+        return True
+
+
+    def select(self, rels: list[bytes], strip: int = 0) -> list[bytes]:
+        """The paths of `rels` whose part after `strip` bytes `matches` (in bulk, for speed)."""
+        if self.negated:
+            return [r for r in rels if self.matches(r[strip:])]
         if self.dir_only:
-            hit = False
-        else:
-            hit = self._re.fullmatch(rel) is not None
-        return hit != self.negated
+            return []
+        fullmatch = self._re.fullmatch
+        if strip:
+            return [r for r in rels if fullmatch(r, strip)]
+        return [r for r in rels if fullmatch(r)]
 
 
 def _usable_name_glob(g: str) -> bool:
