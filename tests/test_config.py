@@ -93,3 +93,14 @@ def test_missing_file(tmp_path: Path) -> None:
 def test_data_dir_override(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOYCODER_DATA_DIR", str(tmp_path / "d"))
     assert data_dir() == tmp_path / "d"
+
+
+def test_config_reference_is_current_and_complete() -> None:
+    from toycoder_daemon.config import reference
+
+    text = reference()
+    assert (ROOT / "docs" / "config.md").read_text() == text, "run: python -m toycoder_daemon.config > docs/config.md"
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    assert len(rows) > 40
+    undocumented = [r.split("|")[1] for r in rows if not r.rstrip(" |").split("|")[-1].strip()]
+    assert undocumented == []

@@ -18,7 +18,8 @@ from .errors import ConfigError
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # The docstring under each field is its documentation (docs/config.md is generated from it).
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 class ModelNames(_Section):
@@ -121,16 +122,27 @@ class AgentDecl(_Section):
 
 
 class McpServerConfig(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
     command: str | None = None
+    """Program of a stdio server (or give `url`)."""
     args: list[str] = Field(default_factory=list)
+    """Its arguments."""
     env: dict[str, str] = Field(default_factory=dict)
+    """Extra environment (the daemon's secrets are never passed on)."""
     cwd: str | None = None
+    """Working directory (default: the workspace root)."""
     url: str | None = None
+    """Endpoint of a remote server (streamable HTTP)."""
     headers: dict[str, str] = Field(default_factory=dict)
+    """HTTP headers for a remote server, e.g. Authorization: "Bearer ${TOKEN}"."""
     permission: Literal["safe", "sensitive", "dangerous"] = "sensitive"
+    """Level of all its tools: sensitive asks before each call."""
     enabled: bool = True
+    """Set false to keep it configured but not started."""
     start_timeout: float = 30.0
+    """Seconds it may take to start and list its tools."""
+    call_timeout: float = 120.0
+    """Seconds one tool call may take."""
 
 
 class Config(_Section):
@@ -146,9 +158,13 @@ class Config(_Section):
     default_provider: str = "openai"
     """Provider used when a session does not pick one."""
     agent: AgentConfig = Field(default_factory=AgentConfig)
+    """The ReAct loop and the model calls."""
     session: SessionConfig = Field(default_factory=SessionConfig)
+    """Context management."""
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    """Tool limits and defaults."""
     permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
+    """Rules that answer permission questions before the person is asked."""
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     """External MCP tool servers."""
     agents: dict[str, AgentDecl] = Field(default_factory=dict)
@@ -223,9 +239,51 @@ def load_config(explicit: str | None = None) -> tuple[Config, Path | None]:
         raise ConfigError(f"config file {path}: field '{field}': {err['msg']}{shown}{more}") from None
 
 
+def reference() -> str:
+    """docs/config.md: every key with its type, default and description."""
+    import json
+    import typing
+
+    rows: list[str] = []
+
+    def kind(annotation: Any) -> str:
+        text = str(annotation).replace("typing.", "").replace("<class '", "").replace("'>", "")
+        return text.replace("|", "or")
+
+    def walk(model: type[BaseModel], prefix: str) -> None:
+        for name, f in model.model_fields.items():
+            key = f"{prefix}{name}"
+            ann = f.annotation
+            args = typing.get_args(ann)
+            if isinstance(ann, type) and issubclass(ann, BaseModel):
+                rows.append(f"| `{key}` | section | | {f.description or ''} |")
+                walk(ann, key + ".")
+                continue
+            if typing.get_origin(ann) is dict and len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], BaseModel):
+                shown = "`openai`, reading $OPENAI_API_KEY and $OPENAI_BASE_URL" if key == "providers" else "`{}`"
+                rows.append(f"| `{key}` | map of name -> section | {shown} | {f.description or ''} |")
+                walk(args[1], f"{key}.<name>.")
+                continue
+            default = f.get_default(call_default_factory=True) if not f.is_required() else None
+            shown = "" if default is None else f"`{json.dumps(default)}`"
+            rows.append(f"| `{key}` | {kind(ann)} | {shown} | {f.description or ''} |")
+
+    walk(Config, "")
+    return ("# Configuration reference\n\n"
+            "Generated from `toycoder_daemon/config.py` (`python -m toycoder_daemon.config`); a test keeps it current.\n"
+            "Strings may use `${VAR}` and `${VAR:-default}` from the environment.\n\n"
+            "| key | type | default | what |\n|---|---|---|---|\n" + "\n".join(rows) + "\n")
+
+
 def data_dir() -> Path:
     """Where the daemon keeps sessions and logs ($TOYCODER_DATA_DIR overrides)."""
     if d := os.environ.get("TOYCODER_DATA_DIR"):
         return Path(d).expanduser()
     base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
     return base / "toycoder"
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.stdout.write(reference())
