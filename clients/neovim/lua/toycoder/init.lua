@@ -1,0 +1,407 @@
+--- ToyCoder for Neovim: a thin client of the toycoder daemon. It renders what the daemon sends and
+--- answers what the daemon asks; agent logic, slash commands and permission decisions stay in the
+--- daemon. See :help toycoder.
+local config = require("toycoder.config")
+local daemon = require("toycoder.daemon")
+local chat = require("toycoder.chat")
+local prompts = require("toycoder.prompts")
+local documents = require("toycoder.documents")
+local reload = require("toycoder.reload")
+
+local M = {}
+M.version = "0.1.0"
+
+local state = {
+  session_id = nil, -- the plugin's current session
+  turn = nil, -- the running turn (chat's turn object)
+  busy = false, -- a prompt is on its way (session creation included)
+  commands = nil, -- cache of toycoder/commands/list
+}
+
+local FILE_TOOLS = { write_file = true, edit_file = true }
+
+-- ---- setup -----------------------------------------------------------------------------------
+
+function M.setup(opts)
+  config.set(opts)
+  local maps = config.options.keymaps or {}
+  if maps.toggle then
+    vim.keymap.set("n", maps.toggle, M.toggle, { desc = "ToyCoder: toggle the chat" })
+  end
+  if maps.ask then
+    vim.keymap.set("n", maps.ask, M.ask, { desc = "ToyCoder: ask" })
+    vim.keymap.set("x", maps.ask, ":ToyCoder<CR>", { desc = "ToyCoder: ask about the selection" })
+  end
+  return M
+end
+
+function M.session_id()
+  return state.session_id
+end
+
+function M.is_busy()
+  return state.busy
+end
+
+--- A statusline component: "ToyCoder: <progress>" while a turn runs, else "".
+function M.statusline()
+  local s = chat.status()
+  return s ~= "" and ("ToyCoder: " .. s) or ""
+end
+
+-- ---- daemon events ---------------------------------------------------------------------------
+
+local function set_status(text)
+  chat.set_status(text)
+  pcall(vim.api.nvim_exec_autocmds, "User", { pattern = "ToyCoderStatus", modeline = false })
+end
+
+daemon.on_notification("toycoder/update", function(params)
+  local turn = state.turn
+  if not turn or params.sessionId ~= turn.session then
+    return
+  end
+  local tool = chat.update(turn, params)
+  if
+    tool
+    and tool.result == "completed"
+    and FILE_TOOLS[tool.name]
+    and config.options.auto_reload
+    and type(tool.arguments) == "table"
+    and type(tool.arguments.path) == "string"
+  then
+    local rel = tool.arguments.path
+    local abs = rel:sub(1, 1) == "/" and rel or ((daemon.root or vim.fn.getcwd()) .. "/" .. rel)
+    reload.file(abs, rel)
+  end
+end)
+
+daemon.on_notification("$/progress", function(params)
+  local value = params.value or {}
+  if value.kind == "end" then
+    set_status("")
+    return
+  end
+  local text = value.message or value.title or ""
+  set_status(text)
+  if config.options.notify_progress and text ~= "" then
+    vim.notify("ToyCoder: " .. text, vim.log.levels.INFO)
+  end
+end)
+
+local MESSAGE_LEVELS = { vim.log.levels.ERROR, vim.log.levels.WARN, vim.log.levels.INFO, vim.log.levels.DEBUG }
+
+daemon.on_notification("window/showMessage", function(params)
+  vim.notify("ToyCoder: " .. tostring(params.message), MESSAGE_LEVELS[params.type] or vim.log.levels.INFO)
+end)
+
+daemon.on_notification("window/logMessage", function() end)
+
+daemon.on_notification("$/cancelRequest", function(params)
+  prompts.cancel_request(params.id)
+end)
+
+daemon.on_request("toycoder/requestPermission", prompts.request_permission)
+daemon.on_request("toycoder/askUser", prompts.ask_user)
+daemon.on_request("window/showMessageRequest", prompts.show_message_request)
+daemon.on_request("window/workDoneProgress/create", function()
+  return vim.NIL
+end)
+
+daemon.on("ready", function()
+  documents.start()
+  if not state.commands then
+    daemon.request("toycoder/commands/list", vim.empty_dict(), function(err, result)
+      if not err and result then
+        state.commands = result.commands
+      end
+    end)
+  end
+end)
+
+daemon.on("exit", function()
+  documents.stop()
+  prompts.close_all()
+  set_status("")
+end)
+
+-- ---- sessions --------------------------------------------------------------------------------
+
+local function with_session(cb)
+  if state.session_id then
+    cb(nil, state.session_id)
+    return
+  end
+  daemon.request("toycoder/session/new", vim.empty_dict(), function(err, result)
+    if err then
+      cb(err, nil)
+      return
+    end
+    state.session_id = result.sessionId
+    chat.set_title(nil)
+    cb(nil, state.session_id)
+  end)
+end
+
+--- Make `session_id` the current session and render its transcript (a `switch` action).
+function M.switch(session_id, note, done)
+  done = done or function() end
+  daemon.request("toycoder/session/load", { sessionId = session_id }, function(err, loaded)
+    if err then
+      if not err.daemon_exited then
+        chat.notice(("**Error** (%s): %s"):format(tostring(err.code), tostring(err.message)))
+      end
+      done()
+      return
+    end
+    state.session_id = session_id
+    chat.render_session(loaded, note)
+    done()
+  end)
+end
+
+--- Follow a command's action; done() once it is followed.
+local function follow_action(action, text, done)
+  if type(action) == "table" and action.kind == "switch" and action.sessionId then
+    M.switch(action.sessionId, text, done)
+    return
+  end
+  if type(action) == "table" and action.kind == "quit" then
+    chat.close()
+  end
+  done()
+end
+
+-- ---- prompts ---------------------------------------------------------------------------------
+
+--- Send `text` as a prompt of the current session (slash commands included: the daemon runs them).
+function M.prompt(text)
+  if state.busy then
+    vim.notify("ToyCoder: a turn is still running (:ToyCoderCancel stops it)", vim.log.levels.WARN)
+    return
+  end
+  state.busy = true
+  local opened, open_err = pcall(chat.open, false)
+  if not opened then -- e.g. no room for a split: the turn still runs, :ToyCoder shows it
+    vim.notify("ToyCoder: cannot open the chat window: " .. tostring(open_err), vim.log.levels.WARN)
+  end
+  with_session(function(err, sid)
+    if err then
+      state.busy = false
+      if not err.daemon_exited then
+        chat.notice(("**Error** (%s): %s"):format(tostring(err.code), tostring(err.message)))
+      end
+      return
+    end
+    documents.flush()
+    local turn = chat.begin_turn(sid, text)
+    state.turn = turn
+    daemon.request("toycoder/prompt", { sessionId = sid, text = text }, function(perr, result)
+      state.turn = nil
+      local ok, e = pcall(function()
+        prompts.close_turn(sid, turn.id)
+        set_status("")
+        chat.finish(turn, perr, result)
+        if perr and perr.code == -32010 and state.session_id == sid then
+          state.session_id = nil -- gone: the next prompt starts a new session
+        end
+        if config.options.auto_reload then
+          reload.all(daemon.root)
+        end
+        -- busy until the action is followed, so nothing goes to the old session meanwhile
+        follow_action(result and result.action, result and result.text, function()
+          state.busy = false
+        end)
+      end)
+      if not ok then
+        state.busy = false
+        vim.notify("ToyCoder: internal error: " .. tostring(e), vim.log.levels.ERROR)
+      end
+    end)
+  end)
+end
+
+--- Cancel the running turn of the current session.
+function M.cancel()
+  if not state.session_id or not daemon.is_ready() then
+    vim.notify("ToyCoder: nothing to cancel", vim.log.levels.INFO)
+    return
+  end
+  daemon.request("toycoder/cancel", { sessionId = state.session_id }, function(err, result)
+    if err then
+      if not err.daemon_exited then
+        vim.notify("ToyCoder: cancel failed: " .. tostring(err.message), vim.log.levels.ERROR)
+      end
+    elseif result and not result.cancelled then
+      vim.notify("ToyCoder: no turn is running", vim.log.levels.INFO)
+    end
+  end)
+end
+
+--- Ask for a prompt with vim.ui.input and send it.
+function M.ask()
+  vim.ui.input({ prompt = "ToyCoder> " }, function(text)
+    if text and text ~= "" then
+      M.prompt(text)
+    end
+  end)
+end
+
+function M.toggle()
+  chat.toggle()
+  if chat.win() then
+    daemon.start() -- warm up while the person types
+  end
+end
+
+--- The lines line1..line2 of the current buffer, fenced, with the file path and line numbers.
+local function selection_context(line1, line2)
+  local buf = vim.api.nvim_get_current_buf()
+  local lines = vim.api.nvim_buf_get_lines(buf, line1 - 1, line2, false)
+  local name = vim.api.nvim_buf_get_name(buf)
+  local path = name ~= "" and vim.fs.normalize(vim.fn.fnamemodify(name, ":p")) or "[No Name]"
+  local root = daemon.root or config.root()
+  if path:sub(1, #root + 1) == root .. "/" then
+    path = path:sub(#root + 2)
+  end
+  local fence = "```"
+  for _, l in ipairs(lines) do
+    while l:find(fence, 1, true) do
+      fence = fence .. "`"
+    end
+  end
+  local where = line1 == line2 and ("line %d"):format(line1) or ("lines %d-%d"):format(line1, line2)
+  local out = { ("From `%s`, %s:"):format(path, where), fence .. (vim.bo[buf].filetype or "") }
+  vim.list_extend(out, lines)
+  table.insert(out, fence)
+  return table.concat(out, "\n")
+end
+
+--- :ToyCoder [text]: toggle, prompt, slash command, or (with a range) ask about the selection.
+function M.command(o)
+  local text = vim.trim(o.args or "")
+  if o.range and o.range > 0 and text:sub(1, 1) ~= "/" then
+    local context = selection_context(o.line1, o.line2)
+    if text == "" then
+      vim.ui.input({ prompt = "ToyCoder (about the selection)> " }, function(q)
+        if q and q ~= "" then
+          M.prompt(q .. "\n\n" .. context)
+        end
+      end)
+      return
+    end
+    M.prompt(text .. "\n\n" .. context)
+    return
+  end
+  if text == "" then
+    M.toggle()
+  else
+    M.prompt(text)
+  end
+end
+
+--- :ToyCoderSessions: pick a session (toycoder/session/list) and switch to it (/switch, so the
+--- daemon decides).
+function M.pick_session()
+  daemon.request("toycoder/session/list", vim.empty_dict(), function(err, result)
+    if err then
+      if not err.daemon_exited then
+        vim.notify("ToyCoder: " .. tostring(err.message), vim.log.levels.ERROR)
+      end
+      return
+    end
+    local sessions = result.sessions or {}
+    if #sessions == 0 then
+      vim.notify("ToyCoder: no sessions yet", vim.log.levels.INFO)
+      return
+    end
+    vim.ui.select(sessions, {
+      prompt = "ToyCoder sessions",
+      kind = "toycoder.session",
+      format_item = function(s)
+        local mark = s.sessionId == state.session_id and "* " or "  "
+        local title = (s.title and s.title ~= "") and s.title or "(untitled)"
+        return ("%s%s  %s  %d msgs  %s"):format(mark, s.sessionId:sub(1, 8), (s.updatedAt or ""):sub(1, 16), s.messageCount or 0, title)
+      end,
+    }, function(choice)
+      if choice then
+        M.prompt("/switch " .. choice.sessionId)
+      end
+    end)
+  end)
+end
+
+-- ---- completion ------------------------------------------------------------------------------
+
+local function commands_list()
+  if not state.commands then
+    local err, result = daemon.request_sync("toycoder/commands/list", vim.empty_dict(), 5000)
+    if not err and result then
+      state.commands = result.commands
+    end
+  end
+  return state.commands or {}
+end
+
+local function filter(items, lead)
+  local out = {}
+  for _, item in ipairs(items) do
+    if vim.startswith(item, lead) then
+      table.insert(out, item)
+    end
+  end
+  table.sort(out)
+  return out
+end
+
+--- Completion for :ToyCoder: command names from toycoder/commands/list; the argument of a command
+--- whose usage says <id> completes session ids, [command] completes command names.
+function M.complete(arglead, cmdline, cursorpos)
+  local before = cmdline:sub(1, cursorpos)
+  local args = before:match("ToyCoder!?%s+(.*)$")
+  if not args then
+    return {}
+  end
+  local cmds = commands_list()
+  if not args:find("%s") then
+    if arglead ~= "" and arglead:sub(1, 1) ~= "/" then
+      return {}
+    end
+    local names = {}
+    for _, c in ipairs(cmds) do
+      table.insert(names, "/" .. c.name)
+      for _, a in ipairs(c.aliases or {}) do
+        table.insert(names, "/" .. a)
+      end
+    end
+    return filter(names, arglead)
+  end
+  local first = args:match("^/(%S+)")
+  local cmd
+  for _, c in ipairs(cmds) do
+    if c.name == first or vim.tbl_contains(c.aliases or {}, first) then
+      cmd = c
+    end
+  end
+  if not cmd or select(2, args:gsub("%s+", " ")) > 1 then
+    return {}
+  end
+  local usage = cmd.usage or ""
+  if usage:find("<id", 1, true) then
+    local err, result = daemon.request_sync("toycoder/session/list", vim.empty_dict(), 3000)
+    local ids = {}
+    for _, s in ipairs((not err and result and result.sessions) or {}) do
+      table.insert(ids, s.sessionId)
+    end
+    return filter(ids, arglead)
+  elseif usage:find("[command]", 1, true) then
+    local names = {}
+    for _, c in ipairs(cmds) do
+      table.insert(names, c.name)
+    end
+    return filter(names, arglead)
+  end
+  return {}
+end
+
+return M

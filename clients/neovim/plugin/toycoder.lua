@@ -1,0 +1,31 @@
+-- ToyCoder: commands only; everything else loads on first use (require("toycoder")).
+if vim.g.loaded_toycoder then
+  return
+end
+vim.g.loaded_toycoder = 1
+
+if vim.fn.has("nvim-0.10") ~= 1 then
+  vim.api.nvim_create_user_command("ToyCoder", function()
+    vim.notify("toycoder.nvim needs Neovim 0.10 or newer", vim.log.levels.ERROR)
+  end, { nargs = "*", range = true })
+  return
+end
+
+vim.api.nvim_create_user_command("ToyCoder", function(o)
+  require("toycoder").command(o)
+end, {
+  nargs = "*",
+  range = true,
+  desc = "ToyCoder: toggle the chat, send a prompt or a /command (with a range: about the selection)",
+  complete = function(arglead, cmdline, cursorpos)
+    return require("toycoder").complete(arglead, cmdline, cursorpos)
+  end,
+})
+
+vim.api.nvim_create_user_command("ToyCoderCancel", function()
+  require("toycoder").cancel()
+end, { desc = "ToyCoder: cancel the running turn" })
+
+vim.api.nvim_create_user_command("ToyCoderSessions", function()
+  require("toycoder").pick_session()
+end, { desc = "ToyCoder: pick a session and switch to it" })
