@@ -37,6 +37,8 @@ async def test_write_asks_with_a_diff_and_allow_once_asks_again(daemon: Daemon, 
     assert (workspace / "README.md").read_text() == "# Demo\nA bigger project.\n"
     assert (workspace / "notes" / "new.txt").read_text() == "hi\n"
     assert [r["status"] for r in results(daemon, sid)] == ["completed", "completed"]
+    assert [r["changedPaths"] for r in results(daemon, sid)] == [[str((workspace / "README.md").resolve())],
+                                                                  [str((workspace / "notes" / "new.txt").resolve())]]
 
 
 async def test_allow_always_covers_the_tool_for_this_session_only(daemon: Daemon, llm: FakeLLM, workspace) -> None:
@@ -59,7 +61,7 @@ async def test_reject_is_an_observation_and_nothing_is_written(daemon: Daemon, l
     sid = await new_session(daemon)
     await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "go"})
     assert (workspace / "src" / "app.py").read_text().startswith("def add")
-    assert results(daemon, sid)[0]["status"] == "denied"
+    assert results(daemon, sid)[0]["status"] == "denied" and "changedPaths" not in results(daemon, sid)[0]
     tool_msg = [m for m in llm.requests[1]["body"]["messages"] if m["role"] == "tool"][0]
     assert "did not allow" in tool_msg["content"]
 

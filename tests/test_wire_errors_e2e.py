@@ -54,7 +54,8 @@ async def test_invalid_requests(daemon: Daemon) -> None:
         ("toycoder/prompt", {"text": "hi"}, "sessionId"),
         ("toycoder/prompt", {"sessionId": "x", "text": 5}, "text"),
         ("toycoder/tools/setEnabled", {"sessionId": "x", "name": "read_file", "enabled": "maybe"}, "enabled"),
-        ("toycoder/session/load", [], "object"),
+        ("toycoder/session/load", "abc", "object"),
+        ("toycoder/session/load", [], "sessionId"),  # [] is an empty object (Lua clients send it)
     ],
 )
 async def test_bad_params_name_the_field(daemon: Daemon, method: str, params, field: str) -> None:

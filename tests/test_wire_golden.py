@@ -25,6 +25,8 @@ EVENTS = {
     "update_text_delta": TextDelta("Hello"),
     "update_tool_call": ToolCallStarted("call_1", "read_file", "read_file src/app.py", {"path": "src/app.py"}, "safe"),
     "update_tool_result": ToolCallFinished("call_1", "denied", "denied: the user did not allow it"),
+    "update_tool_result_changed": ToolCallFinished("call_2", "completed", "edited src/app.py: replaced 1 occurrence",
+                                                   ("/work/project/src/app.py",)),
     "update_usage": UsageReport(120, 30, 150),
     "update_retry": RetryScheduled(1, 0.5, "HTTP 429: slow down"),
     "update_compaction": Compacted("summary", 52, 9),

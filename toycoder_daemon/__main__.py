@@ -16,6 +16,25 @@ def _protect_stdout():
     return proto
 
 
+def _check_config(path: str | None) -> int:
+    """For editors' health checks: is the config valid, where is it, how many keys per provider."""
+    import json
+
+    from .config import ConfigError, find_config, load_config
+
+    try:
+        cfg, found = load_config(path)
+    except ConfigError as e:
+        print(json.dumps({"valid": False, "path": str(find_config(path)), "error": str(e)}))
+        return 2
+    print(json.dumps({
+        "valid": True, "path": str(found) if found else None, "defaultProvider": cfg.default_provider,
+        "providers": [{"name": n, "baseUrl": p.base_url, "models": p.models.model_dump(), "keyCount": len(p.api_keys)}
+                      for n, p in cfg.providers.items()],
+    }))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="toycoder-daemon", description="ToyCoder agent daemon (JSON-RPC over stdio)")
     parser.add_argument("--stdio", action="store_true", help="use stdio (the default; accepted because editors pass it)")
@@ -24,12 +43,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-level", default=os.environ.get("TOYCODER_LOG_LEVEL", "WARNING"),
                         choices=["DEBUG", "INFO", "WARNING", "ERROR", "debug", "info", "warning", "error"])
     parser.add_argument("--version", action="store_true", help="print the version and exit")
+    parser.add_argument("--check-config", action="store_true",
+                        help="validate the config, print a JSON summary (never the keys) and exit (0 valid, 2 not)")
     args = parser.parse_args(argv)
     if args.version:
         from . import __version__
 
         print(f"toycoder-daemon {__version__}")
         return 0
+    if args.check_config:
+        return _check_config(args.config)
 
     proto_out = _protect_stdout()
     from . import logs

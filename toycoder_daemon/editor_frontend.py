@@ -36,7 +36,10 @@ def update_payload(event: Event) -> dict[str, Any]:
                 "arguments": e.arguments, "permission": e.permission}
     if k == "tool_result":
         e = event
-        return {"kind": k, "toolCallId": e.tool_call_id, "status": e.status, "output": e.output}
+        out = {"kind": k, "toolCallId": e.tool_call_id, "status": e.status, "output": e.output}
+        if e.changed_paths:
+            out["changedPaths"] = list(e.changed_paths)
+        return out
     if k == "usage":
         e = event
         return {"kind": k, "promptTokens": e.prompt_tokens, "completionTokens": e.completion_tokens,

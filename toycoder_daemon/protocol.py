@@ -197,6 +197,8 @@ class ToolResultUpdate(Wire):
     tool_call_id: str
     status: Literal["completed", "failed", "denied", "cancelled"]
     output: str
+    changed_paths: Optional[list[str]] = None
+    """Absolute paths of files the call wrote (editors reload them)."""
 
 
 class UsageUpdate(Wire):

@@ -34,7 +34,7 @@ def rpc_error(code: int, message: str) -> JsonRpcException:
 
 
 def parse(model: type[P], params: Any) -> P:
-    if params is None:
+    if params is None or params == []:  # Lua and others encode an empty object as []
         params = {}
     if not isinstance(params, dict):
         raise rpc_error(wire.INVALID_PARAMS, f"Invalid params: expected an object, got {type(params).__name__}")

@@ -37,6 +37,8 @@ class ToolCallFinished:
     tool_call_id: str
     status: ToolStatus
     output: str
+    changed_paths: tuple[str, ...] = ()
+    """Absolute paths of the files the call wrote."""
     parent_tool_call_id: str | None = None
     kind: str = field(default="tool_result", init=False)
 

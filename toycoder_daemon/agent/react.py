@@ -105,7 +105,7 @@ async def run_turn(
                 except asyncio.CancelledError:
                     frontend.emit(ToolCallFinished(tc.id, "cancelled", CANCELLED_OBSERVATION))
                     raise
-                frontend.emit(ToolCallFinished(tc.id, outcome.status, outcome.output))
+                frontend.emit(ToolCallFinished(tc.id, outcome.status, outcome.output, tuple(outcome.changed)))
                 messages.append({"role": "tool", "tool_call_id": tc.id, "content": outcome.output})
         notice = (
             f"[stopped after {max_steps} steps (max_steps) before the task was finished; "

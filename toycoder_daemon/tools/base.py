@@ -37,6 +37,8 @@ class ToolContext:
     """The session's chat model for a role ("default" or "fast")."""
     on_usage: Callable[[Any], None] | None = None
     """Where tokens spent inside a tool (a sub-agent's model calls) are counted."""
+    changed: list[str] | None = None
+    """Tools that write files append the absolute paths here (editors reload those buffers)."""
 
 
 class _Args(BaseModel):

@@ -97,6 +97,8 @@ async def write_file(
     def run() -> str:
         p, f, text = _plan_write(ctx, path, content)
         save(p, f, text)
+        if ctx.changed is not None:
+            ctx.changed.append(str(p))
         n = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
         verb = "overwrote" if f.exists else "created"
         return f"{verb} {ctx.workspace.relative(p)} ({n} lines)"
@@ -166,6 +168,8 @@ async def edit_file(
     def run() -> str:
         p, f, text, n = _plan_edit(ctx, path, old_string, new_string, replace_all)
         save(p, f, text)
+        if ctx.changed is not None:
+            ctx.changed.append(str(p))
         return f"edited {ctx.workspace.relative(p)}: replaced {n} occurrence{'s' if n != 1 else ''}"
 
     return await asyncio.to_thread(run)

@@ -7,7 +7,7 @@ gate is in one place. A denial or a tool error is an observation for the model, 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from pydantic import ValidationError
@@ -21,6 +21,8 @@ from .permission import PermissionGate
 class ToolOutcome:
     status: ToolStatus
     output: str
+    changed: list[str] = field(default_factory=list)
+    """Files the call wrote."""
 
 
 def _format_validation(e: ValidationError) -> str:
@@ -139,10 +141,11 @@ class ToolRegistry:
         verdict = await self.gate.check(t, request, ctx)
         if verdict is not None:
             return ToolOutcome("denied", verdict)
+        ctx.changed = []
         try:
             result = await t.func(ctx, **call_args)
         except ToolError as e:
-            return ToolOutcome("failed", f"error: {e}")
+            return ToolOutcome("failed", f"error: {e}", ctx.changed)
         except Exception as e:  # a bug in a tool must not end the turn; the model sees it
-            return ToolOutcome("failed", f"error: {name} raised {type(e).__name__}: {e}")
-        return ToolOutcome("completed", _stringify(result))
+            return ToolOutcome("failed", f"error: {name} raised {type(e).__name__}: {e}", ctx.changed)
+        return ToolOutcome("completed", _stringify(result), ctx.changed)
