@@ -1,0 +1,98 @@
+/** ToyCoder for VS Code: activation, commands, settings. */
+
+import * as vscode from 'vscode';
+import { ChatViewProvider, VIEW_ID } from './chatView';
+import { ChatController } from './controller';
+import { DaemonClient } from './daemon';
+import { PROPOSAL_SCHEME, ProposalProvider, showProposedDiff } from './diffView';
+
+let controller: ChatController | undefined;
+
+export function workspaceRoot(): vscode.Uri | undefined {
+  return vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === 'file')?.uri;
+}
+
+/** The daemon command from the settings: an array, or (leniently) a string split on spaces. */
+export function daemonCommand(config: vscode.WorkspaceConfiguration): string[] {
+  const value = config.get<unknown>('daemon.command');
+  if (Array.isArray(value) && value.length && value.every((v) => typeof v === 'string')) return value as string[];
+  if (typeof value === 'string' && value.trim()) return value.trim().split(/\s+/);
+  return ['toycoder-daemon'];
+}
+
+export function activate(context: vscode.ExtensionContext): void {
+  const output = vscode.window.createOutputChannel('ToyCoder');
+  const proposals = new ProposalProvider();
+  const view = new ChatViewProvider(context.extensionUri);
+  const root = workspaceRoot();
+  const version = (context.extension?.packageJSON as { version?: string } | undefined)?.version ?? '0';
+
+  controller = new ChatController({
+    root,
+    surface: view,
+    log: (line) => output.appendLine(line),
+    showDiff: async (preview) => {
+      await showProposedDiff(proposals, root, preview);
+    },
+    startDaemon: (handlers) => {
+      const config = vscode.workspace.getConfiguration('toycoder');
+      const command = daemonCommand(config);
+      output.appendLine(`[toycoder-vscode] starting ${JSON.stringify(command)} in ${root?.fsPath ?? '(no folder)'}`);
+      return DaemonClient.start({
+        command,
+        root: root?.fsPath,
+        configPath: config.get<string>('configPath') || undefined,
+        logLevel: config.get<string>('logLevel') || undefined,
+        clientName: 'toycoder-vscode',
+        clientVersion: version,
+      }, handlers);
+    },
+  });
+  const chat = controller;
+  view.onMessage = (message) => {
+    chat.handle(message).catch((e: Error) => output.appendLine(`[toycoder-vscode] ${e.message}`));
+  };
+
+  const run = (fn: () => Promise<void>) => async () => {
+    try {
+      await fn();
+    } catch (e) {
+      const message = e instanceof Error ? e.message : String(e);
+      output.appendLine(`[toycoder-vscode] ${message}`);
+      void vscode.window.showErrorMessage(`ToyCoder: ${message}`);
+    }
+  };
+
+  context.subscriptions.push(
+    output,
+    proposals,
+    vscode.workspace.registerTextDocumentContentProvider(PROPOSAL_SCHEME, proposals),
+    vscode.window.registerWebviewViewProvider(VIEW_ID, view, { webviewOptions: { retainContextWhenHidden: true } }),
+    vscode.commands.registerCommand('toycoder.openChat', run(async () => {
+      await view.reveal();
+      view.post({ type: 'focusInput' });
+    })),
+    vscode.commands.registerCommand('toycoder.newSession', run(async () => {
+      await view.reveal();
+      await chat.newSession();
+    })),
+    vscode.commands.registerCommand('toycoder.switchSession', run(async () => {
+      await chat.switchSession();
+      await view.reveal();
+    })),
+    vscode.commands.registerCommand('toycoder.cancel', run(() => chat.cancel())),
+    vscode.commands.registerCommand('toycoder.askAboutSelection',
+      run(() => chat.askAboutSelection(vscode.window.activeTextEditor))),
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration('toycoder')) {
+        output.appendLine('[toycoder-vscode] settings changed: they apply when the daemon restarts');
+      }
+    }),
+    { dispose: () => void chat.dispose() },
+  );
+}
+
+export async function deactivate(): Promise<void> {
+  await controller?.dispose();
+  controller = undefined;
+}

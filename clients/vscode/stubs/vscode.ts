@@ -1,0 +1,168 @@
+/**
+ * A small stand-in for the `vscode` module, for unit tests under Node (esbuild aliases `vscode` to
+ * this file when it bundles test/). Only what the extension uses; tests replace the `window`,
+ * `workspace` and `commands` functions they care about, and `resetStub()` restores the defaults.
+ * Kept outside test/ so that it is never mistaken for a test.
+ */
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+
+type Listener<T> = (e: T) => unknown;
+
+export class Disposable {
+  constructor(private readonly fn: () => void = () => undefined) {}
+  static from(...items: { dispose(): unknown }[]): Disposable {
+    return new Disposable(() => items.forEach((i) => i.dispose()));
+  }
+  dispose(): void {
+    this.fn();
+  }
+}
+
+export class EventEmitter<T> {
+  private listeners: Listener<T>[] = [];
+  readonly event = (listener: Listener<T>): Disposable => {
+    this.listeners.push(listener);
+    return new Disposable(() => {
+      this.listeners = this.listeners.filter((l) => l !== listener);
+    });
+  };
+  fire(e: T): void {
+    for (const l of [...this.listeners]) l(e);
+  }
+  dispose(): void {
+    this.listeners = [];
+  }
+}
+
+export class CancellationTokenSource {
+  private readonly emitter = new EventEmitter<void>();
+  private cancelled = false;
+  readonly token = {
+    isCancellationRequested: false,
+    onCancellationRequested: this.emitter.event,
+  };
+  cancel(): void {
+    if (this.cancelled) return;
+    this.cancelled = true;
+    this.token.isCancellationRequested = true;
+    this.emitter.fire();
+  }
+  dispose(): void {
+    this.emitter.dispose();
+  }
+}
+
+export class Uri {
+  private constructor(readonly scheme: string, readonly path: string, readonly query = '', readonly fragment = '') {}
+  static file(path: string): Uri {
+    return new Uri('file', path.replace(/\\/g, '/'));
+  }
+  static parse(value: string): Uri {
+    const m = /^([a-zA-Z][\w+.-]*):(?:\/\/[^/]*)?([^?#]*)(?:\?([^#]*))?(?:#(.*))?$/.exec(value);
+    if (!m) throw new Error(`bad uri ${value}`);
+    return new Uri(m[1], decodeURIComponent(m[2]), m[3] ?? '', m[4] ?? '');
+  }
+  static from(c: { scheme: string; path?: string; query?: string; fragment?: string }): Uri {
+    return new Uri(c.scheme, c.path ?? '', c.query ?? '', c.fragment ?? '');
+  }
+  static joinPath(base: Uri, ...segments: string[]): Uri {
+    const path = [base.path.replace(/\/+$/, ''), ...segments.map((s) => s.replace(/^\/+|\/+$/g, ''))].join('/');
+    return new Uri(base.scheme, path, base.query, base.fragment);
+  }
+  get fsPath(): string {
+    return this.path;
+  }
+  with(change: { scheme?: string; path?: string; query?: string }): Uri {
+    return new Uri(change.scheme ?? this.scheme, change.path ?? this.path, change.query ?? this.query, this.fragment);
+  }
+  toString(): string {
+    const auth = this.scheme === 'file' ? '//' : '';
+    return `${this.scheme}:${auth}${encodeURI(this.path)}${this.query ? `?${this.query}` : ''}`;
+  }
+}
+
+export enum ProgressLocation { SourceControl = 1, Window = 10, Notification = 15 }
+export enum ViewColumn { Active = -1, Beside = -2, One = 1 }
+
+/** Every call of a stubbed API, for assertions: [name, args]. */
+export const calls: Array<[string, unknown[]]> = [];
+
+function recorder<R>(name: string, result: (...args: any[]) => R) {
+  return (...args: any[]): R => {
+    calls.push([name, args]);
+    return result(...args);
+  };
+}
+
+function defaults() {
+  return {
+    window: {
+      showWarningMessage: recorder('window.showWarningMessage', async () => undefined as string | undefined),
+      showErrorMessage: recorder('window.showErrorMessage', async () => undefined as string | undefined),
+      showInformationMessage: recorder('window.showInformationMessage', async () => undefined as string | undefined),
+      showQuickPick: recorder('window.showQuickPick', async () => undefined as any),
+      showInputBox: recorder('window.showInputBox', async () => undefined as string | undefined),
+      showTextDocument: recorder('window.showTextDocument', async (doc: any) => ({ document: doc })),
+      withProgress: recorder('window.withProgress', (_o: unknown, task: (p: { report(v: unknown): void }) => unknown) =>
+        task({ report: () => undefined })),
+      createOutputChannel: recorder('window.createOutputChannel', (name: string) => ({
+        name, lines: [] as string[],
+        appendLine(line: string) { this.lines.push(line); },
+        append() { /* */ }, show() { /* */ }, dispose() { /* */ },
+      })),
+      registerWebviewViewProvider: recorder('window.registerWebviewViewProvider', () => new Disposable()),
+      activeTextEditor: undefined as any,
+    },
+    workspace: {
+      workspaceFolders: undefined as any,
+      textDocuments: [] as any[],
+      onDidOpenTextDocument: openDocs.event,
+      onDidChangeTextDocument: changeDocs.event,
+      onDidCloseTextDocument: closeDocs.event,
+      onDidChangeConfiguration: new EventEmitter<any>().event,
+      openTextDocument: recorder('workspace.openTextDocument', async (uri: Uri) => {
+        const text = virtualDocs.get(uri.toString());
+        if (text === undefined) throw new Error(`cannot open ${uri.toString()}`);
+        return { uri, getText: () => text, languageId: 'plaintext', version: 1 };
+      }),
+      asRelativePath: recorder('workspace.asRelativePath', (uri: Uri | string) => (typeof uri === 'string' ? uri : uri.path)),
+      registerTextDocumentContentProvider: recorder('workspace.registerTextDocumentContentProvider', () => new Disposable()),
+      getConfiguration: recorder('workspace.getConfiguration', () => ({
+        get: (key: string, fallback?: unknown) => (key in settings ? settings[key] : fallback),
+      })),
+    },
+    commands: {
+      executeCommand: recorder('commands.executeCommand', async () => undefined as any),
+      registerCommand: recorder('commands.registerCommand', () => new Disposable()),
+    },
+    env: {
+      openExternal: recorder('env.openExternal', async () => true),
+    },
+  };
+}
+
+/** Events tests fire to simulate editors opening, changing and closing documents. */
+export const openDocs = new EventEmitter<any>();
+export const changeDocs = new EventEmitter<any>();
+export const closeDocs = new EventEmitter<any>();
+/** Text of documents `workspace.openTextDocument` can open, by URI string. */
+export const virtualDocs = new Map<string, string>();
+/** `workspace.getConfiguration('toycoder')` values. */
+export const settings: Record<string, unknown> = {};
+
+export const window = defaults().window;
+export const workspace = defaults().workspace;
+export const commands = defaults().commands;
+export const env = defaults().env;
+
+export function resetStub(): void {
+  const d = defaults();
+  Object.assign(window, d.window);
+  Object.assign(workspace, d.workspace);
+  Object.assign(commands, d.commands);
+  Object.assign(env, d.env);
+  calls.length = 0;
+  virtualDocs.clear();
+  for (const k of Object.keys(settings)) delete settings[k];
+}

@@ -1,0 +1,130 @@
+/**
+ * Headless Chromium (Debian's, never a Playwright download) driven by playwright-core, and the chat
+ * webview served from a fake origin with its real HTML, CSP, script and stylesheet.
+ */
+
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Browser, chromium, Page } from 'playwright-core';
+import type { Envelope, ToHost, ToWebview } from '../../src/shared/messages';
+import { chatHtml } from '../../src/webviewHtml';
+import { EXT_ROOT } from './env';
+
+export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'];
+
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+}
+
+const ORIGIN = 'https://webview.test';
+
+/** VS Code's Dark Modern colours, as VS Code sets them on a webview's <html>. */
+export const DARK_THEME: Record<string, string> = {
+  '--vscode-font-family': 'system-ui, "Segoe UI", Ubuntu, sans-serif',
+  '--vscode-font-size': '13px',
+  '--vscode-editor-font-family': '"DejaVu Sans Mono", monospace',
+  '--vscode-editor-font-size': '13px',
+  '--vscode-foreground': '#cccccc',
+  '--vscode-descriptionForeground': '#9d9d9d',
+  '--vscode-errorForeground': '#f85149',
+  '--vscode-focusBorder': '#0078d4',
+  '--vscode-panel-background': '#181818',
+  '--vscode-panel-border': '#2b2b2b',
+  '--vscode-editor-background': '#1f1f1f',
+  '--vscode-editor-foreground': '#cccccc',
+  '--vscode-editorWidget-background': '#202020',
+  '--vscode-input-background': '#313131',
+  '--vscode-input-foreground': '#cccccc',
+  '--vscode-input-border': '#3c3c3c',
+  '--vscode-input-placeholderForeground': '#989898',
+  '--vscode-button-background': '#0078d4',
+  '--vscode-button-foreground': '#ffffff',
+  '--vscode-button-hoverBackground': '#026ec1',
+  '--vscode-button-secondaryBackground': '#313131',
+  '--vscode-button-secondaryForeground': '#cccccc',
+  '--vscode-button-secondaryHoverBackground': '#3c3c3c',
+  '--vscode-badge-background': '#616161',
+  '--vscode-badge-foreground': '#f8f8f8',
+  '--vscode-textLink-foreground': '#4daafc',
+  '--vscode-textPreformat-foreground': '#d0d0d0',
+  '--vscode-textPreformat-background': '#3c3c3c',
+  '--vscode-textCodeBlock-background': '#2b2b2b',
+  '--vscode-textBlockQuote-background': '#2b2b2b',
+  '--vscode-textBlockQuote-border': '#616161',
+  '--vscode-progressBar-background': '#0078d4',
+  '--vscode-charts-green': '#89d185',
+  '--vscode-charts-blue': '#3794ff',
+  '--vscode-charts-orange': '#d18616',
+  '--vscode-editorSuggestWidget-background': '#202020',
+  '--vscode-editorSuggestWidget-border': '#454545',
+  '--vscode-editorSuggestWidget-selectedBackground': '#04395e',
+};
+
+export interface ChatPage {
+  page: Page;
+  /** Messages the webview posted to the (stub) host. */
+  posted(): Promise<ToHost[]>;
+  send(message: ToWebview): Promise<void>;
+  /** Console errors, CSP violations, page errors and requests outside the webview's origin. */
+  problems: string[];
+}
+
+export async function openChat(browser: Browser, width = 760, height = 900): Promise<ChatPage> {
+  const page = await browser.newPage({ viewport: { width, height } });
+  const problems: string[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error' || /Content Security Policy|Refused to/.test(m.text())) problems.push(`console: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  const files: Record<string, [string, string]> = {
+    '/out/webview.js': [join(EXT_ROOT, 'out', 'webview.js'), 'text/javascript'],
+    '/media/chat.css': [join(EXT_ROOT, 'media', 'chat.css'), 'text/css'],
+  };
+  const html = chatHtml({ cspSource: ORIGIN, scriptUri: `${ORIGIN}/out/webview.js`, styleUri: `${ORIGIN}/media/chat.css` });
+  await page.route('**/*', async (route) => {
+    const url = new URL(route.request().url());
+    if (url.origin !== ORIGIN) {
+      problems.push(`remote request: ${url.href}`);
+      return route.abort();
+    }
+    if (url.pathname === '/index.html') return route.fulfill({ body: html, contentType: 'text/html' });
+    const file = files[url.pathname];
+    if (!file) {
+      problems.push(`unknown resource: ${url.href}`);
+      return route.fulfill({ status: 404, body: '' });
+    }
+    return route.fulfill({ body: readFileSync(file[0]), contentType: file[1] });
+  });
+  await page.addInitScript((theme: Record<string, string>) => {
+    const w = window as unknown as { __posted: unknown[]; acquireVsCodeApi: () => unknown };
+    w.__posted = [];
+    w.acquireVsCodeApi = () => ({
+      postMessage: (m: unknown) => { w.__posted.push(m); },
+      getState: () => undefined,
+      setState: () => undefined,
+    });
+    document.addEventListener('DOMContentLoaded', () => {
+      for (const [k, v] of Object.entries(theme)) document.documentElement.style.setProperty(k, v);
+      document.body.classList.add('vscode-dark');
+    });
+  }, DARK_THEME);
+  await page.goto(`${ORIGIN}/index.html`);
+  const posted = () => page.evaluate(() => (window as unknown as { __posted: ToHost[] }).__posted.slice());
+  const chat: ChatPage = {
+    page,
+    posted,
+    problems,
+    // dispatched synchronously, as one 'message' event (what the host's postMessage delivers)
+    send: (message: ToWebview) => page.evaluate((m: Envelope) => {
+      window.dispatchEvent(new MessageEvent('message', { data: m }));
+    }, message),
+  };
+  let ready = false;
+  for (let i = 0; i < 200 && !ready; i++) {
+    ready = (await posted()).some((m) => m.type === 'ready');
+    if (!ready) await new Promise((r) => setTimeout(r, 25));
+  }
+  if (!ready) throw new Error(`the webview did not post ready; problems: ${problems.join('; ')}`);
+  return chat;
+}

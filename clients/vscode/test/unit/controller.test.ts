@@ -1,0 +1,227 @@
+import assert from 'node:assert/strict';
+import { beforeEach, test } from 'node:test';
+import * as vscode from 'vscode';
+import { ChatController, ChatSurface, Daemon, selectionPrompt } from '../../src/controller';
+import type { DaemonHandlers } from '../../src/daemon';
+import type { ToWebview } from '../../src/shared/messages';
+import type { PromptResult, SessionInfo, SessionLoadResult } from '../../src/shared/protocol';
+import { Uri, calls, changeDocs, closeDocs, openDocs, resetStub } from '../../stubs/vscode';
+
+const usage = { promptTokens: 10, completionTokens: 2, totalTokens: 12 };
+
+function session(id: string): SessionInfo {
+  return { sessionId: id, title: id, createdAt: '2026-01-01T00:00:00+00:00', updatedAt: '2026-01-01T00:00:00+00:00', messageCount: 0 };
+}
+
+class FakeDaemon implements Daemon {
+  running = true;
+  prompts: Array<[string, string]> = [];
+  cancels: string[] = [];
+  docs: string[] = [];
+  disposed = false;
+  next = 1;
+  onPrompt: (sid: string, text: string) => Promise<PromptResult> = async () =>
+    ({ turnId: 't', stopReason: 'end_turn', text: 'ok', usage });
+  constructor(readonly handlers: DaemonHandlers) {}
+  async newSession() { return session(`s${this.next++}`); }
+  async listSessions() { return [session('s1'), session('old')]; }
+  async loadSession(id: string): Promise<SessionLoadResult> {
+    return { session: session(id), transcript: [{ role: 'user', text: `hello from ${id}` }, { role: 'assistant', text: 'hi' }] };
+  }
+  async prompt(sid: string, text: string) {
+    this.prompts.push([sid, text]);
+    return this.onPrompt(sid, text);
+  }
+  async cancel(sid: string) { this.cancels.push(sid); return true; }
+  async listCommands() { return [{ name: 'help', usage: '/help [command]', help: 'Help.', aliases: ['?'] }]; }
+  didOpen(uri: string) { this.docs.push(`open ${uri}`); }
+  didChange(uri: string, version: number, text: string) { this.docs.push(`change ${uri} ${version} ${text}`); }
+  didClose(uri: string) { this.docs.push(`close ${uri}`); }
+  async dispose() { this.disposed = true; this.running = false; }
+}
+
+function setup() {
+  const posted: ToWebview[] = [];
+  const daemons: FakeDaemon[] = [];
+  const surface: ChatSurface & { hidden: number; revealed: number } = {
+    hidden: 0, revealed: 0,
+    post: (m) => { posted.push(m); },
+    reveal: async () => { surface.revealed++; },
+    hide: async () => { surface.hidden++; },
+  };
+  const controller = new ChatController({
+    root: Uri.file('/ws') as unknown as vscode.Uri,
+    surface,
+    log: () => undefined,
+    showDiff: async () => undefined,
+    startDaemon: async (handlers) => {
+      const d = new FakeDaemon(handlers);
+      daemons.push(d);
+      return d;
+    },
+  });
+  return { controller, posted, daemons, surface, types: () => posted.map((m) => m.type) };
+}
+
+beforeEach(() => resetStub());
+
+test('a prompt starts the daemon and a session, relays updates of that session, then the answer', async () => {
+  const { controller, posted, daemons, types } = setup();
+  let release!: () => void;
+  const gate = new Promise<void>((r) => { release = r; });
+  const turn = controller.handle({ type: 'prompt', text: 'hi' });
+  await new Promise((r) => setTimeout(r, 10));
+  const d = daemons[0];
+  d.onPrompt = async () => {
+    await gate;
+    return { turnId: 't', stopReason: 'end_turn', text: 'ok', usage };
+  };
+  await turn; // first prompt used the default answer
+  assert.deepEqual(d.prompts, [['s1', 'hi']]);
+  assert.deepEqual(types(), ['turnStarted', 'daemon', 'daemon', 'commands', 'turnEnded']);
+  assert.deepEqual(posted[2], { type: 'daemon', state: 'ready' });
+
+  posted.length = 0;
+  const second = controller.prompt('again');
+  await new Promise((r) => setTimeout(r, 10));
+  assert.equal(controller.turnRunning, true);
+  d.handlers.update({ sessionId: 's1', turnId: 't', update: { kind: 'text_delta', text: 'x' } });
+  d.handlers.update({ sessionId: 'other', turnId: 'u', update: { kind: 'text_delta', text: 'not ours' } });
+  await controller.prompt('while running');
+  await controller.handle({ type: 'cancel' });
+  assert.deepEqual(d.cancels, ['s1']);
+  release();
+  await second;
+  assert.deepEqual(types(), ['turnStarted', 'update', 'notice', 'turnEnded']);
+  assert.equal(d.prompts.length, 2, 'no second prompt while a turn runs');
+});
+
+test('slash command actions: switch loads and renders the transcript, quit hides the panel', async () => {
+  const { controller, posted, daemons, surface } = setup();
+  await controller.ensureDaemon();
+  daemons[0].onPrompt = async (_sid, text) => text === '/quit'
+    ? { turnId: 't', stopReason: 'command', text: 'bye', usage, action: { kind: 'quit' } }
+    : { turnId: 't', stopReason: 'command', text: 'Switched.', usage, action: { kind: 'switch', sessionId: 'old' } };
+  await controller.prompt('/switch old');
+  assert.equal(controller.currentSessionId, 'old');
+  const transcript = posted.find((m) => m.type === 'transcript');
+  assert.ok(transcript && transcript.type === 'transcript');
+  assert.equal(transcript.entries[0].text, 'hello from old');
+  await controller.prompt('/quit');
+  assert.equal(surface.hidden, 1);
+});
+
+test('provider errors end the turn with a message', async () => {
+  const { controller, posted, daemons } = setup();
+  await controller.ensureDaemon();
+  daemons[0].onPrompt = async () => { throw new Error("provider 'openai' failed: authentication failed"); };
+  await controller.prompt('hi');
+  assert.deepEqual(posted[posted.length - 1], { type: 'turnFailed', message: "provider 'openai' failed: authentication failed" });
+  assert.equal(controller.turnRunning, false);
+});
+
+test('the daemon exiting shows the banner; Restart starts a new one and resumes the session', async () => {
+  const { controller, posted, daemons } = setup();
+  await controller.prompt('hi');
+  daemons[0].running = false;
+  daemons[0].handlers.exit!(1, null);
+  assert.deepEqual(posted[posted.length - 1], { type: 'daemon', state: 'exited', message: 'The ToyCoder daemon exited (code 1).' });
+  posted.length = 0;
+  await controller.onReady(); // a webview that reloads does not restart it behind the person's back
+  assert.equal(daemons.length, 1);
+  await controller.handle({ type: 'restart' });
+  assert.equal(daemons.length, 2);
+  const transcript = posted.find((m) => m.type === 'transcript');
+  assert.ok(transcript && transcript.type === 'transcript' && transcript.session?.sessionId === 's1');
+});
+
+test('a daemon that cannot start says why in the panel', async () => {
+  const posted: ToWebview[] = [];
+  const controller = new ChatController({
+    root: undefined, log: () => undefined, showDiff: async () => undefined,
+    surface: { post: (m) => { posted.push(m); }, reveal: async () => undefined, hide: async () => undefined },
+    startDaemon: async () => { throw new Error('cannot start the ToyCoder daemon: "toycoder-daemon" was not found'); },
+  });
+  await controller.prompt('hi');
+  assert.deepEqual(posted.map((m) => m.type), ['turnStarted', 'daemon', 'daemon', 'turnFailed']);
+  assert.match((posted[2] as { message: string }).message, /was not found/);
+});
+
+test('Switch Session offers the daemon\'s sessions in a QuickPick and renders the pick', async () => {
+  const { controller, posted } = setup();
+  let offered: Array<{ label: string; sessionId: string }> = [];
+  (vscode.window as any).showQuickPick = async (items: Array<{ label: string; sessionId: string }>) => {
+    offered = items;
+    return items[1];
+  };
+  await controller.switchSession();
+  assert.deepEqual(offered.map((i) => i.sessionId), ['s1', 'old']);
+  assert.equal(controller.currentSessionId, 'old');
+  assert.equal(posted[posted.length - 1].type, 'transcript');
+});
+
+test('New Session stops a running turn and clears the conversation', async () => {
+  const { controller, posted, daemons } = setup();
+  await controller.ensureDaemon();
+  let finish!: () => void;
+  daemons[0].onPrompt = () => new Promise((resolve) => {
+    finish = () => resolve({ turnId: 't', stopReason: 'cancelled', text: '', usage });
+  });
+  const turn = controller.prompt('long');
+  await new Promise((r) => setTimeout(r, 10));
+  daemons[0].cancel = async (sid) => { daemons[0].cancels.push(sid); finish(); return true; };
+  await controller.newSession();
+  await turn;
+  assert.deepEqual(daemons[0].cancels, ['s1']);
+  assert.equal(controller.currentSessionId, undefined);
+  assert.deepEqual(posted[posted.length - 1], { type: 'transcript', session: null, entries: [] });
+  daemons[0].onPrompt = async () => ({ turnId: 't2', stopReason: 'end_turn', text: 'ok', usage });
+  await controller.prompt('first of the new one');
+  assert.equal(controller.currentSessionId, 's2', 'the session is created by its first prompt');
+});
+
+test('Ask About Selection sends the code with its path and line range', async () => {
+  const { controller, daemons, surface } = setup();
+  (vscode.window as any).showInputBox = async () => 'Why add?';
+  (vscode.workspace as any).asRelativePath = () => 'src/app.py';
+  const editor = {
+    selection: { isEmpty: false, start: { line: 0, character: 0 }, end: { line: 2, character: 0 } },
+    document: { uri: Uri.file('/ws/src/app.py'), languageId: 'python', getText: () => 'def add(a, b):\n    return a + b\n' },
+  };
+  await controller.askAboutSelection(editor as unknown as vscode.TextEditor);
+  assert.equal(surface.revealed, 1);
+  const [[, text]] = daemons[0].prompts;
+  assert.equal(text, 'Why add?\n\nFrom `src/app.py`, lines 1-2:\n\n```python\ndef add(a, b):\n    return a + b\n\n```');
+  assert.match(selectionPrompt('', 'a.md', 3, 3, 'markdown', 'x ``` y'), /^Explain this code\.\n\nFrom `a\.md`, line 3:\n\n````markdown\nx ``` y\n````$/);
+});
+
+test('workspace documents are synced in full; files outside the folder are not', async () => {
+  const { controller, daemons } = setup();
+  const doc = (path: string, version: number, text: string) =>
+    ({ uri: Uri.file(path), languageId: 'python', version, getText: () => text });
+  (vscode.workspace as any).textDocuments = [doc('/ws/open.py', 1, 'already open')];
+  await controller.ensureDaemon();
+  const d = daemons[0];
+  openDocs.fire(doc('/ws/src/app.py', 1, 'v1'));
+  openDocs.fire(doc('/elsewhere/x.py', 1, 'no'));
+  changeDocs.fire({ document: doc('/ws/src/app.py', 2, 'v2 unsaved') });
+  closeDocs.fire(doc('/ws/src/app.py', 2, ''));
+  assert.deepEqual(d.docs, ['open file:///ws/open.py', 'open file:///ws/src/app.py',
+    'change file:///ws/src/app.py 2 v2 unsaved', 'close file:///ws/src/app.py']);
+  await controller.dispose();
+  assert.equal(d.disposed, true);
+  openDocs.fire(doc('/ws/late.py', 1, 'after dispose'));
+  assert.equal(d.docs.length, 4);
+});
+
+test('work-done progress goes to the window and the panel status line', async () => {
+  const { controller, posted, daemons } = setup();
+  await controller.ensureDaemon();
+  const h = daemons[0].handlers;
+  h.progress!('tok', { kind: 'begin', title: 'ToyCoder', message: 'thinking' });
+  h.progress!('tok', { kind: 'report', message: 'running grep_search' });
+  h.progress!('tok', { kind: 'end', message: 'done' });
+  assert.deepEqual(posted.filter((m) => m.type === 'progress').map((m) => (m as { message: string | null }).message),
+    ['thinking', 'running grep_search', null]);
+  assert.ok(calls.some(([n]) => n === 'window.withProgress'));
+});

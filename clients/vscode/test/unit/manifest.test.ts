@@ -1,0 +1,47 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { EXT_ROOT } from '../helpers/env';
+
+const pkg = JSON.parse(readFileSync(join(EXT_ROOT, 'package.json'), 'utf8'));
+
+test('a movable ToyCoder webview view in the panel area', () => {
+  assert.deepEqual(pkg.contributes.viewsContainers.panel.map((c: { id: string }) => c.id), ['toycoder']);
+  const [view] = pkg.contributes.views.toycoder;
+  assert.equal(view.type, 'webview');
+  assert.equal(view.id, 'toycoder.chat');
+  assert.equal(view.name, 'ToyCoder');
+  assert.notEqual(view.canMove, false);
+});
+
+test('the commands, and activation on them or the view', () => {
+  const titles = Object.fromEntries(pkg.contributes.commands.map((c: { command: string; title: string; category: string }) =>
+    [c.command, `${c.category}: ${c.title}`]));
+  assert.deepEqual(titles, {
+    'toycoder.openChat': 'ToyCoder: Open Chat',
+    'toycoder.newSession': 'ToyCoder: New Session',
+    'toycoder.switchSession': 'ToyCoder: Switch Session',
+    'toycoder.cancel': 'ToyCoder: Cancel',
+    'toycoder.askAboutSelection': 'ToyCoder: Ask About Selection',
+  });
+  for (const command of Object.keys(titles)) assert.ok(pkg.activationEvents.includes(`onCommand:${command}`), command);
+  assert.ok(pkg.activationEvents.includes('onView:toycoder.chat'));
+});
+
+test('the settings', () => {
+  const props = pkg.contributes.configuration.properties;
+  assert.equal(props['toycoder.daemon.command'].type, 'array');
+  assert.deepEqual(props['toycoder.daemon.command'].default, ['toycoder-daemon']);
+  assert.equal(props['toycoder.configPath'].type, 'string');
+  assert.deepEqual(props['toycoder.logLevel'].enum, ['DEBUG', 'INFO', 'WARNING', 'ERROR']);
+});
+
+test('packaging never prompts: license, repository, publisher, engine; vsce pinned', () => {
+  assert.equal(pkg.license, 'MIT');
+  assert.ok(pkg.repository?.url);
+  assert.ok(pkg.publisher);
+  assert.match(pkg.engines.vscode, /^\^1\.\d+\.0$/);
+  assert.equal(pkg.devDependencies['@vscode/vsce'], '3.9.2');
+  assert.equal(pkg.main, './out/extension.js');
+});

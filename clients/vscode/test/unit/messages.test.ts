@@ -1,0 +1,16 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { isToHost } from '../../src/shared/messages';
+
+test('only well-formed webview messages reach the host', () => {
+  assert.equal(isToHost({ type: 'ready' }), true);
+  assert.equal(isToHost({ type: 'prompt', text: 'hi' }), true);
+  assert.equal(isToHost({ type: 'cancel' }), true);
+  assert.equal(isToHost({ type: 'restart' }), true);
+  assert.equal(isToHost({ type: 'openLink', href: 'https://x' }), true);
+  assert.equal(isToHost({ type: 'prompt' }), false);
+  assert.equal(isToHost({ type: 'prompt', text: 3 }), false);
+  assert.equal(isToHost({ type: 'turnEnded' }), false, 'a host->webview type is not accepted from the webview');
+  assert.equal(isToHost(null), false);
+  assert.equal(isToHost('ready'), false);
+});
