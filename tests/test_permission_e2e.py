@@ -32,6 +32,7 @@ async def test_write_asks_with_a_diff_and_allow_once_asks_again(daemon: Daemon, 
     first = asked[0]
     assert first["tool"] == "write_file" and first["level"] == "sensitive" and first["sessionId"] == sid
     assert first["preview"]["kind"] == "diff" and first["preview"]["path"] == "README.md"
+    assert first["preview"]["uri"] == (workspace / "README.md").resolve().as_uri()
     assert "-A tiny project." in first["preview"]["diff"] and "+A bigger project." in first["preview"]["diff"]
     assert asked[1]["preview"]["diff"].startswith("--- /dev/null")
     assert (workspace / "README.md").read_text() == "# Demo\nA bigger project.\n"

@@ -25,15 +25,17 @@ async def test_sessions_survive_a_restart(start_daemon, llm: FakeLLM, tmp_path: 
     sid = (await a.call("toycoder/session/new", {}))["sessionId"]
     await a.call("toycoder/prompt", {"sessionId": sid, "text": "what is this project?"})
     other = (await a.call("toycoder/session/new", {"title": "second"}))["sessionId"]
+    await a.call("toycoder/session/new", {})  # untitled and empty: not worth listing after a restart
     before = await a.call("toycoder/session/load", {"sessionId": sid})
     await a.close()
 
     b = await start_daemon()
     listed = (await b.call("toycoder/session/list", {}))["sessions"]
-    assert [s["sessionId"] for s in listed] == [other, sid]  # newest first
+    assert [s["sessionId"] for s in listed] == [other, sid]  # newest first, without the empty one
     assert listed[1]["title"] == "what is this project?" and listed[1]["messageCount"] == 4
     after = await b.call("toycoder/session/load", {"sessionId": sid})
     assert after["transcript"] == before["transcript"]
+    assert after["transcript"][2]["status"] == "completed"
     llm.add({"text": "Still here."})
     await b.call("toycoder/prompt", {"sessionId": sid, "text": "and now?"})
     sent = llm.requests[-1]["body"]["messages"]
@@ -60,7 +62,7 @@ async def test_kill_9_mid_turn_leaves_a_session_that_continues(start_daemon, llm
     loaded = await b.call("toycoder/session/load", {"sessionId": sid})
     roles = [e["role"] for e in loaded["transcript"]]
     assert roles == ["user", "assistant", "tool_call", "tool"]
-    assert "interrupted" in loaded["transcript"][-1]["text"]
+    assert "interrupted" in loaded["transcript"][-1]["text"] and loaded["transcript"][-1]["status"] == "cancelled"
     llm.add({"text": "Picking up again."})
     result = await b.call("toycoder/prompt", {"sessionId": sid, "text": "continue"})
     assert result["text"] == "Picking up again."
@@ -91,7 +93,7 @@ async def test_torn_last_line_is_skipped(start_daemon, llm: FakeLLM, tmp_path: P
 async def test_two_daemons_do_not_share_a_session(start_daemon, llm: FakeLLM) -> None:
     a = await start_daemon()
     b = await start_daemon()
-    sid = (await a.call("toycoder/session/new", {}))["sessionId"]
+    sid = (await a.call("toycoder/session/new", {"title": "shared"}))["sessionId"]
     assert [s["sessionId"] for s in (await b.call("toycoder/session/list", {}))["sessions"]] == [sid]
     with pytest.raises(RpcError) as e:
         await b.call("toycoder/session/load", {"sessionId": sid})

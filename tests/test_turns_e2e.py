@@ -63,6 +63,7 @@ async def test_tool_call_round_trip(daemon: Daemon, llm: FakeLLM, workspace) -> 
     assert call["role"] == "assistant" and call["tool_calls"][0]["function"]["name"] == "read_file"
     tool_msg = second[-1]
     assert tool_msg["role"] == "tool" and tool_msg["tool_call_id"] == call["tool_calls"][0]["id"]
+    assert set(tool_msg) == {"role", "tool_call_id", "content"}  # our bookkeeping never reaches the provider
     assert "return a + b" in tool_msg["content"]
     updates = [u["update"] for u in daemon.updates(sid)]
     started = [u for u in updates if u["kind"] == "tool_call"]

@@ -71,7 +71,7 @@ def test_session_transcript_shape() -> None:
         {"role": "user", "content": "read it"},
         {"role": "assistant", "content": None, "tool_calls": [
             {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"a\"}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "1\thello"},
+        {"role": "tool", "tool_call_id": "c1", "content": "1\thello", "status": "completed"},
         {"role": "assistant", "content": "It says hello."},
     ]
     transcript = s.transcript()

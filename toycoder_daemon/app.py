@@ -181,12 +181,14 @@ class App:
         s.tools.gate.always = {n for n in meta.get("always") or () if s.tools.get(n)}
         s.usage = Usage(*(meta.get("usage") or (0, 0, 0)))
         self._attach(s, file, stored)
-        if answer_open_tool_calls(s.messages, INTERRUPTED):
+        if answer_open_tool_calls(s.messages, INTERRUPTED, "cancelled"):
             log.info("session %s: answered tool calls left open by an interrupted turn", s.id)
         return s
 
     def list_sessions(self) -> list[dict[str, Any]]:
-        return self.store.list()
+        """Stored sessions, newest first; untitled empty ones (clients open sessions eagerly) only
+        while this daemon has them open."""
+        return [r for r in self.store.list() if r["messageCount"] or r["title"] or r["id"] in self.live]
 
     def delete_session(self, session_id: str) -> None:
         s = self.live.get(session_id)

@@ -105,6 +105,8 @@ class TranscriptEntry(Wire):
     text: str
     tool_call_id: Optional[str] = None
     name: Optional[str] = None
+    status: Optional[Literal["completed", "failed", "denied", "cancelled"]] = None
+    """For role "tool": how the call ended."""
 
 
 class SessionLoadResult(Wire):
@@ -237,6 +239,8 @@ class UpdateParams(Wire):
 class Preview(Wire):
     kind: Literal["diff", "command"]
     path: Optional[str] = None
+    uri: Optional[str] = None
+    """For diffs: the file's absolute file:// URI (path is relative to the workspace root)."""
     diff: Optional[str] = None
     command: Optional[str] = None
     cwd: Optional[str] = None

@@ -48,13 +48,15 @@ def _decode(arguments: str) -> Any:
         return arguments
 
 
-def answer_open_tool_calls(messages: list[dict[str, Any]], observation: str = CANCELLED_OBSERVATION) -> int:
+def answer_open_tool_calls(messages: list[dict[str, Any]], observation: str = CANCELLED_OBSERVATION,
+                           status: str = "cancelled") -> int:
     """Answer every tool call of the last assistant message that has no tool message yet."""
     for i in range(len(messages) - 1, -1, -1):
         if messages[i].get("role") == "assistant":
             answered = {m.get("tool_call_id") for m in messages[i + 1:] if m.get("role") == "tool"}
             missing = [c["id"] for c in messages[i].get("tool_calls") or () if c["id"] not in answered]
-            messages.extend({"role": "tool", "tool_call_id": cid, "content": observation} for cid in missing)
+            messages.extend({"role": "tool", "tool_call_id": cid, "content": observation, "status": status}
+                            for cid in missing)
             return len(missing)
     return 0
 
@@ -106,7 +108,8 @@ async def run_turn(
                     frontend.emit(ToolCallFinished(tc.id, "cancelled", CANCELLED_OBSERVATION))
                     raise
                 frontend.emit(ToolCallFinished(tc.id, outcome.status, outcome.output, tuple(outcome.changed)))
-                messages.append({"role": "tool", "tool_call_id": tc.id, "content": outcome.output})
+                messages.append({"role": "tool", "tool_call_id": tc.id, "content": outcome.output,
+                                 "status": outcome.status})
         notice = (
             f"[stopped after {max_steps} steps (max_steps) before the task was finished; "
             "send another message to let the agent continue]"
@@ -119,5 +122,5 @@ async def run_turn(
         answer_open_tool_calls(messages)
         raise
     except BaseException:
-        answer_open_tool_calls(messages, "error: the turn failed before this tool call finished")
+        answer_open_tool_calls(messages, "error: the turn failed before this tool call finished", "failed")
         raise

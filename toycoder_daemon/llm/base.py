@@ -6,6 +6,17 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 
+API_FIELDS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
+
+
+def for_api(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages without our bookkeeping fields (e.g. a tool result's `status`), which the
+    conversation keeps for transcripts but a strict provider would reject."""
+    if all(m.keys() <= API_FIELDS for m in messages):
+        return messages
+    return [m if m.keys() <= API_FIELDS else {k: v for k, v in m.items() if k in API_FIELDS} for m in messages]
+
+
 @dataclass
 class ToolCall:
     id: str

@@ -16,7 +16,7 @@ import time
 from typing import Any, Callable
 
 from ..errors import ProviderError
-from .base import ChatResponse, RetryNotice, ToolCall, Usage
+from .base import ChatResponse, RetryNotice, ToolCall, Usage, for_api
 
 log = logging.getLogger(__name__)
 
@@ -206,7 +206,7 @@ class OpenAIChatModel:
     ) -> ChatResponse:
         kwargs: dict[str, Any] = {
             "model": model,
-            "messages": messages,
+            "messages": for_api(messages),
             "stream": True,
             "stream_options": {"include_usage": True},
         }

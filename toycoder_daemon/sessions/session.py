@@ -107,7 +107,10 @@ class Session:
                                 "name": c["function"]["name"]})
             elif role == "tool":
                 cid = m.get("tool_call_id", "")
-                out.append({"role": "tool", "text": m.get("content") or "", "toolCallId": cid, "name": names.get(cid)})
+                entry = {"role": "tool", "text": m.get("content") or "", "toolCallId": cid, "name": names.get(cid)}
+                if m.get("status"):
+                    entry["status"] = m["status"]
+                out.append(entry)
             else:
                 out.append({"role": role, "text": m.get("content") or ""})
         return out

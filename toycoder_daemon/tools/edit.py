@@ -82,7 +82,7 @@ def _plan_write(ctx: ToolContext, path: str, content: str) -> tuple[Path, TextFi
 async def _write_preview(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     p, f, content = await asyncio.to_thread(_plan_write, ctx, args["path"], args["content"])
     rel = ctx.workspace.relative(p)
-    return {"kind": "diff", "path": rel, "diff": unified_diff(rel, f.text, content, f.exists)}
+    return {"kind": "diff", "path": rel, "uri": p.as_uri(), "diff": unified_diff(rel, f.text, content, f.exists)}
 
 
 @tool(level="sensitive", title=lambda a: f"write_file {a.get('path', '')}", preview=_write_preview)
@@ -151,7 +151,7 @@ async def _edit_preview(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any
         _plan_edit, ctx, args["path"], args["old_string"], args["new_string"], bool(args.get("replace_all"))
     )
     rel = ctx.workspace.relative(p)
-    return {"kind": "diff", "path": rel, "diff": unified_diff(rel, f.text, text)}
+    return {"kind": "diff", "path": rel, "uri": p.as_uri(), "diff": unified_diff(rel, f.text, text)}
 
 
 @tool(level="sensitive", title=lambda a: f"edit_file {a.get('path', '')}", preview=_edit_preview)
