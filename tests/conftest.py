@@ -62,7 +62,7 @@ async def start_daemon(tmp_path: Path, workspace: Path, llm: FakeLLM) -> AsyncIt
     async def start(*, keys: list[str] | None = None, extra: str = "", caps: dict | None = None,
                     progress: bool = False, args: tuple[str, ...] = (), init: bool = True) -> Daemon:
         cfg = write_config(tmp_path / f"config{len(daemons)}.yaml", llm, keys=keys, extra=extra)
-        d = await Daemon.start("--config", str(cfg), *args)
+        d = await Daemon.start("--config", str(cfg), "--log-level", "INFO", *args)
         daemons.append(d)
         if init:
             await d.initialize(workspace, toycoder_caps=caps, progress=progress)
@@ -71,6 +71,8 @@ async def start_daemon(tmp_path: Path, workspace: Path, llm: FakeLLM) -> AsyncIt
     yield start
     for d in daemons:
         await d.close()
+        # shown by pytest only when the test failed: the daemon's own account of what happened
+        print(f"--- daemon {d.proc.pid} stderr ---\n{await d.stderr_text()}")
 
 
 @pytest.fixture

@@ -40,6 +40,8 @@ class Daemon:
         self.orphans: list[dict[str, Any]] = []  # responses with an unknown id (e.g. id null errors)
         self._notified = asyncio.Event()
         self._reader = asyncio.ensure_future(self._read())
+        self._stderr = bytearray()
+        self._stderr_reader = asyncio.ensure_future(self._drain_stderr())  # a full pipe would block the daemon
 
     @classmethod
     async def start(cls, *args: str, env: dict[str, str] | None = None, cwd: str | None = None) -> "Daemon":
@@ -79,6 +81,11 @@ class Daemon:
                     self._notified.set()
                 elif not fut.done():
                     fut.set_result(msg)
+
+    async def _drain_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        while chunk := await self.proc.stderr.read(65536):
+            self._stderr += chunk
 
     async def _answer(self, msg: dict[str, Any]) -> None:
         handler = self.handlers.get(msg["method"])
@@ -176,5 +183,10 @@ class Daemon:
         return self.proc.returncode  # type: ignore[return-value]
 
     async def stderr_text(self) -> str:
-        assert self.proc.stderr is not None
-        return (await self.proc.stderr.read()).decode(errors="replace")
+        """Everything the daemon logged (complete once it has exited)."""
+        if self.proc.returncode is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._stderr_reader), 5)
+            except asyncio.TimeoutError:
+                pass
+        return self._stderr.decode(errors="replace")

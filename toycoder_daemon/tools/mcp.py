@@ -27,8 +27,7 @@ entered and exited by the same task, so no other task ever enters or exits them;
 - A server that cannot start (bad command, crash, handshake error, `start_timeout`) is reported
   through `on_status(name, "failed", reason)`; one that dies later through "stopped". Its tools
   disappear from `tools()`, and a call in flight fails with a ToolError instead of hanging.
-- Optional per-server extra config key (McpServerConfig allows extras): `call_timeout`
-  (seconds, default 120) for one tools/call. An observation longer than the tools config's
+- A server's `call_timeout` (seconds, default 120) bounds one tools/call. An observation longer than the tools config's
   `output_max_bytes` is shortened in the middle, like run_command's output.
 
 Not supported (yet): MCP resources and resource templates (listing, reading, subscribing),
@@ -81,7 +80,7 @@ if sys.version_info < (3, 11):  # pragma: no cover
 log = logging.getLogger(__name__)
 
 DEFAULT_CALL_TIMEOUT = 120.0
-"""Seconds one tools/call may take (a server's `call_timeout` extra overrides it)."""
+"""Seconds one tools/call may take (a server's `call_timeout` overrides it)."""
 STOP_GRACE = 10.0
 """Seconds aclose waits for a server's task to shut down by itself before cancelling it.
 (The SDK's stdio shutdown is bounded: stdin closed, 2 s, SIGTERM to the group, 2 s, SIGKILL.)"""
@@ -273,11 +272,8 @@ class _Server:
         self.config = config
         self.workspace_root = workspace_root
         self._notify = notify
-        extra = getattr(config, "model_extra", None) or {}
-        try:
-            self.call_timeout = float(extra.get("call_timeout", call_timeout))
-        except (TypeError, ValueError):
-            self.call_timeout = call_timeout
+        # The server's own `call_timeout` when the config sets it, else the manager's default.
+        self.call_timeout = float(config.call_timeout) if "call_timeout" in config.model_fields_set else call_timeout
         self.transport = "http" if config.url and not config.command else "stdio"
         self.state = "starting" if config.enabled else "disabled"
         self.error: str | None = None

@@ -6,6 +6,9 @@
 # Prints, on its last line, the Node 24 binary and code-server's entry point, separated by a tab.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A surrounding `npm run` exports npm_* variables; its npm_config_user_agent names *its* Node (20),
+# which code-server's postinstall reads as the Node version. Start the inner npm from a clean slate.
+for v in $(env | sed -n 's/^\(npm_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 CS_VERSION=${CODE_SERVER_VERSION:-4.139.1}
 NODE_VERSION=${CODE_SERVER_NODE_VERSION:-24.22.3}
 CACHE=${TOYCODER_VSCODE_CACHE:-$PWD/.cache}
