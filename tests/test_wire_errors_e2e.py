@@ -144,3 +144,31 @@ async def test_stdout_carries_only_frames(daemon: Daemon, llm: FakeLLM) -> None:
     assert daemon.proc.stdout is not None
     assert await daemon.proc.stdout.read() == b""
     assert all(json.dumps(n) for n in daemon.notifications)
+
+
+async def test_oversized_frame_is_skipped_and_the_next_one_is_read(daemon: Daemon) -> None:
+    # e.g. a didOpen of a 40 MiB file: refused, its body read past, the next frames served
+    big = b'{"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"x": "' + b"a" * (40 << 20) + b'"}}'
+    daemon.send_raw(b"Content-Length: %d\r\n\r\n" % len(big) + big)
+    daemon.send_raw(frame({"jsonrpc": "2.0", "id": 901, "method": "toycoder/session/list", "params": {}}))
+    assert (await daemon.call("toycoder/session/list", {}, timeout=60)) == {"sessions": []}
+    err = await wait_orphan(daemon, -32600)
+    assert "over the limit" in err["error"]["message"]
+
+
+async def test_garbage_after_a_bad_header_resynchronises(daemon: Daemon) -> None:
+    daemon.send_raw(b"Content-Length: lots\r\n\r\n{\"half\": ")  # unknown length, body without newline
+    assert (await daemon.call("toycoder/session/list", {})) == {"sessions": []}
+    daemon.send_raw(b"Content-Length: -5\r\n\r\n")
+    assert (await daemon.call("toycoder/session/list", {})) == {"sessions": []}
+
+
+async def test_deep_nesting_and_a_second_initialize(daemon: Daemon, workspace) -> None:
+    deep = b"[" * 100_000 + b"]" * 100_000
+    daemon.send_raw(b"Content-Length: %d\r\n\r\n" % len(deep) + deep)
+    err = await wait_orphan(daemon, -32700)
+    assert err["id"] is None
+    with pytest.raises(RpcError) as e:
+        await daemon.call("initialize", {"processId": None, "rootUri": workspace.as_uri(), "capabilities": {}})
+    assert e.value.code == -32600 and "already" in e.value.message
+    assert (await daemon.call("toycoder/session/list", {})) == {"sessions": []}

@@ -64,7 +64,7 @@ class Dispatcher:
             return
         try:
             obj = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as e:
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:
             self.error(None, wire.PARSE_ERROR, f"Parse error: {e}")
             return
         if not isinstance(obj, dict):
@@ -88,6 +88,9 @@ class Dispatcher:
             self.on_exit()
             return
         if method == "initialize":
+            if self.initialize_seen:  # a second App would orphan the first one's turns and locks
+                self.error(msg_id, wire.INVALID_REQUEST, "Invalid Request: initialize was already done")
+                return
             self.initialize_seen = True
             if self.replay_initialize:
                 self.replay_initialize = False

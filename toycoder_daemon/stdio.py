@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import threading
 from typing import Any, BinaryIO, Callable
 
@@ -20,6 +21,9 @@ from . import __version__
 log = logging.getLogger(__name__)
 
 MAX_CONTENT_LENGTH = 32 * 1024 * 1024
+"""Bigger frames are refused (-32600) and their bodies skipped."""
+MAX_SKIP = 1 << 30
+"""A refused body up to this size is read past; beyond it the length is not believed."""
 MAX_HEADER_LINE = 8192
 REPLAY_ID = "toycoder-replayed-initialize"
 _REPLAY_MARK = json.dumps(REPLAY_ID).encode()
@@ -27,38 +31,64 @@ _REPLAY_MARK = json.dumps(REPLAY_ID).encode()
 Deliver = Callable[[Any, Any], None]
 
 
+_CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE)
+
+
+def _skip(stdin: BinaryIO, n: int) -> bool:
+    """Read and drop n bytes without holding them; False at EOF."""
+    while n > 0:
+        chunk = stdin.read(min(n, 1 << 20))
+        if not chunk:
+            return False
+        n -= len(chunk)
+    return True
+
+
 def read_frames(stdin: BinaryIO, deliver: Deliver) -> None:
     """Blocking loop (run on a thread): deliver(body, None) per frame, deliver(None, problem) for a
-    refused frame, and deliver(None, None) once at EOF."""
+    refused frame, and deliver(None, None) once at EOF.
+
+    A frame refused for its size has its body skipped (read and dropped in chunks), so the next
+    frame is read normally. When a header cannot be trusted at all (not a number, absurdly large),
+    the reader resynchronises on the next Content-Length header, found anywhere in a line (a
+    skipped body does not end with a newline, so the next header is glued to it)."""
     try:
         while True:
             length: int | None = None
+            skip = 0
             refused: str | None = None
             while True:  # headers
                 line = stdin.readline(MAX_HEADER_LINE)
                 if not line:
                     return
-                if not line.endswith(b"\n"):
-                    refused = "header line too long"
+                found = _CONTENT_LENGTH.search(line)
+                if found:
+                    value = found.group(1).strip()
+                    length, skip, refused = None, 0, None
+                    try:
+                        n = int(value)
+                    except ValueError:
+                        refused = f"bad Content-Length {value[:40]!r}"
+                        continue
+                    if 0 <= n <= MAX_CONTENT_LENGTH:
+                        length = n
+                    elif n > MAX_CONTENT_LENGTH:
+                        refused = f"Content-Length {n} is over the limit of {MAX_CONTENT_LENGTH} bytes"
+                        skip = n if n <= MAX_SKIP else 0
+                    else:
+                        refused = f"negative Content-Length {n}"
                     continue
-                stripped = line.strip()
-                if not stripped:
+                if line.endswith(b"\n") and not line.strip():
                     if length is not None or refused:
                         break
                     continue  # stray blank line between frames
-                name, _, value = stripped.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    try:
-                        length = int(value.strip())
-                    except ValueError:
-                        refused = f"bad Content-Length {value.strip()[:40]!r}"
-                        continue
-                    if length < 0 or length > MAX_CONTENT_LENGTH:
-                        refused = f"Content-Length {length} is over the limit of {MAX_CONTENT_LENGTH} bytes"
-            if refused or length is None:
-                # The body cannot be trusted to have that length: skip to the next header.
-                deliver(None, refused or "missing Content-Length")
+                # anything else: another header (Content-Type), or garbage while resynchronising
+            if refused:
+                deliver(None, refused)
+                if skip and not _skip(stdin, skip):
+                    return
                 continue
+            assert length is not None
             body = stdin.read(length)
             if len(body) < length:
                 return
