@@ -27,6 +27,9 @@ class ProviderError(ToyCoderError):
     """The model provider failed after our retries (or on a non-retryable error)."""
 
     def __init__(self, provider: str, reason: str, status: int | None = None):
+        from . import secrets
+
+        reason = secrets.redact(reason)  # some proxies echo the key in their error text
         super().__init__(f"provider {provider!r} failed: {reason}")
         self.provider = provider
         self.reason = reason

@@ -15,12 +15,17 @@ import random
 import time
 from typing import Any, Callable
 
+from .. import secrets
 from ..errors import ProviderError
 from .base import ChatResponse, RetryNotice, ToolCall, Usage, for_api
 
 log = logging.getLogger(__name__)
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
+
+
+def _ignore(text: str) -> None:
+    pass
 
 
 class _StreamCut(Exception):
@@ -140,17 +145,16 @@ class OpenAIChatModel:
             key, wait = self.keys.pick()
             if key is None:
                 raise ProviderError(self.provider, "no usable API key (none configured, or all were rejected with 401)")
-            if wait:
+            if wait:  # every key is cooling down after a 429
+                if time.monotonic() - started + wait > self.max_retry_seconds:
+                    raise ProviderError(self.provider, f"rate-limited: every API key is cooling down for {wait:.0f}s more")
+                if on_retry:
+                    on_retry(RetryNotice(attempt=attempt, delay_seconds=round(wait, 3),
+                                         reason="rate-limited (429): waiting for an API key to cool down"))
                 await asyncio.sleep(wait)
-            emitted = [False]
-
-            def delta(text: str) -> None:
-                emitted[0] = True
-                if on_delta:
-                    on_delta(text)
 
             try:
-                return await self._stream_once(key, messages, tools, delta, model or self.model)
+                return await self._stream_once(key, messages, tools, on_delta or _ignore, model or self.model)
             except openai.APIStatusError as e:
                 status = e.status_code
                 reason = _status_reason(e)
@@ -163,13 +167,17 @@ class OpenAIChatModel:
                 if status not in RETRYABLE_STATUS:
                     raise ProviderError(self.provider, reason, status) from None
                 hint = _retry_after(e)
-                if status == 429:
-                    self.keys.cool(key, hint if hint is not None else max(self.retry_interval, 1.0))
+                if status == 429:  # a huge Retry-After must not park the key (and the next turns) for hours
+                    self.keys.cool(key, min(hint if hint is not None else max(self.retry_interval, 1.0),
+                                            self.max_retry_delay))
             except (openai.APIConnectionError, _StreamCut) as e:
                 status, hint = None, None
                 reason = f"connection problem: {e}" if not isinstance(e, _StreamCut) else f"stream cut: {e}"
             except asyncio.CancelledError:
                 raise
+            except openai.APIError as e:  # an error event in the middle of the stream: the provider's hiccup
+                status, hint = None, None
+                reason = f"provider error mid-stream: {e.message}"
             except openai.OpenAIError as e:
                 raise ProviderError(self.provider, str(e)) from None
             except Exception as e:  # transport errors surfacing mid-stream (e.g. peer closed the body)
@@ -182,6 +190,7 @@ class OpenAIChatModel:
             delay = self._backoff(attempt, hint)
             if time.monotonic() - started + delay > self.max_retry_seconds:
                 raise ProviderError(self.provider, f"{reason} (retry time budget of {self.max_retry_seconds:g}s spent)", status)
+            reason = secrets.redact(reason)  # some proxies echo the key in their error text
             log.info("provider %s: retry %d in %.2fs: %s", self.provider, attempt, delay, reason)
             if on_retry:
                 on_retry(RetryNotice(attempt=attempt, delay_seconds=round(delay, 3), reason=reason))

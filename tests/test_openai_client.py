@@ -1,0 +1,61 @@
+"""The OpenAI-compatible client on its own, against the scripted server: retry limits and redaction."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from toycoder_daemon import secrets
+from toycoder_daemon.errors import ProviderError
+from toycoder_daemon.llm.openai_client import KeyPool, OpenAIChatModel
+from toycoder_daemon.testing.fake_llm import FakeLLM
+
+MSGS = [{"role": "user", "content": "hi"}]
+
+
+def model(llm: FakeLLM, keys: list[str], **kw) -> OpenAIChatModel:
+    opts = {"max_retries": 2, "retry_interval": 0.01, "max_retry_delay": 0.3, "max_retry_seconds": 5.0, **kw}
+    return OpenAIChatModel("p", "m", llm.base_url, keys, **opts)
+
+
+async def test_a_huge_retry_after_is_capped(llm: FakeLLM) -> None:
+    llm.add({"status": 429, "retry_after": 3600}, {"text": "ok"}, {"text": "next turn"})
+    m = model(llm, ["only-key"])
+    notices = []
+    t = time.monotonic()
+    reply = await m.stream_chat(MSGS, on_retry=notices.append)
+    assert reply.content == "ok" and time.monotonic() - t < 3
+    assert notices and notices[0].delay_seconds <= 0.3
+    t = time.monotonic()
+    assert (await m.stream_chat(MSGS)).content == "next turn"  # the key is not parked for an hour
+    assert time.monotonic() - t < 3
+
+
+async def test_waiting_for_a_cooling_key_respects_the_budget(llm: FakeLLM) -> None:
+    m = model(llm, ["k"], max_retry_delay=60, max_retry_seconds=1)
+    m.keys.cool("k", 30)
+    with pytest.raises(ProviderError) as e:
+        await m.stream_chat(MSGS)
+    assert "cooling down" in str(e.value)
+    assert llm.requests == []
+
+
+def test_key_pool_round_robin_cooling_and_dropping() -> None:
+    pool = KeyPool(["a", "b", "a"])
+    assert [pool.pick()[0] for _ in range(3)] == ["a", "b", "a"]
+    pool.cool("a", 10)
+    assert pool.pick() == ("b", 0.0) and pool.pick() == ("b", 0.0)
+    pool.drop("b")
+    key, wait = pool.pick()
+    assert key == "a" and 9 < wait <= 10
+    pool.drop("a")
+    assert pool.pick() == (None, 0.0) and len(pool) == 0
+
+
+async def test_provider_errors_never_carry_the_key(llm: FakeLLM) -> None:
+    secrets.register(["sk-echoed-secret-123"])
+    llm.add({"status": 400, "error": "invalid key sk-echoed-secret-123 for this model"})
+    with pytest.raises(ProviderError) as e:
+        await model(llm, ["sk-echoed-secret-123"]).stream_chat(MSGS)
+    assert "sk-echoed-secret-123" not in str(e.value) and "***" in str(e.value)
