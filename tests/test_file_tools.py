@@ -124,3 +124,40 @@ async def test_unsaved_editor_buffer_is_read(ws: Path) -> None:
     w.open_documents[(ws / "big.txt").resolve()] = "unsaved\ntext\n"
     out = await reg.dispatch("read_file", '{"path": "big.txt"}', ToolContext(w, AllowAll(), "c"))
     assert "unsaved text" in out.output and "     1\tunsaved" in out.output
+
+
+async def test_nested_git_dirs_are_not_writable_in_any_case(ws: Path) -> None:
+    (ws / "vendor" / "lib" / ".git" / "hooks").mkdir(parents=True)
+    for path in ("vendor/lib/.git/hooks/pre-commit", ".GIT/config", "vendor/lib/.Git/x"):
+        out = await call(ws, "write_file", path=path, content="evil")
+        assert out.status == "failed" and ".git directory" in out.output, path
+    assert not (ws / "vendor" / "lib" / ".git" / "hooks" / "pre-commit").exists()
+
+
+async def test_new_files_get_the_usual_mode_and_preview_errors_are_observations(ws: Path) -> None:
+    await call(ws, "write_file", path="new.sh", content="x")
+    assert (ws / "new.sh").stat().st_mode & 0o777 == 0o666 & ~_umask()
+    out = await call(ws, "write_file", path="x" * 300 + ".txt", content="x")  # ENAMETOOLONG while planning
+    assert out.status == "failed" and "error" in out.output
+
+
+async def test_edits_refuse_files_with_unsaved_editor_changes(ws: Path) -> None:
+    p = ws / "dirty.txt"
+    p.write_text("saved\r\n")
+    reg = ToolRegistry()
+    reg.register(edit_file)
+    w = Workspace(ws)
+    ctx = ToolContext(w, AllowAll(), "c")
+    w.open_documents[p.resolve()] = "saved\n"  # same text, other line endings: not a change
+    out = await reg.dispatch("edit_file", json.dumps({"path": "dirty.txt", "old_string": "saved", "new_string": "x"}), ctx)
+    assert out.status == "completed"
+    w.open_documents[p.resolve()] = "typed but not saved\n"
+    out = await reg.dispatch("edit_file", json.dumps({"path": "dirty.txt", "old_string": "x", "new_string": "y"}), ctx)
+    assert out.status == "failed" and "unsaved changes" in out.output
+    assert p.read_bytes() == b"x\r\n"
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current

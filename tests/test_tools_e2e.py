@@ -155,3 +155,17 @@ async def test_read_file_sees_the_editors_unsaved_text(daemon: Daemon, llm: Fake
     await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "again"})
     out = results(daemon, sid)[1]["output"]
     assert "return a + b" in out and "unsaved" not in out
+
+
+async def test_cancel_right_as_the_command_starts_leaves_nothing(start_daemon, llm: FakeLLM) -> None:
+    """Cancel lands while the process exists but its pipes are still being set up."""
+    d = await start_daemon(extra="permissions: {allow: ['run_command(sleep *)']}\ntools: {enabled: [run_command]}\n")
+    for i in range(5):
+        llm.add(command(f"sleep 17{i}9"))
+        sid = await new_session(d)
+        _, fut = d.request_future("toycoder/prompt", {"sessionId": sid, "text": "sleep"})
+        await d.wait_for(lambda: processes_with(f"sleep 17{i}9"), timeout=30)
+        await d.call("toycoder/cancel", {"sessionId": sid})
+        assert (await asyncio.wait_for(fut, 30))["result"]["stopReason"] == "cancelled"
+        await asyncio.sleep(0.2)
+        assert processes_with(f"sleep 17{i}9") == []

@@ -30,6 +30,11 @@ META_PREFIX = b'{"t": "meta"'
 MSG_PREFIX = b'{"t": "msg"'
 
 
+def _open_append(path: Path):
+    """Session files hold the conversation (code, command output): readable by their owner only."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")
+
+
 def _line(record: dict[str, Any]) -> bytes:
     return json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n"
 
@@ -40,7 +45,7 @@ class SessionFile:
     def __init__(self, path: Path, lock_fd: int):
         self.path = path
         self._lock_fd = lock_fd
-        self._out = open(path, "ab")
+        self._out = _open_append(path)
 
     def append(self, messages: list[dict[str, Any]]) -> None:
         self._out.write(b"".join(_line({"t": "msg", "m": m}) for m in messages))
@@ -54,9 +59,9 @@ class SessionFile:
         data = _line({"t": "meta", **meta}) + b"".join(_line({"t": "msg", "m": m}) for m in messages)
         self._out.close()
         try:
-            atomic_write(self.path, data)
+            atomic_write(self.path, data, 0o600)
         finally:
-            self._out = open(self.path, "ab")
+            self._out = _open_append(self.path)
 
     def close(self) -> None:
         if not self._out.closed:
@@ -100,7 +105,7 @@ class SessionStore:
 
     def _ensure_dir(self) -> None:
         if not self.dir.exists():
-            self.dir.mkdir(parents=True, exist_ok=True)
+            self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
             (self.dir / "workspace.txt").write_text(str(self.workspace) + "\n")
 
     def _path(self, session_id: str) -> Path:

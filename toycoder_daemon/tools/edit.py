@@ -50,8 +50,10 @@ def load(p: Path) -> TextFile:
 def save(p: Path, f: TextFile, text: str) -> None:
     p.parent.mkdir(parents=True, exist_ok=True)
     data = ((BOM if f.bom else "") + text).encode(f.encoding, errors="strict")
-    mode = p.stat().st_mode & 0o7777 if p.exists() else None
-    atomic_write(p, data, mode)
+    if p.exists():
+        atomic_write(p, data, p.stat().st_mode & 0o7777)
+    else:
+        atomic_write(p, data)
 
 
 def unified_diff(rel: str, before: str, after: str, existed: bool = True) -> str:
@@ -64,9 +66,13 @@ def unified_diff(rel: str, before: str, after: str, existed: bool = True) -> str
 
 def _target(ctx: ToolContext, path: str) -> Path:
     try:
-        return ctx.workspace.resolve(path, for_write=True)
+        p = ctx.workspace.resolve(path, for_write=True)
     except OutsideWorkspace as e:
         raise ToolError(f"refused: {e}") from None
+    if p in ctx.workspace.open_documents and p.is_file() and ctx.workspace.unsaved(p, load(p).text) is not None:
+        # Writing the disk copy would fight the person's unsaved work (and a reload would lose it).
+        raise ToolError(f"{path} has unsaved changes in the editor; ask the user to save or discard them first")
+    return p
 
 
 # ---- write_file -------------------------------------------------------------------------------

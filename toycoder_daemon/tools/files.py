@@ -58,13 +58,13 @@ async def read_file(
     settings = ctx.settings
     page = limit if limit and limit > 0 else (settings.read_default_lines if settings else 2000)
     max_bytes = settings.read_max_bytes if settings else 100_000
-    buffer = ctx.workspace.open_documents.get(p)
-    if buffer is None and not p.exists():
+    if p not in ctx.workspace.open_documents and not p.exists():
         raise ToolError(f"file not found: {path}")
     if p.is_dir():
         raise ToolError(f"{path} is a directory; use list_directory")
     disk = await asyncio.to_thread(_read_text, p) if p.exists() else None
-    if buffer is not None and buffer != disk:
+    buffer = ctx.workspace.unsaved(p, disk)
+    if buffer is not None:
         text, source = buffer, " (the editor's unsaved text, not yet on disk)"
     else:
         text, source = disk or "", ""

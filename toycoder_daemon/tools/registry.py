@@ -134,6 +134,8 @@ class ToolRegistry:
                 preview = await t.preview(ctx, call_args)
             except ToolError as e:
                 return ToolOutcome("failed", f"error: {e}")
+            except Exception as e:  # e.g. an OSError reading the file: the model sees it, the turn goes on
+                return ToolOutcome("failed", f"error: {name} cannot prepare this change: {type(e).__name__}: {e}")
         request = PermissionRequest(
             tool_call_id=ctx.tool_call_id, tool=name, level=t.level, title=t.describe_call(args), arguments=args,
             preview=preview,

@@ -97,11 +97,19 @@ async def run_command(
     limit = s.output_max_bytes if s else 30_000
     seconds = min(timeout if timeout and timeout > 0 else default, ceiling)
     started = time.monotonic()
-    proc = await asyncio.create_subprocess_exec(
+    spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
         "/bin/sh", "-c", command, cwd=str(ctx.workspace.root), stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=secrets.child_env(),
         start_new_session=True,
-    )
+    ))
+    try:
+        proc = await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        # Cancelled while the pipes were being set up: the process already exists; end it.
+        proc = await spawn
+        _kill_group(proc.pid, signal.SIGKILL)
+        await proc.wait()
+        raise
     _live_groups.add(proc.pid)
     out = HeadTail(limit)
 

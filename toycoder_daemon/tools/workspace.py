@@ -10,6 +10,10 @@ class OutsideWorkspace(Exception):
     pass
 
 
+def _norm(text: str) -> str:
+    return text.replace("\r\n", "\n").lstrip("\ufeff").rstrip("\n")
+
+
 class Workspace:
     def __init__(self, root: str | os.PathLike[str]):
         self.root = Path(root).resolve()
@@ -29,11 +33,20 @@ class Workspace:
         resolved = candidate.resolve()  # strict=False: resolves the existing prefix, keeps the rest
         if not self.contains(resolved):
             raise OutsideWorkspace(f"{path!r} is outside the workspace {self.root}")
-        if for_write:
-            rel = resolved.relative_to(self.root)
-            if rel.parts and rel.parts[0] == ".git":
-                raise OutsideWorkspace(f"{path!r} is inside .git/, which tools may not write")
+        if for_write:  # any repository's .git (submodules, vendored repos; any case, for macOS)
+            if any(part.lower() == ".git" for part in resolved.relative_to(self.root).parts):
+                raise OutsideWorkspace(f"{path!r} is inside a .git directory, which tools may not write")
         return resolved
+
+    def unsaved(self, p: Path, disk_text: str | None) -> str | None:
+        """The editor's text of `p` when it differs from the disk's (line endings and a final
+        newline aside: editors report those differently), else None."""
+        buffer = self.open_documents.get(p)
+        if buffer is None:
+            return None
+        if disk_text is not None and _norm(buffer) == _norm(disk_text):
+            return None
+        return buffer
 
     def contains(self, p: Path) -> bool:
         return p == self.root or self.root in p.parents
