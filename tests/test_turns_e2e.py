@@ -282,3 +282,19 @@ async def test_session_load_returns_transcript(daemon: Daemon, llm: FakeLLM) -> 
     with pytest.raises(RpcError) as e:
         await daemon.call("toycoder/session/load", {"sessionId": sid})
     assert e.value.code == -32010
+
+
+async def test_cancel_sent_together_with_the_prompt(daemon: Daemon, llm: FakeLLM) -> None:
+    """The cancel may be handled before the turn's first step; the prompt still answers normally."""
+    sid = await new_session(daemon)
+    for _ in range(3):
+        llm.add({"delay": 1.0, "text": "late"})  # if the cancel comes second, it still lands mid-turn
+        _, fut = daemon.request_future("toycoder/prompt", {"sessionId": sid, "text": "go"})
+        _, cancel = daemon.request_future("toycoder/cancel", {"sessionId": sid})  # same write burst
+        reply = await asyncio.wait_for(fut, 10)
+        assert "error" not in reply, reply
+        assert reply["result"]["stopReason"] == "cancelled"
+        await asyncio.wait_for(cancel, 10)
+    usage = await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "/usage"})
+    assert usage["stopReason"] == "command"  # not busy: the session is usable
+    assert llm.violations == []

@@ -211,13 +211,24 @@ class App:
         turn_id = f"{s.id}-{s.turn_seq}"
         frontend = frontend_for(s.id, turn_id)
         work = self._run_command(s, text, frontend) if is_command else self._run_turn(s, text, model, frontend)
-        s.turn = asyncio.ensure_future(work)
+        turn = s.turn = asyncio.ensure_future(work)
+        cancelled = (TurnResult("cancelled", "", Usage(), 0), None)
         try:
-            result, action = await asyncio.shield(s.turn)
+            result, action = await asyncio.shield(turn)
         except asyncio.CancelledError:
-            # The request itself was cancelled ($/cancelRequest): end the turn, answer normally.
-            s.turn.cancel()
-            result, action = await s.turn
+            me = asyncio.current_task()
+            if turn.cancelled() and not (me and me.cancelling()):
+                # toycoder/cancel arrived before the turn's first step: it never ran.
+                result, action = cancelled
+            else:
+                # The request itself was cancelled ($/cancelRequest): end the turn, answer normally.
+                if me:
+                    me.uncancel()
+                turn.cancel()
+                try:
+                    result, action = await turn
+                except asyncio.CancelledError:
+                    result, action = cancelled
         return PromptOutcome(turn_id, result, action)
 
     async def _run_command(self, s: Session, text: str, frontend: Frontend) -> tuple[TurnResult, dict | None]:
