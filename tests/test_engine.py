@@ -197,3 +197,27 @@ def test_answer_open_tool_calls_only_fills_gaps() -> None:
     assert answer_open_tool_calls(msgs) == 1
     assert msgs[-1]["tool_call_id"] == "b"
     assert answer_open_tool_calls(msgs) == 0
+
+
+@tool(level="safe")
+async def writes_then_waits(ctx: ToolContext) -> str:
+    """Writes, then is slow."""
+    ctx.changed.append("/ws/written.txt")
+    await asyncio.sleep(30)
+    return "done"
+
+
+async def test_a_cancelled_call_that_already_wrote_says_so(tmp_path: Path) -> None:
+    model, messages, reg, fe, kw = setup(tmp_path, [{"tool_calls": [{"name": "writes_then_waits"}]}])
+    reg.register(writes_then_waits)
+    task = asyncio.create_task(run_turn(model, messages, reg, fe, **kw))
+    while "tool_call" not in fe.kinds():
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    finished = fe.events[-1]
+    assert finished.status == "cancelled" and finished.changed_paths == ("/ws/written.txt",)
+    assert "already written /ws/written.txt" in messages[-1]["content"]
+    assert_invariant(messages)

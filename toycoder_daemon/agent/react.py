@@ -102,10 +102,14 @@ async def run_turn(
                 args = _decode(tc.arguments)
                 title = t.describe_call(args) if t and isinstance(args, dict) else tc.name
                 frontend.emit(ToolCallStarted(tc.id, tc.name, title, args, t.level if t else "safe"))
+                ctx = make_context(tc.id)
                 try:
-                    outcome = await tools.dispatch(tc.name, tc.arguments, make_context(tc.id))
+                    outcome = await tools.dispatch(tc.name, tc.arguments, ctx)
                 except asyncio.CancelledError:
-                    frontend.emit(ToolCallFinished(tc.id, "cancelled", CANCELLED_OBSERVATION))
+                    changed = tuple(ctx.changed or ())
+                    note = CANCELLED_OBSERVATION + (f" (it had already written {', '.join(changed)})" if changed else "")
+                    frontend.emit(ToolCallFinished(tc.id, "cancelled", note, changed))
+                    messages.append({"role": "tool", "tool_call_id": tc.id, "content": note, "status": "cancelled"})
                     raise
                 frontend.emit(ToolCallFinished(tc.id, outcome.status, outcome.output, tuple(outcome.changed)))
                 messages.append({"role": "tool", "tool_call_id": tc.id, "content": outcome.output,

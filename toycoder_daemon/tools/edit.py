@@ -64,6 +64,20 @@ def unified_diff(rel: str, before: str, after: str, existed: bool = True) -> str
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
+async def _to_completion(work: Any) -> str:
+    """Run a write on a thread to the end even if the turn is cancelled meanwhile: a thread cannot
+    be stopped halfway, so the write happens either way, and the turn must say so truthfully."""
+    fut = asyncio.ensure_future(asyncio.to_thread(work))
+    try:
+        return await asyncio.shield(fut)
+    except asyncio.CancelledError:
+        try:
+            await fut
+        except Exception:
+            pass
+        raise
+
+
 def _target(ctx: ToolContext, path: str) -> Path:
     try:
         p = ctx.workspace.resolve(path, for_write=True)
@@ -109,7 +123,7 @@ async def write_file(
         verb = "overwrote" if f.exists else "created"
         return f"{verb} {ctx.workspace.relative(p)} ({n} lines)"
 
-    return await asyncio.to_thread(run)
+    return await _to_completion(run)
 
 
 # ---- edit_file --------------------------------------------------------------------------------
@@ -178,4 +192,4 @@ async def edit_file(
             ctx.changed.append(str(p))
         return f"edited {ctx.workspace.relative(p)}: replaced {n} occurrence{'s' if n != 1 else ''}"
 
-    return await asyncio.to_thread(run)
+    return await _to_completion(run)
