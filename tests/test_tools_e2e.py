@@ -169,3 +169,19 @@ async def test_cancel_right_as_the_command_starts_leaves_nothing(start_daemon, l
         assert (await asyncio.wait_for(fut, 30))["result"]["stopReason"] == "cancelled"
         await asyncio.sleep(0.2)
         assert processes_with(f"sleep 17{i}9") == []
+
+
+async def test_the_daemons_key_never_reaches_model_editor_or_session_file(start_daemon, llm: FakeLLM, workspace: Path,
+                                                                         tmp_path: Path) -> None:
+    (workspace / ".env").write_text("OPENAI_API_KEY=test-key-1\n")  # the key the daemon was configured with
+    d = await start_daemon()
+    llm.add({"tool_calls": [{"name": "read_file", "arguments": {"path": ".env"}}]}, {"text": "ok"})
+    sid = await new_session(d)
+    await d.call("toycoder/prompt", {"sessionId": sid, "text": "read .env"})
+    out = results(d, sid)[0]["output"]
+    assert "OPENAI_API_KEY=***" in out and "test-key-1" not in out
+    assert "test-key-1" not in str(llm.requests[1]["body"]["messages"])
+    await d.close()
+    for f in (tmp_path / "data").rglob("*.jsonl"):
+        assert "test-key-1" not in f.read_text()
+        assert f.stat().st_mode & 0o077 == 0  # private to its owner

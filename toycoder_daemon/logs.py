@@ -8,17 +8,16 @@ import sys
 from . import secrets
 
 
-class _Redact(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        if secrets.values():
-            record.msg, record.args = secrets.redact(record.getMessage()), None
-        return True
+class _RedactingFormatter(logging.Formatter):
+    """Redacts the whole formatted record: message, arguments and traceback alike."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return secrets.redact(super().format(record))
 
 
 def setup(level: str = "WARNING", log_file: str | None = None) -> None:
     handler: logging.Handler = logging.FileHandler(log_file, encoding="utf-8") if log_file else logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    handler.addFilter(_Redact())
+    handler.setFormatter(_RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

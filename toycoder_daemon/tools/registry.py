@@ -13,6 +13,7 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from ..agent.events import PermissionRequest, ToolStatus
+from .. import secrets
 from .base import Tool, ToolContext, ToolError
 from .permission import PermissionGate
 
@@ -34,9 +35,9 @@ def _format_validation(e: ValidationError) -> str:
 
 
 def _stringify(result: Any) -> str:
-    if isinstance(result, str):
-        return result
-    return json.dumps(result, ensure_ascii=False, default=str)
+    # The daemon's own API keys never reach the model, the session file or the editor, even when a
+    # tool read a .env file or printed the environment.
+    return secrets.redact(result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str))
 
 
 class ToolRegistry:
@@ -147,7 +148,7 @@ class ToolRegistry:
         try:
             result = await t.func(ctx, **call_args)
         except ToolError as e:
-            return ToolOutcome("failed", f"error: {e}", ctx.changed)
+            return ToolOutcome("failed", _stringify(f"error: {e}"), ctx.changed)
         except Exception as e:  # a bug in a tool must not end the turn; the model sees it
-            return ToolOutcome("failed", f"error: {name} raised {type(e).__name__}: {e}", ctx.changed)
+            return ToolOutcome("failed", _stringify(f"error: {name} raised {type(e).__name__}: {e}"), ctx.changed)
         return ToolOutcome("completed", _stringify(result), ctx.changed)
