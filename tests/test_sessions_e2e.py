@@ -91,15 +91,19 @@ async def test_torn_last_line_is_skipped(start_daemon, llm: FakeLLM, tmp_path: P
 
 
 async def test_two_daemons_do_not_share_a_session(start_daemon, llm: FakeLLM) -> None:
+    """A lock keeps a second daemon from writing; reading the history never needs it."""
     a = await start_daemon()
     b = await start_daemon()
     sid = (await a.call("toycoder/session/new", {"title": "shared"}))["sessionId"]
     assert [s["sessionId"] for s in (await b.call("toycoder/session/list", {}))["sessions"]] == [sid]
+    # looking is fine (no lock taken), working in it is not
+    assert (await b.call("toycoder/session/load", {"sessionId": sid}))["session"]["title"] == "shared"
     with pytest.raises(RpcError) as e:
-        await b.call("toycoder/session/load", {"sessionId": sid})
+        await b.call("toycoder/prompt", {"sessionId": sid, "text": "hi"})
     assert e.value.code == -32011 and "another ToyCoder daemon" in e.value.message
     await a.close()
-    assert (await b.call("toycoder/session/load", {"sessionId": sid}))["session"]["sessionId"] == sid
+    llm.add({"text": "mine now"})
+    assert (await b.call("toycoder/prompt", {"sessionId": sid, "text": "hi"}))["text"] == "mine now"
 
 
 async def test_settings_and_grants_are_persisted(start_daemon, llm: FakeLLM, workspace: Path) -> None:
@@ -123,3 +127,21 @@ async def test_settings_and_grants_are_persisted(start_daemon, llm: FakeLLM, wor
     assert b.requests_seen == []  # "always allow" survived the restart
     assert (workspace / "b.txt").read_text() == "2"
     assert llm.requests[-1]["body"]["model"] == "fake-fast"
+
+
+async def test_an_unanswered_tool_call_in_the_middle_is_repaired(start_daemon, llm: FakeLLM, tmp_path: Path) -> None:
+    a = await start_daemon()
+    llm.add({"tool_calls": [{"name": "list_directory", "arguments": {}}]}, {"text": "one"}, {"text": "two"})
+    sid = (await a.call("toycoder/session/new", {}))["sessionId"]
+    await a.call("toycoder/prompt", {"sessionId": sid, "text": "look"})
+    await a.call("toycoder/prompt", {"sessionId": sid, "text": "again"})
+    await a.close()
+    [path] = session_files(tmp_path)
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(line for line in lines if '"role": "tool"' not in line))  # a result lost mid-file
+    b = await start_daemon()
+    llm.add({"text": "three"})
+    assert (await b.call("toycoder/prompt", {"sessionId": sid, "text": "go on"}))["text"] == "three"
+    assert llm.violations == []
+    roles = [m["role"] for m in llm.requests[-1]["body"]["messages"]]
+    assert roles == ["system", "user", "assistant", "tool", "assistant", "user", "assistant", "user"]

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from . import secrets
 from .agent.events import Compacted, Frontend
-from .agent.react import TurnResult, answer_open_tool_calls, run_turn
+from .agent.react import TurnResult, repair_tool_calls, run_turn
 from .agent.subagent import SubAgent, subagent_tool
 from .commands.builtin import commands
 from .config import Config, ConfigError, data_dir, load_config
@@ -171,18 +171,38 @@ class App:
         if s is not None:
             return s
         file, meta, stored = self.store.open(session_id)
+        try:
+            s = self._restore(session_id, meta, file.path.stat().st_mtime)
+            repaired = repair_tool_calls(stored, INTERRUPTED)
+            if repaired is not stored:
+                log.info("session %s: answered tool calls left open by an interrupted turn", s.id)
+                file.rewrite(s.meta(), repaired)
+            self._attach(s, file, repaired)
+        except BaseException:
+            file.close()  # never keep the lock of a session that failed to load
+            raise
+        return s
+
+    def peek(self, session_id: str) -> Session:
+        """A session to read (load, tools/list, models/list): the live one, or a copy read from disk
+        without taking its lock, so looking at history never blocks another editor."""
+        s = self.live.get(session_id)
+        if s is not None:
+            return s
+        meta, stored, mtime = self.store.read(session_id)
+        s = self._restore(session_id, meta, mtime)
+        s.messages = MessageLog([{"role": "system", "content": ""}, *repair_tool_calls(stored, INTERRUPTED)])
+        return s
+
+    def _restore(self, session_id: str, meta: dict[str, Any], mtime: float) -> Session:
         s = Session(id=session_id, title=meta.get("title") or "", tools=self.tools.fork(),
-                    created_at=meta.get("createdAt", time.time()), provider=meta.get("provider"),
-                    model=meta.get("model"))
-        s.updated_at = file.path.stat().st_mtime
+                    created_at=meta.get("createdAt", mtime), updated_at=mtime, provider=meta.get("provider"),
+                    model=meta.get("model"), usage=Usage(*(meta.get("usage") or (0, 0, 0))))
         for name, enabled in (meta.get("toolOverrides") or {}).items():
             if s.tools.get(name):
-                s.set_tool_enabled(name, bool(enabled))
+                s.tools.set_enabled(name, bool(enabled))
+                s.tool_overrides[name] = bool(enabled)
         s.tools.gate.always = {n for n in meta.get("always") or () if s.tools.get(n)}
-        s.usage = Usage(*(meta.get("usage") or (0, 0, 0)))
-        self._attach(s, file, stored)
-        if answer_open_tool_calls(s.messages, INTERRUPTED, "cancelled"):
-            log.info("session %s: answered tool calls left open by an interrupted turn", s.id)
         return s
 
     def list_sessions(self) -> list[dict[str, Any]]:
@@ -291,7 +311,7 @@ class App:
         return done
 
     def cancel(self, session_id: str) -> bool:
-        s = self.session(session_id)
+        s = self.peek(session_id)
         if not s.busy:
             return False
         assert s.turn is not None
@@ -324,7 +344,7 @@ class App:
     # ---- tools and models ---------------------------------------------------------------------
 
     def tool_infos(self, session_id: str) -> list[dict[str, Any]]:
-        s = self.session(session_id)
+        s = self.peek(session_id)
         return [
             {"name": t.name, "description": t.description, "permission": t.level,
              "enabled": s.tools.is_enabled(t.name), "source": t.source}
@@ -338,7 +358,7 @@ class App:
         s.set_tool_enabled(name, enabled)
 
     def models_info(self, session_id: str | None) -> dict[str, Any]:
-        s = self.session(session_id) if session_id else None
+        s = self.peek(session_id) if session_id else None
         provider, model = self.current_model(s)
         return {
             "current": {"provider": provider, "model": model},

@@ -218,7 +218,7 @@ async def session_list(ls: ToyCoderServer, params: Any) -> dict[str, Any]:
 @translate_errors
 async def session_load(ls: ToyCoderServer, params: Any) -> dict[str, Any]:
     p = parse(wire.SessionIdParams, params)
-    s = ls.get_app().session(p.session_id)
+    s = ls.get_app().peek(p.session_id)
     return {"session": session_info(s.summary()), "transcript": s.transcript()}
 
 

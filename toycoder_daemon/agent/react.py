@@ -61,6 +61,30 @@ def answer_open_tool_calls(messages: list[dict[str, Any]], observation: str = CA
     return 0
 
 
+def repair_tool_calls(messages: list[dict[str, Any]], observation: str) -> list[dict[str, Any]]:
+    """`messages` with every unanswered tool call answered right after its group of results (a
+    crash mid-turn, or an unreadable line skipped on load). The same list when nothing is missing."""
+    out: list[dict[str, Any]] = []
+    pending: list[str] = []
+
+    def close_group() -> None:
+        out.extend({"role": "tool", "tool_call_id": cid, "content": observation, "status": "cancelled"}
+                   for cid in pending)
+        pending.clear()
+
+    for m in messages:
+        if m.get("role") == "tool":
+            if m.get("tool_call_id") in pending:
+                pending.remove(m["tool_call_id"])
+        else:
+            close_group()
+            if m.get("role") == "assistant":
+                pending.extend(c["id"] for c in m.get("tool_calls") or ())
+        out.append(m)
+    close_group()
+    return messages if len(out) == len(messages) else out
+
+
 async def run_turn(
     model: ChatModel,
     messages: list[dict[str, Any]],

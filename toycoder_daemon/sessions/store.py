@@ -71,8 +71,9 @@ class SessionFile:
             self._lock_fd = -1
 
 
-def _read(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Parse a session file; a torn last line is cut off so the next append starts clean."""
+def _read(path: Path, repair: bool = True) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Parse a session file; a torn last line is skipped, and cut off (when repairing, i.e. with the
+    lock held) so the next append starts clean."""
     data = path.read_bytes()
     *complete, torn = data.split(b"\n")  # `torn` is b"" when the file ends with a newline
     meta: dict[str, Any] = {}
@@ -89,7 +90,7 @@ def _read(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             meta.update({k: v for k, v in rec.items() if k != "t"})
         elif rec.get("t") == "msg" and isinstance(rec.get("m"), dict):
             messages.append(rec["m"])
-    if torn:
+    if torn and repair:
         log.warning("%s: torn last line (%d bytes) cut off; the daemon was probably killed mid-write",
                     path.name, len(torn))
         with open(path, "r+b") as f:
@@ -148,6 +149,16 @@ class SessionStore:
         except BaseException:
             os.close(lock)
             raise
+
+    def read(self, session_id: str) -> tuple[dict[str, Any], list[dict[str, Any]], float]:
+        """(meta, messages, mtime) without the lock: for looking, never for writing."""
+        path = self._path(session_id)
+        try:
+            mtime = path.stat().st_mtime
+            meta, messages = _read(path, repair=False)
+        except FileNotFoundError:
+            raise SessionNotFound(session_id) from None
+        return meta, messages, mtime
 
     def list(self) -> list[dict[str, Any]]:
         """Summaries of every stored session, newest first, without parsing the messages."""
