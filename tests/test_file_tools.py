@@ -161,3 +161,14 @@ def _umask() -> int:
     current = os.umask(0)
     os.umask(current)
     return current
+
+
+async def test_big_files_are_paged_without_reading_them_whole(ws: Path) -> None:
+    with open(ws / "huge.log", "w") as f:
+        for i in range(1, 200_001):
+            f.write(f"entry {i}\n")
+        f.write("x" * 10_000 + "\n")
+    out = (await call(ws, "read_file", path="huge.log", offset=199_999, limit=5)).output.splitlines()
+    assert out[0] == "huge.log: lines 199999-200001 of 200001"
+    assert out[1] == "199999\tentry 199999"
+    assert out[3].endswith("[... 6000 more characters on this line]") and len(out[3]) < 4100

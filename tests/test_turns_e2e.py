@@ -298,3 +298,17 @@ async def test_cancel_sent_together_with_the_prompt(daemon: Daemon, llm: FakeLLM
     usage = await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "/usage"})
     assert usage["stopReason"] == "command"  # not busy: the session is usable
     assert llm.violations == []
+
+
+async def test_tool_calls_cut_by_the_length_limit_are_not_run(daemon: Daemon, llm: FakeLLM, workspace) -> None:
+    daemon.handlers["toycoder/requestPermission"] = lambda p: {"decision": "allow_once"}
+    llm.add({"tool_calls": [{"name": "write_file", "arguments": '{"path": "half.txt", "content": "abc'}],
+             "finish_reason": "length"},
+            {"text": "I will write it in parts."})
+    sid = await new_session(daemon)
+    result = await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "write a big file"})
+    assert result["text"] == "I will write it in parts."
+    assert not (workspace / "half.txt").exists() and daemon.requests_seen == []
+    tool_msg = [m for m in llm.requests[1]["body"]["messages"] if m["role"] == "tool"][0]
+    assert "length limit" in tool_msg["content"]
+    assert llm.violations == []

@@ -20,6 +20,10 @@ from .events import Frontend, RetryScheduled, TextDelta, ToolCallFinished, ToolC
 StopReason = Literal["end_turn", "max_steps", "cancelled", "error"]
 
 CANCELLED_OBSERVATION = "cancelled: the user stopped the turn before this tool call finished"
+TRUNCATED_OBSERVATION = (
+    "error: your reply hit the output length limit before its tool calls were complete, so none was run. "
+    "Send them again with smaller arguments (e.g. write a big file in several edits)."
+)
 
 
 @dataclass
@@ -121,6 +125,15 @@ async def run_turn(
             messages.append(_assistant_message(resp))
             if not resp.tool_calls:
                 return TurnResult("end_turn", resp.content, usage, step)
+            if resp.finish_reason == "length":
+                # The output limit cut the reply: its last call's arguments may be incomplete, and
+                # running `{}` or half a file would be worse than asking again.
+                for tc in resp.tool_calls:
+                    frontend.emit(ToolCallStarted(tc.id, tc.name, tc.name, _decode(tc.arguments), "safe"))
+                    frontend.emit(ToolCallFinished(tc.id, "failed", TRUNCATED_OBSERVATION))
+                    messages.append({"role": "tool", "tool_call_id": tc.id, "content": TRUNCATED_OBSERVATION,
+                                     "status": "failed"})
+                continue
             for tc in resp.tool_calls:
                 t = tools.get(tc.name)
                 args = _decode(tc.arguments)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Iterator
 
 from .base import ToolContext, ToolError, tool
 from .workspace import OutsideWorkspace
@@ -18,30 +18,55 @@ def _resolve(ctx: ToolContext, path: str) -> Path:
         raise ToolError(f"refused: {e}") from None
 
 
-def _read_text(p: Path, max_probe: int = 8192) -> str:
-    with p.open("rb") as f:
-        head = f.read(max_probe)
-        if b"\x00" in head:
-            raise ToolError(f"{p.name} looks like a binary file; read_file only shows text")
-        data = head + f.read()
-    return data.decode("utf-8", errors="replace")
+LINE_CAP = 4000
+"""Characters shown of one line (minified files have megabyte lines)."""
+PROBE = 8192
 
 
-def _numbered(text: str, offset: int, limit: int, max_bytes: int) -> tuple[str, int, int, int]:
-    lines = text.splitlines()
-    total = len(lines)
+def _is_binary(head: bytes) -> bool:
+    return b"\x00" in head
+
+
+def _page(lines: Iterator[str], offset: int, limit: int, max_bytes: int) -> tuple[str, int, int, int]:
+    """Number the lines offset..offset+limit-1 (within max_bytes) while counting them all, holding
+    only the page in memory."""
     start = max(1, offset)
     out: list[str] = []
     size = 0
     end = start - 1
-    for n in range(start, min(total, start + limit - 1) + 1):
-        line = f"{n:6}\t{lines[n - 1]}"
-        if size + len(line) + 1 > max_bytes and out:
-            break
-        out.append(line)
-        size += len(line) + 1
-        end = n
+    full = False
+    total = 0
+    for total, line in enumerate(lines, 1):
+        if full or total < start:
+            continue
+        line = line.rstrip("\r\n")
+        if len(line) > LINE_CAP:
+            line = line[:LINE_CAP] + f" [... {len(line) - LINE_CAP} more characters on this line]"
+        shown = f"{total:6}\t{line}"
+        if (size + len(shown) + 1 > max_bytes and out) or total >= start + limit:
+            full = True
+            continue
+        out.append(shown)
+        size += len(shown) + 1
+        end = total
     return "\n".join(out), start, end, total
+
+
+def _disk_page(p: Path, offset: int, limit: int, max_bytes: int) -> tuple[str, int, int, int]:
+    with p.open("rb") as f:
+        if _is_binary(f.read(PROBE)):
+            raise ToolError(f"{p.name} looks like a binary file; read_file only shows text")
+        f.seek(0)
+        return _page((raw.decode("utf-8", errors="replace") for raw in f), offset, limit, max_bytes)
+
+
+def _small_text(p: Path) -> str | None:
+    """The disk text, to compare with an open editor buffer (None if unreadable or binary)."""
+    try:
+        data = p.read_bytes()
+    except OSError:
+        return None
+    return None if _is_binary(data[:PROBE]) else data.decode("utf-8", errors="replace")
 
 
 @tool(level="safe", title=lambda a: f"read_file {a.get('path', '')}")
@@ -58,17 +83,21 @@ async def read_file(
     settings = ctx.settings
     page = limit if limit and limit > 0 else (settings.read_default_lines if settings else 2000)
     max_bytes = settings.read_max_bytes if settings else 100_000
-    if p not in ctx.workspace.open_documents and not p.exists():
+    open_in_editor = p in ctx.workspace.open_documents
+    if not open_in_editor and not p.exists():
         raise ToolError(f"file not found: {path}")
     if p.is_dir():
         raise ToolError(f"{path} is a directory; use list_directory")
-    disk = await asyncio.to_thread(_read_text, p) if p.exists() else None
-    buffer = ctx.workspace.unsaved(p, disk)
+    buffer = None
+    if open_in_editor:
+        disk = await asyncio.to_thread(_small_text, p) if p.exists() else None
+        buffer = ctx.workspace.unsaved(p, disk)
     if buffer is not None:
-        text, source = buffer, " (the editor's unsaved text, not yet on disk)"
+        source = " (the editor's unsaved text, not yet on disk)"
+        body, start, end, total = _page(iter(buffer.splitlines()), offset, page, max_bytes)
     else:
-        text, source = disk or "", ""
-    body, start, end, total = _numbered(text, offset, page, max_bytes)
+        source = ""
+        body, start, end, total = await asyncio.to_thread(_disk_page, p, offset, page, max_bytes)
     rel = ctx.workspace.relative(p)
     if total == 0:
         return f"{rel}: empty file{source}"
