@@ -18,7 +18,6 @@ local state = {
   commands = nil, -- cache of toycoder/commands/list
 }
 
-local FILE_TOOLS = { write_file = true, edit_file = true }
 
 -- ---- setup -----------------------------------------------------------------------------------
 
@@ -61,18 +60,15 @@ daemon.on_notification("toycoder/update", function(params)
   if not turn or params.sessionId ~= turn.session then
     return
   end
-  local tool = chat.update(turn, params)
-  if
-    tool
-    and tool.result == "completed"
-    and FILE_TOOLS[tool.name]
-    and config.options.auto_reload
-    and type(tool.arguments) == "table"
-    and type(tool.arguments.path) == "string"
-  then
-    local rel = tool.arguments.path
-    local abs = rel:sub(1, 1) == "/" and rel or ((daemon.root or vim.fn.getcwd()) .. "/" .. rel)
-    reload.file(abs, rel)
+  chat.update(turn, params)
+  -- The daemon says which files a call wrote; the plugin does not need to know which tools write.
+  local paths = params.update.kind == "tool_result" and params.update.changedPaths
+  if type(paths) == "table" and config.options.auto_reload then
+    local root = daemon.root and (daemon.root .. "/") or nil
+    for _, abs in ipairs(paths) do
+      local rel = (root and abs:sub(1, #root) == root) and abs:sub(#root + 1) or abs
+      reload.file(abs, rel)
+    end
   end
 end)
 
