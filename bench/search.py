@@ -38,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from toycoder_daemon.tools import search  # noqa: E402
+from toycoder_daemon.tools import search, search_rg  # noqa: E402
 from toycoder_daemon.tools.base import ToolContext  # noqa: E402
 from toycoder_daemon.tools.search import glob_search, grep_search  # noqa: E402
 from toycoder_daemon.tools.workspace import Workspace  # noqa: E402
@@ -177,8 +177,8 @@ async def main() -> int:
               "after 1 warm-up round; rotating order\n")
 
         ctx = ToolContext(Workspace(root), None, "bench")  # type: ignore[arg-type]
-        common = [*search.RG_COMMON]
-        grep = [*common, *search.RG_GREP]
+        common = [*search_rg.RG_COMMON]
+        grep = [*common, *search_rg.RG_GREP]
         # (kind, label, tool arguments, the plain `rg --glob` command when the query has a glob)
         queries = [
             ("grep", r"FIXME\(bench\)", {"pattern": r"FIXME\(bench\)"}, None),
@@ -193,7 +193,7 @@ async def main() -> int:
         ]
 
         seen_argv: list[list[str]] = []
-        real_run_rg = search._run_rg
+        real_run_rg = search_rg._run_rg
 
         async def recording_run_rg(argv, cwd, on_lines):
             argv = list(argv)
@@ -216,7 +216,7 @@ async def main() -> int:
 
         # Correctness first, and the exact rg command line each tool call runs. Both backends
         # must print the same thing, and the tool's total must be what its rg command printed.
-        search._run_rg = recording_run_rg
+        search_rg._run_rg = recording_run_rg
         ok = True
         plans = []
         for kind, label, targs, plain in queries:
@@ -233,7 +233,7 @@ async def main() -> int:
                 print(f"MISMATCH {kind} {label}: its rg command printed {n_rg} lines, tool total {total_of(a)}, "
                       f"fallback {'identical' if a == b else 'DIFFERENT'}")
             plans.append((kind, label, targs, argv, plain, total_of(a), n_plain))
-        search._run_rg = real_run_rg
+        search_rg._run_rg = real_run_rg
         if not ok:
             return 1
         print("checked: tool totals agree with what its rg command printed; rg and fallback outputs identical\n")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from toycoder_daemon.config import ToolsConfig
-from toycoder_daemon.tools import search
+from toycoder_daemon.tools import search, search_rg
 from toycoder_daemon.tools.base import ToolContext
 from toycoder_daemon.tools.files import list_directory
 from toycoder_daemon.tools.ignore import GlobError, IgnoreMatcher, compile_glob
@@ -113,7 +113,7 @@ def backend(request, monkeypatch: pytest.MonkeyPatch) -> str:
 
     if request.param == "python":
         monkeypatch.setenv("TOYCODER_NO_RG", "1")
-        monkeypatch.setattr(search, "_run_rg", must_not_run)
+        monkeypatch.setattr(search_rg, "_run_rg", must_not_run)
     else:
         monkeypatch.delenv("TOYCODER_NO_RG", raising=False)
         assert search.find_rg() is not None, "rg not found: the ripgrep wheel puts it next to the interpreter"

@@ -46,12 +46,7 @@ negotiation is not attempted.
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import collections
-import copy
-import hashlib
-import json
 import logging
 import math
 import os
@@ -72,7 +67,8 @@ from mcp.shared.exceptions import MCPError
 from .. import __version__, secrets
 from ..config import McpServerConfig
 from .base import Tool, ToolContext, ToolError
-from .shell import HeadTail
+from .mcp_naming import _hash, object_schema, sanitize, tool_name
+from .mcp_results import _cap, result_text
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
@@ -87,113 +83,11 @@ STOP_GRACE = 10.0
 MAX_TOOL_PAGES = 50
 """Cap on tools/list pages, so a server paginating forever cannot hang the start."""
 STDERR_TAIL_LINES = 20
-MAX_NAME = 64
-_BAD_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
-_DEFAULT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 StatusCallback = Callable[[str, str, str], None]
 
 
-# --- names, schemas, results -------------------------------------------------------------------
-
-def _hash(text: str) -> str:
-    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:8]
-
-
-def _fit(name: str, raw: str, *, force_hash: bool = False) -> str:
-    """`name` if it fits in MAX_NAME (and no hash is forced), else truncated plus `_<hash of raw>`."""
-    if len(name) <= MAX_NAME and not force_hash:
-        return name
-    suffix = "_" + _hash(raw)
-    return name[: MAX_NAME - len(suffix)] + suffix
-
-
-def sanitize(text: str) -> str:
-    """Characters outside [a-zA-Z0-9_-] become `_`."""
-    return _BAD_NAME_CHARS.sub("_", text) or "_"
-
-
-def tool_name(server_part: str, tool: str, taken: set[str] | None = None) -> str:
-    """`mcp__<server>__<tool>` within ^[a-zA-Z0-9_-]{1,64}$, unique among `taken`.
-
-    `server_part` is the already sanitised (and disambiguated) server name."""
-    raw = f"mcp__{server_part}__{tool}"
-    name = _fit(sanitize(raw), raw)
-    if taken is not None and name in taken:  # e.g. "a.b" and "a_b" on one server
-        name = _fit(sanitize(raw), raw, force_hash=True)
-        n = 1
-        while name in taken:  # a hash collision on top: practically never
-            n += 1
-            name = _fit(sanitize(raw), f"{raw}#{n}", force_hash=True)
-    return name
-
-
-def object_schema(schema: Any) -> dict[str, Any]:
-    """The tool's inputSchema as given, made sure to be an object schema."""
-    if not isinstance(schema, dict) or not schema:
-        return copy.deepcopy(_DEFAULT_SCHEMA)
-    schema = copy.deepcopy(schema)
-    if schema.get("type") != "object":
-        if "type" in schema:  # not an object at all: the model could not call it with named arguments
-            return copy.deepcopy(_DEFAULT_SCHEMA)
-        schema["type"] = "object"
-    if not isinstance(schema.get("properties"), dict):
-        schema["properties"] = {}
-    return schema
-
-
-def _byte_count(data: str) -> int:
-    try:
-        return len(base64.b64decode(data, validate=False))
-    except (binascii.Error, ValueError):
-        return len(data) * 3 // 4
-
-
-def _describe_block(block: Any) -> tuple[str, bool]:
-    """(text for the model, is it text content)."""
-    if isinstance(block, mt.TextContent):
-        return block.text, True
-    if isinstance(block, mt.ImageContent):
-        return f"[image: {block.mime_type}, {_byte_count(block.data)} bytes]", False
-    if isinstance(block, mt.AudioContent):
-        return f"[audio: {block.mime_type}, {_byte_count(block.data)} bytes]", False
-    if isinstance(block, mt.EmbeddedResource):
-        res = block.resource
-        if isinstance(res, mt.TextResourceContents):
-            return f"[resource: {res.uri}]\n{res.text}", True
-        mime = f", {res.mime_type}" if res.mime_type else ""
-        return f"[resource: {res.uri}{mime}, {_byte_count(res.blob)} bytes]", False
-    if isinstance(block, mt.ResourceLink):
-        extra = f" ({block.description})" if block.description else ""
-        return f"[resource link: {block.uri} {block.name}{extra}]", False
-    kind = getattr(block, "type", type(block).__name__)
-    return f"[{kind} content]", False
-
-
-def result_text(result: mt.CallToolResult) -> str:
-    """The observation for a tools/call result: text joined, other content described, and
-    structuredContent as JSON when the result has no text."""
-    parts: list[str] = []
-    has_text = False
-    for block in result.content:
-        text, is_text = _describe_block(block)
-        has_text = has_text or is_text
-        parts.append(text)
-    if not has_text and result.structured_content is not None:
-        parts.insert(0, json.dumps(result.structured_content, ensure_ascii=False, default=str))
-    return "\n".join(parts)
-
-
-def _cap(text: str, ctx: ToolContext | None) -> str:
-    s = getattr(ctx, "settings", None) if ctx is not None else None
-    limit = getattr(s, "output_max_bytes", 30_000) if s is not None else 30_000
-    data = text.encode("utf-8")
-    if len(data) <= limit:
-        return text
-    out = HeadTail(limit)
-    out.feed(data)
-    return out.text()
-
+# --- errors ------------------------------------------------------------------------------------
 
 def _leaves(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):

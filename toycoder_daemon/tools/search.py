@@ -1,115 +1,40 @@
 """Search tools: glob_search (file paths) and grep_search (file contents).
 
 Both are gitignore-aware (see ignore.py for the exact rules), include hidden files, skip `.git`,
-and never leave the workspace. ripgrep does the work when it is available (the `ripgrep` wheel
-puts `rg` next to the interpreter); otherwise, or with TOYCODER_NO_RG=1 in the environment, a
-pure-Python fallback walks the tree with the same rules. Both backends give the same output.
+and never leave the workspace. ripgrep does the work when it is available (search_rg.py);
+otherwise, or with TOYCODER_NO_RG=1 in the environment, a pure-Python fallback (search_py.py)
+walks the tree with the same rules. Both fill the same collectors (search_common.py), so both
+backends give the same output.
 
 Globs (glob_search's pattern, grep_search's glob) have ripgrep's `--glob` syntax but never
 re-include an ignored file (rg's `-g` would: it overrides ignore rules, and `-g '**'` would even
 enter node_modules). So the tools let rg list or search the non-ignored files, narrowed by a
 file-name type and a literal leading directory when the glob allows it, and filter the paths
 with the same compiled glob as the fallback.
-
-Ignore files rg must not read itself: `--no-ignore-parent` keeps it from reading those above the
-workspace (a dotfiles repo with `*` in ~/.gitignore would hide everything), `--no-ignore-exclude`
-from reading nested repositories' .git/info/exclude (and from ranking them above .gitignore files
-when it searches a sub-directory). What it still needs, the workspace's exclude file and, for a
-sub-directory, the .gitignore rules of the directories above it, goes in one `--ignore-file`,
-rebased to the workspace root, lowest precedence first.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import os
-import re
-import shutil
-import sys
-import sysconfig
-import tempfile
-import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Callable
+from typing import Annotated
 
 from .base import ToolContext, ToolError, tool
 from .files import _resolve
-from .ignore import GlobError, IgnoreMatcher, PathGlob, compile_glob
+from .ignore import GlobError, IgnoreMatcher, compile_glob
+from .search_common import LINE_MAX_CHARS, TRUNCATED_MARK, _Hits, _Plan, _TopPaths
+from .search_py import _compile_py, _in_thread, _py_files, _py_grep
+from .search_rg import _rg_files, _rg_grep, _rg_lookup, find_rg
 
 GLOB_MAX_RESULTS = 200
 """Most paths glob_search lists."""
 GREP_DEFAULT_RESULTS = 100
 GREP_MAX_RESULTS = 1000
 """Hard upper bound on grep_search's max_results."""
-LINE_MAX_CHARS = 300
-"""A matching line longer than this is cut (and marked with TRUNCATED_MARK)."""
-TRUNCATED_MARK = " [...]"
-RG_MAX_COLUMNS = 4 * LINE_MAX_CHARS
-"""rg previews longer lines; a preview keeps at least LINE_MAX_CHARS characters."""
 DEFAULT_OUTPUT_MAX_BYTES = 30_000
-
-RG_COMMON = (
-    "--no-config", "--hidden", "--no-require-git", "--no-ignore-global", "--no-ignore-dot",
-    "--no-ignore-parent", "--no-ignore-exclude", "--glob", "!.git", "--color", "never", "--no-messages", "--no-ignore-messages",
-)
-"""Flags of every rg run: the same file set as IgnoreMatcher.walk_rel."""
-RG_GREP = ("--line-number", "--with-filename", "--no-heading", "--null",
-           "--max-columns", str(RG_MAX_COLUMNS), "--max-columns-preview")
-_TYPE_NAME = "toycoderglob"
-_BINARY_RE = re.compile(rb"^(.*): (?:WARNING: stopped searching binary file after match|binary file matches) \(found ")
-
-
-# -- finding rg ---------------------------------------------------------------------------------
-
-@functools.lru_cache(maxsize=1)
-def _rg_lookup() -> str | None:
-    candidates = [Path(sys.executable).parent / "rg"]
-    try:
-        candidates.append(Path(sysconfig.get_path("scripts")) / "rg")
-    except (KeyError, TypeError):
-        pass
-    for c in candidates:
-        if c.is_file() and os.access(c, os.X_OK):
-            return str(c)
-    return shutil.which("rg")
-
-
-def find_rg() -> str | None:
-    """The rg executable, or None when missing or disabled with TOYCODER_NO_RG=1."""
-    if os.environ.get("TOYCODER_NO_RG", "").strip() not in ("", "0"):
-        return None
-    return _rg_lookup()
 
 
 # -- what to search -------------------------------------------------------------------------------
-
-@dataclass
-class _Plan:
-    ws_root: Path
-    asked: str
-    """The workspace-relative path the call asked for ("" = the root)."""
-    target: str
-    """Workspace-relative directory or file rg/the walker starts from ("" = the root)."""
-    target_is_dir: bool
-    base: bytes
-    """Workspace-relative directory globs are relative to, with a trailing slash (or b"")."""
-    glob: PathGlob | None
-    name_glob: str | None
-    matcher: IgnoreMatcher
-    empty: bool = False
-    """The glob cannot match anything under the target (its literal directory is missing or ignored)."""
-
-    def select(self, rels: list[bytes]) -> list[bytes]:
-        """The workspace-relative paths the glob (relative to `base`) selects."""
-        if self.glob is None:
-            return rels
-        return self.glob.select(rels, len(self.base))
-
-    def accepts(self, rel: bytes) -> bool:
-        return self.glob is None or self.glob.matches(rel[len(self.base):])
-
 
 def _plan(ctx: ToolContext, path: str, glob: str | None) -> _Plan:
     p = _resolve(ctx, path or ".")
@@ -149,97 +74,7 @@ def _plan(ctx: ToolContext, path: str, glob: str | None) -> _Plan:
     return plan
 
 
-# -- collecting results (shared by both backends, so their output is identical) -----------------
-
-class _TopPaths:
-    """The `limit` smallest paths of a stream, and how many there were."""
-
-    def __init__(self, limit: int):
-        self.limit = limit
-        self.items: list[str] = []
-        self.total = 0
-
-    def add(self, path: str) -> None:
-        self.extend([path])
-
-    def extend(self, paths: list[str]) -> None:
-        self.items.extend(paths)
-        self.total += len(paths)
-        if len(self.items) > 4 * self.limit + 1000:
-            self.items.sort()
-            del self.items[self.limit:]
-
-    def result(self) -> list[str]:
-        self.items.sort()
-        return self.items[: self.limit]
-
-
-def _parse_item(item: bytes | tuple[int, str]) -> tuple[int, bytes | str]:
-    """rg's raw b"LINE:TEXT", or the fallback's (line, text), as (line, text)."""
-    if isinstance(item, tuple):
-        return item
-    colon = item.find(b":")
-    try:
-        return int(item[:colon]), item[colon + 1:]
-    except ValueError:
-        return 0, item
-
-
-class _Hits:
-    """Matching lines per file: keeps only what may be among the first `limit` in (path, line)
-    order, so memory stays bounded however many lines match, and counts all of them."""
-
-    def __init__(self, limit: int):
-        self.limit = limit
-        self.files: dict[str, list] = {}
-        self.counts: dict[str, int] = {}
-        self.kept = 0
-        self.cutoff: str | None = None
-        """Once set, files sorting after it cannot be shown: they are only counted."""
-
-    def add_file(self, path: str, items: list, count: int) -> None:
-        """A file's first matching lines in line order (raw rg items or (line, text)), and how
-        many lines of it matched in all."""
-        if count <= 0:
-            return
-        self.counts[path] = self.counts.get(path, 0) + count
-        if self.cutoff is not None and path > self.cutoff:
-            return
-        old = self.files.pop(path, None)
-        if old is not None:  # rg writes a file's lines together; this is just in case
-            self.kept -= len(old)
-            items = sorted(map(_parse_item, old + items), key=lambda t: t[0])
-        items = items[: self.limit]
-        self.files[path] = items
-        self.kept += len(items)
-        if self.kept > 2 * self.limit + 1000:
-            self._prune()
-
-    def drop_file(self, path: str) -> None:
-        self.kept -= len(self.files.pop(path, ()))
-        self.counts.pop(path, None)
-
-    def _prune(self) -> None:
-        kept, n = {}, 0
-        for p in sorted(self.files):
-            if n >= self.limit:
-                break
-            kept[p] = self.files[p]
-            n += len(kept[p])
-        self.files, self.kept = kept, n
-        if n >= self.limit:
-            self.cutoff = max(kept)
-
-    def result(self) -> tuple[list[tuple[str, int, bytes | str]], int]:
-        out: list[tuple[str, int, bytes | str]] = []
-        for p in sorted(self.files):
-            for item in self.files[p]:
-                if len(out) >= self.limit:
-                    break
-                lineno, text = _parse_item(item)
-                out.append((p, lineno, text))
-        return out, sum(self.counts.values())
-
+# -- formatting results -------------------------------------------------------------------------
 
 def _display(s: str) -> str:
     """A path or line safe to send as JSON (undecodable bytes in file names become U+FFFD)."""
@@ -271,243 +106,6 @@ def _fit(lines: list[str], budget: int) -> list[str]:
         if size > budget - 100 and i > 0:
             return lines[:i]
     return lines
-
-
-# -- running rg ----------------------------------------------------------------------------------
-
-async def _run_rg(args: list[str], cwd: Path, on_lines: Callable[[list[bytes]], None]) -> tuple[int, str]:
-    """Run rg, feeding complete stdout lines to on_lines as they arrive; returns (exit code,
-    stderr). Cancelling the caller kills rg."""
-    proc = await asyncio.create_subprocess_exec(
-        *args, cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-
-    async def read_err() -> bytes:
-        assert proc.stderr is not None
-        data = b""
-        while chunk := await proc.stderr.read(65536):
-            if len(data) < 65536:
-                data += chunk
-        return data
-
-    err_task = asyncio.ensure_future(read_err())
-    try:
-        rest = b""
-        while chunk := await proc.stdout.read(1 << 17):
-            data = rest + chunk
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                rest = data
-                continue
-            rest = data[cut + 1:]
-            on_lines(data[:cut].split(b"\n"))
-        if rest:
-            on_lines([rest])
-        code = await proc.wait()
-        err = await err_task
-    except BaseException:
-        if proc.returncode is None:
-            try:
-                proc.kill()
-            except ProcessLookupError:
-                pass
-            try:
-                await asyncio.shield(proc.wait())
-            except BaseException:
-                pass
-        err_task.cancel()
-        raise
-    return code, err.decode("utf-8", "replace").strip()
-
-
-def _rg_error(stderr: str) -> str:
-    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
-    for ln in lines:
-        if ln.startswith("error:"):
-            return ln[len("error:"):].strip()
-    first = lines[0] if lines else "rg failed"
-    return first[4:] if first.startswith("rg: ") else first
-
-
-def _rg_narrowing(plan: _Plan, temps: list[str]) -> list[str]:
-    """--type-add/--type and --ignore-file arguments for a plan."""
-    args: list[str] = []
-    if plan.name_glob:
-        args += ["--type-add", f"{_TYPE_NAME}:{plan.name_glob}", "--type", _TYPE_NAME]
-    if plan.target_is_dir:
-        rules = plan.matcher.rules_above(plan.ws_root / plan.target)
-        if rules:
-            fd, name = tempfile.mkstemp(prefix="toycoder-rg-", suffix=".ignore")
-            with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
-                f.write("\n".join(rules) + "\n")
-            temps.append(name)
-            args += ["--ignore-file", name]
-    return args
-
-
-def _rg_target(plan: _Plan) -> tuple[str, bytes]:
-    """The path argument for rg and the prefix to strip from what it prints."""
-    return (plan.target, b"") if plan.target else (".", b"./")
-
-
-async def _rg_files(rg: str, plan: _Plan, top: _TopPaths) -> None:
-    temps: list[str] = []
-    try:
-        target, strip = _rg_target(plan)
-        args = [rg, "--files", *RG_COMMON, *_rg_narrowing(plan, temps), "--", target]
-        n = len(strip)
-
-        def on_lines(lines: list[bytes]) -> None:
-            if n:
-                lines = [line[n:] if line.startswith(strip) else line for line in lines if line]
-            else:
-                lines = [line for line in lines if line]
-            top.extend([line.decode("utf-8", "surrogateescape") for line in plan.select(lines)])
-
-        code, err = await _run_rg(args, plan.ws_root, on_lines)
-        if code == 2 and top.total == 0 and err:
-            raise ToolError(f"search failed: {_rg_error(err)}")
-    finally:
-        for t in temps:
-            os.unlink(t)
-
-
-async def _rg_grep(rg: str, plan: _Plan, pattern: str, case_sensitive: bool, hits: _Hits) -> None:
-    temps: list[str] = []
-    try:
-        target, strip = _rg_target(plan)
-        args = [rg, *RG_COMMON, *RG_GREP, "--case-sensitive" if case_sensitive else "--ignore-case",
-                *_rg_narrowing(plan, temps), "-e", pattern, "--", target]
-        n = len(strip)
-        # rg writes each file's lines together and in order: collect them per file (the raw
-        # "LINE:TEXT" parts, parsed only if shown) until the path changes.
-        state: list = [None, b"", []]  # path, path + NUL as printed, raw lines
-        binary: set[bytes] = set()
-
-        def flush() -> None:
-            path, _, raw = state
-            if path is not None and raw and path not in binary and plan.accepts(path):
-                hits.add_file(path.decode("utf-8", "surrogateescape"), raw[: hits.limit], len(raw))
-            state[0], state[1], state[2] = None, b"", []
-
-        def on_lines(lines: list[bytes]) -> None:
-            prefix, raw = state[1], state[2]
-            plen = len(prefix)
-            for line in lines:
-                if prefix and line.startswith(prefix):
-                    raw.append(line[plen:])
-                    continue
-                nul = line.find(b"\0")
-                if nul < 0:  # "PATH: binary file matches (...)" or "PATH: WARNING: stopped searching binary file"
-                    m = _BINARY_RE.match(line)
-                    if m:
-                        path = m.group(1)
-                        path = path[n:] if n and path.startswith(strip) else path
-                        binary.add(path)
-                        if path != state[0]:
-                            hits.drop_file(path.decode("utf-8", "surrogateescape"))
-                    continue
-                flush()
-                path = line[:nul]
-                state[0] = path[n:] if n and path.startswith(strip) else path
-                state[1] = prefix = line[: nul + 1]
-                plen = len(prefix)
-                raw = state[2]
-                raw.append(line[plen:])
-
-        code, err = await _run_rg(args, plan.ws_root, on_lines)
-        flush()
-        if code == 2 and not hits.counts and err:
-            reason = _rg_error(err)
-            if "regex" in err or "literal" in err or "look-around" in err or "backreferences" in err:
-                raise ToolError(f"invalid regex {pattern!r}: {reason}")
-            raise ToolError(f"search failed: {reason}")
-    finally:
-        for t in temps:
-            os.unlink(t)
-
-
-# -- the pure-Python fallback ---------------------------------------------------------------------
-
-def _walk(plan: _Plan, stop: threading.Event):
-    if not plan.target_is_dir:
-        yield os.fsencode(plan.target)
-        return
-    for rel in plan.matcher.walk_rel(plan.target or None):
-        if stop.is_set():  # the tool call was cancelled: end the thread's work early
-            return
-        yield rel
-
-
-async def _in_thread(func, *args) -> None:
-    """Run a fallback in a thread; a cancelled call also stops the thread's walk."""
-    stop = threading.Event()
-    try:
-        await asyncio.to_thread(func, *args, stop)
-    except asyncio.CancelledError:
-        stop.set()
-        raise
-
-
-def _py_files(plan: _Plan, top: _TopPaths, stop: threading.Event) -> None:
-    rels = plan.select(list(_walk(plan, stop)))
-    top.extend([rel.decode("utf-8", "surrogateescape") for rel in rels])
-
-
-_NO_PREFILTER = re.compile(r"\\[AZ]|\(\?<?[=!]")
-_NEWLINE_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\n")
-
-
-def _compile_py(pattern: str, case_sensitive: bool) -> tuple[re.Pattern[str], re.Pattern[str] | None]:
-    if "\n" in pattern or _NEWLINE_ESCAPE.search(pattern):
-        raise ToolError(f"invalid regex {pattern!r}: the literal \"\\n\" is not allowed in a regex")
-    flags = 0 if case_sensitive else re.IGNORECASE
-    try:
-        rx = re.compile(pattern, flags)
-        # A whole-file search finds every file that has a matching line (and maybe more), unless
-        # the pattern looks across line ends or at the ends of the whole text.
-        pre = None if _NO_PREFILTER.search(pattern) else re.compile(pattern, flags | re.MULTILINE)
-    except re.error as e:
-        raise ToolError(f"invalid regex {pattern!r}: {e}") from None
-    return rx, pre
-
-
-def _read_text(path: bytes) -> str | None:
-    """The text as rg sees it: None for a binary file (a NUL byte anywhere, after UTF-16 BOM
-    decoding), a UTF-8 BOM removed, invalid UTF-8 replaced."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        text = data.decode("utf-16", "replace")
-        return None if "\x00" in text else text
-    if b"\x00" in data:
-        return None
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    return data.decode("utf-8", "replace")
-
-
-def _py_grep(plan: _Plan, rx: re.Pattern[str], pre: re.Pattern[str] | None, hits: _Hits,
-             stop: threading.Event) -> None:
-    root = os.fsencode(str(plan.ws_root))
-    search = rx.search
-    for rel in plan.select(list(_walk(plan, stop))):
-        if stop.is_set():
-            return
-        text = _read_text(root + b"/" + rel)
-        if not text or (pre is not None and pre.search(text) is None):
-            continue
-        lines = text.split("\n")
-        if text.endswith("\n"):
-            lines.pop()
-        found = [(i, line) for i, line in enumerate(lines, 1) if search(line)]
-        if found:
-            hits.add_file(rel.decode("utf-8", "surrogateescape"), found[: hits.limit], len(found))
 
 
 # -- the tools ----------------------------------------------------------------------------------
