@@ -144,6 +144,15 @@ class RawDaemon:
             fields = f.read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / CLK_TCK  # fields 14 and 15 of stat(5)
 
+    def rss_mib(self) -> tuple[float, float]:
+        """(current, peak) resident memory of the daemon, from /proc/<pid>/status."""
+        values = {}
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith(("VmRSS:", "VmHWM:")):
+                    values[line.split(":")[0]] = int(line.split()[1]) / 1024
+        return values.get("VmRSS", 0.0), values.get("VmHWM", 0.0)
+
     async def close(self) -> None:
         if self.proc.returncode is None:
             assert self.proc.stdin is not None
@@ -287,6 +296,7 @@ async def main_async(args: argparse.Namespace) -> int:
                     await asyncio.sleep(0.05)
             if llm.violations:
                 raise SystemExit(f"fake_llm violations: {llm.violations}")
+            rss_now, rss_peak = d.rss_mib()
         finally:
             await client.close()
             await d.close()
@@ -323,6 +333,7 @@ async def main_async(args: argparse.Namespace) -> int:
     print(f"{'  (a) bench process, incl. FakeLLM':34}{ms(sdk_proc_cpu / n)}")
     print(f"{'  (b) raw client thread':34}{ms(raw_thread_cpu / n)}")
     print(f"{'  (b) bench process, incl. FakeLLM':34}{ms(raw_proc_cpu / n)}")
+    print(f"daemon memory after the runs: {rss_now:.0f} MiB resident, {rss_peak:.0f} MiB peak")
     return 0
 
 
