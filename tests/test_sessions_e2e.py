@@ -8,7 +8,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from rpc import Daemon, RpcError
+from rpc import RpcError
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
 

@@ -1,4 +1,4 @@
-"""CLI: toycoder-daemon [--stdio] [--config PATH] [--log-file PATH] [--log-level LEVEL] [--version]."""
+"""CLI: toycoder-daemon [--stdio] [--acp] [--config PATH] [--log-file PATH] [--log-level LEVEL] [--version]."""
 
 from __future__ import annotations
 
@@ -35,9 +35,41 @@ def _check_config(path: str | None) -> int:
     return 0
 
 
+def _serve_lsp(proto_out, config_path: str | None) -> int:
+    from .stdio import fast_initialize, start_reader
+
+    inbox = start_reader(sys.stdin.buffer)
+    body, _ = inbox.first()
+    answered = fast_initialize(body, proto_out)  # before the ~0.4 s of pygls imports below
+    import asyncio
+
+    from .rpc_io import serve
+    from .server import server
+
+    server.config_path = config_path
+    try:
+        return asyncio.run(serve(server, inbox, proto_out, replay_initialize=answered))
+    except KeyboardInterrupt:
+        return 130
+
+
+def _serve_acp(proto_out, config_path: str | None) -> int:
+    """The ACP face: no fast initialize (that is the LSP face's), frames only to proto_out."""
+    import asyncio
+
+    from .acp import serve_acp
+
+    try:
+        return asyncio.run(serve_acp(proto_out, config_path))
+    except KeyboardInterrupt:
+        return 130
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="toycoder-daemon", description="ToyCoder agent daemon (JSON-RPC over stdio)")
     parser.add_argument("--stdio", action="store_true", help="use stdio (the default; accepted because editors pass it)")
+    parser.add_argument("--acp", action="store_true",
+                        help="speak the Agent Client Protocol (newline-delimited JSON-RPC) instead of the LSP-framed one")
     parser.add_argument("--config", metavar="PATH", help="config file (default: $TOYCODER_CONFIG, ~/.config/toycoder/config.yaml)")
     parser.add_argument("--log-file", metavar="PATH", help="write logs here instead of stderr")
     parser.add_argument("--log-level", default=os.environ.get("TOYCODER_LOG_LEVEL", "WARNING"),
@@ -56,22 +88,9 @@ def main(argv: list[str] | None = None) -> int:
 
     proto_out = _protect_stdout()
     from . import logs
-    from .stdio import fast_initialize, start_reader
 
     logs.setup(args.log_level, args.log_file)
-    inbox = start_reader(sys.stdin.buffer)
-    body, _ = inbox.first()
-    answered = fast_initialize(body, proto_out)  # before the ~0.4 s of pygls imports below
-    import asyncio
-
-    from .rpc_io import serve
-    from .server import server
-
-    server.config_path = args.config
-    try:
-        code = asyncio.run(serve(server, inbox, proto_out, replay_initialize=answered))
-    except KeyboardInterrupt:
-        code = 130
+    code = _serve_acp(proto_out, args.config) if args.acp else _serve_lsp(proto_out, args.config)
     # The stdin reader thread may still sit in a blocking read holding the buffer's lock, which
     # aborts a normal interpreter shutdown; everything is flushed, so leave directly.
     import logging

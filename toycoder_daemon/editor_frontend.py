@@ -1,9 +1,5 @@
 """The Frontend port over the LSP-framed connection: updates out, permission and questions in.
-
-Text deltas are coalesced: they are buffered and flushed when the event loop next gets control
-(i.e. when the model stream actually waits on the network) or before any other event. A burst of
-chunks from one network read becomes one notification; a slow stream still shows each chunk at once.
-"""
+Text deltas are coalesced (coalesce.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import protocol as wire
 from .agent.events import Decision, Event, PermissionRequest, TextDelta, ToolCallStarted
+from .coalesce import TextCoalescer
 
 if TYPE_CHECKING:
     from .server import ToyCoderServer
@@ -58,9 +55,7 @@ class EditorFrontend:
         self.server = server
         self.session_id = session_id
         self.turn_id = turn_id
-        self._text: list[str] = []
-        self._text_parent: str | None = None
-        self._flush_scheduled = False
+        self._text = TextCoalescer(lambda parent, text: self._send({"kind": "text_delta", "text": text}, parent))
         self._progress_token: str | None = None
         self._progress_ready: asyncio.Task | None = None
 
@@ -68,13 +63,7 @@ class EditorFrontend:
 
     def emit(self, event: Event) -> None:
         if isinstance(event, TextDelta):
-            if self._text and event.parent_tool_call_id != self._text_parent:
-                self.flush()
-            self._text_parent = event.parent_tool_call_id
-            self._text.append(event.text)
-            if not self._flush_scheduled:
-                self._flush_scheduled = True
-                asyncio.get_running_loop().call_soon(self.flush)
+            self._text.add(event.parent_tool_call_id, event.text)
             return
         self.flush()
         self._send(update_payload(event), event.parent_tool_call_id)
@@ -82,10 +71,7 @@ class EditorFrontend:
             self.progress(f"running {event.name}")
 
     def flush(self) -> None:
-        self._flush_scheduled = False
-        if self._text:
-            text, self._text = "".join(self._text), []
-            self._send({"kind": "text_delta", "text": text}, self._text_parent)
+        self._text.flush()
 
     def _send(self, update: dict[str, Any], parent: str | None) -> None:
         params: dict[str, Any] = {"sessionId": self.session_id, "turnId": self.turn_id, "update": update}

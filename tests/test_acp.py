@@ -1,0 +1,286 @@
+"""The ACP face end to end: `python -m toycoder_daemon --acp` driven by the ACP SDK's client side,
+against the scripted model server. Assertions read the raw frames in the order they arrived."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import pytest
+from acp import PROTOCOL_VERSION, RequestError, resource_link_block, spawn_agent_process, text_block
+from acp.schema import (
+    AcceptElicitationResponse, AllowedOutcome, ClientCapabilities, DeniedOutcome, ElicitationCapabilities,
+    ElicitationFormCapabilities, RequestPermissionResponse,
+)
+from conftest import write_config
+
+from toycoder_daemon import __version__
+from toycoder_daemon.testing.fake_llm import FakeLLM
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Editor:
+    """The client side: records every frame from the daemon, answers permission and questions."""
+
+    def __init__(self) -> None:
+        self.frames: list[dict[str, Any]] = []
+        self.choice: str | None = "allow_once"  # option id; None answers "cancelled"
+        self.answer: str | None = None
+        self.asked: list[dict[str, Any]] = []
+        self.conn: Any = None
+
+    def observe(self, event: Any) -> None:
+        if event.direction == "incoming":
+            self.frames.append(event.message)
+
+    async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
+        pass  # read from self.frames, in wire order
+
+    async def request_permission(self, session_id: str, tool_call: Any, options: Any, **_: Any) -> Any:
+        if self.choice is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=self.choice))
+
+    async def create_elicitation(self, message: str, mode: Any, **_: Any) -> Any:
+        self.asked.append({"message": message, "schema": mode.requested_schema.model_dump(mode="json")})
+        return AcceptElicitationResponse(action="accept", content={"answer": self.answer})
+
+    # ---- reading the frames ---------------------------------------------------------------------
+
+    def updates(self, kind: str | None = None) -> list[dict[str, Any]]:
+        ups = [f["params"]["update"] for f in self.frames if f.get("method") == "session/update"]
+        return [u for u in ups if kind is None or u["sessionUpdate"] == kind]
+
+    def text(self, kind: str = "agent_message_chunk") -> str:
+        return "".join(u["content"]["text"] for u in self.updates(kind))
+
+    def requests(self, method: str) -> list[dict[str, Any]]:
+        return [f["params"] for f in self.frames if f.get("method") == method and "id" in f]
+
+    def index(self, pred: Any) -> int:
+        return next(i for i, f in enumerate(self.frames) if pred(f))
+
+    async def wait_for(self, pred: Any, timeout: float = 5.0) -> None:
+        async def poll() -> None:
+            while not any(pred(f) for f in self.frames):
+                await asyncio.sleep(0.01)
+
+        await asyncio.wait_for(poll(), timeout)
+
+
+@asynccontextmanager
+async def acp_daemon(tmp_path: Path, llm: FakeLLM, *, config: Path | None = None,
+                     caps: ClientCapabilities | None = None) -> AsyncIterator[tuple[Any, Editor, Any]]:
+    config = config or write_config(tmp_path / "config.yaml", llm)
+    editor = Editor()
+    log_path = tmp_path / f"daemon-{len(list(tmp_path.glob('daemon-*.log')))}.log"
+    with open(log_path, "wb") as log:
+        try:
+            async with spawn_agent_process(
+                editor, sys.executable, "-m", "toycoder_daemon", "--acp", "--config", str(config),
+                "--log-level", "INFO", env=dict(os.environ), cwd=ROOT, transport_kwargs={"stderr": log},
+                observers=[editor.observe], use_unstable_protocol=caps is not None,
+            ) as (conn, proc):
+                editor.conn = conn
+                init = await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=caps)
+                assert init.protocol_version == 1
+                yield conn, editor, proc
+        finally:
+            # shown by pytest only when the test failed
+            print(f"--- {log_path.name} ---\n{log_path.read_text(errors='replace')}")
+
+
+async def new_session(conn: Any, workspace: Path) -> str:
+    return (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+
+
+def write_call(path: str, content: str) -> dict:
+    return {"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": content}}]}
+
+
+async def test_initialize_and_new_session_announce_the_agent_and_its_commands(tmp_path, llm, workspace) -> None:
+    async with acp_daemon(tmp_path, llm) as (conn, editor, _):
+        init = editor.frames[0]["result"]
+        assert init["agentInfo"] == {"name": "toycoder-daemon", "title": "ToyCoder", "version": __version__}
+        assert init["agentCapabilities"]["loadSession"] is True
+        assert init["agentCapabilities"]["sessionCapabilities"]["list"] == {}
+        sid = await new_session(conn, workspace)
+        assert sid
+        await editor.wait_for(lambda f: f.get("params", {}).get("update", {}).get("sessionUpdate")
+                              == "available_commands_update")
+        update = editor.updates("available_commands_update")[0]
+        names = {c["name"] for c in update["availableCommands"]}
+        assert {"help", "tools", "tool", "model", "compact"} <= names
+        tool = next(c for c in update["availableCommands"] if c["name"] == "tool")
+        assert tool["input"] == {"hint": "enable|disable <name>"}
+
+
+async def test_prompt_streams_text_and_mentions_become_paths(tmp_path, llm, workspace) -> None:
+    reply = "Hello from the scripted model, in several chunks."
+    llm.add({"text": reply, "chunk_size": 8, "chunk_delay": 0.02, "usage": {"prompt_tokens": 50, "completion_tokens": 7}})
+    async with acp_daemon(tmp_path, llm) as (conn, editor, _):
+        sid = await new_session(conn, workspace)
+        link = resource_link_block("app.py", (workspace / "src" / "app.py").resolve().as_uri())
+        resp = await conn.prompt(session_id=sid, prompt=[text_block("Explain"), link, text_block("please")])
+        assert resp.stop_reason == "end_turn"
+        chunks = editor.updates("agent_message_chunk")
+        assert len(chunks) > 1 and editor.text() == reply
+        answer = editor.index(lambda f: f.get("result", {}).get("stopReason") == "end_turn")
+        assert answer > editor.index(lambda f: f.get("params", {}).get("update") == chunks[-1])
+        assert editor.updates("usage_update")[-1]["used"] == 57
+        assert llm.requests[0]["body"]["messages"][-1] == {"role": "user", "content": "Explain @src/app.py please"}
+        assert resp.usage is not None and resp.usage.input_tokens == 50
+
+
+async def test_a_tool_call_round_trip(tmp_path, llm, workspace) -> None:
+    llm.add({"tool_calls": [{"name": "read_file", "arguments": {"path": "src/app.py"}}]},
+            {"text": "It adds two numbers.", "expect": {"last_tool_contains": "return a + b"}})
+    async with acp_daemon(tmp_path, llm) as (conn, editor, _):
+        sid = await new_session(conn, workspace)
+        resp = await conn.prompt(session_id=sid, prompt=[text_block("What does app.py do?")])
+        assert resp.stop_reason == "end_turn"
+        [start] = editor.updates("tool_call")
+        assert start["kind"] == "read" and start["status"] == "in_progress"
+        assert start["rawInput"] == {"path": "src/app.py"}
+        assert start["locations"] == [{"path": str(workspace.resolve() / "src" / "app.py")}]
+        [done] = editor.updates("tool_call_update")
+        assert done["toolCallId"] == start["toolCallId"] and done["status"] == "completed"
+        assert "return a + b" in done["content"][0]["content"]["text"]
+        assert editor.updates().index(start) < editor.updates().index(done)
+        tool_msgs = [m for m in llm.requests[1]["body"]["messages"] if m["role"] == "tool"]
+        assert tool_msgs[0]["tool_call_id"] == start["toolCallId"] and "return a + b" in tool_msgs[0]["content"]
+        assert editor.text() == "It adds two numbers."
+        assert llm.violations == []
+
+
+@pytest.mark.parametrize("choice, written", [("allow_once", True), ("reject_once", False), (None, False)])
+async def test_write_file_asks_permission_with_a_diff(tmp_path, llm, workspace, choice, written) -> None:
+    before = (workspace / "README.md").read_text()
+    llm.add(write_call("README.md", "# Demo\nA bigger project.\n"), {"text": "done"})
+    async with acp_daemon(tmp_path, llm) as (conn, editor, _):
+        editor.choice = choice
+        sid = await new_session(conn, workspace)
+        await conn.prompt(session_id=sid, prompt=[text_block("grow the readme")])
+        [start] = editor.updates("tool_call")
+        assert start["kind"] == "edit" and start["status"] == "pending"
+        [asked] = editor.requests("session/request_permission")
+        assert asked["sessionId"] == sid and asked["toolCall"]["toolCallId"] == start["toolCallId"]
+        assert [(o["optionId"], o["kind"]) for o in asked["options"]] == [
+            ("allow_once", "allow_once"), ("allow_always", "allow_always"), ("reject_once", "reject_once")]
+        [diff] = asked["toolCall"]["content"]
+        assert diff["type"] == "diff" and diff["path"] == str(workspace.resolve() / "README.md")
+        assert "A tiny project." in diff["oldText"] and "A bigger project." in diff["newText"]
+        final = editor.updates("tool_call_update")[-1]
+        if written:
+            assert (workspace / "README.md").read_text() == "# Demo\nA bigger project.\n"
+            assert final["status"] == "completed" and final["content"][0]["type"] == "diff"
+        else:
+            assert (workspace / "README.md").read_text() == before
+            assert final["status"] == "failed"
+            observation = [m for m in llm.requests[1]["body"]["messages"] if m["role"] == "tool"][0]["content"]
+            assert observation in final["content"][0]["content"]["text"]
+
+
+async def test_cancel_mid_stream_answers_cancelled_and_the_session_goes_on(tmp_path, llm, workspace) -> None:
+    llm.add({"text": "word " * 100, "chunk_size": 5, "chunk_delay": 0.05},
+            {"text": "Still here.", "expect": {"last_user_contains": "again"}})
+    async with acp_daemon(tmp_path, llm) as (conn, editor, _):
+        sid = await new_session(conn, workspace)
+        turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("talk")]))
+        await editor.wait_for(lambda f: f.get("params", {}).get("update", {}).get("sessionUpdate")
+                              == "agent_message_chunk")
+        await conn.cancel(session_id=sid)
+        resp = await asyncio.wait_for(turn, 3)
+        assert resp.stop_reason == "cancelled"
+        assert 0 < len(editor.text()) < len("word " * 100)
+        resp = await conn.prompt(session_id=sid, prompt=[text_block("again")])
+        assert resp.stop_reason == "end_turn" and editor.text().endswith("Still here.")
+        assert llm.violations == []
+
+
+async def test_session_load_replays_the_history_in_a_new_daemon(tmp_path, llm, workspace) -> None:
+    llm.add({"tool_calls": [{"name": "read_file", "arguments": {"path": "src/app.py"}}]}, {"text": "It adds."})
+    async with acp_daemon(tmp_path, llm) as (conn, editor, _):
+        sid = await new_session(conn, workspace)
+        await conn.prompt(session_id=sid, prompt=[text_block("read app.py")])
+        call_id = editor.updates("tool_call")[0]["toolCallId"]
+    llm.add({"text": "Yes, I remember.", "expect": {"last_user_contains": "remember"}})
+    async with acp_daemon(tmp_path, llm) as (conn, editor, _):
+        listed = await conn.list_sessions(cwd=str(workspace))
+        assert [s.session_id for s in listed.sessions] == [sid] and listed.sessions[0].title == "read app.py"
+        await conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+        answered = max(i for i, f in enumerate(editor.frames) if "result" in f)  # the answer to session/load
+        replayed = [f["params"]["update"] for f in editor.frames[:answered] if f.get("method") == "session/update"]
+        assert [u["sessionUpdate"] for u in replayed] == [
+            "user_message_chunk", "tool_call", "tool_call_update", "agent_message_chunk"]
+        assert replayed[0]["content"]["text"] == "read app.py"
+        assert replayed[1]["toolCallId"] == call_id and replayed[1]["kind"] == "read"
+        assert replayed[1]["rawInput"] == {"path": "src/app.py"}
+        assert replayed[2]["status"] == "completed" and "return a + b" in replayed[2]["content"][0]["content"]["text"]
+        assert replayed[3]["content"]["text"] == "It adds."
+        resp = await conn.prompt(session_id=sid, prompt=[text_block("do you remember?")])
+        assert resp.stop_reason == "end_turn"
+        sent = llm.requests[-1]["body"]["messages"]
+        assert [m["content"] for m in sent if m["role"] == "user"] == ["read app.py", "do you remember?"]
+
+
+async def test_a_slash_command_is_answered_as_text_without_the_model(tmp_path, llm, workspace) -> None:
+    async with acp_daemon(tmp_path, llm) as (conn, editor, _):
+        sid = await new_session(conn, workspace)
+        resp = await conn.prompt(session_id=sid, prompt=[text_block("/tools")])
+        assert resp.stop_reason == "end_turn"
+        listing = editor.text()
+        assert "read_file" in listing and "write_file" in listing and "run_command" in listing
+        assert llm.requests == []
+
+
+async def test_ask_user_uses_form_elicitation_when_the_client_offers_it(tmp_path, llm, workspace) -> None:
+    llm.add({"tool_calls": [{"name": "ask_user", "arguments": {"question": "Which one?", "options": ["tabs", "spaces"]}}]},
+            {"text": "ok", "expect": {"last_tool_contains": "The user answered: spaces"}})
+    caps = ClientCapabilities(elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities()))
+    async with acp_daemon(tmp_path, llm, caps=caps) as (conn, editor, _):
+        editor.answer = "spaces"
+        sid = await new_session(conn, workspace)
+        await conn.prompt(session_id=sid, prompt=[text_block("indent?")])
+        [asked] = editor.asked
+        assert asked["message"] == "Which one?"
+        assert asked["schema"]["properties"]["answer"]["enum"] == ["tabs", "spaces"]
+        assert llm.violations == []
+
+
+async def test_errors_name_the_problem(tmp_path, llm, workspace) -> None:
+    config = tmp_path / "nokey.yaml"
+    config.write_text(f"providers:\n  openai:\n    api_keys: []\n    base_url: {llm.base_url}\n"
+                      "    models: {default: fake-model, fast: fake-fast}\ndefault_provider: openai\n")
+    async with acp_daemon(tmp_path, llm, config=config) as (conn, editor, proc):
+        with pytest.raises(RequestError) as unknown:
+            await conn.prompt(session_id="no-such-session", prompt=[text_block("hi")])
+        assert unknown.value.code == -32002 and "no-such-session" in str(unknown.value)
+        sid = await new_session(conn, workspace)
+        with pytest.raises(RequestError) as provider:
+            await conn.prompt(session_id=sid, prompt=[text_block("hi")])
+        assert provider.value.code == -32012 and "no API key" in str(provider.value)
+        with pytest.raises(RequestError) as bad_cwd:
+            await conn.new_session(cwd="relative/dir", mcp_servers=[])
+        assert bad_cwd.value.code == -32602
+
+
+async def test_stdin_eof_ends_the_turn_and_the_process(tmp_path, llm, workspace) -> None:
+    llm.add({"text": "word " * 200, "chunk_size": 5, "chunk_delay": 0.05})
+    async with acp_daemon(tmp_path, llm) as (conn, editor, proc):
+        sid = await new_session(conn, workspace)
+        turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("talk")]))
+        await editor.wait_for(lambda f: f.get("params", {}).get("update", {}).get("sessionUpdate")
+                              == "agent_message_chunk")
+        proc.stdin.close()
+        assert await asyncio.wait_for(proc.wait(), 5) == 0
+        turn.cancel()
+    sessions = list((Path(os.environ["TOYCODER_DATA_DIR"])).rglob("*.jsonl"))
+    stored = [json.loads(line) for p in sessions for line in p.read_text().splitlines()]
+    assert any(r.get("t") == "msg" and "[interrupted by the user]" in str(r["m"].get("content")) for r in stored)

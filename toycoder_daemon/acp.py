@@ -1,0 +1,351 @@
+"""The Agent Client Protocol face (`toycoder-daemon --acp`): the same App, for ACP clients (Zed,
+CodeCompanion.nvim, avante.nvim, agent-shell...). Newline-delimited JSON-RPC 2.0 on stdio, protocol
+version 1, through the `agent-client-protocol` SDK's AgentSideConnection.
+
+The SDK is given our own streams: stdin is read on a thread (any kind of stdin works), and frames
+are written only to the protocol stream __main__ kept (a private dup of the original fd 1).
+One App per distinct `cwd` of session/new or session/load; a session belongs to the App that
+created or loaded it. See docs/protocol.md, "The ACP face", for the mapping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import functools
+import json
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Any, BinaryIO
+from urllib.parse import unquote, urlparse
+
+from acp import PROTOCOL_VERSION, RequestError, start_tool_call, text_block, tool_content, update_agent_message_text, \
+    update_tool_call, update_user_message_text
+from acp.core import AgentSideConnection
+from acp.helpers import update_available_commands
+from acp.schema import (
+    AgentCapabilities, AvailableCommand, ClientCapabilities, EmbeddedResourceContentBlock, Implementation,
+    InitializeResponse, ListSessionsResponse, LoadSessionResponse, NewSessionResponse, PromptCapabilities,
+    PromptResponse, ResourceContentBlock, SessionCapabilities, SessionInfo, SessionListCapabilities,
+    TextContentBlock, TextResourceContents, UnstructuredCommandInput, Usage,
+)
+
+from . import __version__
+from . import protocol as wire
+from .acp_frontend import AcpFrontend, locations, tool_kind
+from .app import App
+from .commands.builtin import commands
+from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound, ToyCoderError
+
+log = logging.getLogger(__name__)
+
+STOP_REASONS = {"end_turn": "end_turn", "max_steps": "max_turn_requests", "cancelled": "cancelled",
+                "command": "end_turn"}
+RESOURCE_NOT_FOUND = -32002
+"""ACP's "resource not found", used for an unknown session."""
+
+
+def acp_errors(handler: Any) -> Any:
+    """Core errors -> JSON-RPC errors: ACP's code for a missing session, ours for the rest."""
+
+    @functools.wraps(handler)
+    async def wrapped(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await handler(*args, **kwargs)
+        except SessionNotFound as e:
+            raise RequestError(RESOURCE_NOT_FOUND, str(e), {"sessionId": e.session_id}) from None
+        except SessionBusy as e:
+            raise RequestError(wire.SESSION_BUSY, str(e), {"sessionId": e.session_id}) from None
+        except ProviderError as e:
+            raise RequestError(wire.PROVIDER_ERROR, str(e), {"provider": e.provider}) from None
+        except ConfigError as e:
+            raise RequestError(wire.CONFIG_ERROR, str(e)) from None
+
+    return wrapped
+
+
+def iso(ts: float) -> str:
+    return datetime.datetime.fromtimestamp(ts, tz=datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def shown_uri(uri: str, root: Path) -> str:
+    """A file URI inside the workspace as a relative path (what the model's tools take)."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return uri
+    p = Path(unquote(parsed.path))
+    return str(p.relative_to(root)) if p == root or root in p.parents else str(p)
+
+
+def prompt_text(blocks: list[Any], root: Path) -> str:
+    """Content blocks -> our prompt text: text as is, resources as `@path` mentions, and the text of
+    embedded resources appended as context. Images and audio are not read (text-only agent)."""
+    pieces: list[str] = []
+    context: list[str] = []
+    for b in blocks:
+        if isinstance(b, TextContentBlock):
+            pieces.append(b.text)
+        elif isinstance(b, ResourceContentBlock):
+            pieces.append(f"@{shown_uri(b.uri, root)}")
+        elif isinstance(b, EmbeddedResourceContentBlock):
+            pieces.append(f"@{shown_uri(b.resource.uri, root)}")
+            if isinstance(b.resource, TextResourceContents):
+                context.append(f'<context uri="{b.resource.uri}">\n{b.resource.text}\n</context>')
+        else:
+            pieces.append(f"[{getattr(b, 'type', 'content')} omitted: ToyCoder reads text only]")
+    text = ""
+    for piece in pieces:  # a mention between two text blocks gets a space on each side
+        if text and piece and not text[-1].isspace() and not piece[0].isspace():
+            text += " "
+        text += piece
+    return text + ("\n\n" + "\n\n".join(context) if context else "")
+
+
+def command_list() -> list[AvailableCommand]:
+    out = []
+    for c in commands.all():
+        hint = c.usage.partition(" ")[2]
+        out.append(AvailableCommand(name=c.name, description=c.help,
+                                    input=UnstructuredCommandInput(hint=hint) if hint else None))
+    return out
+
+
+def replay(transcript: list[dict[str, Any]], app: App) -> list[Any]:
+    """A stored conversation as the session/update notifications a client would have seen."""
+    updates: list[Any] = []
+    for entry in transcript:
+        role, text = entry["role"], entry.get("text") or ""
+        if role == "user":
+            updates.append(update_user_message_text(text))
+        elif role == "assistant":
+            updates.append(update_agent_message_text(text))
+        elif role == "tool_call":
+            name = entry.get("name") or "tool"
+            try:
+                args: Any = json.loads(text)
+            except ValueError:
+                args = text
+            t = app.tools.get(name)
+            title = t.describe_call(args) if t and isinstance(args, dict) else name
+            updates.append(start_tool_call(entry["toolCallId"], title, kind=tool_kind(name, app),  # type: ignore[arg-type]
+                                           status="in_progress", raw_input=args,
+                                           locations=locations(args, app.workspace.root)))
+        elif role == "tool":
+            status = entry.get("status") or "completed"
+            updates.append(update_tool_call(entry["toolCallId"], status="completed" if status == "completed" else "failed",
+                                            content=[tool_content(text_block(text))]))
+    return updates
+
+
+class ToyCoderAgent:
+    """The acp.Agent implementation: one small method per ACP method."""
+
+    def __init__(self, config_path: str | None = None):
+        self.config_path = config_path
+        self.conn: Any = None
+        self.client_capabilities: ClientCapabilities | None = None
+        self.apps: dict[Path, App] = {}
+        self.owner: dict[str, App] = {}
+        self._prompts: set[asyncio.Task] = set()
+        self._background: set[asyncio.Task] = set()
+
+    def on_connect(self, conn: Any) -> None:
+        self.conn = conn
+
+    def _later(self, work: Any) -> None:
+        """Run work after the current answer; failures are logged, not fatal."""
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+
+        def done(t: asyncio.Task) -> None:
+            self._background.discard(t)
+            if not t.cancelled() and t.exception():
+                log.warning("background work failed: %s", t.exception())
+
+        task.add_done_callback(done)
+
+    def app_for(self, cwd: str) -> App:
+        p = Path(cwd)
+        if not p.is_absolute() or not p.is_dir():
+            raise RequestError.invalid_params({"cwd": f"not an absolute path to a directory: {cwd!r}"})
+        key = p.resolve()
+        app = self.apps.get(key)
+        if app is None:
+            app = self.apps[key] = App(key, self.config_path)
+            app.on_notice = lambda level, message: log.warning("%s", message)  # ACP has no message to show
+            self._later(app.start())
+            log.info("workspace %s, config %s", app.workspace.root, app.config_path or "(built-in defaults)")
+        return app
+
+    def app_of(self, session_id: str) -> App:
+        app = self.owner.get(session_id)
+        if app is None:
+            raise RequestError(RESOURCE_NOT_FOUND, f"session not found: {session_id} (not open on this connection: "
+                               "use session/new or session/load first)", {"sessionId": session_id})
+        return app
+
+    async def _announce_commands(self, session_id: str) -> None:
+        await self.conn.session_update(session_id, update_available_commands(command_list()))
+
+    # ---- lifecycle and sessions ---------------------------------------------------------------
+
+    async def initialize(self, protocol_version: int, client_capabilities: ClientCapabilities | None = None,
+                         client_info: Any = None, **_: Any) -> InitializeResponse:
+        self.client_capabilities = client_capabilities
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(
+                load_session=True, prompt_capabilities=PromptCapabilities(embedded_context=True),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities())),
+            agent_info=Implementation(name="toycoder-daemon", title="ToyCoder", version=__version__),
+        )
+
+    @acp_errors
+    async def new_session(self, cwd: str, mcp_servers: Any = None, **_: Any) -> NewSessionResponse:
+        app = self.app_for(cwd)
+        s = app.new_session()
+        self.owner[s.id] = app
+        self._later(self._announce_commands(s.id))  # queued after the answer
+        return NewSessionResponse(session_id=s.id)
+
+    @acp_errors
+    async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any) -> LoadSessionResponse:
+        app = self.app_for(cwd)
+        s = app.session(session_id)  # live (and locked) from now on, so it can be continued
+        self.owner[s.id] = app
+        for update in replay(s.transcript(), app):
+            await self.conn.session_update(s.id, update)
+        self._later(self._announce_commands(s.id))
+        return LoadSessionResponse()
+
+    @acp_errors
+    async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any) -> ListSessionsResponse:
+        apps = [self.app_for(cwd)] if cwd else list(self.apps.values())
+        return ListSessionsResponse(sessions=[
+            SessionInfo(session_id=r["id"], cwd=str(app.workspace.root), title=r["title"] or None,
+                        updated_at=iso(r["updatedAt"]))
+            for app in apps for r in app.list_sessions()
+        ])
+
+    # ---- turns --------------------------------------------------------------------------------
+
+    @acp_errors
+    async def prompt(self, prompt: list[Any], session_id: str, **_: Any) -> PromptResponse:
+        app = self.app_of(session_id)
+        text = prompt_text(prompt, app.workspace.root)
+        frontends: list[AcpFrontend] = []
+
+        def frontend_for(sid: str, turn_id: str) -> AcpFrontend:
+            frontends.append(AcpFrontend(self, app, sid))
+            return frontends[-1]
+
+        me = asyncio.current_task()
+        if me:
+            self._prompts.add(me)
+        try:
+            outcome = await app.prompt(session_id, text, frontend_for)
+            r = outcome.result
+            if r.stop_reason in ("command", "max_steps") and r.text and frontends:
+                frontends[0].send(update_agent_message_text(r.text + self._action_note(outcome.action)))
+        finally:
+            for f in frontends:  # every update reaches the client before the answer does
+                await f.drain()
+            if me:
+                self._prompts.discard(me)
+        u = r.usage
+        return PromptResponse(stop_reason=STOP_REASONS.get(r.stop_reason, "end_turn"),  # type: ignore[arg-type]
+                              usage=Usage(total_tokens=u.total_tokens, input_tokens=u.prompt_tokens,
+                                          output_tokens=u.completion_tokens))
+
+    @staticmethod
+    def _action_note(action: dict[str, Any] | None) -> str:
+        """ACP lets the client, not the agent, pick the session: say what to do instead."""
+        if not action:
+            return ""
+        if action.get("kind") == "switch":
+            return f"\n(open session {action['sessionId']} from your editor's session list to continue there)"
+        return "\n(close the agent from your editor to quit)"
+
+    async def cancel(self, session_id: str, **_: Any) -> None:
+        app = self.owner.get(session_id)
+        if app is None:
+            return
+        try:
+            app.cancel(session_id)  # the running session/prompt answers stopReason "cancelled"
+        except ToyCoderError as e:
+            log.info("cancel %s: %s", session_id, e)
+
+    async def shutdown(self) -> None:
+        """stdin closed: end every turn, let the prompts answer, close the Apps."""
+        for app in self.apps.values():
+            await app.shutdown()
+        if self._prompts:
+            await asyncio.wait(self._prompts, timeout=2.0)
+
+
+# ---- stdio ------------------------------------------------------------------------------------
+
+class _FrameTransport(asyncio.WriteTransport):
+    """Writes the SDK's frames to the protocol stream only (like the LSP face's FrameWriter)."""
+
+    def __init__(self, out: BinaryIO):
+        super().__init__()
+        self._out = out
+        self._closing = False
+
+    def write(self, data: bytes) -> None:  # type: ignore[override]
+        if self._closing:
+            return
+        try:
+            self._out.write(data)
+            self._out.flush()
+        except (OSError, ValueError) as e:  # the client closed its end
+            log.info("protocol stream closed: %s", e)
+            self._closing = True
+
+    def is_closing(self) -> bool:
+        return self._closing
+
+    def close(self) -> None:
+        self._closing = True
+
+    def can_write_eof(self) -> bool:
+        return False
+
+
+def _read_stdin(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader) -> None:
+    def pump() -> None:
+        try:
+            while chunk := os.read(0, 1 << 16):
+                loop.call_soon_threadsafe(reader.feed_data, chunk)
+        except (OSError, RuntimeError) as e:
+            log.info("stdin: %s", e)
+        finally:
+            try:
+                loop.call_soon_threadsafe(reader.feed_eof)
+            except RuntimeError:  # loop already closed
+                pass
+
+    threading.Thread(target=pump, name="acp-stdin", daemon=True).start()
+
+
+async def serve_acp(out: BinaryIO, config_path: str | None = None) -> int:
+    """Serve ACP on stdin / `out` until stdin closes; returns the exit code."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    _read_stdin(loop, reader)
+    writer = asyncio.StreamWriter(_FrameTransport(out), asyncio.streams.FlowControlMixin(), None, loop)
+    agent = ToyCoderAgent(config_path)
+    conn = AgentSideConnection(agent, writer, reader, listening=False)
+    try:
+        await conn.listen()
+    finally:
+        log.info("stdin closed: shutting down")
+        await agent.shutdown()
+        try:
+            await asyncio.wait_for(conn.close(), 2.0)
+        except asyncio.TimeoutError:
+            log.warning("ACP connection did not close in time")
+    return 0

@@ -1,0 +1,211 @@
+"""The Frontend port over the Agent Client Protocol: our events as `session/update` notifications,
+permission as `session/request_permission`, questions as `elicitation/create` (when offered).
+
+Updates go out in the order they were emitted: each send waits for the previous one, and the
+face awaits `drain()` before it answers `session/prompt`. Text deltas are coalesced as in the LSP
+face (flushed when the event loop next gets control, or before any other event).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from acp import start_tool_call, text_block, tool_content, update_agent_message_text, update_agent_thought_text, \
+    update_tool_call
+from acp.schema import (
+    AcceptElicitationResponse, AllowedOutcome, ElicitationFormSessionMode, ElicitationSchema,
+    ElicitationStringPropertySchema, FileEditToolCallContent, PermissionOption, ToolCallLocation, ToolCallUpdate,
+    UsageUpdate,
+)
+
+from .agent.events import (
+    Compacted, Decision, Event, PermissionRequest, RetryScheduled, TextDelta, ToolCallFinished, ToolCallStarted,
+    UsageReport,
+)
+from .coalesce import TextCoalescer
+
+if TYPE_CHECKING:
+    from .acp import ToyCoderAgent
+    from .app import App
+
+log = logging.getLogger(__name__)
+
+KINDS = {"read_file": "read", "list_directory": "read", "glob_search": "search", "grep_search": "search",
+         "write_file": "edit", "edit_file": "edit", "run_command": "execute"}
+OPTIONS = [PermissionOption(option_id="allow_once", name="Allow", kind="allow_once"),
+           PermissionOption(option_id="allow_always", name="Always allow", kind="allow_always"),
+           PermissionOption(option_id="reject_once", name="Reject", kind="reject_once")]
+
+
+def tool_kind(name: str, app: "App") -> str:
+    """ACP's tool kind (the client's icon): sub-agents think, MCP and ask_user are "other"."""
+    if name in KINDS:
+        return KINDS[name]
+    t = app.tools.get(name)
+    return "think" if t is not None and t.source == "agent" else "other"
+
+
+def locations(arguments: Any, root: Path) -> list[ToolCallLocation] | None:
+    path = arguments.get("path") if isinstance(arguments, dict) else None
+    return [ToolCallLocation(path=str(root / path))] if isinstance(path, str) and path else None
+
+
+def diff_content(preview: dict[str, Any] | None, root: Path) -> FileEditToolCallContent | None:
+    """ACP's diff (old and new text) from our unified-diff preview: the hunks' lines, not the whole
+    file (the client shows it; it is not applied). A new file has no old text."""
+    if not preview or preview.get("kind") != "diff":
+        return None
+    old: list[str] = []
+    new: list[str] = []
+    created = in_hunks = False
+    for line in preview.get("diff", "").splitlines(keepends=True):
+        if not in_hunks and line.startswith("--- "):
+            created = line.startswith("--- /dev/null")
+        elif line.startswith("@@"):
+            if in_hunks:  # a gap between hunks, the same on both sides
+                old.append("…\n")
+                new.append("…\n")
+            in_hunks = True
+        elif in_hunks and line[:1] in (" ", "-", "+"):
+            if line[0] != "+":
+                old.append(line[1:])
+            if line[0] != "-":
+                new.append(line[1:])
+    return FileEditToolCallContent(type="diff", path=str(root / preview.get("path", "")),
+                                   old_text=None if created else "".join(old), new_text="".join(new))
+
+
+class AcpFrontend:
+    def __init__(self, face: "ToyCoderAgent", app: "App", session_id: str):
+        self.face = face
+        self.app = app
+        self.session_id = session_id
+        # a sub-agent's text (it has a parent tool call) is its thinking
+        self._text = TextCoalescer(lambda thought, text: self.send(
+            (update_agent_thought_text if thought else update_agent_message_text)(text)))
+        self._tail: asyncio.Future | None = None
+        self._names: dict[str, str] = {}
+        self._diffs: dict[str, FileEditToolCallContent] = {}
+
+    # ---- updates ------------------------------------------------------------------------------
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, TextDelta):
+            self._text.add(event.parent_tool_call_id is not None, event.text)
+            return
+        self.flush()
+        update = self._update_for(event)
+        if update is not None:
+            self.send(update)
+
+    def flush(self) -> None:
+        self._text.flush()
+
+    def send(self, update: Any) -> None:
+        """Queue a session/update behind the ones before it."""
+        prev = self._tail
+
+        async def go() -> None:
+            if prev is not None:
+                await asyncio.wait({prev})
+            try:
+                await self.face.conn.session_update(self.session_id, update)
+            except Exception as e:  # the client went away: nothing to show it on
+                log.debug("session/update not sent: %s", e)
+
+        self._tail = asyncio.ensure_future(go())
+
+    async def drain(self) -> None:
+        self.flush()
+        if self._tail is not None:
+            await asyncio.wait({self._tail})
+
+    def _update_for(self, event: Event) -> Any:
+        root = self.app.workspace.root
+        if isinstance(event, ToolCallStarted):
+            self._names[event.tool_call_id] = event.name
+            title = event.title
+            if event.parent_tool_call_id:
+                title = f"{self._names.get(event.parent_tool_call_id, 'sub-agent')} › {title}"
+            return start_tool_call(
+                event.tool_call_id, title, kind=tool_kind(event.name, self.app),  # type: ignore[arg-type]
+                status="in_progress" if event.permission == "safe" else "pending",
+                raw_input=event.arguments, locations=locations(event.arguments, root),
+            )
+        if isinstance(event, ToolCallFinished):
+            content: list[Any] = [tool_content(text_block(event.output))]
+            if event.status == "completed" and event.tool_call_id in self._diffs:
+                content.insert(0, self._diffs.pop(event.tool_call_id))
+            return update_tool_call(event.tool_call_id, status="completed" if event.status == "completed" else "failed",
+                                    content=content, raw_output={"status": event.status, "output": event.output})
+        if isinstance(event, UsageReport):
+            if event.parent_tool_call_id:
+                return None  # the context window is the main agent's
+            s = self.app.live.get(self.session_id)
+            used = s.context_mark[0] if s and s.context_mark[0] else event.total_tokens
+            size = max(used, self.app.config.session.max_context_tokens)
+            return UsageUpdate(session_update="usage_update", used=used, size=size)
+        if isinstance(event, RetryScheduled):
+            return update_agent_thought_text(
+                f"\n[model request failed ({event.reason}); retry {event.attempt} in {event.delay_seconds:g}s; "
+                "the partial reply above is discarded]\n")
+        if isinstance(event, Compacted):
+            how = "summarised" if event.strategy == "summary" else "truncated"
+            return update_agent_thought_text(f"[context {how}: {event.before} -> {event.after} messages]\n")
+        return None
+
+    # ---- questions to the person --------------------------------------------------------------
+
+    def _timeout(self) -> float:
+        return self.app.config.permissions.timeout_seconds
+
+    async def confirm(self, request: PermissionRequest) -> Decision:
+        await self.drain()  # the client knows the tool call before it is asked about it
+        preview = request.preview or {}
+        content: list[Any] = []
+        diff = diff_content(preview, self.app.workspace.root)
+        if diff is not None:
+            self._diffs[request.tool_call_id] = diff
+            content.append(diff)
+        elif preview.get("kind") == "command":
+            content.append(tool_content(text_block(f"$ {preview.get('command')}\n(in {preview.get('cwd')})")))
+        call = ToolCallUpdate(tool_call_id=request.tool_call_id, title=request.title, status="pending",
+                              kind=tool_kind(request.tool, self.app),  # type: ignore[arg-type]
+                              raw_input=request.arguments, content=content or None)
+        try:
+            answer = await asyncio.wait_for(
+                self.face.conn.request_permission(self.session_id, call, OPTIONS), self._timeout())
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # timeout, error reply, malformed answer, client gone: not a yes
+            log.info("permission for %s not granted (%s: %s)", request.title, type(e).__name__, e)
+            return "reject"
+        outcome = answer.outcome
+        choice = outcome.option_id if isinstance(outcome, AllowedOutcome) else "cancelled"
+        decision: Decision = choice if choice in ("allow_once", "allow_always") else "reject"  # type: ignore[assignment]
+        if decision != "reject":
+            self.send(update_tool_call(request.tool_call_id, status="in_progress"))
+        return decision
+
+    async def ask(self, question: str, options: list[str] | None) -> str | None:
+        """Form elicitation (an unstable ACP feature) when the client offers it; otherwise None."""
+        caps = self.face.client_capabilities
+        if not (caps and caps.elicitation and caps.elicitation.form is not None):
+            return None
+        await self.drain()
+        field = ElicitationStringPropertySchema(type="string", title="Answer", enum=options or None)
+        mode = ElicitationFormSessionMode(session_id=self.session_id, requested_schema=ElicitationSchema(
+            properties={"answer": field}, required=["answer"]))
+        try:
+            reply = await asyncio.wait_for(self.face.conn.create_elicitation(question, mode), self._timeout())
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            log.info("question not answered (%s: %s)", type(e).__name__, e)
+            return None
+        if isinstance(reply, AcceptElicitationResponse) and reply.content and reply.content.get("answer") is not None:
+            return str(reply.content["answer"])
+        return None
