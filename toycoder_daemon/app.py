@@ -235,19 +235,15 @@ class App:
         try:
             result, action = await asyncio.shield(turn)
         except asyncio.CancelledError:
-            me = asyncio.current_task()
-            if turn.cancelled() and not (me and me.cancelling()):
-                # toycoder/cancel arrived before the turn's first step: it never ran.
-                result, action = cancelled
-            else:
-                # The request itself was cancelled ($/cancelRequest): end the turn, answer normally.
-                if me:
-                    me.uncancel()
+            # Either the request itself was cancelled ($/cancelRequest; the shield kept the turn
+            # running, so end it now), or toycoder/cancel reached the turn before its first step
+            # (then it never ran and awaiting it raises). Both answer normally, as cancelled.
+            if not turn.cancelled():
                 turn.cancel()
-                try:
-                    result, action = await turn
-                except asyncio.CancelledError:
-                    result, action = cancelled
+            try:
+                result, action = await turn
+            except asyncio.CancelledError:
+                result, action = cancelled
         return PromptOutcome(turn_id, result, action)
 
     async def _run_command(self, s: Session, text: str, frontend: Frontend) -> tuple[TurnResult, dict | None]:
