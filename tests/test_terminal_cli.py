@@ -307,7 +307,10 @@ def test_the_terminal_client_never_imports_the_agent_core() -> None:
 
 
 def test_the_demo_files_are_package_data_and_toycoder_is_a_console_script() -> None:
-    import tomllib
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: pip vendors the same parser
+        from pip._vendor import tomli as tomllib  # type: ignore[no-redef]
     from fnmatch import fnmatch
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
