@@ -11,7 +11,6 @@ created or loaded it. See docs/protocol.md, "The ACP face", for the mapping.
 from __future__ import annotations
 
 import asyncio
-import datetime
 import functools
 import json
 import logging
@@ -36,6 +35,7 @@ from . import __version__
 from . import protocol as wire
 from .acp_frontend import AcpFrontend, locations, tool_kind
 from .app import App
+from .background import Background
 from .commands.builtin import commands
 from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound, ToyCoderError
 
@@ -64,10 +64,6 @@ def acp_errors(handler: Any) -> Any:
             raise RequestError(wire.CONFIG_ERROR, str(e)) from None
 
     return wrapped
-
-
-def iso(ts: float) -> str:
-    return datetime.datetime.fromtimestamp(ts, tz=datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def shown_uri(uri: str, root: Path) -> str:
@@ -149,22 +145,10 @@ class ToyCoderAgent:
         self.apps: dict[Path, App] = {}
         self.owner: dict[str, App] = {}
         self._prompts: set[asyncio.Task] = set()
-        self._background: set[asyncio.Task] = set()
+        self._later = Background().run  # work that goes after the current answer
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
-
-    def _later(self, work: Any) -> None:
-        """Run work after the current answer; failures are logged, not fatal."""
-        task = asyncio.ensure_future(work)
-        self._background.add(task)
-
-        def done(t: asyncio.Task) -> None:
-            self._background.discard(t)
-            if not t.cancelled() and t.exception():
-                log.warning("background work failed: %s", t.exception())
-
-        task.add_done_callback(done)
 
     def app_for(self, cwd: str) -> App:
         p = Path(cwd)
@@ -225,7 +209,7 @@ class ToyCoderAgent:
         apps = [self.app_for(cwd)] if cwd else list(self.apps.values())
         return ListSessionsResponse(sessions=[
             SessionInfo(session_id=r["id"], cwd=str(app.workspace.root), title=r["title"] or None,
-                        updated_at=iso(r["updatedAt"]))
+                        updated_at=wire.iso_time(r["updatedAt"]))
             for app in apps for r in app.list_sessions()
         ])
 

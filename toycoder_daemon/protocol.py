@@ -44,6 +44,13 @@ PROVIDER_ERROR = -32012
 CONFIG_ERROR = -32013
 
 
+def iso_time(ts: float) -> str:
+    """Timestamps on the wire: ISO 8601, UTC, seconds."""
+    import datetime
+
+    return datetime.datetime.fromtimestamp(ts, tz=datetime.timezone.utc).isoformat(timespec="seconds")
+
+
 class Wire(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
 

@@ -6,8 +6,6 @@ Params are validated with the pydantic wire types: a bad field is -32602 naming 
 
 from __future__ import annotations
 
-import asyncio
-import datetime
 import functools
 import logging
 import os
@@ -22,6 +20,7 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 from . import __version__
 from . import protocol as wire
 from .app import App
+from .background import Background
 from .editor_frontend import EditorFrontend
 from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound
 
@@ -95,6 +94,7 @@ class ToyCoderServer(LanguageServer):
         self.app: App | None = None
         self.client_toycoder: dict[str, Any] = {}
         self.initialized = False
+        self.background = Background()
 
     def get_app(self) -> App:
         if self.app is None:
@@ -115,19 +115,6 @@ class ToyCoderServer(LanguageServer):
         kinds = {"error": types.MessageType.Error, "warning": types.MessageType.Warning}
         self.window_show_message(types.ShowMessageParams(type=kinds.get(level, types.MessageType.Info), message=message))
 
-    def background(self, work: Any) -> None:
-        """Run start-up work without holding the connection; failures are logged, not fatal."""
-        task = asyncio.ensure_future(work)
-        self._background = getattr(self, "_background", set())
-        self._background.add(task)
-
-        def done(t: asyncio.Task) -> None:
-            self._background.discard(t)
-            if not t.cancelled() and t.exception():
-                log.error("background start-up failed: %s", t.exception())
-
-        task.add_done_callback(done)
-
     def report_server_error(self, error: Exception, source: Any) -> None:
         log.error("server error (%s): %s", getattr(source, "__name__", source), error)
 
@@ -135,13 +122,9 @@ class ToyCoderServer(LanguageServer):
 server = ToyCoderServer()
 
 
-def iso(ts: float) -> str:
-    return datetime.datetime.fromtimestamp(ts, tz=datetime.timezone.utc).isoformat(timespec="seconds")
-
-
 def session_info(summary: dict[str, Any]) -> dict[str, Any]:
-    return {"sessionId": summary["id"], "title": summary["title"], "createdAt": iso(summary["createdAt"]),
-            "updatedAt": iso(summary["updatedAt"]), "messageCount": summary["messageCount"]}
+    return {"sessionId": summary["id"], "title": summary["title"], "createdAt": wire.iso_time(summary["createdAt"]),
+            "updatedAt": wire.iso_time(summary["updatedAt"]), "messageCount": summary["messageCount"]}
 
 
 # ---- lifecycle --------------------------------------------------------------------------------
@@ -166,7 +149,7 @@ def on_initialized(ls: ToyCoderServer, params: Any) -> None:
     app = ls.get_app()
     if app.config_error:
         ls.show_message("error", str(app.config_error))
-    ls.background(app.start())
+    ls.background.run(app.start())
 
 
 # ---- open documents: read_file shows the editor's text, unsaved changes included -------------
