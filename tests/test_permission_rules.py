@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from toycoder_daemon.agent.events import PermissionRequest
+from toycoder_daemon.ports import PermissionRequest
 from toycoder_daemon.tools.base import ToolContext
 from toycoder_daemon.tools.edit import edit_file, write_file
 from toycoder_daemon.tools.permission import PermissionGate, Rule

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from toycoder_daemon import protocol as wire
-from toycoder_daemon.agent.events import (
+from toycoder_daemon.ports import (
     Compacted, RetryScheduled, TextDelta, ToolCallFinished, ToolCallStarted, UsageReport,
 )
 from toycoder_daemon.editor_frontend import update_payload

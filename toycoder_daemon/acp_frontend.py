@@ -21,7 +21,7 @@ from acp.schema import (
     UsageUpdate,
 )
 
-from .agent.events import (
+from .ports import (
     Compacted, Decision, Event, PermissionRequest, RetryScheduled, TextDelta, ToolCallFinished, ToolCallStarted,
     UsageReport,
 )

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import secrets
-from .agent.events import Compacted, Frontend
+from .ports import Compacted, Frontend
 from .agent.react import TurnResult, repair_tool_calls, run_turn
 from .agent.subagent import SubAgent, subagent_tool
 from .commands.builtin import commands

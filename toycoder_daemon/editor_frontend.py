@@ -9,7 +9,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from . import protocol as wire
-from .agent.events import Decision, Event, PermissionRequest, TextDelta, ToolCallStarted
+from .ports import Decision, Event, PermissionRequest, TextDelta, ToolCallStarted
 from .coalesce import TextCoalescer
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from typing import Any, Callable, Literal
 from ..llm.base import ChatModel, ChatResponse, RetryNotice, Usage
 from ..tools.base import ToolContext
 from ..tools.registry import ToolRegistry
-from .events import Frontend, RetryScheduled, TextDelta, ToolCallFinished, ToolCallStarted, UsageReport
+from ..ports import Frontend, RetryScheduled, TextDelta, ToolCallFinished, ToolCallStarted, UsageReport
 
 StopReason = Literal["end_turn", "max_steps", "cancelled", "error"]
 

@@ -8,11 +8,11 @@ the calling tool call's id, and the tokens it spends count toward the session.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal
 
+from ..ports import Decision, Event, Frontend, PermissionRequest
 from ..tools.base import Tool, ToolContext, ToolError
-from .events import ChildFrontend
 from .react import run_turn
 
 
@@ -59,3 +59,22 @@ def subagent_tool(agent: SubAgent, description: str) -> Tool:
                            title=lambda a: f"{agent.name}: {' '.join(str(a.get('query', '')).split())[:80]}")
     t.description, t.source = description, "agent"
     return t
+
+
+class ChildFrontend:
+    """What a sub-agent talks through: the parent's frontend, events tagged with the parent call."""
+
+    def __init__(self, parent: Frontend, parent_tool_call_id: str):
+        self.parent = parent
+        self.parent_tool_call_id = parent_tool_call_id
+
+    def emit(self, event: Event) -> None:
+        if event.parent_tool_call_id is None:
+            event = replace(event, parent_tool_call_id=self.parent_tool_call_id)
+        self.parent.emit(event)
+
+    async def confirm(self, request: PermissionRequest) -> Decision:
+        return await self.parent.confirm(request)
+
+    async def ask(self, question: str, options: list[str] | None) -> str | None:
+        return await self.parent.ask(question, options)

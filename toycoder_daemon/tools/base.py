@@ -16,7 +16,7 @@ from typing import Annotated, Any, Awaitable, Callable, get_args, get_origin, ge
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from ..agent.events import Frontend, Level
+from ..ports import Frontend, Level
 from .workspace import Workspace
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..agent.events import PermissionRequest
+    from ..ports import PermissionRequest
     from .base import Tool, ToolContext
 
 log = logging.getLogger(__name__)

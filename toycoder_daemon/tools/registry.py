@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from pydantic import ValidationError
 
-from ..agent.events import PermissionRequest, ToolStatus
+from ..ports import PermissionRequest, ToolStatus
 from .. import secrets
 from .base import Tool, ToolContext, ToolError
 from .permission import PermissionGate

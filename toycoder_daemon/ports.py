@@ -1,12 +1,13 @@
-"""Typed events the core emits, and the Frontend port it talks to the person through.
+"""The ports between the core and its faces: typed events the core emits, the permission request,
+and the Frontend it talks to the person through.
 
-The core never sees a transport: the LSP face, a future ACP face and the tests each implement
-`Frontend`. This is the seed's callback injection, made explicit and async.
+agent/ and tools/ both import this module and it imports nothing of ours, so neither package
+needs the other for these types. The LSP face, the ACP face and the tests each implement `Frontend`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Union
 
 Decision = Literal["allow_once", "allow_always", "reject"]
@@ -93,22 +94,3 @@ class Frontend(Protocol):
 
     async def ask(self, question: str, options: list[str] | None) -> str | None:
         """Ask the person a question; None when it cannot be asked or was dismissed."""
-
-
-class ChildFrontend:
-    """What a sub-agent talks through: the parent's frontend, events tagged with the parent call."""
-
-    def __init__(self, parent: Frontend, parent_tool_call_id: str):
-        self.parent = parent
-        self.parent_tool_call_id = parent_tool_call_id
-
-    def emit(self, event: Event) -> None:
-        if event.parent_tool_call_id is None:
-            event = replace(event, parent_tool_call_id=self.parent_tool_call_id)
-        self.parent.emit(event)
-
-    async def confirm(self, request: PermissionRequest) -> Decision:
-        return await self.parent.confirm(request)
-
-    async def ask(self, question: str, options: list[str] | None) -> str | None:
-        return await self.parent.ask(question, options)
