@@ -43,8 +43,7 @@ from toycoder_daemon.tools.base import ToolContext  # noqa: E402
 from toycoder_daemon.tools.search import glob_search, grep_search  # noqa: E402
 from toycoder_daemon.tools.workspace import Workspace  # noqa: E402
 
-WORDS = ("user session token request response cache config handler client server queue event "
-         "payload record index buffer stream parser render router schema model store worker").split()
+WORDS = ["user", "session", "token", "request", "response", "cache", "config", "handler", "client", "server", "queue", "event", "payload", "record", "index", "buffer", "stream", "parser", "render", "router", "schema", "model", "store", "worker"]
 
 
 def py_file(rnd: random.Random, mod: str, plant: bool) -> str:

@@ -76,7 +76,7 @@ class RawDaemon:
         self._reader = asyncio.ensure_future(self._read())
 
     @classmethod
-    async def start(cls, *args: str, env: dict[str, str], cwd: str, profile: str | None = None) -> "RawDaemon":
+    async def start(cls, *args: str, env: dict[str, str], cwd: str, profile: str | None = None) -> RawDaemon:
         launch = ["-c", PROFILE_WRAPPER, profile] if profile else ["-m", "toycoder_daemon"]
         proc = await asyncio.create_subprocess_exec(
             sys.executable, *launch, *args,

@@ -11,8 +11,9 @@ import itertools
 import json
 import os
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,7 +45,7 @@ class Daemon:
         self._stderr_reader = asyncio.ensure_future(self._drain_stderr())  # a full pipe would block the daemon
 
     @classmethod
-    async def start(cls, *args: str, env: dict[str, str] | None = None, cwd: str | None = None) -> "Daemon":
+    async def start(cls, *args: str, env: dict[str, str] | None = None, cwd: str | None = None) -> Daemon:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "toycoder_daemon", *args,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,

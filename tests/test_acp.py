@@ -7,15 +7,21 @@ import asyncio
 import json
 import os
 import sys
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import pytest
 from acp import PROTOCOL_VERSION, RequestError, resource_link_block, spawn_agent_process, text_block
 from acp.schema import (
-    AcceptElicitationResponse, AllowedOutcome, ClientCapabilities, DeniedOutcome, ElicitationCapabilities,
-    ElicitationFormCapabilities, RequestPermissionResponse,
+    AcceptElicitationResponse,
+    AllowedOutcome,
+    ClientCapabilities,
+    DeniedOutcome,
+    ElicitationCapabilities,
+    ElicitationFormCapabilities,
+    RequestPermissionResponse,
 )
 from conftest import write_config
 

@@ -10,8 +10,9 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Iterator
+from typing import Any
 
 import mcp_types as mt
 import pytest

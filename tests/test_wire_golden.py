@@ -12,10 +12,15 @@ from pathlib import Path
 import pytest
 
 from toycoder_daemon import protocol as wire
-from toycoder_daemon.ports import (
-    Compacted, RetryScheduled, TextDelta, ToolCallFinished, ToolCallStarted, UsageReport,
-)
 from toycoder_daemon.editor_frontend import update_payload
+from toycoder_daemon.ports import (
+    Compacted,
+    RetryScheduled,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    UsageReport,
+)
 from toycoder_daemon.sessions.session import Session
 from toycoder_daemon.tools.registry import ToolRegistry
 

@@ -20,15 +20,38 @@ from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import unquote, urlparse
 
-from acp import PROTOCOL_VERSION, RequestError, start_tool_call, text_block, tool_content, update_agent_message_text, \
-    update_tool_call, update_user_message_text
+from acp import (
+    PROTOCOL_VERSION,
+    RequestError,
+    start_tool_call,
+    text_block,
+    tool_content,
+    update_agent_message_text,
+    update_tool_call,
+    update_user_message_text,
+)
 from acp.core import AgentSideConnection
 from acp.helpers import update_available_commands
 from acp.schema import (
-    AgentCapabilities, AvailableCommand, ClientCapabilities, EmbeddedResourceContentBlock, Implementation,
-    InitializeResponse, ListSessionsResponse, LoadSessionResponse, NewSessionResponse, PromptCapabilities,
-    PromptResponse, ResourceContentBlock, SessionCapabilities, SessionInfo, SessionListCapabilities,
-    TextContentBlock, TextResourceContents, UnstructuredCommandInput, Usage,
+    AgentCapabilities,
+    AvailableCommand,
+    ClientCapabilities,
+    EmbeddedResourceContentBlock,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    ResourceContentBlock,
+    SessionCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
+    TextContentBlock,
+    TextResourceContents,
+    UnstructuredCommandInput,
+    Usage,
 )
 
 from . import __version__

@@ -13,19 +13,39 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acp import start_tool_call, text_block, tool_content, update_agent_message_text, update_agent_thought_text, \
-    update_tool_call
+from acp import (
+    start_tool_call,
+    text_block,
+    tool_content,
+    update_agent_message_text,
+    update_agent_thought_text,
+    update_tool_call,
+)
 from acp.schema import (
-    AcceptElicitationResponse, AllowedOutcome, ElicitationFormSessionMode, ElicitationSchema,
-    ElicitationStringPropertySchema, FileEditToolCallContent, PermissionOption, ToolCallLocation, ToolCallUpdate,
+    AcceptElicitationResponse,
+    AllowedOutcome,
+    ElicitationFormSessionMode,
+    ElicitationSchema,
+    ElicitationStringPropertySchema,
+    FileEditToolCallContent,
+    PermissionOption,
+    ToolCallLocation,
+    ToolCallUpdate,
     UsageUpdate,
 )
 
+from .coalesce import TextCoalescer
 from .ports import (
-    Compacted, Decision, Event, PermissionRequest, RetryScheduled, TextDelta, ToolCallFinished, ToolCallStarted,
+    Compacted,
+    Decision,
+    Event,
+    PermissionRequest,
+    RetryScheduled,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
     UsageReport,
 )
-from .coalesce import TextCoalescer
 
 if TYPE_CHECKING:
     from .acp import ToyCoderAgent
@@ -40,7 +60,7 @@ OPTIONS = [PermissionOption(option_id="allow_once", name="Allow", kind="allow_on
            PermissionOption(option_id="reject_once", name="Reject", kind="reject_once")]
 
 
-def tool_kind(name: str, app: "App") -> str:
+def tool_kind(name: str, app: App) -> str:
     """ACP's tool kind (the client's icon): sub-agents think, MCP and ask_user are "other"."""
     if name in KINDS:
         return KINDS[name]
@@ -79,7 +99,7 @@ def diff_content(preview: dict[str, Any] | None, root: Path) -> FileEditToolCall
 
 
 class AcpFrontend:
-    def __init__(self, face: "ToyCoderAgent", app: "App", session_id: str):
+    def __init__(self, face: ToyCoderAgent, app: App, session_id: str):
         self.face = face
         self.app = app
         self.session_id = session_id

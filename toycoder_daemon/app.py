@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import secrets
-from .ports import Compacted, Frontend
 from .agent.react import TurnResult, repair_tool_calls, run_turn
 from .agent.subagent import SubAgent, subagent_tool
 from .commands.builtin import commands
 from .config import Config, ConfigError, data_dir, load_config
 from .errors import ProviderError, SessionBusy
 from .llm.base import ChatModel, Usage
+from .ports import Compacted, Frontend
 from .prompts.manager import PromptManager
 from .sessions.context import Compaction, compact, needs_compaction
 from .sessions.session import MessageLog, Session

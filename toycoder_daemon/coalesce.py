@@ -6,7 +6,8 @@ a slow stream still shows each chunk at once. Both faces (LSP and ACP) use it.""
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable, Hashable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 
 class TextCoalescer:

@@ -9,8 +9,8 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from . import protocol as wire
-from .ports import Decision, Event, PermissionRequest, TextDelta, ToolCallStarted
 from .coalesce import TextCoalescer
+from .ports import Decision, Event, PermissionRequest, TextDelta, ToolCallStarted
 
 if TYPE_CHECKING:
     from .server import ToyCoderServer
@@ -51,7 +51,7 @@ def update_payload(event: Event) -> dict[str, Any]:
 
 
 class EditorFrontend:
-    def __init__(self, server: "ToyCoderServer", session_id: str, turn_id: str):
+    def __init__(self, server: ToyCoderServer, session_id: str, turn_id: str):
         self.server = server
         self.session_id = session_id
         self.turn_id = turn_id

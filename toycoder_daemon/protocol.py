@@ -6,7 +6,7 @@ golden fixtures under tests/golden lock the shapes. docs/protocol.md explains th
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -61,7 +61,7 @@ class Wire(BaseModel):
 # ---- params ---------------------------------------------------------------------------------
 
 class SessionNewParams(Wire):
-    title: Optional[str] = None
+    title: str | None = None
 
 
 class EmptyParams(Wire):
@@ -84,12 +84,12 @@ class SetEnabledParams(Wire):
 
 
 class ModelsListParams(Wire):
-    session_id: Optional[str] = None
+    session_id: str | None = None
 
 
 class ModelsSetParams(Wire):
     session_id: str = Field(min_length=1)
-    provider: Optional[str] = None
+    provider: str | None = None
     model: str
 
 
@@ -110,9 +110,9 @@ class SessionList(Wire):
 class TranscriptEntry(Wire):
     role: str
     text: str
-    tool_call_id: Optional[str] = None
-    name: Optional[str] = None
-    status: Optional[Literal["completed", "failed", "denied", "cancelled"]] = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    status: Literal["completed", "failed", "denied", "cancelled"] | None = None
     """For role "tool": how the call ended."""
 
 
@@ -129,7 +129,7 @@ class UsageInfo(Wire):
 
 class Action(Wire):
     kind: Literal["switch", "quit"]
-    session_id: Optional[str] = None
+    session_id: str | None = None
 
 
 class PromptResult(Wire):
@@ -137,7 +137,7 @@ class PromptResult(Wire):
     stop_reason: Literal["end_turn", "max_steps", "cancelled", "error", "command"]
     text: str
     usage: UsageInfo
-    action: Optional[Action] = None
+    action: Action | None = None
 
 
 class CancelResult(Wire):
@@ -174,7 +174,7 @@ class ModelRef(Wire):
 
 class ProviderInfo(Wire):
     name: str
-    base_url: Optional[str] = None
+    base_url: str | None = None
     models: dict[str, str]
     key_count: int
     """How many API keys are configured (the keys themselves never leave the daemon)."""
@@ -206,7 +206,7 @@ class ToolResultUpdate(Wire):
     tool_call_id: str
     status: Literal["completed", "failed", "denied", "cancelled"]
     output: str
-    changed_paths: Optional[list[str]] = None
+    changed_paths: list[str] | None = None
     """Absolute paths of files the call wrote (editors reload them)."""
 
 
@@ -237,7 +237,7 @@ Update = Union[TextDeltaUpdate, ToolCallUpdate, ToolResultUpdate, UsageUpdate, C
 class UpdateParams(Wire):
     session_id: str
     turn_id: str
-    parent_tool_call_id: Optional[str] = None
+    parent_tool_call_id: str | None = None
     update: Update = Field(discriminator="kind")
 
 
@@ -245,12 +245,12 @@ class UpdateParams(Wire):
 
 class Preview(Wire):
     kind: Literal["diff", "command"]
-    path: Optional[str] = None
-    uri: Optional[str] = None
+    path: str | None = None
+    uri: str | None = None
     """For diffs: the file's absolute file:// URI (path is relative to the workspace root)."""
-    diff: Optional[str] = None
-    command: Optional[str] = None
-    cwd: Optional[str] = None
+    diff: str | None = None
+    command: str | None = None
+    cwd: str | None = None
 
 
 class PermissionParams(Wire):
@@ -261,7 +261,7 @@ class PermissionParams(Wire):
     level: Literal["safe", "sensitive", "dangerous"]
     title: str
     arguments: Any
-    preview: Optional[Preview] = None
+    preview: Preview | None = None
 
 
 class PermissionResult(Wire):
@@ -272,12 +272,12 @@ class AskUserParams(Wire):
     session_id: str
     turn_id: str
     question: str
-    options: Optional[list[str]] = None
+    options: list[str] | None = None
 
 
 class AskUserResult(Wire):
-    answer: Optional[str] = None
-    cancelled: Optional[bool] = None
+    answer: str | None = None
+    cancelled: bool | None = None
 
 
 def json_schema() -> dict[str, Any]:

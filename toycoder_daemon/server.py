@@ -9,7 +9,8 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from typing import Any, Awaitable, Callable, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from lsprotocol import types
 from pydantic import BaseModel, ValidationError
@@ -49,7 +50,7 @@ def translate_errors(handler: Callable[..., Awaitable[Any]]) -> Callable[..., Aw
     """Map core errors to JSON-RPC errors with our codes."""
 
     @functools.wraps(handler)
-    async def wrapped(ls: "ToyCoderServer", params: Any) -> Any:
+    async def wrapped(ls: ToyCoderServer, params: Any) -> Any:
         try:
             return await handler(ls, params)
         except SessionNotFound as e:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from ..llm.base import ChatModel, ChatResponse, RetryNotice, Usage
+from ..ports import Frontend, RetryScheduled, TextDelta, ToolCallFinished, ToolCallStarted, UsageReport
 from ..tools.base import ToolContext
 from ..tools.registry import ToolRegistry
-from ..ports import Frontend, RetryScheduled, TextDelta, ToolCallFinished, ToolCallStarted, UsageReport
 
 StopReason = Literal["end_turn", "max_steps", "cancelled", "error"]
 

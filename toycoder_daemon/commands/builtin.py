@@ -19,7 +19,7 @@ def _when(ts: float) -> str:
 
 
 @commands.add("help", "/help [command]", "List the commands, or explain one.", ["?"])
-async def help_(app: "App", args: list[str], **_: Any) -> CommandResult:
+async def help_(app: App, args: list[str], **_: Any) -> CommandResult:
     if args:
         cmd = commands.get(args[0])
         if cmd is None:
@@ -32,19 +32,19 @@ async def help_(app: "App", args: list[str], **_: Any) -> CommandResult:
 
 
 @commands.add("new", "/new [title]", "Start a new session (and switch to it).")
-async def new(app: "App", raw: str, **_: Any) -> CommandResult:
+async def new(app: App, raw: str, **_: Any) -> CommandResult:
     s = app.new_session(raw or None)
     return CommandResult(f"new session {s.id}" + (f": {s.title}" if s.title else ""), {"kind": "switch", "sessionId": s.id})
 
 
 @commands.add("clear", "/clear", "Start over in a new, empty session (the current one stays in /sessions).")
-async def clear(app: "App", **_: Any) -> CommandResult:
+async def clear(app: App, **_: Any) -> CommandResult:
     s = app.new_session(None)
     return CommandResult(f"cleared: new session {s.id}", {"kind": "switch", "sessionId": s.id})
 
 
 @commands.add("sessions", "/sessions", "List the sessions of this workspace, newest first.", ["ls"])
-async def sessions(app: "App", session: "Session", **_: Any) -> CommandResult:
+async def sessions(app: App, session: Session, **_: Any) -> CommandResult:
     rows = app.list_sessions()
     if not rows:
         return CommandResult("no sessions yet")
@@ -57,7 +57,7 @@ async def sessions(app: "App", session: "Session", **_: Any) -> CommandResult:
 
 
 @commands.add("switch", "/switch <id>", "Resume a session by its id (or a unique prefix of it).", ["resume"])
-async def switch(app: "App", args: list[str], **_: Any) -> CommandResult:
+async def switch(app: App, args: list[str], **_: Any) -> CommandResult:
     if len(args) != 1:
         raise CommandError("give one session id")
     ids = [r["id"] for r in app.list_sessions() if r["id"].startswith(args[0])]
@@ -71,7 +71,7 @@ async def switch(app: "App", args: list[str], **_: Any) -> CommandResult:
 
 
 @commands.add("tools", "/tools", "List the tools with their permission level and state.")
-async def tools(app: "App", session: "Session", **_: Any) -> CommandResult:
+async def tools(app: App, session: Session, **_: Any) -> CommandResult:
     lines = []
     for t in session.tools.list():
         state = "enabled" if session.tools.is_enabled(t.name) else "disabled"
@@ -81,7 +81,7 @@ async def tools(app: "App", session: "Session", **_: Any) -> CommandResult:
 
 
 @commands.add("tool", "/tool enable|disable <name>", "Enable or disable a tool in this session.")
-async def tool(app: "App", session: "Session", args: list[str], **_: Any) -> CommandResult:
+async def tool(app: App, session: Session, args: list[str], **_: Any) -> CommandResult:
     if len(args) != 2 or args[0] not in ("enable", "disable"):
         raise CommandError("say enable or disable, then the tool's name")
     if session.tools.get(args[1]) is None:
@@ -94,7 +94,7 @@ async def tool(app: "App", session: "Session", args: list[str], **_: Any) -> Com
 
 @commands.add("model", "/model [[provider:]name]", "Show the model, or switch this session to another "
               "(a name, or the role default/fast).")
-async def model(app: "App", session: "Session", args: list[str], **_: Any) -> CommandResult:
+async def model(app: App, session: Session, args: list[str], **_: Any) -> CommandResult:
     if args:
         provider, _, name = args[0].rpartition(":")
         info = app.set_model(session.id, provider or None, name)
@@ -109,7 +109,7 @@ async def model(app: "App", session: "Session", args: list[str], **_: Any) -> Co
 
 
 @commands.add("compact", "/compact", "Summarise the older part of this conversation now.")
-async def compact(app: "App", session: "Session", frontend: Any, **_: Any) -> CommandResult:
+async def compact(app: App, session: Session, frontend: Any, **_: Any) -> CommandResult:
     done = await app.compact(session, frontend, force=True)
     if done is None:
         return CommandResult("nothing to compact yet")
@@ -118,14 +118,14 @@ async def compact(app: "App", session: "Session", frontend: Any, **_: Any) -> Co
 
 
 @commands.add("usage", "/usage", "Tokens used in this session.")
-async def usage(app: "App", session: "Session", **_: Any) -> CommandResult:
+async def usage(app: App, session: Session, **_: Any) -> CommandResult:
     u = session.usage
     return CommandResult(f"tokens this session: {u.prompt_tokens} prompt, {u.completion_tokens} completion, "
                          f"{u.total_tokens} total; {session.message_count} messages")
 
 
 @commands.add("title", "/title <text>", "Rename this session.", ["rename"])
-async def title(app: "App", session: "Session", raw: str, **_: Any) -> CommandResult:
+async def title(app: App, session: Session, raw: str, **_: Any) -> CommandResult:
     if not raw:
         raise CommandError("give the new title")
     session.title = raw[:200]
@@ -134,7 +134,7 @@ async def title(app: "App", session: "Session", raw: str, **_: Any) -> CommandRe
 
 
 @commands.add("mcp", "/mcp", "List the MCP servers with their status and tool counts.")
-async def mcp(app: "App", **_: Any) -> CommandResult:
+async def mcp(app: App, **_: Any) -> CommandResult:
     if not app.mcp:
         return CommandResult("no MCP servers configured (mcp_servers: in config.yaml)")
     lines = []
@@ -145,5 +145,5 @@ async def mcp(app: "App", **_: Any) -> CommandResult:
 
 
 @commands.add("quit", "/quit", "Leave the client (the session is kept).", ["exit", "q"])
-async def quit_(app: "App", **_: Any) -> CommandResult:
+async def quit_(app: App, **_: Any) -> CommandResult:
     return CommandResult("bye", {"kind": "quit"})

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
-
+from typing import Any, Protocol
 
 API_FIELDS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
 
@@ -31,7 +31,7 @@ class Usage:
     completion_tokens: int = 0
     total_tokens: int = 0
 
-    def __add__(self, other: "Usage") -> "Usage":
+    def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,

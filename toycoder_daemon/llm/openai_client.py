@@ -13,7 +13,8 @@ import asyncio
 import logging
 import random
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .. import secrets
 from ..errors import ProviderError

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from ..llm.base import Usage
 from ..tools.registry import ToolRegistry
@@ -53,7 +54,7 @@ class Session:
     turn_seq: int = 0
     file: Any = None
     """The open SessionFile messages and settings are written to."""
-    on_meta_change: Callable[["Session"], None] | None = None
+    on_meta_change: Callable[[Session], None] | None = None
 
     @property
     def busy(self) -> bool:

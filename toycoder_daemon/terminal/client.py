@@ -10,8 +10,9 @@ import os
 import select
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from rich.text import Text
 
@@ -49,7 +50,7 @@ class TurnGuard:
     def _on_sigint(self, signum: int, frame: Any) -> None:
         self.interrupts += 1
 
-    def __enter__(self) -> "TurnGuard":
+    def __enter__(self) -> TurnGuard:
         self.interrupts = 0
         self._handler = signal.signal(signal.SIGINT, self._on_sigint)
         if self.tty:
@@ -67,7 +68,7 @@ class TurnGuard:
             self._attrs = None
         signal.signal(signal.SIGINT, self._handler)
 
-    def cooked(self) -> "_Cooked":
+    def cooked(self) -> _Cooked:
         """The terminal as it was before the turn (to read a line with echo)."""
         return _Cooked(self._attrs)
 

@@ -15,7 +15,8 @@ import subprocess
 import sys
 import tempfile
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 Handler = Callable[[str, Any, Any], Any]
 """on_request(method, params, request id) -> result (raise RpcError to answer an error)."""

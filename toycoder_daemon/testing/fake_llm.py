@@ -71,8 +71,9 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 __all__ = ["FakeLLM", "load_script", "tool_call_problems", "main"]
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import ProviderError
 from ..llm.base import ChatResponse, RetryNotice, ToolCall, Usage

@@ -11,8 +11,9 @@ validates the model's arguments against it, and a bad argument is reported to th
 from __future__ import annotations
 
 import inspect
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Awaitable, Callable, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -76,7 +77,7 @@ class Tool:
     def from_function(
         cls, func: Callable[..., Awaitable[Any]], *, level: Level = "safe", name: str | None = None,
         title: Callable[[dict[str, Any]], str] | None = None, preview: Any = None,
-    ) -> "Tool":
+    ) -> Tool:
         hints = get_type_hints(func, include_extras=True)
         params = list(inspect.signature(func).parameters.values())[1:]  # skip ctx
         fields = {p.name: _field(hints.get(p.name, Any), p.default) for p in params}

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Iterator
+from typing import Annotated
 
 from .base import ToolContext, ToolError, tool
 from .workspace import OutsideWorkspace

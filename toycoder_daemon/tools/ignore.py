@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 __all__ = ["GlobError", "IgnoreMatcher", "PathGlob", "compile_glob", "parse_gitignore_line"]
 

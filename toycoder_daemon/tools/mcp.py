@@ -54,9 +54,10 @@ import re
 import signal
 import sys
 import threading
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 import anyio
 import mcp_types as mt
@@ -134,7 +135,7 @@ class _WatchedReadStream:
             self._end()
             raise
 
-    def __aiter__(self) -> "_WatchedReadStream":
+    def __aiter__(self) -> _WatchedReadStream:
         return self
 
     async def __anext__(self) -> Any:
@@ -146,7 +147,7 @@ class _WatchedReadStream:
     async def aclose(self) -> None:
         await self._inner.aclose()
 
-    async def __aenter__(self) -> "_WatchedReadStream":
+    async def __aenter__(self) -> _WatchedReadStream:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:

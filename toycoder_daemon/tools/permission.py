@@ -48,7 +48,7 @@ class Rule:
     pattern: str | None
 
     @classmethod
-    def parse(cls, text: str) -> "Rule":
+    def parse(cls, text: str) -> Rule:
         m = re.fullmatch(r"\s*([\w.-]+)\s*(?:\((.*)\))?\s*", text, re.DOTALL)
         if not m:
             raise ValueError(f"bad permission rule {text!r}: expected NAME or NAME(pattern)")
@@ -97,14 +97,14 @@ class PermissionGate:
         self.always: set[str] = set()
         """Tools the person answered "allow_always" for, in this session."""
 
-    def fork(self) -> "PermissionGate":
+    def fork(self) -> PermissionGate:
         child = PermissionGate()
         child.allow, child.deny = self.allow, self.deny
         return child
 
     # ---- rules --------------------------------------------------------------------------------
 
-    def _subject(self, tool: "Tool | None", args: dict[str, Any], ctx: "ToolContext") -> tuple[str, str] | None:
+    def _subject(self, tool: Tool | None, args: dict[str, Any], ctx: ToolContext) -> tuple[str, str] | None:
         # Only an argument the tool declares counts: a stray key the model adds must not steer a rule.
         declared = tool.schema()["function"]["parameters"].get("properties", {}) if tool else {}
         if "command" in declared and isinstance(args.get("command"), str):
@@ -131,7 +131,7 @@ class PermissionGate:
             return any(command_matches(rule.pattern, p.strip()) for p in pieces)
         return not SHELL_META.search(value) and command_matches(rule.pattern, value)
 
-    def rule_verdict(self, tool: "Tool", args: dict[str, Any], ctx: "ToolContext") -> tuple[str, Rule] | None:
+    def rule_verdict(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> tuple[str, Rule] | None:
         """("deny", rule), ("allow", rule), ("ask", rule) when a deny rule cannot judge the command,
         or None when no rule applies."""
         subject = self._subject(tool, args, ctx)
@@ -149,7 +149,7 @@ class PermissionGate:
 
     # ---- the gate -----------------------------------------------------------------------------
 
-    def must_ask(self, tool: "Tool", args: dict[str, Any], ctx: "ToolContext") -> bool:
+    def must_ask(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> bool:
         verdict = self.rule_verdict(tool, args, ctx)
         if verdict and verdict[0] == "ask":
             return True
@@ -157,7 +157,7 @@ class PermissionGate:
             return False
         return verdict is None
 
-    async def check(self, tool: "Tool", request: "PermissionRequest", ctx: "ToolContext") -> str | None:
+    async def check(self, tool: Tool, request: PermissionRequest, ctx: ToolContext) -> str | None:
         """None to go ahead, or the observation telling the model why not."""
         args = request.arguments if isinstance(request.arguments, dict) else {}
         verdict = self.rule_verdict(tool, args, ctx)

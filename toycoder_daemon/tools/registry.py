@@ -7,13 +7,14 @@ gate is in one place. A denial or a tool error is an observation for the model, 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import ValidationError
 
-from ..ports import PermissionRequest, ToolStatus
 from .. import secrets
+from ..ports import PermissionRequest, ToolStatus
 from .base import Tool, ToolContext, ToolError
 from .permission import PermissionGate
 
@@ -50,14 +51,14 @@ class ToolRegistry:
         self._overrides: dict[str, bool] = {}
         self.gate = gate or PermissionGate()
 
-    def fork(self) -> "ToolRegistry":
+    def fork(self) -> ToolRegistry:
         child = ToolRegistry(self.gate.fork())
         child._tools = self._tools
         child._sources = self._sources
         child._overrides = dict(self._overrides)
         return child
 
-    def restricted(self, names: list[str]) -> "ToolRegistry":
+    def restricted(self, names: list[str]) -> ToolRegistry:
         """A view with only the named tools, sharing this registry's gate and enabled state
         (a sub-agent's tools: same grants, same rules, same prompts)."""
         child = ToolRegistry(self.gate)

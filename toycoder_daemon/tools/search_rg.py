@@ -20,8 +20,8 @@ import shutil
 import sys
 import sysconfig
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from .base import ToolError
 from .search_common import LINE_MAX_CHARS, _Hits, _Plan, _TopPaths
