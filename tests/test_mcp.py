@@ -20,6 +20,7 @@ import pytest_asyncio
 
 from toycoder_daemon import secrets
 from toycoder_daemon.config import McpServerConfig
+from toycoder_daemon.tools import mcp_stdio
 from toycoder_daemon.tools.base import ToolError
 from toycoder_daemon.tools.mcp import McpManager, object_schema, result_text, tool_name
 
@@ -324,12 +325,10 @@ async def test_a_server_that_dies_is_reported_stopped_and_calls_fail(managers: A
 
 
 async def test_aclose_leaves_no_process_behind(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The SDK's stdio shutdown: close stdin, wait, SIGTERM the group, wait, SIGKILL. Shorter waits
+    # The stdio shutdown: close stdin, wait, SIGTERM the group, wait, SIGKILL. Shorter waits
     # (2 s each by default) keep the test fast; the sequence is the same.
-    import mcp.client.stdio
-
-    monkeypatch.setattr(mcp.client.stdio, "PROCESS_TERMINATION_TIMEOUT", 0.5)
-    monkeypatch.setattr(mcp.client.stdio, "FORCE_KILL_TIMEOUT", 0.5)
+    monkeypatch.setattr(mcp_stdio, "EXIT_GRACE", 0.5)
+    monkeypatch.setattr(mcp_stdio, "TERM_GRACE", 0.5)
     tag = uuid.uuid4().hex
     m = McpManager({
         "plain": stdio("--tag", tag),

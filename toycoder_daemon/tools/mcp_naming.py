@@ -15,7 +15,8 @@ _BAD_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 _DEFAULT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 
-def _hash(text: str) -> str:
+def short_hash(text: str) -> str:
+    """8 hex digits that keep long or clashing names apart."""
     return hashlib.sha1(text.encode("utf-8")).hexdigest()[:8]
 
 
@@ -23,7 +24,7 @@ def _fit(name: str, raw: str, *, force_hash: bool = False) -> str:
     """`name` if it fits in MAX_NAME (and no hash is forced), else truncated plus `_<hash of raw>`."""
     if len(name) <= MAX_NAME and not force_hash:
         return name
-    suffix = "_" + _hash(raw)
+    suffix = "_" + short_hash(raw)
     return name[: MAX_NAME - len(suffix)] + suffix
 
 
@@ -51,11 +52,11 @@ def object_schema(schema: Any) -> dict[str, Any]:
     """The tool's inputSchema as given, made sure to be an object schema."""
     if not isinstance(schema, dict) or not schema:
         return copy.deepcopy(_DEFAULT_SCHEMA)
-    schema = copy.deepcopy(schema)
-    if schema.get("type") != "object":
-        if "type" in schema:  # not an object at all: the model could not call it with named arguments
+    out: dict[str, Any] = copy.deepcopy(schema)
+    if out.get("type") != "object":
+        if "type" in out:  # not an object at all: the model could not call it with named arguments
             return copy.deepcopy(_DEFAULT_SCHEMA)
-        schema["type"] = "object"
-    if not isinstance(schema.get("properties"), dict):
-        schema["properties"] = {}
-    return schema
+        out["type"] = "object"
+    if not isinstance(out.get("properties"), dict):
+        out["properties"] = {}
+    return out

@@ -58,7 +58,8 @@ def result_text(result: mt.CallToolResult) -> str:
     return "\n".join(parts)
 
 
-def _cap(text: str, ctx: ToolContext | None) -> str:
+def cap_output(text: str, ctx: ToolContext | None) -> str:
+    """The observation shortened in the middle to the tools config's `output_max_bytes`, like run_command's output."""
     s = getattr(ctx, "settings", None) if ctx is not None else None
     limit = getattr(s, "output_max_bytes", 30_000) if s is not None else 30_000
     data = text.encode("utf-8")
