@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
+import uuid
 from pathlib import Path
 
 from rpc import Daemon
@@ -36,7 +38,7 @@ async def mcp_tools(d: Daemon, sid: str) -> dict[str, dict]:
 
 
 async def test_mcp_tools_through_the_daemon(start_daemon, llm: FakeLLM) -> None:
-    tag = "toycoder-e2e-mcp-1"
+    tag = f"toycoder-e2e-mcp-{uuid.uuid4().hex}"  # unique: only this test's servers match
     d = await start_daemon(extra=mcp_config(tag))
     sid = (await d.call("toycoder/session/new", {}))["sessionId"]
     tools = await mcp_tools(d, sid)
@@ -67,5 +69,7 @@ async def test_mcp_tools_through_the_daemon(start_daemon, llm: FakeLLM) -> None:
     assert "toy" in listing and "ready" in listing and "failed" in listing
     assert processes_with(tag)
     await d.close()
-    await asyncio.sleep(0.3)
+    deadline = time.monotonic() + 5  # the daemon stops its servers before it exits: this is slack
+    while processes_with(tag) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
     assert processes_with(tag) == []
