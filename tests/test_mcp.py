@@ -4,28 +4,49 @@ streamable HTTP on 127.0.0.1."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import mcp_types as mt
 import pytest
 import pytest_asyncio
+from mcp.client.session import ClientSession
+from mcp.shared.message import SessionMessage
 
 from toycoder_daemon import secrets
 from toycoder_daemon.config import McpServerConfig
 from toycoder_daemon.tools import mcp_stdio
 from toycoder_daemon.tools.base import ToolError
 from toycoder_daemon.tools.mcp import McpManager, object_schema, result_text, tool_name
+from toycoder_daemon.tools.mcp_spec import McpServerSpec
+from toycoder_daemon.tools.mcp_stdio import StdioChild, encode_message, parse_line
 
 SERVER = str(Path(__file__).parent / "mcp_servers" / "toy_server.py")
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class PlainSpec:
+    """A server spec that is not the config model: McpManager only needs McpServerSpec's shape."""
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    permission: Literal["safe", "sensitive", "dangerous"] = "safe"
+    enabled: bool = True
+    start_timeout: float = 30.0
+    call_timeout: float = 0.5
 
 
 def stdio(*args: str, **kw: Any) -> McpServerConfig:
@@ -108,6 +129,22 @@ def processes_with(tag: str) -> list[int]:
         if tag.encode() in cmdline:
             found.append(int(entry))
     return found
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def eventually(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """Poll `predicate` until it holds or `timeout` s pass; its last value."""
+    deadline = time.monotonic() + timeout
+    while not predicate() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    return predicate()
 
 
 @pytest.fixture
@@ -339,10 +376,17 @@ async def test_aclose_leaves_no_process_behind(workspace: Path, monkeypatch: pyt
     assert await m.wait_ready(15)
     assert [s["status"] for s in m.status()] == ["ready", "ready", "ready"]
     assert len(processes_with(tag)) == 4  # three servers and the child
+    groups = m.pids()
+    assert set(groups) == {"plain", "parent", "stubborn"}
+    for pid in groups.values():  # each server leads its own session, so its own process group
+        assert os.getsid(pid) == pid and os.getpgid(pid) == pid and pid in processes_with(tag)
     started = time.monotonic()
     await m.aclose()
     assert time.monotonic() - started < 5
     assert processes_with(tag) == []
+    # Killed grandchildren linger as zombies until init reaps them; then the groups are empty.
+    assert await eventually(lambda: not any(group_alive(g) for g in groups.values()))
+    assert m.pids() == {}  # reaped, so the numbers are forgotten
     assert [s["status"] for s in m.status()] == ["stopped", "stopped", "stopped"]
     assert m.tools() == []
 
@@ -402,3 +446,73 @@ async def test_streamable_http_server_that_goes_away(managers: Any, http_server:
     assert status_of(m, "web")["status"] == "stopped"
     assert [s for s, _ in seen.of("web")] == ["ready", "stopped"]
     assert m.tools() == []
+
+
+# --- server specs and the stdio transport ---------------------------------------------------------
+
+
+def test_the_config_model_is_a_server_spec() -> None:
+    spec: McpServerSpec = McpServerConfig(command="x")  # the structural type the manager takes
+    assert isinstance(spec, McpServerSpec) and isinstance(PlainSpec(), McpServerSpec)
+    assert not isinstance(object(), McpServerSpec)
+
+
+async def test_any_object_shaped_like_a_spec_configures_a_server(managers: Any, workspace: Path) -> None:
+    (workspace / "sub").mkdir()
+    m = await managers({"plain": PlainSpec(command=sys.executable, args=(SERVER,), cwd="sub",
+                                           env={"SERVER_API_KEY": "k"})})
+    tools = by_name(m)
+    assert {t.level for t in tools.values()} == {"safe"}
+    assert await tools["mcp__plain__cwd"].func(None) == str((workspace / "sub").resolve())
+    seen = json.loads(await tools["mcp__plain__env_probe"].func(None, names=["SERVER_API_KEY"]))
+    assert seen == {"SERVER_API_KEY": "k"}
+    with pytest.raises(ToolError, match=r"did not answer slow within 0.5s"):  # the spec's call_timeout
+        await tools["mcp__plain__slow"].func(None, seconds=30)
+
+
+def test_stdio_lines_parse_and_encode() -> None:
+    request = mt.JSONRPCRequest(jsonrpc="2.0", id=7, method="tools/list")
+    line = encode_message(SessionMessage(request))
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    parsed = parse_line(line.rstrip(b"\n"))
+    assert isinstance(parsed, SessionMessage) and parsed.message == request
+    assert isinstance(parse_line(b"not json"), ValueError)
+    assert isinstance(parse_line(b'{"jsonrpc": "2.0"}'), ValueError)
+
+
+async def test_a_cancelled_connection_kills_and_reaps_the_whole_group(workspace: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mcp_stdio, "EXIT_GRACE", 0.3)
+    monkeypatch.setattr(mcp_stdio, "TERM_GRACE", 0.3)
+    tag = uuid.uuid4().hex
+    # Ignores stdin EOF and SIGTERM, and leaves a child in its group.
+    child = StdioChild("stubborn", sys.executable, [SERVER, "--spawn-child", "--linger", "--tag", tag],
+                       env=secrets.child_env(), cwd=workspace)
+    connected = asyncio.Event()
+
+    async def hold() -> None:
+        async with child.connect() as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            connected.set()
+            await asyncio.Event().wait()
+
+    task = asyncio.create_task(hold())
+    await asyncio.wait_for(connected.wait(), 15)
+    pgid = child.pid
+    assert pgid is not None and os.getpgid(pgid) == pgid
+    assert await eventually(lambda: len(processes_with(tag)) == 2)  # the server and its child
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 10)
+    assert await eventually(lambda: processes_with(tag) == [] and not group_alive(pgid))
+    assert child.returncode is not None and child.returncode < 0  # killed, and reaped
+    assert child.pid is None
+
+
+async def test_stderr_is_kept_for_messages_and_never_mixed_into_the_protocol(workspace: Path) -> None:
+    child = StdioChild("toy", sys.executable, [SERVER], env=secrets.child_env(), cwd=workspace)
+    async with child.connect() as (read, write), ClientSession(read, write) as session:
+        await session.initialize()  # the server wrote to stderr first: the handshake is unharmed
+        assert (await session.call_tool("echo", {"text": "hi"})).content[0].text == "hi"  # type: ignore[union-attr]
+    assert await child.stderr_tail() == ["toy server: stdio"]
+    assert child.returncode == 0  # it exited by itself once its stdin closed
