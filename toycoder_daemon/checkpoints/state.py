@@ -94,7 +94,7 @@ class Blobs:
         return data if hashlib.sha256(data).hexdigest() == sha else None
 
     def _temp(self) -> tuple[int, str]:
-        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.root.mkdir(mode=0o700, exist_ok=True)  # its parent is the store's, made 0700 already
         return tempfile.mkstemp(dir=self.root, prefix=".in.", suffix=".tmp")  # mkstemp: 0600
 
     def _keep(self, tmp: str, sha: str) -> None:

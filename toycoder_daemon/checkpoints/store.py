@@ -152,11 +152,14 @@ class CheckpointStore:
         self.turns.append(turn)
         self._by_id[turn.id] = turn
 
-    def _append(self, *records: dict[str, Any]) -> None:
+    def _prepare(self) -> None:
+        """Before the first write: private directories, and no torn line for an append to join."""
         if not self._repaired:
             self._ensure_dir()
             self._cut_torn_tail()
             self._repaired = True
+
+    def _append(self, *records: dict[str, Any]) -> None:
         fd = os.open(self.index, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         with os.fdopen(fd, "ab") as out:
             out.write(b"".join(dumps(r) for r in records))  # flushed on close, as session files are
@@ -166,6 +169,7 @@ class CheckpointStore:
             self.base.mkdir(mode=0o700, parents=True, exist_ok=True)
             (self.base / "workspace.txt").write_text(str(self.workspace) + "\n")
         self.dir.mkdir(mode=0o700, exist_ok=True)
+        self.blobs.root.mkdir(mode=0o700, exist_ok=True)
 
     def _cut_torn_tail(self) -> None:
         try:
@@ -227,6 +231,7 @@ class CheckpointStore:
             turn = self._turn(turn_id)
             if key in turn.before:
                 return Recorded(key, self._problem(key, turn.before[key]))
+            self._prepare()
             state = self.state_of(key, keep=True)
             records = [] if turn.on_disk else [self._turn_record(turn)]
             self._append(*records, {"t": "before", "turn": turn.id, "path": key, "state": state.to_json()})
@@ -243,6 +248,7 @@ class CheckpointStore:
             if turn is None or key not in turn.before:
                 log.warning("after-write of %s in turn %s without a before-state: not recorded", key, turn_id)
                 return Recorded(key, "no checkpoint was taken before this write")
+            self._prepare()
             state = self.state_of(key, keep=True)
             self._append({"t": "after", "turn": turn.id, "path": key, "state": state.to_json()})
             turn.after[key] = state
