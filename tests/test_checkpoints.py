@@ -263,6 +263,24 @@ def test_a_file_over_the_cap_is_hashed_not_kept_and_reported(ws: Path, data: Pat
     assert (ws / "big.log").read_bytes() == b"small\n"
 
 
+def test_files_larger_than_a_read_chunk_are_streamed_kept_or_dropped_by_the_cap(ws: Path, data: Path) -> None:
+    content = hashlib.sha256(b"seed").digest() * (3 * 1024 * 1024 // 32)  # 3 MiB: several read chunks
+    for cap, kept in ((2 * 1024 * 1024, False), (4 * 1024 * 1024, True)):
+        (ws / "huge.dat").write_bytes(content)
+        store = CheckpointStore(data, ws, f"cap{cap}", max_bytes=cap)
+        t1 = store.begin_turn("t-1", "shrink huge")
+        rec = store.record_before_write(t1, ws / "huge.dat")
+        state = store.turns[-1].before["huge.dat"]
+        assert state.sha == hashlib.sha256(content).hexdigest() and state.size == len(content)
+        assert (state.stored, rec.problem is None, store.blobs.has(state.sha)) == (kept, kept, kept)
+        assert not list(store.blobs.root.glob(".in.*"))  # no temp file left behind either way
+        (ws / "huge.dat").write_bytes(b"small\n")
+        store.record_after_write(t1, ws / "huge.dat")
+        result = store.restore(t1)
+        assert (result["restored"] == ["huge.dat"]) is kept
+        assert ((ws / "huge.dat").read_bytes() == content) is kept
+
+
 def test_a_file_over_the_cap_still_has_its_changes_detected(ws: Path, data: Path) -> None:
     store = store_for(data, ws, max_bytes=8)
     t1 = store.begin_turn("s1-1", "write big")
