@@ -291,6 +291,29 @@ def test_a_file_over_the_cap_still_has_its_changes_detected(ws: Path, data: Path
     assert (ws / "a.txt").read_bytes() == b"z" * 100
 
 
+def test_a_restore_that_could_not_be_undone_needs_force(ws: Path, data: Path) -> None:
+    store = store_for(data, ws, max_bytes=8)
+    t1 = store.begin_turn("s1-1", "grow a")
+    agent_write(store, t1, ws, "a.txt", b"y" * 100)  # the agent's own write, too large to keep
+    result = store.restore(t1)
+    assert "so this restore could not be undone" in result["conflicts"][0]["reason"]
+    assert (ws / "a.txt").read_bytes() == b"y" * 100
+    assert store.restore(t1, force=True)["restored"] == ["a.txt"]
+    assert (ws / "a.txt").read_bytes() == b"a1\na2\n"
+
+
+def test_an_unreadable_file_is_reported_not_recorded(ws: Path, data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = store_for(data, ws)
+
+    def unreadable(key: str, keep: bool = False) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(store, "state_of", unreadable)
+    rec = store.record_before_write("s1-1", ws / "a.txt")
+    assert rec.problem == "a.txt could not be read to checkpoint it (Permission denied)"
+    assert store.list() == [] and not store.index.exists()
+
+
 def test_binary_files_get_no_line_counts_and_restore_byte_for_byte(ws: Path, data: Path) -> None:
     blob = bytes(range(256)) * 3
     (ws / "img.bin").write_bytes(blob)

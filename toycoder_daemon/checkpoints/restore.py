@@ -140,6 +140,9 @@ def restore(store: CheckpointStore, turn_id: str, paths: list[str] | None = None
                 last = store.last_state(key)
                 if not force and last is not None and not now.same_content(last):
                     raise _Refused("changed outside the agent since its last write; restore with force to overwrite")
+                if not force and now.kind == "file" and now.size > store.max_bytes:
+                    raise _Refused(f"its current content is too large to checkpoint ({now.size} bytes), so this "
+                                   "restore could not be undone; restore with force to overwrite")
                 store.record_before_write(rid, key)
                 wrote = True
                 try:

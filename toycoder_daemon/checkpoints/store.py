@@ -232,7 +232,10 @@ class CheckpointStore:
             if key in turn.before:
                 return Recorded(key, self._problem(key, turn.before[key]))
             self._prepare()
-            state = self.state_of(key, keep=True)
+            try:
+                state = self.state_of(key, keep=True)
+            except OSError as e:  # unreadable: the write will most likely fail too; nothing to keep
+                return Recorded(key, f"{key} could not be read to checkpoint it ({e.strerror or e})")
             records = [] if turn.on_disk else [self._turn_record(turn)]
             self._append(*records, {"t": "before", "turn": turn.id, "path": key, "state": state.to_json()})
             turn.on_disk = True
@@ -249,7 +252,10 @@ class CheckpointStore:
                 log.warning("after-write of %s in turn %s without a before-state: not recorded", key, turn_id)
                 return Recorded(key, "no checkpoint was taken before this write")
             self._prepare()
-            state = self.state_of(key, keep=True)
+            try:
+                state = self.state_of(key, keep=True)
+            except OSError as e:
+                return Recorded(key, f"{key} could not be read after the write ({e.strerror or e})")
             self._append({"t": "after", "turn": turn.id, "path": key, "state": state.to_json()})
             turn.after[key] = state
             self._last[key] = state
@@ -305,7 +311,8 @@ class CheckpointStore:
         ref = ref.strip()
         if ref in self._by_id:
             return ref
-        hits = [t.id for t in self.turns if t.on_disk and (t.id.startswith(ref) or t.id.endswith(f"-{ref}"))]
+        with self._lock:
+            hits = [t.id for t in self.turns if t.on_disk and (t.id.startswith(ref) or t.id.endswith(f"-{ref}"))]
         if len(hits) == 1 and ref:
             return hits[0]
         raise UnknownCheckpoint(ref, f"it matches {len(hits)} turns" if len(hits) > 1 else
@@ -336,9 +343,10 @@ class CheckpointStore:
     def list(self) -> list[Checkpoint]:
         """Turns that changed files, oldest first, each with its net change per file."""
         out: list[Checkpoint] = []
-        for turn in self.turns:
-            files = [c for key in turn.before if (c := self._change(turn, key)) is not None]
-            if files:
-                out.append({"turnId": turn.id, "kind": turn.kind, "createdAt": turn.created_at,
-                            "prompt": turn.prompt, "files": files})
+        with self._lock:  # a tool may be recording on a worker thread meanwhile
+            for turn in self.turns:
+                files = [c for key in turn.before if (c := self._change(turn, key)) is not None]
+                if files:
+                    out.append({"turnId": turn.id, "kind": turn.kind, "createdAt": turn.created_at,
+                                "prompt": turn.prompt, "files": files})
         return out
