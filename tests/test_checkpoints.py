@@ -314,6 +314,19 @@ def test_an_unreadable_file_is_reported_not_recorded(ws: Path, data: Path, monke
     assert store.list() == [] and not store.index.exists()
 
 
+def test_an_edit_through_the_editor_records_the_buffer_it_started_from(ws: Path, data: Path) -> None:
+    store = store_for(data, ws)
+    t1 = store.begin_turn("s1-1", "edit the open buffer")
+    store.record_before_write(t1, ws / "b.sh", content=b"echo unsaved\n")  # the buffer, not the disk
+    store.record_after_write(t1, ws / "b.sh", content=b"echo unsaved\necho agent\n")
+    assert files_of(store)[t1] == [("b.sh", "modified", 1, 0)]
+    assert store.turns[-1].before["b.sh"].mode == 0o755  # the file's mode, for a restore to keep
+    (ws / "b.sh").write_bytes(b"echo unsaved\necho agent\n")  # the editor saved the buffer
+    assert store.restore(t1)["restored"] == ["b.sh"]
+    assert (ws / "b.sh").read_bytes() == b"echo unsaved\n"
+    assert stat.S_IMODE((ws / "b.sh").stat().st_mode) == 0o755
+
+
 def test_binary_files_get_no_line_counts_and_restore_byte_for_byte(ws: Path, data: Path) -> None:
     blob = bytes(range(256)) * 3
     (ws / "img.bin").write_bytes(blob)

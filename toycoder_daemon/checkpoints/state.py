@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import os
 import stat
@@ -17,6 +18,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from ..atomic import NEW_FILE_MODE
 
 CHUNK = 1 << 20
 Kind = Literal["absent", "file", "link", "other"]
@@ -133,6 +136,16 @@ def observe(p: Path, root: Path, blobs: Blobs | None, cap: int) -> State:
     with os.fdopen(fd, "rb") as src:
         mode = stat.S_IMODE(os.fstat(fd).st_mode)
         return _stream(src, mode, blobs, cap)
+
+
+def of_content(data: bytes, p: Path, blobs: Blobs, cap: int) -> State:
+    """The state of a text the editor holds for `p` (an open buffer): its content, with the mode of
+    the file on disk (or a new file's)."""
+    try:
+        mode = stat.S_IMODE(os.stat(p).st_mode)
+    except OSError:
+        mode = NEW_FILE_MODE
+    return _stream(io.BytesIO(data), mode, blobs, cap)
 
 
 def _stream(src: Any, mode: int, blobs: Blobs | None, cap: int) -> State:

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from ..errors import ToyCoderError
-from .state import Blobs, State, dumps, observe
+from .state import Blobs, State, dumps, observe, of_content
 
 if TYPE_CHECKING:
     from .restore import RestoreResult
@@ -223,9 +223,15 @@ class CheckpointStore:
                     "undo cannot bring this version back")
         return None
 
-    def record_before_write(self, turn_id: str, path: Path | str) -> Recorded:
+    def _state(self, key: str, content: bytes | None) -> State:
+        if content is None:
+            return self.state_of(key, keep=True)
+        return of_content(content, self.workspace / key, self.blobs, self.max_bytes)
+
+    def record_before_write(self, turn_id: str, path: Path | str, *, content: bytes | None = None) -> Recorded:
         """Keep what `path` holds before the turn's first write to it; later calls in the same turn
-        are no-ops (the first state is the one undo returns to)."""
+        are no-ops (the first state is the one undo returns to). `content`: the editor's text the
+        edit starts from, when the edit goes through an open buffer rather than the disk."""
         key = self.key(path)
         with self._lock:
             turn = self._turn(turn_id)
@@ -233,7 +239,7 @@ class CheckpointStore:
                 return Recorded(key, self._problem(key, turn.before[key]))
             self._prepare()
             try:
-                state = self.state_of(key, keep=True)
+                state = self._state(key, content)
             except OSError as e:  # unreadable: the write will most likely fail too; nothing to keep
                 return Recorded(key, f"{key} could not be read to checkpoint it ({e.strerror or e})")
             records = [] if turn.on_disk else [self._turn_record(turn)]
@@ -243,8 +249,9 @@ class CheckpointStore:
             self._last[key] = state
             return Recorded(key, self._problem(key, state))
 
-    def record_after_write(self, turn_id: str, path: Path | str) -> Recorded:
-        """Note what the agent's write left at `path` (conflict detection compares against it)."""
+    def record_after_write(self, turn_id: str, path: Path | str, *, content: bytes | None = None) -> Recorded:
+        """Note what the agent's write left at `path` (conflict detection compares against it);
+        `content`: the buffer's text after an edit the editor applied."""
         key = self.key(path)
         with self._lock:
             turn = self._by_id.get(turn_id)
@@ -253,7 +260,7 @@ class CheckpointStore:
                 return Recorded(key, "no checkpoint was taken before this write")
             self._prepare()
             try:
-                state = self.state_of(key, keep=True)
+                state = self._state(key, content)
             except OSError as e:
                 return Recorded(key, f"{key} could not be read after the write ({e.strerror or e})")
             self._append({"t": "after", "turn": turn.id, "path": key, "state": state.to_json()})
