@@ -28,6 +28,9 @@ M.defaults = {
       close = "q", -- close the chat window
     },
   },
+  -- The window of a permission request (the diff, or the command): "float" or "split" (below).
+  -- Its keys: a allow once, A always, d or q deny, D a diff tab of the file vs the proposal.
+  permission = { layout = "float" },
   -- Reload open buffers of files the agent changed (checktime). Modified buffers are never
   -- reloaded: you get a warning instead.
   auto_reload = true,
