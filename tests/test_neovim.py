@@ -98,6 +98,7 @@ end })
 function T.review_open(i)
   local r = T.reviews[i]
   return r ~= nil and vim.api.nvim_win_is_valid(r.win) and vim.api.nvim_get_current_win() == r.win
+    and vim.b[r.buf].toycoder_armed == true
 end
 vim.ui.input = function(opts, cb)
   table.insert(T.inputs, { prompt = opts.prompt })
@@ -190,7 +191,7 @@ class Editor:
         self.lua("for _, a in ipairs(...) do table.insert(T.answers, a) end", list(choices))
 
     def review(self, n: int = 1) -> dict[str, Any]:
-        """Wait for the n-th permission window to be open and focused; what it showed."""
+        """Wait for the n-th permission window to be open, focused and its keys armed; what it showed."""
         self.wait(lambda: self.lua("return T.review_open(...)", n), f"permission window #{n}")
         return self.lua("return T.reviews[...]", n)
 

@@ -172,3 +172,17 @@ def test_the_proposal_is_rebuilt_from_the_diff_strictly(editor) -> None:
     insert = "--- a/f\n+++ b/f\n@@ -0,0 +1 @@\n+top\n"
     assert ed.lua(apply, ["a"], insert)["r"] == ["top", "a"]
     assert ed.lua("return {require('toycoder.patch').sides(...)}", diff) == [["a", "-- b", "c"], ["a", "-- B", "c"]]
+
+
+def test_keys_typed_before_the_window_is_armed_do_not_answer_it(editor, llm: FakeLLM, workspace: Path) -> None:
+    ed = editor(permission={"arm_ms": 2500})
+    llm.add(write("x.txt", "x\n"), {"text": "ok"})
+    ed.cmd("ToyCoder write x")
+    ed.wait(lambda: ed.lua("return #T.reviews") == 1, "the permission window")
+    shown = ed.lua("return T.reviews[1]")
+    ed.nv.input("a")  # meant for the buffer the person was typing in
+    ed.wait(lambda: any("read the proposal first" in n for n in ed.notes()), "the early key to be refused")
+    assert ed.lua("return vim.api.nvim_win_is_valid(...)", shown["win"]) and not (workspace / "x.txt").exists()
+    ed.decide("a")
+    ed.wait_idle()
+    assert (workspace / "x.txt").read_text() == "x\n"

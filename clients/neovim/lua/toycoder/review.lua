@@ -43,6 +43,10 @@ end
 local function map_keys(buf, view, keys)
   for lhs, decision in pairs(keys) do
     vim.keymap.set("n", lhs, function()
+      if not view.armed then -- typed for what was there before the window: not an answer
+        vim.notify("ToyCoder: read the proposal first; its keys work in a moment", vim.log.levels.INFO)
+        return
+      end
       view.decide(decision)
     end, { buffer = buf, nowait = true, silent = true, desc = "ToyCoder: " .. decision })
   end
@@ -120,7 +124,7 @@ end
 
 -- ---- the request window ----------------------------------------------------------------------
 
-local function open_window(buf, params, nlines, width)
+local function open_window(buf, params, nlines, width, enter)
   local title = (" ToyCoder wants to: %s "):format(params.title or params.tool or "?")
   local footer = (" %s · D diff tab · %d lines "):format(HINT, nlines)
   if (params.preview or {}).kind ~= "diff" then
@@ -129,14 +133,14 @@ local function open_window(buf, params, nlines, width)
   local layout = (config.options.permission or {}).layout
   if layout == "split" then
     local height = math.max(3, math.min(nlines, math.floor(vim.o.lines * 0.4)))
-    local win = api.nvim_open_win(buf, true, { split = "below", win = -1, height = height })
+    local win = api.nvim_open_win(buf, enter, { split = "below", win = -1, height = height })
     vim.wo[win].winbar = escape_bar(title .. "·" .. footer)
     return win
   end
   width = math.max(width + 2, #title + 2, vim.fn.strdisplaywidth(footer) + 2)
   width = math.min(width, math.floor(vim.o.columns * 0.9))
   local height = math.max(1, math.min(nlines, math.floor((vim.o.lines - 4) * 0.7)))
-  return api.nvim_open_win(buf, true, {
+  return api.nvim_open_win(buf, enter, {
     relative = "editor",
     row = 1,
     col = math.max(0, math.floor((vim.o.columns - width) / 2) - 1),
@@ -170,7 +174,20 @@ function M.open(params, decide)
   if vim.fn.mode() ~= "n" then
     vim.cmd.stopinsert()
   end
-  view.win = open_window(buf, params, #lines, width)
+  -- The window takes the focus while the person may be typing: keys already typed are dropped,
+  -- and the decision keys work only after `arm_ms` (as the terminal client flushes its input).
+  while vim.fn.getchar(1) ~= 0 do
+    vim.fn.getchar(0)
+  end
+  local entered, win = pcall(open_window, buf, params, #lines, width, true)
+  -- e.g. in the command-line window, which cannot be left: shown, focused later by the person
+  view.win = entered and win or open_window(buf, params, #lines, width, false)
+  vim.defer_fn(function()
+    view.armed = true
+    if api.nvim_buf_is_valid(buf) then
+      vim.b[buf].toycoder_armed = true
+    end
+  end, (config.options.permission or {}).arm_ms or 0)
   vim.wo[view.win].wrap = false
   vim.wo[view.win].cursorline = true
   vim.wo[view.win].winfixbuf = true
