@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from test_neovim import Editor, editor  # noqa: F401  (editor is a fixture)
+import test_neovim
+from test_neovim import Editor
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
+
+editor = test_neovim.editor  # the fixture: Neovim with the plugin, the daemon and the scripted model
 
 WARN = 3
 
