@@ -119,6 +119,20 @@ def test_D_opens_a_diff_tab_of_the_file_and_the_proposal_and_the_decision_closes
     assert (workspace / "long.txt").read_text() == after
     assert ed.lua("return #vim.api.nvim_list_tabpages()") == 1, "the diff tab stayed open"
     assert not ed.lua("return vim.api.nvim_win_is_valid(...)", shown["win"])
+    assert ed.lua("return vim.fn.bufloaded(...)", str(workspace / "long.txt")) == 0, "loaded only for the diff"
+
+    # a buffer the person has open stays, and is what the diff tab shows
+    ed.cmd("edit long.txt")
+    llm.add(write("long.txt", before), {"text": "Reverted."})
+    ed.cmd("ToyCoder put it back")
+    ed.decide("D", n=2)
+    ed.wait(lambda: ed.lua("return #vim.api.nvim_list_tabpages()") == 2, "the second diff tab")
+    assert ed.lua("return vim.api.nvim_buf_get_lines(vim.fn.bufnr('long.txt'), 0, -1, false)") == after.splitlines()
+    ed.nv.input("d")
+    ed.wait_idle()
+    assert ed.lua("return #vim.api.nvim_list_tabpages()") == 1
+    assert ed.lua("return vim.api.nvim_buf_get_name(0)") == str(workspace / "long.txt")
+    assert (workspace / "long.txt").read_text() == after
 
 
 def test_D_for_a_new_file_diffs_against_nothing_and_q_goes_back_to_the_request(editor, llm: FakeLLM,

@@ -55,10 +55,14 @@ end
 -- ---- the diff tab ----------------------------------------------------------------------------
 
 local function close_tab(view)
-  local tab = view.tab
-  view.tab = nil
+  local tab, loaded = view.tab, view.loaded
+  view.tab, view.loaded = nil, nil
   if tab and api.nvim_tabpage_is_valid(tab) and #api.nvim_list_tabpages() > 1 then
     pcall(vim.cmd.tabclose, api.nvim_tabpage_get_number(tab))
+  end
+  -- a file buffer loaded only for the diff goes again, unless it is shown or edited meanwhile
+  if loaded and api.nvim_buf_is_valid(loaded) and not vim.bo[loaded].modified and #vim.fn.win_findbuf(loaded) == 0 then
+    pcall(api.nvim_buf_delete, loaded, {})
   end
 end
 
@@ -80,8 +84,10 @@ local function open_diff_tab(view)
   local ft = vim.filetype.match({ filename = fname }) or ""
   local current_buf
   if not parsed.creates and (vim.fn.bufloaded(fname) == 1 or vim.fn.filereadable(fname) == 1) then
+    local was_loaded = vim.fn.bufloaded(fname) == 1
     vim.cmd("tabedit " .. vim.fn.fnameescape(fname))
     current_buf = api.nvim_get_current_buf()
+    view.loaded = not was_loaded and current_buf or nil
     ft = vim.bo[current_buf].filetype
   else
     vim.cmd("tabnew")
