@@ -146,12 +146,14 @@ def test_D_for_a_new_file_diffs_against_nothing_and_q_goes_back_to_the_request(e
         local out = {}
         for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
           table.insert(out, { diff = vim.wo[w].diff, ft = vim.bo[vim.api.nvim_win_get_buf(w)].filetype,
+                              bar = vim.wo[w].winbar,
                               lines = vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(w), 0, -1, false) })
         end
         return out""")
     assert [s["diff"] for s in sides] == [True, True]
     assert sides[0]["lines"] == [""] and sides[1]["lines"] == ["print('hi')", "print('there')"]
     assert sides[1]["ft"] == "python"
+    assert "current: new.py (a new file)" in sides[0]["bar"] and "a allow once" in sides[1]["bar"]
     ed.nv.input("q")  # back to the request, still pending
     ed.wait(lambda: ed.lua("return T.review_open(1)"), "the request window to be current again")
     assert ed.lua("return #vim.api.nvim_list_tabpages()") == 1

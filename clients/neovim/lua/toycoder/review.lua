@@ -85,7 +85,8 @@ local function open_diff_tab(view)
   local current_buf
   if not parsed.creates and (vim.fn.bufloaded(fname) == 1 or vim.fn.filereadable(fname) == 1) then
     local was_loaded = vim.fn.bufloaded(fname) == 1
-    vim.cmd("tabedit " .. vim.fn.fnameescape(fname))
+    -- noswapfile: a swap file of another editor must not stop the review with its question
+    vim.cmd((was_loaded and "" or "noswapfile ") .. "tabedit " .. vim.fn.fnameescape(fname))
     current_buf = api.nvim_get_current_buf()
     view.loaded = not was_loaded and current_buf or nil
     ft = vim.bo[current_buf].filetype
@@ -110,7 +111,8 @@ local function open_diff_tab(view)
     current_buf = scratch(old, ft)
     api.nvim_win_set_buf(current_win, current_buf)
   end
-  vim.wo[current_win].winbar = escape_bar(" current: " .. (preview.path or fname))
+  local label = parsed.creates and " (a new file)" or ""
+  vim.wo[current_win].winbar = escape_bar(" current: " .. (preview.path or fname) .. label)
   local proposed_buf = scratch(proposed, ft)
   local proposed_win = api.nvim_open_win(proposed_buf, true, { split = "right", win = current_win })
   vim.wo[proposed_win].winbar = escape_bar((" proposed by ToyCoder · %s · q back"):format((HINT:gsub("d/q", "d"))))
