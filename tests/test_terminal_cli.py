@@ -323,3 +323,57 @@ def test_the_demo_files_are_package_data_and_toycoder_is_a_console_script() -> N
     # setuptools globs: '*' does not cross '/'
     unshipped = [f for f in files if not any(fnmatch(f, g) and f.count("/") == g.count("/") for g in globs)]
     assert unshipped == []
+
+
+# ---- long diffs are paged ------------------------------------------------------------------------------
+
+def big_write(n: int = 120) -> dict:
+    content = "".join(f"line {i:03d}\n" for i in range(1, n + 1))
+    return {"tool_calls": [{"name": "write_file", "arguments": {"path": "big.txt", "content": content}}]}
+
+
+def test_a_diff_longer_than_the_screen_is_paged_in_less_before_the_question(
+        term, llm: FakeLLM, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PAGER", raising=False)
+    monkeypatch.delenv("LESS", raising=False)
+    llm.add(big_write(), {"text": "Big file written."})
+    t = term()
+    t.prompt("write a big file")
+    t.expect(r"\+line 001")
+    t.expect(r"\+line 030")  # the first screen of 40 rows...
+    assert "+line 120" not in t.text and "Allow?" not in t.text  # ...and the pager waits on it
+    t.send("G")  # scroll to the end
+    t.expect(r"\+line 120")
+    t.expect(r"\(END\)")
+    assert "Allow?" not in t.text
+    t.send("q")
+    t.expect(r"write_file big\.txt: \d+ lines shown in the pager")
+    t.expect(r"Allow\? y yes, once")
+    t.send("y")
+    t.expect("→ allowed once")
+    t.expect("Big file written.")
+    assert (workspace / "big.txt").read_text().endswith("line 120\n")
+
+
+def test_pager_honours_PAGER_and_a_short_diff_stays_inline(
+        term, llm: FakeLLM, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    paged = tmp_path / "paged.txt"
+    monkeypatch.setenv("PAGER", f"cat > {paged}")
+    edit = {"name": "edit_file", "arguments": {"path": "README.md", "old_string": "# Demo", "new_string": "# Short"}}
+    llm.add({"tool_calls": [edit]}, {"text": "Not then."}, big_write(), {"text": "Big file written."})
+    t = term()
+    t.prompt("a small change")
+    t.expect(r"\+# Short")
+    t.expect(r"Allow\?")
+    assert not paged.exists()  # a short diff prints inline, as before
+    t.send("n")
+    t.expect("Not then.")
+    t.prompt("now a big one")
+    t.expect(r"write_file big\.txt: \d+ lines shown in the pager")
+    t.expect(r"Allow\?")
+    shown = ANSI.sub("", paged.read_text())
+    assert "+line 001" in shown and "+line 120" in shown and "more lines" not in shown
+    assert "+line 060" not in t.text  # the whole diff went to the pager, not the screen
+    t.send("n")
+    t.expect("→ denied")
+    assert not (workspace / "big.txt").exists()

@@ -113,3 +113,39 @@ def test_a_reply_taller_than_the_screen_is_committed_in_whole_blocks() -> None:
 ])
 def test_split_stable(text: str, force: bool, want: tuple[str, str]) -> None:
     assert split_stable(text, force) == want
+
+
+def permission_params(n: int) -> dict:
+    diff = f"--- /dev/null\n+++ b/big.txt\n@@ -0,0 +1,{n} @@\n" + "".join(f"+line {i:03d}\n" for i in range(1, n + 1))
+    return {"tool": "write_file", "title": "write_file big.txt", "level": "sensitive",
+            "preview": {"kind": "diff", "path": "big.txt", "uri": "file:///w/big.txt", "diff": diff}}
+
+
+def test_a_diff_taller_than_the_screen_goes_whole_to_the_pager_and_a_short_one_prints_inline() -> None:
+    s = Spy(height=30)
+    paged: list[str] = []
+
+    def page(text: str) -> bool:
+        paged.append(text)
+        return True
+
+    s.view.permission(permission_params(200), page=page)  # longer than the 120 lines shown inline
+    assert len(paged) == 1
+    assert "+line 001" in paged[0] and "+line 200" in paged[0] and "more lines" not in paged[0]
+    assert "\x1b[" in paged[0]  # with its colours
+    assert s.printed == [f"write_file big.txt: {paged[0].count(chr(10))} lines shown in the pager"]
+    out = s.console.file.getvalue()
+    assert "+line 001" not in out  # not printed on the screen as well
+
+    s.view.permission(permission_params(10), page=page)  # fits: inline as before
+    assert len(paged) == 1 and "+line 010" in s.console.file.getvalue()
+
+
+def test_without_a_pager_a_long_diff_is_clipped_inline() -> None:
+    s = Spy(height=30)
+    s.view.permission(permission_params(200), page=lambda text: False)
+    out = s.console.file.getvalue()
+    assert "+line 117" in out and "+line 118" not in out and "… 83 more lines" in out  # 120 lines of the diff
+    s = Spy(height=30)
+    s.view.permission(permission_params(200))  # no terminal to ask on: no pager at all
+    assert "… 83 more lines" in s.console.file.getvalue()

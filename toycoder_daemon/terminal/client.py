@@ -6,13 +6,15 @@ never imported.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
+import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from rich.text import Text
 
@@ -28,6 +30,27 @@ except ImportError:  # pragma: no cover
 DECISIONS = {"y": "allow_once", "a": "allow_always", "n": "reject"}
 SAID = {"allow_once": ("allowed once", "green"), "allow_always": ("always allowed in this session", "green"),
         "reject": ("denied", "yellow")}
+
+
+def page(text: str, out: IO[str]) -> bool:
+    """Show `text` (with ANSI colours) in the person's pager: $PAGER, else `less` with LESS=FRX
+    when LESS is unset (as git does: colours, and the last screen stays). False when `out` is no
+    terminal or there is no pager to run."""
+    command = os.environ.get("PAGER", "").strip() or "less"
+    try:
+        if not out.isatty():
+            return False
+        out.flush()
+        env = {**os.environ, "LESS": os.environ.get("LESS", "FRX")}
+        proc = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, stdout=out, env=env)
+    except (OSError, ValueError):
+        return False
+    assert proc.stdin is not None
+    with contextlib.suppress(BrokenPipeError):  # the person quit before the end
+        proc.stdin.write(text.encode("utf-8", "replace"))
+    with contextlib.suppress(BrokenPipeError):
+        proc.stdin.close()
+    return proc.wait() not in (126, 127)  # the shell's "not executable" and "not found"
 
 
 def stdin_is_tty() -> bool:
@@ -71,6 +94,16 @@ class TurnGuard:
     def cooked(self) -> _Cooked:
         """The terminal as it was before the turn (to read a line with echo)."""
         return _Cooked(self._attrs)
+
+    @contextlib.contextmanager
+    def paging(self) -> Iterator[None]:
+        """The terminal as it was, and Ctrl-C left to the pager (it does not cancel the turn)."""
+        handler = signal.signal(signal.SIGINT, lambda signum, frame: None)  # not SIG_IGN: the pager resets it
+        try:
+            with self.cooked():
+                yield
+        finally:
+            signal.signal(signal.SIGINT, handler)
 
     def read_key(self, valid: str, withdrawn: Callable[[], bool]) -> str | None:
         """One key out of `valid`; None on Ctrl-C, Esc, EOF, or when the daemon withdrew the question."""
@@ -229,7 +262,7 @@ class ChatClient:
     def permission(self, params: dict[str, Any], msg_id: Any) -> dict[str, str]:
         view = self.view
         if self.approve == "ask" or not view.quiet:
-            view.permission(params)
+            view.permission(params, page=self._page if self._can_ask() else None)
         if self.approve in ("allow", "deny"):
             decision = "allow_once" if self.approve == "allow" else "reject"
             how = f"(--approve {self.approve})"
@@ -248,6 +281,10 @@ class ChatClient:
             view.note(f"  → {said} {how}".rstrip(), style)
         view.resume()
         return {"decision": decision}
+
+    def _page(self, text: str) -> bool:
+        with self.guard.paging():
+            return page(text, self.view.console.file)
 
     def question(self, params: dict[str, Any], msg_id: Any) -> dict[str, Any]:
         view = self.view

@@ -9,8 +9,10 @@ scrolls. Elsewhere (a pipe, a file) the text is written as it arrives, without c
 
 from __future__ import annotations
 
+import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -327,28 +329,23 @@ class TurnView:
 
     # ---- asking ---------------------------------------------------------------------------------
 
-    def permission(self, params: dict[str, Any]) -> None:
-        """Show what a permission request is about (the caller then asks or applies a policy)."""
+    def permission(self, params: dict[str, Any], page: Callable[[str], bool] | None = None) -> None:
+        """Show what a permission request is about (the caller then asks or applies a policy).
+
+        With `page` (a terminal to ask on), a preview taller than the screen goes to it whole, so
+        it can be scrolled before the question; page(ansi_text) says whether it was shown."""
         self.commit_text()
         self.pause()
-        preview = params.get("preview") or {}
-        body: RenderableType
-        if preview.get("kind") == "diff" and preview.get("diff") is not None:
-            body = Syntax(_clip(preview["diff"]), "diff", theme="ansi_dark", background_color="default",
-                          word_wrap=True)
-        elif preview.get("kind") == "command":
-            body = Group(Syntax(preview.get("command") or "", "bash", theme="ansi_dark", background_color="default",
-                                word_wrap=True),
-                         Text(f"in {preview.get('cwd') or '.'}", style="dim"))
-        else:
-            import json
-
-            body = Text(_clip(json.dumps(params.get("arguments"), indent=2, ensure_ascii=False)))
-        level = params.get("level", "")
-        style = "red" if level == "dangerous" else "yellow"
-        self.print(Panel(body, title=Text(f"{params.get('title') or params.get('tool')}", style="bold"),
-                         subtitle=Text(f"{level} · permission needed", style=style), title_align="left",
-                         subtitle_align="left", border_style=style, expand=False))
+        if page is not None and self.console.is_terminal:
+            with self.console.capture() as capture:
+                self.console.print(_permission_panel(params, clip=False))
+            rendered = capture.get()
+            lines = rendered.count("\n")
+            if lines > self.console.height - 3 and page(rendered):
+                self.note(f"{params.get('title') or params.get('tool')}: {lines} lines shown in the pager",
+                          "bold")
+                return
+        self.print(_permission_panel(params, clip=True))
 
     def question(self, params: dict[str, Any]) -> None:
         self.commit_text()
@@ -369,6 +366,25 @@ class TurnView:
                 self.print(Markdown(text) if self.live_ok else Text(text))
             elif role == "tool_call":
                 self.print(Text(f"  · {e.get('name')} {short(text, max(20, self.console.width - 30))}", style="dim"))
+
+
+def _permission_panel(params: dict[str, Any], clip: bool) -> Panel:
+    preview = params.get("preview") or {}
+    cut = _clip if clip else (lambda text: text.rstrip("\n"))
+    body: RenderableType
+    if preview.get("kind") == "diff" and preview.get("diff") is not None:
+        body = Syntax(cut(preview["diff"]), "diff", theme="ansi_dark", background_color="default", word_wrap=True)
+    elif preview.get("kind") == "command":
+        body = Group(Syntax(preview.get("command") or "", "bash", theme="ansi_dark", background_color="default",
+                            word_wrap=True),
+                     Text(f"in {preview.get('cwd') or '.'}", style="dim"))
+    else:
+        body = Text(cut(json.dumps(params.get("arguments"), indent=2, ensure_ascii=False)))
+    level = params.get("level", "")
+    style = "red" if level == "dangerous" else "yellow"
+    return Panel(body, title=Text(f"{params.get('title') or params.get('tool')}", style="bold"),
+                 subtitle=Text(f"{level} · permission needed", style=style), title_align="left",
+                 subtitle_align="left", border_style=style, expand=False)
 
 
 def _clip(text: str, limit: int = MAX_PREVIEW_LINES) -> str:

@@ -28,6 +28,10 @@ M.defaults = {
       close = "q", -- close the chat window
     },
   },
+  -- The window of a permission request (the diff, or the command): "float" or "split" (below).
+  -- Its keys: a allow once, A always, d or q deny, D a diff tab of the file vs the proposal; they
+  -- work `arm_ms` after it opens, so keys typed for something else never answer it.
+  permission = { layout = "float", arm_ms = 400 },
   -- Reload open buffers of files the agent changed (checktime). Modified buffers are never
   -- reloaded: you get a warning instead.
   auto_reload = true,

@@ -1,6 +1,8 @@
---- Questions from the daemon: toycoder/requestPermission (diff preview + vim.ui.select) and
+--- Questions from the daemon: toycoder/requestPermission (the review window, see review.lua) and
 --- toycoder/askUser (vim.ui.select / vim.ui.input). They wait inside the RPC coroutine without
 --- freezing the editor; $/cancelRequest (or the end of their turn) closes them.
+local review = require("toycoder.review")
+
 local M = {}
 
 local open = {} -- pending prompts: { id, session, turn, cancel = fn }
@@ -49,14 +51,38 @@ local function floating_windows()
   return set
 end
 
+--- Wait for start(resolve), registered so that $/cancelRequest or the end of its turn can close
+--- it: start returns the function that closes what it opened. nil when cancelled.
+local function track(ctx, params, start)
+  local entry = { id = ctx.id, session = params.sessionId, turn = params.turnId, cancel = function() end }
+  table.insert(open, entry)
+  local value = M.await(function(resolve)
+    local ok, close = pcall(start, resolve)
+    if not ok then -- a bug of ours: say so, and the request is answered as dismissed
+      vim.notify("ToyCoder: " .. tostring(close), vim.log.levels.ERROR)
+      resolve(nil)
+      return
+    end
+    entry.cancel = function()
+      close()
+      resolve(nil)
+    end
+  end)
+  for i, e in ipairs(open) do
+    if e == entry then
+      table.remove(open, i)
+      break
+    end
+  end
+  return value
+end
+
 --- Ask with vim.ui.select / vim.ui.input, registered so that a cancel can close it.
 --- kind: "select" (items) or "input". Returns the choice, or nil when dismissed or cancelled.
-local function ask(ctx, params, kind, items, opts, on_close)
-  local entry = { id = ctx.id, session = params.sessionId, turn = params.turnId }
-  table.insert(open, entry)
+local function ask(ctx, params, kind, items, opts)
   local before = floating_windows()
-  local choice = M.await(function(resolve)
-    entry.cancel = function()
+  return track(ctx, params, function(resolve)
+    local function close()
       -- Close whatever the vim.ui implementation opened (telescope, dressing, snacks...).
       for win in pairs(floating_windows()) do
         local buf = vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_buf(win)
@@ -67,7 +93,6 @@ local function ask(ctx, params, kind, items, opts, on_close)
       if vim.fn.mode() == "i" then
         vim.cmd.stopinsert()
       end
-      resolve(nil)
     end
     local ok, err = pcall(function()
       if kind == "select" then
@@ -84,82 +109,26 @@ local function ask(ctx, params, kind, items, opts, on_close)
       vim.notify("ToyCoder: " .. tostring(err), vim.log.levels.ERROR)
       resolve(nil)
     end
+    return close
   end)
-  for i, e in ipairs(open) do
-    if e == entry then
-      table.remove(open, i)
-      break
-    end
-  end
-  if on_close then
-    on_close()
-  end
-  return choice
 end
 
-local function split_lines(s)
-  return vim.split((s or ""):gsub("\n$", ""), "\n", { plain = true })
-end
-
---- The preview float: the diff with diff highlighting, or the command and its cwd.
-local function open_preview(params)
-  local preview = params.preview or {}
-  local lines, ft
-  if preview.kind == "diff" then
-    lines, ft = split_lines(preview.diff), "diff"
-  elseif preview.kind == "command" then
-    lines, ft = { "$ " .. tostring(preview.command), "", "cwd: " .. tostring(preview.cwd) }, "sh"
-  else
-    local args = params.arguments
-    lines = split_lines(type(args) == "table" and vim.json.encode(args) or tostring(args or ""))
-    ft = "json"
-  end
-  local buf = vim.api.nvim_create_buf(false, true)
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-  vim.bo[buf].modifiable = false
-  vim.bo[buf].bufhidden = "wipe"
-  vim.bo[buf].filetype = ft
-  local width = 20
-  for _, l in ipairs(lines) do
-    width = math.max(width, vim.fn.strdisplaywidth(l))
-  end
-  local title = (" ToyCoder wants to: %s "):format(params.title or params.tool or "?")
-  width = math.min(math.max(width + 1, #title + 2), math.floor(vim.o.columns * 0.9))
-  local height = math.max(1, math.min(#lines, math.floor((vim.o.lines - 6) * 0.7)))
-  local win = vim.api.nvim_open_win(buf, false, {
-    relative = "editor",
-    row = 1,
-    col = math.max(0, math.floor((vim.o.columns - width) / 2) - 1),
-    width = width,
-    height = height,
-    border = "rounded",
-    title = title,
-    title_pos = "center",
-    style = "minimal",
-    focusable = true,
-    zindex = 60,
-  })
-  vim.wo[win].wrap = false
-  vim.api.nvim_exec_autocmds("User", { pattern = "ToyCoderPermission", modeline = false, data = { buf = buf, win = win } })
-  return win
-end
-
-M.CHOICES = { "Allow once", "Always allow", "Deny" }
-local DECISIONS = { ["Allow once"] = "allow_once", ["Always allow"] = "allow_always", ["Deny"] = "reject" }
-
+--- The review window answers; closing it any other way, a cancel or the end of the turn denies.
+--- With the chat hidden, a notification says a request is waiting.
 function M.request_permission(params, ctx)
-  local win = open_preview(params)
-  vim.cmd.redraw() -- the default vim.ui.select (inputlist) blocks: show the diff first
-  local level = params.level and (" (" .. params.level .. ")") or ""
-  local choice = ask(ctx, params, "select", M.CHOICES, {
-    prompt = ("ToyCoder wants to %s%s:"):format(params.title or params.tool or "?", level),
-    kind = "toycoder.permission",
-  }, function()
-    if vim.api.nvim_win_is_valid(win) then
-      pcall(vim.api.nvim_win_close, win, true)
-    end
+  if not require("toycoder.chat").win() then
+    vim.notify(("ToyCoder wants to %s: a allow once, A always, d deny (in its window)"):format(
+      params.title or params.tool or "?"), vim.log.levels.WARN)
+  end
+  local view
+  local decision = track(ctx, params, function(resolve)
+    view = review.open(params, resolve)
+    return view.close
   end)
-  return { decision = DECISIONS[choice] or "reject" }
+  if view then
+    view.close()
+  end
+  return { decision = decision or "reject" }
 end
 
 function M.ask_user(params, ctx)
