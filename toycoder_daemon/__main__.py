@@ -44,11 +44,10 @@ def _serve_lsp(proto_out, config_path: str | None) -> int:
     import asyncio
 
     from .rpc_io import serve
-    from .server import server
+    from .server import make_server
 
-    server.config_path = config_path
     try:
-        return asyncio.run(serve(server, inbox, proto_out, replay_initialize=answered))
+        return asyncio.run(serve(make_server(config_path), inbox, proto_out, answered_initialize=answered))
     except KeyboardInterrupt:
         return 130
 

@@ -61,6 +61,7 @@ from .app import App
 from .background import Background
 from .commands.builtin import commands
 from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound, ToyCoderError
+from .sessions.session import TranscriptEntry
 
 log = logging.getLogger(__name__)
 
@@ -131,29 +132,29 @@ def command_list() -> list[AvailableCommand]:
     return out
 
 
-def replay(transcript: list[dict[str, Any]], app: App) -> list[Any]:
+def replay(transcript: list[TranscriptEntry], app: App) -> list[Any]:
     """A stored conversation as the session/update notifications a client would have seen."""
     updates: list[Any] = []
     for entry in transcript:
-        role, text = entry["role"], entry.get("text") or ""
+        role, text = entry.role, entry.text or ""
         if role == "user":
             updates.append(update_user_message_text(text))
         elif role == "assistant":
             updates.append(update_agent_message_text(text))
         elif role == "tool_call":
-            name = entry.get("name") or "tool"
+            name = entry.name or "tool"
             try:
                 args: Any = json.loads(text)
             except ValueError:
                 args = text
             t = app.tools.get(name)
             title = t.describe_call(args) if t and isinstance(args, dict) else name
-            updates.append(start_tool_call(entry["toolCallId"], title, kind=tool_kind(name, app),  # type: ignore[arg-type]
+            updates.append(start_tool_call(entry.tool_call_id or "", title, kind=tool_kind(name, app),  # type: ignore[arg-type]
                                            status="in_progress", raw_input=args,
                                            locations=locations(args, app.workspace.root)))
         elif role == "tool":
-            status = entry.get("status") or "completed"
-            updates.append(update_tool_call(entry["toolCallId"], status="completed" if status == "completed" else "failed",
+            status = entry.status or "completed"
+            updates.append(update_tool_call(entry.tool_call_id or "", status="completed" if status == "completed" else "failed",
                                             content=[tool_content(text_block(text))]))
     return updates
 
@@ -231,8 +232,8 @@ class ToyCoderAgent:
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any) -> ListSessionsResponse:
         apps = [self.app_for(cwd)] if cwd else list(self.apps.values())
         return ListSessionsResponse(sessions=[
-            SessionInfo(session_id=r["id"], cwd=str(app.workspace.root), title=r["title"] or None,
-                        updated_at=wire.iso_time(r["updatedAt"]))
+            SessionInfo(session_id=r.id, cwd=str(app.workspace.root), title=r.title or None,
+                        updated_at=wire.iso_time(r.updated_at))
             for app in apps for r in app.list_sessions()
         ])
 
@@ -244,8 +245,11 @@ class ToyCoderAgent:
         text = prompt_text(prompt, app.workspace.root)
         frontends: list[AcpFrontend] = []
 
+        caps = self.client_capabilities
+        can_elicit = bool(caps and caps.elicitation and caps.elicitation.form is not None)
+
         def frontend_for(sid: str, turn_id: str) -> AcpFrontend:
-            frontends.append(AcpFrontend(self, app, sid))
+            frontends.append(AcpFrontend(self.conn, app, sid, can_elicit=can_elicit))
             return frontends[-1]
 
         me = asyncio.current_task()
