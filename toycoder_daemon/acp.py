@@ -298,7 +298,7 @@ class ToyCoderAgent:
 
 # ---- stdio ------------------------------------------------------------------------------------
 
-class _FrameTransport(asyncio.WriteTransport):
+class FrameTransport(asyncio.WriteTransport):
     """Writes the SDK's frames to the protocol stream only (like the LSP face's FrameWriter)."""
 
     def __init__(self, out: BinaryIO):
@@ -342,12 +342,15 @@ def _read_stdin(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader) -
     threading.Thread(target=pump, name="acp-stdin", daemon=True).start()
 
 
-async def serve_acp(out: BinaryIO, config_path: str | None = None) -> int:
-    """Serve ACP on stdin / `out` until stdin closes; returns the exit code."""
+async def serve_acp(out: BinaryIO, config_path: str | None = None, *,
+                    reader: asyncio.StreamReader | None = None) -> int:
+    """Serve ACP on stdin (or `reader`: tests drive the face in-process) and `out` until the input
+    ends; returns the exit code."""
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader()
-    _read_stdin(loop, reader)
-    writer = asyncio.StreamWriter(_FrameTransport(out), asyncio.streams.FlowControlMixin(), None, loop)
+    if reader is None:
+        reader = asyncio.StreamReader()
+        _read_stdin(loop, reader)
+    writer = asyncio.StreamWriter(FrameTransport(out), asyncio.streams.FlowControlMixin(), None, loop)
     agent = ToyCoderAgent(config_path)
     conn = AgentSideConnection(agent, writer, reader, listening=False)
     try:
