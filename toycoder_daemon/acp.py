@@ -11,6 +11,7 @@ created or loaded it. See docs/protocol.md, "The ACP face", for the mapping.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
@@ -35,6 +36,7 @@ from acp.helpers import update_available_commands
 from acp.schema import (
     AgentCapabilities,
     AvailableCommand,
+    AvailableCommandInput,
     ClientCapabilities,
     EmbeddedResourceContentBlock,
     Implementation,
@@ -128,7 +130,7 @@ def command_list() -> list[AvailableCommand]:
     for c in commands.all():
         hint = c.usage.partition(" ")[2]
         out.append(AvailableCommand(name=c.name, description=c.help,
-                                    input=UnstructuredCommandInput(hint=hint) if hint else None))
+                                    input=AvailableCommandInput(UnstructuredCommandInput(hint=hint)) if hint else None))
     return out
 
 
@@ -154,7 +156,8 @@ def replay(transcript: list[TranscriptEntry], app: App) -> list[Any]:
                                            locations=locations(args, app.workspace.root)))
         elif role == "tool":
             status = entry.status or "completed"
-            updates.append(update_tool_call(entry.tool_call_id or "", status="completed" if status == "completed" else "failed",
+            updates.append(update_tool_call(entry.tool_call_id or "",
+                                            status="completed" if status == "completed" else "failed",
                                             content=[tool_content(text_block(text))]))
     return updates
 
@@ -168,7 +171,7 @@ class ToyCoderAgent:
         self.client_capabilities: ClientCapabilities | None = None
         self.apps: dict[Path, App] = {}
         self.owner: dict[str, App] = {}
-        self._prompts: set[asyncio.Task] = set()
+        self._prompts: set[asyncio.Task[Any]] = set()
         self._later = Background().run  # work that goes after the current answer
 
     def on_connect(self, conn: Any) -> None:
@@ -334,10 +337,8 @@ def _read_stdin(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader) -
         except (OSError, RuntimeError) as e:
             log.info("stdin: %s", e)
         finally:
-            try:
+            with contextlib.suppress(RuntimeError):  # the loop is already closed
                 loop.call_soon_threadsafe(reader.feed_eof)
-            except RuntimeError:  # loop already closed
-                pass
 
     threading.Thread(target=pump, name="acp-stdin", daemon=True).start()
 
@@ -352,7 +353,8 @@ async def serve_acp(out: BinaryIO, config_path: str | None = None, *,
         _read_stdin(loop, reader)
     writer = asyncio.StreamWriter(FrameTransport(out), asyncio.streams.FlowControlMixin(), None, loop)
     agent = ToyCoderAgent(config_path)
-    conn = AgentSideConnection(agent, writer, reader, listening=False)
+    # ToyCoderAgent has the methods we support; the SDK answers method-not-found for the others
+    conn = AgentSideConnection(agent, writer, reader, listening=False)  # type: ignore[arg-type]
     try:
         await conn.listen()
     finally:
