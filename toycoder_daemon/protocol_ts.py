@@ -9,7 +9,6 @@ optional properties; fields with any other default are always sent, so they are 
 
 from __future__ import annotations
 
-import re
 import types
 import typing
 from typing import Any, Literal, Union, get_args, get_origin
@@ -128,7 +127,7 @@ def _camel(constant: str) -> str:
 
 
 def _method_key(method: str) -> str:
-    parts = re.split(r"/", method.removeprefix("toycoder/"))
+    parts = method.removeprefix("toycoder/").split("/")
     return parts[0] + "".join(p[:1].upper() + p[1:] for p in parts[1:])
 
 
