@@ -1,5 +1,6 @@
-"""The ACP face end to end: `python -m toycoder_daemon --acp` driven by the ACP SDK's client side,
-against the scripted model server. Assertions read the raw frames in the order they arrived."""
+"""The ACP face end to end, driven by the ACP SDK's client side against the scripted model server.
+Most tests run the face in-process (tests/inproc.py); startup, a real turn and stdin EOF go through
+`python -m toycoder_daemon --acp`. Assertions read the raw frames in the order they arrived."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from acp.schema import (
     RequestPermissionResponse,
 )
 from conftest import write_config
+from inproc import acp_agent
 
 from toycoder_daemon import __version__
 from toycoder_daemon.testing.fake_llm import FakeLLM
@@ -81,8 +83,24 @@ class Editor:
 
 
 @asynccontextmanager
+async def acp_face(tmp_path: Path, llm: FakeLLM, *, config: Path | None = None,
+                   caps: ClientCapabilities | None = None) -> AsyncIterator[tuple[Any, Editor, Any]]:
+    """The face in-process, initialized."""
+    config = config or write_config(tmp_path / "config.yaml", llm)
+    editor = Editor()
+    async with acp_agent(editor, config, observers=[editor.observe], use_unstable_protocol=caps is not None) as (
+            conn, proc):
+        editor.conn = conn
+        init = await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=caps)
+        assert init.protocol_version == 1
+        yield conn, editor, proc
+    assert proc.returncode == 0
+
+
+@asynccontextmanager
 async def acp_daemon(tmp_path: Path, llm: FakeLLM, *, config: Path | None = None,
                      caps: ClientCapabilities | None = None) -> AsyncIterator[tuple[Any, Editor, Any]]:
+    """The face as a daemon subprocess, initialized."""
     config = config or write_config(tmp_path / "config.yaml", llm)
     editor = Editor()
     log_path = tmp_path / f"daemon-{len(list(tmp_path.glob('daemon-*.log')))}.log"
@@ -147,7 +165,7 @@ async def test_prompt_streams_text_and_mentions_become_paths(tmp_path, llm, work
 async def test_a_tool_call_round_trip(tmp_path, llm, workspace) -> None:
     llm.add({"tool_calls": [{"name": "read_file", "arguments": {"path": "src/app.py"}}]},
             {"text": "It adds two numbers.", "expect": {"last_tool_contains": "return a + b"}})
-    async with acp_daemon(tmp_path, llm) as (conn, editor, _):
+    async with acp_face(tmp_path, llm) as (conn, editor, _):
         sid = await new_session(conn, workspace)
         resp = await conn.prompt(session_id=sid, prompt=[text_block("What does app.py do?")])
         assert resp.stop_reason == "end_turn"
@@ -169,7 +187,7 @@ async def test_a_tool_call_round_trip(tmp_path, llm, workspace) -> None:
 async def test_write_file_asks_permission_with_a_diff(tmp_path, llm, workspace, choice, written) -> None:
     before = (workspace / "README.md").read_text()
     llm.add(write_call("README.md", "# Demo\nA bigger project.\n"), {"text": "done"})
-    async with acp_daemon(tmp_path, llm) as (conn, editor, _):
+    async with acp_face(tmp_path, llm) as (conn, editor, _):
         editor.choice = choice
         sid = await new_session(conn, workspace)
         await conn.prompt(session_id=sid, prompt=[text_block("grow the readme")])
@@ -196,7 +214,7 @@ async def test_write_file_asks_permission_with_a_diff(tmp_path, llm, workspace, 
 async def test_cancel_mid_stream_answers_cancelled_and_the_session_goes_on(tmp_path, llm, workspace) -> None:
     llm.add({"text": "word " * 100, "chunk_size": 5, "chunk_delay": 0.05},
             {"text": "Still here.", "expect": {"last_user_contains": "again"}})
-    async with acp_daemon(tmp_path, llm) as (conn, editor, _):
+    async with acp_face(tmp_path, llm) as (conn, editor, _):
         sid = await new_session(conn, workspace)
         turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("talk")]))
         await editor.wait_for(lambda f: f.get("params", {}).get("update", {}).get("sessionUpdate")
@@ -212,12 +230,12 @@ async def test_cancel_mid_stream_answers_cancelled_and_the_session_goes_on(tmp_p
 
 async def test_session_load_replays_the_history_in_a_new_daemon(tmp_path, llm, workspace) -> None:
     llm.add({"tool_calls": [{"name": "read_file", "arguments": {"path": "src/app.py"}}]}, {"text": "It adds."})
-    async with acp_daemon(tmp_path, llm) as (conn, editor, _):
+    async with acp_face(tmp_path, llm) as (conn, editor, _):
         sid = await new_session(conn, workspace)
         await conn.prompt(session_id=sid, prompt=[text_block("read app.py")])
         call_id = editor.updates("tool_call")[0]["toolCallId"]
     llm.add({"text": "Yes, I remember.", "expect": {"last_user_contains": "remember"}})
-    async with acp_daemon(tmp_path, llm) as (conn, editor, _):
+    async with acp_face(tmp_path, llm) as (conn, editor, _):
         listed = await conn.list_sessions(cwd=str(workspace))
         assert [s.session_id for s in listed.sessions] == [sid] and listed.sessions[0].title == "read app.py"
         await conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
@@ -237,7 +255,7 @@ async def test_session_load_replays_the_history_in_a_new_daemon(tmp_path, llm, w
 
 
 async def test_a_slash_command_is_answered_as_text_without_the_model(tmp_path, llm, workspace) -> None:
-    async with acp_daemon(tmp_path, llm) as (conn, editor, _):
+    async with acp_face(tmp_path, llm) as (conn, editor, _):
         sid = await new_session(conn, workspace)
         resp = await conn.prompt(session_id=sid, prompt=[text_block("/tools")])
         assert resp.stop_reason == "end_turn"
@@ -250,7 +268,7 @@ async def test_ask_user_uses_form_elicitation_when_the_client_offers_it(tmp_path
     llm.add({"tool_calls": [{"name": "ask_user", "arguments": {"question": "Which one?", "options": ["tabs", "spaces"]}}]},
             {"text": "ok", "expect": {"last_tool_contains": "The user answered: spaces"}})
     caps = ClientCapabilities(elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities()))
-    async with acp_daemon(tmp_path, llm, caps=caps) as (conn, editor, _):
+    async with acp_face(tmp_path, llm, caps=caps) as (conn, editor, _):
         editor.answer = "spaces"
         sid = await new_session(conn, workspace)
         await conn.prompt(session_id=sid, prompt=[text_block("indent?")])
@@ -264,7 +282,7 @@ async def test_errors_name_the_problem(tmp_path, llm, workspace) -> None:
     config = tmp_path / "nokey.yaml"
     config.write_text(f"providers:\n  openai:\n    api_keys: []\n    base_url: {llm.base_url}\n"
                       "    models: {default: fake-model, fast: fake-fast}\ndefault_provider: openai\n")
-    async with acp_daemon(tmp_path, llm, config=config) as (conn, editor, proc):
+    async with acp_face(tmp_path, llm, config=config) as (conn, editor, proc):
         with pytest.raises(RequestError) as unknown:
             await conn.prompt(session_id="no-such-session", prompt=[text_block("hi")])
         assert unknown.value.code == -32002 and "no-such-session" in str(unknown.value)

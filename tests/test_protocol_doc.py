@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from toycoder_daemon import protocol as wire
-from toycoder_daemon.server import server
+from toycoder_daemon.server import make_server
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = (ROOT / "docs" / "protocol.md").read_text()
@@ -22,9 +22,12 @@ def test_every_method_is_documented_and_every_documented_method_exists() -> None
     assert documented == declared_methods()
 
 
-def test_every_client_method_has_a_handler() -> None:
-    to_daemon = declared_methods() - {wire.UPDATE, wire.REQUEST_PERMISSION, wire.ASK_USER}
-    assert to_daemon <= set(server.protocol.fm.features)
+def test_the_method_table_covers_every_method_and_the_server_registers_it() -> None:
+    table = [*wire.REQUESTS, *wire.NOTIFICATIONS, *wire.DAEMON_REQUESTS]
+    assert sorted(r.method for r in table) == sorted(declared_methods())
+    registered = set(make_server().protocol.fm.features)
+    assert {r.method for r in wire.REQUESTS} <= registered
+    assert not {r.method for r in (*wire.NOTIFICATIONS, *wire.DAEMON_REQUESTS)} & registered
 
 
 def test_every_error_code_is_documented() -> None:
@@ -34,7 +37,10 @@ def test_every_error_code_is_documented() -> None:
 
 
 def test_every_update_kind_is_documented() -> None:
-    kinds = {m.model_fields["kind"].default for m in wire.Update.__args__}  # type: ignore[attr-defined]
+    from typing import get_args
+
+    kinds = {m.model_fields["kind"].default for m in get_args(get_args(wire.Update)[0])}
+    assert len(kinds) == 6
     documented = set(re.findall(r"^\| `([a-z_]+)` \|", DOC, re.MULTILINE))
     assert kinds <= documented
 

@@ -1,10 +1,12 @@
-"""End to end: the real daemon subprocess, over stdio, against the scripted model server."""
+"""Turns end to end through the LSP face, in-process (tests/inproc.py): the real App, server and frame
+reader, against the scripted model server. The subprocess layer is test_lsp_client.py and co."""
 
 from __future__ import annotations
 
 import asyncio
 
 import pytest
+from inproc import start_daemon_inproc  # noqa: F401  (in-process LSP face)
 from rpc import Daemon, RpcError
 
 from toycoder_daemon.testing.fake_llm import FakeLLM

@@ -1,4 +1,5 @@
-"""Bad input over the wire gets a clear error, and the daemon keeps serving."""
+"""Bad input on a real daemon's stdin gets a clear error, the daemon keeps serving, and it exits on
+EOF (the subprocess layer; protocol-level errors are tested in-process in test_lsp_inproc.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,7 @@ import asyncio
 import json
 import time
 
-import pytest
-from rpc import Daemon, RpcError, frame
+from rpc import Daemon, frame
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
@@ -34,88 +34,6 @@ async def test_absurd_content_length_is_refused_without_allocating(daemon: Daemo
     await daemon.wait_for(lambda: len([o for o in daemon.orphans if o["error"]["code"] == -32600]) == 2)
     assert (await daemon.call("toycoder/session/list", {})) == {"sessions": []}
     assert daemon.proc.returncode is None
-
-
-async def test_invalid_requests(daemon: Daemon) -> None:
-    daemon.send_raw(frame([1, 2, 3]))
-    daemon.send_raw(frame({"id": 5, "method": "toycoder/session/list"}))  # no jsonrpc
-    daemon.send_raw(frame({"jsonrpc": "2.0", "id": 6, "method": 42}))
-    await daemon.wait_for(lambda: len([o for o in daemon.orphans if o["error"]["code"] == -32600]) == 3)
-    ids = sorted(str(o["id"]) for o in daemon.orphans)
-    assert ids == ["5", "6", "None"]
-    with pytest.raises(RpcError) as e:
-        await daemon.call("toycoder/no/such/method", {})
-    assert e.value.code == -32601
-
-
-@pytest.mark.parametrize(
-    "method, params, field",
-    [
-        ("toycoder/prompt", {"text": "hi"}, "sessionId"),
-        ("toycoder/prompt", {"sessionId": "x", "text": 5}, "text"),
-        ("toycoder/tools/setEnabled", {"sessionId": "x", "name": "read_file", "enabled": "maybe"}, "enabled"),
-        ("toycoder/session/load", "abc", "object"),
-        ("toycoder/session/load", [], "sessionId"),  # [] is an empty object (Lua clients send it)
-    ],
-)
-async def test_bad_params_name_the_field(daemon: Daemon, method: str, params, field: str) -> None:
-    with pytest.raises(RpcError) as e:
-        await daemon.call(method, params)
-    assert e.value.code == -32602
-    assert field in e.value.message
-
-
-async def test_unknown_session(daemon: Daemon) -> None:
-    for method, params in [
-        ("toycoder/prompt", {"sessionId": "nope", "text": "hi"}),
-        ("toycoder/cancel", {"sessionId": "nope"}),
-        ("toycoder/session/load", {"sessionId": "nope"}),
-        ("toycoder/session/delete", {"sessionId": "nope"}),
-        ("toycoder/tools/list", {"sessionId": "nope"}),
-    ]:
-        with pytest.raises(RpcError) as e:
-            await daemon.call(method, params)
-        assert e.value.code == -32010, method
-        assert "nope" in e.value.message
-
-
-async def test_requests_before_initialize(start_daemon, workspace) -> None:
-    d = await start_daemon(init=False)
-    with pytest.raises(RpcError) as e:
-        await d.call("toycoder/session/new", {})
-    assert e.value.code == -32002
-    await d.initialize(workspace)
-    assert (await d.call("toycoder/session/new", {}))["sessionId"]
-
-
-async def test_broken_config_gives_config_error_naming_file_and_field(tmp_path, workspace) -> None:
-    cfg = tmp_path / "broken.yaml"
-    cfg.write_text("agent:\n  max_steps: lots\n")
-    d = await Daemon.start("--config", str(cfg))
-    try:
-        await d.initialize(workspace)
-        shown = await d.wait_for(lambda: [n for n in d.notifications if n["method"] == "window/showMessage"])
-        assert "agent.max_steps" in shown[0]["params"]["message"]
-        sid = (await d.call("toycoder/session/new", {}))["sessionId"]
-        with pytest.raises(RpcError) as e:
-            await d.call("toycoder/prompt", {"sessionId": sid, "text": "hi"})
-        assert e.value.code == -32013
-        assert str(cfg) in e.value.message and "agent.max_steps" in e.value.message
-        assert "integer" in e.value.message
-    finally:
-        await d.close()
-
-
-async def test_missing_api_key_is_a_clear_provider_error(tmp_path, workspace) -> None:
-    d = await Daemon.start()  # built-in defaults, no OPENAI_API_KEY in the environment
-    try:
-        await d.initialize(workspace)
-        sid = (await d.call("toycoder/session/new", {}))["sessionId"]
-        with pytest.raises(RpcError) as e:
-            await d.call("toycoder/prompt", {"sessionId": sid, "text": "hi"})
-        assert e.value.code == -32012 and "OPENAI_API_KEY" in e.value.message
-    finally:
-        await d.close()
 
 
 async def test_exits_promptly_when_stdin_closes_mid_turn(daemon: Daemon, llm: FakeLLM) -> None:
@@ -160,15 +78,4 @@ async def test_garbage_after_a_bad_header_resynchronises(daemon: Daemon) -> None
     daemon.send_raw(b"Content-Length: lots\r\n\r\n{\"half\": ")  # unknown length, body without newline
     assert (await daemon.call("toycoder/session/list", {})) == {"sessions": []}
     daemon.send_raw(b"Content-Length: -5\r\n\r\n")
-    assert (await daemon.call("toycoder/session/list", {})) == {"sessions": []}
-
-
-async def test_deep_nesting_and_a_second_initialize(daemon: Daemon, workspace) -> None:
-    deep = b"[" * 100_000 + b"]" * 100_000
-    daemon.send_raw(b"Content-Length: %d\r\n\r\n" % len(deep) + deep)
-    err = await wait_orphan(daemon, -32700)
-    assert err["id"] is None
-    with pytest.raises(RpcError) as e:
-        await daemon.call("initialize", {"processId": None, "rootUri": workspace.as_uri(), "capabilities": {}})
-    assert e.value.code == -32600 and "already" in e.value.message
     assert (await daemon.call("toycoder/session/list", {})) == {"sessions": []}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from toycoder_daemon import protocol as wire
-from toycoder_daemon.editor_frontend import update_payload
+from toycoder_daemon.lsp_mapping import transcript_entry, update_payload
 from toycoder_daemon.ports import (
     Compacted,
     RetryScheduled,
@@ -50,9 +50,8 @@ def check(name: str, value: dict) -> None:
 @pytest.mark.parametrize("name", sorted(EVENTS))
 def test_update_notifications(name: str) -> None:
     event = EVENTS[name]
-    params = {"sessionId": "s1", "turnId": "s1-1", "update": update_payload(event)}
-    if event.parent_tool_call_id:
-        params["parentToolCallId"] = event.parent_tool_call_id
+    params = wire.UpdateParams(session_id="s1", turn_id="s1-1", parent_tool_call_id=event.parent_tool_call_id,
+                               update=update_payload(event)).dump()
     check(name, params)
     assert wire.UpdateParams.model_validate(params).dump() == params
 
@@ -61,11 +60,11 @@ def test_permission_request_params() -> None:
     params = wire.PermissionParams(
         session_id="s1", turn_id="s1-2", tool_call_id="call_3", tool="edit_file", level="sensitive",
         title="edit_file src/app.py", arguments={"path": "src/app.py", "old_string": "a", "new_string": "b"},
-        preview=wire.Preview(kind="diff", path="src/app.py", diff="--- a/src/app.py\n+++ b/src/app.py\n"),
+        preview=wire.DiffPreview(path="src/app.py", diff="--- a/src/app.py\n+++ b/src/app.py\n"),
     ).dump()
     check("permission_request", params)
     assert wire.PermissionResult.model_validate({"decision": "allow_always"}).decision == "allow_always"
-    with pytest.raises(Exception):
+    with pytest.raises(ValueError):
         wire.PermissionResult.model_validate({"decision": "sure"})
 
 
@@ -79,13 +78,13 @@ def test_session_transcript_shape() -> None:
         {"role": "tool", "tool_call_id": "c1", "content": "1\thello", "status": "completed"},
         {"role": "assistant", "content": "It says hello."},
     ]
-    transcript = s.transcript()
+    transcript = [transcript_entry(e).dump() for e in s.transcript()]
     check("transcript", {"transcript": transcript})
-    for entry in transcript:
-        wire.TranscriptEntry.model_validate(entry)
 
 
 def test_json_schema_export_covers_the_contract() -> None:
     schema = wire.json_schema()
     assert {"PromptParams", "UpdateParams", "PermissionParams", "AskUserParams", "PromptResult"} <= set(schema)
     assert schema["PromptParams"]["required"] == ["sessionId", "text"]
+    assert schema["methods"]["toycoder/prompt"] == {"direction": "client->daemon", "params": "PromptParams",
+                                                    "result": "PromptResult"}

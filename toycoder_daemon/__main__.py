@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+from typing import BinaryIO
 
 
-def _protect_stdout():
+def _protect_stdout() -> BinaryIO:
     """Keep fd 1 for protocol frames only: the writer gets a private dup of it, and fd 1 itself
     (inherited by children, used by stray prints) is pointed at stderr."""
     proto = os.fdopen(os.dup(1), "wb")
@@ -20,7 +22,8 @@ def _check_config(path: str | None) -> int:
     """For editors' health checks: is the config valid, where is it, how many keys per provider."""
     import json
 
-    from .config import ConfigError, find_config, load_config
+    from .config import find_config, load_config
+    from .errors import ConfigError
 
     try:
         cfg, found = load_config(path)
@@ -35,7 +38,7 @@ def _check_config(path: str | None) -> int:
     return 0
 
 
-def _serve_lsp(proto_out, config_path: str | None) -> int:
+def _serve_lsp(proto_out: BinaryIO, config_path: str | None) -> int:
     from .stdio import fast_initialize, start_reader
 
     inbox = start_reader(sys.stdin.buffer)
@@ -44,16 +47,15 @@ def _serve_lsp(proto_out, config_path: str | None) -> int:
     import asyncio
 
     from .rpc_io import serve
-    from .server import server
+    from .server import make_server
 
-    server.config_path = config_path
     try:
-        return asyncio.run(serve(server, inbox, proto_out, replay_initialize=answered))
+        return asyncio.run(serve(make_server(config_path), inbox, proto_out, answered_initialize=answered))
     except KeyboardInterrupt:
         return 130
 
 
-def _serve_acp(proto_out, config_path: str | None) -> int:
+def _serve_acp(proto_out: BinaryIO, config_path: str | None) -> int:
     """The ACP face: no fast initialize (that is the LSP face's), frames only to proto_out."""
     import asyncio
 
@@ -67,10 +69,12 @@ def _serve_acp(proto_out, config_path: str | None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="toycoder-daemon", description="ToyCoder agent daemon (JSON-RPC over stdio)")
-    parser.add_argument("--stdio", action="store_true", help="use stdio (the default; accepted because editors pass it)")
-    parser.add_argument("--acp", action="store_true",
-                        help="speak the Agent Client Protocol (newline-delimited JSON-RPC) instead of the LSP-framed one")
-    parser.add_argument("--config", metavar="PATH", help="config file (default: $TOYCODER_CONFIG, ~/.config/toycoder/config.yaml)")
+    parser.add_argument("--stdio", action="store_true",
+                        help="use stdio (the default; accepted because editors pass it)")
+    parser.add_argument("--acp", action="store_true", help="speak the Agent Client Protocol "
+                        "(newline-delimited JSON-RPC) instead of the LSP-framed one")
+    parser.add_argument("--config", metavar="PATH",
+                        help="config file (default: $TOYCODER_CONFIG, ~/.config/toycoder/config.yaml)")
     parser.add_argument("--log-file", metavar="PATH", help="write logs here instead of stderr")
     parser.add_argument("--log-level", default=os.environ.get("TOYCODER_LOG_LEVEL", "WARNING"),
                         choices=["DEBUG", "INFO", "WARNING", "ERROR", "debug", "info", "warning", "error"])
@@ -97,10 +101,8 @@ def main(argv: list[str] | None = None) -> int:
 
     logging.shutdown()
     for stream in (proto_out, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):
             stream.flush()
-        except (OSError, ValueError):
-            pass
     os._exit(code)
 
 

@@ -11,6 +11,7 @@ created or loaded it. See docs/protocol.md, "The ACP face", for the mapping.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
@@ -35,6 +36,7 @@ from acp.helpers import update_available_commands
 from acp.schema import (
     AgentCapabilities,
     AvailableCommand,
+    AvailableCommandInput,
     ClientCapabilities,
     EmbeddedResourceContentBlock,
     Implementation,
@@ -61,6 +63,7 @@ from .app import App
 from .background import Background
 from .commands.builtin import commands
 from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound, ToyCoderError
+from .sessions.session import TranscriptEntry
 
 log = logging.getLogger(__name__)
 
@@ -127,33 +130,34 @@ def command_list() -> list[AvailableCommand]:
     for c in commands.all():
         hint = c.usage.partition(" ")[2]
         out.append(AvailableCommand(name=c.name, description=c.help,
-                                    input=UnstructuredCommandInput(hint=hint) if hint else None))
+                                    input=AvailableCommandInput(UnstructuredCommandInput(hint=hint)) if hint else None))
     return out
 
 
-def replay(transcript: list[dict[str, Any]], app: App) -> list[Any]:
+def replay(transcript: list[TranscriptEntry], app: App) -> list[Any]:
     """A stored conversation as the session/update notifications a client would have seen."""
     updates: list[Any] = []
     for entry in transcript:
-        role, text = entry["role"], entry.get("text") or ""
+        role, text = entry.role, entry.text or ""
         if role == "user":
             updates.append(update_user_message_text(text))
         elif role == "assistant":
             updates.append(update_agent_message_text(text))
         elif role == "tool_call":
-            name = entry.get("name") or "tool"
+            name = entry.name or "tool"
             try:
                 args: Any = json.loads(text)
             except ValueError:
                 args = text
             t = app.tools.get(name)
             title = t.describe_call(args) if t and isinstance(args, dict) else name
-            updates.append(start_tool_call(entry["toolCallId"], title, kind=tool_kind(name, app),  # type: ignore[arg-type]
+            updates.append(start_tool_call(entry.tool_call_id or "", title, kind=tool_kind(name, app),  # type: ignore[arg-type]
                                            status="in_progress", raw_input=args,
                                            locations=locations(args, app.workspace.root)))
         elif role == "tool":
-            status = entry.get("status") or "completed"
-            updates.append(update_tool_call(entry["toolCallId"], status="completed" if status == "completed" else "failed",
+            status = entry.status or "completed"
+            updates.append(update_tool_call(entry.tool_call_id or "",
+                                            status="completed" if status == "completed" else "failed",
                                             content=[tool_content(text_block(text))]))
     return updates
 
@@ -167,7 +171,7 @@ class ToyCoderAgent:
         self.client_capabilities: ClientCapabilities | None = None
         self.apps: dict[Path, App] = {}
         self.owner: dict[str, App] = {}
-        self._prompts: set[asyncio.Task] = set()
+        self._prompts: set[asyncio.Task[Any]] = set()
         self._later = Background().run  # work that goes after the current answer
 
     def on_connect(self, conn: Any) -> None:
@@ -231,8 +235,8 @@ class ToyCoderAgent:
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any) -> ListSessionsResponse:
         apps = [self.app_for(cwd)] if cwd else list(self.apps.values())
         return ListSessionsResponse(sessions=[
-            SessionInfo(session_id=r["id"], cwd=str(app.workspace.root), title=r["title"] or None,
-                        updated_at=wire.iso_time(r["updatedAt"]))
+            SessionInfo(session_id=r.id, cwd=str(app.workspace.root), title=r.title or None,
+                        updated_at=wire.iso_time(r.updated_at))
             for app in apps for r in app.list_sessions()
         ])
 
@@ -244,8 +248,11 @@ class ToyCoderAgent:
         text = prompt_text(prompt, app.workspace.root)
         frontends: list[AcpFrontend] = []
 
+        caps = self.client_capabilities
+        can_elicit = bool(caps and caps.elicitation and caps.elicitation.form is not None)
+
         def frontend_for(sid: str, turn_id: str) -> AcpFrontend:
-            frontends.append(AcpFrontend(self, app, sid))
+            frontends.append(AcpFrontend(self.conn, app, sid, can_elicit=can_elicit))
             return frontends[-1]
 
         me = asyncio.current_task()
@@ -294,7 +301,7 @@ class ToyCoderAgent:
 
 # ---- stdio ------------------------------------------------------------------------------------
 
-class _FrameTransport(asyncio.WriteTransport):
+class FrameTransport(asyncio.WriteTransport):
     """Writes the SDK's frames to the protocol stream only (like the LSP face's FrameWriter)."""
 
     def __init__(self, out: BinaryIO):
@@ -330,22 +337,24 @@ def _read_stdin(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader) -
         except (OSError, RuntimeError) as e:
             log.info("stdin: %s", e)
         finally:
-            try:
+            with contextlib.suppress(RuntimeError):  # the loop is already closed
                 loop.call_soon_threadsafe(reader.feed_eof)
-            except RuntimeError:  # loop already closed
-                pass
 
     threading.Thread(target=pump, name="acp-stdin", daemon=True).start()
 
 
-async def serve_acp(out: BinaryIO, config_path: str | None = None) -> int:
-    """Serve ACP on stdin / `out` until stdin closes; returns the exit code."""
+async def serve_acp(out: BinaryIO, config_path: str | None = None, *,
+                    reader: asyncio.StreamReader | None = None) -> int:
+    """Serve ACP on stdin (or `reader`: tests drive the face in-process) and `out` until the input
+    ends; returns the exit code."""
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader()
-    _read_stdin(loop, reader)
-    writer = asyncio.StreamWriter(_FrameTransport(out), asyncio.streams.FlowControlMixin(), None, loop)
+    if reader is None:
+        reader = asyncio.StreamReader()
+        _read_stdin(loop, reader)
+    writer = asyncio.StreamWriter(FrameTransport(out), asyncio.streams.FlowControlMixin(), None, loop)
     agent = ToyCoderAgent(config_path)
-    conn = AgentSideConnection(agent, writer, reader, listening=False)
+    # ToyCoderAgent has the methods we support; the SDK answers method-not-found for the others
+    conn = AgentSideConnection(agent, writer, reader, listening=False)  # type: ignore[arg-type]
     try:
         await conn.listen()
     finally:

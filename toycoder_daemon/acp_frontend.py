@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from acp import (
     start_tool_call,
@@ -48,7 +49,6 @@ from .ports import (
 )
 
 if TYPE_CHECKING:
-    from .acp import ToyCoderAgent
     from .app import App
 
 log = logging.getLogger(__name__)
@@ -98,15 +98,25 @@ def diff_content(preview: dict[str, Any] | None, root: Path) -> FileEditToolCall
                                    old_text=None if created else "".join(old), new_text="".join(new))
 
 
+class AcpClient(Protocol):
+    """What a turn needs of the ACP connection (the SDK's AgentSideConnection has these)."""
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None: ...
+    async def request_permission(self, session_id: str, tool_call: Any, options: Any, **kwargs: Any) -> Any: ...
+    async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any: ...
+
+
 class AcpFrontend:
-    def __init__(self, face: ToyCoderAgent, app: App, session_id: str):
-        self.face = face
+    def __init__(self, client: AcpClient, app: App, session_id: str, *, can_elicit: bool = False):
+        self.client = client
+        self.can_elicit = can_elicit
+        """The client offered form elicitation (ask_user is then asked as a form)."""
         self.app = app
         self.session_id = session_id
         # a sub-agent's text (it has a parent tool call) is its thinking
         self._text = TextCoalescer(lambda thought, text: self.send(
             (update_agent_thought_text if thought else update_agent_message_text)(text)))
-        self._tail: asyncio.Future | None = None
+        self._tail: asyncio.Future[None] | None = None
         self._names: dict[str, str] = {}
         self._diffs: dict[str, FileEditToolCallContent] = {}
 
@@ -132,7 +142,7 @@ class AcpFrontend:
             if prev is not None:
                 await asyncio.wait({prev})
             try:
-                await self.face.conn.session_update(self.session_id, update)
+                await self.client.session_update(self.session_id, update)
             except Exception as e:  # the client went away: nothing to show it on
                 log.debug("session/update not sent: %s", e)
 
@@ -144,38 +154,46 @@ class AcpFrontend:
             await asyncio.wait({self._tail})
 
     def _update_for(self, event: Event) -> Any:
-        root = self.app.workspace.root
-        if isinstance(event, ToolCallStarted):
-            self._names[event.tool_call_id] = event.name
-            title = event.title
-            if event.parent_tool_call_id:
-                title = f"{self._names.get(event.parent_tool_call_id, 'sub-agent')} › {title}"
-            return start_tool_call(
-                event.tool_call_id, title, kind=tool_kind(event.name, self.app),  # type: ignore[arg-type]
-                status="in_progress" if event.permission == "safe" else "pending",
-                raw_input=event.arguments, locations=locations(event.arguments, root),
-            )
-        if isinstance(event, ToolCallFinished):
-            content: list[Any] = [tool_content(text_block(event.output))]
-            if event.status == "completed" and event.tool_call_id in self._diffs:
-                content.insert(0, self._diffs.pop(event.tool_call_id))
-            return update_tool_call(event.tool_call_id, status="completed" if event.status == "completed" else "failed",
-                                    content=content, raw_output={"status": event.status, "output": event.output})
-        if isinstance(event, UsageReport):
-            if event.parent_tool_call_id:
-                return None  # the context window is the main agent's
-            s = self.app.live.get(self.session_id)
-            used = s.context_mark[0] if s and s.context_mark[0] else event.total_tokens
-            size = max(used, self.app.config.session.max_context_tokens)
-            return UsageUpdate(session_update="usage_update", used=used, size=size)
-        if isinstance(event, RetryScheduled):
-            return update_agent_thought_text(
-                f"\n[model request failed ({event.reason}); retry {event.attempt} in {event.delay_seconds:g}s; "
-                "the partial reply above is discarded]\n")
-        if isinstance(event, Compacted):
-            how = "summarised" if event.strategy == "summary" else "truncated"
-            return update_agent_thought_text(f"[context {how}: {event.before} -> {event.after} messages]\n")
-        return None
+        """The session/update for an event (None: nothing to show), one method per event type."""
+        mapping = _MAPPINGS.get(type(event))
+        if mapping is None:
+            raise ValueError(f"no ACP mapping for {type(event).__name__}")
+        return mapping(self, event)
+
+    def _tool_call(self, event: ToolCallStarted) -> Any:
+        self._names[event.tool_call_id] = event.name
+        title = event.title
+        if event.parent_tool_call_id:
+            title = f"{self._names.get(event.parent_tool_call_id, 'sub-agent')} › {title}"
+        return start_tool_call(
+            event.tool_call_id, title, kind=tool_kind(event.name, self.app),  # type: ignore[arg-type]
+            status="in_progress" if event.permission == "safe" else "pending",
+            raw_input=event.arguments, locations=locations(event.arguments, self.app.workspace.root),
+        )
+
+    def _tool_result(self, event: ToolCallFinished) -> Any:
+        content: list[Any] = [tool_content(text_block(event.output))]
+        if event.status == "completed" and event.tool_call_id in self._diffs:
+            content.insert(0, self._diffs.pop(event.tool_call_id))
+        return update_tool_call(event.tool_call_id, status="completed" if event.status == "completed" else "failed",
+                                content=content, raw_output={"status": event.status, "output": event.output})
+
+    def _usage(self, event: UsageReport) -> Any:
+        if event.parent_tool_call_id:
+            return None  # the context window is the main agent's
+        s = self.app.live.get(self.session_id)
+        used = s.context_mark[0] if s and s.context_mark[0] else event.total_tokens
+        size = max(used, self.app.config.session.max_context_tokens)
+        return UsageUpdate(session_update="usage_update", used=used, size=size)
+
+    def _retry(self, event: RetryScheduled) -> Any:
+        return update_agent_thought_text(
+            f"\n[model request failed ({event.reason}); retry {event.attempt} in {event.delay_seconds:g}s; "
+            "the partial reply above is discarded]\n")
+
+    def _compaction(self, event: Compacted) -> Any:
+        how = "summarised" if event.strategy == "summary" else "truncated"
+        return update_agent_thought_text(f"[context {how}: {event.before} -> {event.after} messages]\n")
 
     # ---- questions to the person --------------------------------------------------------------
 
@@ -197,7 +215,7 @@ class AcpFrontend:
                               raw_input=request.arguments, content=content or None)
         try:
             answer = await asyncio.wait_for(
-                self.face.conn.request_permission(self.session_id, call, OPTIONS), self._timeout())
+                self.client.request_permission(self.session_id, call, OPTIONS), self._timeout())
         except asyncio.CancelledError:
             raise
         except Exception as e:  # timeout, error reply, malformed answer, client gone: not a yes
@@ -212,15 +230,14 @@ class AcpFrontend:
 
     async def ask(self, question: str, options: list[str] | None) -> str | None:
         """Form elicitation (an unstable ACP feature) when the client offers it; otherwise None."""
-        caps = self.face.client_capabilities
-        if not (caps and caps.elicitation and caps.elicitation.form is not None):
+        if not self.can_elicit:
             return None
         await self.drain()
         field = ElicitationStringPropertySchema(type="string", title="Answer", enum=options or None)
         mode = ElicitationFormSessionMode(session_id=self.session_id, requested_schema=ElicitationSchema(
             properties={"answer": field}, required=["answer"]))
         try:
-            reply = await asyncio.wait_for(self.face.conn.create_elicitation(question, mode), self._timeout())
+            reply = await asyncio.wait_for(self.client.create_elicitation(question, mode), self._timeout())
         except asyncio.CancelledError:
             raise
         except Exception as e:
@@ -229,3 +246,13 @@ class AcpFrontend:
         if isinstance(reply, AcceptElicitationResponse) and reply.content and reply.content.get("answer") is not None:
             return str(reply.content["answer"])
         return None
+
+
+# text deltas are coalesced in emit(), before this table is consulted
+_MAPPINGS: dict[type, Callable[[AcpFrontend, Any], Any]] = {
+    ToolCallStarted: AcpFrontend._tool_call,
+    ToolCallFinished: AcpFrontend._tool_result,
+    UsageReport: AcpFrontend._usage,
+    RetryScheduled: AcpFrontend._retry,
+    Compacted: AcpFrontend._compaction,
+}

@@ -24,7 +24,7 @@ from .ports import Compacted, Frontend
 from .prompts.manager import PromptManager
 from .sessions.context import Compaction, compact, needs_compaction
 from .sessions.session import MessageLog, Session
-from .sessions.store import SessionStore
+from .sessions.store import SessionStore, SessionSummary
 from .tools.ask import ask_user
 from .tools.base import ToolContext
 from .tools.edit import edit_file, write_file
@@ -38,6 +38,32 @@ log = logging.getLogger(__name__)
 
 FrontendFactory = Callable[[str, str], Frontend]
 INTERRUPTED = "interrupted: the daemon stopped before this tool call finished"
+
+
+@dataclass(frozen=True)
+class ToolSummary:
+    name: str
+    description: str
+    level: str
+    enabled: bool
+    source: str
+
+
+@dataclass(frozen=True)
+class ProviderSummary:
+    name: str
+    base_url: str | None
+    models: dict[str, str]
+    key_count: int
+    """How many API keys are configured (the keys themselves never leave the daemon)."""
+
+
+@dataclass(frozen=True)
+class ModelsInfo:
+    provider: str
+    model: str
+    """The current choice (of the session, or the default)."""
+    providers: list[ProviderSummary]
 
 
 @dataclass
@@ -205,10 +231,10 @@ class App:
         s.tools.gate.always = {n for n in meta.get("always") or () if s.tools.get(n)}
         return s
 
-    def list_sessions(self) -> list[dict[str, Any]]:
+    def list_sessions(self) -> list[SessionSummary]:
         """Stored sessions, newest first; untitled empty ones (clients open sessions eagerly) only
         while this daemon has them open."""
-        return [r for r in self.store.list() if r["messageCount"] or r["title"] or r["id"] in self.live]
+        return [r for r in self.store.list() if r.message_count or r.title or r.id in self.live]
 
     def delete_session(self, session_id: str) -> None:
         s = self.live.get(session_id)
@@ -339,13 +365,9 @@ class App:
 
     # ---- tools and models ---------------------------------------------------------------------
 
-    def tool_infos(self, session_id: str) -> list[dict[str, Any]]:
+    def tool_infos(self, session_id: str) -> list[ToolSummary]:
         s = self.peek(session_id)
-        return [
-            {"name": t.name, "description": t.description, "permission": t.level,
-             "enabled": s.tools.is_enabled(t.name), "source": t.source}
-            for t in s.tools.list()
-        ]
+        return [ToolSummary(t.name, t.description, t.level, s.tools.is_enabled(t.name), t.source) for t in s.tools.list()]
 
     def set_tool_enabled(self, session_id: str, name: str, enabled: bool) -> None:
         s = self.session(session_id)
@@ -353,18 +375,13 @@ class App:
             raise KeyError(name)
         s.set_tool_enabled(name, enabled)
 
-    def models_info(self, session_id: str | None) -> dict[str, Any]:
+    def models_info(self, session_id: str | None) -> ModelsInfo:
         s = self.peek(session_id) if session_id else None
         provider, model = self.current_model(s)
-        return {
-            "current": {"provider": provider, "model": model},
-            "providers": [
-                {"name": n, "baseUrl": p.base_url, "models": p.models.model_dump(), "keyCount": len(p.api_keys)}
-                for n, p in self.config.providers.items()
-            ],
-        }
+        return ModelsInfo(provider, model, [ProviderSummary(n, p.base_url, p.models.model_dump(), len(p.api_keys))
+                                            for n, p in self.config.providers.items()])
 
-    def set_model(self, session_id: str, provider: str | None, model: str) -> dict[str, Any]:
+    def set_model(self, session_id: str, provider: str | None, model: str) -> ModelsInfo:
         s = self.session(session_id)
         cfg = self._require_config()
         name, p = cfg.provider(provider or s.provider)

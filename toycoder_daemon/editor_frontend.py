@@ -1,19 +1,18 @@
 """The Frontend port over the LSP-framed connection: updates out, permission and questions in.
-Text deltas are coalesced (coalesce.py)."""
+Text deltas are coalesced (coalesce.py). It talks to the connection through `EditorLink` (the
+server implements it), so it does not know the server module."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from . import protocol as wire
 from .coalesce import TextCoalescer
+from .lsp_mapping import update_payload
 from .ports import Decision, Event, PermissionRequest, TextDelta, ToolCallStarted
-
-if TYPE_CHECKING:
-    from .server import ToyCoderServer
 
 log = logging.getLogger(__name__)
 
@@ -22,42 +21,37 @@ _ids = itertools.count(1)
 FALLBACK_ACTIONS: dict[str, Decision] = {"Allow": "allow_once", "Always allow": "allow_always", "Deny": "reject"}
 
 
-def update_payload(event: Event) -> dict[str, Any]:
-    """Event dataclass -> the `update` object of toycoder/update (camelCase, no Nones)."""
-    k = event.kind
-    if k == "text_delta":
-        return {"kind": k, "text": event.text}  # type: ignore[union-attr]
-    if k == "tool_call":
-        e: Any = event
-        return {"kind": k, "toolCallId": e.tool_call_id, "name": e.name, "title": e.title,
-                "arguments": e.arguments, "permission": e.permission}
-    if k == "tool_result":
-        e = event
-        out = {"kind": k, "toolCallId": e.tool_call_id, "status": e.status, "output": e.output}
-        if e.changed_paths:
-            out["changedPaths"] = list(e.changed_paths)
-        return out
-    if k == "usage":
-        e = event
-        return {"kind": k, "promptTokens": e.prompt_tokens, "completionTokens": e.completion_tokens,
-                "totalTokens": e.total_tokens}
-    if k == "retry":
-        e = event
-        return {"kind": k, "attempt": e.attempt, "delaySeconds": e.delay_seconds, "reason": e.reason}
-    if k == "compaction":
-        e = event
-        return {"kind": k, "strategy": e.strategy, "before": e.before, "after": e.after}
-    raise ValueError(f"unknown event kind {k}")
+class EditorLink(Protocol):
+    """What a turn needs of the editor connection."""
+
+    def notify(self, method: str, params: Any) -> None: ...
+    def send_request(self, method: str, params: Any, msg_id: str) -> asyncio.Future[Any]: ...
+    def send_show_message_request(self, kind: int, message: str, actions: list[str],
+                                  msg_id: str) -> asyncio.Future[Any]: ...
+    def drop_request(self, msg_id: str) -> None: ...
+    def client_can(self, feature: str) -> bool: ...
+    def supports_progress(self) -> bool: ...
+    def permission_timeout(self) -> float: ...
+    async def progress_create(self, token: str) -> None: ...
+    def progress_begin(self, token: str, message: str) -> None: ...
+    def progress_report(self, token: str, message: str) -> None: ...
+    def progress_end(self, token: str, message: str) -> None: ...
+
+
+def _retrieve(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        fut.exception()  # an error reply nobody waits for any more is not an unhandled error
 
 
 class EditorFrontend:
-    def __init__(self, server: ToyCoderServer, session_id: str, turn_id: str):
-        self.server = server
+    def __init__(self, link: EditorLink, session_id: str, turn_id: str):
+        self.link = link
         self.session_id = session_id
         self.turn_id = turn_id
-        self._text = TextCoalescer(lambda parent, text: self._send({"kind": "text_delta", "text": text}, parent))
+        self._text = TextCoalescer(lambda parent, text: self._send(wire.TextDeltaUpdate(text=text), parent))
         self._progress_token: str | None = None
-        self._progress_ready: asyncio.Task | None = None
+        self._progress_ready: asyncio.Future[None] | None = None
+        self._ended = False
 
     # ---- updates ------------------------------------------------------------------------------
 
@@ -73,85 +67,79 @@ class EditorFrontend:
     def flush(self) -> None:
         self._text.flush()
 
-    def _send(self, update: dict[str, Any], parent: str | None) -> None:
-        params: dict[str, Any] = {"sessionId": self.session_id, "turnId": self.turn_id, "update": update}
-        if parent is not None:
-            params["parentToolCallId"] = parent
-        self.server.protocol.notify(wire.UPDATE, params)
+    def _send(self, update: wire.Update, parent: str | None) -> None:
+        params = wire.UpdateParams(session_id=self.session_id, turn_id=self.turn_id, parent_tool_call_id=parent,
+                                   update=update)
+        self.link.notify(wire.UPDATE, params.dump())
 
     # ---- $/progress ---------------------------------------------------------------------------
 
     def begin_progress(self) -> None:
-        if not self.server.supports_progress():
+        if not self.link.supports_progress():
             return
         token = f"toycoder-{self.turn_id}"
 
         async def create() -> None:
-            from lsprotocol import types
-
             try:
-                await asyncio.wait_for(self.server.work_done_progress.create_async(token), 10)
+                # shielded: a token the client grants after the turn ended is harmless, while a
+                # cancelled wait would leave pygls a reply to a cancelled future
+                await asyncio.wait_for(asyncio.shield(self.link.progress_create(token)), 10)
             except Exception as e:  # a client that cannot show progress still gets the turn
                 log.debug("progress token refused: %s", e)
                 return
+            if self._ended:
+                return
             self._progress_token = token
-            self.server.work_done_progress.begin(
-                token, types.WorkDoneProgressBegin(title="ToyCoder", message="thinking", cancellable=True)
-            )
+            self.link.progress_begin(token, "thinking")
 
         self._progress_ready = asyncio.ensure_future(create())
 
     def progress(self, message: str) -> None:
         if self._progress_token:
-            from lsprotocol import types
-
-            self.server.work_done_progress.report(self._progress_token, types.WorkDoneProgressReport(message=message))
+            self.link.progress_report(self._progress_token, message)
 
     def end_progress(self, message: str) -> None:
         self.flush()
+        self._ended = True
         if self._progress_ready and not self._progress_ready.done():
             self._progress_ready.cancel()
         if self._progress_token:
-            from lsprotocol import types
-
-            self.server.work_done_progress.end(self._progress_token, types.WorkDoneProgressEnd(message=message))
+            self.link.progress_end(self._progress_token, message)
             self._progress_token = None
 
     # ---- questions to the person --------------------------------------------------------------
 
-    async def _request(self, method: str, params: Any, timeout: float) -> Any:
-        """Send a request to the editor; on cancel or timeout tell the editor to drop its prompt."""
-        msg_id = f"toycoder-{next(_ids)}"
-        fut = self.server.protocol.send_request_async(method, params, msg_id=msg_id)
+    async def _wait(self, fut: asyncio.Future[Any], msg_id: str, timeout: float) -> Any:
+        """Wait for the editor's answer; on cancel or timeout tell the editor to drop its prompt.
+        The reply future itself is never cancelled (shielded), so a late reply finds it intact."""
+        fut.add_done_callback(_retrieve)
         try:
-            return await asyncio.wait_for(fut, timeout)
+            return await asyncio.wait_for(asyncio.shield(fut), timeout)
         except (asyncio.CancelledError, asyncio.TimeoutError):
-            from lsprotocol import types
-
-            self.server.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+            self.link.drop_request(msg_id)
             raise
+
+    async def _request(self, method: str, params: Any, timeout: float) -> Any:
+        msg_id = f"toycoder-{next(_ids)}"
+        return await self._wait(self.link.send_request(method, params, msg_id), msg_id, timeout)
 
     async def _show_message_request(self, kind: int, message: str, actions: list[str], timeout: float) -> str | None:
         """The standard LSP fallback for clients without our capabilities."""
-        from lsprotocol import types
-
-        params = types.ShowMessageRequestParams(
-            type=types.MessageType(kind), message=message, actions=[types.MessageActionItem(title=a) for a in actions]
-        )
-        answer = await self._request(types.WINDOW_SHOW_MESSAGE_REQUEST, params, timeout)  # type: ignore[arg-type]
+        msg_id = f"toycoder-{next(_ids)}"
+        answer = await self._wait(self.link.send_show_message_request(kind, message, actions, msg_id), msg_id, timeout)
         return getattr(answer, "title", None)
 
     async def confirm(self, request: PermissionRequest) -> Decision:
         self.flush()
-        timeout = self.server.permission_timeout()
+        timeout = self.link.permission_timeout()
         params = wire.PermissionParams(
             session_id=self.session_id, turn_id=self.turn_id, tool_call_id=request.tool_call_id, tool=request.tool,
             level=request.level, title=request.title, arguments=request.arguments,
-            preview=wire.Preview.model_validate(request.preview) if request.preview else None,
+            preview=request.preview,  # type: ignore[arg-type]  # validated into DiffPreview | CommandPreview
         ).dump()
         self.progress(f"waiting for your permission: {request.title}")
         try:
-            if self.server.client_can("permissionRequest"):
+            if self.link.client_can("permissionRequest"):
                 result = await self._request(wire.REQUEST_PERMISSION, params, timeout)
                 return wire.PermissionResult.model_validate(result or {}).decision
             answer = await self._show_message_request(
@@ -166,9 +154,9 @@ class EditorFrontend:
 
     async def ask(self, question: str, options: list[str] | None) -> str | None:
         self.flush()
-        timeout = self.server.permission_timeout()
+        timeout = self.link.permission_timeout()
         try:
-            if self.server.client_can("askUser"):
+            if self.link.client_can("askUser"):
                 params = wire.AskUserParams(session_id=self.session_id, turn_id=self.turn_id, question=question,
                                             options=options).dump()
                 result = wire.AskUserResult.model_validate(await self._request(wire.ASK_USER, params, timeout) or {})

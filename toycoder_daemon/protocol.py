@@ -1,12 +1,16 @@
 """The wire contract: method names, error codes and every params/result type (camelCase on the wire).
 
-Clients in other languages read `python -m toycoder_daemon.protocol` (the JSON Schema export);
-golden fixtures under tests/golden lock the shapes. docs/protocol.md explains them.
+`REQUESTS`, `NOTIFICATIONS` and `DAEMON_REQUESTS` at the end bind every method to its types; that
+one table drives the LSP face's handler registration and its params/result validation, the JSON
+Schema export (`python -m toycoder_daemon.protocol`), the generated TypeScript types
+(protocol_ts.py) and the docs drift test. Golden fixtures under tests/golden lock the shapes.
+docs/protocol.md explains them. A new method: add its types and one row to the table.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -51,8 +55,15 @@ def iso_time(ts: float) -> str:
     return datetime.datetime.fromtimestamp(ts, tz=datetime.timezone.utc).isoformat(timespec="seconds")
 
 
+Level = Literal["safe", "sensitive", "dangerous"]
+ToolStatus = Literal["completed", "failed", "denied", "cancelled"]
+StopReason = Literal["end_turn", "max_steps", "cancelled", "error", "command"]
+Decision = Literal["allow_once", "allow_always", "reject"]
+
+
 class Wire(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore",
+                              use_attribute_docstrings=True)
 
     def dump(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
@@ -107,12 +118,17 @@ class SessionList(Wire):
     sessions: list[SessionInfo]
 
 
+class EmptyResult(Wire):
+    pass
+
+
 class TranscriptEntry(Wire):
     role: str
+    """user, assistant, tool_call or tool."""
     text: str
     tool_call_id: str | None = None
     name: str | None = None
-    status: Literal["completed", "failed", "denied", "cancelled"] | None = None
+    status: ToolStatus | None = None
     """For role "tool": how the call ended."""
 
 
@@ -127,17 +143,25 @@ class UsageInfo(Wire):
     total_tokens: int = 0
 
 
-class Action(Wire):
-    kind: Literal["switch", "quit"]
-    session_id: str | None = None
+class SwitchAction(Wire):
+    kind: Literal["switch"] = "switch"
+    session_id: str
+
+
+class QuitAction(Wire):
+    kind: Literal["quit"] = "quit"
+
+
+Action = Annotated[SwitchAction | QuitAction, Field(discriminator="kind")]
 
 
 class PromptResult(Wire):
     turn_id: str
-    stop_reason: Literal["end_turn", "max_steps", "cancelled", "error", "command"]
+    stop_reason: StopReason
     text: str
     usage: UsageInfo
     action: Action | None = None
+    """What a slash command asks the client to do next."""
 
 
 class CancelResult(Wire):
@@ -147,7 +171,7 @@ class CancelResult(Wire):
 class ToolInfo(Wire):
     name: str
     description: str
-    permission: Literal["safe", "sensitive", "dangerous"]
+    permission: Level
     enabled: bool
     source: str
 
@@ -198,13 +222,13 @@ class ToolCallUpdate(Wire):
     name: str
     title: str
     arguments: Any
-    permission: Literal["safe", "sensitive", "dangerous"]
+    permission: Level
 
 
 class ToolResultUpdate(Wire):
     kind: Literal["tool_result"] = "tool_result"
     tool_call_id: str
-    status: Literal["completed", "failed", "denied", "cancelled"]
+    status: ToolStatus
     output: str
     changed_paths: list[str] | None = None
     """Absolute paths of files the call wrote (editors reload them)."""
@@ -231,26 +255,37 @@ class RetryUpdate(Wire):
     reason: str
 
 
-Update = Union[TextDeltaUpdate, ToolCallUpdate, ToolResultUpdate, UsageUpdate, CompactionUpdate, RetryUpdate]
+Update = Annotated[
+    TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate,
+    Field(discriminator="kind"),
+]
 
 
 class UpdateParams(Wire):
     session_id: str
     turn_id: str
     parent_tool_call_id: str | None = None
-    update: Update = Field(discriminator="kind")
+    update: Update
 
 
 # ---- daemon -> client requests --------------------------------------------------------------
 
-class Preview(Wire):
-    kind: Literal["diff", "command"]
-    path: str | None = None
+class DiffPreview(Wire):
+    kind: Literal["diff"] = "diff"
+    path: str
+    """Relative to the workspace root."""
     uri: str | None = None
-    """For diffs: the file's absolute file:// URI (path is relative to the workspace root)."""
-    diff: str | None = None
-    command: str | None = None
+    """The file's absolute file:// URI."""
+    diff: str
+
+
+class CommandPreview(Wire):
+    kind: Literal["command"] = "command"
+    command: str
     cwd: str | None = None
+
+
+Preview = Annotated[DiffPreview | CommandPreview, Field(discriminator="kind")]
 
 
 class PermissionParams(Wire):
@@ -258,14 +293,14 @@ class PermissionParams(Wire):
     turn_id: str
     tool_call_id: str
     tool: str
-    level: Literal["safe", "sensitive", "dangerous"]
+    level: Level
     title: str
     arguments: Any
     preview: Preview | None = None
 
 
 class PermissionResult(Wire):
-    decision: Literal["allow_once", "allow_always", "reject"]
+    decision: Decision
 
 
 class AskUserParams(Wire):
@@ -280,14 +315,67 @@ class AskUserResult(Wire):
     cancelled: bool | None = None
 
 
+# ---- the method table -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    params: type[Wire]
+    result: type[Wire]
+
+
+@dataclass(frozen=True)
+class Notification:
+    method: str
+    params: type[Wire]
+
+
+REQUESTS: tuple[Request, ...] = (
+    Request(SESSION_NEW, SessionNewParams, SessionInfo),
+    Request(SESSION_LIST, EmptyParams, SessionList),
+    Request(SESSION_LOAD, SessionIdParams, SessionLoadResult),
+    Request(SESSION_DELETE, SessionIdParams, EmptyResult),
+    Request(PROMPT, PromptParams, PromptResult),
+    Request(CANCEL, SessionIdParams, CancelResult),
+    Request(TOOLS_LIST, SessionIdParams, ToolList),
+    Request(TOOLS_SET_ENABLED, SetEnabledParams, EmptyResult),
+    Request(COMMANDS_LIST, EmptyParams, CommandList),
+    Request(MODELS_LIST, ModelsListParams, ModelsResult),
+    Request(MODELS_SET, ModelsSetParams, ModelsResult),
+)
+"""client -> daemon requests."""
+NOTIFICATIONS: tuple[Notification, ...] = (Notification(UPDATE, UpdateParams),)
+"""daemon -> client notifications."""
+DAEMON_REQUESTS: tuple[Request, ...] = (
+    Request(REQUEST_PERMISSION, PermissionParams, PermissionResult),
+    Request(ASK_USER, AskUserParams, AskUserResult),
+)
+"""daemon -> client requests (sent only when the client announced the capability)."""
+
+
+def wire_models() -> list[type[Wire]]:
+    """Every params/result type of the table, in table order, each once."""
+    seen: dict[type[Wire], None] = {}
+    for n in NOTIFICATIONS:
+        seen[n.params] = None
+    for r in (*REQUESTS, *DAEMON_REQUESTS):
+        seen[r.params] = None
+        seen[r.result] = None
+    return list(seen)
+
+
 def json_schema() -> dict[str, Any]:
-    """JSON Schema of every wire type, for the Lua and TypeScript clients."""
-    models = [
-        SessionNewParams, SessionIdParams, PromptParams, SetEnabledParams, ModelsListParams, ModelsSetParams,
-        SessionInfo, SessionList, SessionLoadResult, PromptResult, CancelResult, ToolList, CommandList,
-        ModelsResult, UpdateParams, PermissionParams, PermissionResult, AskUserParams, AskUserResult,
-    ]
-    return {m.__name__: m.model_json_schema(by_alias=True) for m in models}
+    """JSON Schema of every wire type (by name), and under "methods" which types each method takes."""
+    out: dict[str, Any] = {m.__name__: m.model_json_schema(by_alias=True) for m in wire_models()}
+    methods: dict[str, Any] = {}
+    for r in REQUESTS:
+        methods[r.method] = {"direction": "client->daemon", "params": r.params.__name__, "result": r.result.__name__}
+    for n in NOTIFICATIONS:
+        methods[n.method] = {"direction": "daemon->client", "params": n.params.__name__}
+    for r in DAEMON_REQUESTS:
+        methods[r.method] = {"direction": "daemon->client", "params": r.params.__name__, "result": r.result.__name__}
+    out["methods"] = methods
+    return out
 
 
 if __name__ == "__main__":

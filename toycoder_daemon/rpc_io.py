@@ -1,13 +1,15 @@
 """Stdio transport: our own framing in front of pygls' dispatcher.
 
 pygls' reader answers nothing to unparsable JSON and trusts any Content-Length. Ours reads frames
-on a thread (bounded header lines, bounded bodies), answers -32700/-32600/-32002 itself, and hands
-well-formed messages to the pygls protocol on the event loop. EOF on stdin ends the daemon.
+on a thread (bounded header lines, bounded bodies), answers -32700/-32600/-32002 itself through
+the same FrameWriter pygls writes to, and hands well-formed messages to the pygls protocol
+(`structure_message`, `handle_message`) on the event loop. EOF on stdin ends the daemon.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import Callable
@@ -16,44 +18,27 @@ from typing import Any, BinaryIO
 from pygls.exceptions import JsonRpcException
 
 from . import protocol as wire
-from .stdio import REPLAY_ID, FrameWriter, Inbox
+from .pygls_adapter import initialize_without_reply
+from .stdio import FrameWriter, Inbox
 
 log = logging.getLogger(__name__)
-
-
-def raw_converter():
-    """lsprotocol's converter, but custom-method params/results stay plain dicts (pygls would
-    turn them into namedtuples); the handlers validate them with pydantic."""
-    from lsprotocol import converters
-    from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage
-
-    c = converters.get_converter()
-    c.register_structure_hook(
-        JsonRPCRequestMessage,
-        lambda o, cls: cls(id=o["id"], method=o["method"], jsonrpc=o["jsonrpc"], params=o.get("params")),
-    )
-    c.register_structure_hook(
-        JsonRPCNotification, lambda o, cls: cls(method=o["method"], jsonrpc=o["jsonrpc"], params=o.get("params"))
-    )
-    c.register_structure_hook(
-        JsonRPCResponseMessage, lambda o, cls: cls(id=o["id"], jsonrpc=o["jsonrpc"], result=o.get("result"))
-    )
-    return c
 
 
 class Dispatcher:
     """Runs on the event loop: validate a frame, answer what pygls would not, pass the rest on."""
 
-    def __init__(self, server: Any, on_exit: Callable[[], None], replay_initialize: bool = False):
+    def __init__(self, server: Any, writer: FrameWriter, on_exit: Callable[[], None],
+                 answered_initialize: bool = False):
         self.server = server
         self.protocol = server.protocol
+        self.writer = writer
         self.on_exit = on_exit
         self.initialize_seen = False
-        self.replay_initialize = replay_initialize
-        """The client already has our fast answer to its initialize: pygls gets it under REPLAY_ID."""
+        self.answered_initialize = answered_initialize
+        """The client already has our fast answer to its initialize: pygls is only set up for it."""
 
     def error(self, msg_id: Any, code: int, message: str) -> None:
-        self.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}})
+        self.writer.send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}})
 
     def frame(self, body: bytes | None, problem: str | None) -> None:
         if body is None:
@@ -69,7 +54,8 @@ class Dispatcher:
             self.error(None, wire.PARSE_ERROR, f"Parse error: {e}")
             return
         if not isinstance(obj, dict):
-            self.error(None, wire.INVALID_REQUEST, "Invalid Request: expected a JSON object (batches are not supported)")
+            self.error(None, wire.INVALID_REQUEST,
+                       "Invalid Request: expected a JSON object (batches are not supported)")
             return
         msg_id = obj.get("id")
         if obj.get("jsonrpc") != "2.0":
@@ -83,7 +69,8 @@ class Dispatcher:
             self.error(None, wire.INVALID_REQUEST, "Invalid Request: id must be a string or a number")
             return
         if method is None and not ("id" in obj and ("result" in obj or "error" in obj)):
-            self.error(msg_id, wire.INVALID_REQUEST, "Invalid Request: neither a request, a notification nor a response")
+            self.error(msg_id, wire.INVALID_REQUEST,
+                       "Invalid Request: neither a request, a notification nor a response")
             return
         if method == "exit":
             self.on_exit()
@@ -93,12 +80,17 @@ class Dispatcher:
                 self.error(msg_id, wire.INVALID_REQUEST, "Invalid Request: initialize was already done")
                 return
             self.initialize_seen = True
-            if self.replay_initialize:
-                self.replay_initialize = False
-                obj["id"] = REPLAY_ID
+            if self.answered_initialize:
+                self.answered_initialize = False
+                try:
+                    initialize_without_reply(self.protocol, self.server.converter, obj.get("params") or {})
+                except Exception:  # the client has its answer; requests will say "not initialized"
+                    log.exception("setting up for the already answered initialize failed")
+                return
         elif method is not None and not self.initialize_seen:
             if "id" in obj:
-                self.error(msg_id, wire.SERVER_NOT_INITIALIZED, f"Server not initialized: send initialize before {method}")
+                self.error(msg_id, wire.SERVER_NOT_INITIALIZED,
+                           f"Server not initialized: send initialize before {method}")
             return
         try:
             message = self.protocol.structure_message(obj)
@@ -114,20 +106,17 @@ class Dispatcher:
                 self.error(msg_id, wire.INTERNAL_ERROR, "Internal error (see the daemon log)")
 
 
-async def serve(server: Any, inbox: Inbox, stdout: BinaryIO, *, replay_initialize: bool = False) -> int:
+async def serve(server: Any, inbox: Inbox, stdout: BinaryIO, *, answered_initialize: bool = False) -> int:
     """Serve until stdin closes or `exit` arrives; returns the process exit code."""
     loop = asyncio.get_running_loop()
     stopped = asyncio.Event()
     writer = FrameWriter(stdout)
-    writer.drop_replay = replay_initialize
     server.protocol.set_writer(writer)
-    dispatcher = Dispatcher(server, stopped.set, replay_initialize)
+    dispatcher = Dispatcher(server, writer, stopped.set, answered_initialize)
 
     def deliver(body: bytes | None, problem: str | None) -> None:
-        try:
+        with contextlib.suppress(RuntimeError):  # the loop is already closed
             loop.call_soon_threadsafe(dispatcher.frame, body, problem)
-        except RuntimeError:  # loop already closed
-            pass
 
     inbox.attach(deliver)
     await stopped.wait()

@@ -1,29 +1,39 @@
-"""The LSP-framed JSON-RPC face (pygls): one small handler per method, wire <-> app translation.
+"""The LSP-framed JSON-RPC face (pygls): one small typed handler per method, registered from the
+method table in protocol.py by `make_server`.
 
-Handlers are `async def` so `$/cancelRequest` reaches them and nothing blocks a pool thread.
-Params are validated with the pydantic wire types: a bad field is -32602 naming the field.
+Handlers are `async def` so `$/cancelRequest` reaches them and nothing blocks a pool thread. The
+table's Params type validates what comes in (a bad field is -32602 naming the field); the
+handler's result is dumped through the table's Result type (a mismatch is a daemon bug: logged,
+answered -32603). Core values become wire types in lsp_mapping.py.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import os
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from lsprotocol import types
 from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
+from pygls.uris import to_fs_path
 
 from . import __version__
+from . import lsp_mapping as to_wire
 from . import protocol as wire
 from .app import App
 from .background import Background
+from .commands.builtin import commands
 from .editor_frontend import EditorFrontend
 from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound
+from .pygls_adapter import raw_converter
 
 log = logging.getLogger(__name__)
 P = TypeVar("P", bound=BaseModel)
@@ -46,61 +56,70 @@ def parse(model: type[P], params: Any) -> P:
         raise rpc_error(wire.INVALID_PARAMS, f"Invalid params: {field}: {err['msg']}") from None
 
 
-def translate_errors(handler: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-    """Map core errors to JSON-RPC errors with our codes."""
+CORE_ERRORS: dict[type[Exception], int] = {SessionNotFound: wire.SESSION_NOT_FOUND, SessionBusy: wire.SESSION_BUSY,
+                                           ProviderError: wire.PROVIDER_ERROR, ConfigError: wire.CONFIG_ERROR}
+
+
+def dump_result(request: wire.Request, result: Any) -> dict[str, Any]:
+    """The handler's result through the declared Result type; anything else is our bug."""
+    try:
+        if not isinstance(result, request.result):
+            raise TypeError(f"expected {request.result.__name__}, got {type(result).__name__}")
+        dumped: dict[str, Any] = result.model_dump(by_alias=True, exclude_none=True, mode="json", warnings="error")
+        return dumped
+    except (TypeError, PydanticSerializationError) as e:
+        log.error("bad result for %s: %s", request.method, e)
+        raise rpc_error(wire.INTERNAL_ERROR, f"Internal error: the daemon built a bad {request.method} result "
+                        "(see the daemon log)") from None
+
+
+Handler = Callable[["ToyCoderServer", Any], Awaitable[wire.Wire]]
+
+
+def bind(request: wire.Request, handler: Handler) -> Callable[[ToyCoderServer, Any], Awaitable[dict[str, Any]]]:
+    """A pygls feature for one row of the table: params in, core errors mapped, result checked."""
 
     @functools.wraps(handler)
-    async def wrapped(ls: ToyCoderServer, params: Any) -> Any:
+    async def feature(ls: ToyCoderServer, params: Any) -> dict[str, Any]:
+        p = parse(request.params, params)
         try:
-            return await handler(ls, params)
-        except SessionNotFound as e:
-            raise rpc_error(wire.SESSION_NOT_FOUND, str(e)) from None
-        except SessionBusy as e:
-            raise rpc_error(wire.SESSION_BUSY, str(e)) from None
-        except ProviderError as e:
-            raise rpc_error(wire.PROVIDER_ERROR, str(e)) from None
-        except ConfigError as e:
-            raise rpc_error(wire.CONFIG_ERROR, str(e)) from None
+            result = await handler(ls, p)
+        except tuple(CORE_ERRORS) as e:
+            code = next(c for t, c in CORE_ERRORS.items() if isinstance(e, t))
+            raise rpc_error(code, str(e)) from None
+        return dump_result(request, result)
 
-    return wrapped
+    return feature
 
 
 class ToyCoderProtocol(LanguageServerProtocol):
     @lsp_method(types.INITIALIZE)
-    def lsp_initialize(self, params: types.InitializeParams):  # type: ignore[override]
+    def lsp_initialize(self, params: types.InitializeParams):  # type: ignore[no-untyped-def]
         result = yield from super().lsp_initialize(params)
         result.capabilities.experimental = {"toycoder": {"protocolVersion": wire.PROTOCOL_VERSION}}
         return result
 
-    def _handle_response(self, msg_id, result=None, error=None):  # type: ignore[override]
-        # pygls 2.1.1 (#621): a reply that arrives after its waiter was cancelled raised
-        # InvalidStateError. Such a reply has nobody to go to; drop it.
-        future = self._request_futures.get(msg_id)
-        if future is not None and future.done():
-            self._request_futures.pop(msg_id, None)
-            log.info("dropping late reply to %s (its waiter is gone)", msg_id)
-            return
-        super()._handle_response(msg_id, result, error)
-
 
 class ToyCoderServer(LanguageServer):
-    def __init__(self, config_path: str | None = None) -> None:
-        from .rpc_io import raw_converter
+    """pygls' server plus what the handlers and the EditorFrontend need (its `EditorLink`)."""
 
+    def __init__(self, config_path: str | None = None) -> None:
+        self.converter = raw_converter()
         super().__init__(
             "toycoder-daemon", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full,
-            protocol_cls=ToyCoderProtocol, converter_factory=raw_converter,
+            protocol_cls=ToyCoderProtocol, converter_factory=lambda: self.converter,
         )
         self.config_path = config_path
         self.app: App | None = None
         self.client_toycoder: dict[str, Any] = {}
-        self.initialized = False
         self.background = Background()
 
     def get_app(self) -> App:
         if self.app is None:
             raise rpc_error(wire.SERVER_NOT_INITIALIZED, "the daemon is not initialized")
         return self.app
+
+    # ---- EditorLink ---------------------------------------------------------------------------
 
     def client_can(self, feature: str) -> bool:
         return bool(self.client_toycoder.get(feature))
@@ -112,30 +131,48 @@ class ToyCoderServer(LanguageServer):
     def permission_timeout(self) -> float:
         return self.app.config.permissions.timeout_seconds if self.app else 600.0
 
+    def notify(self, method: str, params: Any) -> None:
+        self.protocol.notify(method, params)
+
+    def send_request(self, method: str, params: Any, msg_id: str) -> asyncio.Future[Any]:
+        return self.protocol.send_request_async(method, params, msg_id=msg_id)  # type: ignore[no-any-return]
+
+    async def progress_create(self, token: str) -> None:
+        await self.work_done_progress.create_async(token)
+
+    def progress_begin(self, token: str, message: str) -> None:
+        self.work_done_progress.begin(token, types.WorkDoneProgressBegin(title="ToyCoder", message=message,
+                                                                         cancellable=True))
+
+    def progress_report(self, token: str, message: str) -> None:
+        self.work_done_progress.report(token, types.WorkDoneProgressReport(message=message))
+
+    def progress_end(self, token: str, message: str) -> None:
+        self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+
+    def send_show_message_request(self, kind: int, message: str, actions: list[str],
+                                  msg_id: str) -> asyncio.Future[Any]:
+        params = types.ShowMessageRequestParams(
+            type=types.MessageType(kind), message=message, actions=[types.MessageActionItem(title=a) for a in actions])
+        return self.send_request(types.WINDOW_SHOW_MESSAGE_REQUEST, params, msg_id)
+
+    def drop_request(self, msg_id: str) -> None:
+        self.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+
     def show_message(self, level: str, message: str) -> None:
         kinds = {"error": types.MessageType.Error, "warning": types.MessageType.Warning}
-        self.window_show_message(types.ShowMessageParams(type=kinds.get(level, types.MessageType.Info), message=message))
+        kind = kinds.get(level, types.MessageType.Info)
+        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         log.error("server error (%s): %s", getattr(source, "__name__", source), error)
 
 
-server = ToyCoderServer()
-
-
-def session_info(summary: dict[str, Any]) -> dict[str, Any]:
-    return {"sessionId": summary["id"], "title": summary["title"], "createdAt": wire.iso_time(summary["createdAt"]),
-            "updatedAt": wire.iso_time(summary["updatedAt"]), "messageCount": summary["messageCount"]}
-
-
 # ---- lifecycle --------------------------------------------------------------------------------
 
-@server.feature(types.INITIALIZE)
 def on_initialize(ls: ToyCoderServer, params: types.InitializeParams) -> None:
     root = ls.workspace.root_path
     if not root and params.workspace_folders:
-        from pygls.uris import to_fs_path
-
         root = to_fs_path(params.workspace_folders[0].uri)
     options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
     experimental = params.capabilities.experimental if isinstance(params.capabilities.experimental, dict) else {}
@@ -145,7 +182,6 @@ def on_initialize(ls: ToyCoderServer, params: types.InitializeParams) -> None:
     log.info("workspace %s, config %s", ls.app.workspace.root, ls.app.config_path or "(built-in defaults)")
 
 
-@server.feature(types.INITIALIZED)
 def on_initialized(ls: ToyCoderServer, params: Any) -> None:
     app = ls.get_app()
     if app.config_error:
@@ -155,71 +191,48 @@ def on_initialized(ls: ToyCoderServer, params: Any) -> None:
 
 # ---- open documents: read_file shows the editor's text, unsaved changes included -------------
 
-def _doc_path(uri: str):
-    from pathlib import Path
-
-    from pygls.uris import to_fs_path
-
+def _doc_path(uri: str) -> Path | None:
     fs = to_fs_path(uri)
     return Path(fs).resolve() if fs else None
 
 
-@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: ToyCoderServer, params: types.DidOpenTextDocumentParams) -> None:
     if ls.app and (p := _doc_path(params.text_document.uri)):
         ls.app.workspace.open_documents[p] = params.text_document.text
 
 
-@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: ToyCoderServer, params: types.DidChangeTextDocumentParams) -> None:
     if ls.app and (p := _doc_path(params.text_document.uri)) and params.content_changes:
         ls.app.workspace.open_documents[p] = params.content_changes[-1].text  # full sync
 
 
-@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: ToyCoderServer, params: types.DidCloseTextDocumentParams) -> None:
     if ls.app and (p := _doc_path(params.text_document.uri)):
         ls.app.workspace.open_documents.pop(p, None)
 
 
-# ---- sessions ---------------------------------------------------------------------------------
+# ---- toycoder/* handlers (typed params in, typed results out) ---------------------------------
 
-@server.feature(wire.SESSION_NEW)
-@translate_errors
-async def session_new(ls: ToyCoderServer, params: Any) -> dict[str, Any]:
-    p = parse(wire.SessionNewParams, params)
-    return session_info(ls.get_app().new_session(p.title).summary())
+async def session_new(ls: ToyCoderServer, p: wire.SessionNewParams) -> wire.SessionInfo:
+    return to_wire.session_info(ls.get_app().new_session(p.title).summary())
 
 
-@server.feature(wire.SESSION_LIST)
-@translate_errors
-async def session_list(ls: ToyCoderServer, params: Any) -> dict[str, Any]:
-    parse(wire.EmptyParams, params)
-    return {"sessions": [session_info(s) for s in ls.get_app().list_sessions()]}
+async def session_list(ls: ToyCoderServer, p: wire.EmptyParams) -> wire.SessionList:
+    return wire.SessionList(sessions=[to_wire.session_info(s) for s in ls.get_app().list_sessions()])
 
 
-@server.feature(wire.SESSION_LOAD)
-@translate_errors
-async def session_load(ls: ToyCoderServer, params: Any) -> dict[str, Any]:
-    p = parse(wire.SessionIdParams, params)
+async def session_load(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.SessionLoadResult:
     s = ls.get_app().peek(p.session_id)
-    return {"session": session_info(s.summary()), "transcript": s.transcript()}
+    return wire.SessionLoadResult(session=to_wire.session_info(s.summary()),
+                                  transcript=[to_wire.transcript_entry(e) for e in s.transcript()])
 
 
-@server.feature(wire.SESSION_DELETE)
-@translate_errors
-async def session_delete(ls: ToyCoderServer, params: Any) -> dict[str, Any]:
-    p = parse(wire.SessionIdParams, params)
+async def session_delete(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.EmptyResult:
     ls.get_app().delete_session(p.session_id)
-    return {}
+    return wire.EmptyResult()
 
 
-# ---- turns ------------------------------------------------------------------------------------
-
-@server.feature(wire.PROMPT)
-@translate_errors
-async def prompt(ls: ToyCoderServer, params: Any) -> dict[str, Any]:
-    p = parse(wire.PromptParams, params)
+async def prompt(ls: ToyCoderServer, p: wire.PromptParams) -> wire.PromptResult:
     frontends: list[EditorFrontend] = []
 
     def frontend_for(session_id: str, turn_id: str) -> EditorFrontend:
@@ -233,62 +246,57 @@ async def prompt(ls: ToyCoderServer, params: Any) -> dict[str, Any]:
     finally:
         for f in frontends:  # every update reaches the client before the answer does
             f.end_progress("done")
-    r = outcome.result
-    u = r.usage
-    result = {"turnId": outcome.turn_id, "stopReason": r.stop_reason, "text": r.text,
-              "usage": {"promptTokens": u.prompt_tokens, "completionTokens": u.completion_tokens,
-                        "totalTokens": u.total_tokens}}
-    if outcome.action:
-        result["action"] = outcome.action
-    return result
+    return to_wire.prompt_result(outcome)
 
 
-@server.feature(wire.CANCEL)
-@translate_errors
-async def cancel(ls: ToyCoderServer, params: Any) -> dict[str, Any]:
-    p = parse(wire.SessionIdParams, params)
-    return {"cancelled": ls.get_app().cancel(p.session_id)}
+async def cancel(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.CancelResult:
+    return wire.CancelResult(cancelled=ls.get_app().cancel(p.session_id))
 
 
-# ---- tools, models ----------------------------------------------------------------------------
-
-@server.feature(wire.TOOLS_LIST)
-@translate_errors
-async def tools_list(ls: ToyCoderServer, params: Any) -> dict[str, Any]:
-    p = parse(wire.SessionIdParams, params)
-    return {"tools": ls.get_app().tool_infos(p.session_id)}
+async def tools_list(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.ToolList:
+    return wire.ToolList(tools=[to_wire.tool_info(t) for t in ls.get_app().tool_infos(p.session_id)])
 
 
-@server.feature(wire.TOOLS_SET_ENABLED)
-@translate_errors
-async def tools_set_enabled(ls: ToyCoderServer, params: Any) -> dict[str, Any]:
-    p = parse(wire.SetEnabledParams, params)
+async def tools_set_enabled(ls: ToyCoderServer, p: wire.SetEnabledParams) -> wire.EmptyResult:
     try:
         ls.get_app().set_tool_enabled(p.session_id, p.name, p.enabled)
     except KeyError:
         raise rpc_error(wire.INVALID_PARAMS, f"Invalid params: name: unknown tool {p.name!r}") from None
-    return {}
+    return wire.EmptyResult()
 
 
-@server.feature(wire.COMMANDS_LIST)
-@translate_errors
-async def commands_list(ls: ToyCoderServer, params: Any) -> dict[str, Any]:
-    parse(wire.EmptyParams, params)
-    from .commands.builtin import commands
-
-    return {"commands": [{"name": c.name, "usage": c.usage, "help": c.help, "aliases": c.aliases}
-                         for c in commands.all()]}
+async def commands_list(ls: ToyCoderServer, p: wire.EmptyParams) -> wire.CommandList:
+    return wire.CommandList(commands=[to_wire.command_info(c) for c in commands.all()])
 
 
-@server.feature(wire.MODELS_LIST)
-@translate_errors
-async def models_list(ls: ToyCoderServer, params: Any) -> dict[str, Any]:
-    p = parse(wire.ModelsListParams, params)
-    return ls.get_app().models_info(p.session_id)
+async def models_list(ls: ToyCoderServer, p: wire.ModelsListParams) -> wire.ModelsResult:
+    return to_wire.models_result(ls.get_app().models_info(p.session_id))
 
 
-@server.feature(wire.MODELS_SET)
-@translate_errors
-async def models_set(ls: ToyCoderServer, params: Any) -> dict[str, Any]:
-    p = parse(wire.ModelsSetParams, params)
-    return ls.get_app().set_model(p.session_id, p.provider, p.model)
+async def models_set(ls: ToyCoderServer, p: wire.ModelsSetParams) -> wire.ModelsResult:
+    return to_wire.models_result(ls.get_app().set_model(p.session_id, p.provider, p.model))
+
+
+HANDLERS: dict[str, Handler] = {
+    wire.SESSION_NEW: session_new, wire.SESSION_LIST: session_list, wire.SESSION_LOAD: session_load,
+    wire.SESSION_DELETE: session_delete, wire.PROMPT: prompt, wire.CANCEL: cancel, wire.TOOLS_LIST: tools_list,
+    wire.TOOLS_SET_ENABLED: tools_set_enabled, wire.COMMANDS_LIST: commands_list, wire.MODELS_LIST: models_list,
+    wire.MODELS_SET: models_set,
+}
+"""One handler per row of protocol.REQUESTS (make_server refuses a table row without one)."""
+
+
+def make_server(config_path: str | None = None) -> ToyCoderServer:
+    """A fresh server: LSP lifecycle and document features, then every toycoder/* request of the table."""
+    ls = ToyCoderServer(config_path)
+    ls.feature(types.INITIALIZE)(on_initialize)
+    ls.feature(types.INITIALIZED)(on_initialized)
+    ls.feature(types.TEXT_DOCUMENT_DID_OPEN)(did_open)
+    ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)(did_change)
+    ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)(did_close)
+    missing = {r.method for r in wire.REQUESTS} - set(HANDLERS)
+    if missing:
+        raise RuntimeError(f"no handler for {sorted(missing)}")
+    for request in wire.REQUESTS:
+        ls.feature(request.method)(bind(request, HANDLERS[request.method]))
+    return ls

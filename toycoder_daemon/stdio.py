@@ -1,14 +1,14 @@
 """The stdio channel, without pygls: frame reading (bounded), frame writing, and a fast first answer.
 
 Importing pygls and lsprotocol costs ~0.4 s. So the daemon starts reading stdin at once, answers
-`initialize` from here with the capabilities it always has, and only then imports the server. The
-same initialize is then replayed into pygls under a private id (so pygls and our handler set up
-the workspace) and pygls' own answer to it is dropped. Frames that arrive meanwhile wait in the
-Inbox, in order. tests/test_fast_start.py checks the fast answer equals pygls' answer.
+`initialize` from here with the capabilities it always has, and only then imports the server.
+pygls is then set up for that initialize without a wire message (pygls_adapter.py). Frames that
+arrive meanwhile wait in the Inbox, in order. Tests check the fast answer equals pygls' answer.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -26,8 +26,6 @@ MAX_CONTENT_LENGTH = 32 * 1024 * 1024
 MAX_SKIP = 1 << 30
 """A refused body up to this size is read past; beyond it the length is not believed."""
 MAX_HEADER_LINE = 8192
-REPLAY_ID = "toycoder-replayed-initialize"
-_REPLAY_MARK = json.dumps(REPLAY_ID).encode()
 
 Deliver = Callable[[Any, Any], None]
 
@@ -138,26 +136,28 @@ def start_reader(stdin: BinaryIO) -> Inbox:
     return inbox
 
 
+def encode_frame(message: Any) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
 class FrameWriter:
-    """pygls' writer over the protocol channel (a dup of the original fd 1). Drops pygls' answer
-    to the replayed initialize (the client already has ours)."""
+    """The one writer of the protocol channel (a dup of the original fd 1): pygls' frames and ours.
+    Each write is one whole frame, so frames never interleave."""
 
     def __init__(self, out: BinaryIO):
         self._out = out
-        self.drop_replay = False
 
     def write(self, data: bytes) -> None:
-        if self.drop_replay and _REPLAY_MARK in data:
-            self.drop_replay = False
-            return
         self._out.write(data)
         self._out.flush()
 
+    def send(self, message: Any) -> None:
+        self.write(encode_frame(message))
+
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self._out.close()
-        except OSError:
-            pass
 
 
 def capabilities(client: dict[str, Any]) -> dict[str, Any]:
@@ -199,7 +199,6 @@ def fast_initialize(body: Any, out: BinaryIO) -> bool:
         return False
     reply = {"id": msg["id"], "jsonrpc": "2.0",
              "result": {"capabilities": caps, "serverInfo": {"name": "toycoder-daemon", "version": __version__}}}
-    data = json.dumps(reply).encode()
-    out.write(b"Content-Length: %d\r\n\r\n%s" % (len(data), data))
+    out.write(encode_frame(reply))
     out.flush()
     return True

@@ -18,7 +18,7 @@ from ..ports import Frontend, RetryScheduled, TextDelta, ToolCallFinished, ToolC
 from ..tools.base import ToolContext
 from ..tools.registry import ToolRegistry
 
-StopReason = Literal["end_turn", "max_steps", "cancelled", "error"]
+StopReason = Literal["end_turn", "max_steps", "cancelled", "error", "command"]
 
 CANCELLED_OBSERVATION = "cancelled: the user stopped the turn before this tool call finished"
 TRUNCATED_OBSERVATION = (

@@ -49,8 +49,8 @@ async def sessions(app: App, session: Session, **_: Any) -> CommandResult:
     if not rows:
         return CommandResult("no sessions yet")
     lines = [
-        f"{'*' if r['id'] == session.id else ' '} {r['id']}  {_when(r['updatedAt'])}  "
-        f"{r['messageCount']:>4} msgs  {r['title'] or '(untitled)'}"
+        f"{'*' if r.id == session.id else ' '} {r.id}  {_when(r.updated_at)}  "
+        f"{r.message_count:>4} msgs  {r.title or '(untitled)'}"
         for r in rows
     ]
     return CommandResult("\n".join(lines) + "\n(/switch ID resumes one; a unique prefix of the id is enough)")
@@ -60,7 +60,7 @@ async def sessions(app: App, session: Session, **_: Any) -> CommandResult:
 async def switch(app: App, args: list[str], **_: Any) -> CommandResult:
     if len(args) != 1:
         raise CommandError("give one session id")
-    ids = [r["id"] for r in app.list_sessions() if r["id"].startswith(args[0])]
+    ids = [r.id for r in app.list_sessions() if r.id.startswith(args[0])]
     if not ids:
         raise CommandError(f"no session starts with {args[0]!r}")
     if len(ids) > 1:
@@ -100,11 +100,10 @@ async def model(app: App, session: Session, args: list[str], **_: Any) -> Comman
         info = app.set_model(session.id, provider or None, name)
     else:
         info = app.models_info(session.id)
-    current = info["current"]
-    lines = [f"current: {current['provider']}:{current['model']}"]
-    for p in info["providers"]:
-        lines.append(f"  {p['name']}: default={p['models']['default']} fast={p['models']['fast']}"
-                     f" ({p['keyCount']} key{'s' if p['keyCount'] != 1 else ''})")
+    lines = [f"current: {info.provider}:{info.model}"]
+    for p in info.providers:
+        lines.append(f"  {p.name}: default={p.models['default']} fast={p.models['fast']}"
+                     f" ({p.key_count} key{'s' if p.key_count != 1 else ''})")
     return CommandResult("\n".join(lines))
 
 

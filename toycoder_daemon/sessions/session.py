@@ -10,8 +10,21 @@ from typing import Any
 
 from ..llm.base import Usage
 from ..tools.registry import ToolRegistry
+from .store import SessionSummary
 
 TITLE_MAX = 60
+
+
+@dataclass(frozen=True)
+class TranscriptEntry:
+    """One render-ready line of history: role is user, assistant, tool_call or tool."""
+
+    role: str
+    text: str
+    tool_call_id: str | None = None
+    name: str | None = None
+    status: str | None = None
+    """For role "tool": how the call ended."""
 
 
 class MessageLog(list):
@@ -64,9 +77,8 @@ class Session:
     def message_count(self) -> int:
         return sum(1 for m in self.messages if m.get("role") != "system")
 
-    def summary(self) -> dict[str, Any]:
-        return {"id": self.id, "title": self.title, "createdAt": self.created_at, "updatedAt": self.updated_at,
-                "messageCount": self.message_count}
+    def summary(self) -> SessionSummary:
+        return SessionSummary(self.id, self.title, self.created_at, self.updated_at, self.message_count)
 
     def meta(self) -> dict[str, Any]:
         return {
@@ -91,9 +103,9 @@ class Session:
         self.tool_overrides[name] = enabled
         self.changed()
 
-    def transcript(self) -> list[dict[str, Any]]:
+    def transcript(self) -> list[TranscriptEntry]:
         """Render-ready history: what a client shows when it resumes this session."""
-        out: list[dict[str, Any]] = []
+        out: list[TranscriptEntry] = []
         names: dict[str, str] = {}
         for m in self.messages:
             role = m.get("role")
@@ -101,17 +113,13 @@ class Session:
                 continue
             if role == "assistant":
                 if m.get("content"):
-                    out.append({"role": "assistant", "text": m["content"]})
+                    out.append(TranscriptEntry("assistant", m["content"]))
                 for c in m.get("tool_calls") or ():
                     names[c["id"]] = c["function"]["name"]
-                    out.append({"role": "tool_call", "text": c["function"]["arguments"], "toolCallId": c["id"],
-                                "name": c["function"]["name"]})
+                    out.append(TranscriptEntry("tool_call", c["function"]["arguments"], c["id"], c["function"]["name"]))
             elif role == "tool":
                 cid = m.get("tool_call_id", "")
-                entry = {"role": "tool", "text": m.get("content") or "", "toolCallId": cid, "name": names.get(cid)}
-                if m.get("status"):
-                    entry["status"] = m["status"]
-                out.append(entry)
+                out.append(TranscriptEntry("tool", m.get("content") or "", cid, names.get(cid), m.get("status") or None))
             else:
-                out.append({"role": role, "text": m.get("content") or ""})
+                out.append(TranscriptEntry(role, m.get("content") or ""))
         return out

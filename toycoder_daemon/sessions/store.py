@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,17 @@ log = logging.getLogger(__name__)
 
 META_PREFIX = b'{"t": "meta"'
 MSG_PREFIX = b'{"t": "msg"'
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """What a session list shows (timestamps are epoch seconds)."""
+
+    id: str
+    title: str
+    created_at: float
+    updated_at: float
+    message_count: int
 
 
 def _open_append(path: Path):
@@ -160,9 +172,9 @@ class SessionStore:
             raise SessionNotFound(session_id) from None
         return meta, messages, mtime
 
-    def list(self) -> list[dict[str, Any]]:
+    def list(self) -> list[SessionSummary]:
         """Summaries of every stored session, newest first, without parsing the messages."""
-        out = []
+        out: list[SessionSummary] = []
         if not self.dir.is_dir():
             return out
         for path in self.dir.glob("*.jsonl"):
@@ -181,9 +193,8 @@ class SessionStore:
                 mtime = path.stat().st_mtime
             except OSError:
                 continue
-            out.append({"id": path.stem, "title": meta.get("title") or "", "createdAt": meta.get("createdAt", mtime),
-                        "updatedAt": mtime, "messageCount": count})
-        return sorted(out, key=lambda s: s["updatedAt"], reverse=True)
+            out.append(SessionSummary(path.stem, meta.get("title") or "", meta.get("createdAt", mtime), mtime, count))
+        return sorted(out, key=lambda s: s.updated_at, reverse=True)
 
     def delete(self, session_id: str) -> None:
         path = self._path(session_id)

@@ -9,7 +9,8 @@ import type { DaemonHandlers } from './daemon';
 import { DocumentSink, DocumentSync } from './documents';
 import { askPermission, askUser, ShowDiff } from './permission';
 import type { ToHost, ToWebview } from './shared/messages';
-import type { CommandInfo, ProgressValue, PromptResult, SessionInfo, SessionLoadResult } from './shared/protocol';
+import type { ProgressValue } from './shared/lsp';
+import type { CommandInfo, PromptResult, SessionInfo, SessionLoadResult } from './shared/protocol';
 
 /** What the controller needs of a daemon connection (DaemonClient, or a fake in tests). */
 export interface Daemon extends DocumentSink {

@@ -22,13 +22,13 @@ import {
   Methods,
   PermissionParams,
   PermissionResult,
-  ProgressValue,
   PromptResult,
   PROTOCOL_VERSION,
   SessionInfo,
   SessionLoadResult,
   UpdateParams,
 } from './shared/protocol';
+import type { ProgressValue } from './shared/lsp';
 
 export interface DaemonOptions {
   /** The command and its arguments, e.g. ["toycoder-daemon"] or [python, "-m", "toycoder_daemon"]. */

@@ -1,6 +1,8 @@
 /**
  * The ToyCoder wire contract (protocol version 1), as TypeScript types.
- * Mirrors toycoder_daemon/protocol.py; docs/protocol.md explains every field.
+ * GENERATED from toycoder_daemon/protocol.py -- do not edit. Regenerate with
+ *   python -m toycoder_daemon.protocol_ts > clients/vscode/src/shared/protocol.ts
+ * (tests/test_protocol_ts.py fails when this file is stale). docs/protocol.md explains every field.
  * Shared by the extension host and the webview (types only, no runtime code but the names).
  */
 
@@ -13,13 +15,23 @@ export const Methods = {
   sessionDelete: 'toycoder/session/delete',
   prompt: 'toycoder/prompt',
   cancel: 'toycoder/cancel',
+  toolsList: 'toycoder/tools/list',
+  toolsSetEnabled: 'toycoder/tools/setEnabled',
   commandsList: 'toycoder/commands/list',
+  modelsList: 'toycoder/models/list',
+  modelsSet: 'toycoder/models/set',
   update: 'toycoder/update',
   requestPermission: 'toycoder/requestPermission',
   askUser: 'toycoder/askUser',
 } as const;
 
 export const ErrorCodes = {
+  parseError: -32700,
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internalError: -32603,
+  serverNotInitialized: -32002,
   requestCancelled: -32800,
   sessionNotFound: -32010,
   sessionBusy: -32011,
@@ -29,6 +41,73 @@ export const ErrorCodes = {
 
 export type Level = 'safe' | 'sensitive' | 'dangerous';
 
+export type ToolStatus = 'completed' | 'failed' | 'denied' | 'cancelled';
+
+export type StopReason = 'end_turn' | 'max_steps' | 'cancelled' | 'error' | 'command';
+
+export type Decision = 'allow_once' | 'allow_always' | 'reject';
+
+export type Update = TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate;
+
+export type Action = SwitchAction | QuitAction;
+
+export type Preview = DiffPreview | CommandPreview;
+
+export interface TextDeltaUpdate {
+  kind: 'text_delta';
+  text: string;
+}
+
+export interface ToolCallUpdate {
+  kind: 'tool_call';
+  toolCallId: string;
+  name: string;
+  title: string;
+  arguments: unknown;
+  permission: Level;
+}
+
+export interface ToolResultUpdate {
+  kind: 'tool_result';
+  toolCallId: string;
+  status: ToolStatus;
+  output: string;
+  /** Absolute paths of files the call wrote (editors reload them). */
+  changedPaths?: string[];
+}
+
+export interface UsageUpdate {
+  kind: 'usage';
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+}
+
+export interface CompactionUpdate {
+  kind: 'compaction';
+  strategy: 'summary' | 'truncate';
+  before: number;
+  after: number;
+}
+
+export interface RetryUpdate {
+  kind: 'retry';
+  attempt: number;
+  delaySeconds: number;
+  reason: string;
+}
+
+export interface UpdateParams {
+  sessionId: string;
+  turnId: string;
+  parentToolCallId?: string;
+  update: Update;
+}
+
+export interface SessionNewParams {
+  title?: string;
+}
+
 export interface SessionInfo {
   sessionId: string;
   title: string;
@@ -37,11 +116,24 @@ export interface SessionInfo {
   messageCount: number;
 }
 
+export type EmptyParams = Record<string, never>;
+
+export interface SessionList {
+  sessions: SessionInfo[];
+}
+
+export interface SessionIdParams {
+  sessionId: string;
+}
+
 export interface TranscriptEntry {
-  role: 'user' | 'assistant' | 'tool_call' | 'tool' | string;
+  /** user, assistant, tool_call or tool. */
+  role: string;
   text: string;
   toolCallId?: string;
   name?: string;
+  /** For role "tool": how the call ended. */
+  status?: ToolStatus;
 }
 
 export interface SessionLoadResult {
@@ -49,22 +141,57 @@ export interface SessionLoadResult {
   transcript: TranscriptEntry[];
 }
 
-export interface Usage {
+export type EmptyResult = Record<string, never>;
+
+export interface PromptParams {
+  sessionId: string;
+  text: string;
+}
+
+export interface UsageInfo {
   promptTokens: number;
   completionTokens: number;
   totalTokens: number;
 }
 
-export type Action = { kind: 'switch'; sessionId: string } | { kind: 'quit' };
+export interface SwitchAction {
+  kind: 'switch';
+  sessionId: string;
+}
 
-export type StopReason = 'end_turn' | 'max_steps' | 'cancelled' | 'error' | 'command';
+export interface QuitAction {
+  kind: 'quit';
+}
 
 export interface PromptResult {
   turnId: string;
   stopReason: StopReason;
   text: string;
-  usage: Usage;
+  usage: UsageInfo;
+  /** What a slash command asks the client to do next. */
   action?: Action;
+}
+
+export interface CancelResult {
+  cancelled: boolean;
+}
+
+export interface ToolInfo {
+  name: string;
+  description: string;
+  permission: Level;
+  enabled: boolean;
+  source: string;
+}
+
+export interface ToolList {
+  tools: ToolInfo[];
+}
+
+export interface SetEnabledParams {
+  sessionId: string;
+  name: string;
+  enabled: boolean;
 }
 
 export interface CommandInfo {
@@ -74,26 +201,52 @@ export interface CommandInfo {
   aliases: string[];
 }
 
-export type ToolStatus = 'completed' | 'failed' | 'denied' | 'cancelled';
-
-export type Update =
-  | { kind: 'text_delta'; text: string }
-  | { kind: 'tool_call'; toolCallId: string; name: string; title: string; arguments: unknown; permission: Level }
-  | { kind: 'tool_result'; toolCallId: string; status: ToolStatus; output: string }
-  | ({ kind: 'usage' } & Usage)
-  | { kind: 'retry'; attempt: number; delaySeconds: number; reason: string }
-  | { kind: 'compaction'; strategy: 'summary' | 'truncate'; before: number; after: number };
-
-export interface UpdateParams {
-  sessionId: string;
-  turnId: string;
-  parentToolCallId?: string;
-  update: Update;
+export interface CommandList {
+  commands: CommandInfo[];
 }
 
-export type Preview =
-  | { kind: 'diff'; path: string; diff: string }
-  | { kind: 'command'; command: string; cwd?: string };
+export interface ModelsListParams {
+  sessionId?: string;
+}
+
+export interface ModelRef {
+  provider: string;
+  model: string;
+}
+
+export interface ProviderInfo {
+  name: string;
+  baseUrl?: string;
+  models: Record<string, string>;
+  /** How many API keys are configured (the keys themselves never leave the daemon). */
+  keyCount: number;
+}
+
+export interface ModelsResult {
+  current: ModelRef;
+  providers: ProviderInfo[];
+}
+
+export interface ModelsSetParams {
+  sessionId: string;
+  provider?: string;
+  model: string;
+}
+
+export interface DiffPreview {
+  kind: 'diff';
+  /** Relative to the workspace root. */
+  path: string;
+  /** The file's absolute file:// URI. */
+  uri?: string;
+  diff: string;
+}
+
+export interface CommandPreview {
+  kind: 'command';
+  command: string;
+  cwd?: string;
+}
 
 export interface PermissionParams {
   sessionId: string;
@@ -106,8 +259,6 @@ export interface PermissionParams {
   preview?: Preview;
 }
 
-export type Decision = 'allow_once' | 'allow_always' | 'reject';
-
 export interface PermissionResult {
   decision: Decision;
 }
@@ -119,10 +270,33 @@ export interface AskUserParams {
   options?: string[];
 }
 
-export type AskUserResult = { answer: string } | { cancelled: true };
+export interface AskUserResult {
+  answer?: string;
+  cancelled?: boolean;
+}
 
-/** `$/progress` values (LSP work-done progress). */
-export type ProgressValue =
-  | { kind: 'begin'; title: string; message?: string; cancellable?: boolean }
-  | { kind: 'report'; message?: string }
-  | { kind: 'end'; message?: string };
+/** client -> daemon requests: params and result of each method. */
+export interface Requests {
+  'toycoder/session/new': { params: SessionNewParams; result: SessionInfo };
+  'toycoder/session/list': { params: EmptyParams; result: SessionList };
+  'toycoder/session/load': { params: SessionIdParams; result: SessionLoadResult };
+  'toycoder/session/delete': { params: SessionIdParams; result: EmptyResult };
+  'toycoder/prompt': { params: PromptParams; result: PromptResult };
+  'toycoder/cancel': { params: SessionIdParams; result: CancelResult };
+  'toycoder/tools/list': { params: SessionIdParams; result: ToolList };
+  'toycoder/tools/setEnabled': { params: SetEnabledParams; result: EmptyResult };
+  'toycoder/commands/list': { params: EmptyParams; result: CommandList };
+  'toycoder/models/list': { params: ModelsListParams; result: ModelsResult };
+  'toycoder/models/set': { params: ModelsSetParams; result: ModelsResult };
+}
+
+/** daemon -> client requests: params and result of each method. */
+export interface DaemonRequests {
+  'toycoder/requestPermission': { params: PermissionParams; result: PermissionResult };
+  'toycoder/askUser': { params: AskUserParams; result: AskUserResult };
+}
+
+/** daemon -> client notifications: params of each method. */
+export interface Notifications {
+  'toycoder/update': UpdateParams;
+}

@@ -5,7 +5,7 @@
 
 import type MarkdownIt from 'markdown-it';
 import type { ToHost, ToWebview } from '../shared/messages';
-import type { CommandInfo, PromptResult, TranscriptEntry, Update, UpdateParams, Usage } from '../shared/protocol';
+import type { CommandInfo, PromptResult, TranscriptEntry, Update, UpdateParams, UsageInfo } from '../shared/protocol';
 import { createMarkdown } from './markdown';
 
 const MAX_SHOWN = 20000; // characters of a tool's arguments or output shown in its card
@@ -45,7 +45,7 @@ function formatArguments(args: unknown): string {
   return JSON.stringify(args, null, 2) ?? '';
 }
 
-export function formatUsage(u: Usage): string {
+export function formatUsage(u: UsageInfo): string {
   return `${u.promptTokens.toLocaleString('en-US')} in · ${u.completionTokens.toLocaleString('en-US')} out tokens`;
 }
 
@@ -155,7 +155,7 @@ class TurnView {
     card.status.textContent = status;
   }
 
-  usage(u: Usage): void {
+  usage(u: UsageInfo): void {
     this.footer.textContent = formatUsage(u);
   }
 

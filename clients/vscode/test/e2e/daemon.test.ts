@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import type { CancellationToken } from 'vscode-jsonrpc';
 import { DaemonClient, DaemonError, DaemonHandlers } from '../../src/daemon';
-import type { AskUserParams, AskUserResult, PermissionParams, PermissionResult, ProgressValue, UpdateParams } from '../../src/shared/protocol';
+import type { ProgressValue } from '../../src/shared/lsp';
+import type { AskUserParams, AskUserResult, PermissionParams, PermissionResult, UpdateParams } from '../../src/shared/protocol';
 import { applyUnifiedDiff } from '../../src/unifiedDiff';
 import { DAEMON_COMMAND, FakeLlm, makeWorkspace, startFakeLlm, TestWorkspace, waitFor, writeConfig } from '../helpers/env';
 

@@ -1,0 +1,167 @@
+"""Both wire faces in the test's own process and event loop, with the real App (as
+python-lsp-server's tests build their server on in-memory streams).
+
+* LSP: `start_lsp(config)` -> an `rpc.Daemon` whose "process" is `rpc_io.serve` on a task: bytes
+  the test writes go down an os.pipe into the production frame reader (`stdio.read_frames` on its
+  thread), frames the server writes land in the Daemon's stdout reader. pygls answers `initialize`
+  itself here (the fast first answer is the subprocess layer's business).
+* ACP: `acp_agent(editor, config)` -> the SDK's ClientSideConnection wired to `serve_acp` through
+  in-memory streams.
+
+No subprocess, no interpreter start, no pygls import per test: a test costs what its turn costs.
+The scripted model server (FakeLLM) already runs in-process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp.client.connection import ClientSideConnection
+from conftest import write_config
+from rpc import Daemon
+
+from toycoder_daemon.acp import FrameTransport, serve_acp
+from toycoder_daemon.rpc_io import serve
+from toycoder_daemon.server import make_server
+from toycoder_daemon.stdio import start_reader
+from toycoder_daemon.testing.fake_llm import FakeLLM
+
+
+class _Feed:
+    """A binary 'file' whose writes arrive in an asyncio StreamReader (same loop, same thread)."""
+
+    def __init__(self, reader: asyncio.StreamReader):
+        self.reader = reader
+
+    def write(self, data: bytes) -> int:
+        self.reader.feed_data(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        if not self.reader.at_eof():
+            self.reader.feed_eof()
+
+
+class _Stdin:
+    """The test's end of the face's stdin pipe."""
+
+    def __init__(self, fd: int):
+        self._file = os.fdopen(fd, "wb")
+
+    def write(self, data: bytes) -> None:
+        self._file.write(data)  # the reader thread drains the pipe, so a big write only waits for it
+        self._file.flush()
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()  # EOF for the frame reader: the face shuts down
+
+
+class InProcess:
+    """What rpc.Daemon uses of asyncio.subprocess.Process, for a face running on a task."""
+
+    def __init__(self, task: asyncio.Task[int], stdin: _Stdin, stdout: asyncio.StreamReader, on_exit: Any):
+        self.pid = os.getpid()
+        self._task = task
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = asyncio.StreamReader()
+        self.stderr.feed_eof()  # logs go to pytest's log capture instead
+        self._on_exit = on_exit
+
+    @property
+    def returncode(self) -> int | None:
+        if not self._task.done():
+            return None
+        return -9 if self._task.cancelled() or self._task.exception() else self._task.result()
+
+    async def wait(self) -> int:
+        await asyncio.wait({self._task})
+        self._on_exit()
+        code = self.returncode
+        assert code is not None
+        return code
+
+    def kill(self) -> None:
+        self._task.cancel()
+
+
+async def start_lsp(config: Path | None = None) -> Daemon:
+    """The LSP face in-process, not yet initialized (call `initialize` on the result)."""
+    read_fd, write_fd = os.pipe()
+    stdin_r = os.fdopen(read_fd, "rb")
+    inbox = start_reader(stdin_r)
+    stdout = asyncio.StreamReader(limit=1 << 26)
+    out = _Feed(stdout)
+    task = asyncio.ensure_future(serve(make_server(str(config) if config else None), inbox, out))  # type: ignore[arg-type]
+
+    def exited() -> None:
+        out.close()
+        stdin_r.close()
+
+    return Daemon(InProcess(task, _Stdin(write_fd), stdout, exited))  # type: ignore[arg-type]
+
+
+@asynccontextmanager
+async def acp_agent(editor: Any, config: Path, *, observers: list[Any] | None = None,
+                    use_unstable_protocol: bool = False) -> AsyncIterator[tuple[ClientSideConnection, InProcess]]:
+    """The ACP face in-process; yields the client connection and the face's 'process'."""
+    loop = asyncio.get_running_loop()
+    to_agent = asyncio.StreamReader(limit=1 << 26)
+    to_client = asyncio.StreamReader(limit=1 << 26)
+    task = asyncio.ensure_future(serve_acp(_Feed(to_client), str(config), reader=to_agent))  # type: ignore[arg-type]
+    writer = asyncio.StreamWriter(FrameTransport(_Feed(to_agent)), asyncio.streams.FlowControlMixin(),  # type: ignore[arg-type]
+                                  None, loop)
+    stdin = _AcpStdin(to_agent)
+    conn = ClientSideConnection(editor, writer, to_client, observers=observers or [],
+                                use_unstable_protocol=use_unstable_protocol)
+    proc = InProcess(task, stdin, to_client, lambda: None)  # type: ignore[arg-type]
+    try:
+        yield conn, proc
+    finally:
+        stdin.close()
+        try:
+            await asyncio.wait_for(proc.wait(), 10)
+        finally:
+            await conn.close()
+
+
+class _AcpStdin:
+    def __init__(self, reader: asyncio.StreamReader):
+        self._reader = reader
+
+    def write(self, data: bytes) -> None:
+        self._reader.feed_data(data)
+
+    def close(self) -> None:
+        if not self._reader.at_eof():
+            self._reader.feed_eof()
+
+
+@pytest.fixture(name="start_daemon")
+async def start_daemon_inproc(tmp_path: Path, workspace: Path, llm: FakeLLM) -> AsyncIterator[Callable[..., Any]]:
+    """conftest's start_daemon, in-process: a test module opts in with
+    `from inproc import start_daemon_inproc  # noqa: F401`, and its `daemon` fixture follows."""
+    daemons: list[Daemon] = []
+
+    async def start(*, keys: list[str] | None = None, extra: str = "", caps: dict[str, Any] | None = None,
+                    progress: bool = False, init: bool = True) -> Daemon:
+        cfg = write_config(tmp_path / f"config{len(daemons)}.yaml", llm, keys=keys, extra=extra)
+        d = await start_lsp(cfg)
+        daemons.append(d)
+        if init:
+            await d.initialize(workspace, toycoder_caps=caps, progress=progress)
+        return d
+
+    yield start
+    for d in daemons:
+        assert await d.close() == 0

@@ -1,0 +1,111 @@
+"""Core values -> the LSP face's wire types, in one place: the core returns dataclasses and events,
+the handlers and the EditorFrontend hand them here and send what comes back (pydantic wire models,
+validated when built)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+from pydantic import TypeAdapter
+
+from . import protocol as wire
+from .app import ModelsInfo, PromptOutcome, ToolSummary
+from .commands.registry import Command
+from .ports import Compacted, Event, RetryScheduled, TextDelta, ToolCallFinished, ToolCallStarted, UsageReport
+from .sessions.session import TranscriptEntry
+from .sessions.store import SessionSummary
+
+_ACTION: TypeAdapter[wire.SwitchAction | wire.QuitAction] = TypeAdapter(wire.Action)
+
+
+def session_info(s: SessionSummary) -> wire.SessionInfo:
+    return wire.SessionInfo(session_id=s.id, title=s.title, created_at=wire.iso_time(s.created_at),
+                            updated_at=wire.iso_time(s.updated_at), message_count=s.message_count)
+
+
+def transcript_entry(e: TranscriptEntry) -> wire.TranscriptEntry:
+    return wire.TranscriptEntry(role=e.role, text=e.text, tool_call_id=e.tool_call_id, name=e.name,
+                                status=cast(Any, e.status))
+
+
+def tool_info(t: ToolSummary) -> wire.ToolInfo:
+    return wire.ToolInfo(name=t.name, description=t.description, permission=cast(Any, t.level), enabled=t.enabled,
+                         source=t.source)
+
+
+def command_info(c: Command) -> wire.CommandInfo:
+    return wire.CommandInfo(name=c.name, usage=c.usage, help=c.help, aliases=list(c.aliases))
+
+
+def models_result(m: ModelsInfo) -> wire.ModelsResult:
+    return wire.ModelsResult(
+        current=wire.ModelRef(provider=m.provider, model=m.model),
+        providers=[wire.ProviderInfo(name=p.name, base_url=p.base_url, models=p.models, key_count=p.key_count)
+                   for p in m.providers],
+    )
+
+
+def prompt_result(outcome: PromptOutcome) -> wire.PromptResult:
+    r, u = outcome.result, outcome.result.usage
+    # a command's action is a camelCase dict from the command registry; the wire type checks it
+    action = _ACTION.validate_python(outcome.action) if outcome.action else None
+    return wire.PromptResult(turn_id=outcome.turn_id, stop_reason=cast(Any, r.stop_reason), text=r.text,
+                             usage=wire.UsageInfo(prompt_tokens=u.prompt_tokens, completion_tokens=u.completion_tokens,
+                                                  total_tokens=u.total_tokens),
+                             action=action)
+
+
+# ---- events -> toycoder/update payloads: one function per event type ----------------------------
+
+E = TypeVar("E")
+_UPDATES: dict[type, Callable[[Any], wire.Update]] = {}
+
+
+def _maps(event_type: type[E]) -> Callable[[Callable[[E], wire.Update]], Callable[[E], wire.Update]]:
+    def register(fn: Callable[[E], wire.Update]) -> Callable[[E], wire.Update]:
+        _UPDATES[event_type] = fn
+        return fn
+
+    return register
+
+
+@_maps(TextDelta)
+def _text(e: TextDelta) -> wire.Update:
+    return wire.TextDeltaUpdate(text=e.text)
+
+
+@_maps(ToolCallStarted)
+def _tool_call(e: ToolCallStarted) -> wire.Update:
+    return wire.ToolCallUpdate(tool_call_id=e.tool_call_id, name=e.name, title=e.title, arguments=e.arguments,
+                               permission=e.permission)
+
+
+@_maps(ToolCallFinished)
+def _tool_result(e: ToolCallFinished) -> wire.Update:
+    return wire.ToolResultUpdate(tool_call_id=e.tool_call_id, status=e.status, output=e.output,
+                                 changed_paths=list(e.changed_paths) or None)
+
+
+@_maps(UsageReport)
+def _usage(e: UsageReport) -> wire.Update:
+    return wire.UsageUpdate(prompt_tokens=e.prompt_tokens, completion_tokens=e.completion_tokens,
+                            total_tokens=e.total_tokens)
+
+
+@_maps(RetryScheduled)
+def _retry(e: RetryScheduled) -> wire.Update:
+    return wire.RetryUpdate(attempt=e.attempt, delay_seconds=e.delay_seconds, reason=e.reason)
+
+
+@_maps(Compacted)
+def _compaction(e: Compacted) -> wire.Update:
+    return wire.CompactionUpdate(strategy=e.strategy, before=e.before, after=e.after)
+
+
+def update_payload(event: Event) -> wire.Update:
+    """The `update` of a toycoder/update notification for a core event."""
+    try:
+        return _UPDATES[type(event)](event)
+    except KeyError:
+        raise ValueError(f"no wire mapping for {type(event).__name__}") from None
