@@ -43,7 +43,7 @@ def _stringify(result: Any) -> str:
 
 class ToolRegistry:
     """Built-in tools plus dynamic sources (MCP servers come and go); per-session forks share the
-    tools and sources but keep their own enabled state and "always allow" memory."""
+    tool objects and sources but keep their own tool table, enabled state and "always allow" memory."""
 
     def __init__(self, gate: PermissionGate | None = None):
         self._tools: dict[str, Tool] = {}
@@ -53,7 +53,7 @@ class ToolRegistry:
 
     def fork(self) -> ToolRegistry:
         child = ToolRegistry(self.gate.fork())
-        child._tools = self._tools
+        child._tools = dict(self._tools)  # a session registers its own sub-agent tools
         child._sources = self._sources
         child._overrides = dict(self._overrides)
         return child

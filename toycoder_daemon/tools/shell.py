@@ -93,8 +93,7 @@ async def run_command(
     stderr together, long output shortened in the middle). It has no stdin; it is killed with
     everything it started when it times out. Use it for builds, tests, git and other CLI tools."""
     s = ctx.settings
-    default, ceiling = (s.command_timeout, s.command_max_timeout) if s else (120.0, 600.0)
-    limit = s.output_max_bytes if s else 30_000
+    default, ceiling, limit = s.command_timeout, s.command_max_timeout, s.output_max_bytes
     seconds = min(timeout if timeout and timeout > 0 else default, ceiling)
     started = time.monotonic()
     spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
