@@ -8,6 +8,7 @@ model factory and a store on a temp dir (tests/inproc_app.py).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -352,10 +353,8 @@ class App:
         for m in self._models.values():
             close = getattr(m, "aclose", None)
             if close:
-                try:
+                with contextlib.suppress(Exception):
                     await close()
-                except Exception:
-                    pass
 
     # ---- tools and models ---------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ A leaf module: the engine (agent/), the conversation store (sessions/) and the m
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict, Union
+from typing import Literal, TypedDict
 
 
 class FunctionCall(TypedDict):
@@ -52,4 +52,4 @@ class ToolMessage(_ToolBase, total=False):
     """completed | failed | denied | cancelled: our bookkeeping, stripped before the model's API."""
 
 
-Message = Union[SystemMessage, UserMessage, AssistantMessage, ToolMessage]
+Message = SystemMessage | UserMessage | AssistantMessage | ToolMessage

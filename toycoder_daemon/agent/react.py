@@ -163,7 +163,8 @@ async def run_turn(
                     outcome = await tools.dispatch(tc.name, tc.arguments, ctx)
                 except asyncio.CancelledError:
                     changed = tuple(ctx.changed or ())
-                    note = CANCELLED_OBSERVATION + (f" (it had already written {', '.join(changed)})" if changed else "")
+                    wrote = f" (it had already written {', '.join(changed)})" if changed else ""
+                    note = CANCELLED_OBSERVATION + wrote
                     frontend.emit(ToolCallFinished(tc.id, "cancelled", note, changed))
                     messages.append(_tool_message(tc.id, note, "cancelled"))
                     raise
