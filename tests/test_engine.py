@@ -109,7 +109,8 @@ async def test_tool_round_trip_and_observations(tmp_path: Path) -> None:
     script = [
         {"tool_calls": [{"name": "read_file", "arguments": {"path": "f.txt", "offset": 2, "limit": 1}},
                         {"name": "boom"}, {"name": "structured", "arguments": {"n": 3}},
-                        {"name": "picky", "arguments": {"count": "many"}}, {"name": "picky", "arguments": {"count": -1}}]},
+                        {"name": "picky", "arguments": {"count": "many"}},
+                        {"name": "picky", "arguments": {"count": -1}}]},
         {"text": "ok"},
     ]
     model, messages, reg, fe, kw = setup(tmp_path, script)

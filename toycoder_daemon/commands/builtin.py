@@ -30,7 +30,8 @@ async def help_(c: CommandContext) -> CommandResult:
 @commands.add("new", "/new [title]", "Start a new session (and switch to it).")
 async def new(c: CommandContext) -> CommandResult:
     s = c.host.new_session(c.raw or None)
-    return CommandResult(f"new session {s.id}" + (f": {s.title}" if s.title else ""), {"kind": "switch", "sessionId": s.id})
+    return CommandResult(f"new session {s.id}" + (f": {s.title}" if s.title else ""),
+                         {"kind": "switch", "sessionId": s.id})
 
 
 @commands.add("clear", "/clear", "Start over in a new, empty session (the current one stays in /sessions).")

@@ -115,7 +115,7 @@ class Tool:
 
 
 def tool(*, level: Level = "safe", name: str | None = None, title: Callable[[dict[str, Any]], str] | None = None,
-         preview: Any = None):
+         preview: Any = None) -> Callable[[Callable[..., Awaitable[Any]]], Tool]:
     """Decorator form of Tool.from_function."""
 
     def wrap(func: Callable[..., Awaitable[Any]]) -> Tool:

@@ -6,6 +6,7 @@ gate is in one place. A denial or a tool error is an observation for the model, 
 
 from __future__ import annotations
 
+import builtins
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -102,7 +103,7 @@ class ToolRegistry:
     def list(self) -> list[Tool]:
         return list(self._all().values())
 
-    def schemas(self) -> list[dict[str, Any]]:
+    def schemas(self) -> builtins.list[dict[str, Any]]:  # `list` here is the method above
         """What the model is offered: enabled tools only."""
         return [t.schema() for t in self.list() if self.is_enabled(t.name)]
 
@@ -114,7 +115,8 @@ class ToolRegistry:
         try:
             args = json.loads(raw_arguments) if raw_arguments and raw_arguments.strip() else {}
         except json.JSONDecodeError as e:
-            return t, None, f"the arguments of {name} are not valid JSON ({e.msg} at position {e.pos}); send a JSON object"
+            where = f"{e.msg} at position {e.pos}"
+            return t, None, f"the arguments of {name} are not valid JSON ({where}); send a JSON object"
         if not isinstance(args, dict):
             return t, None, f"the arguments of {name} must be a JSON object, got {type(args).__name__}"
         return t, args, None
