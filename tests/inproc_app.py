@@ -95,9 +95,11 @@ class _Bound:
 
 
 def config_for_tests(extra: dict[str, Any] | None = None) -> Config:
-    """The subprocess tests' config (conftest.write_config) as a Config, with `extra` sections merged."""
+    """The subprocess tests' config (conftest.write_config) as a Config, with `extra` sections merged.
+    The key is shorter than what `secrets` registers: the secret registry is process-wide, and an
+    in-process App must not make later tests in this process redact a test key."""
     raw: dict[str, Any] = {
-        "providers": {"openai": {"api_keys": ["test-key-1"], "models": {"default": "fake-model", "fast": "fake-fast"}}},
+        "providers": {"openai": {"api_keys": ["k1"], "models": {"default": "fake-model", "fast": "fake-fast"}}},
         "default_provider": "openai",
         "agent": {"max_steps": 16, "max_retries": 2, "retry_interval": 0.05},
     }

@@ -120,3 +120,31 @@ async def test_a_session_survives_a_new_app_on_the_same_store(tmp_path: Path, wo
         assert [r["m"]["content"] for r in rows if r["t"] == "msg"] == ["remember this", "one", "and now?", "two"]
     finally:
         await second.close()
+
+
+async def test_tool_settings_come_from_the_config(inproc, workspace: Path) -> None:
+    (workspace / "long.txt").write_text("".join(f"line {i}\n" for i in range(1, 6)))
+    p: InProc = inproc({"tools": {"read_default_lines": 2}})
+    p.script.add({"tool_calls": [{"name": "read_file", "arguments": {"path": "long.txt"}}]}, {"text": "ok"})
+    sid = p.new_session()
+    await p.prompt(sid, "read")
+    out = [e for e in p.frontend.of(sid) if isinstance(e, ToolCallFinished)][0].output
+    assert out.startswith("long.txt: lines 1-2 of 5") and "line 3" not in out
+
+
+async def test_a_broken_config_still_opens_and_reports(tmp_path: Path, workspace: Path) -> None:
+    from toycoder_daemon.app import App
+    from toycoder_daemon.errors import ConfigError
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("agent: {max_steps: 0}\n")
+    app = App.open(workspace, str(bad))
+    try:
+        assert app.config_error is not None and "max_steps" in str(app.config_error)
+        sid = app.new_session().id  # sessions still work: the face can show the error
+        with pytest.raises(ConfigError, match="max_steps"):
+            await app.prompt(sid, "hi", lambda s, t: None)  # type: ignore[arg-type,return-value]
+        helped = await app.prompt(sid, "/help", lambda s, t: None)  # type: ignore[arg-type,return-value]
+        assert helped.result.stop_reason == "command" and "Commands:" in helped.result.text
+    finally:
+        await app.shutdown()
