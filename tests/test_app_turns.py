@@ -148,3 +148,16 @@ async def test_a_broken_config_still_opens_and_reports(tmp_path: Path, workspace
         assert helped.result.stop_reason == "command" and "Commands:" in helped.result.text
     finally:
         await app.shutdown()
+
+
+async def test_concurrent_loads_share_one_open(tmp_path: Path, workspace: Path) -> None:
+    script = SharedScript()
+    a = InProc(workspace, tmp_path / "data", None, script)
+    sid = a.new_session("twice")
+    await a.close()
+    b = InProc(workspace, tmp_path / "data", None, script)
+    try:
+        first, second = await asyncio.gather(b.app.load(sid), b.app.load(sid))
+        assert first is second and first.title == "twice"
+    finally:
+        await b.close()

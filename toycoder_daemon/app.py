@@ -22,7 +22,7 @@ from .commands.builtin import commands
 from .commands.context import CommandContext
 from .config import Config, data_dir, load_config
 from .errors import ConfigError, ProviderError, SessionBusy
-from .factories import ModelFactory, openai_models, subagents, tool_settings
+from .factories import ModelFactory, openai_models, subagents, tool_catalog, tool_settings
 from .llm.base import ChatModel, Usage
 from .messages import Message
 from .ports import Compacted, Frontend
@@ -31,14 +31,7 @@ from .sessions.context import Compaction, compact, needs_compaction
 from .sessions.conversation import Conversation
 from .sessions.session import FileSink, Session
 from .sessions.store import SessionFile, SessionStore
-from .tools.ask import ask_user
 from .tools.base import ToolContext
-from .tools.edit import edit_file, write_file
-from .tools.files import list_directory, read_file
-from .tools.permission import PermissionGate
-from .tools.registry import ToolRegistry
-from .tools.search import glob_search, grep_search
-from .tools.shell import run_command
 from .tools.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -76,8 +69,9 @@ class App:
         self.store = store or SessionStore(data_dir(), self.workspace.root)
         self.settings = tool_settings(self.config)
         self.live: dict[str, Session] = {}
+        self._loading: dict[str, asyncio.Future[Session]] = {}
         self._agents = subagents(self.config, self.prompts)
-        self.tools = self._build_tools()
+        self.tools = tool_catalog(self.config, self._agents)
         self._models: dict[tuple[str, str], ChatModel] = {}
         self.on_notice: Callable[[str, str], None] = lambda level, message: None
         """Set by the wire face: show a message to the person (level: info|warning|error)."""
@@ -119,19 +113,6 @@ class App:
         return self.mcp.status() if self.mcp else None
 
     # ---- wiring -------------------------------------------------------------------------------
-
-    def _build_tools(self) -> ToolRegistry:
-        """The catalog: built-in tools and unbound sub-agents (each session binds its own)."""
-        perms = self.config.permissions
-        registry = ToolRegistry(PermissionGate(perms.allow, perms.deny))
-        for t in (read_file, list_directory, glob_search, grep_search, write_file, edit_file, run_command, ask_user):
-            registry.register(t)
-        for agent, description in self._agents:
-            registry.register(subagent_tool(agent, description, None))
-        for name in self.config.tools.enabled:
-            if registry.get(name):
-                registry.set_enabled(name, True)
-        return registry
 
     def _session_tools(self, s: Session) -> None:
         """Bind the session's sub-agents to its registry, its models and its token count."""
@@ -195,33 +176,40 @@ class App:
         s = self.live.get(session_id)
         if s is not None:
             return s
-        opened = self.store.open(session_id)
-        return self._adopt(session_id, *opened)
+        file, meta, stored = self.store.open(session_id)
+        with file.closed_on_error():
+            s, messages = self._restore(session_id, file, meta, stored)
+            if messages is not stored:
+                file.rewrite(s.meta(), messages)
+            return self._attach(s, file, messages)
 
     async def load(self, session_id: str) -> Session:
-        """`session`, with the file read and repaired in a worker thread (async callers)."""
+        """`session` for async callers: the file is read (and repaired) in a worker thread, and
+        concurrent loads of one session share the first."""
         s = self.live.get(session_id)
         if s is not None:
             return s
-        opened = await asyncio.to_thread(self.store.open, session_id)
-        s = self.live.get(session_id)  # another request loaded it meanwhile: keep that one
-        if s is not None:
-            opened[0].close()
-            return s
-        return self._adopt(session_id, *opened)
+        pending = self._loading.get(session_id)
+        if pending is None:
+            pending = self._loading[session_id] = asyncio.ensure_future(self._load(session_id))
+            pending.add_done_callback(lambda _: self._loading.pop(session_id, None))
+        return await asyncio.shield(pending)
 
-    def _adopt(self, session_id: str, file: SessionFile, meta: dict[str, Any], stored: list[Message]) -> Session:
-        try:
-            s = self._new(session_id, meta=meta, mtime=file.path.stat().st_mtime)
-            repaired = repair_tool_calls(stored, INTERRUPTED)
-            if repaired is not stored:
-                log.info("session %s: answered tool calls left open by an interrupted turn", s.id)
-                file.rewrite(s.meta(), repaired)
-            self._attach(s, file, repaired)
-        except BaseException:
-            file.close()  # never keep the lock of a session that failed to load
-            raise
-        return s
+    async def _load(self, session_id: str) -> Session:
+        file, meta, stored = await asyncio.to_thread(self.store.open, session_id)
+        with file.closed_on_error():
+            s, messages = self._restore(session_id, file, meta, stored)
+            if messages is not stored:
+                await asyncio.to_thread(file.rewrite, s.meta(), messages)
+            return self._attach(s, file, messages)
+
+    def _restore(self, session_id: str, file: SessionFile, meta: dict[str, Any],
+                 stored: list[Message]) -> tuple[Session, list[Message]]:
+        s = self._new(session_id, meta=meta, mtime=file.path.stat().st_mtime)
+        repaired = repair_tool_calls(stored, INTERRUPTED)
+        if repaired is not stored:
+            log.info("session %s: answered tool calls left open by an interrupted turn", s.id)
+        return s, repaired
 
     def peek(self, session_id: str) -> Session:
         """A session to read (load, tools/list, models/list): the live one, or a copy read from disk

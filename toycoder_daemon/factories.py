@@ -1,16 +1,23 @@
 """What the composition root makes from the config: the production model factory, the tools'
-settings and the sub-agents. Tests hand App their own model factory instead (a scripted model)."""
+settings, the sub-agents and the catalog of tools. Tests hand App their own model factory instead (a scripted model)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from .agent.subagent import SubAgent
+from .agent.subagent import SubAgent, subagent_tool
 from .config import Config
 from .errors import ProviderError
 from .llm.base import ChatModel
 from .prompts.manager import PromptManager
+from .tools.ask import ask_user
+from .tools.edit import edit_file, write_file
+from .tools.files import list_directory, read_file
+from .tools.permission import PermissionGate
+from .tools.registry import ToolRegistry
+from .tools.search import glob_search, grep_search
 from .tools.settings import ToolSettings
+from .tools.shell import run_command
 
 ModelFactory = Callable[[str, str], ChatModel]
 """(provider name, model name) -> a chat model; raises ProviderError when it cannot be made."""
@@ -57,3 +64,18 @@ def subagents(config: Config, prompts: PromptManager) -> list[tuple[SubAgent, st
         described = config.agents[agent.name].description if agent.name in config.agents else None
         out.append((agent, described or prompts.description(agent.prompt)))
     return out
+
+
+def tool_catalog(config: Config, agents: list[tuple[SubAgent, str]]) -> ToolRegistry:
+    """The app's registry: built-in tools and unbound sub-agents (each session forks it and binds
+    its own sub-agents); the config's permission rules and enabled tools applied."""
+    perms = config.permissions
+    registry = ToolRegistry(PermissionGate(perms.allow, perms.deny))
+    for t in (read_file, list_directory, glob_search, grep_search, write_file, edit_file, run_command, ask_user):
+        registry.register(t)
+    for agent, description in agents:
+        registry.register(subagent_tool(agent, description, None))
+    for name in config.tools.enabled:
+        if registry.get(name):
+            registry.set_enabled(name, True)
+    return registry

@@ -12,6 +12,7 @@ from writing the same session; it gets SessionBusy instead.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -19,6 +20,7 @@ import logging
 import os
 import threading
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
@@ -71,6 +73,16 @@ class SessionFile:
                 atomic_write(self.path, data, 0o600)
             finally:
                 self._out = _open_append(self.path)
+
+    @contextlib.contextmanager
+    def closed_on_error(self) -> Iterator[None]:
+        """Close (and so unlock) this file if the block fails: a session that failed to load
+        must not stay locked."""
+        try:
+            yield
+        except BaseException:
+            self.close()
+            raise
 
     def close(self) -> None:
         with self._writing:
