@@ -8,7 +8,7 @@ needs the other for these types. The LSP face, the ACP face and the tests each i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, Union
+from typing import Any, Literal, Protocol
 
 Decision = Literal["allow_once", "allow_always", "reject"]
 ToolStatus = Literal["completed", "failed", "denied", "cancelled"]
@@ -71,7 +71,7 @@ class Compacted:
     kind: str = field(default="compaction", init=False)
 
 
-Event = Union[TextDelta, ToolCallStarted, ToolCallFinished, UsageReport, RetryScheduled, Compacted]
+Event = TextDelta | ToolCallStarted | ToolCallFinished | UsageReport | RetryScheduled | Compacted
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ so nothing it started is left behind. Output is capped keeping its head and tail
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import time
@@ -58,19 +59,15 @@ class HeadTail:
 
 
 def _kill_group(pgid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 async def _stop(proc: asyncio.subprocess.Process) -> None:
     """TERM the group, then KILL whatever is still there."""
     _kill_group(proc.pid, signal.SIGTERM)
-    try:
+    with contextlib.suppress(asyncio.TimeoutError):
         await asyncio.wait_for(proc.wait(), KILL_GRACE)
-    except asyncio.TimeoutError:
-        pass
     _kill_group(proc.pid, signal.SIGKILL)
 
 
