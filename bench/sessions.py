@@ -16,7 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from toycoder_daemon.sessions.session import MessageLog  # noqa: E402
+from toycoder_daemon.sessions.conversation import Conversation  # noqa: E402
+from toycoder_daemon.sessions.session import FileSink  # noqa: E402
 from toycoder_daemon.sessions.store import SessionStore  # noqa: E402
 
 
@@ -36,11 +37,11 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         store = SessionStore(Path(tmp), Path("/bench/workspace"))
-        logs: dict[int, tuple[object, MessageLog]] = {}
+        logs: dict[int, tuple[object, Conversation]] = {}
         for n in lengths:
             f = store.create(f"s{n}", {"title": f"{n} messages"})
             f.append([message(i) for i in range(n)])
-            logs[n] = (f, MessageLog([{"role": "system", "content": "sys"}] + [message(i) for i in range(n)], f.append))
+            logs[n] = (f, Conversation("sys", [message(i) for i in range(n)], FileSink(f, dict)))
 
         append_us: dict[int, list[float]] = {n: [] for n in lengths}
         load_ms: dict[int, list[float]] = {n: [] for n in lengths}
@@ -57,7 +58,7 @@ def main() -> int:
                 t = time.perf_counter()
                 f2, _, msgs = store.open(f"s{n}")
                 load_ms[n].append((time.perf_counter() - t) * 1e3)
-                logs[n] = (f2, MessageLog([{"role": "system", "content": "sys"}] + msgs, f2.append))
+                logs[n] = (f2, Conversation("sys", msgs, FileSink(f2, dict)))
         list_ms = []
         for _ in range(args.runs):
             t = time.perf_counter()

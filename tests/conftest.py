@@ -79,3 +79,19 @@ async def start_daemon(tmp_path: Path, workspace: Path, llm: FakeLLM) -> AsyncIt
 @pytest.fixture
 async def daemon(start_daemon: Callable[..., Any]) -> Daemon:
     return await start_daemon()
+
+
+@pytest.fixture
+async def inproc(tmp_path: Path, workspace: Path) -> AsyncIterator[Callable[..., Any]]:
+    """inproc(extra={config sections}) -> an InProc App (scripted model, recording frontend)."""
+    from inproc_app import InProc
+
+    made: list[InProc] = []
+
+    def make(extra: dict[str, Any] | None = None, script: Any = None) -> InProc:
+        made.append(InProc(workspace, tmp_path / "data", extra, script))
+        return made[-1]
+
+    yield make
+    for p in made:
+        await p.close()

@@ -96,7 +96,8 @@ def assert_invariant(messages: list[dict]) -> None:
 
 
 async def test_final_answer_without_tools(tmp_path: Path) -> None:
-    model, messages, reg, fe, kw = setup(tmp_path, [{"text": "All done.", "chunks": 3}])
+    reply = {"text": "All done.", "chunk_size": 3, "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
+    model, messages, reg, fe, kw = setup(tmp_path, [reply])
     result = await run_turn(model, messages, reg, fe, **kw)
     assert (result.stop_reason, result.text, result.steps) == ("end_turn", "All done.", 1)
     assert "".join(e.text for e in fe.events if isinstance(e, TextDelta)) == "All done."
@@ -108,7 +109,8 @@ async def test_tool_round_trip_and_observations(tmp_path: Path) -> None:
     script = [
         {"tool_calls": [{"name": "read_file", "arguments": {"path": "f.txt", "offset": 2, "limit": 1}},
                         {"name": "boom"}, {"name": "structured", "arguments": {"n": 3}},
-                        {"name": "picky", "arguments": {"count": "many"}}, {"name": "picky", "arguments": {"count": -1}}]},
+                        {"name": "picky", "arguments": {"count": "many"}},
+                        {"name": "picky", "arguments": {"count": -1}}]},
         {"text": "ok"},
     ]
     model, messages, reg, fe, kw = setup(tmp_path, script)
@@ -154,20 +156,21 @@ async def test_cancel_while_tool_runs_answers_every_call(tmp_path: Path) -> None
 
 
 async def test_cancel_while_streaming_keeps_partial_text(tmp_path: Path) -> None:
-    model, messages, reg, fe, kw = setup(tmp_path, [{"text": "partial answer", "hang": True}])
+    # the second delta waits an hour: the turn is cancelled after the first
+    model, messages, reg, fe, kw = setup(tmp_path, [{"text": ["partial answer", " never"], "chunk_delay": 3600}])
     task = asyncio.create_task(run_turn(model, messages, reg, fe, **kw))
+    deadline = asyncio.get_running_loop().time() + 10
     while not fe.events:
+        assert asyncio.get_running_loop().time() < deadline, "no delta streamed"
         await asyncio.sleep(0.01)
-    await asyncio.sleep(0.05)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert messages[-1]["role"] == "assistant"
-    assert messages[-1]["content"].startswith("partial answer")
+    assert messages[-1] == {"role": "assistant", "content": "partial answer\n[interrupted by the user]"}
 
 
 async def test_provider_error_propagates_with_a_valid_conversation(tmp_path: Path) -> None:
-    script = [{"tool_calls": [{"name": "list_directory"}]}, {"error": "down"}]
+    script = [{"tool_calls": [{"name": "list_directory"}]}, {"status": 500, "error": "down"}]
     model, messages, reg, fe, kw = setup(tmp_path, script)
     with pytest.raises(ProviderError):
         await run_turn(model, messages, reg, fe, **kw)
@@ -222,3 +225,30 @@ async def test_a_cancelled_call_that_already_wrote_says_so(tmp_path: Path) -> No
     assert finished.status == "cancelled" and finished.changed_paths == ("/ws/written.txt",)
     assert "already written /ws/written.txt" in messages[-1]["content"]
     assert_invariant(messages)
+
+
+async def test_scripted_model_speaks_the_fake_servers_dialect() -> None:
+    from toycoder_daemon.testing.scripted_model import ScriptedModel
+
+    with pytest.raises(ValueError, match="unknown reply field"):
+        ScriptedModel([{"text": "x", "chunks": 3}])  # the old in-process dialect is gone
+    model = ScriptedModel([
+        {"text": "abcdefghij", "chunk_size": 4, "tool_calls": [{"name": "t", "arguments": {"a": 1}}],
+         "expect": {"last_user_contains": "hello"}},
+        {"status": 429, "error": "slow down"},
+        {"text": "one two", "drop_after": 1},
+    ])
+    deltas: list[str] = []
+    first = await model.stream_chat([{"role": "user", "content": "hello"}], None, deltas.append)
+    assert deltas == ["abcd", "efgh", "ij"] and first.content == "abcdefghij"
+    assert [(c.id, c.name, c.arguments) for c in first.tool_calls] == [("call_1", "t", '{"a": 1}')]
+    assert first.finish_reason == "tool_calls" and first.usage is not None and first.usage.completion_tokens == 4
+    with pytest.raises(ProviderError, match="slow down") as e:
+        await model.stream_chat([{"role": "user", "content": "again"}])
+    assert e.value.status == 429
+    with pytest.raises(ProviderError, match="stream cut"):
+        await model.stream_chat([{"role": "user", "content": "third"}])
+    assert model.violations == []
+    with pytest.raises(ProviderError, match="script exhausted"):
+        await model.stream_chat([{"role": "user", "content": "fourth"}])
+    assert model.violations == ["script exhausted (4 requests)"]

@@ -1,4 +1,6 @@
-"""The permission round trip with the editor: diff preview, decisions, fallback, cancel, late replies."""
+"""The permission round trip with the editor: the request and its diff preview, malformed answers,
+the showMessageRequest fallback, cancel and late replies. The gate's decisions (allow always,
+reject, rules, edits that cannot apply): test_permission_gate.py, in-process."""
 
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ def results(d: Daemon, sid: str) -> list[dict]:
 async def test_write_asks_with_a_diff_and_allow_once_asks_again(daemon: Daemon, llm: FakeLLM, workspace) -> None:
     asked: list[dict] = []
     daemon.handlers["toycoder/requestPermission"] = lambda p: asked.append(p) or {"decision": "allow_once"}
-    llm.add(write_call("README.md", "# Demo\nA bigger project.\n"), write_call("notes/new.txt", "hi\n"), {"text": "done"})
+    llm.add(write_call("README.md", "# Demo\nA bigger project.\n"), write_call("notes/new.txt", "hi\n"),
+            {"text": "done"})
     sid = await new_session(daemon)
     result = await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "edit"})
     assert result["text"] == "done"
@@ -40,31 +43,6 @@ async def test_write_asks_with_a_diff_and_allow_once_asks_again(daemon: Daemon, 
     assert [r["status"] for r in results(daemon, sid)] == ["completed", "completed"]
     assert [r["changedPaths"] for r in results(daemon, sid)] == [[str((workspace / "README.md").resolve())],
                                                                   [str((workspace / "notes" / "new.txt").resolve())]]
-
-
-async def test_allow_always_covers_the_tool_for_this_session_only(daemon: Daemon, llm: FakeLLM, workspace) -> None:
-    asked: list[dict] = []
-    daemon.handlers["toycoder/requestPermission"] = lambda p: asked.append(p) or {"decision": "allow_always"}
-    llm.add(write_call("a.txt", "1"), write_call("b.txt", "2"), {"text": "ok"})
-    sid = await new_session(daemon)
-    await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "go"})
-    assert len(asked) == 1
-    assert (workspace / "b.txt").read_text() == "2"
-    llm.add(write_call("c.txt", "3"), {"text": "ok"})
-    other = await new_session(daemon)
-    await daemon.call("toycoder/prompt", {"sessionId": other, "text": "go"})
-    assert len(asked) == 2
-
-
-async def test_reject_is_an_observation_and_nothing_is_written(daemon: Daemon, llm: FakeLLM, workspace) -> None:
-    daemon.handlers["toycoder/requestPermission"] = lambda p: {"decision": "reject"}
-    llm.add(write_call("src/app.py", "deleted"), {"text": "understood"})
-    sid = await new_session(daemon)
-    await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "go"})
-    assert (workspace / "src" / "app.py").read_text().startswith("def add")
-    assert results(daemon, sid)[0]["status"] == "denied" and "changedPaths" not in results(daemon, sid)[0]
-    tool_msg = [m for m in llm.requests[1]["body"]["messages"] if m["role"] == "tool"][0]
-    assert "did not allow" in tool_msg["content"]
 
 
 async def test_malformed_or_error_answers_are_a_rejection(daemon: Daemon, llm: FakeLLM, workspace) -> None:
@@ -86,18 +64,6 @@ async def test_client_without_capability_gets_show_message_request(start_daemon,
     assert [a["title"] for a in seen[0]["actions"]] == ["Allow", "Always allow", "Deny"]
     assert "write_file y.txt" in seen[0]["message"]
     assert (workspace / "y.txt").read_text() == "yes"
-
-
-async def test_edit_that_cannot_apply_fails_without_asking(daemon: Daemon, llm: FakeLLM, workspace) -> None:
-    asked: list[dict] = []
-    daemon.handlers["toycoder/requestPermission"] = lambda p: asked.append(p) or {"decision": "allow_once"}
-    llm.add({"tool_calls": [{"name": "edit_file", "arguments": {
-        "path": "src/app.py", "old_string": "def add(a,b):", "new_string": "def plus(a, b):"}}]}, {"text": "retrying"})
-    sid = await new_session(daemon)
-    await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "rename"})
-    assert asked == []
-    out = results(daemon, sid)[0]
-    assert out["status"] == "failed" and "not found" in out["output"] and "def add(a, b):" in out["output"]
 
 
 async def test_cancel_while_waiting_for_permission_then_late_reply(daemon: Daemon, llm: FakeLLM, workspace) -> None:

@@ -1,4 +1,5 @@
-"""Sessions that last: restarts, kill -9 mid-turn, torn lines, two daemons, persisted settings."""
+"""Sessions that last, at the process level: restarts, kill -9 mid-turn, two daemons and the lock.
+Torn lines, repairs and persisted settings: test_sessions.py, in-process."""
 
 from __future__ import annotations
 
@@ -69,27 +70,6 @@ async def test_kill_9_mid_turn_leaves_a_session_that_continues(start_daemon, llm
     assert llm.violations == []
 
 
-async def test_torn_last_line_is_skipped(start_daemon, llm: FakeLLM, tmp_path: Path) -> None:
-    a = await start_daemon()
-    llm.add({"text": "one"})
-    sid = (await a.call("toycoder/session/new", {}))["sessionId"]
-    await a.call("toycoder/prompt", {"sessionId": sid, "text": "first"})
-    await a.close()
-    [path] = session_files(tmp_path)
-    with open(path, "ab") as f:
-        f.write(b'{"t": "msg", "m": {"role": "user", "content": "half wri')
-    b = await start_daemon(args=("--log-level", "INFO"))
-    loaded = await b.call("toycoder/session/load", {"sessionId": sid})
-    assert [e["text"] for e in loaded["transcript"]] == ["first", "one"]
-    llm.add({"text": "two"})
-    await b.call("toycoder/prompt", {"sessionId": sid, "text": "second"})
-    await b.close()
-    assert "torn last line" in await b.stderr_text()
-    c = await start_daemon()
-    loaded = await c.call("toycoder/session/load", {"sessionId": sid})
-    assert [e["text"] for e in loaded["transcript"]] == ["first", "one", "second", "two"]
-
-
 async def test_two_daemons_do_not_share_a_session(start_daemon, llm: FakeLLM) -> None:
     """A lock keeps a second daemon from writing; reading the history never needs it."""
     a = await start_daemon()
@@ -104,44 +84,3 @@ async def test_two_daemons_do_not_share_a_session(start_daemon, llm: FakeLLM) ->
     await a.close()
     llm.add({"text": "mine now"})
     assert (await b.call("toycoder/prompt", {"sessionId": sid, "text": "hi"}))["text"] == "mine now"
-
-
-async def test_settings_and_grants_are_persisted(start_daemon, llm: FakeLLM, workspace: Path) -> None:
-    a = await start_daemon()
-    a.handlers["toycoder/requestPermission"] = lambda p: {"decision": "allow_always"}
-    sid = (await a.call("toycoder/session/new", {}))["sessionId"]
-    await a.call("toycoder/tools/setEnabled", {"sessionId": sid, "name": "run_command", "enabled": True})
-    await a.call("toycoder/tools/setEnabled", {"sessionId": sid, "name": "list_directory", "enabled": False})
-    await a.call("toycoder/models/set", {"sessionId": sid, "model": "fast"})
-    llm.add({"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "1"}}]}, {"text": "ok"})
-    await a.call("toycoder/prompt", {"sessionId": sid, "text": "write"})
-    assert len(a.requests_seen) == 1
-    await a.close()
-
-    b = await start_daemon()
-    tools = {t["name"]: t["enabled"] for t in (await b.call("toycoder/tools/list", {"sessionId": sid}))["tools"]}
-    assert tools["run_command"] is True and tools["list_directory"] is False
-    assert (await b.call("toycoder/models/list", {"sessionId": sid}))["current"]["model"] == "fake-fast"
-    llm.add({"tool_calls": [{"name": "write_file", "arguments": {"path": "b.txt", "content": "2"}}]}, {"text": "ok"})
-    await b.call("toycoder/prompt", {"sessionId": sid, "text": "write again"})
-    assert b.requests_seen == []  # "always allow" survived the restart
-    assert (workspace / "b.txt").read_text() == "2"
-    assert llm.requests[-1]["body"]["model"] == "fake-fast"
-
-
-async def test_an_unanswered_tool_call_in_the_middle_is_repaired(start_daemon, llm: FakeLLM, tmp_path: Path) -> None:
-    a = await start_daemon()
-    llm.add({"tool_calls": [{"name": "list_directory", "arguments": {}}]}, {"text": "one"}, {"text": "two"})
-    sid = (await a.call("toycoder/session/new", {}))["sessionId"]
-    await a.call("toycoder/prompt", {"sessionId": sid, "text": "look"})
-    await a.call("toycoder/prompt", {"sessionId": sid, "text": "again"})
-    await a.close()
-    [path] = session_files(tmp_path)
-    lines = path.read_text().splitlines(keepends=True)
-    path.write_text("".join(line for line in lines if '"role": "tool"' not in line))  # a result lost mid-file
-    b = await start_daemon()
-    llm.add({"text": "three"})
-    assert (await b.call("toycoder/prompt", {"sessionId": sid, "text": "go on"}))["text"] == "three"
-    assert llm.violations == []
-    roles = [m["role"] for m in llm.requests[-1]["body"]["messages"]]
-    assert roles == ["system", "user", "assistant", "tool", "assistant", "user", "assistant", "user"]

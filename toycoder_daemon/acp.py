@@ -184,7 +184,7 @@ class ToyCoderAgent:
         key = p.resolve()
         app = self.apps.get(key)
         if app is None:
-            app = self.apps[key] = App(key, self.config_path)
+            app = self.apps[key] = App.open(key, self.config_path)
             app.on_notice = lambda level, message: log.warning("%s", message)  # ACP has no message to show
             self._later(app.start())
             log.info("workspace %s, config %s", app.workspace.root, app.config_path or "(built-in defaults)")

@@ -1,12 +1,14 @@
 """Composition root: the only place that builds and wires config, model, tools, sessions and prompts.
 
-The wire faces (server.py, later acp.py) call these methods and pass a `Frontend` factory; nothing
-here knows about JSON-RPC.
+The wire faces (server.py, acp.py) build it with `App.open` and call these methods, passing a
+`Frontend` factory; nothing here knows about JSON-RPC. Tests build it directly with a scripted
+model factory and a store on a temp dir (tests/inproc_app.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,55 +17,27 @@ from typing import Any
 
 from . import secrets
 from .agent.react import TurnResult, repair_tool_calls, run_turn
-from .agent.subagent import SubAgent, subagent_tool
+from .agent.subagent import AgentRuntime, Role, subagent_tool
 from .commands.builtin import commands
-from .config import Config, ConfigError, data_dir, load_config
-from .errors import ProviderError, SessionBusy
+from .commands.context import CommandContext
+from .config import Config, data_dir, load_config
+from .errors import ConfigError, ProviderError, SessionBusy
+from .factories import ModelFactory, openai_models, subagents, tool_catalog, tool_settings
 from .llm.base import ChatModel, Usage
-from .ports import Compacted, Frontend
+from .messages import Message
+from .ports import Compacted, Frontend, ModelsInfo, ProviderSummary, ToolSummary
 from .prompts.manager import PromptManager
 from .sessions.context import Compaction, compact, needs_compaction
-from .sessions.session import MessageLog, Session
-from .sessions.store import SessionStore, SessionSummary
-from .tools.ask import ask_user
+from .sessions.conversation import Conversation
+from .sessions.session import FileSink, Session
+from .sessions.store import SessionFile, SessionStore, SessionSummary
 from .tools.base import ToolContext
-from .tools.edit import edit_file, write_file
-from .tools.files import list_directory, read_file
-from .tools.permission import PermissionGate
-from .tools.registry import ToolRegistry
-from .tools.search import glob_search, grep_search
-from .tools.shell import run_command
+from .tools.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
 FrontendFactory = Callable[[str, str], Frontend]
 INTERRUPTED = "interrupted: the daemon stopped before this tool call finished"
-
-
-@dataclass(frozen=True)
-class ToolSummary:
-    name: str
-    description: str
-    level: str
-    enabled: bool
-    source: str
-
-
-@dataclass(frozen=True)
-class ProviderSummary:
-    name: str
-    base_url: str | None
-    models: dict[str, str]
-    key_count: int
-    """How many API keys are configured (the keys themselves never leave the daemon)."""
-
-
-@dataclass(frozen=True)
-class ModelsInfo:
-    provider: str
-    model: str
-    """The current choice (of the session, or the default)."""
-    providers: list[ProviderSummary]
 
 
 @dataclass
@@ -74,15 +48,16 @@ class PromptOutcome:
 
 
 class App:
-    def __init__(self, workspace_root: str | Path, config_path: str | None = None):
-        from .tools.workspace import Workspace
-
+    def __init__(self, workspace_root: str | Path, config: Config, *, model_factory: ModelFactory | None = None,
+                 store: SessionStore | None = None, config_error: ConfigError | None = None,
+                 config_path: Path | None = None):
+        """`config_error`: the config could not be loaded (`config` is then the defaults); the app
+        still starts so the face can report it, and every model call raises it."""
         self.workspace = Workspace(workspace_root)
-        self.config_error: ConfigError | None = None
+        self.config, self.config_path, self.config_error = config, config_path, config_error
         try:
-            self.config, self.config_path = load_config(config_path)
-            self.prompts = PromptManager(self.workspace.root, self.config.prompts_file)
-            for name, decl in self.config.agents.items():
+            self.prompts = PromptManager(self.workspace.root, config.prompts_file)
+            for name, decl in config.agents.items():
                 if (decl.prompt or name) not in self.prompts.roles:
                     raise ConfigError(f"config: agents.{name}: no prompt template named '{decl.prompt or name}'")
         except ConfigError as e:
@@ -90,9 +65,13 @@ class App:
             self.config_error, self.config, self.config_path = e, Config(), None
             self.prompts = PromptManager(self.workspace.root)
         secrets.register([k for p in self.config.providers.values() for k in p.api_keys])
-        self.store = SessionStore(data_dir(), self.workspace.root)
+        self.model_factory = model_factory or openai_models(self.config)
+        self.store = store or SessionStore(data_dir(), self.workspace.root)
+        self.settings = tool_settings(self.config)
         self.live: dict[str, Session] = {}
-        self.tools = self._build_tools()
+        self._loading: dict[str, asyncio.Future[Session]] = {}
+        self._agents = subagents(self.config, self.prompts)
+        self.tools = tool_catalog(self.config, self._agents)
         self._models: dict[tuple[str, str], ChatModel] = {}
         self.on_notice: Callable[[str, str], None] = lambda level, message: None
         """Set by the wire face: show a message to the person (level: info|warning|error)."""
@@ -102,6 +81,16 @@ class App:
 
             self.mcp = McpManager(self.config.mcp_servers, self.workspace.root, on_status=self._mcp_status)
             self.tools.add_source(self.mcp.tools)
+
+    @classmethod
+    def open(cls, workspace_root: str | Path, config_path: str | None = None) -> App:
+        """What the faces call: load the config (a broken one is reported, not fatal) and build."""
+        try:
+            config, path = load_config(config_path)
+        except ConfigError as e:
+            log.error("%s", e)
+            return cls(workspace_root, Config(), config_error=e)
+        return cls(workspace_root, config, config_path=path)
 
     async def start(self) -> None:
         """Background start-up after initialize: MCP servers connect and the model SDK is imported
@@ -120,24 +109,20 @@ class App:
             log.warning("MCP server %s %s: %s", server, status, message)
             self.on_notice("warning", f"ToyCoder: MCP server '{server}' {status}: {message}")
 
+    def mcp_status(self) -> list[dict[str, Any]] | None:
+        return self.mcp.status() if self.mcp else None
+
     # ---- wiring -------------------------------------------------------------------------------
 
-    def _build_tools(self) -> ToolRegistry:
-        perms = self.config.permissions
-        registry = ToolRegistry(PermissionGate(perms.allow, perms.deny))
-        for t in (read_file, list_directory, glob_search, grep_search, write_file, edit_file, run_command, ask_user):
-            registry.register(t)
-        agents = [SubAgent("planner", "planner", self.prompts.system("planner"), [], "default", 1)]
-        for name, d in self.config.agents.items():
-            role = d.prompt or name
-            agents.append(SubAgent(name, role, self.prompts.system(role), d.tools, d.model, d.max_steps))
-        for agent in agents:
-            described = self.config.agents[agent.name].description if agent.name in self.config.agents else None
-            registry.register(subagent_tool(agent, described or self.prompts.description(agent.prompt)))
-        for name in self.config.tools.enabled:
-            if registry.get(name):
-                registry.set_enabled(name, True)
-        return registry
+    def _session_tools(self, s: Session) -> None:
+        """Bind the session's sub-agents to its registry, its models and its token count."""
+
+        def model_for_role(role: Role) -> ChatModel:
+            return self.model_for(s, None if role == "default" else role)
+
+        runtime = AgentRuntime(s.tools, model_for_role, s.add_usage)
+        for agent, description in self._agents:
+            s.tools.register(subagent_tool(agent, description, runtime))
 
     def _require_config(self) -> Config:
         if self.config_error:
@@ -157,21 +142,7 @@ class App:
         key = (provider_name, model_name)
         model = self._models.get(key)
         if model is None:
-            from .llm.openai_client import OpenAIChatModel
-
-            provider = self.config.providers[provider_name]
-            if not provider.api_keys:
-                raise ProviderError(
-                    provider_name,
-                    "no API key configured: set OPENAI_API_KEY (or the provider's api_keys in config.yaml)",
-                )
-            a = self.config.agent
-            model = OpenAIChatModel(
-                provider_name, model_name, provider.base_url, provider.api_keys,
-                max_retries=a.max_retries, retry_interval=a.retry_interval, max_retry_delay=a.max_retry_delay,
-                max_retry_seconds=a.max_retry_seconds, request_timeout=a.request_timeout,
-            )
-            self._models[key] = model
+            model = self._models[key] = self.model_factory(provider_name, model_name)
         return model
 
     # ---- sessions -----------------------------------------------------------------------------
@@ -180,15 +151,24 @@ class App:
         if s.file:
             s.file.write_meta(s.meta())
 
-    def _attach(self, s: Session, file: Any, stored: list[dict[str, Any]]) -> Session:
+    def _new(self, session_id: str, title: str = "", meta: dict[str, Any] | None = None,
+             mtime: float | None = None) -> Session:
+        if meta is None:
+            s = Session(id=session_id, title=title, tools=self.tools.fork())
+        else:
+            s = Session.restore(session_id, meta, mtime or 0.0, self.tools.fork())
+        self._session_tools(s)
+        return s
+
+    def _attach(self, s: Session, file: SessionFile, stored: list[Message]) -> Session:
         s.file = file
         s.on_meta_change = self._save_meta
-        s.messages = MessageLog([{"role": "system", "content": self.prompts.system("main")}, *stored], file.append)
+        s.messages = Conversation(self.prompts.system("main"), stored, FileSink(file, s.meta))
         self.live[s.id] = s
         return s
 
     def new_session(self, title: str | None = None) -> Session:
-        s = Session(id=self.store.new_id(), title=(title or "").strip(), tools=self.tools.fork())
+        s = self._new(self.store.new_id(), (title or "").strip())
         return self._attach(s, self.store.create(s.id, s.meta()), [])
 
     def session(self, session_id: str) -> Session:
@@ -197,17 +177,39 @@ class App:
         if s is not None:
             return s
         file, meta, stored = self.store.open(session_id)
-        try:
-            s = self._restore(session_id, meta, file.path.stat().st_mtime)
-            repaired = repair_tool_calls(stored, INTERRUPTED)
-            if repaired is not stored:
-                log.info("session %s: answered tool calls left open by an interrupted turn", s.id)
-                file.rewrite(s.meta(), repaired)
-            self._attach(s, file, repaired)
-        except BaseException:
-            file.close()  # never keep the lock of a session that failed to load
-            raise
-        return s
+        with file.closed_on_error():
+            s, messages = self._restore(session_id, file, meta, stored)
+            if messages is not stored:
+                file.rewrite(s.meta(), messages)
+            return self._attach(s, file, messages)
+
+    async def load(self, session_id: str) -> Session:
+        """`session` for async callers: the file is read (and repaired) in a worker thread, and
+        concurrent loads of one session share the first."""
+        s = self.live.get(session_id)
+        if s is not None:
+            return s
+        pending = self._loading.get(session_id)
+        if pending is None:
+            pending = self._loading[session_id] = asyncio.ensure_future(self._load(session_id))
+            pending.add_done_callback(lambda _: self._loading.pop(session_id, None))
+        return await asyncio.shield(pending)
+
+    async def _load(self, session_id: str) -> Session:
+        file, meta, stored = await asyncio.to_thread(self.store.open, session_id)
+        with file.closed_on_error():
+            s, messages = self._restore(session_id, file, meta, stored)
+            if messages is not stored:
+                await asyncio.to_thread(file.rewrite, s.meta(), messages)
+            return self._attach(s, file, messages)
+
+    def _restore(self, session_id: str, file: SessionFile, meta: dict[str, Any],
+                 stored: list[Message]) -> tuple[Session, list[Message]]:
+        s = self._new(session_id, meta=meta, mtime=file.path.stat().st_mtime)
+        repaired = repair_tool_calls(stored, INTERRUPTED)
+        if repaired is not stored:
+            log.info("session %s: answered tool calls left open by an interrupted turn", s.id)
+        return s, repaired
 
     def peek(self, session_id: str) -> Session:
         """A session to read (load, tools/list, models/list): the live one, or a copy read from disk
@@ -216,19 +218,8 @@ class App:
         if s is not None:
             return s
         meta, stored, mtime = self.store.read(session_id)
-        s = self._restore(session_id, meta, mtime)
-        s.messages = MessageLog([{"role": "system", "content": ""}, *repair_tool_calls(stored, INTERRUPTED)])
-        return s
-
-    def _restore(self, session_id: str, meta: dict[str, Any], mtime: float) -> Session:
-        s = Session(id=session_id, title=meta.get("title") or "", tools=self.tools.fork(),
-                    created_at=meta.get("createdAt", mtime), updated_at=mtime, provider=meta.get("provider"),
-                    model=meta.get("model"), usage=Usage(*(meta.get("usage") or (0, 0, 0))))
-        for name, enabled in (meta.get("toolOverrides") or {}).items():
-            if s.tools.get(name):
-                s.tools.set_enabled(name, bool(enabled))
-                s.tool_overrides[name] = bool(enabled)
-        s.tools.gate.always = {n for n in meta.get("always") or () if s.tools.get(n)}
+        s = self._new(session_id, meta=meta, mtime=mtime)
+        s.messages = Conversation("", repair_tool_calls(stored, INTERRUPTED))
         return s
 
     def list_sessions(self) -> list[SessionSummary]:
@@ -241,22 +232,22 @@ class App:
         if s is not None:
             if s.busy:
                 raise SessionBusy(session_id)
-            s.file.close()
+            if s.file:
+                s.file.close()
             del self.live[session_id]
         self.store.delete(session_id)
 
     # ---- turns --------------------------------------------------------------------------------
 
     async def prompt(self, session_id: str, text: str, frontend_for: FrontendFactory) -> PromptOutcome:
-        s = self.session(session_id)
+        s = await self.load(session_id)
         if s.busy:
             raise SessionBusy(session_id)
-        is_command = text.lstrip().startswith("/")
-        model = None if is_command else self.model_for(s)
+        model = None if text.lstrip().startswith("/") else self.model_for(s)
         s.turn_seq += 1
         turn_id = f"{s.id}-{s.turn_seq}"
         frontend = frontend_for(s.id, turn_id)
-        work = self._run_command(s, text, frontend) if is_command else self._run_turn(s, text, model, frontend)
+        work = self._run_command(s, text, frontend) if model is None else self._run_turn(s, text, model, frontend)
         turn = s.turn = asyncio.ensure_future(work)
         cancelled = (TurnResult("cancelled", "", Usage(), 0), None)
         try:
@@ -273,30 +264,24 @@ class App:
                 result, action = cancelled
         return PromptOutcome(turn_id, result, action)
 
-    async def _run_command(self, s: Session, text: str, frontend: Frontend) -> tuple[TurnResult, dict | None]:
+    async def _run_command(self, s: Session, text: str,
+                           frontend: Frontend) -> tuple[TurnResult, dict[str, Any] | None]:
         try:
-            out = await commands.run(text, app=self, session=s, frontend=frontend)
+            out = await commands.run(text, CommandContext(self, s, frontend))
         except asyncio.CancelledError:
             return TurnResult("cancelled", "", Usage(), 0), None
         return TurnResult("command", out.text, Usage(), 0), out.action
 
-    async def _run_turn(self, s: Session, text: str, model: ChatModel, frontend: Frontend) -> tuple[TurnResult, None]:
-        spent = [Usage()]  # this turn's tokens, sub-agents included (reported even when cancelled)
-
-        def count_usage(u: Usage) -> None:
-            s.usage = s.usage + u
-            spent[0] = spent[0] + u
+    async def _run_turn(self, s: Session, text: str, model: ChatModel,
+                        frontend: Frontend) -> tuple[TurnResult, dict[str, Any] | None]:
+        s.turn_usage = Usage()  # this turn's tokens, sub-agents included (reported even when cancelled)
 
         def add_usage(u: Usage) -> None:
-            count_usage(u)
+            s.add_usage(u)
             s.context_mark = (u.prompt_tokens + u.completion_tokens, len(s.messages) + 1)
 
-        def model_for_role(role: str) -> ChatModel:
-            return self.model_for(s, None if role == "default" else role)
-
         def context(tool_call_id: str) -> ToolContext:
-            return ToolContext(self.workspace, frontend, tool_call_id, self.config.tools, s.tools, model_for_role,
-                               count_usage)
+            return ToolContext(self.workspace, frontend, tool_call_id, self.settings)
 
         try:
             await self.compact(s, frontend)
@@ -308,7 +293,7 @@ class App:
             ), None
         except asyncio.CancelledError:
             log.info("turn cancelled in session %s", s.id)
-            return TurnResult("cancelled", "", spent[0], 0), None
+            return TurnResult("cancelled", "", s.turn_usage, 0), None
         finally:
             s.changed()  # records usage, grants and the time of this turn
 
@@ -322,14 +307,12 @@ class App:
         except (ProviderError, ConfigError) as e:
             log.warning("no model for the summary: %s", e)
             model = None
-        done = await compact(list(s.messages), model, self.prompts.system("summarizer"), cfg.compress_keep_recent)
+        done = await compact(s.messages.snapshot(), model, self.prompts.system("summarizer"), cfg.compress_keep_recent)
         if done is None:
             return None
-        s.messages[:] = done.messages  # list-level replace: not an append, rewritten below
         s.context_mark = (0, 0)
-        if s.file:
-            s.file.rewrite(s.meta(), [m for m in s.messages if m.get("role") != "system"])
-        frontend.emit(Compacted(done.strategy, done.before, done.after))  # type: ignore[arg-type]
+        await s.messages.replace_all(done.messages)  # rewrites the session file off the event loop
+        frontend.emit(Compacted(done.strategy, done.before, done.after))
         return done
 
     def cancel(self, session_id: str) -> bool:
@@ -342,11 +325,11 @@ class App:
 
     async def shutdown(self, timeout: float = 2.0) -> None:
         """End every turn (which kills their child processes), close files and model clients."""
-        turns = [s.turn for s in self.live.values() if s.busy]
+        turns = [s.turn for s in self.live.values() if s.turn is not None and not s.turn.done()]
         for t in turns:
-            t.cancel()  # type: ignore[union-attr]
+            t.cancel()
         if turns:
-            await asyncio.wait(turns, timeout=timeout)  # type: ignore[arg-type]
+            await asyncio.wait(turns, timeout=timeout)
         from .tools.shell import kill_all
 
         kill_all()  # whatever a turn did not manage to stop in time
@@ -358,10 +341,8 @@ class App:
         for m in self._models.values():
             close = getattr(m, "aclose", None)
             if close:
-                try:
+                with contextlib.suppress(Exception):
                     await close()
-                except Exception:
-                    pass
 
     # ---- tools and models ---------------------------------------------------------------------
 

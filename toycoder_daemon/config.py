@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -48,41 +49,41 @@ class ProviderConfig(_Section):
 
 
 class AgentConfig(_Section):
-    max_steps: int = Field(16, ge=1, le=1000)
+    max_steps: int = Field(default=16, ge=1, le=1000)
     """Model calls allowed in one turn before it stops with max_steps."""
-    max_retries: int = Field(2, ge=0, le=20)
+    max_retries: int = Field(default=2, ge=0, le=20)
     """Retries of one model call after a retryable failure (408/429/5xx/connection/cut stream)."""
-    retry_interval: float = Field(1.0, ge=0)
+    retry_interval: float = Field(default=1.0, ge=0)
     """Base delay of the exponential backoff, seconds."""
-    max_retry_delay: float = Field(30.0, ge=0)
+    max_retry_delay: float = Field(default=30.0, ge=0)
     """Cap on one backoff delay (Retry-After included), seconds."""
-    max_retry_seconds: float = Field(120.0, ge=0)
+    max_retry_seconds: float = Field(default=120.0, ge=0)
     """Total time budget for the retries of one model call, seconds."""
-    request_timeout: float = Field(300.0, gt=0)
+    request_timeout: float = Field(default=300.0, gt=0)
     """Timeout of one model request, seconds."""
 
 
 class SessionConfig(_Section):
-    max_messages: int = Field(50, ge=4)
+    max_messages: int = Field(default=50, ge=4)
     """Compaction threshold in messages."""
-    compress_keep_recent: int = Field(8, ge=1)
+    compress_keep_recent: int = Field(default=8, ge=1)
     """Messages kept verbatim when compacting."""
-    max_context_tokens: int = Field(100_000, ge=1000)
+    max_context_tokens: int = Field(default=100_000, ge=1000)
     """Estimated token budget that also triggers compaction."""
 
 
 class ToolsConfig(_Section):
-    read_max_bytes: int = Field(100_000, ge=1000)
+    read_max_bytes: int = Field(default=100_000, ge=1000)
     """Most bytes read_file returns in one call."""
-    read_default_lines: int = Field(2000, ge=1)
+    read_default_lines: int = Field(default=2000, ge=1)
     """Lines read_file returns when no limit is given."""
-    list_max_entries: int = Field(500, ge=1)
+    list_max_entries: int = Field(default=500, ge=1)
     """Most entries list_directory shows."""
-    command_timeout: float = Field(120.0, gt=0)
+    command_timeout: float = Field(default=120.0, gt=0)
     """Default run_command timeout, seconds."""
-    command_max_timeout: float = Field(600.0, gt=0)
+    command_max_timeout: float = Field(default=600.0, gt=0)
     """Largest timeout a run_command call may ask for, seconds."""
-    output_max_bytes: int = Field(30_000, ge=1000)
+    output_max_bytes: int = Field(default=30_000, ge=1000)
     """Cap on a tool's output sent to the model."""
     enabled: list[str] = Field(default_factory=list)
     """Dangerous tools (e.g. run_command) enabled from the start of every session."""
@@ -96,7 +97,7 @@ class PermissionsConfig(_Section):
     """Rules for calls that run without asking: `write_file`, `write_file(docs/**)`, `run_command(pytest *)`."""
     deny: list[str] = Field(default_factory=list)
     """Rules for calls that are always refused (checked before allow)."""
-    timeout_seconds: float = Field(600.0, gt=0)
+    timeout_seconds: float = Field(default=600.0, gt=0)
     """How long a permission prompt or question waits for the person; no answer is a rejection."""
 
     @field_validator("allow", "deny")
@@ -115,7 +116,7 @@ class AgentDecl(_Section):
     """Tools it may use, by name (read-only ones for an explorer); empty = none."""
     model: Literal["default", "fast"] = "default"
     """Which of the provider's models it runs on."""
-    max_steps: int = Field(8, ge=1, le=200)
+    max_steps: int = Field(default=8, ge=1, le=200)
     """Model calls it may make per task."""
     description: str | None = None
     """What the main agent reads to decide when to call it (default: the template's description)."""
@@ -182,15 +183,15 @@ class Config(_Section):
 _ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-def expand_env(value: Any, env: dict[str, str] | None = None) -> Any:
+def expand_env(value: Any, env: Mapping[str, str] | None = None) -> Any:
     """Expand ${VAR} and ${VAR:-default} in every string of a parsed YAML tree."""
-    env = os.environ if env is None else env
+    names: Mapping[str, str] = os.environ if env is None else env
     if isinstance(value, str):
-        return _ENV_RE.sub(lambda m: env.get(m.group(1)) or (m.group(2) or ""), value)
+        return _ENV_RE.sub(lambda m: names.get(m.group(1)) or (m.group(2) or ""), value)
     if isinstance(value, list):
-        return [expand_env(v, env) for v in value]
+        return [expand_env(v, names) for v in value]
     if isinstance(value, dict):
-        return {k: expand_env(v, env) for k, v in value.items()}
+        return {k: expand_env(v, names) for k, v in value.items()}
     return value
 
 
@@ -259,7 +260,8 @@ def reference() -> str:
                 rows.append(f"| `{key}` | section | | {f.description or ''} |")
                 walk(ann, key + ".")
                 continue
-            if typing.get_origin(ann) is dict and len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], BaseModel):
+            section_map = len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], BaseModel)
+            if typing.get_origin(ann) is dict and section_map:
                 shown = "`openai`, reading $OPENAI_API_KEY and $OPENAI_BASE_URL" if key == "providers" else "`{}`"
                 rows.append(f"| `{key}` | map of name -> section | {shown} | {f.description or ''} |")
                 walk(args[1], f"{key}.<name>.")
@@ -270,7 +272,8 @@ def reference() -> str:
 
     walk(Config, "")
     return ("# Configuration reference\n\n"
-            "Generated from `toycoder_daemon/config.py` (`python -m toycoder_daemon.config`); a test keeps it current.\n"
+            "Generated from `toycoder_daemon/config.py` (`python -m toycoder_daemon.config`); "
+            "a test keeps it current.\n"
             "Strings may use `${VAR}` and `${VAR:-default}` from the environment.\n\n"
             "| key | type | default | what |\n|---|---|---|---|\n" + "\n".join(rows) + "\n")
 

@@ -10,9 +10,19 @@ from typing import Any, TypeVar, cast
 from pydantic import TypeAdapter
 
 from . import protocol as wire
-from .app import ModelsInfo, PromptOutcome, ToolSummary
+from .app import PromptOutcome
 from .commands.registry import Command
-from .ports import Compacted, Event, RetryScheduled, TextDelta, ToolCallFinished, ToolCallStarted, UsageReport
+from .ports import (
+    Compacted,
+    Event,
+    ModelsInfo,
+    RetryScheduled,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolSummary,
+    UsageReport,
+)
 from .sessions.session import TranscriptEntry
 from .sessions.store import SessionSummary
 

@@ -8,7 +8,7 @@ needs the other for these types. The LSP face, the ACP face and the tests each i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, Union
+from typing import Any, Literal, Protocol
 
 Decision = Literal["allow_once", "allow_always", "reject"]
 ToolStatus = Literal["completed", "failed", "denied", "cancelled"]
@@ -71,7 +71,7 @@ class Compacted:
     kind: str = field(default="compaction", init=False)
 
 
-Event = Union[TextDelta, ToolCallStarted, ToolCallFinished, UsageReport, RetryScheduled, Compacted]
+Event = TextDelta | ToolCallStarted | ToolCallFinished | UsageReport | RetryScheduled | Compacted
 
 
 @dataclass(frozen=True)
@@ -94,3 +94,31 @@ class Frontend(Protocol):
 
     async def ask(self, question: str, options: list[str] | None) -> str | None:
         """Ask the person a question; None when it cannot be asked or was dismissed."""
+
+
+# ---- what the core reports about its tools and models (the faces map these to their wire) ----
+
+@dataclass(frozen=True)
+class ToolSummary:
+    name: str
+    description: str
+    level: str
+    enabled: bool
+    source: str
+
+
+@dataclass(frozen=True)
+class ProviderSummary:
+    name: str
+    base_url: str | None
+    models: dict[str, str]
+    key_count: int
+    """How many API keys are configured (the keys themselves never leave the daemon)."""
+
+
+@dataclass(frozen=True)
+class ModelsInfo:
+    provider: str
+    model: str
+    """The current choice (of the session, or the default)."""
+    providers: list[ProviderSummary]

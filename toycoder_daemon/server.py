@@ -177,7 +177,7 @@ def on_initialize(ls: ToyCoderServer, params: types.InitializeParams) -> None:
     options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
     experimental = params.capabilities.experimental if isinstance(params.capabilities.experimental, dict) else {}
     ls.client_toycoder = experimental.get("toycoder") or {}
-    ls.app = App(root or os.getcwd(), options.get("configPath") or ls.config_path)
+    ls.app = App.open(root or os.getcwd(), options.get("configPath") or ls.config_path)
     ls.app.on_notice = ls.show_message
     log.info("workspace %s, config %s", ls.app.workspace.root, ls.app.config_path or "(built-in defaults)")
 

@@ -1,6 +1,7 @@
 """The ReAct loop: think (stream a reply), act (run its tool calls), observe (append results), repeat.
 
-`run_turn` appends to `messages` as it goes, so the caller keeps the conversation. The invariant
+`run_turn` appends to `messages` as it goes, so the caller keeps the conversation (any object with
+append/extend/iteration: a session's Conversation writes each message to disk, a sub-agent's is a list). The invariant
 the model API demands holds on every exit, cancel and provider error included: every assistant
 `tool_calls` entry is answered by a `tool` message before the next model request.
 """
@@ -9,16 +10,30 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from ..llm.base import ChatModel, ChatResponse, RetryNotice, Usage
+from ..messages import AssistantMessage, Message, ToolMessage
 from ..ports import Frontend, RetryScheduled, TextDelta, ToolCallFinished, ToolCallStarted, UsageReport
 from ..tools.base import ToolContext
 from ..tools.registry import ToolRegistry
 
 StopReason = Literal["end_turn", "max_steps", "cancelled", "error", "command"]
+"""`command`: the prompt was a slash command (App answers it without the engine)."""
+
+
+class TurnMessages(Protocol):
+    """What the engine needs of a conversation: read it, add to it (never rewrite or remove)."""
+
+    def __iter__(self) -> Iterator[Message]: ...
+
+    def __len__(self) -> int: ...
+
+    def append(self, message: Message) -> None: ...
+
+    def extend(self, messages: Iterable[Message]) -> None: ...
 
 CANCELLED_OBSERVATION = "cancelled: the user stopped the turn before this tool call finished"
 TRUNCATED_OBSERVATION = (
@@ -36,8 +51,8 @@ class TurnResult:
     steps: int
 
 
-def _assistant_message(resp: ChatResponse) -> dict[str, Any]:
-    msg: dict[str, Any] = {"role": "assistant", "content": resp.content or (None if resp.tool_calls else "")}
+def _assistant_message(resp: ChatResponse) -> AssistantMessage:
+    msg: AssistantMessage = {"role": "assistant", "content": resp.content or (None if resp.tool_calls else "")}
     if resp.tool_calls:
         msg["tool_calls"] = [
             {"id": tc.id, "type": "function", "function": {"name": tc.name, "arguments": tc.arguments}}
@@ -53,37 +68,41 @@ def _decode(arguments: str) -> Any:
         return arguments
 
 
-def answer_open_tool_calls(messages: list[dict[str, Any]], observation: str = CANCELLED_OBSERVATION,
+def _tool_message(tool_call_id: str, content: str, status: str) -> ToolMessage:
+    return {"role": "tool", "tool_call_id": tool_call_id, "content": content, "status": status}
+
+
+def answer_open_tool_calls(messages: TurnMessages, observation: str = CANCELLED_OBSERVATION,
                            status: str = "cancelled") -> int:
     """Answer every tool call of the last assistant message that has no tool message yet."""
-    for i in range(len(messages) - 1, -1, -1):
-        if messages[i].get("role") == "assistant":
-            answered = {m.get("tool_call_id") for m in messages[i + 1:] if m.get("role") == "tool"}
-            missing = [c["id"] for c in messages[i].get("tool_calls") or () if c["id"] not in answered]
-            messages.extend({"role": "tool", "tool_call_id": cid, "content": observation, "status": status}
-                            for cid in missing)
+    items = list(messages)
+    for i in range(len(items) - 1, -1, -1):
+        m = items[i]
+        if m["role"] == "assistant":
+            answered = {t["tool_call_id"] for t in items[i + 1:] if t["role"] == "tool"}
+            missing = [c["id"] for c in m.get("tool_calls") or () if c["id"] not in answered]
+            messages.extend(_tool_message(cid, observation, status) for cid in missing)
             return len(missing)
     return 0
 
 
-def repair_tool_calls(messages: list[dict[str, Any]], observation: str) -> list[dict[str, Any]]:
+def repair_tool_calls(messages: list[Message], observation: str) -> list[Message]:
     """`messages` with every unanswered tool call answered right after its group of results (a
     crash mid-turn, or an unreadable line skipped on load). The same list when nothing is missing."""
-    out: list[dict[str, Any]] = []
+    out: list[Message] = []
     pending: list[str] = []
 
     def close_group() -> None:
-        out.extend({"role": "tool", "tool_call_id": cid, "content": observation, "status": "cancelled"}
-                   for cid in pending)
+        out.extend(_tool_message(cid, observation, "cancelled") for cid in pending)
         pending.clear()
 
     for m in messages:
-        if m.get("role") == "tool":
+        if m["role"] == "tool":
             if m.get("tool_call_id") in pending:
                 pending.remove(m["tool_call_id"])
         else:
             close_group()
-            if m.get("role") == "assistant":
+            if m["role"] == "assistant":
                 pending.extend(c["id"] for c in m.get("tool_calls") or ())
         out.append(m)
     close_group()
@@ -92,7 +111,7 @@ def repair_tool_calls(messages: list[dict[str, Any]], observation: str) -> list[
 
 async def run_turn(
     model: ChatModel,
-    messages: list[dict[str, Any]],
+    messages: TurnMessages,
     tools: ToolRegistry,
     frontend: Frontend,
     *,
@@ -116,7 +135,7 @@ async def run_turn(
         while step < max_steps:
             step += 1
             partial.clear()
-            resp = await model.stream_chat(messages, tools.schemas() or None, on_delta, on_retry)
+            resp = await model.stream_chat(list(messages), tools.schemas() or None, on_delta, on_retry)
             partial.clear()
             if resp.usage:
                 usage = usage + resp.usage
@@ -132,8 +151,7 @@ async def run_turn(
                 for tc in resp.tool_calls:
                     frontend.emit(ToolCallStarted(tc.id, tc.name, tc.name, _decode(tc.arguments), "safe"))
                     frontend.emit(ToolCallFinished(tc.id, "failed", TRUNCATED_OBSERVATION))
-                    messages.append({"role": "tool", "tool_call_id": tc.id, "content": TRUNCATED_OBSERVATION,
-                                     "status": "failed"})
+                    messages.append(_tool_message(tc.id, TRUNCATED_OBSERVATION, "failed"))
                 continue
             for tc in resp.tool_calls:
                 t = tools.get(tc.name)
@@ -145,13 +163,13 @@ async def run_turn(
                     outcome = await tools.dispatch(tc.name, tc.arguments, ctx)
                 except asyncio.CancelledError:
                     changed = tuple(ctx.changed or ())
-                    note = CANCELLED_OBSERVATION + (f" (it had already written {', '.join(changed)})" if changed else "")
+                    wrote = f" (it had already written {', '.join(changed)})" if changed else ""
+                    note = CANCELLED_OBSERVATION + wrote
                     frontend.emit(ToolCallFinished(tc.id, "cancelled", note, changed))
-                    messages.append({"role": "tool", "tool_call_id": tc.id, "content": note, "status": "cancelled"})
+                    messages.append(_tool_message(tc.id, note, "cancelled"))
                     raise
                 frontend.emit(ToolCallFinished(tc.id, outcome.status, outcome.output, tuple(outcome.changed)))
-                messages.append({"role": "tool", "tool_call_id": tc.id, "content": outcome.output,
-                                 "status": outcome.status})
+                messages.append(_tool_message(tc.id, outcome.output, outcome.status))
         notice = (
             f"[stopped after {max_steps} steps (max_steps) before the task was finished; "
             "send another message to let the agent continue]"

@@ -3,17 +3,25 @@ to the main agent as a tool taking `query` (and an optional `context`).
 
 A sub-agent never sees the main conversation. Its tool calls go through the session's registry and
 permission gate (restricted to the tools it was given), its events reach the editor tagged with
-the calling tool call's id, and the tokens it spends count toward the session.
+the calling tool call's id, and the tokens it spends count toward the session. What it runs with
+(registry, models, usage sink) is captured when its tool is built for a session, so the
+ToolContext carries no sub-agent plumbing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
+from ..llm.base import ChatModel, Usage
+from ..messages import Message
 from ..ports import Decision, Event, Frontend, PermissionRequest
 from ..tools.base import Tool, ToolContext, ToolError
+from ..tools.registry import ToolRegistry
 from .react import run_turn
+
+Role = Literal["default", "fast"]
 
 
 @dataclass
@@ -25,35 +33,49 @@ class SubAgent:
     """The rendered system prompt."""
     tools: list[str] = field(default_factory=list)
     """Tool names it may use (the main agent's tools, by name); empty = none."""
-    model: Literal["default", "fast"] = "default"
+    model: Role = "default"
     max_steps: int = 8
 
-    async def run(self, ctx: ToolContext, query: str, context: str | None = None) -> str:
-        if ctx.model_for is None or ctx.registry is None:
-            raise ToolError(f"the sub-agent {self.name} cannot run here (no model)")
-        system = self.system + (f"\n\nContext from the main agent:\n{context}" if context else "")
-        messages: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": query}]
-        registry = ctx.registry.restricted(self.tools)
-        frontend = ChildFrontend(ctx.frontend, ctx.tool_call_id)
 
-        def child_context(tool_call_id: str) -> ToolContext:
-            return ToolContext(ctx.workspace, frontend, tool_call_id, ctx.settings, registry, ctx.model_for,
-                               ctx.on_usage)
+@dataclass(frozen=True)
+class AgentRuntime:
+    """What a session lends its sub-agents."""
 
-        result = await run_turn(ctx.model_for(self.model), messages, registry, frontend, max_steps=self.max_steps,
-                                make_context=child_context, on_usage=ctx.on_usage)
-        return result.text
+    registry: ToolRegistry
+    """The session's registry (the sub-agent sees the restricted view of its tools)."""
+    model_for: Callable[[Role], ChatModel]
+    """The session's model for a role."""
+    on_usage: Callable[[Usage], None] | None = None
+    """Where the tokens the sub-agent spends are counted."""
 
 
-def subagent_tool(agent: SubAgent, description: str) -> Tool:
-    """Expose a sub-agent as a safe tool with `query` and `context` parameters."""
+async def run_subagent(agent: SubAgent, runtime: AgentRuntime, ctx: ToolContext, query: str,
+                       context: str | None = None) -> str:
+    system = agent.system + (f"\n\nContext from the main agent:\n{context}" if context else "")
+    messages: list[Message] = [{"role": "system", "content": system}, {"role": "user", "content": query}]
+    registry = runtime.registry.restricted(agent.tools)
+    frontend = ChildFrontend(ctx.frontend, ctx.tool_call_id)
+
+    def child_context(tool_call_id: str) -> ToolContext:
+        return ToolContext(ctx.workspace, frontend, tool_call_id, ctx.settings)
+
+    result = await run_turn(runtime.model_for(agent.model), messages, registry, frontend,
+                            max_steps=agent.max_steps, make_context=child_context, on_usage=runtime.on_usage)
+    return result.text
+
+
+def subagent_tool(agent: SubAgent, description: str, runtime: AgentRuntime | None) -> Tool:
+    """Expose a sub-agent as a safe tool with `query` and `context` parameters. Without a runtime
+    it is only a description (the app's catalog of tools); each session binds its own."""
 
     async def call(
         ctx: ToolContext,
         query: Annotated[str, "The task or question for this agent, self-contained"],
         context: Annotated[str | None, "Facts it needs: it does not see this conversation"] = None,
     ) -> str:
-        return await agent.run(ctx, query, context)
+        if runtime is None:
+            raise ToolError(f"the sub-agent {agent.name} cannot run here (no session)")
+        return await run_subagent(agent, runtime, ctx, query, context)
 
     t = Tool.from_function(call, level="safe", name=agent.name,
                            title=lambda a: f"{agent.name}: {' '.join(str(a.get('query', '')).split())[:80]}")

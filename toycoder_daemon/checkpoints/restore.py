@@ -13,16 +13,41 @@ import contextlib
 import os
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict
+from typing import Protocol, TypedDict
 
 from ..atomic import atomic_write
-from .state import State
-
-if TYPE_CHECKING:
-    from .store import CheckpointStore
+from ..errors import ToyCoderError
+from .state import Blobs, Recorded, State, Turn
 
 UNTRACKED_NOTE = ("Only changes made by ToyCoder's file tools are undone; files changed by run_command "
                   "(or outside ToyCoder) are not tracked and stay as they are.")
+
+
+class UnknownCheckpoint(ToyCoderError):
+    def __init__(self, ref: str, why: str = "no checkpoint has that turn id"):
+        super().__init__(f"unknown checkpoint {ref!r}: {why}")
+        self.ref = ref
+
+
+class Store(Protocol):
+    """What a restore needs of the checkpoint store (store.py hands itself in)."""
+
+    blobs: Blobs
+    workspace: Path
+    max_bytes: int
+    turns: list[Turn]
+
+    def key(self, path: Path | str) -> str: ...
+
+    def begin_turn(self, turn_id: str, prompt: str, kind: str = "prompt") -> str: ...
+
+    def state_of(self, key: str, keep: bool = False) -> State: ...
+
+    def last_state(self, key: str) -> State | None: ...
+
+    def record_before_write(self, turn_id: str, path: Path | str, *, content: bytes | None = None) -> Recorded: ...
+
+    def record_after_write(self, turn_id: str, path: Path | str, *, content: bytes | None = None) -> Recorded: ...
 
 
 class Conflict(TypedDict):
@@ -54,7 +79,7 @@ def _check_path(root: Path, key: str) -> None:
         raise _Refused("it is a symlink leading outside the workspace; not restored")
 
 
-def _check_target(store: CheckpointStore, target: State) -> bytes | None:
+def _check_target(store: Store, target: State) -> bytes | None:
     """The content to write back (None for a target that is not a file), or why there is none."""
     if target.kind == "other":
         raise _Refused("it was not a regular file before; not restored")
@@ -95,10 +120,8 @@ def _put(root: Path, key: str, target: State, data: bytes | None) -> None:
         atomic_write(p, data, target.mode)  # replaces a symlink at p, never writes through it
 
 
-def _targets(store: CheckpointStore, turn_id: str) -> dict[str, State]:
+def _targets(store: Store, turn_id: str) -> dict[str, State]:
     """Path -> the state before the earliest turn from `turn_id` on that wrote it."""
-    from .store import UnknownCheckpoint
-
     ids = [t.id for t in store.turns]
     if turn_id not in ids:
         raise UnknownCheckpoint(turn_id)
@@ -109,7 +132,7 @@ def _targets(store: CheckpointStore, turn_id: str) -> dict[str, State]:
     return out
 
 
-def restore(store: CheckpointStore, turn_id: str, paths: list[str] | None = None, force: bool = False,
+def restore(store: Store, turn_id: str, paths: list[str] | None = None, force: bool = False,
             as_turn: str | None = None) -> RestoreResult:
     """Restore turn `turn_id` and every later one (only `paths` of them, when given). `as_turn` is
     the id the restore is recorded under (default: a fresh "restore-..." id)."""

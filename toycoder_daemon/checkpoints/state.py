@@ -183,3 +183,24 @@ def _stream(src: Any, mode: int, blobs: Blobs | None, cap: int) -> State:
 def dumps(record: dict[str, Any]) -> bytes:
     """One index line. ASCII escapes keep non-UTF-8 file names (surrogate-escaped str) intact."""
     return json.dumps(record, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n"
+
+
+@dataclass(frozen=True)
+class Recorded:
+    path: str
+    problem: str | None = None
+    """Why undo will not be able to bring this path back (e.g. too large to checkpoint), for the
+    caller to report; None when the state is kept."""
+
+
+@dataclass
+class Turn:
+    id: str
+    kind: str
+    created_at: float
+    prompt: str
+    before: dict[str, State] = field(default_factory=dict)
+    """Each path's state before this turn's first write to it, in the order the turn touched them."""
+    after: dict[str, State] = field(default_factory=dict)
+    """Each path's state after this turn's last recorded write to it."""
+    on_disk: bool = False

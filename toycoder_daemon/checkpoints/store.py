@@ -29,28 +29,18 @@ import os
 import shutil
 import threading
 import time
-from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
-from ..errors import ToyCoderError
-from .state import Blobs, State, dumps, observe, of_content
-
-if TYPE_CHECKING:
-    from .restore import RestoreResult
+from .restore import RestoreResult, UnknownCheckpoint, restore
+from .state import Blobs, Recorded, State, Turn, dumps, observe, of_content
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 PROMPT_MAX = 200
 BINARY_SNIFF = 8192  # the same test the file tools use: a NUL byte early on means binary
-
-
-class UnknownCheckpoint(ToyCoderError):
-    def __init__(self, ref: str, why: str = "no checkpoint has that turn id"):
-        super().__init__(f"unknown checkpoint {ref!r}: {why}")
-        self.ref = ref
 
 
 class FileChange(TypedDict):
@@ -67,27 +57,6 @@ class Checkpoint(TypedDict):
     createdAt: float
     prompt: str
     files: list[FileChange]
-
-
-@dataclass(frozen=True)
-class Recorded:
-    path: str
-    problem: str | None = None
-    """Why undo will not be able to bring this path back (e.g. too large to checkpoint), for the
-    caller to report; None when the state is kept."""
-
-
-@dataclass
-class Turn:
-    id: str
-    kind: str
-    created_at: float
-    prompt: str
-    before: dict[str, State] = field(default_factory=dict)
-    """Each path's state before this turn's first write to it, in the order the turn touched them."""
-    after: dict[str, State] = field(default_factory=dict)
-    """Each path's state after this turn's last recorded write to it."""
-    on_disk: bool = False
 
 
 def first_line(text: str) -> str:
@@ -331,8 +300,6 @@ class CheckpointStore:
                 as_turn: str | None = None) -> RestoreResult:
         """Put every path the turn (or a later one) wrote back as it was before the turn; see
         restore.restore."""
-        from .restore import restore
-
         with self._lock:
             return restore(self, turn_id, paths, force, as_turn)
 

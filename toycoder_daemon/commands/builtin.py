@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any
 
+from .context import CommandContext
 from .registry import CommandError, CommandRegistry, CommandResult
-
-if TYPE_CHECKING:
-    from ..app import App
-    from ..sessions.session import Session
 
 commands = CommandRegistry()
 
@@ -19,37 +15,38 @@ def _when(ts: float) -> str:
 
 
 @commands.add("help", "/help [command]", "List the commands, or explain one.", ["?"])
-async def help_(app: App, args: list[str], **_: Any) -> CommandResult:
-    if args:
-        cmd = commands.get(args[0])
+async def help_(c: CommandContext) -> CommandResult:
+    if c.args:
+        cmd = commands.get(c.args[0])
         if cmd is None:
-            raise CommandError(f"no command /{args[0].lstrip('/')}")
+            raise CommandError(f"no command /{c.args[0].lstrip('/')}")
         aliases = f" (also {', '.join('/' + a for a in cmd.aliases)})" if cmd.aliases else ""
         return CommandResult(f"{cmd.usage}{aliases}\n{cmd.help}")
-    width = max(len(c.usage) for c in commands.all())
-    lines = [f"{c.usage.ljust(width)}  {c.help}" for c in commands.all()]
+    width = max(len(cmd.usage) for cmd in commands.all())
+    lines = [f"{cmd.usage.ljust(width)}  {cmd.help}" for cmd in commands.all()]
     return CommandResult("Commands:\n" + "\n".join(lines))
 
 
 @commands.add("new", "/new [title]", "Start a new session (and switch to it).")
-async def new(app: App, raw: str, **_: Any) -> CommandResult:
-    s = app.new_session(raw or None)
-    return CommandResult(f"new session {s.id}" + (f": {s.title}" if s.title else ""), {"kind": "switch", "sessionId": s.id})
+async def new(c: CommandContext) -> CommandResult:
+    s = c.host.new_session(c.raw or None)
+    return CommandResult(f"new session {s.id}" + (f": {s.title}" if s.title else ""),
+                         {"kind": "switch", "sessionId": s.id})
 
 
 @commands.add("clear", "/clear", "Start over in a new, empty session (the current one stays in /sessions).")
-async def clear(app: App, **_: Any) -> CommandResult:
-    s = app.new_session(None)
+async def clear(c: CommandContext) -> CommandResult:
+    s = c.host.new_session(None)
     return CommandResult(f"cleared: new session {s.id}", {"kind": "switch", "sessionId": s.id})
 
 
 @commands.add("sessions", "/sessions", "List the sessions of this workspace, newest first.", ["ls"])
-async def sessions(app: App, session: Session, **_: Any) -> CommandResult:
-    rows = app.list_sessions()
+async def sessions(c: CommandContext) -> CommandResult:
+    rows = c.host.list_sessions()
     if not rows:
         return CommandResult("no sessions yet")
     lines = [
-        f"{'*' if r.id == session.id else ' '} {r.id}  {_when(r.updated_at)}  "
+        f"{'*' if r.id == c.session.id else ' '} {r.id}  {_when(r.updated_at)}  "
         f"{r.message_count:>4} msgs  {r.title or '(untitled)'}"
         for r in rows
     ]
@@ -57,49 +54,49 @@ async def sessions(app: App, session: Session, **_: Any) -> CommandResult:
 
 
 @commands.add("switch", "/switch <id>", "Resume a session by its id (or a unique prefix of it).", ["resume"])
-async def switch(app: App, args: list[str], **_: Any) -> CommandResult:
-    if len(args) != 1:
+async def switch(c: CommandContext) -> CommandResult:
+    if len(c.args) != 1:
         raise CommandError("give one session id")
-    ids = [r.id for r in app.list_sessions() if r.id.startswith(args[0])]
+    ids = [r.id for r in c.host.list_sessions() if r.id.startswith(c.args[0])]
     if not ids:
-        raise CommandError(f"no session starts with {args[0]!r}")
+        raise CommandError(f"no session starts with {c.args[0]!r}")
     if len(ids) > 1:
-        raise CommandError(f"{args[0]!r} matches {len(ids)} sessions: {', '.join(ids)}")
-    s = app.session(ids[0])
+        raise CommandError(f"{c.args[0]!r} matches {len(ids)} sessions: {', '.join(ids)}")
+    s = await c.host.load(ids[0])
     return CommandResult(f"switched to {s.id}: {s.title or '(untitled)'} ({s.message_count} messages)",
                          {"kind": "switch", "sessionId": s.id})
 
 
 @commands.add("tools", "/tools", "List the tools with their permission level and state.")
-async def tools(app: App, session: Session, **_: Any) -> CommandResult:
+async def tools(c: CommandContext) -> CommandResult:
     lines = []
-    for t in session.tools.list():
-        state = "enabled" if session.tools.is_enabled(t.name) else "disabled"
-        always = ", always allowed" if t.name in session.tools.gate.always else ""
+    for t in c.session.tools.list():
+        state = "enabled" if c.session.tools.is_enabled(t.name) else "disabled"
+        always = ", always allowed" if t.name in c.session.tools.gate.always else ""
         lines.append(f"{t.name:<16} {t.level:<10} {state}{always}  [{t.source}]")
     return CommandResult("\n".join(lines))
 
 
 @commands.add("tool", "/tool enable|disable <name>", "Enable or disable a tool in this session.")
-async def tool(app: App, session: Session, args: list[str], **_: Any) -> CommandResult:
-    if len(args) != 2 or args[0] not in ("enable", "disable"):
+async def tool(c: CommandContext) -> CommandResult:
+    if len(c.args) != 2 or c.args[0] not in ("enable", "disable"):
         raise CommandError("say enable or disable, then the tool's name")
-    if session.tools.get(args[1]) is None:
-        raise CommandError(f"no tool {args[1]!r}; /tools lists them")
-    session.set_tool_enabled(args[1], args[0] == "enable")
-    level = session.tools.get(args[1]).level  # type: ignore[union-attr]
-    asks = " (it will still ask you before each call)" if args[0] == "enable" and level != "safe" else ""
-    return CommandResult(f"{args[1]} {args[0]}d for this session{asks}")
+    t = c.session.tools.get(c.args[1])
+    if t is None:
+        raise CommandError(f"no tool {c.args[1]!r}; /tools lists them")
+    c.session.set_tool_enabled(c.args[1], c.args[0] == "enable")
+    asks = " (it will still ask you before each call)" if c.args[0] == "enable" and t.level != "safe" else ""
+    return CommandResult(f"{c.args[1]} {c.args[0]}d for this session{asks}")
 
 
 @commands.add("model", "/model [[provider:]name]", "Show the model, or switch this session to another "
               "(a name, or the role default/fast).")
-async def model(app: App, session: Session, args: list[str], **_: Any) -> CommandResult:
-    if args:
-        provider, _, name = args[0].rpartition(":")
-        info = app.set_model(session.id, provider or None, name)
+async def model(c: CommandContext) -> CommandResult:
+    if c.args:
+        provider, _, name = c.args[0].rpartition(":")
+        info = c.host.set_model(c.session.id, provider or None, name)
     else:
-        info = app.models_info(session.id)
+        info = c.host.models_info(c.session.id)
     lines = [f"current: {info.provider}:{info.model}"]
     for p in info.providers:
         lines.append(f"  {p.name}: default={p.models['default']} fast={p.models['fast']}"
@@ -108,8 +105,8 @@ async def model(app: App, session: Session, args: list[str], **_: Any) -> Comman
 
 
 @commands.add("compact", "/compact", "Summarise the older part of this conversation now.")
-async def compact(app: App, session: Session, frontend: Any, **_: Any) -> CommandResult:
-    done = await app.compact(session, frontend, force=True)
+async def compact(c: CommandContext) -> CommandResult:
+    done = await c.host.compact(c.session, c.frontend, force=True)
     if done is None:
         return CommandResult("nothing to compact yet")
     how = "summarised" if done.strategy == "summary" else f"truncated (the summary failed: {done.error})"
@@ -117,32 +114,33 @@ async def compact(app: App, session: Session, frontend: Any, **_: Any) -> Comman
 
 
 @commands.add("usage", "/usage", "Tokens used in this session.")
-async def usage(app: App, session: Session, **_: Any) -> CommandResult:
-    u = session.usage
+async def usage(c: CommandContext) -> CommandResult:
+    u = c.session.usage
     return CommandResult(f"tokens this session: {u.prompt_tokens} prompt, {u.completion_tokens} completion, "
-                         f"{u.total_tokens} total; {session.message_count} messages")
+                         f"{u.total_tokens} total; {c.session.message_count} messages")
 
 
-@commands.add("title", "/title <text>", "Rename this session.", ["rename"])
-async def title(app: App, session: Session, raw: str, **_: Any) -> CommandResult:
-    if not raw:
+@commands.add("title", "/title <text>", "Rename this c.session.", ["rename"])
+async def title(c: CommandContext) -> CommandResult:
+    if not c.raw:
         raise CommandError("give the new title")
-    session.title = raw[:200]
-    session.changed()
-    return CommandResult(f"renamed to: {session.title}")
+    c.session.title = c.raw[:200]
+    c.session.changed()
+    return CommandResult(f"renamed to: {c.session.title}")
 
 
 @commands.add("mcp", "/mcp", "List the MCP servers with their status and tool counts.")
-async def mcp(app: App, **_: Any) -> CommandResult:
-    if not app.mcp:
+async def mcp(c: CommandContext) -> CommandResult:
+    rows = c.host.mcp_status()
+    if rows is None:
         return CommandResult("no MCP servers configured (mcp_servers: in config.yaml)")
     lines = []
-    for st in app.mcp.status():
+    for st in rows:
         error = f" - {st['error']}" if st.get("error") else ""
         lines.append(f"{st['name']:<16} {st['status']:<9} {st['tools']:>3} tools  ({st['transport']}){error}")
     return CommandResult("\n".join(lines))
 
 
 @commands.add("quit", "/quit", "Leave the client (the session is kept).", ["exit", "q"])
-async def quit_(app: App, **_: Any) -> CommandResult:
+async def quit_(c: CommandContext) -> CommandResult:
     return CommandResult("bye", {"kind": "quit"})

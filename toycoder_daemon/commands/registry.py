@@ -5,8 +5,10 @@ from __future__ import annotations
 import difflib
 import shlex
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from .context import CommandContext
 
 
 @dataclass
@@ -20,7 +22,7 @@ class CommandError(Exception):
     """A command used wrongly; the message is shown to the person."""
 
 
-Handler = Callable[..., Awaitable[CommandResult]]
+Handler = Callable[[CommandContext], Awaitable[CommandResult]]
 
 
 @dataclass
@@ -53,8 +55,9 @@ class CommandRegistry:
     def get(self, name: str) -> Command | None:
         return self._names.get(name.lstrip("/"))
 
-    async def run(self, text: str, **context: Any) -> CommandResult:
-        """Run `/name args...`; unknown names suggest the closest command."""
+    async def run(self, text: str, context: CommandContext) -> CommandResult:
+        """Run `/name args...` (the context's args and raw are filled from the text); unknown
+        names suggest the closest command."""
         name, _, rest = text.strip().lstrip("/").partition(" ")
         cmd = self.get(name)
         if cmd is None:
@@ -66,6 +69,6 @@ class CommandRegistry:
         except ValueError:
             args = rest.split()
         try:
-            return await cmd.handler(args=args, raw=rest.strip(), **context)
+            return await cmd.handler(replace(context, args=args, raw=rest.strip()))
         except CommandError as e:
             return CommandResult(f"{e}\nusage: {cmd.usage}")

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from ..messages import Message
 
 API_FIELDS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
 
 
-def for_api(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def for_api(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """The messages without our bookkeeping fields (e.g. a tool result's `status`), which the
     conversation keeps for transcripts but a strict provider would reject."""
-    if all(m.keys() <= API_FIELDS for m in messages):
-        return messages
-    return [m if m.keys() <= API_FIELDS else {k: v for k, v in m.items() if k in API_FIELDS} for m in messages]
+    return [dict(m) if m.keys() <= API_FIELDS else {k: v for k, v in m.items() if k in API_FIELDS}
+            for m in messages]
 
 
 @dataclass
@@ -60,7 +61,7 @@ class ChatModel(Protocol):
 
     async def stream_chat(
         self,
-        messages: list[dict[str, Any]],
+        messages: Sequence[Message],
         tools: list[dict[str, Any]] | None = None,
         on_delta: Callable[[str], None] | None = None,
         on_retry: Callable[[RetryNotice], None] | None = None,

@@ -13,11 +13,12 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import secrets
 from ..errors import ProviderError
+from ..messages import Message
 from .base import ChatResponse, RetryNotice, ToolCall, Usage, for_api
 
 log = logging.getLogger(__name__)
@@ -131,7 +132,7 @@ class OpenAIChatModel:
 
     async def stream_chat(
         self,
-        messages: list[dict[str, Any]],
+        messages: Sequence[Message],
         tools: list[dict[str, Any]] | None = None,
         on_delta: Callable[[str], None] | None = None,
         on_retry: Callable[[RetryNotice], None] | None = None,
@@ -203,13 +204,13 @@ class OpenAIChatModel:
     def _backoff(self, attempt: int, hint: float | None) -> float:
         if hint is not None:
             return min(hint, self.max_retry_delay)
-        base = self.retry_interval * (2 ** (attempt - 1))
+        base = self.retry_interval * (2.0 ** (attempt - 1))
         return min(base * (0.5 + random.random() / 2), self.max_retry_delay)  # "equal jitter"
 
     async def _stream_once(
         self,
         key: str,
-        messages: list[dict[str, Any]],
+        messages: Sequence[Message],
         tools: list[dict[str, Any]] | None,
         on_delta: Callable[[str], None],
         model: str,

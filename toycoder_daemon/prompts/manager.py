@@ -78,7 +78,7 @@ class PromptManager:
             "git_branch": f"Git branch: {branch}." if branch else "",
             "agents_md": self._agents_md(),
         }
-        return self.roles[role]["system"].format_map(facts).strip()
+        return str(self.roles[role]["system"].format_map(facts)).strip()
 
     def _agents_md(self) -> str:
         p = self.workspace / "AGENTS.md"

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal
 
 from ..llm.base import ChatModel
+from ..messages import Message
 
 log = logging.getLogger(__name__)
 
@@ -24,14 +26,14 @@ SUMMARY_INPUT_MAX = 200_000
 
 @dataclass
 class Compaction:
-    strategy: str  # "summary" | "truncate"
+    strategy: Literal["summary", "truncate"]
     before: int
     after: int
-    messages: list[dict[str, Any]]
+    messages: list[Message]
     error: str | None = None
 
 
-def estimate_tokens(messages: list[dict[str, Any]], mark: tuple[int, int]) -> int:
+def estimate_tokens(messages: Sequence[Message], mark: tuple[int, int]) -> int:
     """The tokens the model last reported, plus a character estimate of what came after."""
     tokens, index = mark
     if index > len(messages):  # the conversation was rewritten since
@@ -40,27 +42,27 @@ def estimate_tokens(messages: list[dict[str, Any]], mark: tuple[int, int]) -> in
     return tokens + added // CHARS_PER_TOKEN
 
 
-def needs_compaction(messages: list[dict[str, Any]], mark: tuple[int, int], max_messages: int, max_tokens: int) -> bool:
-    count = sum(1 for m in messages if m.get("role") != "system")
+def needs_compaction(messages: Sequence[Message], mark: tuple[int, int], max_messages: int, max_tokens: int) -> bool:
+    count = sum(1 for m in messages if m["role"] != "system")
     return count > max_messages or estimate_tokens(messages, mark) > max_tokens
 
 
-def split_point(messages: list[dict[str, Any]], keep_recent: int) -> int:
+def split_point(messages: Sequence[Message], keep_recent: int) -> int:
     """Index where the kept part starts: about `keep_recent` from the end, moved back so that it
     never starts with a tool result (whose call would be summarised away)."""
-    first = 1 if messages and messages[0].get("role") == "system" else 0
+    first = 1 if messages and messages[0]["role"] == "system" else 0
     i = max(first, len(messages) - keep_recent)
-    while i > first and messages[i].get("role") == "tool":
+    while i > first and messages[i]["role"] == "tool":
         i -= 1
     return i
 
 
-def _render(messages: list[dict[str, Any]]) -> str:
+def _render(messages: Sequence[Message]) -> str:
     lines = []
     for m in messages:
-        role = m.get("role")
-        if role == "assistant" and m.get("tool_calls"):
-            calls = ", ".join(f"{c['function']['name']}({c['function']['arguments']})" for c in m["tool_calls"])
+        role = m["role"]
+        if m["role"] == "assistant" and m.get("tool_calls"):
+            calls = ", ".join(f"{c['function']['name']}({c['function']['arguments']})" for c in m.get("tool_calls", ()))
             lines.append(f"assistant: {m.get('content') or ''} [called {calls}]".strip())
         elif role == "tool":
             lines.append(f"tool result: {m.get('content') or ''}")
@@ -72,10 +74,10 @@ def _render(messages: list[dict[str, Any]]) -> str:
     return text
 
 
-async def compact(messages: list[dict[str, Any]], model: ChatModel | None, summarizer_prompt: str,
+async def compact(messages: list[Message], model: ChatModel | None, summarizer_prompt: str,
                   keep_recent: int) -> Compaction | None:
     """The new message list, or None when there is nothing old enough to compact."""
-    system = [m for m in messages[:1] if m.get("role") == "system"]
+    system = [m for m in messages[:1] if m["role"] == "system"]
     cut = split_point(messages, keep_recent)
     old, recent = messages[len(system):cut], messages[cut:]
     if not old:
@@ -95,5 +97,5 @@ async def compact(messages: list[dict[str, Any]], model: ChatModel | None, summa
     except Exception as e:  # the fallback must not fail the turn
         log.warning("summary failed (%s); truncating instead", e)
         return Compaction("truncate", before, len(recent), system + recent, str(e))
-    new = system + [{"role": "user", "content": SUMMARY_PREFIX + summary}] + recent
+    new: list[Message] = [*system, {"role": "user", "content": SUMMARY_PREFIX + summary}, *recent]
     return Compaction("summary", before, len(new) - len(system), new)

@@ -1,16 +1,18 @@
-"""A conversation: its messages (written through to disk as they are appended) and its settings."""
+"""A session: its conversation (written through to disk by the Conversation) and its settings."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..llm.base import Usage
+from ..messages import Message
 from ..tools.registry import ToolRegistry
-from .store import SessionSummary
+from .conversation import Conversation
+from .store import SessionFile, SessionSummary
 
 TITLE_MAX = 60
 
@@ -27,24 +29,20 @@ class TranscriptEntry:
     """For role "tool": how the call ended."""
 
 
-class MessageLog(list):
-    """The message list the engine appends to; every append is handed to `sink` (the session
-    file) at once, so a crash loses at most the message being written."""
+class FileSink:
+    """A Conversation's sink on an open session file: appends on the loop (one short write),
+    rewrites in a thread with the session's settings of the moment."""
 
-    def __init__(self, items: Iterable[dict[str, Any]] = (), sink: Callable[[list[dict[str, Any]]], None] | None = None):
-        super().__init__(items)
-        self.sink = sink
+    def __init__(self, file: SessionFile, meta: Callable[[], dict[str, Any]]):
+        self.file = file
+        self.meta = meta
 
-    def append(self, item: dict[str, Any]) -> None:  # type: ignore[override]
-        super().append(item)
-        if self.sink:
-            self.sink([item])
+    def append(self, messages: list[Message]) -> None:
+        self.file.append(messages)
 
-    def extend(self, items: Iterable[dict[str, Any]]) -> None:  # type: ignore[override]
-        items = list(items)
-        super().extend(items)
-        if self.sink and items:
-            self.sink(items)
+    async def rewrite(self, messages: list[Message]) -> None:
+        meta = self.meta()  # read on the loop, where the session changes
+        await asyncio.to_thread(self.file.rewrite, meta, messages)
 
 
 @dataclass
@@ -52,7 +50,7 @@ class Session:
     id: str
     title: str
     tools: ToolRegistry
-    messages: MessageLog = field(default_factory=MessageLog)
+    messages: Conversation = field(default_factory=lambda: Conversation(""))
     """The conversation as the model sees it; messages[0] is the system prompt (never stored)."""
     created_at: float = field(default_factory=time.time)
     updated_at: float = field(default_factory=time.time)
@@ -63,11 +61,26 @@ class Session:
     """Tools the person enabled or disabled in this session."""
     context_mark: tuple[int, int] = (0, 0)
     """(tokens the model last reported for the whole conversation, message count at that time)."""
-    turn: asyncio.Task | None = None
+    turn: asyncio.Task[Any] | None = None
     turn_seq: int = 0
-    file: Any = None
-    """The open SessionFile messages and settings are written to."""
+    turn_usage: Usage = field(default_factory=Usage)
+    """Tokens of the current (or last) turn, sub-agents included."""
+    file: SessionFile | None = None
+    """The open SessionFile messages and settings are written to (None: a read-only copy)."""
     on_meta_change: Callable[[Session], None] | None = None
+
+    @classmethod
+    def restore(cls, session_id: str, meta: dict[str, Any], mtime: float, tools: ToolRegistry) -> Session:
+        """A session from its stored settings (the last meta record), with `tools` as its registry."""
+        s = cls(id=session_id, title=meta.get("title") or "", tools=tools, created_at=meta.get("createdAt", mtime),
+                updated_at=mtime, provider=meta.get("provider"), model=meta.get("model"),
+                usage=Usage(*(meta.get("usage") or (0, 0, 0))))
+        for name, enabled in (meta.get("toolOverrides") or {}).items():
+            if s.tools.get(name):
+                s.tools.set_enabled(name, bool(enabled))
+                s.tool_overrides[name] = bool(enabled)
+        s.tools.gate.always = {n for n in meta.get("always") or () if s.tools.get(n)}
+        return s
 
     @property
     def busy(self) -> bool:
@@ -75,7 +88,7 @@ class Session:
 
     @property
     def message_count(self) -> int:
-        return sum(1 for m in self.messages if m.get("role") != "system")
+        return sum(1 for m in self.messages if m["role"] != "system")
 
     def summary(self) -> SessionSummary:
         return SessionSummary(self.id, self.title, self.created_at, self.updated_at, self.message_count)
@@ -86,6 +99,10 @@ class Session:
             "model": self.model, "toolOverrides": self.tool_overrides, "always": sorted(self.tools.gate.always),
             "usage": [self.usage.prompt_tokens, self.usage.completion_tokens, self.usage.total_tokens],
         }
+
+    def add_usage(self, u: Usage) -> None:
+        self.usage = self.usage + u
+        self.turn_usage = self.turn_usage + u
 
     def changed(self) -> None:
         self.updated_at = time.time()
@@ -108,18 +125,17 @@ class Session:
         out: list[TranscriptEntry] = []
         names: dict[str, str] = {}
         for m in self.messages:
-            role = m.get("role")
-            if role == "system":
+            if m["role"] == "system":
                 continue
-            if role == "assistant":
+            if m["role"] == "assistant":
                 if m.get("content"):
-                    out.append(TranscriptEntry("assistant", m["content"]))
+                    out.append(TranscriptEntry("assistant", m["content"] or ""))
                 for c in m.get("tool_calls") or ():
                     names[c["id"]] = c["function"]["name"]
                     out.append(TranscriptEntry("tool_call", c["function"]["arguments"], c["id"], c["function"]["name"]))
-            elif role == "tool":
+            elif m["role"] == "tool":
                 cid = m.get("tool_call_id", "")
                 out.append(TranscriptEntry("tool", m.get("content") or "", cid, names.get(cid), m.get("status") or None))
             else:
-                out.append(TranscriptEntry(role, m.get("content") or ""))
+                out.append(TranscriptEntry(m["role"], m.get("content") or ""))
         return out

@@ -12,18 +12,22 @@ from writing the same session; it gets SessionBusy instead.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
 import logging
 import os
+import threading
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 from ..atomic import atomic_write
 from ..errors import SessionBusy, SessionNotFound
+from ..messages import Message
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +46,7 @@ class SessionSummary:
     message_count: int
 
 
-def _open_append(path: Path):
+def _open_append(path: Path) -> BinaryIO:
     """Session files hold the conversation (code, command output): readable by their owner only."""
     return os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")
 
@@ -52,44 +56,62 @@ def _line(record: dict[str, Any]) -> bytes:
 
 
 class SessionFile:
-    """An open session: its lock and its append handle."""
+    """An open session: its lock and its append handle. Rewrites run in a worker thread, so every
+    write takes `_writing`: an append never lands in the file being replaced."""
 
     def __init__(self, path: Path, lock_fd: int):
         self.path = path
         self._lock_fd = lock_fd
         self._out = _open_append(path)
+        self._writing = threading.Lock()
 
-    def append(self, messages: list[dict[str, Any]]) -> None:
-        self._out.write(b"".join(_line({"t": "msg", "m": m}) for m in messages))
-        self._out.flush()  # in the OS's hands: survives the daemon being killed
+    def append(self, messages: list[Message]) -> None:
+        data = b"".join(_line({"t": "msg", "m": m}) for m in messages)
+        with self._writing:
+            self._out.write(data)
+            self._out.flush()  # in the OS's hands: survives the daemon being killed
 
     def write_meta(self, meta: dict[str, Any]) -> None:
-        self._out.write(_line({"t": "meta", **meta}))
-        self._out.flush()
+        data = _line({"t": "meta", **meta})
+        with self._writing:
+            self._out.write(data)
+            self._out.flush()
 
-    def rewrite(self, meta: dict[str, Any], messages: list[dict[str, Any]]) -> None:
+    def rewrite(self, meta: dict[str, Any], messages: list[Message]) -> None:
         data = _line({"t": "meta", **meta}) + b"".join(_line({"t": "msg", "m": m}) for m in messages)
-        self._out.close()
+        with self._writing:
+            self._out.close()
+            try:
+                atomic_write(self.path, data, 0o600)
+            finally:
+                self._out = _open_append(self.path)
+
+    @contextlib.contextmanager
+    def closed_on_error(self) -> Iterator[None]:
+        """Close (and so unlock) this file if the block fails: a session that failed to load
+        must not stay locked."""
         try:
-            atomic_write(self.path, data, 0o600)
-        finally:
-            self._out = _open_append(self.path)
+            yield
+        except BaseException:
+            self.close()
+            raise
 
     def close(self) -> None:
-        if not self._out.closed:
-            self._out.close()
+        with self._writing:
+            if not self._out.closed:
+                self._out.close()
         if self._lock_fd >= 0:
             os.close(self._lock_fd)  # releases the flock
             self._lock_fd = -1
 
 
-def _read(path: Path, repair: bool = True) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _read(path: Path, repair: bool = True) -> tuple[dict[str, Any], list[Message]]:
     """Parse a session file; a torn last line is skipped, and cut off (when repairing, i.e. with the
     lock held) so the next append starts clean."""
     data = path.read_bytes()
     *complete, torn = data.split(b"\n")  # `torn` is b"" when the file ends with a newline
     meta: dict[str, Any] = {}
-    messages: list[dict[str, Any]] = []
+    messages: list[Message] = []
     for number, raw in enumerate(complete, 1):
         if not raw.strip():
             continue
@@ -101,7 +123,7 @@ def _read(path: Path, repair: bool = True) -> tuple[dict[str, Any], list[dict[st
         if rec.get("t") == "meta":
             meta.update({k: v for k, v in rec.items() if k != "t"})
         elif rec.get("t") == "msg" and isinstance(rec.get("m"), dict):
-            messages.append(rec["m"])
+            messages.append(cast(Message, rec["m"]))  # our own records: trusted to have our shapes
     if torn and repair:
         log.warning("%s: torn last line (%d bytes) cut off; the daemon was probably killed mid-write",
                     path.name, len(torn))
@@ -150,7 +172,7 @@ class SessionStore:
         f.write_meta(meta)
         return f
 
-    def open(self, session_id: str) -> tuple[SessionFile, dict[str, Any], list[dict[str, Any]]]:
+    def open(self, session_id: str) -> tuple[SessionFile, dict[str, Any], list[Message]]:
         path = self._path(session_id)
         if not path.is_file():
             raise SessionNotFound(session_id)
@@ -162,7 +184,7 @@ class SessionStore:
             os.close(lock)
             raise
 
-    def read(self, session_id: str) -> tuple[dict[str, Any], list[dict[str, Any]], float]:
+    def read(self, session_id: str) -> tuple[dict[str, Any], list[Message], float]:
         """(meta, messages, mtime) without the lock: for looking, never for writing."""
         path = self._path(session_id)
         try:

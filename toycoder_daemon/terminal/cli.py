@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import signal
 import sys
 from pathlib import Path
@@ -19,32 +18,12 @@ from typing import Any
 from .. import __version__
 from .. import protocol as wire
 from .client import ChatClient, Outcome, stdin_is_tty
-from .rpc import Connection, DaemonExited, RpcError, default_daemon_command, initialize
+from .rpc import DaemonExited, RpcError
+from .startup import NO_PROVIDER, connect
 
 EXIT_CODES = """exit codes (-p, --demo): 0 answered; 1 error (provider, config, daemon, session); 2 bad usage;
   3 denied (the turn's tool calls were all denied); 4 stopped at the step limit; 130 cancelled (Ctrl-C)
 """
-
-NO_PROVIDER = """\
-toycoder: no model provider is configured.
-
-Use OpenAI:
-    export OPENAI_API_KEY=sk-...
-    toycoder
-
-Or any OpenAI-compatible server (Ollama, vLLM, llama.cpp's llama-server, LM Studio, ...): point
-OPENAI_BASE_URL at it, give any key it accepts, and name the model:
-    export OPENAI_BASE_URL=http://127.0.0.1:11434/v1    # Ollama; vLLM :8000/v1, llama-server :8080/v1
-    export OPENAI_API_KEY=local                         # local servers take any non-empty key
-    toycoder --model qwen2.5-coder
-
-Or write a config file (several providers, keys, permissions...): ~/.config/toycoder/config.yaml,
-$TOYCODER_CONFIG or --config PATH; the repository's config.yaml is a commented example.
-
-No key at hand? Watch the scripted demo (real daemon, tools and protocol; scripted model):
-    toycoder --demo
-"""
-
 
 def data_dir() -> Path:
     """Where ToyCoder keeps its data (the daemon's rule: $TOYCODER_DATA_DIR, else XDG data home)."""
@@ -97,11 +76,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def daemon_command(args: argparse.Namespace) -> list[str]:
-    cmd = shlex.split(args.daemon) if args.daemon else default_daemon_command()
-    return cmd + (["--config", args.config] if args.config else [])
-
-
 def err_console() -> Any:
     from rich.console import Console
 
@@ -110,24 +84,6 @@ def err_console() -> Any:
 
 class Startup(Exception):
     pass
-
-
-def connect(args: argparse.Namespace, client_factory: Any, *, env: dict[str, str] | None = None
-            ) -> tuple[Connection, ChatClient, dict[str, Any] | None]:
-    """Start the daemon, initialize, open (or resume) the session, set the model."""
-    conn = Connection(daemon_command(args), env=env)
-    client: ChatClient = client_factory(conn)
-    try:
-        initialize(conn, args.workspace, on_notification=client.notification)
-        loaded = client.load_session(args.session) if args.session else None
-        if loaded is None:
-            client.new_session()
-        if args.model:
-            client.set_model(args.model)
-    except (RpcError, DaemonExited):
-        conn.close()
-        raise
-    return conn, client, loaded
 
 
 def _exit_on_signal(signum: int, frame: Any) -> None:

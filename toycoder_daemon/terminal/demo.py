@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .client import ChatClient, stdin_is_tty
 from .rpc import DaemonExited, RpcError
+from .startup import NO_PROVIDER, connect
 
 HERE = Path(__file__).resolve().parent / "demo"
 SCRIPT = HERE / "script.json"
@@ -32,7 +33,6 @@ def run_demo(args: argparse.Namespace) -> int:
     from rich.syntax import Syntax
     from rich.text import Text
 
-    from .cli import NO_PROVIDER, connect
     from .render import TurnView
 
     console = Console(highlight=False)

@@ -64,6 +64,7 @@ line per request to stderr and serves until SIGTERM/SIGINT (exit status 0).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -75,17 +76,15 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
 
+from . import script as steps
+
 __all__ = ["FakeLLM", "load_script", "tool_call_problems", "main"]
 
-REPLY_FIELDS = frozenset({
-    "text", "chunk_size", "tool_calls", "arg_chunks", "interleave", "finish_reason", "usage",
-    "status", "error", "retry_after", "drop_after", "delay", "chunk_delay", "expect", "note",
-})
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 MODELS_PATHS = ("/v1/models", "/models")
 
 
-def load_script(path: str | os.PathLike[str]) -> list[dict]:
+def load_script(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Read a script: a JSON (or .yaml/.yml) list of replies, or ``{"replies": [...]}``.
 
     ``"-"`` reads JSON from stdin.
@@ -111,7 +110,7 @@ def load_script(path: str | os.PathLike[str]) -> list[dict]:
 def tool_call_problems(messages: Any) -> list[str]:
     """Where ``messages`` breaks the tool-call pairing rule ([] if it does not)."""
     problems: list[str] = []
-    pending: list[str] = []  # ids of the last assistant message not yet answered
+    pending: list[Any] = []  # ids of the last assistant message not yet answered
     owner = -1
     for i, msg in enumerate(messages if isinstance(messages, list) else []):
         if not isinstance(msg, dict):
@@ -136,13 +135,7 @@ def tool_call_problems(messages: Any) -> list[str]:
     return problems
 
 
-def _text_of(content: Any) -> str:
-    """The text of a message content: a string or a list of ``{"type": "text", "text"}`` parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return ""
+_text_of = steps.text_of
 
 
 def _split(s: str, n: int) -> list[str]:
@@ -151,44 +144,13 @@ def _split(s: str, n: int) -> list[str]:
     return [s[i:i + size] for i in range(0, len(s), size)]
 
 
-def _expect_problems(expect: dict, body: dict) -> list[str]:
-    msgs = [m for m in body.get("messages") or [] if isinstance(m, dict)]
-
-    def last(role: str) -> str | None:
-        return next((_text_of(m.get("content")) for m in reversed(msgs) if m.get("role") == role), None)
-
-    problems = []
-    for key, want in expect.items():
-        if key in ("last_user_contains", "last_tool_contains"):
-            got: Any = last("user" if key == "last_user_contains" else "tool")
-            ok = got is not None and str(want) in got
-        elif key == "has_tools":
-            got = bool(body.get("tools"))
-            ok = got == bool(want)
-        elif key == "model":
-            got = body.get("model")
-            ok = got == want
-        else:
-            problems.append(f"unknown expect key {key!r}")
-            continue
-        if not ok:
-            problems.append(f"expect {key}={want!r} failed, got {repr(got)[:200]}")
-    return problems
+Deltas = list[dict[str, Any]]
 
 
-def _plan(reply: dict, new_call_id: Callable[[], str]) -> tuple[list[dict], list[tuple[str, str, str]]]:
+def _plan(reply: dict[str, Any], new_call_id: Callable[[], str]) -> tuple[Deltas, list[tuple[str, str, str]]]:
     """The stream deltas of a reply (role not included) and its calls as (id, name, arguments)."""
-    text = reply.get("text") or ""
-    if isinstance(text, str):
-        size = max(1, int(reply.get("chunk_size", 4)))
-        deltas = [{"content": text[i:i + size]} for i in range(0, len(text), size)]
-    else:
-        deltas = [{"content": piece} for piece in text]
-    calls = []
-    for call in reply.get("tool_calls") or []:
-        args = call.get("arguments", {})
-        calls.append((call.get("id") or new_call_id(), call["name"],
-                      args if isinstance(args, str) else json.dumps(args)))
+    deltas: list[dict[str, Any]] = [{"content": piece} for piece in steps.text_pieces(reply)]
+    calls = steps.tool_calls(reply, new_call_id)
     arg_chunks = int(reply.get("arg_chunks", 3))
     per_call = []  # the deltas of each call, in order
     for index, (call_id, name, args) in enumerate(calls):
@@ -207,7 +169,7 @@ def _plan(reply: dict, new_call_id: Callable[[], str]) -> tuple[list[dict], list
     return deltas, calls
 
 
-def _error_body(status: int, message: str, extra: dict | None = None) -> dict:
+def _error_body(status: int, message: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     if status == 429:
         kind, code = "requests", "rate_limit_exceeded"
     elif status >= 500:
@@ -250,7 +212,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _log(self, status: int | str, detail: str = "") -> None:
         self.server.fake._log(f"{self.command} {self.path} -> {status} {detail}".rstrip())
 
-    def _send_json(self, status: int, obj: dict, headers: dict | None = None) -> None:
+    def _send_json(self, status: int, obj: dict[str, Any], headers: dict[str, Any] | None = None) -> None:
         data = json.dumps(obj).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -260,18 +222,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _send_error(self, status: int, message: str, extra: dict | None = None,
-                    headers: dict | None = None) -> None:
+    def _send_error(self, status: int, message: str, extra: dict[str, Any] | None = None,
+                    headers: dict[str, Any] | None = None) -> None:
         self._log(status, message)
         self._send_json(status, _error_body(status, message, extra), headers)
 
     def _abort(self) -> None:
         # FIN in the middle of a chunked body: the client cannot mistake it for a normal end.
         self.close_connection = True
-        try:
+        with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
 
     # ----- endpoints
     def do_GET(self) -> None:
@@ -313,28 +273,25 @@ class _Handler(BaseHTTPRequestHandler):
             message = f"fake_llm: script exhausted ({chat_requests} requests)"
             fake._violation(message)
             return self._send_error(500, message)
-        for problem in _expect_problems(reply.get("expect") or {}, body):
+        for problem in steps.expect_problems(reply.get("expect") or {}, body.get("messages") or [],
+                                             body.get("tools"), body.get("model")):
             fake._violation(f"request {n}: {problem}")
         if reply.get("delay"):
             time.sleep(reply["delay"])
-        if reply.get("status") is not None:
-            status = int(reply["status"])
-            error = reply.get("error")
-            message = error if isinstance(error, str) else f"fake_llm: scripted HTTP {status}"
+        f = steps.fault(reply)
+        if f is not None:
             headers = {}
-            if reply.get("retry_after") is not None:
-                ra = reply["retry_after"]
-                headers["Retry-After"] = str(int(ra)) if float(ra).is_integer() else str(ra)
-            return self._send_error(status, message, error if isinstance(error, dict) else None, headers)
+            if f.retry_after is not None:
+                ra = f.retry_after
+                headers["Retry-After"] = str(int(ra)) if ra.is_integer() else str(ra)
+            return self._send_error(f.status, f.message, f.extra, headers)
         self._answer(fake, n, body, reply)
 
-    def _answer(self, fake: FakeLLM, n: int, body: dict, reply: dict) -> None:
+    def _answer(self, fake: FakeLLM, n: int, body: dict[str, Any], reply: dict[str, Any]) -> None:
         deltas, calls = _plan(reply, fake._new_call_id)
-        finish = reply.get("finish_reason") or ("tool_calls" if calls else "stop")
-        usage_in = reply.get("usage") or {}
-        prompt = usage_in.get("prompt_tokens", sum(
-            len(_text_of(m.get("content"))) for m in body.get("messages") or [] if isinstance(m, dict)) // 4)
-        completion = usage_in.get("completion_tokens", len(deltas))
+        finish = steps.finish_reason(reply, bool(calls))
+        prompt, completion = steps.usage(reply, sum(
+            len(_text_of(m.get("content"))) for m in body.get("messages") or [] if isinstance(m, dict)), len(deltas))
         usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
         drop = reply.get("drop_after")
         head = {"id": f"chatcmpl-fake{n}", "created": int(time.time()), "model": body.get("model") or fake.model}
@@ -344,7 +301,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._log("dropped", "no response sent")
                 return self._abort()
             text = "".join(d.get("content", "") for d in deltas)
-            message: dict = {"role": "assistant", "content": text if text or not calls else None}
+            message: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None}
             if calls:
                 message["tool_calls"] = [{"id": i, "type": "function", "function": {"name": nm, "arguments": a}}
                                          for i, nm, a in calls]
@@ -375,7 +332,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n")
         self._log(200, f"stream, {len(deltas)} deltas, finish_reason={finish}")
 
-    def _event(self, obj: dict) -> None:
+    def _event(self, obj: dict[str, Any]) -> None:
         data = b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
         # One HTTP chunk per SSE event and one write per chunk: wfile is unbuffered
         # (wbufsize=0), so this is a single sendall and the client sees it at once.
@@ -387,15 +344,15 @@ class FakeLLM:
 
     log: TextIO | None = None  # where to write one line per request (the CLI sets stderr)
 
-    def __init__(self, script: list[dict] | None = None, *, host: str = "127.0.0.1", port: int = 0,
+    def __init__(self, script: list[dict[str, Any]] | None = None, *, host: str = "127.0.0.1", port: int = 0,
                  check_tool_invariant: bool = True, model: str = "fake-model") -> None:
         self.host, self.port = host, port
         self.check_tool_invariant = check_tool_invariant
         self.model = model
-        self.requests: list[dict] = []
+        self.requests: list[dict[str, Any]] = []
         self.violations: list[str] = []
         self.connections = 0  # TCP connections accepted so far (shows keep-alive at work)
-        self._script: list[dict] = []
+        self._script: list[dict[str, Any]] = []
         self._models = [model]
         self._call_ids = 0
         self._cond = threading.Condition()  # guards all of the state above
@@ -409,19 +366,12 @@ class FakeLLM:
         if self._server is None:
             raise RuntimeError("FakeLLM is not started")
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://{host!s}:{port}/v1"
 
-    def add(self, *replies: dict) -> None:
+    def add(self, *replies: dict[str, Any]) -> None:
         """Append replies to the script (also while serving)."""
         for reply in replies:
-            if not isinstance(reply, dict):
-                raise ValueError(f"fake_llm: a reply must be a dict, not {reply!r}")
-            unknown = set(reply) - REPLY_FIELDS
-            if unknown:
-                raise ValueError(f"fake_llm: unknown reply field(s) {sorted(unknown)} in {reply!r}")
-            # Fail here, in the test, rather than later inside a server thread.
-            if not all(isinstance(c, dict) and "name" in c for c in reply.get("tool_calls") or []):
-                raise ValueError(f"fake_llm: each tool call needs a 'name': {reply!r}")
+            steps.check_reply(reply)
         with self._cond:
             self._script.extend(replies)
 
@@ -442,10 +392,8 @@ class FakeLLM:
         server.shutdown()
         with self._cond:
             for sock in self._open:  # wake handlers idling on keep-alive connections
-                try:
+                with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
         server.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
@@ -475,7 +423,7 @@ class FakeLLM:
             self.violations.append(text)
         self._log(f"VIOLATION {text}")
 
-    def _take_reply(self, model: Any) -> dict | None:
+    def _take_reply(self, model: Any) -> dict[str, Any] | None:
         with self._cond:
             if isinstance(model, str) and model not in self._models:
                 self._models.append(model)

@@ -1,58 +1,82 @@
-"""An in-process ChatModel that plays a script: for engine unit tests (no HTTP, no SDK)."""
+"""An in-process ChatModel that plays a script in the fake server's dialect (testing/script.py,
+documented in fake_llm.py): for engine and App tests without HTTP or the SDK.
+
+How the HTTP-level fields play in-process: `status` raises the ProviderError the OpenAI adapter
+would raise for that status once its retries are spent (there are no retries here); `drop_after`
+streams that many deltas, then raises a ProviderError (a cut stream); `delay` waits before the
+first delta and `chunk_delay` between deltas (await points, so a turn can be cancelled there);
+`expect` failures are collected in `violations`, like the fake server's.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import copy
-import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import ProviderError
 from ..llm.base import ChatResponse, RetryNotice, ToolCall, Usage
+from ..messages import Message
+from . import script as steps
 
 
 class ScriptedModel:
-    """Each stream_chat call takes the next reply: {"text": str, "tool_calls": [{name, arguments, id?}],
-    "chunks": int, "error": str, "delay": seconds, "hang": true}. It records a deep copy of the messages
-    and tools it was sent."""
+    """Each stream_chat call takes the next reply. It records a deep copy of the messages and tools
+    it was sent in `calls`."""
 
-    provider = "scripted"
-    model = "scripted-model"
-
-    def __init__(self, script: list[dict[str, Any]]):
-        self.script = list(script)
+    def __init__(self, script: Sequence[dict[str, Any]] = (), *, provider: str = "scripted",
+                 model: str = "scripted-model"):
+        self.provider, self.model = provider, model
+        self.script: list[dict[str, Any]] = []
         self.calls: list[dict[str, Any]] = []
+        self.violations: list[str] = []
         self._ids = 0
+        self.add(*script)
+
+    def add(self, *replies: dict[str, Any]) -> None:
+        """Append replies (checked now: a bad field fails the test that wrote it)."""
+        self.script.extend(steps.check_reply(r) for r in replies)
+
+    def _new_call_id(self) -> str:
+        self._ids += 1
+        return f"call_{self._ids}"
 
     async def stream_chat(
         self,
-        messages: list[dict[str, Any]],
+        messages: Sequence[Message],
         tools: list[dict[str, Any]] | None = None,
         on_delta: Callable[[str], None] | None = None,
         on_retry: Callable[[RetryNotice], None] | None = None,
     ) -> ChatResponse:
-        self.calls.append({"messages": copy.deepcopy(messages), "tools": copy.deepcopy(tools)})
+        sent = copy.deepcopy(list(messages))
+        self.calls.append({"messages": sent, "tools": copy.deepcopy(tools), "model": self.model})
         if not self.script:
-            raise ProviderError(self.provider, "script exhausted")
+            self.violations.append(f"script exhausted ({len(self.calls)} requests)")
+            raise ProviderError(self.provider, f"fake_llm: script exhausted ({len(self.calls)} requests)", 500)
         reply = self.script.pop(0)
+        n = len(self.calls)
+        for problem in steps.expect_problems(reply.get("expect") or {}, sent, tools, self.model):
+            self.violations.append(f"request {n}: {problem}")
         if reply.get("delay"):
-            await asyncio.sleep(reply["delay"])
-        if reply.get("error"):
-            raise ProviderError(self.provider, reply["error"])
-        text = reply.get("text", "")
-        n = max(1, reply.get("chunks", 3))
-        size = max(1, -(-len(text) // n))
-        for i in range(0, len(text), size):
+            await asyncio.sleep(float(reply["delay"]))
+        fault = steps.fault(reply)
+        if fault is not None:
+            raise ProviderError(self.provider, fault.message, fault.status)
+        pieces = steps.text_pieces(reply)
+        calls = steps.tool_calls(reply, self._new_call_id)
+        drop = reply.get("drop_after")
+        for i, piece in enumerate(pieces):
+            if drop is not None and i >= int(drop):
+                raise ProviderError(self.provider, f"stream cut after {drop} deltas")
+            if i and reply.get("chunk_delay"):
+                await asyncio.sleep(float(reply["chunk_delay"]))
             if on_delta:
-                on_delta(text[i:i + size])
-            await asyncio.sleep(0)
-        if reply.get("hang"):
-            await asyncio.Event().wait()  # until cancelled
-        calls = []
-        for c in reply.get("tool_calls", []):
-            self._ids += 1
-            args = c.get("arguments", {})
-            calls.append(ToolCall(c.get("id") or f"call_{self._ids}", c["name"],
-                                  args if isinstance(args, str) else json.dumps(args)))
-        return ChatResponse(text, calls, Usage(10, 5, 15), "tool_calls" if calls else "stop")
+                on_delta(piece)
+            await asyncio.sleep(0)  # a real stream yields between deltas
+        if drop is not None:
+            raise ProviderError(self.provider, f"stream cut after {drop} deltas")
+        prompt, completion = steps.usage(reply, sum(len(steps.text_of(m.get("content"))) for m in sent),
+                                         len(pieces) + len(calls))
+        return ChatResponse("".join(pieces), [ToolCall(*c) for c in calls],
+                            Usage(prompt, completion, prompt + completion), steps.finish_reason(reply, bool(calls)))

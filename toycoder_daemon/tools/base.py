@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ..ports import Frontend, Level
+from .settings import ToolSettings
 from .workspace import Workspace
 
 
@@ -30,14 +31,8 @@ class ToolContext:
     workspace: Workspace
     frontend: Frontend
     tool_call_id: str = ""
-    settings: Any = None
-    """The ToolsConfig section (limits, timeouts)."""
-    registry: Any = None
-    """The calling agent's ToolRegistry (sub-agents draw their tools from it)."""
-    model_for: Callable[[str], Any] | None = None
-    """The session's chat model for a role ("default" or "fast")."""
-    on_usage: Callable[[Any], None] | None = None
-    """Where tokens spent inside a tool (a sub-agent's model calls) are counted."""
+    settings: ToolSettings = field(default_factory=ToolSettings)
+    """Limits and timeouts (filled from the config's `tools:` section by the app)."""
     changed: list[str] | None = None
     """Tools that write files append the absolute paths here (editors reload those buffers)."""
 
@@ -120,7 +115,7 @@ class Tool:
 
 
 def tool(*, level: Level = "safe", name: str | None = None, title: Callable[[dict[str, Any]], str] | None = None,
-         preview: Any = None):
+         preview: Any = None) -> Callable[[Callable[..., Awaitable[Any]]], Tool]:
     """Decorator form of Tool.from_function."""
 
     def wrap(func: Callable[..., Awaitable[Any]]) -> Tool:

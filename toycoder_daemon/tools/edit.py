@@ -7,6 +7,7 @@ fsync, os.replace) keeping the file's encoding, BOM, line endings and mode.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import difflib
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,10 +72,8 @@ async def _to_completion(work: Any) -> str:
     try:
         return await asyncio.shield(fut)
     except asyncio.CancelledError:
-        try:
+        with contextlib.suppress(Exception):
             await fut
-        except Exception:
-            pass
         raise
 
 

@@ -81,9 +81,8 @@ async def read_file(
     (the header says which lines of how many you got). Shows the editor's unsaved text when the file is
     open in the editor."""
     p = _resolve(ctx, path)
-    settings = ctx.settings
-    page = limit if limit and limit > 0 else (settings.read_default_lines if settings else 2000)
-    max_bytes = settings.read_max_bytes if settings else 100_000
+    page = limit if limit and limit > 0 else ctx.settings.read_default_lines
+    max_bytes = ctx.settings.read_max_bytes
     open_in_editor = p in ctx.workspace.open_documents
     if not open_in_editor and not p.exists():
         raise ToolError(f"file not found: {path}")

@@ -6,6 +6,7 @@ gate is in one place. A denial or a tool error is an observation for the model, 
 
 from __future__ import annotations
 
+import builtins
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,7 +44,7 @@ def _stringify(result: Any) -> str:
 
 class ToolRegistry:
     """Built-in tools plus dynamic sources (MCP servers come and go); per-session forks share the
-    tools and sources but keep their own enabled state and "always allow" memory."""
+    tool objects and sources but keep their own tool table, enabled state and "always allow" memory."""
 
     def __init__(self, gate: PermissionGate | None = None):
         self._tools: dict[str, Tool] = {}
@@ -53,7 +54,7 @@ class ToolRegistry:
 
     def fork(self) -> ToolRegistry:
         child = ToolRegistry(self.gate.fork())
-        child._tools = self._tools
+        child._tools = dict(self._tools)  # a session registers its own sub-agent tools
         child._sources = self._sources
         child._overrides = dict(self._overrides)
         return child
@@ -102,7 +103,7 @@ class ToolRegistry:
     def list(self) -> list[Tool]:
         return list(self._all().values())
 
-    def schemas(self) -> list[dict[str, Any]]:
+    def schemas(self) -> builtins.list[dict[str, Any]]:  # `list` here is the method above
         """What the model is offered: enabled tools only."""
         return [t.schema() for t in self.list() if self.is_enabled(t.name)]
 
@@ -114,7 +115,8 @@ class ToolRegistry:
         try:
             args = json.loads(raw_arguments) if raw_arguments and raw_arguments.strip() else {}
         except json.JSONDecodeError as e:
-            return t, None, f"the arguments of {name} are not valid JSON ({e.msg} at position {e.pos}); send a JSON object"
+            where = f"{e.msg} at position {e.pos}"
+            return t, None, f"the arguments of {name} are not valid JSON ({where}); send a JSON object"
         if not isinstance(args, dict):
             return t, None, f"the arguments of {name} must be a JSON object, got {type(args).__name__}"
         return t, args, None

@@ -8,6 +8,7 @@ so nothing it started is left behind. Output is capped keeping its head and tail
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import time
@@ -58,19 +59,15 @@ class HeadTail:
 
 
 def _kill_group(pgid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 async def _stop(proc: asyncio.subprocess.Process) -> None:
     """TERM the group, then KILL whatever is still there."""
     _kill_group(proc.pid, signal.SIGTERM)
-    try:
+    with contextlib.suppress(asyncio.TimeoutError):
         await asyncio.wait_for(proc.wait(), KILL_GRACE)
-    except asyncio.TimeoutError:
-        pass
     _kill_group(proc.pid, signal.SIGKILL)
 
 
@@ -93,8 +90,7 @@ async def run_command(
     stderr together, long output shortened in the middle). It has no stdin; it is killed with
     everything it started when it times out. Use it for builds, tests, git and other CLI tools."""
     s = ctx.settings
-    default, ceiling = (s.command_timeout, s.command_max_timeout) if s else (120.0, 600.0)
-    limit = s.output_max_bytes if s else 30_000
+    default, ceiling, limit = s.command_timeout, s.command_max_timeout, s.output_max_bytes
     seconds = min(timeout if timeout and timeout > 0 else default, ceiling)
     started = time.monotonic()
     spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(

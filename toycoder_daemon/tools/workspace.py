@@ -33,9 +33,9 @@ class Workspace:
         resolved = candidate.resolve()  # strict=False: resolves the existing prefix, keeps the rest
         if not self.contains(resolved):
             raise OutsideWorkspace(f"{path!r} is outside the workspace {self.root}")
-        if for_write:  # any repository's .git (submodules, vendored repos; any case, for macOS)
-            if any(part.lower() == ".git" for part in resolved.relative_to(self.root).parts):
-                raise OutsideWorkspace(f"{path!r} is inside a .git directory, which tools may not write")
+        # any repository's .git (submodules, vendored repos; any case, for macOS)
+        if for_write and any(part.lower() == ".git" for part in resolved.relative_to(self.root).parts):
+            raise OutsideWorkspace(f"{path!r} is inside a .git directory, which tools may not write")
         return resolved
 
     def unsaved(self, p: Path, disk_text: str | None) -> str | None:

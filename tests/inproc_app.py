@@ -1,0 +1,134 @@
+"""The in-process test layer: an App with the scripted model (the fake server's dialect) and a
+recording Frontend, on a session store in the test's temp dir. No daemon, no HTTP, no JSON-RPC:
+core flows (prompt, cancel, compaction, model switching, commands, sub-agents, the permission gate)
+run in milliseconds. The subprocess tiers keep one thin end-to-end test per flow."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from toycoder_daemon.app import App, PromptOutcome
+from toycoder_daemon.config import Config
+from toycoder_daemon.llm.base import ChatModel, ChatResponse, RetryNotice
+from toycoder_daemon.messages import Message
+from toycoder_daemon.ports import Decision, Event, PermissionRequest
+from toycoder_daemon.sessions.store import SessionStore
+from toycoder_daemon.testing.scripted_model import ScriptedModel
+
+TIMEOUT = float(os.environ.get("TOYCODER_TEST_TIMEOUT_SCALE", "1")) * 10
+
+
+async def eventually(condition: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:
+    """Poll until `condition()` holds; fail naming `what` after the deadline."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+        await asyncio.sleep(0.005)
+
+
+class SharedScript(ScriptedModel):
+    """One script for every model name, like the fake server: `calls[i]["model"]` says which name
+    the request was for."""
+
+    def factory(self, provider: str, name: str) -> ChatModel:
+        return _Named(self, provider, name)
+
+
+class _Named:
+    def __init__(self, shared: SharedScript, provider: str, model: str):
+        self.shared, self.provider, self.model = shared, provider, model
+
+    async def stream_chat(self, messages: Sequence[Message], tools: list[dict[str, Any]] | None = None,
+                          on_delta: Callable[[str], None] | None = None,
+                          on_retry: Callable[[RetryNotice], None] | None = None) -> ChatResponse:
+        self.shared.model = self.model  # recorded by the shared model before its first await
+        return await self.shared.stream_chat(messages, tools, on_delta, on_retry)
+
+
+class RecordingFrontend:
+    """Records every event, permission request and question; answers from queues (default:
+    reject, and no answer to a question)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, Event]] = []
+        self.requests: list[PermissionRequest] = []
+        self.questions: list[tuple[str, list[str] | None]] = []
+        self.decisions: list[Decision] = []
+        self.default_decision: Decision = "reject"
+        self.answers: list[str | None] = []
+        self.hold: asyncio.Event | None = None
+        """When set, a permission question waits for this event (a person who has not answered)."""
+
+    def bind(self, session_id: str) -> _Bound:
+        return _Bound(self, session_id)
+
+    def of(self, session_id: str, kind: str | None = None) -> list[Event]:
+        return [e for sid, e in self.events if sid == session_id and (kind is None or e.kind == kind)]
+
+    def streamed_text(self, session_id: str) -> str:
+        return "".join(getattr(e, "text", "") for e in self.of(session_id, "text_delta")
+                       if e.parent_tool_call_id is None)
+
+
+class _Bound:
+    def __init__(self, recorder: RecordingFrontend, session_id: str):
+        self.recorder, self.session_id = recorder, session_id
+
+    def emit(self, event: Event) -> None:
+        self.recorder.events.append((self.session_id, event))
+
+    async def confirm(self, request: PermissionRequest) -> Decision:
+        r = self.recorder
+        r.requests.append(request)
+        if r.hold is not None:
+            await r.hold.wait()
+        return r.decisions.pop(0) if r.decisions else r.default_decision
+
+    async def ask(self, question: str, options: list[str] | None) -> str | None:
+        self.recorder.questions.append((question, options))
+        return self.recorder.answers.pop(0) if self.recorder.answers else None
+
+
+def config_for_tests(extra: dict[str, Any] | None = None) -> Config:
+    """The subprocess tests' config (conftest.write_config) as a Config, with `extra` sections merged.
+    The key is shorter than what `secrets` registers: the secret registry is process-wide, and an
+    in-process App must not make later tests in this process redact a test key."""
+    raw: dict[str, Any] = {
+        "providers": {"openai": {"api_keys": ["k1"], "models": {"default": "fake-model", "fast": "fake-fast"}}},
+        "default_provider": "openai",
+        "agent": {"max_steps": 16, "max_retries": 2, "retry_interval": 0.05},
+    }
+    return Config.model_validate({**raw, **(extra or {})})
+
+
+class InProc:
+    """An App under test: `script` plays the model, `frontend` is the person."""
+
+    def __init__(self, workspace: Path, data: Path, extra: dict[str, Any] | None = None,
+                 script: SharedScript | None = None):
+        self.script = script or SharedScript()
+        self.frontend = RecordingFrontend()
+        self.app = App(workspace, config_for_tests(extra), model_factory=self.script.factory,
+                       store=SessionStore(data, workspace.resolve()))
+
+    def new_session(self, title: str | None = None) -> str:
+        return self.app.new_session(title).id
+
+    async def prompt(self, session_id: str, text: str) -> PromptOutcome:
+        return await self.app.prompt(session_id, text, lambda sid, turn: self.frontend.bind(sid))
+
+    async def command(self, session_id: str, text: str) -> PromptOutcome:
+        out = await self.prompt(session_id, text)
+        assert out.result.stop_reason == "command", out
+        return out
+
+    def start_prompt(self, session_id: str, text: str) -> asyncio.Task[PromptOutcome]:
+        return asyncio.ensure_future(self.prompt(session_id, text))
+
+    async def close(self) -> None:
+        await self.app.shutdown()

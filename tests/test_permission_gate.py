@@ -1,0 +1,100 @@
+"""The permission gate in-process: diff previews, decisions, allow-always per session, rejection,
+an edit that cannot apply, cancel while asking. test_permission_e2e.py keeps the wire round trip
+(the editor's request, fallbacks, late replies)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from inproc_app import InProc, eventually
+
+from toycoder_daemon.ports import ToolCallFinished
+
+
+def write_call(path: str, content: str) -> dict:
+    return {"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": content}}]}
+
+
+def results(p: InProc, sid: str) -> list[ToolCallFinished]:
+    return [e for e in p.frontend.of(sid) if isinstance(e, ToolCallFinished)]
+
+
+async def test_write_asks_with_a_diff_and_allow_once_asks_again(inproc, workspace: Path) -> None:
+    p: InProc = inproc()
+    p.frontend.default_decision = "allow_once"
+    p.script.add(write_call("README.md", "# Demo\nA bigger project.\n"), write_call("notes/new.txt", "hi\n"),
+                 {"text": "done"})
+    sid = p.new_session()
+    assert (await p.prompt(sid, "edit")).result.text == "done"
+    asked = p.frontend.requests
+    assert len(asked) == 2
+    assert asked[0].tool == "write_file" and asked[0].level == "sensitive"
+    assert asked[0].preview is not None and asked[0].preview["kind"] == "diff"
+    assert "-A tiny project." in asked[0].preview["diff"] and "+A bigger project." in asked[0].preview["diff"]
+    assert asked[1].preview is not None and asked[1].preview["diff"].startswith("--- /dev/null")
+    assert (workspace / "README.md").read_text() == "# Demo\nA bigger project.\n"
+    assert (workspace / "notes" / "new.txt").read_text() == "hi\n"
+    assert [r.status for r in results(p, sid)] == ["completed", "completed"]
+    assert [r.changed_paths for r in results(p, sid)] == [(str((workspace / "README.md").resolve()),),
+                                                          (str((workspace / "notes" / "new.txt").resolve()),)]
+
+
+async def test_allow_always_covers_the_tool_for_this_session_only(inproc, workspace: Path) -> None:
+    p: InProc = inproc()
+    p.frontend.default_decision = "allow_always"
+    p.script.add(write_call("a.txt", "1"), write_call("b.txt", "2"), {"text": "ok"})
+    sid = p.new_session()
+    await p.prompt(sid, "go")
+    assert len(p.frontend.requests) == 1 and (workspace / "b.txt").read_text() == "2"
+    p.script.add(write_call("c.txt", "3"), {"text": "ok"})
+    await p.prompt(p.new_session(), "go")
+    assert len(p.frontend.requests) == 2
+
+
+async def test_reject_is_an_observation_and_nothing_is_written(inproc, workspace: Path) -> None:
+    p: InProc = inproc()
+    p.script.add(write_call("src/app.py", "deleted"), {"text": "understood"})
+    sid = p.new_session()
+    await p.prompt(sid, "go")
+    assert (workspace / "src" / "app.py").read_text().startswith("def add")
+    assert results(p, sid)[0].status == "denied" and results(p, sid)[0].changed_paths == ()
+    tool_msg = [m for m in p.script.calls[1]["messages"] if m["role"] == "tool"][0]
+    assert "did not allow" in tool_msg["content"]
+
+
+async def test_allow_rule_answers_without_asking(inproc, workspace: Path) -> None:
+    p: InProc = inproc({"permissions": {"allow": ["write_file(docs/**)"], "deny": ["write_file(secret*)"]}})
+    p.script.add(write_call("docs/a.md", "a"), write_call("secret.txt", "s"), {"text": "ok"})
+    sid = p.new_session()
+    await p.prompt(sid, "go")
+    assert p.frontend.requests == []
+    assert (workspace / "docs" / "a.md").read_text() == "a" and not (workspace / "secret.txt").exists()
+    assert [r.status for r in results(p, sid)] == ["completed", "denied"]
+
+
+async def test_edit_that_cannot_apply_fails_without_asking(inproc) -> None:
+    p: InProc = inproc()
+    p.script.add({"tool_calls": [{"name": "edit_file", "arguments": {
+        "path": "src/app.py", "old_string": "def add(a,b):", "new_string": "def plus(a, b):"}}]}, {"text": "retrying"})
+    sid = p.new_session()
+    await p.prompt(sid, "rename")
+    assert p.frontend.requests == []
+    out = results(p, sid)[0]
+    assert out.status == "failed" and "not found" in out.output and "def add(a, b):" in out.output
+
+
+async def test_cancel_while_waiting_for_permission(inproc, workspace: Path) -> None:
+    p: InProc = inproc()
+    p.frontend.hold = asyncio.Event()  # the person never answers
+    p.script.add(write_call("late.txt", "late"))
+    sid = p.new_session()
+    turn = p.start_prompt(sid, "go")
+    await eventually(lambda: bool(p.frontend.requests), "the permission question")
+    assert p.app.cancel(sid)
+    assert (await asyncio.wait_for(turn, 10)).result.stop_reason == "cancelled"
+    assert not (workspace / "late.txt").exists()
+    assert results(p, sid)[0].status == "cancelled"
+    p.script.add({"text": "still alive"})
+    assert (await p.prompt(sid, "again")).result.text == "still alive"
+    assert p.script.violations == []

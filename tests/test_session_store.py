@@ -1,0 +1,111 @@
+"""SessionStore on a temp dir and the Conversation that writes through it: append-only lines, the
+last meta wins, torn lines, locks, rewrites, and no mutation that bypasses the file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from toycoder_daemon.errors import SessionBusy, SessionNotFound
+from toycoder_daemon.messages import Message
+from toycoder_daemon.sessions.conversation import Conversation
+from toycoder_daemon.sessions.session import FileSink
+from toycoder_daemon.sessions.store import SessionStore
+
+
+def user(text: str) -> Message:
+    return {"role": "user", "content": text}
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SessionStore:
+    return SessionStore(tmp_path / "data", tmp_path / "ws")
+
+
+def records(store: SessionStore, sid: str) -> list[dict]:
+    return [json.loads(line) for line in (store.dir / f"{sid}.jsonl").read_text().splitlines()]
+
+
+def test_create_append_read_list_delete(store: SessionStore) -> None:
+    sid = store.new_id()
+    f = store.create(sid, {"title": "first", "createdAt": 1.0})
+    f.append([user("a"), user("b")])
+    f.write_meta({"title": "renamed", "createdAt": 1.0})
+    meta, msgs, _ = store.read(sid)
+    assert meta["title"] == "renamed" and [m["content"] for m in msgs] == ["a", "b"]
+    assert (store.dir / "workspace.txt").read_text().strip().endswith("ws")
+    [row] = store.list()
+    assert (row["id"], row["title"], row["messageCount"]) == (sid, "renamed", 2)
+    with pytest.raises(SessionBusy):
+        store.open(sid)  # this process holds its lock through `f`
+    f.close()
+    store.delete(sid)
+    assert store.list() == []
+    with pytest.raises(SessionNotFound):
+        store.read(sid)
+    with pytest.raises(SessionNotFound):
+        store.open("../escape")
+
+
+def test_torn_last_line_is_cut_on_open(store: SessionStore) -> None:
+    sid = store.new_id()
+    f = store.create(sid, {"title": ""})
+    f.append([user("kept")])
+    f.close()
+    path = store.dir / f"{sid}.jsonl"
+    with path.open("ab") as out:
+        out.write(b'{"t": "msg", "m": {"role": "us')  # the daemon was killed mid-write
+    f2, _, msgs = store.open(sid)
+    assert [m["content"] for m in msgs] == ["kept"]
+    f2.append([user("next")])
+    f2.close()
+    assert [r["m"]["content"] for r in records(store, sid) if r["t"] == "msg"] == ["kept", "next"]
+
+
+async def test_conversation_writes_every_mutation(store: SessionStore) -> None:
+    sid = store.new_id()
+    f = store.create(sid, {"title": "t"})
+    conv = Conversation("system prompt", [], FileSink(f, lambda: {"title": "after"}))
+    conv.append(user("one"))
+    conv.extend([user("two"), user("three")])
+    conv.extend([])
+    assert [m["content"] for m in conv] == ["system prompt", "one", "two", "three"]
+    assert [m["content"] for m in conv.stored()] == ["one", "two", "three"]
+    assert [r["m"]["content"] for r in records(store, sid) if r["t"] == "msg"] == ["one", "two", "three"]
+    await conv.replace_all([{"role": "system", "content": "new prompt"}, user("summary"), user("three")])
+    assert conv.system == "new prompt" and len(conv) == 3 and conv[1]["content"] == "summary"
+    recs = records(store, sid)
+    assert recs[0] == {"t": "meta", "title": "after"}  # a rewrite starts with the current settings
+    assert [r["m"]["content"] for r in recs if r["t"] == "msg"] == ["summary", "three"]
+    conv.append(user("four"))  # appends go on after a rewrite
+    assert [r["m"]["content"] for r in records(store, sid) if r["t"] == "msg"] == ["summary", "three", "four"]
+    await conv.replace_all([user("only")])  # without a system message the prompt is kept
+    assert [m["content"] for m in conv] == ["new prompt", "only"]
+    f.close()
+
+
+def test_conversation_has_no_unwritten_list_mutations() -> None:
+    conv = Conversation("s")
+    for name in ("__setitem__", "__delitem__", "__iadd__", "insert", "pop", "remove", "clear", "sort", "reverse"):
+        assert not hasattr(conv, name), name
+
+
+async def test_rewrite_runs_off_the_event_loop(store: SessionStore) -> None:
+    sid = store.new_id()
+    f = store.create(sid, {})
+    threads: list[str] = []
+    rewrite = f.rewrite
+
+    def spy(meta: dict, messages: list[Message]) -> None:
+        import threading
+
+        threads.append(threading.current_thread().name)
+        rewrite(meta, messages)
+
+    f.rewrite = spy  # type: ignore[method-assign]
+    conv = Conversation("s", [], FileSink(f, dict))
+    await conv.replace_all([user("x")])
+    assert threads and threads[0] != "MainThread"
+    f.close()

@@ -1,0 +1,81 @@
+"""What the composition root makes from the config: the production model factory, the tools'
+settings, the sub-agents and the catalog of tools. Tests hand App their own model factory instead (a scripted model)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .agent.subagent import SubAgent, subagent_tool
+from .config import Config
+from .errors import ProviderError
+from .llm.base import ChatModel
+from .prompts.manager import PromptManager
+from .tools.ask import ask_user
+from .tools.edit import edit_file, write_file
+from .tools.files import list_directory, read_file
+from .tools.permission import PermissionGate
+from .tools.registry import ToolRegistry
+from .tools.search import glob_search, grep_search
+from .tools.settings import ToolSettings
+from .tools.shell import run_command
+
+ModelFactory = Callable[[str, str], ChatModel]
+"""(provider name, model name) -> a chat model; raises ProviderError when it cannot be made."""
+
+
+def openai_models(config: Config) -> ModelFactory:
+    """The production model factory: OpenAI-compatible clients with the config's keys and retries."""
+
+    def make(provider_name: str, model_name: str) -> ChatModel:
+        from .llm.openai_client import OpenAIChatModel  # the SDK import costs ~0.5 s: not at start-up
+
+        provider = config.providers[provider_name]
+        if not provider.api_keys:
+            raise ProviderError(
+                provider_name,
+                "no API key configured: set OPENAI_API_KEY (or the provider's api_keys in config.yaml)",
+            )
+        a = config.agent
+        return OpenAIChatModel(
+            provider_name, model_name, provider.base_url, provider.api_keys,
+            max_retries=a.max_retries, retry_interval=a.retry_interval, max_retry_delay=a.max_retry_delay,
+            max_retry_seconds=a.max_retry_seconds, request_timeout=a.request_timeout,
+        )
+
+    return make
+
+
+def tool_settings(config: Config) -> ToolSettings:
+    t = config.tools
+    return ToolSettings(read_max_bytes=t.read_max_bytes, read_default_lines=t.read_default_lines,
+                        list_max_entries=t.list_max_entries, command_timeout=t.command_timeout,
+                        command_max_timeout=t.command_max_timeout, output_max_bytes=t.output_max_bytes)
+
+
+def subagents(config: Config, prompts: PromptManager) -> list[tuple[SubAgent, str]]:
+    """The built-in planner and the configured sub-agents, each with the description the main
+    agent reads to decide when to call it."""
+    agents = [SubAgent("planner", "planner", prompts.system("planner"), [], "default", 1)]
+    for name, d in config.agents.items():
+        role = d.prompt or name
+        agents.append(SubAgent(name, role, prompts.system(role), d.tools, d.model, d.max_steps))
+    out = []
+    for agent in agents:
+        described = config.agents[agent.name].description if agent.name in config.agents else None
+        out.append((agent, described or prompts.description(agent.prompt)))
+    return out
+
+
+def tool_catalog(config: Config, agents: list[tuple[SubAgent, str]]) -> ToolRegistry:
+    """The app's registry: built-in tools and unbound sub-agents (each session forks it and binds
+    its own sub-agents); the config's permission rules and enabled tools applied."""
+    perms = config.permissions
+    registry = ToolRegistry(PermissionGate(perms.allow, perms.deny))
+    for t in (read_file, list_directory, glob_search, grep_search, write_file, edit_file, run_command, ask_user):
+        registry.register(t)
+    for agent, description in agents:
+        registry.register(subagent_tool(agent, description, None))
+    for name in config.tools.enabled:
+        if registry.get(name):
+            registry.set_enabled(name, True)
+    return registry

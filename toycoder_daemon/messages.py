@@ -1,0 +1,55 @@
+"""The message shapes of a conversation (OpenAI chat format, plus our `status` on tool results).
+
+A leaf module: the engine (agent/), the conversation store (sessions/) and the model adapters
+(llm/) share these shapes without importing each other.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, TypedDict
+
+
+class FunctionCall(TypedDict):
+    name: str
+    arguments: str
+    """The raw JSON text the model sent (may be invalid)."""
+
+
+class ToolCallEntry(TypedDict):
+    id: str
+    type: Literal["function"]
+    function: FunctionCall
+
+
+class SystemMessage(TypedDict):
+    role: Literal["system"]
+    content: str
+
+
+class UserMessage(TypedDict):
+    role: Literal["user"]
+    content: str
+
+
+# Optional keys through total=False subclasses: typing.NotRequired is 3.11+, and we support 3.10.
+class _AssistantBase(TypedDict):
+    role: Literal["assistant"]
+    content: str | None
+
+
+class AssistantMessage(_AssistantBase, total=False):
+    tool_calls: list[ToolCallEntry]
+
+
+class _ToolBase(TypedDict):
+    role: Literal["tool"]
+    tool_call_id: str
+    content: str
+
+
+class ToolMessage(_ToolBase, total=False):
+    status: str
+    """completed | failed | denied | cancelled: our bookkeeping, stripped before the model's API."""
+
+
+Message = SystemMessage | UserMessage | AssistantMessage | ToolMessage

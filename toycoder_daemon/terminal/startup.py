@@ -1,0 +1,55 @@
+"""Starting a chat: the daemon command, the connect sequence, and the message shown when no model
+provider is configured. Both the CLI and the scripted demo use these (neither imports the other's
+module for them)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from typing import Any
+
+from .client import ChatClient
+from .rpc import Connection, DaemonExited, RpcError, default_daemon_command, initialize
+
+NO_PROVIDER = """\
+toycoder: no model provider is configured.
+
+Use OpenAI:
+    export OPENAI_API_KEY=sk-...
+    toycoder
+
+Or any OpenAI-compatible server (Ollama, vLLM, llama.cpp's llama-server, LM Studio, ...): point
+OPENAI_BASE_URL at it, give any key it accepts, and name the model:
+    export OPENAI_BASE_URL=http://127.0.0.1:11434/v1    # Ollama; vLLM :8000/v1, llama-server :8080/v1
+    export OPENAI_API_KEY=local                         # local servers take any non-empty key
+    toycoder --model qwen2.5-coder
+
+Or write a config file (several providers, keys, permissions...): ~/.config/toycoder/config.yaml,
+$TOYCODER_CONFIG or --config PATH; the repository's config.yaml is a commented example.
+
+No key at hand? Watch the scripted demo (real daemon, tools and protocol; scripted model):
+    toycoder --demo
+"""
+
+
+def daemon_command(args: argparse.Namespace) -> list[str]:
+    cmd = shlex.split(args.daemon) if args.daemon else default_daemon_command()
+    return cmd + (["--config", args.config] if args.config else [])
+
+
+def connect(args: argparse.Namespace, client_factory: Any, *, env: dict[str, str] | None = None
+            ) -> tuple[Connection, ChatClient, dict[str, Any] | None]:
+    """Start the daemon, initialize, open (or resume) the session, set the model."""
+    conn = Connection(daemon_command(args), env=env)
+    client: ChatClient = client_factory(conn)
+    try:
+        initialize(conn, args.workspace, on_notification=client.notification)
+        loaded = client.load_session(args.session) if args.session else None
+        if loaded is None:
+            client.new_session()
+        if args.model:
+            client.set_model(args.model)
+    except (RpcError, DaemonExited):
+        conn.close()
+        raise
+    return conn, client, loaded

@@ -1,0 +1,25 @@
+"""ToolSettings: the limits and timeouts tools read, as a plain dataclass.
+
+tools/ does not import the config (it sits above tools in the layers); app.py fills this from the
+`tools:` section, and the defaults here are the only copy tools fall back on (tests, benches).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ToolSettings:
+    read_max_bytes: int = 100_000
+    """Most bytes read_file returns in one call."""
+    read_default_lines: int = 2000
+    """Lines read_file returns when no limit is given."""
+    list_max_entries: int = 500
+    """Most entries list_directory shows."""
+    command_timeout: float = 120.0
+    """Default run_command timeout, seconds."""
+    command_max_timeout: float = 600.0
+    """Largest timeout a run_command call may ask for, seconds."""
+    output_max_bytes: int = 30_000
+    """Cap on a tool's output sent to the model."""
