@@ -100,8 +100,7 @@ async def glob_search(
     asked, walk = _walk(ctx, path, pattern)
     top = TopPaths(GLOB_MAX_RESULTS)
     async with walk:
-        if await walk.check_file_glob():
-            await list_files(walk, top)
+        await list_files(walk, top)
     if top.total == 0:
         return f"no files match {pattern!r}{_where(asked)}"
     lines = _fit([_display(p) for p in top.result()], _budget(ctx))
@@ -127,8 +126,7 @@ async def grep_search(
     asked, walk = _walk(ctx, path, glob)
     hits = Hits(limit)
     async with walk:
-        if await walk.check_file_glob():
-            await grep(walk, pattern, case_sensitive, hits)
+        await grep(walk, pattern, case_sensitive, hits)
     shown, total = hits.result()
     if total == 0:
         only = f" in files matching {glob!r}" if glob else ""

@@ -151,19 +151,26 @@ def _glob_error(stderr: str, glob: GlobFilter | None) -> str | None:
 
 @dataclass
 class Walk:
-    """Which files one rg run covers: the workspace-relative `target` ("" = the root), the
-    ignore rules above it, and the caller's glob."""
+    """What the rg runs of one tool call cover: the workspace-relative `target` ("" = the root),
+    the ignore rules above where rg starts, and the caller's glob. Use it as `async with`."""
 
     root: Path
     target: str
     target_is_dir: bool
     glob: GlobFilter | None
+    start: str = ""
+    """Where rg starts: `target`, or below it at a path glob's literal directories."""
+    empty: bool = False
+    """Nothing can match (a path glob's literal directory is missing or ignored)."""
     rules_file: str | None = None
     listed: set[bytes] | None = None
     """For a glob rg cannot apply alone: the paths a glob-less run listed (only those count)."""
 
     async def __aenter__(self) -> Walk:
-        rules = rules_above(self.root, self.target) if self.target_is_dir else []
+        self.start = self.target
+        if self.target_is_dir and self.glob is not None and self.glob.dirs:
+            await self._narrow(self.glob.dirs)
+        rules = rules_above(self.root, self.start) if self.target_is_dir and not self.empty else []
         if rules:
             fd, self.rules_file = tempfile.mkstemp(prefix="toycoder-rg-", suffix=".ignore")
             with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
@@ -174,6 +181,24 @@ class Walk:
         if self.rules_file:
             os.unlink(self.rules_file)
 
+    async def _narrow(self, dirs: tuple[str, ...]) -> None:
+        """Start below the glob's literal directories: they must be real, non-ignored
+        directories (rg does not check the directory it is told to start from)."""
+        checks = []
+        cur = self.target
+        for comp in dirs:
+            nxt = f"{cur}/{comp}" if cur else comp
+            d = self.root / nxt
+            if comp == ".git" or d.is_symlink() or not d.is_dir():
+                self.empty = True
+                return
+            checks.append(ignored_entries(self.root, cur, [comp]))
+            cur = nxt
+        if any(await asyncio.gather(*checks)):
+            self.empty = True
+            return
+        self.start = cur
+
     @property
     def needs_listing(self) -> bool:
         g = self.glob
@@ -183,21 +208,29 @@ class Walk:
         out = [*RG_COMMON]
         if self.rules_file:
             out += ["--ignore-file", self.rules_file]
-        g = self.glob if with_glob and self.target_is_dir else None
-        if g is not None and g.name_glob is not None:
-            out += ["--type-add", f"{_TYPE_NAME}:{g.name_glob}", "--type", _TYPE_NAME]
-        elif g is not None:
+        g = self.glob if self.target_is_dir else None
+        name = g.name_glob if g is not None and with_glob else g.last_name if g is not None else None
+        if name is not None:
+            out += ["--type-add", f"{_TYPE_NAME}:{name}", "--type", _TYPE_NAME]
+        elif g is not None and with_glob:
             out += ["--glob", g.rg_glob]
         return [*out, *SKIP_GIT]
 
     def path_args(self) -> tuple[list[str], bytes]:
         """The path argument for rg and the prefix to strip from what it prints."""
-        return (["--", self.target], b"") if self.target else (["--", "."], b"./")
+        return (["--", self.start], b"") if self.start else (["--", "."], b"./")
 
     def keep(self, rel: bytes) -> bool:
         return self.listed is None or rel in self.listed
 
-    async def _files(self, with_glob: bool, sink: Callable[[list[bytes]], None]) -> None:
+    def _raise(self, err: str) -> None:
+        reason = _glob_error(err, self.glob)
+        if reason is not None and self.glob is not None:
+            raise ToolError(f"invalid glob {self.glob.text!r}: {reason}")
+        raise ToolError(f"search failed: {_rg_error(err)}")
+
+    async def files(self, sink: Callable[[list[bytes]], None], *, with_glob: bool = True) -> None:
+        """Feed the workspace-relative paths rg lists to `sink`."""
         paths, strip = self.path_args()
         n = len(strip)
 
@@ -208,16 +241,19 @@ class Walk:
         if code == 2 and err:
             self._raise(err)
 
-    def _raise(self, err: str) -> None:
-        reason = _glob_error(err, self.glob)
-        if reason is not None and self.glob is not None:
-            raise ToolError(f"invalid glob {self.glob.text!r}: {reason}")
-        raise ToolError(f"search failed: {_rg_error(err)}")
+    async def check_glob(self) -> None:
+        """Let rg parse the glob without listing anything: an invalid glob is an error even when
+        nothing could match."""
+        if self.glob is not None:
+            args = ["--files", *RG_COMMON, "--max-depth", "0", "--glob", self.glob.rg_glob, "--", "."]
+            code, err = await run_rg(args, self.root, lambda lines: None)
+            if code == 2 and err:
+                self._raise(err)
 
-    async def check_file_glob(self) -> bool:
-        """For a file target and a glob: whether the glob (relative to the file's directory)
-        selects the file. rg applies no filter to a file named on its command line, so ask it
-        about the directory's entries instead."""
+    async def selects_file(self) -> bool:
+        """For a file target: whether the glob (relative to the file's directory) selects it.
+        rg applies no filter to a file named on its command line, so ask about the directory's
+        entries instead."""
         if self.glob is None or self.target_is_dir:
             return True
         parent, _, name = self.target.rpartition("/")
@@ -225,31 +261,62 @@ class Walk:
         strip = (parent + "/").encode() if parent else b"./"
         args = ["--files", *RG_COMMON, "--no-ignore", "--max-depth", "1", "--glob", self.glob.rg_glob, *SKIP_GIT,
                 "--", parent or "."]
-        code, err = await run_rg(args, self.root, lambda lines: found.extend(lines))
+        code, err = await run_rg(args, self.root, found.extend)
         if code == 2 and err:
             self._raise(err)
         return os.fsencode(name) in {line.removeprefix(strip) for line in found}
 
     async def load_listing(self) -> None:
-        if self.needs_listing:
-            listed: set[bytes] = set()
-            await self._files(False, listed.update)
-            self.listed = listed
+        listed: set[bytes] = set()
+        await self.files(listed.update, with_glob=False)
+        self.listed = listed
 
 
 async def list_files(walk: Walk, top: TopPaths) -> None:
     """The files of `walk` into `top` (workspace-relative)."""
+    if walk.empty:
+        return await walk.check_glob()
+    if not await walk.selects_file():
+        return
     found: list[bytes] = []
-    if walk.needs_listing:
-        await asyncio.gather(walk.load_listing(), walk._files(True, found.extend))
+    if walk.needs_listing:  # both walks at once
+        await asyncio.gather(walk.load_listing(), walk.files(found.extend))
     else:
-        await walk._files(True, found.extend)
+        await walk.files(found.extend)
     top.extend([p.decode("utf-8", "surrogateescape") for p in found if walk.keep(p)])
 
 
 async def grep(walk: Walk, pattern: str, case_sensitive: bool, hits: Hits) -> None:
     """The lines matching `pattern` in the files of `walk` into `hits`."""
-    await walk.load_listing()
+    if walk.empty:
+        return await walk.check_glob()
+    if not await walk.selects_file():
+        return
+    # The glob-less listing runs alongside; files rg reports before it is done wait in `pending`.
+    listing = asyncio.ensure_future(walk.load_listing()) if walk.needs_listing else None
+    pending: list[tuple[bytes, list[bytes], int]] = []
+    binary: set[bytes] = set()
+
+    def add(path: bytes, raw: list[bytes], count: int) -> None:
+        if listing is not None and walk.listed is None:
+            pending.append((path, raw, count))
+        elif walk.keep(path):
+            hits.add_file(path.decode("utf-8", "surrogateescape"), raw, count)
+
+    try:
+        await _grep(walk, pattern, case_sensitive, hits, add, binary)
+        if listing is not None:
+            await listing
+    finally:
+        if listing is not None and not listing.done():
+            listing.cancel()
+    for path, raw, count in pending:
+        if path not in binary:
+            add(path, raw, count)
+
+
+async def _grep(walk: Walk, pattern: str, case_sensitive: bool, hits: Hits,
+                add: Callable[[bytes, list[bytes], int], None], binary: set[bytes]) -> None:
     paths, strip = walk.path_args()
     args = [*walk.args(), *RG_GREP, "--case-sensitive" if case_sensitive else "--ignore-case",
             "-e", pattern, *paths]
@@ -259,12 +326,11 @@ async def grep(walk: Walk, pattern: str, case_sensitive: bool, hits: Hits) -> No
     cur: bytes | None = None
     prefix = b""
     raw: list[bytes] = []
-    binary: set[bytes] = set()
 
     def flush() -> None:
         nonlocal cur, prefix, raw
-        if cur is not None and raw and cur not in binary and walk.keep(cur):
-            hits.add_file(cur.decode("utf-8", "surrogateescape"), raw[: hits.limit], len(raw))
+        if cur is not None and raw and cur not in binary:
+            add(cur, raw[: hits.limit], len(raw))
         cur, prefix, raw = None, b"", []
 
     def on_lines(lines: list[bytes]) -> None:
@@ -307,7 +373,7 @@ async def ignored_entries(root: Path, rel_dir: str, names: Iterable[str]) -> set
     does; but its debug log names every entry the ignore rules skip, directories included, in the
     line `ignoring PATH: Ignore(...)` (ripgrep 14.1, the pinned wheel; the list_directory tests
     fail if that line changes). A one-level walk (--max-depth 1) keeps it fast."""
-    async with Walk(root, rel_dir, True, None) as walk:
+    async with Walk(root, rel_dir, True, None) as walk:  # no glob: nothing to narrow
         paths, _ = walk.path_args()
         shown = {(f"{rel_dir}/" if rel_dir else "./") + os.fsencode(n).decode("utf-8", "replace"): n
                  for n in names}

@@ -111,6 +111,14 @@ def rules_above(root: Path, rel_dir: str) -> list[str]:
 
 # -- the caller's glob --------------------------------------------------------------------------
 
+_META = set("*?[]{}\\")
+
+
+def _name_glob(g: str) -> bool:
+    """Whether rg's --type-add takes `g` as a file-name glob (its syntax is NAME:GLOB)."""
+    return g not in ("", "*", "**") and ":" not in g and g == g.strip()
+
+
 @dataclass(frozen=True)
 class GlobFilter:
     """A glob (rg `--glob` syntax, relative to the searched directory) ready for rg."""
@@ -124,6 +132,10 @@ class GlobFilter:
     name_glob: str | None
     """When the glob only constrains the file name: the glob for rg's `--type-add`, which (unlike
     `--glob`) narrows the files ignore rules leave, so rg can apply it alone."""
+    dirs: tuple[str, ...] = ()
+    """Literal leading directories of a path glob: every match lies below them."""
+    last_name: str | None = None
+    """A file-name glob every match of a path glob also matches (its last component)."""
 
 
 def glob_filter(glob: str, base: str) -> GlobFilter | None:
@@ -133,14 +145,23 @@ def glob_filter(glob: str, base: str) -> GlobFilter | None:
     rule = parse_rule("\\" + text if text.startswith("#") else text)
     if rule is None:
         return None
-    name = None
-    if not (rule.whitelist or rule.dir_only):
-        # "**/NAME" (or "/**/NAME") below the searched directory is NAME at any depth.
-        body = rule.body
-        while body.startswith("**/"):
-            body = body[3:]
-        any_depth = not rule.anchored if body == rule.body else "/" not in body
-        if any_depth and body not in ("", "*", "**") and ":" not in body and body == body.strip():
-            name = body
-    return GlobFilter(text, rebase(rule, base), rule.whitelist, name)
-
+    out = GlobFilter(text, rebase(rule, base), rule.whitelist, None)
+    if rule.whitelist or rule.dir_only:
+        return out
+    # "**/NAME" (or "/**/NAME") below the searched directory is NAME at any depth.
+    body = rule.body
+    while body.startswith("**/"):
+        body = body[3:]
+    any_depth = not rule.anchored if body == rule.body else "/" not in body
+    if any_depth:
+        return GlobFilter(text, out.rg_glob, False, body if _name_glob(body) else None)
+    if any(c in rule.body for c in "{}\\"):  # alternatives may span directories: no shortcuts
+        return out
+    *comps, last = rule.body.split("/")
+    dirs: list[str] = []
+    for comp in comps:
+        if comp in ("", ".", "..") or any(c in _META for c in comp):
+            break
+        dirs.append(comp)
+    name = last if _name_glob(last) and "**" not in last and not any(c in last for c in "[]") else None
+    return GlobFilter(text, out.rg_glob, False, None, tuple(dirs), name)
