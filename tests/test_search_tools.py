@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -115,9 +116,11 @@ async def test_glob_everything_is_gitignore_aware(tree: Path) -> None:
 async def test_glob_basics(tree: Path) -> None:
     assert await out(tree, "glob_search", pattern="*.py") == "main.py\npkg/nested/deep/file.py\nvendor/v.py"
     assert (await out(tree, "glob_search", pattern="src/**/*.ts")).splitlines() == [
-        "src/app.ts", "src/dist/x.ts", "src/keep.gen.ts", "src/lib/deep/more.ts", "src/lib/local/y.ts", "src/lib/util.ts"]
+        "src/app.ts", "src/dist/x.ts", "src/keep.gen.ts", "src/lib/deep/more.ts", "src/lib/local/y.ts",
+        "src/lib/util.ts"]
     assert await out(tree, "glob_search", pattern="file.py") == "pkg/nested/deep/file.py"  # a name at any depth
-    assert await out(tree, "glob_search", pattern="src/*.ts") == "src/app.ts\nsrc/keep.gen.ts"  # '*' stays in one directory
+    # '*' stays in one directory
+    assert await out(tree, "glob_search", pattern="src/*.ts") == "src/app.ts\nsrc/keep.gen.ts"
     assert await out(tree, "glob_search", pattern="*.{md,json}") == ".config/settings.json\nREADME.md\ndocs/ünïcode.md"
     assert await out(tree, "glob_search", pattern="!*.ts", path="src") == "src/.gitignore\nsrc/build"
 
@@ -158,7 +161,8 @@ async def test_glob_cap_and_no_match(tmp_path: Path) -> None:
 
 async def test_glob_invalid(tree: Path) -> None:
     res = await call(tree, "glob_search", pattern="src/[abc")
-    assert res.status == "failed" and res.output == "error: invalid glob 'src/[abc': unclosed character class; missing ']'"
+    assert res.status == "failed"
+    assert res.output == "error: invalid glob 'src/[abc': unclosed character class; missing ']'"
 
 
 # -- grep_search ----------------------------------------------------------------------------------
@@ -191,8 +195,9 @@ async def test_grep_case(tree: Path) -> None:
 
 
 async def test_grep_glob_and_path(tree: Path) -> None:
-    assert await out(tree, "grep_search", pattern="needle", glob="*.ts", path="src/lib") == "src/lib/local/y.ts:1: needle"
-    assert (await out(tree, "grep_search", pattern="needle", glob="lib/**", path="src")) == "src/lib/local/y.ts:1: needle"
+    y = "src/lib/local/y.ts:1: needle"
+    assert await out(tree, "grep_search", pattern="needle", glob="*.ts", path="src/lib") == y
+    assert (await out(tree, "grep_search", pattern="needle", glob="lib/**", path="src")) == y
     assert (await out(tree, "grep_search", pattern="needle", glob="src/*.ts")).splitlines() == [
         "src/app.ts:1: export const needle = 1;", "src/keep.gen.ts:1: needle"]
     excluded = (await out(tree, "grep_search", pattern="needle", glob="!src")).splitlines()
@@ -225,7 +230,8 @@ async def test_grep_caps(tmp_path: Path) -> None:
     write(tmp_path, "a.txt", "".join(f"hit {i}\n" for i in range(1, 1006)))
     write(tmp_path, "b.txt", "hit\n")
     got = (await out(tmp_path, "grep_search", pattern="hit", max_results=3)).splitlines()
-    assert got == ["a.txt:1: hit 1", "a.txt:2: hit 2", "a.txt:3: hit 3", "... 1003 more matches not shown (narrow the search)"]
+    assert got == ["a.txt:1: hit 1", "a.txt:2: hit 2", "a.txt:3: hit 3",
+                   "... 1003 more matches not shown (narrow the search)"]
     got = (await out(tmp_path, "grep_search", pattern="hit", max_results=50_000)).splitlines()
     assert len(got) == 1001 and got[-1] == "... 6 more matches not shown (narrow the search)"  # hard cap 1000
     write(tmp_path, "long.txt", "hit " + "é" * 5000 + "\n")
@@ -363,6 +369,30 @@ async def test_glob_never_reincludes_ignored(tree: Path) -> None:
     assert await out(tree, "grep_search", pattern="needle", path="src/app.ts", glob="src/*.ts") == \
         "no matches for 'needle' in src/app.ts in files matching 'src/*.ts'"
     assert await out(tree, "grep_search", pattern="needle", path="app.log", glob="!*.py") == "app.log:1: needle"
+    os.symlink(tree / "src", tree / "lnk")  # a path glob's literal directory is not followed through a link
+    assert await out(tree, "glob_search", pattern="lnk/*.ts") == "no files match 'lnk/*.ts'"
+
+
+async def test_grep_path_glob_when_the_listing_comes_last(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # grep reports before the glob-less listing is in: what it found waits, and is then filtered.
+    grep_done = asyncio.Event()
+    real_run, real_listing = search_rg.run_rg, search_rg.Walk.load_listing
+
+    async def run_rg(args, *rest, **kw):
+        try:
+            return await real_run(args, *rest, **kw)
+        finally:
+            if "-e" in args:
+                grep_done.set()
+
+    async def load_listing(self):
+        await grep_done.wait()
+        await real_listing(self)
+
+    monkeypatch.setattr(search_rg, "run_rg", run_rg)
+    monkeypatch.setattr(search_rg.Walk, "load_listing", load_listing)
+    assert await out(tree, "grep_search", pattern="needle", glob="src/*") == \
+        "src/app.ts:1: export const needle = 1;\nsrc/build:1: a file named build: needle\nsrc/keep.gen.ts:1: needle"
 
 
 @pytest.mark.parametrize("bad, reason", [
@@ -411,7 +441,8 @@ def test_collectors_stay_bounded() -> None:
         hits.add_file(f"f{i:04}", [b"1:x", b"2:x", b"3:x"], 3)
         assert hits.kept <= 2 * 10 + 1000 + 3
     shown, total = hits.result()
-    assert total == 15_000 and [(p, n) for p, n, _ in shown][:4] == [("f0001", 1), ("f0001", 2), ("f0001", 3), ("f0002", 1)]
+    assert total == 15_000
+    assert [(p, n) for p, n, _ in shown][:4] == [("f0001", 1), ("f0001", 2), ("f0001", 3), ("f0002", 1)]
     assert len(shown) == 10
     forward = Hits(10)
     for i in range(1, 5_001):
@@ -424,7 +455,7 @@ def test_collectors_stay_bounded() -> None:
 def test_rg_is_found_next_to_the_interpreter() -> None:
     found = search_rg.find_rg()
     assert found is not None and os.access(found, os.X_OK)
-    assert Path(found).parent == Path(os.path.realpath(os.sys.executable)).parent or found.endswith("/rg")
+    assert Path(found) == Path(sys.executable).parent / "rg"  # the ripgrep wheel's, not one on PATH
 
 
 async def test_missing_rg_is_a_clear_error(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -435,4 +466,5 @@ async def test_missing_rg_is_a_clear_error(tree: Path, monkeypatch: pytest.Monke
         assert res.status == "failed" and "ripgrep (rg) is not installed" in res.output, (name, res.output)
     monkeypatch.setattr(search_rg, "find_rg", lambda: str(tree / "no-such-rg"))
     res = await call(tree, "grep_search", pattern="needle")
-    assert res.status == "failed" and res.output.startswith("error: cannot run ripgrep (") and "no-such-rg" in res.output
+    assert res.status == "failed" and res.output.startswith("error: cannot run ripgrep (")
+    assert "no-such-rg" in res.output
