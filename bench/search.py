@@ -38,6 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from toycoder_daemon.tools import rg as rg_process  # noqa: E402
 from toycoder_daemon.tools import search_rg  # noqa: E402
 from toycoder_daemon.tools.base import ToolContext  # noqa: E402
 from toycoder_daemon.tools.search import glob_search, grep_search  # noqa: E402
@@ -152,11 +153,15 @@ async def raw_rg(rg: str, args: list[str], cwd: Path) -> int:
 
 
 async def raw_rgs(rg: str, argvs: list[list[str]], cwd: Path) -> int:
-    """The rg runs of one tool call, at once. One run: its line count; two (a path glob and the
-    glob-less listing): how many paths both printed."""
-    if len(argvs) == 1:
-        return await raw_rg(rg, argvs[0], cwd)
-    outs = await asyncio.gather(*(rg_out(rg, a, cwd) for a in argvs))
+    """The rg runs of one tool call, as the tool runs them: first the checks that a path glob's
+    literal directories are not ignored (--debug), then the listings at once. One listing: its
+    line count; two (a path glob and the glob-less listing): how many paths both printed."""
+    checks = [a for a in argvs if "--debug" in a]
+    walks = [a for a in argvs if "--debug" not in a]
+    await asyncio.gather(*(rg_out(rg, a, cwd) for a in checks))
+    if len(walks) == 1:
+        return await raw_rg(rg, walks[0], cwd)
+    outs = await asyncio.gather(*(rg_out(rg, a, cwd) for a in walks))
     common = set(outs[0].splitlines())
     for out in outs[1:]:
         common &= set(out.splitlines())
@@ -180,7 +185,7 @@ async def main() -> int:
     if args.quick:
         args.runs = 3
 
-    rg = search_rg.find_rg()
+    rg = rg_process.find_rg()
     if rg is None:
         print("rg not found (install the project's ripgrep dependency)", file=sys.stderr)
         return 1
@@ -286,8 +291,9 @@ async def main() -> int:
                          if n_plain is not None and n_plain != n_tool)
         print(f"""
 found     matching lines (grep) or files (glob) in total; the tool shows at most 100 lines / 200 paths
-runs      rg processes per tool call (2: a path glob, applied by rg -g and kept only where a
-          glob-less listing, run at the same time, agrees)
+runs      rg processes per tool call (a path glob: one per literal directory, to check it is not
+          ignored, then the glob applied by rg -g, kept only where a glob-less listing, run at
+          the same time, agrees)
 rg        the exact rg commands the tool runs, at once, output read from a pipe and dropped
 tool      the tool function awaited with a ToolContext: those rg runs + parsing, sorting, output
 tool/rg   ratio of the medians; (pairs): median of the per-round ratios (rounds interleaved)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from toycoder_daemon.config import ToolsConfig
-from toycoder_daemon.tools import search_rg
+from toycoder_daemon.tools import rg, search_rg
 from toycoder_daemon.tools.base import ToolContext
 from toycoder_daemon.tools.files import list_directory
 from toycoder_daemon.tools.registry import ToolRegistry
@@ -416,7 +416,7 @@ async def test_cancel_kills_rg(tree: Path, tmp_path: Path, monkeypatch: pytest.M
     fake = tmp_path / "fake-rg"
     fake.write_text(f"#!/bin/sh\necho $$ > {pidfile}\nexec sleep 30\n")
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setattr(search_rg, "find_rg", lambda: str(fake))
+    monkeypatch.setattr(rg, "find_rg", lambda: str(fake))
     task = asyncio.ensure_future(call(tree, "grep_search", pattern="needle"))
     for _ in range(200):
         if pidfile.exists() and pidfile.read_text().strip():
@@ -453,18 +453,18 @@ def test_collectors_stay_bounded() -> None:
 
 
 def test_rg_is_found_next_to_the_interpreter() -> None:
-    found = search_rg.find_rg()
+    found = rg.find_rg()
     assert found is not None and os.access(found, os.X_OK)
     assert Path(found) == Path(sys.executable).parent / "rg"  # the ripgrep wheel's, not one on PATH
 
 
 async def test_missing_rg_is_a_clear_error(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(search_rg, "find_rg", lambda: None)
+    monkeypatch.setattr(rg, "find_rg", lambda: None)
     for name, args in (("grep_search", {"pattern": "needle"}), ("glob_search", {"pattern": "*"}),
                        ("list_directory", {})):
         res = await call(tree, name, **args)
         assert res.status == "failed" and "ripgrep (rg) is not installed" in res.output, (name, res.output)
-    monkeypatch.setattr(search_rg, "find_rg", lambda: str(tree / "no-such-rg"))
+    monkeypatch.setattr(rg, "find_rg", lambda: str(tree / "no-such-rg"))
     res = await call(tree, "grep_search", pattern="needle")
     assert res.status == "failed" and res.output.startswith("error: cannot run ripgrep (")
     assert "no-such-rg" in res.output

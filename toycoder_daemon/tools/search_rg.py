@@ -1,9 +1,5 @@
-"""Running ripgrep for the search tools and list_directory: finding rg, its flags, running it,
-and reading what it prints.
-
-rg is a hard dependency: the pinned `ripgrep` wheel (14.1.0, wheels for Linux and macOS on x86_64
-and arm64, and Windows) puts `rg` next to the interpreter. Without it the tools fail with a clear
-error.
+"""ripgrep runs for the search tools and list_directory: their flags, and reading what rg prints
+(rg.py finds and runs the process).
 
 Globs: rg's `--glob` overrides ignore rules (`-g '*.log'` lists gitignored logs, `-g '**'` even
 enters node_modules), while the tools never re-include an ignored file. So a glob reaches rg as:
@@ -15,19 +11,15 @@ kept only if a second, glob-less run lists them too (`Walk.listed`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
 import os
 import re
-import shutil
-import sys
-import sysconfig
 import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from .base import ToolError
+from .rg import rg_error, run_rg
 from .search_results import LINE_MAX_CHARS, Hits, TopPaths
 from .search_scope import GlobFilter, rules_above
 
@@ -46,93 +38,6 @@ RG_GREP = ("--line-number", "--with-filename", "--no-heading", "--null",
 _TYPE_NAME = "toycoderglob"
 _BINARY_RE = re.compile(rb"^(.*): (?:WARNING: stopped searching binary file after match|binary file matches) \(found ")
 _IGNORING = re.compile(r"^rg: DEBUG\|ignore::walk\|[^ ]*: ignoring (.*)$")
-
-
-# -- finding rg ---------------------------------------------------------------------------------
-
-@functools.lru_cache(maxsize=1)
-def _lookup() -> str | None:
-    candidates = [Path(sys.executable).parent / "rg"]
-    with contextlib.suppress(KeyError, TypeError):
-        candidates.append(Path(sysconfig.get_path("scripts")) / "rg")
-    for c in candidates:
-        if c.is_file() and os.access(c, os.X_OK):
-            return str(c)
-    return shutil.which("rg")
-
-
-def find_rg() -> str | None:
-    """The rg executable: next to the interpreter (the ripgrep wheel), else on PATH."""
-    return _lookup()
-
-
-def _require_rg() -> str:
-    rg = find_rg()
-    if rg is None:
-        raise ToolError("ripgrep (rg) is not installed: the toycoder daemon needs the `ripgrep` package "
-                        "of its dependencies (reinstall the daemon)")
-    return rg
-
-
-# -- running rg ----------------------------------------------------------------------------------
-
-async def run_rg(args: list[str], cwd: Path, on_lines: Callable[[list[bytes]], None],
-                 on_err_lines: Callable[[list[bytes]], None] | None = None) -> tuple[int, str]:
-    """Run rg (found by find_rg) with `args`, feeding complete stdout lines to on_lines as they
-    arrive (and stderr lines to on_err_lines, if given); returns (exit code, the first 64 KiB of
-    stderr). Cancelling the caller kills rg. A missing or unrunnable rg raises ToolError."""
-    rg = _require_rg()
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            rg, *args, cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )
-    except OSError as e:
-        _lookup.cache_clear()  # it may have moved: look again next time
-        raise ToolError(f"cannot run ripgrep ({rg}): {e.strerror or e}") from None
-    assert proc.stdout is not None and proc.stderr is not None
-
-    async def pump(stream: asyncio.StreamReader, sink: Callable[[list[bytes]], None] | None) -> bytes:
-        head, rest = b"", b""
-        while chunk := await stream.read(1 << 17):
-            if len(head) < 65536:
-                head += chunk
-            if sink is None:
-                continue
-            data = rest + chunk
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                rest = data
-                continue
-            rest = data[cut + 1:]
-            sink(data[:cut].split(b"\n"))
-        if rest and sink is not None:
-            sink([rest])
-        return head
-
-    err_task = asyncio.ensure_future(pump(proc.stderr, on_err_lines))
-    try:
-        await pump(proc.stdout, on_lines)
-        code = await proc.wait()
-        err = await err_task
-    except BaseException:
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            with contextlib.suppress(BaseException):  # reap it even when cancelled again
-                await asyncio.shield(proc.wait())
-        err_task.cancel()
-        raise
-    return code, err.decode("utf-8", "replace").strip()
-
-
-def _rg_error(stderr: str) -> str:
-    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
-    for ln in lines:
-        if ln.startswith("error:"):
-            return ln[len("error:"):].strip()
-    first = lines[0] if lines else "rg failed"
-    return first[4:] if first.startswith("rg: ") else first
 
 
 def _glob_error(stderr: str, glob: GlobFilter | None) -> str | None:
@@ -227,7 +132,7 @@ class Walk:
         reason = _glob_error(err, self.glob)
         if reason is not None and self.glob is not None:
             raise ToolError(f"invalid glob {self.glob.text!r}: {reason}")
-        raise ToolError(f"search failed: {_rg_error(err)}")
+        raise ToolError(f"search failed: {rg_error(err)}")
 
     async def files(self, sink: Callable[[list[bytes]], None], *, with_glob: bool = True) -> None:
         """Feed the workspace-relative paths rg lists to `sink`."""
@@ -360,7 +265,7 @@ async def _grep(walk: Walk, pattern: str, case_sensitive: bool, hits: Hits,
     if code == 2 and not hits.counts and err:
         if _glob_error(err, walk.glob) is None and any(
                 w in err for w in ("regex", "literal", "look-around", "backreferences")):
-            raise ToolError(f"invalid regex {pattern!r}: {_rg_error(err)}")
+            raise ToolError(f"invalid regex {pattern!r}: {rg_error(err)}")
         walk._raise(err)
 
 
@@ -396,5 +301,5 @@ async def ignored_entries(root: Path, rel_dir: str, names: Iterable[str]) -> set
         code, err = await run_rg(["--files", "--debug", "--max-depth", "1", *walk.args(), *paths], root,
                                  lambda lines: None, on_err)
         if code == 2 and "error:" in err:
-            raise ToolError(f"cannot tell which entries are gitignored: {_rg_error(err)}")
+            raise ToolError(f"cannot tell which entries are gitignored: {rg_error(err)}")
         return hidden
