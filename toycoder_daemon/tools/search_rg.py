@@ -280,8 +280,9 @@ async def ignored_entries(root: Path, rel_dir: str, names: Iterable[str]) -> set
     fail if that line changes). A one-level walk (--max-depth 1) keeps it fast."""
     async with Walk(root, rel_dir, True, None) as walk:  # no glob: nothing to narrow
         paths, _ = walk.path_args()
-        shown = {(f"{rel_dir}/" if rel_dir else "./") + os.fsencode(n).decode("utf-8", "replace"): n
-                 for n in names}
+        prefix = f"{rel_dir}/" if rel_dir else "./"
+        # As rg prints paths: bytes that are not UTF-8 become U+FFFD.
+        shown = {os.fsencode(prefix + n).decode("utf-8", "replace"): n for n in names}
         hidden: set[str] = set()
 
         def on_err(lines: list[bytes]) -> None:
