@@ -52,6 +52,16 @@ def _glob_error(stderr: str, glob: GlobFilter | None) -> str | None:
     return None
 
 
+def _write_rules(rules: list[str]) -> str | None:
+    """A temporary ignore file for rg's --ignore-file (None when there are no rules)."""
+    if not rules:
+        return None
+    fd, name = tempfile.mkstemp(prefix="toycoder-rg-", suffix=".ignore")
+    with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
+        f.write("\n".join(rules) + "\n")
+    return name
+
+
 # -- one search ------------------------------------------------------------------------------------
 
 @dataclass
@@ -75,11 +85,8 @@ class Walk:
         self.start = self.target
         if self.target_is_dir and self.glob is not None and self.glob.dirs:
             await self._narrow(self.glob.dirs)
-        rules = rules_above(self.root, self.start) if self.target_is_dir and not self.empty else []
-        if rules:
-            fd, self.rules_file = tempfile.mkstemp(prefix="toycoder-rg-", suffix=".ignore")
-            with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
-                f.write("\n".join(rules) + "\n")
+        if self.target_is_dir and not self.empty:
+            self.rules_file = _write_rules(rules_above(self.root, self.start))
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -277,30 +284,36 @@ async def ignored_entries(root: Path, rel_dir: str, names: Iterable[str]) -> set
     rg prints files, never directories, and an empty directory prints nothing, as an ignored one
     does; but its debug log names every entry the ignore rules skip, directories included, in the
     line `ignoring PATH: Ignore(...)` (ripgrep 14.1, the pinned wheel; the list_directory tests
-    fail if that line changes). A one-level walk (--max-depth 1) keeps it fast."""
-    async with Walk(root, rel_dir, True, None) as walk:  # no glob: nothing to narrow
-        paths, _ = walk.path_args()
-        prefix = f"{rel_dir}/" if rel_dir else "./"
-        # As rg prints paths: bytes that are not UTF-8 become U+FFFD.
-        shown = {os.fsencode(prefix + n).decode("utf-8", "replace"): n for n in names}
-        hidden: set[str] = set()
+    fail if that line changes). A one-level walk (--max-depth 1) keeps it fast, and so do all the
+    rules in one --ignore-file with --no-ignore-vcs: rg would otherwise compile the .gitignore of
+    every sub-directory it lists, though it does not enter them."""
+    prefix = f"{rel_dir}/" if rel_dir else "./"
+    # As rg prints paths: bytes that are not UTF-8 become U+FFFD.
+    shown = {os.fsencode(prefix + n).decode("utf-8", "replace"): n for n in names}
+    hidden: set[str] = set()
 
-        def on_err(lines: list[bytes]) -> None:
-            for line in lines:
-                m = _IGNORING.match(line.decode("utf-8", "replace"))
-                if m is None:
-                    continue
-                # PATH itself may hold ": Ignore(": try each cut.
-                rest = m.group(1)
-                at = rest.find(": Ignore(")
-                while at >= 0:
-                    if rest[:at] in shown:
-                        hidden.add(shown[rest[:at]])
-                        break
-                    at = rest.find(": Ignore(", at + 1)
+    def on_err(lines: list[bytes]) -> None:
+        for line in lines:
+            m = _IGNORING.match(line.decode("utf-8", "replace"))
+            if m is None:
+                continue
+            # PATH itself may hold ": Ignore(": try each cut.
+            rest = m.group(1)
+            at = rest.find(": Ignore(")
+            while at >= 0:
+                if rest[:at] in shown:
+                    hidden.add(shown[rest[:at]])
+                    break
+                at = rest.find(": Ignore(", at + 1)
 
-        code, err = await run_rg(["--files", "--debug", "--max-depth", "1", *walk.args(), *paths], root,
-                                 lambda lines: None, on_err)
-        if code == 2 and "error:" in err:
-            raise ToolError(f"cannot tell which entries are gitignored: {rg_error(err)}")
-        return hidden
+    rules = _write_rules(rules_above(root, rel_dir, own=True))
+    try:
+        args = ["--files", "--debug", "--max-depth", "1", *RG_COMMON, "--no-ignore-vcs",
+                *(["--ignore-file", rules] if rules else []), *SKIP_GIT, "--", rel_dir or "."]
+        code, err = await run_rg(args, root, lambda lines: None, on_err)
+    finally:
+        if rules:
+            os.unlink(rules)
+    if code == 2 and "error:" in err:
+        raise ToolError(f"cannot tell which entries are gitignored: {rg_error(err)}")
+    return hidden

@@ -97,13 +97,13 @@ def _rules_of(path: Path, base: str) -> list[str]:
     return out
 
 
-def rules_above(root: Path, rel_dir: str) -> list[str]:
+def rules_above(root: Path, rel_dir: str, *, own: bool = False) -> list[str]:
     """The rules rg misses when it searches the directory `rel_dir` ("" = the root): the
     workspace's exclude file, then the .gitignore files from the root down to the parent of
-    `rel_dir`, as root-relative lines, lowest precedence first."""
+    `rel_dir` (with `own`, to `rel_dir` itself), as root-relative lines, lowest precedence first."""
     out = _rules_of(root / ".git" / "info" / "exclude", "")
     parts = rel_dir.split("/") if rel_dir else []
-    for i in range(len(parts)):
+    for i in range(len(parts) + own):
         d = "/".join(parts[:i])
         out += _rules_of(root / d / ".gitignore", d)
     return out
