@@ -5,19 +5,19 @@ Python/TypeScript/Markdown sources with realistic-ish content and a few planted 
 .gitignore files, and ignored directories (node_modules/, build/, per-package generated files).
 Then, for each query, times side by side, rounds interleaved in rotating order:
 
-  rg        the exact rg command line the tool runs (recorded from a tool call), with stdout read
-            from a pipe by an asyncio subprocess, like the tool, and dropped;
-  tool      the tool function awaited with a ToolContext (rg backend): that rg run plus parsing,
-            glob filtering, sorting and formatting;
+  rg        the exact rg command lines the tool runs (recorded from a tool call; two at once for a
+            path glob, see search_rg.py), with stdout read from a pipe by an asyncio subprocess,
+            like the tool, and dropped;
+  tool      the tool function awaited with a ToolContext: those rg runs plus parsing, sorting and
+            formatting;
   rg -g     for queries with a glob, plain `rg --glob GLOB` with the same flags (not equivalent:
-            -g overrides ignore rules, see the notes printed at the end);
-  fallback  the same tool with TOYCODER_NO_RG=1 (pure-Python walk and `re`).
+            -g overrides ignore rules, see the notes printed at the end).
 
 Medians of --runs rounds (after one warm-up round) and the ratios to rg are printed. Before timing,
-the script checks that the tool's totals ("N more" included) agree with what its rg command
-printed and that the rg and fallback outputs are identical; it exits non-zero otherwise.
+the script checks that the tool's totals ("N more" included) agree with what its rg commands
+printed (for two runs: the paths both printed); it exits non-zero otherwise.
 
-Run:  .venv/bin/python bench/search.py [--runs 7] [--fallback-runs 3] [--quick] [--keep]
+Run:  .venv/bin/python bench/search.py [--runs 7] [--quick] [--keep]
 """
 
 from __future__ import annotations
@@ -38,16 +38,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from toycoder_daemon.tools import search, search_rg  # noqa: E402
+from toycoder_daemon.tools import rg as rg_process  # noqa: E402
+from toycoder_daemon.tools import search_rg  # noqa: E402
 from toycoder_daemon.tools.base import ToolContext  # noqa: E402
 from toycoder_daemon.tools.search import glob_search, grep_search  # noqa: E402
 from toycoder_daemon.tools.workspace import Workspace  # noqa: E402
 
-WORDS = ["user", "session", "token", "request", "response", "cache", "config", "handler", "client", "server", "queue", "event", "payload", "record", "index", "buffer", "stream", "parser", "render", "router", "schema", "model", "store", "worker"]
+WORDS = [
+    "user", "session", "token", "request", "response", "cache", "config", "handler", "client", "server", "queue",
+    "event", "payload", "record", "index", "buffer", "stream", "parser", "render", "router", "schema", "model",
+    "store", "worker",
+]
 
 
 def py_file(rnd: random.Random, mod: str, plant: bool) -> str:
-    out = ['"""Module %s: %s %s helpers."""' % (mod, rnd.choice(WORDS), rnd.choice(WORDS)), "",
+    out = [f'"""Module {mod}: {rnd.choice(WORDS)} {rnd.choice(WORDS)} helpers."""', "",
            "from __future__ import annotations", "", "import os", "import json",
            f"from .{rnd.choice(WORDS)} import {rnd.choice(WORDS).title()}", ""]
     for _ in range(rnd.randint(3, 7)):
@@ -133,12 +138,34 @@ def rg_version(rg: str) -> str:
     return subprocess.run([rg, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
 
 
-async def raw_rg(rg: str, args: list[str], cwd: Path) -> int:
-    """rg with its stdout read from a pipe; returns the number of match/path lines."""
+async def rg_out(rg: str, args: list[str], cwd: Path) -> bytes:
+    """rg's stdout, read from a pipe."""
     proc = await asyncio.create_subprocess_exec(rg, *args, cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL,
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, _ = await proc.communicate()
+    return out
+
+
+async def raw_rg(rg: str, args: list[str], cwd: Path) -> int:
+    """rg with its stdout read from a pipe; returns the number of match/path lines."""
+    out = await rg_out(rg, args, cwd)
     return out.count(b"\n") - out.count(b": binary file matches (") - out.count(b": WARNING: stopped searching binary")
+
+
+async def raw_rgs(rg: str, argvs: list[list[str]], cwd: Path) -> int:
+    """The rg runs of one tool call, as the tool runs them: first the checks that a path glob's
+    literal directories are not ignored (--debug), then the listings at once. One listing: its
+    line count; two (a path glob and the glob-less listing): how many paths both printed."""
+    checks = [a for a in argvs if "--debug" in a]
+    walks = [a for a in argvs if "--debug" not in a]
+    await asyncio.gather(*(rg_out(rg, a, cwd) for a in checks))
+    if len(walks) == 1:
+        return await raw_rg(rg, walks[0], cwd)
+    outs = await asyncio.gather(*(rg_out(rg, a, cwd) for a in walks))
+    common = set(outs[0].splitlines())
+    for out in outs[1:]:
+        common &= set(out.splitlines())
+    return len(common)
 
 
 def total_of(output: str) -> int:
@@ -151,15 +178,14 @@ def total_of(output: str) -> int:
 async def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=7, help="timed runs per query for rg and the tool (default 7)")
-    ap.add_argument("--fallback-runs", type=int, default=3, help="timed runs of the slow pure-Python fallback (default 3)")
     ap.add_argument("--packages", type=int, default=60, help="packages in the generated tree (60: ~21,000 files)")
-    ap.add_argument("--quick", action="store_true", help="smoke run: 3 runs, 1 fallback run")
+    ap.add_argument("--quick", action="store_true", help="smoke run: 3 runs")
     ap.add_argument("--keep", action="store_true", help="keep the generated tree and print its path")
     args = ap.parse_args()
     if args.quick:
-        args.runs, args.fallback_runs = 3, 1
+        args.runs = 3
 
-    rg = search.find_rg()
+    rg = rg_process.find_rg()
     if rg is None:
         print("rg not found (install the project's ripgrep dependency)", file=sys.stderr)
         return 1
@@ -172,11 +198,10 @@ async def main() -> int:
         print(f"tree: {total:,} files ({visible:,} not gitignored), {size / 1e6:.1f} MB, "
               f"generated in {time.perf_counter() - t0:.1f} s")
         print(f"{rg_version(rg)} at {rg}; {os.cpu_count()} CPUs; python {sys.version.split()[0]}")
-        print(f"{args.runs} runs each for rg and the tool, {args.fallback_runs} for the fallback, "
-              "after 1 warm-up round; rotating order\n")
+        print(f"{args.runs} runs each, after 1 warm-up round; rotating order\n")
 
         ctx = ToolContext(Workspace(root), None, "bench")  # type: ignore[arg-type]
-        common = [*search_rg.RG_COMMON]
+        common = [*search_rg.RG_COMMON, *search_rg.SKIP_GIT]
         grep = [*common, *search_rg.RG_GREP]
         # (kind, label, tool arguments, the plain `rg --glob` command when the query has a glob)
         queries = [
@@ -186,75 +211,65 @@ async def main() -> int:
             ("grep", "promise -i, glob *.ts", {"pattern": "promise", "glob": "*.ts", "case_sensitive": False},
              [*grep, "--ignore-case", "--glob", "*.ts", "-e", "promise", "--", "."]),
             ("glob", "*.py", {"pattern": "*.py"}, ["--files", *common, "--glob", "*.py", "--", "."]),
-            ("glob", "**/test_*.py", {"pattern": "**/test_*.py"}, ["--files", *common, "--glob", "**/test_*.py", "--", "."]),
+            ("glob", "**/test_*.py", {"pattern": "**/test_*.py"},
+             ["--files", *common, "--glob", "**/test_*.py", "--", "."]),
             ("glob", "packages/p1*/src/**/*.ts", {"pattern": "packages/p1*/src/**/*.ts"},
              ["--files", *common, "--glob", "packages/p1*/src/**/*.ts", "--", "."]),
         ]
 
         seen_argv: list[list[str]] = []
-        real_run_rg = search_rg._run_rg
+        real_run_rg = search_rg.run_rg
 
-        async def recording_run_rg(argv, cwd, on_lines):
+        async def recording_run_rg(argv, cwd, on_lines, on_err_lines=None):
             argv = list(argv)
             if "--ignore-file" in argv:  # the tool deletes its rules file after the call: keep a copy
                 i = argv.index("--ignore-file") + 1
                 kept = tmp / f"rules-{len(list(tmp.glob('rules-*')))}.ignore"
                 shutil.copy(argv[i], kept)
                 argv[i] = str(kept)
-            seen_argv.append(argv[1:])
-            return await real_run_rg(argv, cwd, on_lines)
+            seen_argv.append(argv)
+            return await real_run_rg(argv, cwd, on_lines, on_err_lines)
 
-        async def tool_call(kind: str, targs: dict, fallback: bool) -> str:
-            if fallback:
-                os.environ["TOYCODER_NO_RG"] = "1"
-            try:
-                func = grep_search.func if kind == "grep" else glob_search.func
-                return await func(ctx, **targs)
-            finally:
-                os.environ.pop("TOYCODER_NO_RG", None)
+        async def tool_call(kind: str, targs: dict) -> str:
+            func = grep_search.func if kind == "grep" else glob_search.func
+            return await func(ctx, **targs)
 
-        # Correctness first, and the exact rg command line each tool call runs. Both backends
-        # must print the same thing, and the tool's total must be what its rg command printed.
-        search_rg._run_rg = recording_run_rg
+        # Correctness first, and the exact rg command lines each tool call runs: the tool's total
+        # must be what its rg commands printed.
+        search_rg.run_rg = recording_run_rg
         ok = True
         plans = []
         for kind, label, targs, plain in queries:
             seen_argv.clear()
-            a = await tool_call(kind, targs, False)
-            argv = seen_argv[0]
-            b = await tool_call(kind, targs, True)
-            n_rg = await raw_rg(rg, argv, root)
+            a = await tool_call(kind, targs)
+            argvs = list(seen_argv)
+            n_rg = await raw_rgs(rg, argvs, root)
             n_plain = await raw_rg(rg, plain, root) if plain else None
-            # A path glob is applied by the tool after rg (rg only gets its directory and file type).
-            exact = not (kind == "glob" and "/" in targs["pattern"])
-            if (total_of(a) != n_rg if exact else total_of(a) > n_rg) or a != b:
+            if total_of(a) != n_rg:
                 ok = False
-                print(f"MISMATCH {kind} {label}: its rg command printed {n_rg} lines, tool total {total_of(a)}, "
-                      f"fallback {'identical' if a == b else 'DIFFERENT'}")
-            plans.append((kind, label, targs, argv, plain, total_of(a), n_plain))
-        search_rg._run_rg = real_run_rg
+                print(f"MISMATCH {kind} {label}: its rg commands printed {n_rg} lines, tool total {total_of(a)}")
+            plans.append((kind, label, targs, argvs, plain, total_of(a), n_plain))
+        search_rg.run_rg = real_run_rg
         if not ok:
             return 1
-        print("checked: tool totals agree with what its rg command printed; rg and fallback outputs identical\n")
+        print("checked: tool totals agree with what its rg commands printed\n")
 
         rows = []
-        for kind, label, targs, argv, plain, n_tool, n_plain in plans:
-            times: dict[str, list[float]] = {"rg": [], "rg -g": [], "tool": [], "fallback": []}
+        for kind, label, targs, argvs, plain, n_tool, n_plain in plans:
+            times: dict[str, list[float]] = {"rg": [], "rg -g": [], "tool": []}
             pair: list[float] = []
             for i in range(args.runs + 1):
                 order = ["rg", "tool"] + (["rg -g"] if plain else [])
-                if i <= args.fallback_runs:
-                    order.append("fallback")
                 order = order[i % len(order):] + order[: i % len(order)]  # rotate
                 got: dict[str, float] = {}
                 for which in order:
                     t = time.perf_counter()
                     if which == "rg":
-                        await raw_rg(rg, argv, root)
+                        await raw_rgs(rg, argvs, root)
                     elif which == "rg -g":
                         await raw_rg(rg, plain, root)
                     else:
-                        await tool_call(kind, targs, which == "fallback")
+                        await tool_call(kind, targs)
                     got[which] = (time.perf_counter() - t) * 1000
                 if i == 0:
                     continue  # warm-up
@@ -262,26 +277,30 @@ async def main() -> int:
                     times[which].append(ms)
                 pair.append(got["tool"] / got["rg"])
             med = {k: statistics.median(v) if v else float("nan") for k, v in times.items()}
-            rows.append((f"{kind} {label}", n_tool, n_plain, med, statistics.median(pair)))
+            rows.append((f"{kind} {label}", n_tool, n_plain, len(argvs), med, statistics.median(pair)))
 
-        head = (f"{'query':<32} {'found':>6} {'rg ms':>7} {'tool ms':>8} {'tool/rg':>8} {'(pairs)':>7}"
-                f" {'rg -g ms':>9} {'tool/rg -g':>10} {'fallback ms':>11} {'fb/rg':>6}")
+        head = (f"{'query':<32} {'found':>6} {'runs':>4} {'rg ms':>7} {'tool ms':>8} {'tool/rg':>8} {'(pairs)':>7}"
+                f" {'rg -g ms':>9} {'tool/rg -g':>10}")
         print(head)
         print("-" * len(head))
-        for name, n_tool, n_plain, med, pmed in rows:
-            rgg = f"{med['rg -g']:>9.1f} {med['tool'] / med['rg -g']:>9.2f}x" if n_plain is not None else f"{'':>9} {'':>10}"
-            print(f"{name:<32} {n_tool:>6,} {med['rg']:>7.1f} {med['tool']:>8.1f} {med['tool'] / med['rg']:>7.2f}x"
-                  f" {pmed:>6.2f}x {rgg} {med['fallback']:>11.1f} {med['fallback'] / med['rg']:>5.1f}x")
+        for name, n_tool, n_plain, n_runs, med, pmed in rows:
+            rgg = f"{med['rg -g']:>9.1f} {med['tool'] / med['rg -g']:>9.2f}x" if n_plain is not None else ""
+            print(f"{name:<32} {n_tool:>6,} {n_runs:>4} {med['rg']:>7.1f} {med['tool']:>8.1f}"
+                  f" {med['tool'] / med['rg']:>7.2f}x {pmed:>6.2f}x {rgg}")
+        gone = ", ".join(f"{name.split(' ', 1)[1]}: {n_plain - n_tool:+,}" for name, n_tool, n_plain, _, _, _ in rows
+                         if n_plain is not None and n_plain != n_tool)
         print(f"""
 found     matching lines (grep) or files (glob) in total; the tool shows at most 100 lines / 200 paths
-rg        the exact rg command the tool runs, output read from a pipe and dropped
-tool      the tool function awaited with a ToolContext: that rg run + parsing, filtering, sorting, output
+runs      rg processes per tool call (a path glob: one per literal directory, to check it is not
+          ignored, then the glob applied by rg -g, kept only where a glob-less listing, run at
+          the same time, agrees)
+rg        the exact rg commands the tool runs, at once, output read from a pipe and dropped
+tool      the tool function awaited with a ToolContext: those rg runs + parsing, sorting, output
 tool/rg   ratio of the medians; (pairs): median of the per-round ratios (rounds interleaved)
 rg -g     plain `rg --glob GLOB` with the same flags. It is not equivalent: -g overrides ignore rules,
           so it skips gitignore checks for the files it matches and lists gitignored ones (here
-          {', '.join(f"{name.split(' ', 1)[1]}: {n_plain - n_tool:+,}" for name, n_tool, n_plain, _, _ in rows if n_plain is not None and n_plain != n_tool) or 'none'}).
-          The tool narrows rg with --type-add (gitignore-correct) and filters with its own glob.
-fallback  the same tool with TOYCODER_NO_RG=1 (pure Python), {args.fallback_runs} runs""")
+          {gone or 'none'}).
+          The tool narrows rg with --type-add for a file-name glob (gitignore-correct).""")
         return 0
     finally:
         if args.keep:

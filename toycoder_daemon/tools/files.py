@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 from .base import ToolContext, ToolError, tool
+from .search_rg import ignored_entries
 from .workspace import OutsideWorkspace
 
 
@@ -109,22 +110,14 @@ async def read_file(
     return f"{header}\n{body}"
 
 
-def _list(p: Path, max_entries: int, root: Path | None = None) -> tuple[list[str], int, int]:
-    """Entry lines (at most max_entries), how many more there are, and how many were left out
-    because .gitignore rules (those of `root` down to `p`) ignore them."""
-    from .ignore import IgnoreMatcher
-
-    matcher = IgnoreMatcher(root) if root is not None else None
+def _list(p: Path, max_entries: int, hidden: set[str]) -> tuple[list[str], int]:
+    """Entry lines (at most max_entries) and how many more there are, leaving out `.git` and the
+    names in `hidden`."""
     entries = []
-    ignored = 0
     with os.scandir(p) as it:
         for e in it:
-            if e.name == ".git":
-                continue
-            if matcher is not None and matcher.is_ignored(e.path, e.is_dir(follow_symlinks=False), check_parents=False):
-                ignored += 1
-                continue
-            entries.append(e)
+            if e.name != ".git" and e.name not in hidden:
+                entries.append(e)
     entries.sort(key=lambda e: (not e.is_dir(follow_symlinks=False), e.name.lower()))
     lines = []
     for e in entries[:max_entries]:
@@ -138,7 +131,7 @@ def _list(p: Path, max_entries: int, root: Path | None = None) -> tuple[list[str
             except OSError:
                 size = 0
             lines.append(f"file  {e.name}  ({size} bytes)")
-    return lines, max(0, len(entries) - max_entries), ignored
+    return lines, max(0, len(entries) - max_entries)
 
 
 @tool(level="safe", title=lambda a: f"list_directory {a.get('path') or '.'}")
@@ -152,8 +145,13 @@ async def list_directory(
     if not p.is_dir():
         raise ToolError(f"not a directory: {path}")
     max_entries = ctx.settings.list_max_entries if ctx.settings else 500
-    lines, more, ignored = await asyncio.to_thread(_list, p, max_entries, ctx.workspace.root)
     rel = ctx.workspace.relative(p)
+    names = await asyncio.to_thread(os.listdir, p)
+    # rg says which entries the ignore rules hide (search_rg.py: the same rules as the searches).
+    hidden = await ignored_entries(ctx.workspace.root, "" if rel == "." else Path(rel).as_posix(),
+                                   [n for n in names if n != ".git"])
+    ignored = len(hidden)
+    lines, more = await asyncio.to_thread(_list, p, max_entries, hidden)
     note = f"\n({ignored} ignored {'entry' if ignored == 1 else 'entries'} not shown)" if ignored else ""
     if not lines:
         return (f"{rel}/ (0 entries)" + note) if ignored else f"{rel}/ is empty"
