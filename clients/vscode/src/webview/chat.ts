@@ -7,6 +7,7 @@ import type MarkdownIt from 'markdown-it';
 import type { ToHost, ToWebview } from '../shared/messages';
 import type { CommandInfo, PromptResult, TranscriptEntry, Update, UpdateParams, Usage } from '../shared/protocol';
 import { createMarkdown } from './markdown';
+import { permissionCard, recordDecision } from './permissionCard';
 
 const MAX_SHOWN = 20000; // characters of a tool's arguments or output shown in its card
 
@@ -170,6 +171,18 @@ class TurnView {
     this.chat.scheduleRender(seg);
   }
 
+  /** A permission card goes right after its tool call's card (or at the end). */
+  permission(card: HTMLElement, toolCallId: string): void {
+    const call = this.cards.get(toolCallId);
+    if (call) {
+      const container = call.el.parentElement as HTMLElement;
+      this.trailing.delete(container);
+      call.el.after(card);
+    } else {
+      this.append(this.body, card);
+    }
+  }
+
   commandOutput(text: string): void {
     if (text) this.append(this.body, h('pre', 'command-output', text));
   }
@@ -288,7 +301,30 @@ export class ChatView {
         if (message.text !== undefined) this.prompt.value = message.text;
         this.prompt.focus();
         break;
+      case 'permission': {
+        if (this.reviewCard(message.id)) break;
+        document.getElementById('empty')?.remove();
+        const card = permissionCard(message.id, message.params, this.post);
+        this.currentTurn().permission(card, message.params.toolCallId);
+        card.scrollIntoView({ block: 'nearest' }); // it waits for the person: show it
+        break;
+      }
+      case 'permissionDecided': {
+        const card = this.reviewCard(message.id);
+        if (card) recordDecision(card, message.outcome, message.source);
+        break;
+      }
+      case 'showPermission': {
+        const card = this.reviewCard(message.id);
+        card?.scrollIntoView({ block: 'nearest' });
+        card?.focus();
+        break;
+      }
     }
+  }
+
+  private reviewCard(id: string): HTMLElement | null {
+    return this.conversation.querySelector<HTMLElement>(`[data-review-id="${CSS.escape(id)}"]`);
   }
 
   private daemonState(state: 'starting' | 'ready' | 'exited', message?: string): void {
