@@ -7,15 +7,9 @@
 
 import type { ReviewOutcome, ReviewSource, ToHost } from '../shared/messages';
 import type { Decision, PermissionParams } from '../shared/protocol';
+import { h } from './dom';
 
 const MAX_DIFF_LINES = 5000; // beyond this, "Open diff" is the way to read it
-
-function h<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
-  const el = document.createElement(tag);
-  if (cls) el.className = cls;
-  if (text !== undefined) el.textContent = text;
-  return el;
-}
 
 export function diffStats(diff: string): { added: number; removed: number } {
   let added = 0;
