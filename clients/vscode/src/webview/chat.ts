@@ -28,6 +28,8 @@ export class ChatView {
   private running = false;
   private dirty = new Set<Segment>();
   private renderScheduled = false;
+  /** A card the host asked to show before it arrived (a webview that was just created). */
+  private showWhenArrives: string | null = null;
 
   constructor(private readonly post: (message: ToHost) => void) {
     this.conversation = document.getElementById('conversation')!;
@@ -100,6 +102,10 @@ export class ChatView {
         const card = permissionCard(message.id, message.params, this.post);
         this.currentTurn().permission(card, message.params.toolCallId);
         card.scrollIntoView({ block: 'nearest' }); // it waits for the person: show it
+        if (this.showWhenArrives === message.id) {
+          this.showWhenArrives = null;
+          card.focus();
+        }
         break;
       }
       case 'permissionDecided': {
@@ -109,8 +115,12 @@ export class ChatView {
       }
       case 'showPermission': {
         const card = this.reviewCard(message.id);
-        card?.scrollIntoView({ block: 'nearest' });
-        card?.focus();
+        if (!card) {
+          this.showWhenArrives = message.id;
+          break;
+        }
+        card.scrollIntoView({ block: 'nearest' });
+        card.focus();
         break;
       }
     }

@@ -201,6 +201,17 @@ test('HTML in a proposal is text; a card outside a turn and showPermission bring
   assert.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined);
 });
 
+test('showPermission for a card not drawn yet focuses it when it arrives (a webview just created)', async () => {
+  const c = await chat();
+  const { page } = c;
+  await c.send({ type: 'showPermission', id: 'review-5' });
+  await c.send({ type: 'transcript', session: null, entries: [] });
+  await c.send({ type: 'permission', id: 'review-4', params: command });
+  assert.notEqual(await page.evaluate(() => document.activeElement?.getAttribute('data-review-id')), 'review-4');
+  await c.send({ type: 'permission', id: 'review-5', params: { ...command, toolCallId: 'call_9' } });
+  assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('data-review-id')), 'review-5');
+});
+
 for (const theme of ['dark', 'light'] as const) {
   test(`screenshot of a pending proposal card, ${theme} (artifact)`, async () => {
     const c = await chat(760, 980, theme);
