@@ -1,10 +1,10 @@
-/** ToyCoder for VS Code: activation, commands, settings. */
+/** ToyCoder for VS Code: activation, commands, settings, and the wiring of the inline review. */
 
 import * as vscode from 'vscode';
+import { PendingAttention } from './attention';
 import { ChatViewProvider, VIEW_ID } from './chatView';
 import { ChatController } from './controller';
 import { DaemonClient } from './daemon';
-import { PendingAttention } from './attention';
 import { closeProposalTabs, PROPOSAL_SCHEME, ProposalProvider, proposalUriFor, showProposedDiff } from './diffView';
 import { Reviews } from './reviews';
 
