@@ -85,9 +85,14 @@ def test_webview_in_chromium(tmp_path: Path) -> None:
     """The chat webview in headless Chromium; keeps tmp/artifacts/webview-chat.png."""
     if not (shutil.which("chromium") or Path("/usr/bin/chromium").exists()):
         pytest.fail("Chromium is missing: apt-get install chromium (./scripts/test installs it as root)")
+    for stale in (VSCODE / "tmp" / "artifacts").glob("webview-permission-card-*.png"):
+        stale.unlink()  # this run must make them
     out = npm_run("test:webview", tmp_path, timeout=240)
     assert node_tests_passed(out) >= 8
     assert (VSCODE / "tmp" / "artifacts" / "webview-chat.png").stat().st_size > 10_000
+    # issue 11: the inline permission card (a pending 120-line proposal), in both themes
+    for theme in ("dark", "light"):
+        assert (VSCODE / "tmp" / "artifacts" / f"webview-permission-card-{theme}.png").stat().st_size > 10_000
 
 
 def test_vsix_packages_without_prompting(tmp_path: Path) -> None:

@@ -1,4 +1,7 @@
-/** The "ToyCoder" webview view: hosts the chat webview and carries the message envelope. */
+/**
+ * The "ToyCoder" webview view: hosts the chat webview and carries the message envelope; tells
+ * whether it is visible and carries the badge (PendingAttention sets both).
+ */
 
 import * as vscode from 'vscode';
 import type { ChatSurface } from './controller';
@@ -11,6 +14,10 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatSurface
   private view: vscode.WebviewView | undefined;
   private ready = false;
   private readyWaiters: Array<() => void> = [];
+  private badge: vscode.ViewBadge | undefined;
+  private readonly visibility = new vscode.EventEmitter<void>();
+  /** Shown, hidden, created or disposed. */
+  readonly onDidChangeVisibility = this.visibility.event;
   onMessage: (message: ToHost) => void = () => undefined;
 
   constructor(private readonly extensionUri: vscode.Uri) {}
@@ -40,8 +47,22 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatSurface
       if (this.view === view) {
         this.view = undefined;
         this.ready = false;
+        this.visibility.fire();
       }
     });
+    view.badge = this.badge;
+    view.onDidChangeVisibility(() => this.visibility.fire());
+    this.visibility.fire();
+  }
+
+  get visible(): boolean {
+    return this.view?.visible ?? false;
+  }
+
+  /** Kept for a view resolved later. */
+  setBadge(badge: vscode.ViewBadge | undefined): void {
+    this.badge = badge;
+    if (this.view) this.view.badge = badge;
   }
 
   /** Messages sent while no webview listens are dropped: a new webview asks for the state on `ready`. */

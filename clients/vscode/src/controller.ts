@@ -6,11 +6,15 @@
 
 import * as vscode from 'vscode';
 import type { DaemonHandlers } from './daemon';
+import { PROPOSAL_SCHEME } from './diffView';
 import { DocumentSink, DocumentSync } from './documents';
 import { askPermission, askUser, ShowDiff } from './permission';
+import type { CancelToken, Reviews } from './reviews';
 import type { ToHost, ToWebview } from './shared/messages';
 import type { ProgressValue } from './shared/lsp';
-import type { CommandInfo, PromptResult, SessionInfo, SessionLoadResult } from './shared/protocol';
+import type {
+  CommandInfo, PermissionParams, PermissionResult, PromptResult, SessionInfo, SessionLoadResult,
+} from './shared/protocol';
 
 /** What the controller needs of a daemon connection (DaemonClient, or a fake in tests). */
 export interface Daemon extends DocumentSink {
@@ -40,6 +44,8 @@ export interface ControllerOptions {
   showDiff: ShowDiff;
   log: (line: string) => void;
   root: vscode.Uri | undefined;
+  /** Permission requests as cards in the chat; without it (or with `permission.style: modal`), the modal. */
+  reviews?: Reviews;
 }
 
 function errorMessage(e: unknown): string {
@@ -102,7 +108,7 @@ export class ChatController implements vscode.Disposable {
       update: (params) => {
         if (params.sessionId === this.sessionId) this.post({ type: 'update', params });
       },
-      requestPermission: (params, token) => askPermission(params, token, this.options.showDiff),
+      requestPermission: (params, token) => this.requestPermission(params, token),
       askUser: (params, token) => askUser(params, token),
       progress: (token, value) => this.onProgress(token, value),
       showMessage: (type, message) => {
@@ -118,6 +124,7 @@ export class ChatController implements vscode.Disposable {
         this.docSync?.dispose();
         this.docSync = undefined;
         this.endAllProgress();
+        this.options.reviews?.cancelAll();
         const how = signal ? `was killed (${signal})` : `exited (code ${code})`;
         this.options.log(`[toycoder-vscode] the daemon ${how}`);
         if (!this.disposed) this.post({ type: 'daemon', state: 'exited', message: `The ToyCoder daemon ${how}.` });
@@ -162,6 +169,12 @@ export class ChatController implements vscode.Disposable {
     }
   }
 
+  private requestPermission(params: PermissionParams, token: CancelToken): Promise<PermissionResult> {
+    const style = vscode.workspace.getConfiguration('toycoder').get<string>('permission.style', 'inline');
+    if (this.options.reviews && style !== 'modal') return this.options.reviews.request(params, token);
+    return askPermission(params, token as vscode.CancellationToken, this.options.showDiff);
+  }
+
   private onProgress(token: string | number, value: ProgressValue): void {
     if (value.kind === 'begin') {
       void vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: 'ToyCoder' },
@@ -203,6 +216,7 @@ export class ChatController implements vscode.Disposable {
     } catch {
       /* the banner says why */
     }
+    this.options.reviews?.repost(); // after the transcript, which clears the conversation
   }
 
   async handle(message: ToHost): Promise<void> {
@@ -217,6 +231,11 @@ export class ChatController implements vscode.Disposable {
         return this.restart();
       case 'openLink':
         return this.openLink(message.href);
+      case 'permissionDecision':
+        this.options.reviews?.decide(message.id, message.decision, 'chat');
+        return;
+      case 'openDiff':
+        return this.options.reviews?.openDiff(message.id);
     }
   }
 
@@ -323,6 +342,11 @@ export class ChatController implements vscode.Disposable {
   async askAboutSelection(editor: vscode.TextEditor | undefined): Promise<void> {
     if (!editor || editor.selection.isEmpty) {
       void vscode.window.showInformationMessage('ToyCoder: select some code first.');
+      return;
+    }
+    if (editor.document.uri.scheme === PROPOSAL_SCHEME) {
+      // a proposal's text is not a file yet: asking about it would send a path that does not hold it
+      void vscode.window.showInformationMessage('ToyCoder: this is a proposed change, not a file; decide on it in the chat.');
       return;
     }
     const sel = editor.selection;

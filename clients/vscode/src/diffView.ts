@@ -2,7 +2,8 @@
  * "Show diff" for a permission request: VS Code's diff editor with the current file (the editor's
  * text, unsaved changes included) on the left and the proposed content on the right. The proposed
  * content lives in a virtual document; it is the preview's unified diff applied to the current
- * text. If the diff does not apply, the diff text itself is shown.
+ * text. If the diff does not apply, the diff text itself is shown. The tabs it opens are closed
+ * when the request is decided (closeProposalTabs), so a stale proposal never looks pending.
  */
 
 import * as vscode from 'vscode';
@@ -24,6 +25,11 @@ export class ProposalProvider implements vscode.TextDocumentContentProvider {
     return vscode.Uri.from({ scheme: PROPOSAL_SCHEME, path: `/${name.replace(/^\/+/, '')}`, query: id });
   }
 
+  /** Drop a proposal's text (its request was decided). */
+  forget(uri: vscode.Uri): void {
+    if (uri.scheme === PROPOSAL_SCHEME) this.contents.delete(uri.query);
+  }
+
   provideTextDocumentContent(uri: vscode.Uri): string {
     return this.contents.get(uri.query) ?? '';
   }
@@ -43,9 +49,16 @@ async function currentText(uri: vscode.Uri): Promise<string | undefined> {
   }
 }
 
+export interface ShownProposal {
+  /** `diff`: the diff editor; `text`: the diff text (it did not apply to the current file). */
+  shown: 'diff' | 'text';
+  /** The virtual documents it opened (the proposal's tabs). */
+  uris: vscode.Uri[];
+}
+
 export async function showProposedDiff(
   provider: ProposalProvider, root: vscode.Uri | undefined, preview: { path: string; diff: string },
-): Promise<'diff' | 'text'> {
+): Promise<ShownProposal> {
   const fileUri = /^([a-zA-Z]:)?[\\/]/.test(preview.path) || !root
     ? vscode.Uri.file(preview.path)
     : vscode.Uri.joinPath(root, preview.path);
@@ -53,13 +66,42 @@ export async function showProposedDiff(
   const before = isNew ? '' : await currentText(fileUri);
   const proposed = before === undefined ? undefined : applyUnifiedDiff(before, preview.diff);
   if (proposed === undefined) {
-    const doc = await vscode.workspace.openTextDocument(provider.add(`${preview.path}.diff`, preview.diff));
+    const uri = provider.add(`${preview.path}.diff`, preview.diff);
+    const doc = await vscode.workspace.openTextDocument(uri);
     await vscode.window.showTextDocument(doc, { preview: true });
-    return 'text';
+    return { shown: 'text', uris: [uri] };
   }
   const left = isNew ? provider.add(`${preview.path} (new file)`, '') : fileUri;
   const right = provider.add(preview.path, proposed);
   await vscode.commands.executeCommand('vscode.diff', left, right, `${preview.path} ↔ proposed by ToyCoder`,
     { preview: true });
-  return 'diff';
+  return { shown: 'diff', uris: isNew ? [left, right] : [right] };
+}
+
+/** The URIs a tab shows (both sides of a diff). */
+function tabUris(tab: vscode.Tab): string[] {
+  const input = tab.input;
+  if (input instanceof vscode.TabInputTextDiff) return [input.original.toString(), input.modified.toString()];
+  if (input instanceof vscode.TabInputText) return [input.uri.toString()];
+  return [];
+}
+
+/** Close every tab that shows one of these proposal documents. */
+export async function closeProposalTabs(uris: readonly string[]): Promise<void> {
+  if (uris.length === 0) return;
+  const wanted = new Set(uris);
+  const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs)
+    .filter((t) => tabUris(t).some((u) => wanted.has(u)));
+  if (tabs.length) await vscode.window.tabGroups.close(tabs, true);
+}
+
+/**
+ * The proposal an editor/title command is about: VS Code passes the editor's resource (for a diff
+ * editor, its right side); from the palette there is none, so the active tab decides.
+ */
+export function proposalUriFor(arg: unknown): string | undefined {
+  if (arg instanceof vscode.Uri && arg.scheme === PROPOSAL_SCHEME) return arg.toString();
+  const tab = vscode.window.tabGroups.activeTabGroup?.activeTab;
+  const uris = tab ? tabUris(tab) : [];
+  return uris.reverse().find((u) => u.startsWith(`${PROPOSAL_SCHEME}:`));
 }

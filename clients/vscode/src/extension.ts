@@ -1,10 +1,12 @@
-/** ToyCoder for VS Code: activation, commands, settings. */
+/** ToyCoder for VS Code: activation, commands, settings, and the wiring of the inline review. */
 
 import * as vscode from 'vscode';
+import { PendingAttention } from './attention';
 import { ChatViewProvider, VIEW_ID } from './chatView';
 import { ChatController } from './controller';
 import { DaemonClient } from './daemon';
-import { PROPOSAL_SCHEME, ProposalProvider, showProposedDiff } from './diffView';
+import { closeProposalTabs, PROPOSAL_SCHEME, ProposalProvider, proposalUriFor, showProposedDiff } from './diffView';
+import { Reviews } from './reviews';
 
 let controller: ChatController | undefined;
 
@@ -26,9 +28,28 @@ export function activate(context: vscode.ExtensionContext): void {
   const view = new ChatViewProvider(context.extensionUri);
   const root = workspaceRoot();
   const version = (context.extension?.packageJSON as { version?: string } | undefined)?.version ?? '0';
+  const attention = new PendingAttention(view, 'toycoder.showPendingReview');
+  const reviews = new Reviews({
+    post: (message) => view.post(message),
+    log: (line) => output.appendLine(line),
+    openDiff: async (preview) => {
+      try {
+        return (await showProposedDiff(proposals, root, preview)).uris.map((u) => u.toString());
+      } catch (e) {
+        void vscode.window.showErrorMessage(`ToyCoder: cannot show the diff: ${(e as Error).message}`);
+        return [];
+      }
+    },
+    closeTabs: async (uris) => {
+      await closeProposalTabs(uris);
+      for (const u of uris) proposals.forget(vscode.Uri.parse(u));
+    },
+    pendingChanged: (pending) => attention.update(pending.map((p) => p.params.title)),
+  });
 
   controller = new ChatController({
     root,
+    reviews,
     surface: view,
     log: (line) => output.appendLine(line),
     showDiff: async (preview) => {
@@ -53,6 +74,14 @@ export function activate(context: vscode.ExtensionContext): void {
     chat.handle(message).catch((e: Error) => output.appendLine(`[toycoder-vscode] ${e.message}`));
   };
 
+  /** Accept / Reject in a proposal's title bar (the editor's resource is the argument). */
+  const decideProposal = (decision: 'allow_once' | 'reject') => async (resource?: unknown) => {
+    const uri = proposalUriFor(resource);
+    if (!uri || !reviews.decideByUri(uri, decision)) {
+      void vscode.window.showInformationMessage('ToyCoder: this proposal is no longer pending.');
+    }
+  };
+
   const run = (fn: () => Promise<void>) => async () => {
     try {
       await fn();
@@ -66,6 +95,7 @@ export function activate(context: vscode.ExtensionContext): void {
   context.subscriptions.push(
     output,
     proposals,
+    attention,
     vscode.workspace.registerTextDocumentContentProvider(PROPOSAL_SCHEME, proposals),
     vscode.window.registerWebviewViewProvider(VIEW_ID, view, { webviewOptions: { retainContextWhenHidden: true } }),
     vscode.commands.registerCommand('toycoder.openChat', run(async () => {
@@ -81,6 +111,13 @@ export function activate(context: vscode.ExtensionContext): void {
       await view.reveal();
     })),
     vscode.commands.registerCommand('toycoder.cancel', run(() => chat.cancel())),
+    vscode.commands.registerCommand('toycoder.acceptProposal', decideProposal('allow_once')),
+    vscode.commands.registerCommand('toycoder.rejectProposal', decideProposal('reject')),
+    vscode.commands.registerCommand('toycoder.showPendingReview', run(async () => {
+      await view.reveal();
+      const [first] = reviews.pendingReviews;
+      if (first) view.post({ type: 'showPermission', id: first.id });
+    })),
     vscode.commands.registerCommand('toycoder.askAboutSelection',
       run(() => chat.askAboutSelection(vscode.window.activeTextEditor))),
     vscode.workspace.onDidChangeConfiguration((e) => {

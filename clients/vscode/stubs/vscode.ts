@@ -82,6 +82,21 @@ export class Uri {
   }
 }
 
+export class TabInputText {
+  constructor(readonly uri: Uri) {}
+}
+
+export class TabInputTextDiff {
+  constructor(readonly original: Uri, readonly modified: Uri) {}
+}
+
+/** The editor tabs `window.tabGroups` shows; tests push tabs here, `tabGroups.close` removes them. */
+export const openTabs: Array<{ label: string; input: unknown }> = [];
+
+/** Every status-bar item created, in order. */
+export const statusBarItems: Array<{ text: string; tooltip: unknown; command: unknown; visible: boolean }> = [];
+
+export enum StatusBarAlignment { Left = 1, Right = 2 }
 export enum ProgressLocation { SourceControl = 1, Window = 10, Notification = 15 }
 export enum ViewColumn { Active = -1, Beside = -2, One = 1 }
 
@@ -112,6 +127,25 @@ function defaults() {
         append() { /* */ }, show() { /* */ }, dispose() { /* */ },
       })),
       registerWebviewViewProvider: recorder('window.registerWebviewViewProvider', () => new Disposable()),
+      createStatusBarItem: recorder('window.createStatusBarItem', () => {
+        const item = {
+          text: '', tooltip: undefined as unknown, command: undefined as unknown, visible: false,
+          show() { this.visible = true; }, hide() { this.visible = false; }, dispose() { this.visible = false; },
+        };
+        statusBarItems.push(item);
+        return item;
+      }),
+      tabGroups: {
+        get all() { return [{ tabs: openTabs.slice() }]; },
+        get activeTabGroup() { return { tabs: openTabs.slice(), activeTab: openTabs[openTabs.length - 1] }; },
+        close: recorder('window.tabGroups.close', async (tabs: unknown[]) => {
+          for (const t of tabs) {
+            const i = openTabs.indexOf(t as (typeof openTabs)[number]);
+            if (i >= 0) openTabs.splice(i, 1);
+          }
+          return true;
+        }),
+      },
       activeTextEditor: undefined as any,
     },
     workspace: {
@@ -163,6 +197,8 @@ export function resetStub(): void {
   Object.assign(commands, d.commands);
   Object.assign(env, d.env);
   calls.length = 0;
+  openTabs.length = 0;
+  statusBarItems.length = 0;
   virtualDocs.clear();
   for (const k of Object.keys(settings)) delete settings[k];
 }

@@ -5,7 +5,12 @@
  * relayed by the host.
  */
 
-import type { CommandInfo, PromptResult, SessionInfo, TranscriptEntry, UpdateParams } from './protocol';
+import type { CommandInfo, Decision, PermissionParams, PromptResult, SessionInfo, TranscriptEntry, UpdateParams } from './protocol';
+
+/** How a permission request ended: a decision, or `cancelled` when the daemon withdrew it. */
+export type ReviewOutcome = Decision | 'cancelled';
+/** Where the decision was made: the card in the chat, or the diff editor's title bar. */
+export type ReviewSource = 'chat' | 'editor';
 
 export type Envelope =
   // ---- host -> webview ---------------------------------------------------------------------
@@ -29,6 +34,12 @@ export type Envelope =
   | { type: 'notice'; level: 'info' | 'error'; text: string }
   /** Put text in the prompt box and focus it. */
   | { type: 'focusInput'; text?: string }
+  /** A pending toycoder/requestPermission, shown as a card in the chat; `id` is the host's. */
+  | { type: 'permission'; id: string; params: PermissionParams }
+  /** The request is decided (or withdrawn): its card becomes a one-line record. */
+  | { type: 'permissionDecided'; id: string; outcome: ReviewOutcome; source: ReviewSource }
+  /** Bring this pending card into view (the status-bar item was clicked). */
+  | { type: 'showPermission'; id: string }
   // ---- webview -> host ---------------------------------------------------------------------
   /** The webview's script has loaded and listens. */
   | { type: 'ready' }
@@ -39,22 +50,30 @@ export type Envelope =
   /** The Restart button of the `daemon exited` banner. */
   | { type: 'restart' }
   /** A link in rendered Markdown was clicked. */
-  | { type: 'openLink'; href: string };
+  | { type: 'openLink'; href: string }
+  /** A button of a permission card: the decision for request `id`. */
+  | { type: 'permissionDecision'; id: string; decision: Decision }
+  /** The "Open diff" button of a permission card (the request stays pending). */
+  | { type: 'openDiff'; id: string };
 
 type HostTypes = 'daemon' | 'commands' | 'transcript' | 'turnStarted' | 'update' | 'progress' | 'turnEnded'
-  | 'turnFailed' | 'notice' | 'focusInput';
+  | 'turnFailed' | 'notice' | 'focusInput' | 'permission' | 'permissionDecided' | 'showPermission';
 
 export type ToWebview = Extract<Envelope, { type: HostTypes }>;
 export type ToHost = Exclude<Envelope, { type: HostTypes }>;
 
-const TO_HOST: ReadonlySet<string> = new Set<ToHost['type']>(['ready', 'prompt', 'cancel', 'restart', 'openLink']);
+const TO_HOST: ReadonlySet<string> = new Set<ToHost['type']>(['ready', 'prompt', 'cancel', 'restart', 'openLink',
+  'permissionDecision', 'openDiff']);
+const DECISIONS: ReadonlySet<string> = new Set<Decision>(['allow_once', 'allow_always', 'reject']);
 
 /** Validate what arrives from the webview (its content is untrusted input to the host). */
 export function isToHost(value: unknown): value is ToHost {
   if (typeof value !== 'object' || value === null) return false;
-  const m = value as { type?: unknown; text?: unknown; href?: unknown };
+  const m = value as { type?: unknown; text?: unknown; href?: unknown; id?: unknown; decision?: unknown };
   if (typeof m.type !== 'string' || !TO_HOST.has(m.type)) return false;
   if (m.type === 'prompt') return typeof m.text === 'string';
   if (m.type === 'openLink') return typeof m.href === 'string';
+  if (m.type === 'openDiff') return typeof m.id === 'string';
+  if (m.type === 'permissionDecision') return typeof m.id === 'string' && typeof m.decision === 'string' && DECISIONS.has(m.decision);
   return true;
 }

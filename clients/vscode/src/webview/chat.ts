@@ -5,205 +5,11 @@
 
 import type MarkdownIt from 'markdown-it';
 import type { ToHost, ToWebview } from '../shared/messages';
-import type { CommandInfo, PromptResult, TranscriptEntry, Update, UpdateParams, UsageInfo } from '../shared/protocol';
+import type { CommandInfo, PromptResult, TranscriptEntry, UpdateParams } from '../shared/protocol';
+import { h } from './dom';
 import { createMarkdown } from './markdown';
-
-const MAX_SHOWN = 20000; // characters of a tool's arguments or output shown in its card
-
-interface Segment {
-  el: HTMLElement;
-  raw: string;
-}
-
-interface Card {
-  el: HTMLDetailsElement;
-  status: HTMLElement;
-  children: HTMLElement;
-  output: HTMLElement;
-  outputSection: HTMLElement;
-}
-
-function h<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
-  const el = document.createElement(tag);
-  if (cls) el.className = cls;
-  if (text !== undefined) el.textContent = text;
-  return el;
-}
-
-function clip(text: string): string {
-  return text.length > MAX_SHOWN ? `${text.slice(0, MAX_SHOWN)}\n… (${text.length - MAX_SHOWN} more characters)` : text;
-}
-
-function formatArguments(args: unknown): string {
-  if (typeof args === 'string') {
-    try {
-      return JSON.stringify(JSON.parse(args), null, 2);
-    } catch {
-      return args;
-    }
-  }
-  return JSON.stringify(args, null, 2) ?? '';
-}
-
-export function formatUsage(u: UsageInfo): string {
-  return `${u.promptTokens.toLocaleString('en-US')} in · ${u.completionTokens.toLocaleString('en-US')} out tokens`;
-}
-
-/** One exchange: the prompt and everything the agent did for it. */
-class TurnView {
-  readonly el: HTMLElement;
-  readonly body: HTMLElement;
-  private readonly footer: HTMLElement;
-  private readonly cards = new Map<string, Card>();
-  private readonly trailing = new WeakMap<HTMLElement, Segment>();
-  private readonly segments: Segment[] = [];
-
-  constructor(private readonly chat: ChatView, prompt: string | null) {
-    this.el = h('div', 'turn');
-    if (prompt !== null) {
-      const user = h('div', prompt.startsWith('/') ? 'user-message command' : 'user-message', prompt);
-      this.el.append(user);
-    }
-    this.body = h('div', 'assistant');
-    this.footer = h('div', 'turn-footer');
-    this.el.append(this.body, this.footer);
-  }
-
-  /** The element updates with this parent tool call id go into. */
-  private container(parentToolCallId?: string): HTMLElement {
-    if (parentToolCallId) {
-      const card = this.cards.get(parentToolCallId);
-      if (card) {
-        if (!card.el.classList.contains('has-children')) {
-          card.el.classList.add('has-children');
-          card.el.open = true; // sub-agent activity is shown while it runs
-        }
-        return card.children;
-      }
-    }
-    return this.body;
-  }
-
-  private append(container: HTMLElement, child: HTMLElement): void {
-    this.trailing.delete(container);
-    container.append(child);
-  }
-
-  appendText(text: string, parentToolCallId?: string): void {
-    const container = this.container(parentToolCallId);
-    let seg = this.trailing.get(container);
-    if (!seg) {
-      seg = { el: h('div', 'markdown'), raw: '' };
-      container.append(seg.el);
-      this.trailing.set(container, seg);
-      this.segments.push(seg);
-    }
-    seg.raw += text;
-    this.chat.scheduleRender(seg);
-  }
-
-  /** The reply being retried is dropped: its partial text is the trailing segment of its container. */
-  retry(update: Extract<Update, { kind: 'retry' }>, parentToolCallId?: string): void {
-    const container = this.container(parentToolCallId);
-    const seg = this.trailing.get(container);
-    if (seg) {
-      seg.el.remove();
-      seg.raw = '';
-      this.trailing.delete(container);
-    }
-    const delay = update.delaySeconds ? ` in ${update.delaySeconds.toFixed(1)}s` : '';
-    this.notice(`Retrying (attempt ${update.attempt}${delay}): ${update.reason}`, 'retry', parentToolCallId);
-  }
-
-  notice(text: string, kind: string, parentToolCallId?: string): void {
-    this.append(this.container(parentToolCallId), h('div', `notice ${kind}`, text));
-  }
-
-  toolCall(update: Extract<Update, { kind: 'tool_call' }>, parentToolCallId?: string): Card {
-    const el = h('details', 'tool-card') as HTMLDetailsElement;
-    el.dataset.toolCallId = update.toolCallId;
-    el.dataset.status = 'running';
-    el.dataset.permission = update.permission;
-    const summary = h('summary');
-    const status = h('span', 'tool-status', 'running');
-    summary.append(h('span', 'tool-icon'), h('span', 'tool-title', update.title || update.name), status);
-    const children = h('div', 'tool-children');
-    const argsSection = h('div', 'tool-section');
-    argsSection.append(h('div', 'tool-label', 'Arguments'), h('pre', 'tool-args', clip(formatArguments(update.arguments))));
-    const outputSection = h('div', 'tool-section');
-    outputSection.hidden = true;
-    const output = h('pre', 'tool-output');
-    outputSection.append(h('div', 'tool-label', 'Output'), output);
-    el.append(summary, argsSection, children, outputSection);
-    const card: Card = { el, status, children, output, outputSection };
-    this.cards.set(update.toolCallId, card);
-    this.append(this.container(parentToolCallId), el);
-    return card;
-  }
-
-  toolResult(update: Extract<Update, { kind: 'tool_result' }>, parentToolCallId?: string): void {
-    const card = this.cards.get(update.toolCallId)
-      ?? this.toolCall({ kind: 'tool_call', toolCallId: update.toolCallId, name: update.toolCallId, title: update.toolCallId,
-        arguments: '', permission: 'safe' }, parentToolCallId);
-    this.setStatus(card, update.status);
-    card.output.textContent = clip(update.output);
-    card.outputSection.hidden = false;
-  }
-
-  private setStatus(card: Card, status: string): void {
-    card.el.dataset.status = status;
-    card.status.textContent = status;
-  }
-
-  usage(u: UsageInfo): void {
-    this.footer.textContent = formatUsage(u);
-  }
-
-  hasText(): boolean {
-    return this.segments.some((s) => s.raw.trim() !== '' && this.body.contains(s.el) && s.el.parentElement === this.body);
-  }
-
-  markdown(text: string): void {
-    const seg = { el: h('div', 'markdown'), raw: text };
-    this.append(this.body, seg.el);
-    this.segments.push(seg);
-    this.chat.scheduleRender(seg);
-  }
-
-  commandOutput(text: string): void {
-    if (text) this.append(this.body, h('pre', 'command-output', text));
-  }
-
-  /** Cards still running when the turn ended did not finish. */
-  finish(): void {
-    for (const card of this.cards.values()) {
-      if (card.el.dataset.status === 'running') this.setStatus(card, 'interrupted');
-    }
-  }
-
-  transcriptToolCall(entry: TranscriptEntry): void {
-    let args: unknown = entry.text;
-    try {
-      args = JSON.parse(entry.text);
-    } catch {
-      /* shown raw */
-    }
-    const name = entry.name ?? 'tool';
-    const card = this.toolCall({ kind: 'tool_call', toolCallId: entry.toolCallId ?? `${name}-${Math.random()}`, name,
-      title: name, arguments: args, permission: 'safe' });
-    this.setStatus(card, 'done');
-  }
-
-  transcriptToolResult(entry: TranscriptEntry): void {
-    const card = entry.toolCallId ? this.cards.get(entry.toolCallId) : undefined;
-    if (!card) {
-      this.notice(clip(entry.text), 'tool-orphan');
-      return;
-    }
-    card.output.textContent = clip(entry.text);
-    card.outputSection.hidden = false;
-  }
-}
+import { permissionCard, recordDecision } from './permissionCard';
+import { formatUsage, Segment, TurnView } from './turnView';
 
 export class ChatView {
   private readonly md: MarkdownIt = createMarkdown();
@@ -222,6 +28,8 @@ export class ChatView {
   private running = false;
   private dirty = new Set<Segment>();
   private renderScheduled = false;
+  /** A card the host asked to show before it arrived (a webview that was just created). */
+  private showWhenArrives: string | null = null;
 
   constructor(private readonly post: (message: ToHost) => void) {
     this.conversation = document.getElementById('conversation')!;
@@ -288,7 +96,38 @@ export class ChatView {
         if (message.text !== undefined) this.prompt.value = message.text;
         this.prompt.focus();
         break;
+      case 'permission': {
+        if (this.reviewCard(message.id)) break;
+        document.getElementById('empty')?.remove();
+        const card = permissionCard(message.id, message.params, this.post);
+        this.currentTurn().permission(card, message.params.toolCallId);
+        card.scrollIntoView({ block: 'nearest' }); // it waits for the person: show it
+        if (this.showWhenArrives === message.id) {
+          this.showWhenArrives = null;
+          card.focus();
+        }
+        break;
+      }
+      case 'permissionDecided': {
+        const card = this.reviewCard(message.id);
+        if (card) recordDecision(card, message.outcome, message.source);
+        break;
+      }
+      case 'showPermission': {
+        const card = this.reviewCard(message.id);
+        if (!card) {
+          this.showWhenArrives = message.id;
+          break;
+        }
+        card.scrollIntoView({ block: 'nearest' });
+        card.focus();
+        break;
+      }
     }
+  }
+
+  private reviewCard(id: string): HTMLElement | null {
+    return this.conversation.querySelector<HTMLElement>(`[data-review-id="${CSS.escape(id)}"]`);
   }
 
   private daemonState(state: 'starting' | 'ready' | 'exited', message?: string): void {

@@ -1,7 +1,9 @@
 /**
  * The slow tier: the packaged .vsix in real VS Code (code-server 4.139.1 = VS Code 1.139.1), driven
- * by playwright-core + Debian's Chromium. Open the panel, send a prompt, look at the diff and answer
- * the permission modal, see the streamed answer, and check the edited file on disk.
+ * by playwright-core + Debian's Chromium. Open the panel, send a prompt; the 120-line proposal is a
+ * card in the chat, read to its last line there and in the diff editor while the request waits
+ * (no modal); with the panel hidden a status-bar item brings the card back; Accept in the diff
+ * editor's title bar writes the file and closes the diff tab; the card becomes a record.
  * `npm run test:codeserver` installs code-server into .cache/ first (minutes, once).
  */
 
@@ -75,7 +77,12 @@ async function runCommand(page: Page, title: string): Promise<void> {
   await page.keyboard.press('Enter');
 }
 
-test('real VS Code: panel, prompt, diff + permission modal, streamed answer, edited file', { timeout: 25 * 60 * 1000 }, async () => {
+const TABLE = Array.from({ length: 120 }, (_, i) => `ROWS.append(${i + 1})  # row ${i + 1}`).join('\n') + '\n';
+
+/** Monaco renders non-breaking spaces. */
+const plain = (text: string | null) => (text ?? '').replace(/\u00a0/g, ' ');
+
+test('real VS Code: inline review card, non-blocking diff, Accept from the diff editor\'s title bar', { timeout: 25 * 60 * 1000 }, async () => {
   // ---- code-server (cached install) and the extension package --------------------------------
   const t0 = Date.now();
   const installed = execFileSync('bash', [join(EXT_ROOT, 'scripts', 'install-code-server.sh')], {
@@ -89,9 +96,9 @@ test('real VS Code: panel, prompt, diff + permission modal, streamed answer, edi
   // ---- a workspace, the scripted model, settings -------------------------------------------------
   const ws = makeWorkspace('toycoder-codeserver-');
   const llm: FakeLlm = await startFakeLlm(ws.dir, [
-    { text: "I'll document `add` in `src/app.py`.\n", chunk_size: 4, chunk_delay: 0.01,
-      tool_calls: [{ name: 'edit_file', arguments: { path: 'src/app.py', old_string: 'def add(a, b):\n', new_string: 'def add(a, b):\n    """Return the sum of a and b."""\n' } }] },
-    { text: 'Done: **`add` now has a docstring**, and nothing else changed.', chunk_size: 3, chunk_delay: 0.02 },
+    { text: "I'll write the table to `src/table.py`.\n", chunk_size: 4, chunk_delay: 0.01,
+      tool_calls: [{ name: 'write_file', arguments: { path: 'src/table.py', content: TABLE } }] },
+    { text: 'Done: **`src/table.py` has 120 rows**.', chunk_size: 3, chunk_delay: 0.02 },
   ]);
   cleanups.push(() => llm.stop());
   const config = writeConfig(ws, llm.baseUrl);
@@ -158,32 +165,78 @@ test('real VS Code: panel, prompt, diff + permission modal, streamed answer, edi
     await runCommand(page, 'ToyCoder: Open Chat');
     const frame = await chatFrame(page);
     await frame.waitForSelector('#banner', { state: 'hidden', timeout: 60000 }); // the daemon is ready
-    await frame.fill('#prompt', 'Add a docstring to add()');
+    await frame.fill('#prompt', 'Write the table module');
     await frame.press('#prompt', 'Enter');
 
-    // the permission modal: Show diff first, then Allow once
-    const dialog = page.locator('.monaco-dialog-box');
-    await dialog.waitFor({ timeout: 60000 });
-    assert.match((await dialog.textContent())!, /ToyCoder wants to run edit_file src\/app\.py/);
-    await shot('code-server-permission.png');
-    await dialog.getByRole('button', { name: 'Show diff' }).click();
-    await page.locator('.monaco-diff-editor').first().waitFor({ timeout: 30000 });
-    await page.locator('.tab', { hasText: 'proposed by ToyCoder' }).first().waitFor({ timeout: 30000 });
-    await dialog.waitFor({ timeout: 30000 }); // asked again
-    await page.waitForTimeout(500);
-    await shot('code-server-diff.png');
-    const diffText = (await page.locator('.monaco-diff-editor').first().textContent())!.replace(/\u00a0/g, ' ');
-    assert.match(diffText, /def add\(a, b\): *return a \+ b.*def add\(a, b\): *"""Return the sum of a and b\."""/);
-    await dialog.getByRole('button', { name: 'Allow once' }).click();
+    // the request is a card in the chat, not a modal
+    const card = frame.locator('.permission-card');
+    await card.waitFor({ timeout: 60000 });
+    assert.equal(await page.locator('.monaco-dialog-box').count(), 0, 'no modal');
+    assert.equal(await card.locator('.permission-question').textContent(), 'ToyCoder wants to run write_file src/table.py');
+    assert.equal(await card.locator('.diff-line.diff-add').count(), 120);
+    // read it to the last line with the mouse wheel, in the card
+    const lastVisible = () => card.evaluate((el) => {
+      const box = el.querySelector('.diff')!.getBoundingClientRect();
+      const last = el.querySelector('.diff .diff-line:last-child')!.getBoundingClientRect();
+      const conv = document.getElementById('conversation')!.getBoundingClientRect();
+      return last.top >= box.top - 1 && last.bottom <= box.bottom + 1 && last.top >= conv.top - 1 && last.bottom <= conv.bottom + 1;
+    });
+    await card.locator('.diff').scrollIntoViewIfNeeded();
+    const diffBox = (await card.locator('.diff').boundingBox())!;
+    await page.mouse.move(diffBox.x + diffBox.width / 2, diffBox.y + Math.min(diffBox.height / 2, 40));
+    for (let i = 0; !(await lastVisible()); i++) {
+      assert.ok(i < 100, 'the wheel scrolls the card\'s diff to its end');
+      await page.mouse.wheel(0, 200);
+    }
+    assert.equal(plain(await card.locator('.diff-line:last-child .diff-text').textContent()), '+ROWS.append(120)  # row 120');
+    await shot('code-server-inline-card.png');
 
-    // the streamed answer and the edited file
-    await frame.waitForSelector('.assistant .markdown strong', { timeout: 60000 });
-    await frame.waitForSelector('#stop', { state: 'hidden', timeout: 60000 });
-    assert.equal(await frame.textContent('.assistant .markdown strong'), 'add now has a docstring');
-    assert.equal(await frame.getAttribute('.tool-card', 'data-status'), 'completed');
-    assert.equal(readFileSync(join(ws.root, 'src', 'app.py'), 'utf8'),
-      'def add(a, b):\n    """Return the sum of a and b."""\n    return a + b\n');
-    assert.match((await frame.textContent('.turn-footer'))!, /in · \d+ out tokens/);
+    // Open diff: the diff editor opens and nothing blocks it; the request stays pending
+    await card.locator('button.permission-open-diff').click();
+    const diffEditor = page.locator('.monaco-diff-editor').first();
+    await diffEditor.waitFor({ timeout: 30000 });
+    const diffTab = page.locator('.tab', { hasText: 'proposed by ToyCoder' });
+    await diffTab.first().waitFor({ timeout: 30000 });
+    const modified = diffEditor.locator('.editor.modified .view-lines');
+    await modified.waitFor({ timeout: 30000 });
+    assert.ok(!plain(await modified.textContent()).includes('ROWS.append(120)'), 'the end is not on the first screen');
+    await modified.click();
+    await page.keyboard.press('Control+End');
+    for (let i = 0; !plain(await modified.textContent()).includes('ROWS.append(120)  # row 120'); i++) {
+      assert.ok(i < 100, 'the diff editor scrolls to its last line');
+      await page.waitForTimeout(100);
+    }
+    await shot('code-server-diff-pending.png');
+    assert.equal(await page.locator('.monaco-dialog-box').count(), 0, 'still no modal');
+    assert.equal(await card.getAttribute('data-state'), 'pending');
+    assert.equal(existsSync(join(ws.root, 'src', 'table.py')), false, 'nothing written while pending');
+
+    // the panel hidden: a status-bar item says a request waits, and brings the card back
+    await runCommand(page, 'View: Toggle Panel Visibility');
+    const waiting = page.locator('.statusbar-item', { hasText: 'ToyCoder: review 1 request' });
+    await waiting.waitFor({ timeout: 30000 });
+    await shot('code-server-status-item.png');
+    await waiting.click();
+    const shown = await chatFrame(page);
+    await shown.locator('.permission-card').waitFor({ state: 'visible', timeout: 30000 });
+    await waiting.waitFor({ state: 'hidden', timeout: 30000 });
+
+    // Accept in the diff editor's title bar: the file is written, the diff tab closes, the card is a record
+    const accept = page.locator('.editor-actions [aria-label*="Accept"]').first();
+    await accept.waitFor({ timeout: 30000 });
+    await accept.click();
+    await diffTab.first().waitFor({ state: 'detached', timeout: 30000 });
+    const record = shown.locator('.permission-record');
+    await record.waitFor({ timeout: 30000 });
+    assert.equal(plain(await record.textContent()), '\u2713Allowed once (in the diff editor): write_file src/table.py');
+
+    // the streamed answer and the written file
+    await shown.waitForSelector('.assistant .markdown strong', { timeout: 60000 });
+    await shown.waitForSelector('#stop', { state: 'hidden', timeout: 60000 });
+    assert.equal(await shown.textContent('.assistant .markdown strong'), 'src/table.py has 120 rows');
+    assert.equal(await shown.getAttribute('.tool-card', 'data-status'), 'completed');
+    assert.equal(readFileSync(join(ws.root, 'src', 'table.py'), 'utf8'), TABLE);
+    assert.match((await shown.textContent('.turn-footer'))!, /in · \d+ out tokens/);
     await shot('code-server-chat.png');
     assert.deepEqual(llm.violations(), []);
   } catch (e) {

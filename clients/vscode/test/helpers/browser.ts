@@ -59,6 +59,48 @@ export const DARK_THEME: Record<string, string> = {
   '--vscode-editorSuggestWidget-background': '#202020',
   '--vscode-editorSuggestWidget-border': '#454545',
   '--vscode-editorSuggestWidget-selectedBackground': '#04395e',
+  '--vscode-editorWarning-foreground': '#cca700',
+  '--vscode-editorLineNumber-foreground': '#6e7681',
+  '--vscode-diffEditor-insertedLineBackground': 'rgba(155, 185, 85, 0.2)',
+  '--vscode-diffEditor-removedLineBackground': 'rgba(255, 0, 0, 0.2)',
+  '--vscode-gitDecoration-addedResourceForeground': '#81b88b',
+  '--vscode-gitDecoration-deletedResourceForeground': '#c74e39',
+};
+
+/** VS Code's Light Modern colours (the same variables). */
+export const LIGHT_THEME: Record<string, string> = {
+  ...DARK_THEME,
+  '--vscode-foreground': '#3b3b3b',
+  '--vscode-descriptionForeground': '#3b3b3b',
+  '--vscode-errorForeground': '#f85149',
+  '--vscode-focusBorder': '#005fb8',
+  '--vscode-panel-background': '#f8f8f8',
+  '--vscode-panel-border': '#e5e5e5',
+  '--vscode-editor-background': '#ffffff',
+  '--vscode-editor-foreground': '#3b3b3b',
+  '--vscode-editorWidget-background': '#f8f8f8',
+  '--vscode-input-background': '#ffffff',
+  '--vscode-input-foreground': '#3b3b3b',
+  '--vscode-input-border': '#cecece',
+  '--vscode-input-placeholderForeground': '#767676',
+  '--vscode-button-background': '#005fb8',
+  '--vscode-button-foreground': '#ffffff',
+  '--vscode-button-hoverBackground': '#0258a8',
+  '--vscode-button-secondaryBackground': '#e5e5e5',
+  '--vscode-button-secondaryForeground': '#3b3b3b',
+  '--vscode-button-secondaryHoverBackground': '#cccccc',
+  '--vscode-badge-background': '#cccccc',
+  '--vscode-badge-foreground': '#3b3b3b',
+  '--vscode-textLink-foreground': '#005fb8',
+  '--vscode-textPreformat-foreground': '#3b3b3b',
+  '--vscode-textPreformat-background': '#0000001f',
+  '--vscode-textCodeBlock-background': '#f2f2f2',
+  '--vscode-textBlockQuote-background': '#f2f2f2',
+  '--vscode-textBlockQuote-border': '#e5e5e5',
+  '--vscode-editorWarning-foreground': '#bf8803',
+  '--vscode-editorLineNumber-foreground': '#6e7681',
+  '--vscode-gitDecoration-addedResourceForeground': '#587c0c',
+  '--vscode-gitDecoration-deletedResourceForeground': '#ad0707',
 };
 
 export interface ChatPage {
@@ -70,7 +112,7 @@ export interface ChatPage {
   problems: string[];
 }
 
-export async function openChat(browser: Browser, width = 760, height = 900): Promise<ChatPage> {
+export async function openChat(browser: Browser, width = 760, height = 900, theme: 'dark' | 'light' = 'dark'): Promise<ChatPage> {
   const page = await browser.newPage({ viewport: { width, height } });
   const problems: string[] = [];
   page.on('console', (m) => {
@@ -96,7 +138,7 @@ export async function openChat(browser: Browser, width = 760, height = 900): Pro
     }
     return route.fulfill({ body: readFileSync(file[0]), contentType: file[1] });
   });
-  await page.addInitScript((theme: Record<string, string>) => {
+  await page.addInitScript(([colours, kind]: [Record<string, string>, string]) => {
     const w = window as unknown as { __posted: unknown[]; acquireVsCodeApi: () => unknown };
     w.__posted = [];
     w.acquireVsCodeApi = () => ({
@@ -105,10 +147,10 @@ export async function openChat(browser: Browser, width = 760, height = 900): Pro
       setState: () => undefined,
     });
     document.addEventListener('DOMContentLoaded', () => {
-      for (const [k, v] of Object.entries(theme)) document.documentElement.style.setProperty(k, v);
-      document.body.classList.add('vscode-dark');
+      for (const [k, v] of Object.entries(colours)) document.documentElement.style.setProperty(k, v);
+      document.body.classList.add(`vscode-${kind}`);
     });
-  }, DARK_THEME);
+  }, [theme === 'light' ? LIGHT_THEME : DARK_THEME, theme] as [Record<string, string>, string]);
   await page.goto(`${ORIGIN}/index.html`);
   const posted = () => page.evaluate(() => (window as unknown as { __posted: ToHost[] }).__posted.slice());
   const chat: ChatPage = {

@@ -4,8 +4,9 @@ import * as vscode from 'vscode';
 import { ChatController, ChatSurface, Daemon, selectionPrompt } from '../../src/controller';
 import type { DaemonHandlers } from '../../src/daemon';
 import type { ToWebview } from '../../src/shared/messages';
-import type { PromptResult, SessionInfo, SessionLoadResult } from '../../src/shared/protocol';
-import { Uri, calls, changeDocs, closeDocs, openDocs, resetStub } from '../../stubs/vscode';
+import { Reviews } from '../../src/reviews';
+import type { PermissionParams, PromptResult, SessionInfo, SessionLoadResult } from '../../src/shared/protocol';
+import { CancellationTokenSource, Uri, calls, changeDocs, closeDocs, openDocs, resetStub, settings } from '../../stubs/vscode';
 
 const usage = { promptTokens: 10, completionTokens: 2, totalTokens: 12 };
 
@@ -40,8 +41,16 @@ class FakeDaemon implements Daemon {
   async dispose() { this.disposed = true; this.running = false; }
 }
 
-function setup() {
+function setup(withReviews = false) {
   const posted: ToWebview[] = [];
+  const diffs: string[] = [];
+  const reviews = withReviews ? new Reviews({
+    post: (m) => { posted.push(m); },
+    openDiff: async (p) => { diffs.push(p.path); return [`toycoder-proposal:/${p.path}?1`]; },
+    closeTabs: async () => undefined,
+    pendingChanged: () => undefined,
+    log: () => undefined,
+  }) : undefined;
   const daemons: FakeDaemon[] = [];
   const surface: ChatSurface & { hidden: number; revealed: number } = {
     hidden: 0, revealed: 0,
@@ -52,6 +61,7 @@ function setup() {
   const controller = new ChatController({
     root: Uri.file('/ws') as unknown as vscode.Uri,
     surface,
+    reviews,
     log: () => undefined,
     showDiff: async () => undefined,
     startDaemon: async (handlers) => {
@@ -60,7 +70,7 @@ function setup() {
       return d;
     },
   });
-  return { controller, posted, daemons, surface, types: () => posted.map((m) => m.type) };
+  return { controller, posted, daemons, surface, diffs, types: () => posted.map((m) => m.type) };
 }
 
 beforeEach(() => resetStub());
@@ -224,4 +234,64 @@ test('work-done progress goes to the window and the panel status line', async ()
   assert.deepEqual(posted.filter((m) => m.type === 'progress').map((m) => (m as { message: string | null }).message),
     ['thinking', 'running grep_search', null]);
   assert.ok(calls.some(([n]) => n === 'window.withProgress'));
+});
+
+const permissionParams: PermissionParams = {
+  sessionId: 's1', turnId: 's1-1', toolCallId: 'call_1', tool: 'edit_file', level: 'sensitive', title: 'edit_file src/app.py',
+  arguments: {}, preview: { kind: 'diff', path: 'src/app.py', diff: '--- a/src/app.py\n+++ b/src/app.py\n@@ -1 +1 @@\n-a\n+b\n' },
+};
+
+test('inline by default: a permission request is a card; its buttons and Open diff come back from the webview', async () => {
+  const { controller, posted, daemons, diffs } = setup(true);
+  await controller.ensureDaemon();
+  const answer = daemons[0].handlers.requestPermission(permissionParams, new CancellationTokenSource().token as never);
+  assert.equal(calls.some(([n]) => n === 'window.showWarningMessage'), false, 'no modal');
+  const card = posted.find((m) => m.type === 'permission');
+  assert.ok(card && card.type === 'permission');
+  await controller.handle({ type: 'openDiff', id: card.id });
+  assert.deepEqual(diffs, ['src/app.py']);
+  await controller.handle({ type: 'permissionDecision', id: card.id, decision: 'allow_once' });
+  assert.deepEqual(await answer, { decision: 'allow_once' });
+  assert.deepEqual(posted[posted.length - 1], { type: 'permissionDecided', id: card.id, outcome: 'allow_once', source: 'chat' });
+});
+
+test('permission.style modal: the native modal, as before', async () => {
+  const { controller, posted, daemons } = setup(true);
+  settings['permission.style'] = 'modal';
+  (vscode.window as any).showWarningMessage = async (...args: unknown[]) => {
+    calls.push(['window.showWarningMessage', args]);
+    return 'Deny';
+  };
+  await controller.ensureDaemon();
+  const answer = await daemons[0].handlers.requestPermission(permissionParams, new CancellationTokenSource().token as never);
+  assert.deepEqual(answer, { decision: 'reject' });
+  assert.equal(calls.filter(([n]) => n === 'window.showWarningMessage').length, 1);
+  assert.equal(posted.some((m) => m.type === 'permission'), false);
+});
+
+test('a reloaded webview gets the pending card after the transcript; a dead daemon withdraws it', async () => {
+  const { controller, posted, daemons } = setup(true);
+  await controller.prompt('hi');
+  const answer = daemons[0].handlers.requestPermission(permissionParams, new CancellationTokenSource().token as never);
+  posted.length = 0;
+  await controller.onReady();
+  const types = posted.map((m) => m.type);
+  assert.ok(types.indexOf('transcript') < types.indexOf('permission'), types.join(' '));
+  daemons[0].running = false;
+  daemons[0].handlers.exit!(1, null);
+  assert.deepEqual(await answer, { decision: 'reject' });
+  assert.ok(posted.some((m) => m.type === 'permissionDecided' && m.outcome === 'cancelled'));
+});
+
+test('Ask About Selection refuses a proposal document (it is not the file its path names)', async () => {
+  const { controller, daemons } = setup();
+  (vscode.window as any).showInputBox = async () => 'Why?';
+  const editor = {
+    selection: { isEmpty: false, start: { line: 0, character: 0 }, end: { line: 0, character: 3 } },
+    document: { uri: Uri.from({ scheme: 'toycoder-proposal', path: '/src/app.py', query: '1' }), languageId: 'python', getText: () => 'def' },
+  };
+  await controller.askAboutSelection(editor as unknown as vscode.TextEditor);
+  assert.equal(daemons.length, 0, 'nothing was sent');
+  const info = calls.find(([n]) => n === 'window.showInformationMessage');
+  assert.match(String(info?.[1][0]), /proposed change, not a file/);
 });

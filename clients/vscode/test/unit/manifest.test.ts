@@ -24,6 +24,9 @@ test('the commands, and activation on them or the view', () => {
     'toycoder.switchSession': 'ToyCoder: Switch Session',
     'toycoder.cancel': 'ToyCoder: Cancel',
     'toycoder.askAboutSelection': 'ToyCoder: Ask About Selection',
+    'toycoder.acceptProposal': 'ToyCoder: Accept',
+    'toycoder.rejectProposal': 'ToyCoder: Reject',
+    'toycoder.showPendingReview': 'ToyCoder: Show Pending Permission Request',
   });
   for (const command of Object.keys(titles)) assert.ok(pkg.activationEvents.includes(`onCommand:${command}`), command);
   assert.ok(pkg.activationEvents.includes('onView:toycoder.chat'));
@@ -35,6 +38,20 @@ test('the settings', () => {
   assert.deepEqual(props['toycoder.daemon.command'].default, ['toycoder-daemon']);
   assert.equal(props['toycoder.configPath'].type, 'string');
   assert.deepEqual(props['toycoder.logLevel'].enum, ['DEBUG', 'INFO', 'WARNING', 'ERROR']);
+  assert.deepEqual(props['toycoder.permission.style'].enum, ['inline', 'modal']);
+  assert.equal(props['toycoder.permission.style'].default, 'inline', 'no modal by default');
+});
+
+test('Accept / Reject in the title bar of a pending proposal only; Ask About Selection not on proposals', () => {
+  const menus = pkg.contributes.menus;
+  const title = Object.fromEntries(menus['editor/title'].map((m: { command: string; when: string; group: string }) => [m.command, m]));
+  for (const command of ['toycoder.acceptProposal', 'toycoder.rejectProposal']) {
+    assert.equal(title[command].when, 'resourceScheme == toycoder-proposal && toycoder.reviewPending');
+    assert.match(title[command].group, /^navigation/, 'shown as a button, not in the ... menu');
+    assert.ok(pkg.contributes.commands.find((c: { command: string; icon?: string }) => c.command === command).icon);
+  }
+  const [ask] = menus['editor/context'];
+  assert.match(ask.when, /resourceScheme != toycoder-proposal/);
 });
 
 test('packaging never prompts: license, repository, publisher, engine; vsce pinned', () => {

@@ -14,3 +14,13 @@ test('only well-formed webview messages reach the host', () => {
   assert.equal(isToHost(null), false);
   assert.equal(isToHost('ready'), false);
 });
+
+test('permission card messages: a known decision and a request id', () => {
+  assert.equal(isToHost({ type: 'permissionDecision', id: 'r1', decision: 'allow_once' }), true);
+  assert.equal(isToHost({ type: 'permissionDecision', id: 'r1', decision: 'reject' }), true);
+  assert.equal(isToHost({ type: 'permissionDecision', id: 'r1', decision: 'yes please' }), false);
+  assert.equal(isToHost({ type: 'permissionDecision', decision: 'allow_once' }), false);
+  assert.equal(isToHost({ type: 'openDiff', id: 'r1' }), true);
+  assert.equal(isToHost({ type: 'openDiff' }), false);
+  assert.equal(isToHost({ type: 'permissionDecided', id: 'r1', outcome: 'reject', source: 'chat' }), false);
+});
