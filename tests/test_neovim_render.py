@@ -142,6 +142,14 @@ def test_markdown_is_concealed_and_fenced_code_is_highlighted_by_its_parser(edit
     else:
         assert langs == {"markdown"}, langs  # only the code block itself, no error, no guess
 
+    # a reply cut inside a code block is closed, so the next turn is not shown as code
+    llm.add({"text": "Start:\n```lua\nlocal unfinished ="}, {"text": "Second answer."})
+    ed.prompt("half a block")
+    ed.prompt("next")
+    heading = max(i for i, line in enumerate(ed.lua("return vim.api.nvim_buf_get_lines("
+                                                    "vim.fn.bufnr('^toycoder://chat$'), 0, -1, true)")) if line == "## You")
+    assert "markdown:markup.heading.2" in ed.lua("return P.captures(...)", heading, 0)
+
 
 def test_live_and_restored_tool_lines_are_identical(editor, llm: FakeLLM) -> None:
     ed = probes(editor())

@@ -2,6 +2,7 @@
 --- model wrote, virtual-text rows (tool lines, answers, notes) drawn exactly as the live ones.
 local style = require("toycoder.style")
 local titles = require("toycoder.titles")
+local markdown = require("toycoder.markdown")
 
 local M = {}
 
@@ -50,8 +51,10 @@ function M.rows(loaded, note)
   local function text(s)
     table.insert(rows, { text = s })
   end
-  local function lines(s)
-    for _, l in ipairs(vim.split(s or "", "\n", { plain = true })) do
+  local function lines(s) -- Markdown of one message, its open code block closed
+    local list = vim.split(s or "", "\n", { plain = true })
+    table.insert(list, markdown.closing_fence(list))
+    for _, l in ipairs(list) do
       text(l)
     end
   end

@@ -31,4 +31,38 @@ function M.window(win)
   vim.wo[win].concealcursor = opts.concealcursor or ""
 end
 
+--- The fence that closes a code block `lines` leave open, or nil. An unclosed fence (a cancelled
+--- reply, a pasted half block) would turn everything after it into code.
+function M.closing_fence(lines)
+  local open = nil
+  for _, line in ipairs(lines) do
+    local indent, fence, rest = line:match("^( *)([`~][`~][`~]+)(.*)$")
+    local char = fence and fence:sub(1, 1)
+    if fence and #indent <= 3 and fence:match("^" .. char .. "+$") then
+      if not open then
+        if not (char == "`" and rest:find("`", 1, true)) then
+          open = { char = char, len = #fence }
+        end
+      elseif char == open.char and #fence >= open.len and vim.trim(rest) == "" then
+        open = nil
+      end
+    end
+  end
+  return open and open.char:rep(open.len) or nil
+end
+
+--- :checkhealth: the parsers the chat uses, and render-markdown.nvim when present.
+function M.health(health)
+  for _, lang in ipairs({ "markdown", "markdown_inline" }) do
+    if pcall(vim.treesitter.language.add, lang) and pcall(vim.treesitter.language.inspect, lang) then
+      health.ok("treesitter parser " .. lang .. " (the chat's highlighting)")
+    else
+      health.warn("no treesitter parser " .. lang .. ": the chat falls back to the regex syntax")
+    end
+  end
+  if render_markdown_loaded() then
+    health.info("render-markdown.nvim is loaded: it renders the chat too")
+  end
+end
+
 return M

@@ -4,6 +4,7 @@
 local style = require("toycoder.style")
 local history = require("toycoder.history")
 local cb = require("toycoder.chatbuf")
+local markdown = require("toycoder.markdown")
 
 local M = {}
 
@@ -133,9 +134,11 @@ function M.begin_turn(session_id, text)
     table.insert(lines, "")
   end
   vim.list_extend(lines, { "## You", "" })
-  vim.list_extend(lines, vim.split(text, "\n", { plain = true }))
+  local prompt = vim.split(text, "\n", { plain = true })
+  vim.list_extend(lines, prompt)
+  table.insert(lines, markdown.closing_fence(prompt)) -- nil (nothing) when every block is closed
   vim.list_extend(lines, { "", "## ToyCoder", "" })
-  append(lines)
+  local first = append(lines)
   current = {
     session = session_id,
     buf = buf,
@@ -143,6 +146,7 @@ function M.begin_turn(session_id, text)
     containers = {},
     tools = {},
     streamed = false,
+    reply = new_mark(first + #lines - 1), -- the reply starts after this line
   }
   return current
 end
@@ -236,6 +240,14 @@ function M.finish(turn, err, result)
     return
   end
   local c = turn.root
+  local reply = api.nvim_buf_get_lines(cb.current(), mark_row(turn.reply) + 1, -1, true)
+  local fence = markdown.closing_fence(reply)
+  if fence then -- a reply cut inside a code block: close it, or the next turn would be code
+    edit(function()
+      begin(c, "text")
+      insert(c, { fence })
+    end)
+  end
   if err then
     if err.daemon_exited then
       add_item(c, notice_chunks(c, "the daemon stopped; this turn is lost", "ToyCoderError"))
