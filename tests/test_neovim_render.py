@@ -16,6 +16,7 @@ from typing import Any
 
 import pynvim
 import test_neovim
+from nvim_screen import Screen
 from test_neovim import ERROR, NVIM, PLUGIN, Editor
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
@@ -146,8 +147,8 @@ def test_markdown_is_concealed_and_fenced_code_is_highlighted_by_its_parser(edit
     llm.add({"text": "Start:\n```lua\nlocal unfinished ="}, {"text": "Second answer."})
     ed.prompt("half a block")
     ed.prompt("next")
-    heading = max(i for i, line in enumerate(ed.lua("return vim.api.nvim_buf_get_lines("
-                                                    "vim.fn.bufnr('^toycoder://chat$'), 0, -1, true)")) if line == "## You")
+    buffer = ed.lua("return vim.api.nvim_buf_get_lines(vim.fn.bufnr('^toycoder://chat$'), 0, -1, true)")
+    heading = max(i for i, line in enumerate(buffer) if line == "## You")
     assert "markdown:markup.heading.2" in ed.lua("return P.captures(...)", heading, 0)
 
 
@@ -263,3 +264,43 @@ def test_a_failed_start_is_explained_in_the_chat_and_one_notification(editor, tm
         for text in (errors[0], chat, messages):
             assert not internal_words(text), (internal_words(text), text)
         assert "Set `cmd` in require('toycoder').setup()" in chat or "stopped before" in chat, chat
+
+
+ARTIFACTS = PLUGIN / "tmp" / "artifacts"
+
+
+def test_the_screen_shows_rendered_markdown_and_tool_lines(editor, llm: FakeLLM, workspace: Path) -> None:
+    """What a person sees, from the UI's grid; keeps clients/neovim/tmp/artifacts/chat.{html,png}."""
+    ed = editor(width=0.6)
+    screen = Screen()
+    ed.nv.ui_attach(120, 34, rgb=True, ext_linegrid=True)
+    ed.cmd("edit src/app.py")
+    ed.answer("spaces")
+    llm.add({"text": "Let me look.", "tool_calls": [{"name": "read_file", "arguments": {"path": "src/app.py"}}]},
+            {"tool_calls": [{"name": "ask_user", "arguments": {"question": "Tabs or spaces?",
+                                                                 "options": ["tabs", "spaces"]}}]},
+            {"text": "It **adds** two numbers with `add`. In Lua:\n\n```lua\nlocal function add(a, b)\n"
+                     "  return a + b\nend\n```\n\nIndent with spaces."})
+    ed.cmd("1,2ToyCoder explain this")
+    ed.wait_idle()
+    ed.cmd("redraw!")
+    ed.lua("vim.rpcnotify(0, 'screen_done')")
+    while True:
+        kind, name, args = ed.nv.next_message()
+        if kind == "notification" and name == "redraw":
+            screen.feed(args)
+        elif kind == "notification" and name == "screen_done":
+            break
+    saved = screen.save(ARTIFACTS / "chat")
+    shown = "\n".join(screen.lines())
+    assert saved[0].exists()
+    assert "- [ok] read_file src/app.py" in shown and "→ spaces" in shown, shown
+    assert "ToyCoder: explain this" in shown, shown  # the winbar
+    assert "It adds two numbers with add. In Lua:" in shown, shown  # ** and ` concealed
+    assert "**" not in shown and "```" not in shown, shown  # fences concealed too
+    keyword = screen.find("local function add")
+    plain = screen.find("Indent with spaces")
+    assert keyword and plain
+    assert screen.hl_at(*keyword) != screen.hl_at(*plain), "the lua block is drawn like plain text"
+    state = screen.find("[ok]")
+    assert state and screen.hl_at(state[0], state[1] + 1) != screen.hl_at(*plain), "the state has no colour"
