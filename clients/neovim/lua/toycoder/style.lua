@@ -15,7 +15,6 @@ M.links = {
   ToyCoderNotice = "Comment",
   ToyCoderError = "DiagnosticError",
   ToyCoderStarting = "DiagnosticInfo",
-  ToyCoderWinbarTitle = "Title",
 }
 
 function M.set_highlights()
