@@ -152,6 +152,22 @@ def test_markdown_is_concealed_and_fenced_code_is_highlighted_by_its_parser(edit
     assert "markdown:markup.heading.2" in ed.lua("return P.captures(...)", heading, 0)
 
 
+def test_render_markdown_when_loaded_manages_conceal_itself(editor) -> None:
+    ed = editor()
+    ed.cmd("ToyCoder")
+    assert ed.lua("return vim.wo[T.chat_win()].conceallevel") == 2
+    ed = editor()  # a Neovim where render-markdown.nvim is loaded (a stand-in module: only its presence counts)
+    ed.lua("package.loaded['render-markdown'] = { setup = function() end }")
+    ed.cmd("ToyCoder")
+    assert ed.lua("return vim.wo[T.chat_win()].conceallevel") == 0
+    buf = ed.lua("return vim.fn.bufnr('^toycoder://chat$')")
+    assert ed.lua("return vim.bo[...].filetype", buf) == "markdown"  # what it attaches to
+    assert ed.lua("return vim.treesitter.highlighter.active[...] ~= nil", buf)  # what it needs
+    ed.cmd("checkhealth toycoder")
+    report = ed.lua("return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')")
+    assert "render-markdown.nvim is loaded" in report and "treesitter parser markdown_inline" in report, report
+
+
 def test_live_and_restored_tool_lines_are_identical(editor, llm: FakeLLM) -> None:
     ed = probes(editor())
     ed.answer("spaces")
