@@ -53,7 +53,10 @@ function M.rows(loaded, note)
   end
   local function lines(s) -- Markdown of one message, its open code block closed
     local list = vim.split(s or "", "\n", { plain = true })
-    table.insert(list, markdown.closing_fence(list))
+    local fence = markdown.closing_fence(list)
+    if fence then
+      table.insert(list, fence)
+    end
     for _, l in ipairs(list) do
       text(l)
     end

@@ -136,7 +136,10 @@ function M.begin_turn(session_id, text)
   vim.list_extend(lines, { "## You", "" })
   local prompt = vim.split(text, "\n", { plain = true })
   vim.list_extend(lines, prompt)
-  table.insert(lines, markdown.closing_fence(prompt)) -- nil (nothing) when every block is closed
+  local fence = markdown.closing_fence(prompt)
+  if fence then -- an open block in the prompt would swallow the reply
+    table.insert(lines, fence)
+  end
   vim.list_extend(lines, { "", "## ToyCoder", "" })
   local first = append(lines)
   current = {
