@@ -52,10 +52,10 @@ function T.floats()
   end
   return out
 end
+-- what the chat shows: its text with the inline virtual text (tool lines, notices) in place
 function T.chat()
-  local b = vim.fn.bufnr("^toycoder://chat$")
-  if b < 0 then return "" end
-  return table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), "\n")
+  if vim.fn.bufnr("^toycoder://chat$") < 0 then return "" end
+  return table.concat(require("toycoder.chat").display_lines(), "\n")
 end
 function T.chat_win()
   local b = vim.fn.bufnr("^toycoder://chat$")
@@ -298,12 +298,13 @@ def test_chat_toggles_and_streams_the_reply_in_order(editor, llm: FakeLLM) -> No
     assert ed.lua("return T.chat_win()"), "a prompt opens the chat"
     snapshots, statuses = [], []
     while ed.lua("return require('toycoder').is_busy()"):
-        snapshots.append(reply_after_last_header(ed.chat()).strip("\n"))
+        if "## ToyCoder\n" in ed.chat():
+            snapshots.append(reply_after_last_header(ed.chat()).strip("\n"))
         statuses.append(ed.lua("return require('toycoder').statusline()"))
         time.sleep(0.02)
     chat = ed.chat()
     assert "## You\n\ntell me a story\n\n## ToyCoder\n\n" + reply in chat
-    assert "_tokens: 11 prompt, 7 completion_" in chat
+    assert "\ntokens: 11 prompt, 7 completion" in chat
     partial = {s for s in snapshots if s and not s.startswith(reply)}
     assert len(partial) >= 3, f"the reply did not stream: {snapshots}"
     assert all(reply.startswith(s) for s in partial), "streamed text arrived out of order"
@@ -347,13 +348,13 @@ def test_retry_drops_partial_text_and_compaction_is_noticed(editor, llm: FakeLLM
     ed = editor(extra="session: {max_messages: 4, compress_keep_recent: 2}\n")
     llm.add({"text": "PARTIAL-GARBAGE", "chunk_size": 4, "drop_after": 2}, {"text": "Clean answer."})
     chat = ed.prompt("first")
-    assert "Clean answer." in chat and "_retrying (attempt 1" in chat
+    assert "Clean answer." in chat and "\nretrying (attempt 1" in chat
     assert "PART" not in chat and "IAL-" not in chat
     llm.add({"text": "second answer"})
     ed.prompt("second")
     llm.add({"text": "The user asked two things."})
     chat = ed.prompt("/compact")
-    assert "_context compacted (summary): 4 -> " in chat
+    assert "\ncontext compacted (summary): 4 -> " in chat
     assert "context summarised" in chat
 
 
@@ -461,7 +462,7 @@ def test_cancel_request_and_cancel_close_a_pending_permission_prompt(editor, llm
     assert [f["ft"] for f in ed.lua("return T.floats()") if not f["chat"]] == ["diff"]
     ed.cmd("ToyCoderCancel")
     ed.wait_idle()
-    assert "_cancelled_" in ed.chat()
+    assert "\ncancelled" in ed.chat()
     assert [f for f in ed.lua("return T.floats()") if not f["chat"]] == [], "the cancel did not close the prompt"
     assert not ed.lua("return vim.api.nvim_buf_is_valid(...)", shown["buf"])
     assert not (workspace / "x.txt").exists()
@@ -541,7 +542,7 @@ def test_cancel_stops_a_long_stream_and_the_next_prompt_works(editor, llm: FakeL
     ed.wait_idle(timeout=5)
     assert time.monotonic() - started < 3
     chat = ed.chat()
-    assert "_cancelled_" in chat and chat.count("word") < 300
+    assert "\ncancelled" in chat and chat.count("word") < 300
     time.sleep(0.3)
     assert ed.chat() == chat, "text kept arriving after the cancel"
     assert "After the cancel." in ed.prompt("are you there?")
@@ -558,7 +559,7 @@ def test_a_crashed_daemon_gives_one_message_and_the_next_command_restarts_it(edi
     os.kill(first, signal.SIGKILL)
     ed.wait(lambda: ed.notes(ERROR), "the crash message")
     ed.wait_idle()
-    assert "_the daemon stopped; this turn is lost_" in ed.chat()
+    assert "\nthe daemon stopped; this turn is lost" in ed.chat()
     time.sleep(0.3)
     errors = ed.notes(ERROR)
     assert len(errors) == 1 and "daemon stopped unexpectedly" in errors[0] and ":ToyCoder" in errors[0], errors

@@ -1,90 +1,31 @@
---- The chat buffer: prompts, the streamed reply, tool lines updated in place, sub-agent activity
---- indented under its parent, notices and usage. Rendering only: what to show comes from the daemon.
+--- The chat buffer: prompts and replies as Markdown (treesitter, see markdown.lua); tool lines,
+--- answers and notices as virtual text on empty lines, so no Markdown parser can misread them;
+--- sub-agent activity indented under its tool line. Rendering only: what to show comes from the daemon.
 local config = require("toycoder.config")
+local style = require("toycoder.style")
+local titles = require("toycoder.titles")
+local history = require("toycoder.history")
+local markdown = require("toycoder.markdown")
+local cb = require("toycoder.chatbuf")
+local turn = require("toycoder.turn")
 
 local M = {}
 
-local ns = vim.api.nvim_create_namespace("toycoder_chat")
 local api = vim.api
-local NAME = "toycoder://chat"
-local CHILD_INDENT = "    "
+local ns = cb.namespace
 
 local state = {
-  buf = nil, ---@type integer?
   status = "", -- short progress text for the winbar
-  title = nil, -- session title shown in the winbar
+  title = nil, -- short session title shown in the winbar
+  starting = nil, -- extmark of the "starting ToyCoder…" line
 }
 
-local STATUS_WORD = { completed = "ok", failed = "failed", denied = "denied", cancelled = "cancelled" }
-local STATUS_HL = {
-  running = "ToyCoderToolRunning",
-  ok = "ToyCoderToolOk",
-  failed = "ToyCoderToolFailed",
-  denied = "ToyCoderToolDenied",
-  cancelled = "ToyCoderToolDenied",
-  done = "ToyCoderToolOk",
-}
+style.set_highlights()
+local augroup = api.nvim_create_augroup("toycoder_chat", { clear = true })
+api.nvim_create_autocmd("ColorScheme", { group = augroup, callback = style.set_highlights })
 
-local function set_highlights()
-  local links = {
-    ToyCoderToolRunning = "DiagnosticInfo",
-    ToyCoderToolOk = "DiagnosticOk",
-    ToyCoderToolFailed = "DiagnosticError",
-    ToyCoderToolDenied = "DiagnosticWarn",
-    ToyCoderNotice = "Comment",
-  }
-  for group, target in pairs(links) do
-    api.nvim_set_hl(0, group, { link = target, default = true })
-  end
-end
-set_highlights()
-api.nvim_create_autocmd("ColorScheme", {
-  group = api.nvim_create_augroup("toycoder_chat_hl", { clear = true }),
-  callback = set_highlights,
-})
-
-local function valid()
-  return state.buf ~= nil and api.nvim_buf_is_valid(state.buf)
-end
-
-local function set_keymaps(buf)
-  local maps = (config.options.keymaps or {}).chat or {}
-  local function map(lhs, fn, desc)
-    if lhs and lhs ~= "" then
-      vim.keymap.set("n", lhs, fn, { buffer = buf, nowait = true, silent = true, desc = desc })
-    end
-  end
-  map(maps.prompt, function()
-    require("toycoder").ask()
-  end, "ToyCoder: type a prompt")
-  map(maps.cancel, function()
-    require("toycoder").cancel()
-  end, "ToyCoder: cancel the running turn")
-  map(maps.close, function()
-    M.close()
-  end, "ToyCoder: close the chat")
-end
-
-function M.buf()
-  if valid() then
-    return state.buf
-  end
-  local existing = vim.fn.bufnr("^" .. NAME .. "$")
-  local buf = existing > 0 and existing or api.nvim_create_buf(false, true)
-  if existing <= 0 then
-    api.nvim_buf_set_name(buf, NAME)
-  end
-  vim.bo[buf].buftype = "nofile"
-  vim.bo[buf].bufhidden = "hide"
-  vim.bo[buf].swapfile = false
-  vim.bo[buf].undolevels = -1
-  vim.bo[buf].filetype = "markdown"
-  vim.bo[buf].modifiable = false
-  vim.b[buf].toycoder_chat = true
-  set_keymaps(buf)
-  state.buf = buf
-  return buf
-end
+local valid, edit, is_empty, append, append_virt, put_virt = cb.valid, cb.edit, cb.is_empty, cb.append, cb.append_virt, cb.put_virt
+M.buf = cb.buf
 
 -- ---- windows ---------------------------------------------------------------------------------
 
@@ -94,33 +35,37 @@ function M.win()
     return nil
   end
   for _, win in ipairs(api.nvim_tabpage_list_wins(0)) do
-    if api.nvim_win_get_buf(win) == state.buf then
+    if api.nvim_win_get_buf(win) == cb.buf() then
       return win
     end
   end
   return nil
 end
 
-local function winbar_text()
-  local text = " ToyCoder"
-  if state.title and state.title ~= "" then
-    text = text .. ": " .. state.title
+--- The winbar of a window `width` cells wide: the title is cut on its right to fit, never on its left.
+local function winbar_text(width)
+  local head = " ToyCoder"
+  local tail = state.status ~= "" and ("  ·  " .. state.status) or ""
+  local title = state.title or ""
+  if title ~= "" then
+    local room = width - vim.fn.strdisplaywidth(head .. ": " .. tail)
+    if room < 8 then -- too narrow for both: the status goes first
+      tail, room = "", width - vim.fn.strdisplaywidth(head .. ": ")
+    end
+    head = head .. ": " .. titles.fit(title, room)
   end
-  if state.status ~= "" then
-    text = text .. "  ·  " .. state.status
-  end
-  return (text:gsub("%%", "%%%%"))
+  return ((head .. tail):gsub("%%", "%%%%"))
 end
 
 local function refresh_winbars()
   if not valid() then
     return
   end
-  local text = winbar_text()
-  for _, win in ipairs(vim.fn.win_findbuf(state.buf)) do
-    vim.wo[win].winbar = text
+  for _, win in ipairs(vim.fn.win_findbuf(cb.buf())) do
+    vim.wo[win].winbar = winbar_text(api.nvim_win_get_width(win))
   end
 end
+api.nvim_create_autocmd({ "WinResized", "VimResized" }, { group = augroup, callback = refresh_winbars })
 
 local function size(value, total)
   if value <= 1 then
@@ -185,7 +130,8 @@ function M.open(focus)
   wo.foldenable = false
   wo.spell = false
   wo.list = false
-  wo.winbar = winbar_text()
+  wo.winbar = winbar_text(api.nvim_win_get_width(win))
+  markdown.window(win)
   api.nvim_win_set_cursor(win, { api.nvim_buf_line_count(buf), 0 })
   return win
 end
@@ -220,408 +166,110 @@ function M.status()
   return state.status
 end
 
+--- The session title (the daemon's, or a prompt): shown short, see titles.lua.
 function M.set_title(title)
-  state.title = title
+  local short = titles.short(title)
+  state.title = short ~= "" and short or nil
   refresh_winbars()
 end
 
--- ---- low-level editing -----------------------------------------------------------------------
+function M.title()
+  return state.title
+end
 
---- Change the buffer: modifiable only while we write; windows whose cursor was on the last line
---- follow the stream, the others stay where they are.
-local function edit(fn)
-  local buf = M.buf()
-  local last = api.nvim_buf_line_count(buf)
-  local follow = {}
-  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
-    if api.nvim_win_get_cursor(win)[1] >= last then
-      table.insert(follow, win)
+-- ---- the daemon starting ---------------------------------------------------------------------
+
+--- Show (true) or remove (false) the "starting ToyCoder…" line at the end of the chat.
+function M.starting(on)
+  if on then
+    if not state.starting then
+      state.starting = append_virt({ { { "starting ToyCoder…", "ToyCoderStarting" } } })[1]
     end
-  end
-  vim.bo[buf].modifiable = true
-  local ok, err = pcall(fn, buf)
-  vim.bo[buf].modifiable = false
-  local count = api.nvim_buf_line_count(buf)
-  for _, win in ipairs(follow) do
-    pcall(api.nvim_win_set_cursor, win, { count, 0 })
-  end
-  if not ok then
-    error(err, 0)
-  end
-end
-
-local function is_empty(buf)
-  return api.nvim_buf_line_count(buf) == 1 and api.nvim_buf_get_lines(buf, 0, 1, true)[1] == ""
-end
-
-local function mark_row(id)
-  local pos = api.nvim_buf_get_extmark_by_id(state.buf, ns, id, {})
-  return pos[1]
-end
-
-local function new_mark(row, id)
-  return api.nvim_buf_set_extmark(state.buf, ns, row, 0, { id = id })
-end
-
-local function highlight(row, col, end_col, group, id)
-  return api.nvim_buf_set_extmark(state.buf, ns, row, col, { id = id, end_col = end_col, hl_group = group })
-end
-
---- Append lines at the end of the buffer (replacing the empty first line of an empty buffer).
-local function append(lines)
-  edit(function(buf)
-    if is_empty(buf) then
-      api.nvim_buf_set_lines(buf, 0, 1, true, lines)
-    else
-      api.nvim_buf_set_lines(buf, -1, -1, true, lines)
-    end
-  end)
-end
-
--- ---- containers: the turn itself, and one per tool call for its sub-agent's activity -----------
-
-local function last_row(c)
-  if c.root then
-    return api.nvim_buf_line_count(state.buf) - 1
-  end
-  return mark_row(c.last)
-end
-
---- Insert lines after the container's last line; returns the row of the first one.
-local function insert(c, lines)
-  local row = last_row(c) + 1
-  api.nvim_buf_set_lines(state.buf, row, row, true, lines)
-  if not c.root then
-    new_mark(row + #lines - 1, c.last)
-  end
-  return row
-end
-
---- Start an item (tool line, notice) or text: closes open text and adds a blank line between
---- text and items at the top level.
-local function begin(c, kind)
-  if c.root and c.kind ~= nil and c.kind ~= kind then
-    insert(c, { "" })
-  end
-  c.kind = kind
-  c.open = false
-  if kind ~= "text" then
-    c.reply = nil
-  end
-end
-
-local function append_text(c, text)
-  if text == "" then
     return
   end
-  local pieces = vim.split(text, "\n", { plain = true })
-  edit(function(buf)
-    local first = 1
-    if c.open then
-      local row = last_row(c)
-      local line = api.nvim_buf_get_lines(buf, row, row + 1, true)[1]
-      api.nvim_buf_set_text(buf, row, #line, row, #line, { pieces[1] })
-      first = 2
-    else
-      begin(c, "text")
-    end
-    local lines = {}
-    for i = first, #pieces do
-      table.insert(lines, c.prefix .. pieces[i])
-    end
-    if #lines > 0 then
-      local row = insert(c, lines)
-      if not c.open then
-        c.reply = new_mark(row) -- where the text of this model reply starts (dropped on retry)
-      end
-    end
-    c.open = true
-  end)
-end
-
-local function add_item(c, line, group)
-  local row
-  edit(function()
-    begin(c, "item")
-    row = insert(c, { line })
-    if group then
-      highlight(row, #c.prefix, #line, group)
-    end
-  end)
-  return row
-end
-
---- retry: drop the partial text of the reply being retried.
-local function drop_reply(c)
-  if not c.reply then
+  local mark = state.starting
+  state.starting = nil
+  if not mark or not valid() then
     return
   end
-  edit(function(buf)
-    local from = mark_row(c.reply)
-    local to = last_row(c)
-    if from <= to then
-      api.nvim_buf_set_lines(buf, from, to + 1, true, {})
-    end
-    api.nvim_buf_del_extmark(buf, ns, c.reply)
-    if not c.root then
-      new_mark(math.max(from - 1, 0), c.last)
-    end
-  end)
-  c.reply, c.open = nil, false
-  if c.root then
-    c.kind = nil -- the blank line before the dropped text stays
-  end
-end
-
-local function one_line(s, max)
-  s = tostring(s or ""):gsub("[\r\n]+", " ⏎ ")
-  if vim.fn.strchars(s) > max then
-    s = vim.fn.strcharpart(s, 0, max - 1) .. "…"
-  end
-  return s
-end
-
--- ---- turns -----------------------------------------------------------------------------------
-
-local current = nil -- the turn being rendered
-
-function M.current_turn()
-  return current
-end
-
---- Show the prompt and get ready for the reply. Returns the turn (passed to update/finish).
-function M.begin_turn(session_id, text)
-  local buf = M.buf()
-  local lines = {}
-  if not is_empty(buf) then
-    table.insert(lines, "")
-  end
-  vim.list_extend(lines, { "## You", "" })
-  vim.list_extend(lines, vim.split(text, "\n", { plain = true }))
-  vim.list_extend(lines, { "", "## ToyCoder", "" })
-  append(lines)
-  current = {
-    session = session_id,
-    buf = buf,
-    root = { root = true, prefix = "", kind = nil },
-    containers = {},
-    tools = {},
-    streamed = false,
-  }
-  return current
-end
-
-local function container(turn, parent)
-  if not parent then
-    return turn.root
-  end
-  return turn.containers[parent] or turn.root
-end
-
---- A toycoder/update for this turn. Returns the tool entry on tool_result (for auto-reload).
-function M.update(turn, params)
-  if turn ~= current or turn.buf ~= state.buf or not valid() then
-    return nil
-  end
-  local u = params.update or {}
-  turn.id = turn.id or params.turnId
-  local c = container(turn, params.parentToolCallId)
-  local kind = u.kind
-  if kind == "text_delta" then
-    if c.root then
-      turn.streamed = true
-    end
-    append_text(c, u.text or "")
-  elseif kind == "tool_call" then
-    local title = one_line(u.title or u.name, 120)
-    local line = c.prefix .. "- [running] " .. title
-    local row = add_item(c, line)
-    local col = #c.prefix + 3
-    local tool = {
-      id = u.toolCallId,
-      name = u.name,
-      arguments = u.arguments,
-      status = "running",
-      mark = new_mark(row),
-      col = col,
-    }
-    tool.hl = highlight(row, col, col + #"running", STATUS_HL.running)
-    turn.tools[u.toolCallId or ""] = tool
-    turn.containers[u.toolCallId or ""] = { prefix = c.prefix .. CHILD_INDENT, last = new_mark(row) }
-  elseif kind == "tool_result" then
-    local tool = turn.tools[u.toolCallId or ""]
-    if not tool then
-      return nil
-    end
-    local word = STATUS_WORD[u.status] or tostring(u.status)
+  local pos = api.nvim_buf_get_extmark_by_id(cb.buf(), ns, mark, { details = true })
+  if pos[1] and not (pos[3] and pos[3].invalid) then
     edit(function(buf)
-      local row = mark_row(tool.mark)
-      api.nvim_buf_set_text(buf, row, tool.col, row, tool.col + #tool.status, { word })
-      highlight(row, tool.col, tool.col + #word, STATUS_HL[word] or "ToyCoderNotice", tool.hl)
-      if u.status == "failed" and u.output and u.output ~= "" then
-        local line = api.nvim_buf_get_lines(buf, row, row + 1, true)[1]
-        local detail = " — " .. one_line(vim.split(u.output, "\n", { plain = true })[1], 100)
-        api.nvim_buf_set_text(buf, row, #line, row, #line, { detail })
+      api.nvim_buf_set_lines(buf, pos[1], pos[1] + 1, true, {})
+      if is_empty(buf) then -- an empty chat stays empty rather than a blank line
+        api.nvim_buf_set_lines(buf, 0, -1, true, {})
       end
     end)
-    tool.status = word
-    tool.result = u.status
-    return tool
-  elseif kind == "retry" then
-    drop_reply(c)
-    add_item(
-      c,
-      ("%s_retrying (attempt %s in %s): %s_"):format(
-        c.prefix,
-        u.attempt or "?",
-        type(u.delaySeconds) == "number" and ("%.2fs"):format(u.delaySeconds) or "?",
-        one_line(u.reason, 200)
-      ),
-      "ToyCoderNotice"
-    )
-  elseif kind == "compaction" then
-    add_item(
-      c,
-      ("%s_context compacted (%s): %s -> %s messages_"):format(c.prefix, u.strategy or "?", u.before or "?", u.after or "?"),
-      "ToyCoderNotice"
-    )
-  elseif kind == "usage" then
-    turn.usage = u
   end
-  return nil
+  pcall(api.nvim_buf_del_extmark, cb.buf(), ns, mark)
 end
 
-local function fenced(text)
-  local fence = "```"
-  while text:find(fence, 1, true) do
-    fence = fence .. "`"
+-- ---- turns (turn.lua) ---------------------------------------------------------------------------
+
+M.current_turn = turn.current_turn
+M.update = turn.update
+M.finish = turn.finish
+
+--- Show the prompt and get ready for the reply; the first prompt names the session until the
+--- daemon's title is loaded.
+function M.begin_turn(session_id, text)
+  if not state.title and text:sub(1, 1) ~= "/" then
+    M.set_title(text)
   end
-  local lines = { fence .. "text" }
-  vim.list_extend(lines, vim.split((text:gsub("\n$", "")), "\n", { plain = true }))
-  table.insert(lines, fence)
-  return lines
+  return turn.begin_turn(session_id, text)
 end
 
---- The turn ended: its result (or an error). Renders what the result adds to the stream.
-function M.finish(turn, err, result)
-  if turn ~= current then
-    return
-  end
-  current = nil
-  if turn.buf ~= state.buf or not valid() then
-    return
-  end
-  local c = turn.root
-  if err then
-    if err.daemon_exited then
-      add_item(c, "_the daemon stopped; this turn is lost_", "ToyCoderNotice")
-    else
-      add_item(c, ("**Error** (%s): %s"):format(tostring(err.code), one_line(err.message, 500)), "ErrorMsg")
-    end
-    return
-  end
-  result = result or {}
-  local reason = result.stopReason
-  local text = type(result.text) == "string" and result.text or ""
-  if reason == "command" then
-    if text ~= "" then
-      edit(function()
-        begin(c, "item")
-        insert(c, fenced(text))
-      end)
-    end
-    return
-  elseif reason == "cancelled" then
-    add_item(c, "_cancelled_", "ToyCoderNotice")
-  elseif reason == "max_steps" then
-    add_item(c, "_" .. one_line(text, 300) .. "_", "ToyCoderNotice")
-  elseif not turn.streamed and text ~= "" then
-    append_text(c, text)
-  end
-  local u = result.usage
-  if type(u) == "table" and (u.totalTokens or 0) > 0 then
-    add_item(
-      c,
-      ("_tokens: %d prompt, %d completion_"):format(u.promptTokens or 0, u.completionTokens or 0),
-      "ToyCoderNotice"
-    )
-  end
-end
-
---- A line of information outside any turn (errors, notices).
-function M.notice(text)
+--- Lines of information outside any turn; kind "error" shows them as an error.
+function M.notice(text, kind)
   local buf = M.buf()
-  local lines = is_empty(buf) and {} or { "" }
-  vim.list_extend(lines, vim.split(text, "\n", { plain = true }))
-  append(lines)
+  if not is_empty(buf) then
+    append({ "" })
+  end
+  local group = kind == "error" and "ToyCoderError" or "ToyCoderNotice"
+  local list = {}
+  for _, line in ipairs(vim.split(text, "\n", { plain = true })) do
+    table.insert(list, { { line, group } })
+  end
+  append_virt(list)
 end
 
 -- ---- whole sessions --------------------------------------------------------------------------
 
-local function args_summary(text)
-  local ok, args = pcall(vim.json.decode, text or "")
-  if ok and type(args) == "table" then
-    for _, key in ipairs({ "path", "command", "pattern", "query", "question" }) do
-      if type(args[key]) == "string" then
-        return args[key]
-      end
-    end
-  end
-  return text or ""
-end
-
 --- Replace the buffer with a loaded session ({session, transcript}); `note` is appended.
 function M.render_session(loaded, note)
-  current = nil
-  local info = loaded.session or {}
-  local lines = { "# " .. ((info.title and info.title ~= "") and info.title or "(untitled session)"), "" }
-  table.insert(lines, ("_session %s, %s messages_"):format(info.sessionId or "?", info.messageCount or 0))
-  local in_reply = false
-  local last_kind = nil
-  for _, e in ipairs(loaded.transcript or {}) do
-    if e.role == "user" then
-      vim.list_extend(lines, { "", "## You", "" })
-      vim.list_extend(lines, vim.split(e.text or "", "\n", { plain = true }))
-      in_reply, last_kind = false, nil
-    elseif e.role == "assistant" or e.role == "tool_call" then
-      if not in_reply then
-        vim.list_extend(lines, { "", "## ToyCoder" })
-        in_reply = true
-      end
-      local kind = e.role == "assistant" and "text" or "item"
-      if kind ~= last_kind or kind == "text" then
-        table.insert(lines, "")
-      end
-      if e.role == "assistant" then
-        vim.list_extend(lines, vim.split(e.text or "", "\n", { plain = true }))
-      else
-        table.insert(lines, ("- [done] %s %s"):format(e.name or "tool", one_line(args_summary(e.text), 100)))
-      end
-      last_kind = kind
-    end
-  end
-  if note and note ~= "" then
-    table.insert(lines, "")
-    vim.list_extend(lines, vim.split("_" .. note .. "_", "\n", { plain = true }))
+  turn.reset()
+  state.starting = nil
+  local rows = history.rows(loaded, note)
+  local lines = {}
+  for _, r in ipairs(rows) do
+    table.insert(lines, r.text or "")
   end
   edit(function(buf)
     api.nvim_buf_clear_namespace(buf, ns, 0, -1)
     api.nvim_buf_set_lines(buf, 0, -1, true, lines)
+    for i, r in ipairs(rows) do
+      if r.chunks then
+        put_virt(i - 1, r.chunks)
+      end
+    end
   end)
-  M.set_title(info.title ~= "" and info.title or nil)
-  for _, win in ipairs(vim.fn.win_findbuf(state.buf)) do
-    api.nvim_win_set_cursor(win, { api.nvim_buf_line_count(state.buf), 0 })
+  local info = loaded.session or {}
+  M.set_title(info.title)
+  for _, win in ipairs(vim.fn.win_findbuf(cb.buf())) do
+    api.nvim_win_set_cursor(win, { api.nvim_buf_line_count(cb.buf()), 0 })
   end
 end
 
 function M.clear()
-  current = nil
+  turn.reset()
+  state.starting = nil
   edit(function(buf)
     api.nvim_buf_clear_namespace(buf, ns, 0, -1)
     api.nvim_buf_set_lines(buf, 0, -1, true, {})
   end)
 end
 
+M.display_lines = cb.display_lines
 M.namespace = ns
 
 return M

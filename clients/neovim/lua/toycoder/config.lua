@@ -38,6 +38,9 @@ M.defaults = {
   -- Send textDocument/didOpen|didChange|didClose for file buffers inside the workspace, so the
   -- agent's read_file sees unsaved text. didChange is debounced by `debounce_ms`.
   sync = { enabled = true, debounce_ms = 300, max_bytes = 2 * 1024 * 1024 },
+  -- The chat's Markdown: treesitter highlighting (fenced code through its language's parser when
+  -- installed) and concealed markup. With render-markdown.nvim loaded, conceal is left to it.
+  markdown = { treesitter = true, conceallevel = 2, concealcursor = "nc", render_markdown = true },
   -- Also show $/progress messages with vim.notify (the chat's winbar and
   -- require("toycoder").statusline() always show them).
   notify_progress = false,

@@ -17,7 +17,7 @@ local queue = {} -- functions to run once ready
 local pending = {} -- in-flight requests: id -> callback
 local notification_handlers = {} -- method -> fn(params)
 local request_handlers = {} -- method -> fn(params, ctx) -> result, err
-local listeners = { ready = {}, exit = {} }
+local listeners = { start = {}, ready = {}, failed = {}, exit = {} }
 local stopping = false
 M.server_info = nil
 M.root = nil
@@ -41,7 +41,9 @@ function M.on_request(method, fn)
   request_handlers[method] = fn
 end
 
---- fn() after every successful initialize; fn(code, signal, expected) after every exit.
+--- Events: "start" fn() when a daemon process starts; "ready" fn() after every successful
+--- initialize; "failed" fn(message) when a daemon could not start or stopped before it was ready
+--- (the message is ours, already notified once); "exit" fn(code, signal, expected) after every exit.
 function M.on(event, fn)
   table.insert(listeners[event], fn)
 end
@@ -80,6 +82,31 @@ local function current_request_id(method, params)
     end
   end
   return nil
+end
+
+--- A start that did not work: one notification and the "failed" event, in our own words.
+local function fail(message)
+  vim.notify("ToyCoder: " .. message, vim.log.levels.ERROR)
+  emit("failed", message)
+end
+
+--- Why `cmd` could not be spawned, in our words (Neovim's own error names its internal files and
+--- speaks of a "language server"; it goes to the LSP log instead).
+local function spawn_failure(cmd, raw)
+  require("vim.lsp.log").warn("toycoder: spawning the daemon failed", raw)
+  local exe = cmd[1] or ""
+  local why
+  if exe == "" then
+    why = "the command is empty"
+  elseif vim.fn.executable(exe) ~= 1 then
+    why = exe:find("/", 1, true) and "no executable file at that path" or "no such executable on $PATH"
+  else
+    why = "the system refused to run it"
+  end
+  return ("cannot start the daemon `%s`: %s. Set `cmd` in require('toycoder').setup(), or see :checkhealth toycoder."):format(
+    table.concat(cmd, " "),
+    why
+  )
 end
 
 local function dispatchers(gen)
@@ -122,6 +149,7 @@ local function dispatchers(gen)
           return
         end
         local expected = stopping
+        local was_starting = status == "starting"
         stopping = false
         status = expected and "stopped" or "dead"
         rpc = nil
@@ -132,10 +160,14 @@ local function dispatchers(gen)
         if not expected then
           local how = (signal and signal ~= 0) and ("signal " .. signal) or ("exit code " .. tostring(code))
           local log = config.options.log_file and ("; its log: " .. config.options.log_file) or ""
-          vim.notify(
-            ("ToyCoder: the daemon stopped unexpectedly (%s)%s. The next :ToyCoder starts a new one."):format(how, log),
-            vim.log.levels.ERROR
-          )
+          if was_starting then
+            fail(("the daemon `%s` stopped before it was ready (%s)%s."):format(table.concat(config.cmd(), " "), how, log))
+          else
+            vim.notify(
+              ("ToyCoder: the daemon stopped unexpectedly (%s)%s. The next :ToyCoder starts a new one."):format(how, log),
+              vim.log.levels.ERROR
+            )
+          end
         end
         local gone = { code = M.DAEMON_EXITED, message = "the daemon stopped", daemon_exited = true }
         for _, cb in pairs(waiting) do
@@ -188,17 +220,12 @@ function M.start()
   local ok, client = pcall(vim.lsp.rpc.start, cmd, dispatchers(gen), { cwd = root, env = opts.env })
   if not ok then
     status = "dead"
-    vim.notify(
-      ("ToyCoder: cannot start the daemon `%s`: %s\nSet `cmd` in require('toycoder').setup() or see :checkhealth toycoder"):format(
-        table.concat(cmd, " "),
-        tostring(client)
-      ),
-      vim.log.levels.ERROR
-    )
+    fail(spawn_failure(config.cmd(), client))
     return false
   end
   rpc = client
   status = "starting"
+  emit("start")
   stopping = false
   M.root = root
   M.server_info = nil
@@ -224,7 +251,7 @@ function M.start()
     end
     if err then
       if not err.daemon_exited then
-        vim.notify("ToyCoder: initialize failed: " .. tostring(err.message), vim.log.levels.ERROR)
+        fail("the daemon did not initialize: " .. tostring(err.message))
         M.stop()
       end
       return

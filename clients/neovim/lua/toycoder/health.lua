@@ -93,6 +93,7 @@ function M.check()
   else
     health.error("Neovim " .. version .. " is too old: toycoder.nvim needs 0.10 or newer")
   end
+  require("toycoder.markdown").health(health)
 
   health.start("toycoder: daemon")
   local cmd = config.cmd()

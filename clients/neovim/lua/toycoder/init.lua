@@ -7,6 +7,8 @@ local chat = require("toycoder.chat")
 local prompts = require("toycoder.prompts")
 local documents = require("toycoder.documents")
 local reload = require("toycoder.reload")
+local titles = require("toycoder.titles")
+local history = require("toycoder.history")
 
 local M = {}
 M.version = "0.1.0"
@@ -15,7 +17,6 @@ local state = {
   session_id = nil, -- the plugin's current session
   turn = nil, -- the running turn (chat's turn object)
   busy = false, -- a prompt is on its way (session creation included)
-  commands = nil, -- cache of toycoder/commands/list
 }
 
 
@@ -104,18 +105,31 @@ daemon.on_request("window/workDoneProgress/create", function()
   return vim.NIL
 end)
 
+-- The chat says what happens while the daemon starts, and why it could not.
+daemon.on("start", function()
+  chat.starting(true)
+end)
+
+daemon.on("failed", function(message)
+  chat.starting(false)
+  chat.notice(message, "error")
+end)
+
 daemon.on("ready", function()
+  chat.starting(false)
   documents.start()
-  if not state.commands then
+  local complete = require("toycoder.complete")
+  if not complete.has_commands() then
     daemon.request("toycoder/commands/list", vim.empty_dict(), function(err, result)
       if not err and result then
-        state.commands = result.commands
+        complete.set_commands(result.commands)
       end
     end)
   end
 end)
 
 daemon.on("exit", function()
+  chat.starting(false)
   documents.stop()
   prompts.close_all()
   set_status("")
@@ -145,7 +159,7 @@ function M.switch(session_id, note, done)
   daemon.request("toycoder/session/load", { sessionId = session_id }, function(err, loaded)
     if err then
       if not err.daemon_exited then
-        chat.notice(("**Error** (%s): %s"):format(tostring(err.code), tostring(err.message)))
+        chat.notice(("Error (%s): %s"):format(tostring(err.code), tostring(err.message)), "error")
       end
       done()
       return
@@ -185,7 +199,7 @@ function M.prompt(text)
     if err then
       state.busy = false
       if not err.daemon_exited then
-        chat.notice(("**Error** (%s): %s"):format(tostring(err.code), tostring(err.message)))
+        chat.notice(("Error (%s): %s"):format(tostring(err.code), tostring(err.message)), "error")
       end
       return
     end
@@ -316,8 +330,10 @@ function M.pick_session()
       kind = "toycoder.session",
       format_item = function(s)
         local mark = s.sessionId == state.session_id and "* " or "  "
-        local title = (s.title and s.title ~= "") and s.title or "(untitled)"
-        return ("%s%s  %s  %d msgs  %s"):format(mark, s.sessionId:sub(1, 8), (s.updatedAt or ""):sub(1, 16), s.messageCount or 0, title)
+        local title = titles.short(s.title)
+        title = title ~= "" and title or "(untitled)"
+        local count = history.count(s.messageCount, "msg")
+        return ("%s%s  %s  %s  %s"):format(mark, s.sessionId:sub(1, 8), (s.updatedAt or ""):sub(1, 16), count, title)
       end,
     }, function(choice)
       if choice then
@@ -327,77 +343,9 @@ function M.pick_session()
   end)
 end
 
--- ---- completion ------------------------------------------------------------------------------
-
-local function commands_list()
-  if not state.commands then
-    local err, result = daemon.request_sync("toycoder/commands/list", vim.empty_dict(), 5000)
-    if not err and result then
-      state.commands = result.commands
-    end
-  end
-  return state.commands or {}
-end
-
-local function filter(items, lead)
-  local out = {}
-  for _, item in ipairs(items) do
-    if vim.startswith(item, lead) then
-      table.insert(out, item)
-    end
-  end
-  table.sort(out)
-  return out
-end
-
---- Completion for :ToyCoder: command names from toycoder/commands/list; the argument of a command
---- whose usage says <id> completes session ids, [command] completes command names.
+--- Completion for :ToyCoder (see complete.lua).
 function M.complete(arglead, cmdline, cursorpos)
-  local before = cmdline:sub(1, cursorpos)
-  local args = before:match("ToyCoder!?%s+(.*)$")
-  if not args then
-    return {}
-  end
-  local cmds = commands_list()
-  if not args:find("%s") then
-    if arglead ~= "" and arglead:sub(1, 1) ~= "/" then
-      return {}
-    end
-    local names = {}
-    for _, c in ipairs(cmds) do
-      table.insert(names, "/" .. c.name)
-      for _, a in ipairs(c.aliases or {}) do
-        table.insert(names, "/" .. a)
-      end
-    end
-    return filter(names, arglead)
-  end
-  local first = args:match("^/(%S+)")
-  local cmd
-  for _, c in ipairs(cmds) do
-    if c.name == first or vim.tbl_contains(c.aliases or {}, first) then
-      cmd = c
-    end
-  end
-  if not cmd or select(2, args:gsub("%s+", " ")) > 1 then
-    return {}
-  end
-  local usage = cmd.usage or ""
-  if usage:find("<id", 1, true) then
-    local err, result = daemon.request_sync("toycoder/session/list", vim.empty_dict(), 3000)
-    local ids = {}
-    for _, s in ipairs((not err and result and result.sessions) or {}) do
-      table.insert(ids, s.sessionId)
-    end
-    return filter(ids, arglead)
-  elseif usage:find("[command]", 1, true) then
-    local names = {}
-    for _, c in ipairs(cmds) do
-      table.insert(names, c.name)
-    end
-    return filter(names, arglead)
-  end
-  return {}
+  return require("toycoder.complete").complete(arglead, cmdline, cursorpos)
 end
 
 return M

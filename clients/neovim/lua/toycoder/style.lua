@@ -1,0 +1,84 @@
+--- Our highlight groups (linked to standard ones, so colorschemes apply) and the one set of tool
+--- states the chat shows, for live tool results and restored transcripts alike.
+local M = {}
+
+local api = vim.api
+
+M.links = {
+  ToyCoderToolRunning = "DiagnosticInfo",
+  ToyCoderToolOk = "DiagnosticOk",
+  ToyCoderToolFailed = "DiagnosticError",
+  ToyCoderToolDenied = "DiagnosticWarn",
+  ToyCoderToolName = "Identifier",
+  ToyCoderToolDetail = "Comment",
+  ToyCoderAnswer = "String",
+  ToyCoderNotice = "Comment",
+  ToyCoderError = "DiagnosticError",
+  ToyCoderStarting = "DiagnosticInfo",
+}
+
+function M.set_highlights()
+  for group, target in pairs(M.links) do
+    api.nvim_set_hl(0, group, { link = target, default = true })
+  end
+end
+
+-- The protocol's statuses (tool_result.status, transcript `status`) -> the word shown, its group.
+-- "running" is ours: a call that has not ended yet.
+M.STATES = {
+  running = { word = "running", hl = "ToyCoderToolRunning" },
+  completed = { word = "ok", hl = "ToyCoderToolOk" },
+  failed = { word = "failed", hl = "ToyCoderToolFailed" },
+  denied = { word = "denied", hl = "ToyCoderToolDenied" },
+  cancelled = { word = "cancelled", hl = "ToyCoderToolDenied" },
+}
+
+--- The word and highlight group of a status; an unknown one is shown as it came.
+function M.state(status)
+  local s = M.STATES[status or ""]
+  if s then
+    return s.word, s.hl
+  end
+  return tostring(status or "?"), "ToyCoderNotice"
+end
+
+--- One line of at most `max` characters (newlines shown as ⏎, the cut marked with …).
+function M.one_line(s, max)
+  s = tostring(s or ""):gsub("[\r\n]+", " ⏎ ")
+  if max and vim.fn.strchars(s) > max then
+    s = vim.fn.strcharpart(s, 0, max - 1) .. "…"
+  end
+  return s
+end
+
+--- The virtual-text chunks of a tool line: `- [state] title — detail`; `prefix` indents it.
+function M.tool_chunks(prefix, status, title, detail)
+  local chunks = { { prefix .. "- ", "ToyCoderNotice" } }
+  if status ~= nil then -- a session stored before statuses were kept shows none
+    local word, hl = M.state(status)
+    vim.list_extend(chunks, { { "[", "ToyCoderNotice" }, { word, hl }, { "] ", "ToyCoderNotice" } })
+  end
+  local name, rest = title:match("^(%S+)(.*)$")
+  table.insert(chunks, { name or title, "ToyCoderToolName" })
+  if rest and rest ~= "" then
+    table.insert(chunks, { rest, "Normal" })
+  end
+  if detail and detail ~= "" then
+    table.insert(chunks, { " — " .. detail, "ToyCoderToolDetail" })
+  end
+  return chunks
+end
+
+-- What ask_user's observation starts with when the person answered (toycoder_daemon/tools/ask.py).
+local ANSWERED = "The user answered: "
+
+--- The line under an ask_user call: the answer the person picked or typed, from the call's output.
+function M.answer_text(output)
+  output = tostring(output or "")
+  if output:sub(1, #ANSWERED) == ANSWERED then
+    return "→ " .. M.one_line(output:sub(#ANSWERED + 1), 200)
+  end
+  return "→ (no answer)"
+end
+
+return M

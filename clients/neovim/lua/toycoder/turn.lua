@@ -1,0 +1,292 @@
+--- What a turn shows in the chat: the prompt, the streamed reply, tool lines updated in place (one
+--- set of states, see style.lua), the ask_user answer under its question, sub-agent activity
+--- indented under the tool line that runs it, retries, compaction, the result's notices.
+local style = require("toycoder.style")
+local history = require("toycoder.history")
+local cb = require("toycoder.chatbuf")
+local markdown = require("toycoder.markdown")
+
+local M = {}
+
+local api = vim.api
+local ns = cb.namespace
+local CHILD_INDENT = history.CHILD_INDENT
+local edit, is_empty, mark_row, new_mark, put_virt, append = cb.edit, cb.is_empty, cb.mark_row, cb.new_mark, cb.put_virt, cb.append
+
+-- ---- containers: the turn itself, and one per tool call for its sub-agent's activity -----------
+
+local function last_row(c)
+  if c.root then
+    return api.nvim_buf_line_count(cb.buf()) - 1
+  end
+  return mark_row(c.last)
+end
+
+--- Insert lines after the container's last line; returns the row of the first one.
+local function insert(c, lines)
+  local row = last_row(c) + 1
+  api.nvim_buf_set_lines(cb.buf(), row, row, true, lines)
+  if not c.root then
+    new_mark(row + #lines - 1, c.last)
+  end
+  return row
+end
+
+--- Start an item (tool line, notice) or text: closes open text and adds a blank line between
+--- text and items at the top level.
+local function begin(c, kind)
+  if c.root and c.kind ~= nil and c.kind ~= kind then
+    insert(c, { "" })
+  end
+  c.kind = kind
+  c.open = false
+  if kind ~= "text" then
+    c.reply = nil
+  end
+end
+
+local function append_text(c, text)
+  if text == "" then
+    return
+  end
+  local pieces = vim.split(text, "\n", { plain = true })
+  edit(function(buf)
+    local first = 1
+    if c.open then
+      local row = last_row(c)
+      local line = api.nvim_buf_get_lines(buf, row, row + 1, true)[1]
+      api.nvim_buf_set_text(buf, row, #line, row, #line, { pieces[1] })
+      first = 2
+    else
+      begin(c, "text")
+    end
+    local lines = {}
+    for i = first, #pieces do
+      table.insert(lines, pieces[i])
+    end
+    if #lines > 0 then
+      local row = insert(c, lines)
+      if c.prefix ~= "" then -- a sub-agent's text: indented by virtual text, still Markdown
+        for r = row, row + #lines - 1 do
+          put_virt(r, { { c.prefix, "Normal" } })
+        end
+      end
+      if not c.open then
+        c.reply = new_mark(row) -- where the text of this model reply starts (dropped on retry)
+      end
+    end
+    c.open = true
+  end)
+end
+
+--- An item line in container `c`: `chunks` as virtual text. Returns the mark of its line.
+local function add_item(c, chunks)
+  local mark
+  edit(function()
+    begin(c, "item")
+    local row = insert(c, { "" })
+    mark = put_virt(row, chunks)
+  end)
+  return mark
+end
+
+local function notice_chunks(c, text, group)
+  return { { c.prefix .. text, group or "ToyCoderNotice" } }
+end
+
+--- retry: drop the partial text of the reply being retried.
+local function drop_reply(c)
+  if not c.reply then
+    return
+  end
+  edit(function(buf)
+    local from = mark_row(c.reply)
+    local to = last_row(c)
+    if from <= to then
+      api.nvim_buf_set_lines(buf, from, to + 1, true, {})
+    end
+    api.nvim_buf_del_extmark(buf, ns, c.reply)
+    if not c.root then
+      new_mark(math.max(from - 1, 0), c.last)
+    end
+  end)
+  c.reply, c.open = nil, false
+  if c.root then
+    c.kind = nil -- the blank line before the dropped text stays
+  end
+end
+
+local one_line = style.one_line
+
+-- ---- turns -----------------------------------------------------------------------------------
+
+local current = nil -- the turn being rendered
+
+function M.current_turn()
+  return current
+end
+
+--- Show the prompt and get ready for the reply. Returns the turn (passed to update/finish).
+function M.begin_turn(session_id, text)
+  local buf = cb.buf()
+  local lines = {}
+  if not is_empty(buf) then
+    table.insert(lines, "")
+  end
+  vim.list_extend(lines, { "## You", "" })
+  local prompt = vim.split(text, "\n", { plain = true })
+  vim.list_extend(lines, prompt)
+  local fence = markdown.closing_fence(prompt)
+  if fence then -- an open block in the prompt would swallow the reply
+    table.insert(lines, fence)
+  end
+  vim.list_extend(lines, { "", "## ToyCoder", "" })
+  local first = append(lines)
+  current = {
+    session = session_id,
+    buf = buf,
+    root = { root = true, prefix = "", kind = nil },
+    containers = {},
+    tools = {},
+    streamed = false,
+    reply = new_mark(first + #lines - 1), -- the reply starts after this line
+  }
+  return current
+end
+
+local function container(turn, parent)
+  if not parent then
+    return turn.root
+  end
+  return turn.containers[parent] or turn.root
+end
+
+local function tool_result(turn, u)
+  local tool = turn.tools[u.toolCallId or ""]
+  if not tool then
+    return nil
+  end
+  tool.status = u.status
+  local detail = u.status == "failed" and history.failure_detail(u.output) or nil
+  edit(function()
+    put_virt(mark_row(tool.mark), style.tool_chunks(tool.prefix, u.status, tool.title, detail), tool.mark)
+  end)
+  if tool.name == "ask_user" and u.status == "completed" then
+    local child = turn.containers[u.toolCallId or ""]
+    add_item(child, notice_chunks(child, style.answer_text(u.output), "ToyCoderAnswer"))
+  end
+  tool.result = u.status
+  return tool
+end
+
+--- A toycoder/update for this turn. Returns the tool entry on tool_result (for auto-reload).
+function M.update(turn, params)
+  if turn ~= current or turn.buf ~= cb.current() or not cb.valid() then
+    return nil
+  end
+  local u = params.update or {}
+  turn.id = turn.id or params.turnId
+  local c = container(turn, params.parentToolCallId)
+  local kind = u.kind
+  if kind == "text_delta" then
+    if c.root then
+      turn.streamed = true
+    end
+    append_text(c, u.text or "")
+  elseif kind == "tool_call" then
+    local title = one_line(u.title or u.name, 120)
+    local mark = add_item(c, style.tool_chunks(c.prefix, "running", title))
+    turn.tools[u.toolCallId or ""] = {
+      id = u.toolCallId,
+      name = u.name,
+      arguments = u.arguments,
+      status = "running",
+      title = title,
+      prefix = c.prefix,
+      mark = mark,
+    }
+    turn.containers[u.toolCallId or ""] = { prefix = c.prefix .. CHILD_INDENT, last = new_mark(mark_row(mark)) }
+  elseif kind == "tool_result" then
+    return tool_result(turn, u)
+  elseif kind == "retry" then
+    drop_reply(c)
+    local delay = type(u.delaySeconds) == "number" and ("%.2fs"):format(u.delaySeconds) or "?"
+    local text = ("retrying (attempt %s in %s): %s"):format(u.attempt or "?", delay, one_line(u.reason, 200))
+    add_item(c, notice_chunks(c, text))
+  elseif kind == "compaction" then
+    local text = ("context compacted (%s): %s -> %s messages"):format(u.strategy or "?", u.before or "?", u.after or "?")
+    add_item(c, notice_chunks(c, text))
+  elseif kind == "usage" then
+    turn.usage = u
+  end
+  return nil
+end
+
+local function fenced(text)
+  local fence = "```"
+  while text:find(fence, 1, true) do
+    fence = fence .. "`"
+  end
+  local lines = { fence .. "text" }
+  vim.list_extend(lines, vim.split((text:gsub("\n$", "")), "\n", { plain = true }))
+  table.insert(lines, fence)
+  return lines
+end
+
+--- The turn ended: its result (or an error). Renders what the result adds to the stream.
+function M.finish(turn, err, result)
+  if turn ~= current then
+    return
+  end
+  current = nil
+  if turn.buf ~= cb.current() or not cb.valid() then
+    return
+  end
+  local c = turn.root
+  local reply = api.nvim_buf_get_lines(cb.current(), mark_row(turn.reply) + 1, -1, true)
+  local fence = markdown.closing_fence(reply)
+  if fence then -- a reply cut inside a code block: close it, or the next turn would be code
+    edit(function()
+      begin(c, "text")
+      insert(c, { fence })
+    end)
+  end
+  if err then
+    if err.daemon_exited then
+      add_item(c, notice_chunks(c, "the daemon stopped; this turn is lost", "ToyCoderError"))
+    else
+      add_item(c, notice_chunks(c, ("Error (%s): %s"):format(tostring(err.code), one_line(err.message, 500)), "ToyCoderError"))
+    end
+    return
+  end
+  result = result or {}
+  local reason = result.stopReason
+  local text = type(result.text) == "string" and result.text or ""
+  if reason == "command" then
+    if text ~= "" then
+      edit(function()
+        begin(c, "item")
+        insert(c, fenced(text))
+      end)
+    end
+    return
+  elseif reason == "cancelled" then
+    add_item(c, notice_chunks(c, "cancelled"))
+  elseif reason == "max_steps" then
+    add_item(c, notice_chunks(c, one_line(text, 300)))
+  elseif not turn.streamed and text ~= "" then
+    append_text(c, text)
+  end
+  local u = result.usage
+  if type(u) == "table" and (u.totalTokens or 0) > 0 then
+    local tokens = ("tokens: %d prompt, %d completion"):format(u.promptTokens or 0, u.completionTokens or 0)
+    add_item(c, notice_chunks(c, tokens))
+  end
+end
+
+--- Forget the turn being rendered (the buffer was replaced).
+function M.reset()
+  current = nil
+end
+
+return M
