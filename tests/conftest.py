@@ -1,4 +1,9 @@
-"""Shared fixtures: an isolated environment, a workspace, the scripted model server, the daemon."""
+"""Shared fixtures: an isolated environment, a workspace, the scripted model server, the daemon.
+
+Shared helpers live in helpers.py (processes, sessions, AllowAll) and waiting.py (wait_until); two
+runs of the suite at once on one machine must not see each other: everything a test writes is under
+its tmp_path, ports are chosen by the OS, and processes are found and killed by per-test markers.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from helpers import MARKER_VAR, kill_process_groups, processes_of_test, unique_marker  # noqa: E402
 from rpc import Daemon  # noqa: E402
 
 from toycoder_daemon.testing.fake_llm import FakeLLM  # noqa: E402
@@ -23,10 +29,26 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    for var, sub in (("XDG_DATA_HOME", ".local/share"), ("XDG_STATE_HOME", ".local/state"),
+                     ("XDG_CACHE_HOME", ".cache")):  # e.g. Neovim's log: not shared with another run
+        monkeypatch.setenv(var, str(home / sub))
     monkeypatch.setenv("TOYCODER_DATA_DIR", str(tmp_path / "data"))
     for var in ("TOYCODER_CONFIG", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
     return home
+
+
+@pytest.fixture(autouse=True)
+def test_processes(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A marker unique to this test in the environment every process it starts inherits; at teardown
+    the process groups of whatever still carries it are killed (and nothing else on the machine).
+
+    Module-scoped fixtures are set up before this one, so their processes (test_mcp's shared server)
+    do not carry a test's marker and outlive it as they should."""
+    marker = unique_marker()
+    monkeypatch.setenv(MARKER_VAR, marker)
+    yield marker
+    kill_process_groups(processes_of_test(marker))
 
 
 @pytest.fixture
