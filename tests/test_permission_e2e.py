@@ -4,21 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
+from helpers import new_session, write_call
+from helpers import tool_results as results
 from rpc import Daemon, frame
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
-
-
-def write_call(path: str, content: str) -> dict:
-    return {"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": content}}]}
-
-
-async def new_session(d: Daemon) -> str:
-    return (await d.call("toycoder/session/new", {}))["sessionId"]
-
-
-def results(d: Daemon, sid: str) -> list[dict]:
-    return [u["update"] for u in d.updates(sid) if u["update"]["kind"] == "tool_result"]
 
 
 async def test_write_asks_with_a_diff_and_allow_once_asks_again(daemon: Daemon, llm: FakeLLM, workspace) -> None:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
 import signal
 from pathlib import Path
 
 import pytest
+from helpers import kill_process_groups, processes_with, sleep_command
 from rpc import RpcError
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
@@ -49,14 +48,14 @@ async def test_sessions_survive_a_restart(start_daemon, llm: FakeLLM, tmp_path: 
 
 async def test_kill_9_mid_turn_leaves_a_session_that_continues(start_daemon, llm: FakeLLM, tmp_path: Path) -> None:
     a = await start_daemon(extra=RUN)
-    llm.add({"text": "Waiting.", "tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 175"}}]})
+    sleep = sleep_command(175)
+    llm.add({"text": "Waiting.", "tool_calls": [{"name": "run_command", "arguments": {"command": sleep}}]})
     sid = (await a.call("toycoder/session/new", {}))["sessionId"]
     a.request_future("toycoder/prompt", {"sessionId": sid, "text": "wait a bit"})
-    await a.wait_for(lambda: any(u["update"]["kind"] == "tool_call" for u in a.updates(sid)))
-    await asyncio.sleep(0.2)
+    await a.wait_for(lambda: processes_with(sleep), what="the command to run")  # mid-turn, mid-tool-call
     a.proc.send_signal(signal.SIGKILL)
     await a.proc.wait()
-    os.system("pkill -f 'sleep 175'")  # the daemon had no chance to clean up after kill -9
+    kill_process_groups(processes_with(sleep))  # the daemon had no chance to clean up after kill -9
 
     b = await start_daemon()
     loaded = await b.call("toycoder/session/load", {"sessionId": sid})

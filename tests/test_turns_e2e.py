@@ -5,13 +5,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from helpers import new_session
 from rpc import Daemon, RpcError
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
-
-
-async def new_session(d: Daemon, **params) -> str:
-    return (await d.call("toycoder/session/new", params))["sessionId"]
 
 
 async def test_initialize_announces_protocol(daemon: Daemon) -> None:
