@@ -7,10 +7,13 @@ import asyncio
 import json
 import os
 import stat
+import threading
 import time
 from pathlib import Path
 
 import pytest
+from helpers import AllowAll
+from waiting import wait_until_async
 
 from toycoder_daemon.config import ToolsConfig
 from toycoder_daemon.tools import search, search_rg
@@ -20,14 +23,6 @@ from toycoder_daemon.tools.ignore import GlobError, IgnoreMatcher, compile_glob
 from toycoder_daemon.tools.registry import ToolRegistry
 from toycoder_daemon.tools.search import glob_search, grep_search
 from toycoder_daemon.tools.workspace import Workspace
-
-
-class AllowAll:
-    def emit(self, event): pass
-
-    async def confirm(self, request): return "allow_once"
-
-    async def ask(self, q, o): return None
 
 
 async def call(ws: Path, name: str, settings=None, **args):
@@ -400,10 +395,7 @@ async def test_cancel_kills_rg(tree: Path, tmp_path: Path, monkeypatch: pytest.M
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setattr(search, "find_rg", lambda: str(fake))
     task = asyncio.ensure_future(call(tree, "grep_search", pattern="needle"))
-    for _ in range(200):
-        if pidfile.exists() and pidfile.read_text().strip():
-            break
-        await asyncio.sleep(0.01)
+    await wait_until_async(lambda: pidfile.exists() and pidfile.read_text().strip(), what="the fake rg to start")
     pid = int(pidfile.read_text())
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -444,22 +436,26 @@ def test_rg_is_found_next_to_the_interpreter(monkeypatch: pytest.MonkeyPatch) ->
 async def test_cancel_stops_the_fallback_thread(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOYCODER_NO_RG", "1")
     walked: list[bytes] = []
+    walk_ended = threading.Event()
     real_walk_rel = IgnoreMatcher.walk_rel
 
     def slow_walk_rel(self, start=None):
-        for rel in real_walk_rel(self, start):
-            walked.append(rel)
-            time.sleep(0.05)
-            yield rel
+        try:
+            for rel in real_walk_rel(self, start):
+                walked.append(rel)
+                time.sleep(0.05)
+                yield rel
+        finally:  # exhausted, or closed when the thread stops iterating
+            walk_ended.set()
 
     monkeypatch.setattr(IgnoreMatcher, "walk_rel", slow_walk_rel)
     task = asyncio.ensure_future(call(tree, "grep_search", pattern="needle"))
-    await asyncio.sleep(0.12)
+    await wait_until_async(lambda: walked, what="the fallback walk to start")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     seen = len(walked)
-    await asyncio.sleep(0.25)
+    await wait_until_async(walk_ended.is_set, what="the fallback thread to end its walk")
     assert 0 < len(walked) <= seen + 1 < len(VISIBLE)  # the thread stopped walking
 
 
