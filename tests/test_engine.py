@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from waiting import wait_until_async
 
 from toycoder_daemon.agent.react import answer_open_tool_calls, run_turn
 from toycoder_daemon.agent.subagent import ChildFrontend
@@ -143,8 +144,7 @@ async def test_cancel_while_tool_runs_answers_every_call(tmp_path: Path) -> None
     script = [{"tool_calls": [{"name": "slow"}, {"name": "read_file", "arguments": {"path": "f.txt"}}]}]
     model, messages, reg, fe, kw = setup(tmp_path, script)
     task = asyncio.create_task(run_turn(model, messages, reg, fe, **kw))
-    while "tool_call" not in fe.kinds():
-        await asyncio.sleep(0.01)
+    await wait_until_async(lambda: "tool_call" in fe.kinds(), what="the tool call")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -156,9 +156,8 @@ async def test_cancel_while_tool_runs_answers_every_call(tmp_path: Path) -> None
 async def test_cancel_while_streaming_keeps_partial_text(tmp_path: Path) -> None:
     model, messages, reg, fe, kw = setup(tmp_path, [{"text": "partial answer", "hang": True}])
     task = asyncio.create_task(run_turn(model, messages, reg, fe, **kw))
-    while not fe.events:
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.05)
+    await wait_until_async(lambda: "".join(e.text for e in fe.events if isinstance(e, TextDelta)) == "partial answer",
+                           what="the whole partial text")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -211,10 +210,11 @@ async def writes_then_waits(ctx: ToolContext) -> str:
 async def test_a_cancelled_call_that_already_wrote_says_so(tmp_path: Path) -> None:
     model, messages, reg, fe, kw = setup(tmp_path, [{"tool_calls": [{"name": "writes_then_waits"}]}])
     reg.register(writes_then_waits)
+    contexts: list[ToolContext] = []
+    make_context = kw["make_context"]
+    kw["make_context"] = lambda cid: contexts.append(make_context(cid)) or contexts[-1]
     task = asyncio.create_task(run_turn(model, messages, reg, fe, **kw))
-    while "tool_call" not in fe.kinds():
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.05)
+    await wait_until_async(lambda: any(c.changed for c in contexts), what="the tool to write")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
