@@ -190,7 +190,7 @@ def test_sessions_completion_and_resume_with_history(term, llm: FakeLLM, tmp_pat
     t.send("/sess")
     t.expect("List the sessions of this workspace")  # the completion menu, from toycoder/commands/list
     t.send("\t")  # completes to /sessions
-    time.sleep(0.5)
+    t.expect(r"ions\n+ */sessions ")  # the rest of the word typed in, then the menu redrawn with it selected
     t.send("\r")
     m = t.expect(r"\* ([0-9a-f]{12}) .* remember the word pineapple")
     session_id = m.group(1)
