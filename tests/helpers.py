@@ -42,6 +42,25 @@ def _is_zombie(pid: int) -> bool:
         return True  # gone
 
 
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    return not _is_zombie(pid)
+
+
+def child_processes(parent: int, needle: str = "") -> list[int]:
+    """Live children of `parent` (a process this test started) whose command line contains `needle`."""
+    found = []
+    for pid in _live_pids():
+        try:
+            after_name = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+        except (OSError, IndexError):
+            continue
+        if int(after_name[1]) == parent and after_name[0] != "Z" and needle.encode() in cmdline:
+            found.append(pid)
+    return found
+
+
 def processes_with(marker: str) -> list[int]:
     """Live (not zombie) processes whose command line contains `marker` (a unique string)."""
     found = []

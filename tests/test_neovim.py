@@ -24,6 +24,7 @@ from typing import Any
 import pynvim
 import pytest
 from conftest import write_config
+from helpers import alive, child_processes
 from waiting import DEFAULT_TIMEOUT, scaled, wait_until
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
@@ -90,32 +91,6 @@ end
 """
 
 
-def daemon_pids(parent: int) -> list[int]:
-    """Live toycoder daemons started by the Neovim process `parent`."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        state = stat.rsplit(")", 1)[1].split()[0]
-        if ppid == parent and "toycoder_daemon" in cmdline and state != "Z":
-            pids.append(int(entry.name))
-    return pids
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 class Editor:
     def __init__(self, nv: Any, llm: FakeLLM, workspace: Path, log: Path):
         self.nv = nv
@@ -141,7 +116,7 @@ class Editor:
         return [n["msg"] for n in self.lua("return T.notes") if level is None or n["level"] == level]
 
     def daemons(self) -> list[int]:
-        pids = daemon_pids(self.pid)
+        pids = child_processes(self.pid, "toycoder_daemon")
         self.seen_daemons.update(pids)
         return pids
 
@@ -262,10 +237,15 @@ def test_chat_toggles_and_streams_the_reply_in_order(editor, llm: FakeLLM) -> No
     ed.cmd("ToyCoder tell me a story")
     assert ed.lua("return T.chat_win()"), "a prompt opens the chat"
     snapshots, statuses = [], []
-    while ed.lua("return require('toycoder').is_busy()"):
+
+    def sample_until_idle() -> bool:
+        if not ed.lua("return require('toycoder').is_busy()"):
+            return True
         snapshots.append(reply_after_last_header(ed.chat()).strip("\n"))
         statuses.append(ed.lua("return require('toycoder').statusline()"))
-        time.sleep(0.02)
+        return False
+
+    ed.wait(sample_until_idle, "the streamed reply to end")
     chat = ed.chat()
     assert "## You\n\ntell me a story\n\n## ToyCoder\n\n" + reply in chat
     assert "_tokens: 11 prompt, 7 completion_" in chat
