@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from helpers import new_session
 from rpc import Daemon, RpcError
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
@@ -23,7 +24,7 @@ async def test_commands_list_serves_completion(daemon: Daemon) -> None:
 
 
 async def test_session_commands_and_actions(daemon: Daemon, llm: FakeLLM) -> None:
-    sid = (await daemon.call("toycoder/session/new", {}))["sessionId"]
+    sid = await new_session(daemon)
     help_text = (await run(daemon, sid, "/help"))["text"]
     assert "/switch <id>" in help_text and "/compact" in help_text
     assert "Resume a session" in (await run(daemon, sid, "/help switch"))["text"]
@@ -52,7 +53,7 @@ async def test_session_commands_and_actions(daemon: Daemon, llm: FakeLLM) -> Non
 
 
 async def test_tool_commands(daemon: Daemon) -> None:
-    sid = (await daemon.call("toycoder/session/new", {}))["sessionId"]
+    sid = await new_session(daemon)
     tools = (await run(daemon, sid, "/tools"))["text"]
     assert "run_command" in tools and "dangerous" in tools and "disabled" in tools
     enabled = (await run(daemon, sid, "/tool enable run_command"))["text"]
@@ -64,7 +65,7 @@ async def test_tool_commands(daemon: Daemon) -> None:
 
 
 async def test_model_and_usage_commands(daemon: Daemon, llm: FakeLLM) -> None:
-    sid = (await daemon.call("toycoder/session/new", {}))["sessionId"]
+    sid = await new_session(daemon)
     assert "current: openai:fake-model" in (await run(daemon, sid, "/model"))["text"]
     assert "current: openai:fake-fast" in (await run(daemon, sid, "/model fast"))["text"]
     assert "current: openai:other-model" in (await run(daemon, sid, "/model openai:other-model"))["text"]
@@ -78,7 +79,7 @@ async def test_model_and_usage_commands(daemon: Daemon, llm: FakeLLM) -> None:
 
 
 async def test_unknown_command_suggests_the_closest(daemon: Daemon) -> None:
-    sid = (await daemon.call("toycoder/session/new", {}))["sessionId"]
+    sid = await new_session(daemon)
     text = (await run(daemon, sid, "/sesions"))["text"]
     assert text == "unknown command /sesions; did you mean /sessions? (/help lists them)"
     assert "did you mean" not in (await run(daemon, sid, "/xyzzy"))["text"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from helpers import new_session
 from rpc import Daemon
 
 from toycoder_daemon.sessions.context import SUMMARY_PREFIX, split_point
@@ -22,7 +23,7 @@ def compactions(d: Daemon, sid: str) -> list[dict]:
 
 async def test_compaction_at_the_threshold(start_daemon, llm: FakeLLM) -> None:
     d = await start_daemon(extra=SMALL)
-    sid = (await d.call("toycoder/session/new", {}))["sessionId"]
+    sid = await new_session(d)
     await chat(d, llm, sid, 3)  # 6 messages: at the threshold, not over it
     assert compactions(d, sid) == []
     await chat(d, llm, sid, 1, start=3)  # 8 messages now
@@ -45,7 +46,7 @@ async def test_compaction_at_the_threshold(start_daemon, llm: FakeLLM) -> None:
 
 async def test_failing_summary_falls_back_to_truncation(start_daemon, llm: FakeLLM) -> None:
     d = await start_daemon(extra=SMALL)
-    sid = (await d.call("toycoder/session/new", {}))["sessionId"]
+    sid = await new_session(d)
     await chat(d, llm, sid, 4)
     llm.add({"status": 400, "error": "context too long"}, {"text": "answer 4"})
     result = await d.call("toycoder/prompt", {"sessionId": sid, "text": "question 4"})
@@ -56,7 +57,7 @@ async def test_failing_summary_falls_back_to_truncation(start_daemon, llm: FakeL
 
 async def test_token_budget_triggers_compaction(start_daemon, llm: FakeLLM) -> None:
     d = await start_daemon(extra="session: {max_messages: 50, compress_keep_recent: 1, max_context_tokens: 1000}\n")
-    sid = (await d.call("toycoder/session/new", {}))["sessionId"]
+    sid = await new_session(d)
     llm.add({"text": "big", "usage": {"prompt_tokens": 1200, "completion_tokens": 5}})
     await d.call("toycoder/prompt", {"sessionId": sid, "text": "q1"})
     llm.add({"text": "summary"}, {"text": "a2"})
@@ -66,7 +67,7 @@ async def test_token_budget_triggers_compaction(start_daemon, llm: FakeLLM) -> N
 
 async def test_slash_compact_forces_it_and_keeps_tool_calls_whole(start_daemon, llm: FakeLLM) -> None:
     d = await start_daemon(extra="session: {max_messages: 50, compress_keep_recent: 1}\n")
-    sid = (await d.call("toycoder/session/new", {}))["sessionId"]
+    sid = await new_session(d)
     llm.add({"tool_calls": [{"name": "list_directory", "arguments": {}}]}, {"tool_calls": [{"name": "list_directory", "arguments": {}}]})
     llm.add({"text": "done"})
     await d.call("toycoder/prompt", {"sessionId": sid, "text": "look"})

@@ -6,7 +6,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from helpers import kill_process_groups, processes_with, sleep_command
+from helpers import kill_process_groups, new_session, processes_with, sleep_command
 from rpc import RpcError
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
@@ -21,9 +21,9 @@ def session_files(tmp_path: Path) -> list[Path]:
 async def test_sessions_survive_a_restart(start_daemon, llm: FakeLLM, tmp_path: Path) -> None:
     a = await start_daemon()
     llm.add({"tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]}, {"text": "A tiny project."})
-    sid = (await a.call("toycoder/session/new", {}))["sessionId"]
+    sid = await new_session(a)
     await a.call("toycoder/prompt", {"sessionId": sid, "text": "what is this project?"})
-    other = (await a.call("toycoder/session/new", {"title": "second"}))["sessionId"]
+    other = await new_session(a, title="second")
     await a.call("toycoder/session/new", {})  # untitled and empty: not worth listing after a restart
     before = await a.call("toycoder/session/load", {"sessionId": sid})
     await a.close()
@@ -50,7 +50,7 @@ async def test_kill_9_mid_turn_leaves_a_session_that_continues(start_daemon, llm
     a = await start_daemon(extra=RUN)
     sleep = sleep_command(175)
     llm.add({"text": "Waiting.", "tool_calls": [{"name": "run_command", "arguments": {"command": sleep}}]})
-    sid = (await a.call("toycoder/session/new", {}))["sessionId"]
+    sid = await new_session(a)
     a.request_future("toycoder/prompt", {"sessionId": sid, "text": "wait a bit"})
     await a.wait_for(lambda: processes_with(sleep), what="the command to run")  # mid-turn, mid-tool-call
     a.proc.send_signal(signal.SIGKILL)
@@ -71,7 +71,7 @@ async def test_kill_9_mid_turn_leaves_a_session_that_continues(start_daemon, llm
 async def test_torn_last_line_is_skipped(start_daemon, llm: FakeLLM, tmp_path: Path) -> None:
     a = await start_daemon()
     llm.add({"text": "one"})
-    sid = (await a.call("toycoder/session/new", {}))["sessionId"]
+    sid = await new_session(a)
     await a.call("toycoder/prompt", {"sessionId": sid, "text": "first"})
     await a.close()
     [path] = session_files(tmp_path)
@@ -93,7 +93,7 @@ async def test_two_daemons_do_not_share_a_session(start_daemon, llm: FakeLLM) ->
     """A lock keeps a second daemon from writing; reading the history never needs it."""
     a = await start_daemon()
     b = await start_daemon()
-    sid = (await a.call("toycoder/session/new", {"title": "shared"}))["sessionId"]
+    sid = await new_session(a, title="shared")
     assert [s["sessionId"] for s in (await b.call("toycoder/session/list", {}))["sessions"]] == [sid]
     # looking is fine (no lock taken), working in it is not
     assert (await b.call("toycoder/session/load", {"sessionId": sid}))["session"]["title"] == "shared"
@@ -108,7 +108,7 @@ async def test_two_daemons_do_not_share_a_session(start_daemon, llm: FakeLLM) ->
 async def test_settings_and_grants_are_persisted(start_daemon, llm: FakeLLM, workspace: Path) -> None:
     a = await start_daemon()
     a.handlers["toycoder/requestPermission"] = lambda p: {"decision": "allow_always"}
-    sid = (await a.call("toycoder/session/new", {}))["sessionId"]
+    sid = await new_session(a)
     await a.call("toycoder/tools/setEnabled", {"sessionId": sid, "name": "run_command", "enabled": True})
     await a.call("toycoder/tools/setEnabled", {"sessionId": sid, "name": "list_directory", "enabled": False})
     await a.call("toycoder/models/set", {"sessionId": sid, "model": "fast"})
@@ -131,7 +131,7 @@ async def test_settings_and_grants_are_persisted(start_daemon, llm: FakeLLM, wor
 async def test_an_unanswered_tool_call_in_the_middle_is_repaired(start_daemon, llm: FakeLLM, tmp_path: Path) -> None:
     a = await start_daemon()
     llm.add({"tool_calls": [{"name": "list_directory", "arguments": {}}]}, {"text": "one"}, {"text": "two"})
-    sid = (await a.call("toycoder/session/new", {}))["sessionId"]
+    sid = await new_session(a)
     await a.call("toycoder/prompt", {"sessionId": sid, "text": "look"})
     await a.call("toycoder/prompt", {"sessionId": sid, "text": "again"})
     await a.close()

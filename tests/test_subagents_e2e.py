@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from helpers import new_session
 from rpc import Daemon
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
@@ -23,7 +24,7 @@ async def test_planner_has_its_own_context_and_its_events_are_tagged(daemon: Dae
         {"text": "1. Read src/app.py\n2. Add subtract()\n3. Add tests", "chunk_size": 5},
         {"text": "Here is the plan."},
     )
-    sid = (await daemon.call("toycoder/session/new", {}))["sessionId"]
+    sid = await new_session(daemon)
     result = await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "plan a subtract feature"})
     assert result["text"] == "Here is the plan."
     planner_req = llm.requests[1]["body"]
@@ -51,7 +52,7 @@ async def test_explorer_uses_only_its_tools(start_daemon, llm: FakeLLM, workspac
         {"text": "It defines add(a, b)."},
         {"text": "The explorer says: add(a, b)."},
     )
-    sid = (await d.call("toycoder/session/new", {}))["sessionId"]
+    sid = await new_session(d)
     result = await d.call("toycoder/prompt", {"sessionId": sid, "text": "explore"})
     assert result["text"] == "The explorer says: add(a, b)."
     first = llm.requests[1]["body"]
@@ -78,7 +79,7 @@ async def test_subagent_with_a_sensitive_tool_asks_the_editor(start_daemon, llm:
             used(call("write_file", path="notes.txt", content="noted\n"), 20, 2),  # the scribe's calls
             used({"text": "written"}, 100, 7),
             used({"text": "ok"}, 30, 3))
-    sid = (await d.call("toycoder/session/new", {}))["sessionId"]
+    sid = await new_session(d)
     await d.call("toycoder/prompt", {"sessionId": sid, "text": "take a note"})
     assert asked and asked[0]["tool"] == "write_file" and asked[0]["preview"]["kind"] == "diff"
     assert (workspace / "notes.txt").read_text() == "noted\n"
@@ -89,7 +90,7 @@ async def test_subagent_with_a_sensitive_tool_asks_the_editor(start_daemon, llm:
 async def test_cancel_reaches_the_subagent(start_daemon, llm: FakeLLM) -> None:
     d = await start_daemon(extra=EXPLORER)
     llm.add(call("explorer", query="look"), {"text": "thinking " * 200, "chunk_delay": 0.02})
-    sid = (await d.call("toycoder/session/new", {}))["sessionId"]
+    sid = await new_session(d)
     _, fut = d.request_future("toycoder/prompt", {"sessionId": sid, "text": "go"})
     await d.wait_for(lambda: any(u.get("parentToolCallId") for u in d.updates(sid)))
     await d.call("toycoder/cancel", {"sessionId": sid})
