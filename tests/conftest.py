@@ -8,7 +8,7 @@ its tmp_path, ports are chosen by the OS, and processes are found and killed by 
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def test_processes(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def process_marker(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A marker unique to this test in the environment every process it starts inherits; at teardown
     the process groups of whatever still carries it are killed (and nothing else on the machine).
 
@@ -48,7 +48,9 @@ def test_processes(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     marker = unique_marker()
     monkeypatch.setenv(MARKER_VAR, marker)
     yield marker
-    kill_process_groups(processes_of_test(marker))
+    if leftovers := processes_of_test(marker):
+        print(f"killing the process groups of leftover processes {leftovers}")  # shown if the test failed
+        kill_process_groups(leftovers)
 
 
 @pytest.fixture
@@ -82,7 +84,7 @@ async def start_daemon(tmp_path: Path, workspace: Path, llm: FakeLLM) -> AsyncIt
     """start_daemon(keys=..., extra=yaml, caps=..., progress=...) -> an initialized Daemon."""
     daemons: list[Daemon] = []
 
-    async def start(*, keys: list[str] | None = None, extra: str = "", caps: dict | None = None,
+    async def start(*, keys: list[str] | None = None, extra: str = "", caps: dict[str, Any] | None = None,
                     progress: bool = False, args: tuple[str, ...] = (), init: bool = True) -> Daemon:
         cfg = write_config(tmp_path / f"config{len(daemons)}.yaml", llm, keys=keys, extra=extra)
         d = await Daemon.start("--config", str(cfg), "--log-level", "INFO", *args)
@@ -99,5 +101,5 @@ async def start_daemon(tmp_path: Path, workspace: Path, llm: FakeLLM) -> AsyncIt
 
 
 @pytest.fixture
-async def daemon(start_daemon: Callable[..., Any]) -> Daemon:
+async def daemon(start_daemon: Callable[..., Awaitable[Daemon]]) -> Daemon:
     return await start_daemon()

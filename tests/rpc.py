@@ -37,7 +37,7 @@ class Daemon:
     def __init__(self, proc: asyncio.subprocess.Process):
         self.proc = proc
         self._ids = itertools.count(1)
-        self._pending: dict[Any, asyncio.Future] = {}
+        self._pending: dict[Any, asyncio.Future[dict[str, Any]]] = {}
         self.notifications: list[dict[str, Any]] = []
         self.requests_seen: list[dict[str, Any]] = []
         self.handlers: dict[str, Callable[[dict[str, Any]], Awaitable[Any] | Any]] = {}
@@ -110,7 +110,7 @@ class Daemon:
     def notify(self, method: str, params: Any = None) -> None:
         self.send_raw(frame({"jsonrpc": "2.0", "method": method, "params": params}))
 
-    def request_future(self, method: str, params: Any = None) -> tuple[int, asyncio.Future]:
+    def request_future(self, method: str, params: Any = None) -> tuple[int, asyncio.Future[dict[str, Any]]]:
         msg_id = next(self._ids)
         fut = asyncio.get_running_loop().create_future()
         self._pending[msg_id] = fut
@@ -124,7 +124,8 @@ class Daemon:
             raise RpcError(msg["error"])
         return msg["result"]
 
-    async def initialize(self, root: str | Path, *, toycoder_caps: dict | None = None, options: dict | None = None,
+    async def initialize(self, root: str | Path, *, toycoder_caps: dict[str, Any] | None = None,
+                         options: dict[str, Any] | None = None,
                          progress: bool = False) -> dict[str, Any]:
         default = {"permissionRequest": True, "askUser": True}
         caps: dict[str, Any] = {"experimental": {"toycoder": default if toycoder_caps is None else toycoder_caps}}
@@ -135,7 +136,7 @@ class Daemon:
             "initializationOptions": options or {},
         })
         self.notify("initialized", {})
-        return result
+        return dict(result)
 
     def updates(self, session_id: str | None = None) -> list[dict[str, Any]]:
         return [n["params"] for n in self.notifications if n["method"] == "toycoder/update"

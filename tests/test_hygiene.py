@@ -1,5 +1,6 @@
 """The test suite's own hygiene, checked by reading its source: nothing that kills by name, no fixed
-sleep before an assertion, /proc read in one place, and the shared helpers not copied again.
+sleep before an assertion, no process looked up by a fixed string, /proc read in one place, and the
+shared helpers not copied again.
 
 Each rule is a small scanner over lines; each scanner is also shown a snippet it must flag, so a
 scanner that silently stopped matching fails here too.
@@ -62,6 +63,15 @@ def sleep_then_assert(name: str, lines: list[str]) -> list[Finding]:
     return found
 
 
+# A fixed string names every run's processes alike: look processes up by a per-test unique marker
+# (helpers.sleep_command, helpers.unique_marker), never by a literal.
+FIXED_TAG = re.compile(r"\bprocesses_with\(\s*f?[\"']")
+
+
+def fixed_tag(name: str, lines: list[str]) -> list[Finding]:
+    return [(name, i, line) for i, line in enumerate(lines, 1) if FIXED_TAG.search(code(line))]
+
+
 # Scanning processes is done by helpers.py alone (per-test markers, zombies excluded).
 def proc_outside_helpers(name: str, lines: list[str]) -> list[Finding]:
     if name == "helpers.py":
@@ -84,6 +94,7 @@ def copied_helper(name: str, lines: list[str]) -> list[Finding]:
 RULES: dict[str, tuple[Scanner, str]] = {
     "kill by name": (kill_by_name, 'os.system("pkill -f \'sleep 175\'")\n'),
     "sleep then assert": (sleep_then_assert, "    await asyncio.sleep(0.3)\n\n    assert procs() == []\n"),
+    "fixed process tag": (fixed_tag, 'await d.wait_for(lambda: processes_with(f"sleep 17{i}9"))\n'),
     "/proc outside helpers.py": (proc_outside_helpers, 'for pid in os.listdir("/proc"):\n'),
     "copied helper": (copied_helper, "class AllowAll:\n    pass\n"),
 }

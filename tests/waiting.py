@@ -19,7 +19,7 @@ import contextlib
 import inspect
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -67,11 +67,12 @@ def wait_until(predicate: Callable[[], T], timeout: float = DEFAULT_TIMEOUT, wha
         time.sleep(interval)
 
 
-async def wait_until_async(predicate: Callable[[], T | Awaitable[T]], timeout: float = DEFAULT_TIMEOUT,
+async def wait_until_async(predicate: Callable[[], Any], timeout: float = DEFAULT_TIMEOUT,
                            what: str = "the condition", *, interval: float = 0.02,
-                           wake: asyncio.Event | None = None, describe: Callable[[], str] | None = None) -> T:
-    """The async twin of wait_until. With `wake`, the predicate is also re-checked as soon as that
-    event is set (rpc.Daemon sets it on every incoming message), so waits end without a poll's lag."""
+                           wake: asyncio.Event | None = None, describe: Callable[[], str] | None = None) -> Any:
+    """The async twin of wait_until; predicate() may return an awaitable. With `wake`, the predicate
+    is also re-checked as soon as that event is set (rpc.Daemon sets it on every incoming message),
+    so waits end without a poll's lag."""
     limit = scaled(timeout)
     deadline = time.monotonic() + limit
     while True:
@@ -81,7 +82,7 @@ async def wait_until_async(predicate: Callable[[], T | Awaitable[T]], timeout: f
         if inspect.isawaitable(value):
             value = await value
         if value:
-            return value  # type: ignore[return-value]
+            return value
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise _failure(what, limit, value, describe)
