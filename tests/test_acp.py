@@ -25,7 +25,7 @@ from acp.schema import (
 )
 from conftest import write_config
 from helpers import write_call
-from waiting import DEFAULT_TIMEOUT, wait_until_async
+from waiting import DEFAULT_TIMEOUT, scaled, wait_until_async
 
 from toycoder_daemon import __version__
 from toycoder_daemon.testing.fake_llm import FakeLLM
@@ -197,7 +197,7 @@ async def test_cancel_mid_stream_answers_cancelled_and_the_session_goes_on(tmp_p
         await editor.wait_for(lambda f: f.get("params", {}).get("update", {}).get("sessionUpdate")
                               == "agent_message_chunk")
         await conn.cancel(session_id=sid)
-        resp = await asyncio.wait_for(turn, 3)
+        resp = await asyncio.wait_for(turn, scaled(3))
         assert resp.stop_reason == "cancelled"
         assert 0 < len(editor.text()) < len("word " * 100)
         resp = await conn.prompt(session_id=sid, prompt=[text_block("again")])

@@ -294,7 +294,7 @@ async def test_a_server_that_dies_is_reported_stopped_and_calls_fail(managers: A
     with pytest.raises(ToolError, match="closed the connection"):
         await tools["mcp__toy__crash"].func(None)
     with pytest.raises(ToolError, match="closed the connection"):
-        await asyncio.wait_for(in_flight, 5)
+        await asyncio.wait_for(in_flight, scaled(5))
     assert time.monotonic() - started < scaled(5)
     assert status_of(m, "toy")["status"] == "stopped" and not any(t.source == "mcp:toy" for t in m.tools())
     # the details (exit code, stderr) come once the connection is torn down

@@ -7,6 +7,7 @@ import asyncio
 from helpers import new_session, write_call
 from helpers import tool_results as results
 from rpc import Daemon, frame
+from waiting import scaled
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
@@ -103,10 +104,10 @@ async def test_cancel_while_waiting_for_permission_then_late_reply(daemon: Daemo
     llm.add(write_call("late.txt", "late"))
     sid = await new_session(daemon)
     _, fut = daemon.request_future("toycoder/prompt", {"sessionId": sid, "text": "go"})
-    await asyncio.wait_for(pending, 10)
+    await asyncio.wait_for(pending, scaled(10))
     request_id = daemon.requests_seen[-1]["id"]
     await daemon.call("toycoder/cancel", {"sessionId": sid})
-    reply = await asyncio.wait_for(fut, 10)
+    reply = await asyncio.wait_for(fut, scaled(10))
     assert reply["result"]["stopReason"] == "cancelled"
     # the daemon told the editor to drop its prompt
     await daemon.wait_for(lambda: any(n["method"] == "$/cancelRequest" and n["params"]["id"] == request_id

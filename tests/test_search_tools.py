@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from helpers import AllowAll
-from waiting import wait_until_async
+from waiting import scaled, wait_until_async
 
 from toycoder_daemon.config import ToolsConfig
 from toycoder_daemon.tools import search, search_rg
@@ -399,7 +399,7 @@ async def test_cancel_kills_rg(tree: Path, tmp_path: Path, monkeypatch: pytest.M
     pid = int(pidfile.read_text())
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await asyncio.wait_for(task, 5)  # without the kill, this would wait for `sleep 30`
+        await asyncio.wait_for(task, scaled(5))  # without the kill, this would wait for `sleep 30`
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # killed and reaped: no orphan
 

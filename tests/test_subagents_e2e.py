@@ -7,6 +7,7 @@ from pathlib import Path
 
 from helpers import new_session
 from rpc import Daemon
+from waiting import scaled
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
@@ -94,7 +95,7 @@ async def test_cancel_reaches_the_subagent(start_daemon, llm: FakeLLM) -> None:
     _, fut = d.request_future("toycoder/prompt", {"sessionId": sid, "text": "go"})
     await d.wait_for(lambda: any(u.get("parentToolCallId") for u in d.updates(sid)))
     await d.call("toycoder/cancel", {"sessionId": sid})
-    assert (await asyncio.wait_for(fut, 10))["result"]["stopReason"] == "cancelled"
+    assert (await asyncio.wait_for(fut, scaled(10)))["result"]["stopReason"] == "cancelled"
     finished = [u["update"] for u in d.updates(sid) if u["update"]["kind"] == "tool_result" and not u.get("parentToolCallId")]
     assert finished[0]["status"] == "cancelled"
     llm.add({"text": "fine"})
