@@ -163,7 +163,7 @@ def editor(tmp_path: Path, workspace: Path, llm: FakeLLM) -> Iterator[Callable[.
                                           "--cmd", f"set rtp^={PLUGIN}"])
         ed = Editor(nv, llm, workspace, log)
         # a Lua error can leave a headless Neovim waiting forever: never let one outlive the test
-        watchdog = threading.Timer(50, lambda: os.kill(ed.pid, signal.SIGKILL))
+        watchdog = threading.Timer(scaled(50), lambda: os.kill(ed.pid, signal.SIGKILL))
         watchdog.daemon = True
         watchdog.start()
         started.append((ed, watchdog))

@@ -14,7 +14,7 @@ from pathlib import Path
 import pexpect
 import pytest
 from conftest import write_config
-from waiting import scaled
+from waiting import scaled, wait_until
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
@@ -48,15 +48,18 @@ class Term:
         return ANSI.sub("", self.raw)
 
     def expect(self, pattern: str, timeout: float = 15) -> re.Match:
-        deadline = time.monotonic() + timeout
-        while True:
-            m = re.compile(pattern).search(self.text, self.pos)
-            if m:
-                self.pos = m.end()
-                return m
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no {pattern!r} on the terminal; it shows:\n{self.text[-3000:]}")
-            self._read(0.05)
+        regex = re.compile(pattern)
+
+        def found() -> re.Match | None:
+            m = regex.search(self.text, self.pos)
+            if m is None:
+                self._read(0.05)  # the poll's pause is the wait for more output
+            return m
+
+        m = wait_until(found, timeout, f"{pattern!r} on the terminal", interval=0,
+                       describe=lambda: f"it shows:\n{self.text[-3000:]}")
+        self.pos = m.end()
+        return m
 
     def send(self, keys: str) -> None:
         self.child.send(keys)
@@ -67,10 +70,11 @@ class Term:
         self.send(text + "\r")
 
     def exit_status(self, timeout: float = 15) -> int | None:
-        deadline = time.monotonic() + timeout
-        while self.child.isalive() and time.monotonic() < deadline:
+        def exited() -> bool:
             self._read(0.05)
-        assert not self.child.isalive(), "toycoder did not exit:\n" + self.text[-2000:]
+            return not self.child.isalive()
+
+        wait_until(exited, timeout, "toycoder to exit", interval=0, describe=lambda: self.text[-2000:])
         self.child.close()
         return self.child.exitstatus
 
