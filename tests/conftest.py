@@ -1,9 +1,14 @@
-"""Shared fixtures: an isolated environment, a workspace, the scripted model server, the daemon."""
+"""Shared fixtures: an isolated environment, a workspace, the scripted model server, the daemon.
+
+Shared helpers live in helpers.py (processes, sessions, AllowAll) and waiting.py (wait_until); two
+runs of the suite at once on one machine must not see each other: everything a test writes is under
+its tmp_path, ports are chosen by the OS, and processes are found and killed by per-test markers.
+"""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from helpers import MARKER_VAR, kill_process_groups, processes_of_test, unique_marker  # noqa: E402
 from rpc import Daemon  # noqa: E402
 
 from toycoder_daemon.testing.fake_llm import FakeLLM  # noqa: E402
@@ -23,10 +29,28 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    for var, sub in (("XDG_DATA_HOME", ".local/share"), ("XDG_STATE_HOME", ".local/state"),
+                     ("XDG_CACHE_HOME", ".cache")):  # e.g. Neovim's log: not shared with another run
+        monkeypatch.setenv(var, str(home / sub))
     monkeypatch.setenv("TOYCODER_DATA_DIR", str(tmp_path / "data"))
     for var in ("TOYCODER_CONFIG", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
     return home
+
+
+@pytest.fixture(autouse=True)
+def process_marker(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A marker unique to this test in the environment every process it starts inherits; at teardown
+    the process groups of whatever still carries it are killed (and nothing else on the machine).
+
+    Module-scoped fixtures are set up before this one, so their processes (test_mcp's shared server)
+    do not carry a test's marker and outlive it as they should."""
+    marker = unique_marker()
+    monkeypatch.setenv(MARKER_VAR, marker)
+    yield marker
+    if leftovers := processes_of_test(marker):
+        print(f"killing the process groups of leftover processes {leftovers}")  # shown if the test failed
+        kill_process_groups(leftovers)
 
 
 @pytest.fixture
@@ -60,7 +84,7 @@ async def start_daemon(tmp_path: Path, workspace: Path, llm: FakeLLM) -> AsyncIt
     """start_daemon(keys=..., extra=yaml, caps=..., progress=...) -> an initialized Daemon."""
     daemons: list[Daemon] = []
 
-    async def start(*, keys: list[str] | None = None, extra: str = "", caps: dict | None = None,
+    async def start(*, keys: list[str] | None = None, extra: str = "", caps: dict[str, Any] | None = None,
                     progress: bool = False, args: tuple[str, ...] = (), init: bool = True) -> Daemon:
         cfg = write_config(tmp_path / f"config{len(daemons)}.yaml", llm, keys=keys, extra=extra)
         d = await Daemon.start("--config", str(cfg), "--log-level", "INFO", *args)
@@ -77,7 +101,7 @@ async def start_daemon(tmp_path: Path, workspace: Path, llm: FakeLLM) -> AsyncIt
 
 
 @pytest.fixture
-async def daemon(start_daemon: Callable[..., Any]) -> Daemon:
+async def daemon(start_daemon: Callable[..., Awaitable[Daemon]]) -> Daemon:
     return await start_daemon()
 
 

@@ -6,10 +6,11 @@ run in milliseconds. The subprocess tiers keep one thin end-to-end test per flow
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+from waiting import DEFAULT_TIMEOUT, wait_until_async
 
 from toycoder_daemon.app import App, PromptOutcome
 from toycoder_daemon.config import Config
@@ -19,16 +20,10 @@ from toycoder_daemon.ports import Decision, Event, PermissionRequest
 from toycoder_daemon.sessions.store import SessionStore
 from toycoder_daemon.testing.scripted_model import ScriptedModel
 
-TIMEOUT = float(os.environ.get("TOYCODER_TEST_TIMEOUT_SCALE", "1")) * 10
 
-
-async def eventually(condition: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:
-    """Poll until `condition()` holds; fail naming `what` after the deadline."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
-        await asyncio.sleep(0.005)
+async def eventually(condition: Callable[[], bool], what: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+    """Poll until `condition()` holds; fail naming `what` after the (scaled) deadline."""
+    await wait_until_async(condition, timeout, what, interval=0.005)
 
 
 class SharedScript(ScriptedModel):

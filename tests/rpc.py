@@ -7,6 +7,7 @@ Tests use it where they need control of the bytes (malformed frames) or of the e
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import os
@@ -14,6 +15,8 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+
+from waiting import DEFAULT_TIMEOUT, scaled, wait_until_async
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,7 +37,7 @@ class Daemon:
     def __init__(self, proc: asyncio.subprocess.Process):
         self.proc = proc
         self._ids = itertools.count(1)
-        self._pending: dict[Any, asyncio.Future] = {}
+        self._pending: dict[Any, asyncio.Future[dict[str, Any]]] = {}
         self.notifications: list[dict[str, Any]] = []
         self.requests_seen: list[dict[str, Any]] = []
         self.handlers: dict[str, Callable[[dict[str, Any]], Awaitable[Any] | Any]] = {}
@@ -50,6 +53,7 @@ class Daemon:
             sys.executable, "-m", "toycoder_daemon", *args,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             env={**os.environ, **(env or {})}, cwd=cwd or str(ROOT),
+            start_new_session=True,  # its own group: conftest's cleanup can kill it without touching pytest
         )
         return cls(proc)
 
@@ -106,7 +110,7 @@ class Daemon:
     def notify(self, method: str, params: Any = None) -> None:
         self.send_raw(frame({"jsonrpc": "2.0", "method": method, "params": params}))
 
-    def request_future(self, method: str, params: Any = None) -> tuple[int, asyncio.Future]:
+    def request_future(self, method: str, params: Any = None) -> tuple[int, asyncio.Future[dict[str, Any]]]:
         msg_id = next(self._ids)
         fut = asyncio.get_running_loop().create_future()
         self._pending[msg_id] = fut
@@ -115,12 +119,13 @@ class Daemon:
 
     async def call(self, method: str, params: Any = None, timeout: float = 20) -> Any:
         _, fut = self.request_future(method, params)
-        msg = await asyncio.wait_for(fut, timeout)
+        msg = await asyncio.wait_for(fut, scaled(timeout))
         if "error" in msg:
             raise RpcError(msg["error"])
         return msg["result"]
 
-    async def initialize(self, root: str | Path, *, toycoder_caps: dict | None = None, options: dict | None = None,
+    async def initialize(self, root: str | Path, *, toycoder_caps: dict[str, Any] | None = None,
+                         options: dict[str, Any] | None = None,
                          progress: bool = False) -> dict[str, Any]:
         default = {"permissionRequest": True, "askUser": True}
         caps: dict[str, Any] = {"experimental": {"toycoder": default if toycoder_caps is None else toycoder_caps}}
@@ -131,7 +136,7 @@ class Daemon:
             "initializationOptions": options or {},
         })
         self.notify("initialized", {})
-        return result
+        return dict(result)
 
     def updates(self, session_id: str | None = None) -> list[dict[str, Any]]:
         return [n["params"] for n in self.notifications if n["method"] == "toycoder/update"
@@ -153,20 +158,10 @@ class Daemon:
                 reply_start = len(text)
         return text
 
-    async def wait_for(self, predicate: Callable[[], Any], timeout: float = 10) -> Any:
-        """Wait until predicate() is truthy: re-checked on every message and every 50 ms."""
-        async def loop() -> Any:
-            while True:
-                value = predicate()
-                if value:
-                    return value
-                self._notified.clear()
-                try:
-                    await asyncio.wait_for(self._notified.wait(), 0.05)
-                except asyncio.TimeoutError:
-                    pass
-
-        return await asyncio.wait_for(loop(), timeout)
+    async def wait_for(self, predicate: Callable[[], Any], timeout: float = DEFAULT_TIMEOUT,
+                       what: str = "the condition") -> Any:
+        """Wait until predicate() is truthy (waiting.wait_until_async, re-checked on every message)."""
+        return await wait_until_async(predicate, timeout, what, wake=self._notified)
 
     async def close(self) -> int:
         if self.proc.returncode is None:
@@ -176,7 +171,7 @@ class Daemon:
             except Exception:
                 pass
             try:
-                await asyncio.wait_for(self.proc.wait(), 10)
+                await asyncio.wait_for(self.proc.wait(), scaled(10))
             except asyncio.TimeoutError:
                 self.proc.kill()
                 await self.proc.wait()
@@ -186,8 +181,6 @@ class Daemon:
     async def stderr_text(self) -> str:
         """Everything the daemon logged (complete once it has exited)."""
         if self.proc.returncode is not None:
-            try:
+            with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self._stderr_reader), 5)
-            except asyncio.TimeoutError:
-                pass
         return self._stderr.decode(errors="replace")

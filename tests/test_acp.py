@@ -25,7 +25,9 @@ from acp.schema import (
     RequestPermissionResponse,
 )
 from conftest import write_config
+from helpers import write_call
 from inproc import acp_agent
+from waiting import DEFAULT_TIMEOUT, scaled, wait_until_async
 
 from toycoder_daemon import __version__
 from toycoder_daemon.testing.fake_llm import FakeLLM
@@ -74,12 +76,9 @@ class Editor:
     def index(self, pred: Any) -> int:
         return next(i for i, f in enumerate(self.frames) if pred(f))
 
-    async def wait_for(self, pred: Any, timeout: float = 5.0) -> None:
-        async def poll() -> None:
-            while not any(pred(f) for f in self.frames):
-                await asyncio.sleep(0.01)
-
-        await asyncio.wait_for(poll(), timeout)
+    async def wait_for(self, pred: Any, timeout: float = DEFAULT_TIMEOUT) -> None:
+        await wait_until_async(lambda: any(pred(f) for f in self.frames), timeout, "a matching frame",
+                               describe=lambda: f"frames: {self.frames}")
 
 
 @asynccontextmanager
@@ -122,10 +121,6 @@ async def acp_daemon(tmp_path: Path, llm: FakeLLM, *, config: Path | None = None
 
 async def new_session(conn: Any, workspace: Path) -> str:
     return (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
-
-
-def write_call(path: str, content: str) -> dict:
-    return {"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": content}}]}
 
 
 async def test_initialize_and_new_session_announce_the_agent_and_its_commands(tmp_path, llm, workspace) -> None:
@@ -220,7 +215,7 @@ async def test_cancel_mid_stream_answers_cancelled_and_the_session_goes_on(tmp_p
         await editor.wait_for(lambda f: f.get("params", {}).get("update", {}).get("sessionUpdate")
                               == "agent_message_chunk")
         await conn.cancel(session_id=sid)
-        resp = await asyncio.wait_for(turn, 3)
+        resp = await asyncio.wait_for(turn, scaled(3))
         assert resp.stop_reason == "cancelled"
         assert 0 < len(editor.text()) < len("word " * 100)
         resp = await conn.prompt(session_id=sid, prompt=[text_block("again")])

@@ -63,7 +63,7 @@ async def test_model_switching_reaches_the_model(inproc) -> None:
     p: InProc = inproc()
     sid = p.new_session()
     info = p.app.set_model(sid, None, "fast")
-    assert info["current"] == {"provider": "openai", "model": "fake-fast"}
+    assert (info.provider, info.model) == ("openai", "fake-fast")
     p.script.add({"text": "quick"})
     await p.prompt(sid, "hi")
     assert p.script.calls[-1]["model"] == "fake-fast"
@@ -71,7 +71,7 @@ async def test_model_switching_reaches_the_model(inproc) -> None:
     p.script.add({"text": "slow"})
     await p.prompt(sid, "hi again")
     assert p.script.calls[-1]["model"] == "big-one"
-    assert p.app.models_info(sid)["current"]["model"] == "big-one"
+    assert p.app.models_info(sid).model == "big-one"
 
 
 async def test_provider_error_leaves_a_valid_conversation(inproc) -> None:

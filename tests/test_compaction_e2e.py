@@ -3,6 +3,7 @@ model, the compaction update). Fallback, token budget and /compact: test_compact
 
 from __future__ import annotations
 
+from helpers import new_session
 from rpc import Daemon
 
 from toycoder_daemon.sessions.context import SUMMARY_PREFIX
@@ -23,7 +24,7 @@ def compactions(d: Daemon, sid: str) -> list[dict]:
 
 async def test_compaction_at_the_threshold(start_daemon, llm: FakeLLM) -> None:
     d = await start_daemon(extra=SMALL)
-    sid = (await d.call("toycoder/session/new", {}))["sessionId"]
+    sid = await new_session(d)
     await chat(d, llm, sid, 3)  # 6 messages: at the threshold, not over it
     assert compactions(d, sid) == []
     await chat(d, llm, sid, 1, start=3)  # 8 messages now

@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from waiting import wait_until_async
 
 from toycoder_daemon.agent.react import answer_open_tool_calls, run_turn
 from toycoder_daemon.agent.subagent import ChildFrontend
@@ -145,8 +146,7 @@ async def test_cancel_while_tool_runs_answers_every_call(tmp_path: Path) -> None
     script = [{"tool_calls": [{"name": "slow"}, {"name": "read_file", "arguments": {"path": "f.txt"}}]}]
     model, messages, reg, fe, kw = setup(tmp_path, script)
     task = asyncio.create_task(run_turn(model, messages, reg, fe, **kw))
-    while "tool_call" not in fe.kinds():
-        await asyncio.sleep(0.01)
+    await wait_until_async(lambda: "tool_call" in fe.kinds(), what="the tool call")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -159,10 +159,8 @@ async def test_cancel_while_streaming_keeps_partial_text(tmp_path: Path) -> None
     # the second delta waits an hour: the turn is cancelled after the first
     model, messages, reg, fe, kw = setup(tmp_path, [{"text": ["partial answer", " never"], "chunk_delay": 3600}])
     task = asyncio.create_task(run_turn(model, messages, reg, fe, **kw))
-    deadline = asyncio.get_running_loop().time() + 10
-    while not fe.events:
-        assert asyncio.get_running_loop().time() < deadline, "no delta streamed"
-        await asyncio.sleep(0.01)
+    await wait_until_async(lambda: "".join(e.text for e in fe.events if isinstance(e, TextDelta)) == "partial answer",
+                           what="the whole partial text")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -214,10 +212,11 @@ async def writes_then_waits(ctx: ToolContext) -> str:
 async def test_a_cancelled_call_that_already_wrote_says_so(tmp_path: Path) -> None:
     model, messages, reg, fe, kw = setup(tmp_path, [{"tool_calls": [{"name": "writes_then_waits"}]}])
     reg.register(writes_then_waits)
+    contexts: list[ToolContext] = []
+    make_context = kw["make_context"]
+    kw["make_context"] = lambda cid: contexts.append(make_context(cid)) or contexts[-1]
     task = asyncio.create_task(run_turn(model, messages, reg, fe, **kw))
-    while "tool_call" not in fe.kinds():
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.05)
+    await wait_until_async(lambda: any(c.changed for c in contexts), what="the tool to write")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -7,20 +7,13 @@ import os
 from pathlib import Path
 
 import pytest
+from helpers import AllowAll
 
 from toycoder_daemon.tools.base import ToolContext
 from toycoder_daemon.tools.edit import edit_file, write_file
 from toycoder_daemon.tools.files import list_directory, read_file
 from toycoder_daemon.tools.registry import ToolRegistry
 from toycoder_daemon.tools.workspace import Workspace
-
-
-class AllowAll:
-    def emit(self, event): pass
-
-    async def confirm(self, request): return "allow_once"
-
-    async def ask(self, q, o): return None
 
 
 @pytest.fixture

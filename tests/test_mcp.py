@@ -19,8 +19,10 @@ from typing import Any, Literal
 import mcp_types as mt
 import pytest
 import pytest_asyncio
+from helpers import processes_with
 from mcp.client.session import ClientSession
 from mcp.shared.message import SessionMessage
+from waiting import scaled, wait_until_async
 
 from toycoder_daemon import secrets
 from toycoder_daemon.config import McpServerConfig
@@ -116,35 +118,12 @@ def status_of(m: McpManager, name: str) -> dict[str, Any]:
     return next(s for s in m.status() if s["name"] == name)
 
 
-def processes_with(tag: str) -> list[int]:
-    """Live processes whose command line holds `tag` (zombies have an empty cmdline)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if tag.encode() in cmdline:
-            found.append(int(entry))
-    return found
-
-
 def group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     return True
-
-
-async def eventually(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
-    """Poll `predicate` until it holds or `timeout` s pass; its last value."""
-    deadline = time.monotonic() + timeout
-    while not predicate() and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    return predicate()
 
 
 @pytest.fixture
@@ -325,7 +304,7 @@ async def test_a_server_that_does_not_answer_in_time_fails(managers: Any) -> Non
     tag = uuid.uuid4().hex
     started = time.monotonic()
     m = await managers({"sleepy": stdio("--start-delay", "60", "--tag", tag, start_timeout=0.5)}, on_status=seen)
-    assert time.monotonic() - started < 8  # 0.5 s, then the SDK's close-stdin/TERM shutdown
+    assert time.monotonic() - started < scaled(8)  # 0.5 s, then the SDK's close-stdin/TERM shutdown
     assert seen.of("sleepy") == [("failed", "no answer to the MCP handshake within 0.5s")]
     assert status_of(m, "sleepy")["status"] == "failed" and m.tools() == []
     assert processes_with(tag) == []
@@ -341,13 +320,11 @@ async def test_a_server_that_dies_is_reported_stopped_and_calls_fail(managers: A
     with pytest.raises(ToolError, match="closed the connection"):
         await tools["mcp__toy__crash"].func(None)
     with pytest.raises(ToolError, match="closed the connection"):
-        await asyncio.wait_for(in_flight, 5)
-    assert time.monotonic() - started < 5
+        await asyncio.wait_for(in_flight, scaled(5))
+    assert time.monotonic() - started < scaled(5)
     assert status_of(m, "toy")["status"] == "stopped" and not any(t.source == "mcp:toy" for t in m.tools())
-    for _ in range(100):  # the details (exit code, stderr) come once the connection is torn down
-        if len(seen.of("toy")) == 2:
-            break
-        await asyncio.sleep(0.05)
+    # the details (exit code, stderr) come once the connection is torn down
+    await wait_until_async(lambda: len(seen.of("toy")) == 2, what="the stopped status")
     assert [s for s, _ in seen.of("toy")] == ["ready", "stopped"]
     assert status_of(m, "toy")["status"] == "stopped" and "exit code 3" in status_of(m, "toy")["error"]
     assert "exit code 3" in seen.of("toy")[1][1]
@@ -378,10 +355,10 @@ async def test_aclose_leaves_no_process_behind(workspace: Path, monkeypatch: pyt
         assert os.getsid(pid) == pid and os.getpgid(pid) == pid and pid in processes_with(tag)
     started = time.monotonic()
     await m.aclose()
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < scaled(5)
     assert processes_with(tag) == []
     # Killed grandchildren linger as zombies until init reaps them; then the groups are empty.
-    assert await eventually(lambda: not any(group_alive(g) for g in groups.values()))
+    await wait_until_async(lambda: not any(group_alive(g) for g in groups.values()), what="every server's group to be gone")
     assert m.pids() == {}  # reaped, so the numbers are forgotten
     assert [s["status"] for s in m.status()] == ["stopped", "stopped", "stopped"]
     assert m.tools() == []
@@ -392,7 +369,7 @@ async def test_aclose_during_the_handshake(workspace: Path) -> None:
     seen = Recorder()
     m = McpManager({"sleepy": stdio("--start-delay", "60", "--tag", tag)}, workspace, on_status=seen)
     await m.start()
-    await asyncio.sleep(0.3)
+    await asyncio.sleep(0.3)  # not earlier: aclose right as the child starts can return before it exits
     await m.aclose()
     assert processes_with(tag) == []
     assert status_of(m, "sleepy")["status"] == "stopped" and seen.events == []
@@ -435,10 +412,7 @@ async def test_streamable_http_server_that_goes_away(managers: Any, http_server:
     proc.wait()
     with pytest.raises(ToolError):
         await asyncio.wait_for(tools["mcp__web__echo"].func(None, text="hi"), 10)
-    for _ in range(100):
-        if status_of(m, "web")["status"] == "stopped":
-            break
-        await asyncio.sleep(0.05)
+    await wait_until_async(lambda: status_of(m, "web")["status"] == "stopped", what="the server to be stopped")
     assert status_of(m, "web")["status"] == "stopped"
     assert [s for s, _ in seen.of("web")] == ["ready", "stopped"]
     assert m.tools() == []
@@ -496,11 +470,11 @@ async def test_a_cancelled_connection_kills_and_reaps_the_whole_group(workspace:
     await asyncio.wait_for(connected.wait(), 15)
     pgid = child.pid
     assert pgid is not None and os.getpgid(pgid) == pgid
-    assert await eventually(lambda: len(processes_with(tag)) == 2)  # the server and its child
+    await wait_until_async(lambda: len(processes_with(tag)) == 2, what="the server and its child")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(task, 10)
-    assert await eventually(lambda: processes_with(tag) == [] and not group_alive(pgid))
+    await wait_until_async(lambda: processes_with(tag) == [] and not group_alive(pgid), what="the server's group to be gone")
     assert child.returncode is not None and child.returncode < 0  # killed, and reaped
     assert child.pid is None
 

@@ -3,14 +3,12 @@ failures reported to the editor, /mcp, and no process left behind."""
 
 from __future__ import annotations
 
-import asyncio
 import sys
-import time
-import uuid
 from pathlib import Path
 
+from helpers import processes_with, unique_marker
 from rpc import Daemon
-from test_tools_e2e import processes_with
+from waiting import wait_until_async
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
@@ -27,18 +25,15 @@ def mcp_config(tag: str) -> str:
 
 
 async def mcp_tools(d: Daemon, sid: str) -> dict[str, dict]:
-    async def ready() -> dict[str, dict]:
-        while True:
-            tools = {t["name"]: t for t in (await d.call("toycoder/tools/list", {"sessionId": sid}))["tools"]}
-            if "mcp__toy__add" in tools and "mcp__guarded__add" in tools:
-                return tools
-            await asyncio.sleep(0.1)
+    async def ready() -> dict[str, dict] | None:
+        tools = {t["name"]: t for t in (await d.call("toycoder/tools/list", {"sessionId": sid}))["tools"]}
+        return tools if "mcp__toy__add" in tools and "mcp__guarded__add" in tools else None
 
-    return await asyncio.wait_for(ready(), 20)
+    return await wait_until_async(ready, 20, "the MCP servers' tools", interval=0.1)
 
 
 async def test_mcp_tools_through_the_daemon(start_daemon, llm: FakeLLM) -> None:
-    tag = f"toycoder-e2e-mcp-{uuid.uuid4().hex}"  # unique: only this test's servers match
+    tag = unique_marker("toycoder-e2e-mcp")
     d = await start_daemon(extra=mcp_config(tag))
     sid = (await d.call("toycoder/session/new", {}))["sessionId"]
     tools = await mcp_tools(d, sid)
@@ -69,7 +64,4 @@ async def test_mcp_tools_through_the_daemon(start_daemon, llm: FakeLLM) -> None:
     assert "toy" in listing and "ready" in listing and "failed" in listing
     assert processes_with(tag)
     await d.close()
-    deadline = time.monotonic() + 5  # the daemon stops its servers before it exits: this is slack
-    while processes_with(tag) and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    assert processes_with(tag) == []
+    await wait_until_async(lambda: processes_with(tag) == [], what="the MCP servers to exit with the daemon")

@@ -6,21 +6,12 @@ from __future__ import annotations
 
 import asyncio
 
+from helpers import new_session, write_call
+from helpers import tool_results as results
 from rpc import Daemon, frame
+from waiting import scaled
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
-
-
-def write_call(path: str, content: str) -> dict:
-    return {"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": content}}]}
-
-
-async def new_session(d: Daemon) -> str:
-    return (await d.call("toycoder/session/new", {}))["sessionId"]
-
-
-def results(d: Daemon, sid: str) -> list[dict]:
-    return [u["update"] for u in d.updates(sid) if u["update"]["kind"] == "tool_result"]
 
 
 async def test_write_asks_with_a_diff_and_allow_once_asks_again(daemon: Daemon, llm: FakeLLM, workspace) -> None:
@@ -79,10 +70,10 @@ async def test_cancel_while_waiting_for_permission_then_late_reply(daemon: Daemo
     llm.add(write_call("late.txt", "late"))
     sid = await new_session(daemon)
     _, fut = daemon.request_future("toycoder/prompt", {"sessionId": sid, "text": "go"})
-    await asyncio.wait_for(pending, 10)
+    await asyncio.wait_for(pending, scaled(10))
     request_id = daemon.requests_seen[-1]["id"]
     await daemon.call("toycoder/cancel", {"sessionId": sid})
-    reply = await asyncio.wait_for(fut, 10)
+    reply = await asyncio.wait_for(fut, scaled(10))
     assert reply["result"]["stopReason"] == "cancelled"
     # the daemon told the editor to drop its prompt
     await daemon.wait_for(lambda: any(n["method"] == "$/cancelRequest" and n["params"]["id"] == request_id

@@ -7,13 +7,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from helpers import write_call
 from inproc_app import InProc, eventually
 
 from toycoder_daemon.ports import ToolCallFinished
-
-
-def write_call(path: str, content: str) -> dict:
-    return {"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": content}}]}
 
 
 def results(p: InProc, sid: str) -> list[ToolCallFinished]:

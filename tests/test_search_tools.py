@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import AllowAll
+from waiting import scaled, wait_until_async
 
 from toycoder_daemon.config import ToolsConfig
 from toycoder_daemon.tools import rg, search_rg
@@ -20,14 +22,6 @@ from toycoder_daemon.tools.registry import ToolRegistry
 from toycoder_daemon.tools.search import glob_search, grep_search
 from toycoder_daemon.tools.search_results import Hits, TopPaths
 from toycoder_daemon.tools.workspace import Workspace
-
-
-class AllowAll:
-    def emit(self, event): pass
-
-    async def confirm(self, request): return "allow_once"
-
-    async def ask(self, q, o): return None
 
 
 async def call(ws: Path, name: str, settings=None, **args):
@@ -418,14 +412,11 @@ async def test_cancel_kills_rg(tree: Path, tmp_path: Path, monkeypatch: pytest.M
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setattr(rg, "find_rg", lambda: str(fake))
     task = asyncio.ensure_future(call(tree, "grep_search", pattern="needle"))
-    for _ in range(200):
-        if pidfile.exists() and pidfile.read_text().strip():
-            break
-        await asyncio.sleep(0.01)
+    await wait_until_async(lambda: pidfile.exists() and pidfile.read_text().strip(), what="the fake rg to start")
     pid = int(pidfile.read_text())
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await asyncio.wait_for(task, 5)  # without the kill, this would wait for `sleep 30`
+        await asyncio.wait_for(task, scaled(5))  # without the kill, this would wait for `sleep 30`
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # killed and reaped: no orphan
 

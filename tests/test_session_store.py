@@ -37,7 +37,7 @@ def test_create_append_read_list_delete(store: SessionStore) -> None:
     assert meta["title"] == "renamed" and [m["content"] for m in msgs] == ["a", "b"]
     assert (store.dir / "workspace.txt").read_text().strip().endswith("ws")
     [row] = store.list()
-    assert (row["id"], row["title"], row["messageCount"]) == (sid, "renamed", 2)
+    assert (row.id, row.title, row.message_count) == (sid, "renamed", 2)
     with pytest.raises(SessionBusy):
         store.open(sid)  # this process holds its lock through `f`
     f.close()

@@ -31,13 +31,13 @@ async def test_torn_last_line_is_skipped(tmp_path: Path, workspace: Path, caplog
         f.write(b'{"t": "msg", "m": {"role": "user", "content": "half wri')
     b = reopen(workspace, tmp_path, script)
     with caplog.at_level(logging.WARNING):
-        assert [e["text"] for e in (await b.app.load(sid)).transcript()] == ["first", "one"]
+        assert [e.text for e in (await b.app.load(sid)).transcript()] == ["first", "one"]
     assert "torn last line" in caplog.text
     script.add({"text": "two"})
     await b.prompt(sid, "second")
     await b.close()
     c = reopen(workspace, tmp_path, script)
-    assert [e["text"] for e in c.app.peek(sid).transcript()] == ["first", "one", "second", "two"]
+    assert [e.text for e in c.app.peek(sid).transcript()] == ["first", "one", "second", "two"]
     await c.close()
 
 
@@ -79,7 +79,7 @@ async def test_settings_and_grants_are_persisted(tmp_path: Path, workspace: Path
     b = reopen(workspace, tmp_path, script)
     s = b.app.peek(sid)
     assert s.tools.is_enabled("run_command") and not s.tools.is_enabled("list_directory")
-    assert b.app.models_info(sid)["current"]["model"] == "fake-fast"
+    assert b.app.models_info(sid).model == "fake-fast"
     script.add({"tool_calls": [{"name": "write_file", "arguments": {"path": "b.txt", "content": "2"}}]},
                {"text": "ok"})
     await b.prompt(sid, "write again")

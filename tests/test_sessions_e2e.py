@@ -3,12 +3,11 @@ Torn lines, repairs and persisted settings: test_sessions.py, in-process."""
 
 from __future__ import annotations
 
-import asyncio
-import os
 import signal
 from pathlib import Path
 
 import pytest
+from helpers import kill_process_groups, new_session, processes_with, sleep_command
 from rpc import RpcError
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
@@ -23,9 +22,9 @@ def session_files(tmp_path: Path) -> list[Path]:
 async def test_sessions_survive_a_restart(start_daemon, llm: FakeLLM, tmp_path: Path) -> None:
     a = await start_daemon()
     llm.add({"tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]}, {"text": "A tiny project."})
-    sid = (await a.call("toycoder/session/new", {}))["sessionId"]
+    sid = await new_session(a)
     await a.call("toycoder/prompt", {"sessionId": sid, "text": "what is this project?"})
-    other = (await a.call("toycoder/session/new", {"title": "second"}))["sessionId"]
+    other = await new_session(a, title="second")
     await a.call("toycoder/session/new", {})  # untitled and empty: not worth listing after a restart
     before = await a.call("toycoder/session/load", {"sessionId": sid})
     await a.close()
@@ -50,14 +49,14 @@ async def test_sessions_survive_a_restart(start_daemon, llm: FakeLLM, tmp_path: 
 
 async def test_kill_9_mid_turn_leaves_a_session_that_continues(start_daemon, llm: FakeLLM, tmp_path: Path) -> None:
     a = await start_daemon(extra=RUN)
-    llm.add({"text": "Waiting.", "tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 175"}}]})
-    sid = (await a.call("toycoder/session/new", {}))["sessionId"]
+    sleep = sleep_command(175)
+    llm.add({"text": "Waiting.", "tool_calls": [{"name": "run_command", "arguments": {"command": sleep}}]})
+    sid = await new_session(a)
     a.request_future("toycoder/prompt", {"sessionId": sid, "text": "wait a bit"})
-    await a.wait_for(lambda: any(u["update"]["kind"] == "tool_call" for u in a.updates(sid)))
-    await asyncio.sleep(0.2)
+    await a.wait_for(lambda: processes_with(sleep), what="the command to run")  # mid-turn, mid-tool-call
     a.proc.send_signal(signal.SIGKILL)
     await a.proc.wait()
-    os.system("pkill -f 'sleep 175'")  # the daemon had no chance to clean up after kill -9
+    kill_process_groups(processes_with(sleep))  # the daemon had no chance to clean up after kill -9
 
     b = await start_daemon()
     loaded = await b.call("toycoder/session/load", {"sessionId": sid})
@@ -74,7 +73,7 @@ async def test_two_daemons_do_not_share_a_session(start_daemon, llm: FakeLLM) ->
     """A lock keeps a second daemon from writing; reading the history never needs it."""
     a = await start_daemon()
     b = await start_daemon()
-    sid = (await a.call("toycoder/session/new", {"title": "shared"}))["sessionId"]
+    sid = await new_session(a, title="shared")
     assert [s["sessionId"] for s in (await b.call("toycoder/session/list", {}))["sessions"]] == [sid]
     # looking is fine (no lock taken), working in it is not
     assert (await b.call("toycoder/session/load", {"sessionId": sid}))["session"]["title"] == "shared"

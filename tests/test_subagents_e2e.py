@@ -3,6 +3,7 @@ wire. Explorer, permission, usage and cancel: test_subagents.py, in-process."""
 
 from __future__ import annotations
 
+from helpers import new_session
 from rpc import Daemon
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
@@ -18,7 +19,7 @@ async def test_planner_has_its_own_context_and_its_events_are_tagged(daemon: Dae
         {"text": "1. Read src/app.py\n2. Add subtract()\n3. Add tests", "chunk_size": 5},
         {"text": "Here is the plan."},
     )
-    sid = (await daemon.call("toycoder/session/new", {}))["sessionId"]
+    sid = await new_session(daemon)
     result = await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "plan a subtract feature"})
     assert result["text"] == "Here is the plan."
     planner_req = llm.requests[1]["body"]

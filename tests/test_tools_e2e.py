@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 
+from helpers import new_session, processes_with, sleep_command
+from helpers import tool_results as results
 from rpc import Daemon
+from waiting import scaled
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
-
-
-async def new_session(d: Daemon) -> str:
-    return (await d.call("toycoder/session/new", {}))["sessionId"]
-
-
-def results(d: Daemon, sid: str) -> list[dict]:
-    return [u["update"] for u in d.updates(sid) if u["update"]["kind"] == "tool_result"]
 
 
 def command(cmd: str, timeout: float | None = None) -> dict:
@@ -24,19 +18,6 @@ def command(cmd: str, timeout: float | None = None) -> dict:
     if timeout:
         args["timeout"] = timeout
     return {"tool_calls": [{"name": "run_command", "arguments": args}]}
-
-
-def processes_with(marker: str) -> list[str]:
-    found = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                continue
-            if marker in cmdline:
-                found.append(cmdline)
-    return found
 
 
 async def test_run_command_is_disabled_by_default(daemon: Daemon, llm: FakeLLM) -> None:
@@ -69,28 +50,28 @@ async def test_enabled_command_asks_with_command_preview_and_reports_exit_code(d
 async def test_timeout_kills_the_whole_group(start_daemon, llm: FakeLLM) -> None:
     d = await start_daemon(extra="permissions: {allow: ['run_command(sleep *)']}\ntools: {enabled: [run_command]}\n")
     d.handlers["toycoder/requestPermission"] = lambda p: {"decision": "allow_once"}
-    llm.add(command("sleep 171 & sleep 172", timeout=1), {"text": "ok"})
+    first, second = sleep_command(171), sleep_command(172)
+    llm.add(command(f"{first} & {second}", timeout=1), {"text": "ok"})
     sid = await new_session(d)
     await d.call("toycoder/prompt", {"sessionId": sid, "text": "sleep"})
     out = results(d, sid)[0]
     assert "timed out after 1s" in out["output"]
     # a compound command never rides the `sleep *` allow rule: the person was asked
     assert [r["method"] for r in d.requests_seen] == ["toycoder/requestPermission"]
-    await asyncio.sleep(0.3)
-    assert processes_with("sleep 171") == [] and processes_with("sleep 172") == []
+    await d.wait_for(lambda: processes_with(first) == processes_with(second) == [], what="both sleeps to be gone")
 
 
 async def test_cancel_kills_a_running_command(start_daemon, llm: FakeLLM) -> None:
     d = await start_daemon(extra="permissions: {allow: ['run_command(sleep *)']}\ntools: {enabled: [run_command]}\n")
-    llm.add(command("sleep 173"))
+    sleep = sleep_command(173)
+    llm.add(command(sleep))
     sid = await new_session(d)
     _, fut = d.request_future("toycoder/prompt", {"sessionId": sid, "text": "sleep"})
-    await d.wait_for(lambda: processes_with("sleep 173"), timeout=30)
+    await d.wait_for(lambda: processes_with(sleep), timeout=30, what="the command to start")
     await d.call("toycoder/cancel", {"sessionId": sid})
-    assert (await asyncio.wait_for(fut, 30))["result"]["stopReason"] == "cancelled"
+    assert (await asyncio.wait_for(fut, scaled(30)))["result"]["stopReason"] == "cancelled"
     assert results(d, sid)[0]["status"] == "cancelled", d.updates(sid)
-    await asyncio.sleep(0.3)
-    assert processes_with("sleep 173") == []
+    await d.wait_for(lambda: processes_with(sleep) == [], what="the cancelled command to be gone")
 
 
 async def test_secrets_are_scrubbed_from_the_command_environment(start_daemon, llm: FakeLLM, monkeypatch) -> None:
@@ -109,8 +90,8 @@ async def test_secrets_are_scrubbed_from_the_command_environment(start_daemon, l
 async def test_ask_user_with_options(daemon: Daemon, llm: FakeLLM) -> None:
     asked: list[dict] = []
     daemon.handlers["toycoder/askUser"] = lambda p: asked.append(p) or {"answer": "tabs"}
-    llm.add({"tool_calls": [{"name": "ask_user", "arguments": {"question": "Tabs or spaces?", "options": ["tabs", "spaces"]}}]},
-            {"text": "Tabs it is."})
+    ask = {"question": "Tabs or spaces?", "options": ["tabs", "spaces"]}
+    llm.add({"tool_calls": [{"name": "ask_user", "arguments": ask}]}, {"text": "Tabs it is."})
     sid = await new_session(daemon)
     await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "format"})
     assert asked[0]["question"] == "Tabs or spaces?" and asked[0]["options"] == ["tabs", "spaces"]
@@ -142,8 +123,9 @@ async def test_read_file_sees_the_editors_unsaved_text(daemon: Daemon, llm: Fake
     uri = (workspace / "src" / "app.py").resolve().as_uri()
     daemon.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
                                                             "text": "def add(a, b):\n    return a + b\n"}})
+    edited = "def add(a, b):\n    return b + a  # edited\n"
     daemon.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
-                                             "contentChanges": [{"text": "def add(a, b):\n    return b + a  # edited\n"}]})
+                                             "contentChanges": [{"text": edited}]})
     read = {"tool_calls": [{"name": "read_file", "arguments": {"path": "src/app.py"}}]}
     llm.add(read, {"text": "ok"})
     sid = await new_session(daemon)
@@ -161,14 +143,14 @@ async def test_cancel_right_as_the_command_starts_leaves_nothing(start_daemon, l
     """Cancel lands while the process exists but its pipes are still being set up."""
     d = await start_daemon(extra="permissions: {allow: ['run_command(sleep *)']}\ntools: {enabled: [run_command]}\n")
     for i in range(5):
-        llm.add(command(f"sleep 17{i}9"))
+        sleep = sleep_command(170 + i)
+        llm.add(command(sleep))
         sid = await new_session(d)
         _, fut = d.request_future("toycoder/prompt", {"sessionId": sid, "text": "sleep"})
-        await d.wait_for(lambda: processes_with(f"sleep 17{i}9"), timeout=30)
+        await d.wait_for(lambda sleep=sleep: processes_with(sleep), timeout=30, what="the command to start")
         await d.call("toycoder/cancel", {"sessionId": sid})
-        assert (await asyncio.wait_for(fut, 30))["result"]["stopReason"] == "cancelled"
-        await asyncio.sleep(0.2)
-        assert processes_with(f"sleep 17{i}9") == []
+        assert (await asyncio.wait_for(fut, scaled(30)))["result"]["stopReason"] == "cancelled"
+        await d.wait_for(lambda sleep=sleep: processes_with(sleep) == [], what=f"command {i} to be gone")
 
 
 async def test_the_daemons_key_never_reaches_model_editor_or_session_file(start_daemon, llm: FakeLLM, workspace: Path,

@@ -6,14 +6,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from helpers import new_session
 from inproc import start_daemon_inproc  # noqa: F401  (in-process LSP face)
 from rpc import Daemon, RpcError
+from waiting import scaled
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
-
-
-async def new_session(d: Daemon, **params) -> str:
-    return (await d.call("toycoder/session/new", params))["sessionId"]
 
 
 async def test_initialize_announces_protocol(daemon: Daemon) -> None:
@@ -118,7 +116,7 @@ async def test_cancel_mid_stream_keeps_session_usable(daemon: Daemon, llm: FakeL
     _, fut = daemon.request_future("toycoder/prompt", {"sessionId": sid, "text": "long answer"})
     await daemon.wait_for(lambda: any(u["update"]["kind"] == "text_delta" for u in daemon.updates(sid)))
     assert (await daemon.call("toycoder/cancel", {"sessionId": sid})) == {"cancelled": True}
-    reply = await asyncio.wait_for(fut, 10)
+    reply = await asyncio.wait_for(fut, scaled(10))
     assert reply["result"]["stopReason"] == "cancelled"
     assert (await daemon.call("toycoder/cancel", {"sessionId": sid})) == {"cancelled": False}
     llm.add({"text": "fine"})
@@ -136,7 +134,7 @@ async def test_cancel_request_ends_turn_as_cancelled(daemon: Daemon, llm: FakeLL
     msg_id, fut = daemon.request_future("toycoder/prompt", {"sessionId": sid, "text": "long"})
     await daemon.wait_for(lambda: daemon.updates(sid))
     daemon.notify("$/cancelRequest", {"id": msg_id})
-    reply = await asyncio.wait_for(fut, 10)
+    reply = await asyncio.wait_for(fut, scaled(10))
     assert "error" not in reply, reply
     assert reply["result"]["stopReason"] == "cancelled"
     llm.add({"text": "still here"})
@@ -153,7 +151,7 @@ async def test_cancel_during_tool_batch_answers_every_call(daemon: Daemon, llm: 
     _, fut = daemon.request_future("toycoder/prompt", {"sessionId": sid, "text": "go"})
     await daemon.wait_for(lambda: len(llm.requests) >= 2)
     await daemon.call("toycoder/cancel", {"sessionId": sid})
-    cancelled = (await asyncio.wait_for(fut, 10))["result"]
+    cancelled = (await asyncio.wait_for(fut, scaled(10)))["result"]
     assert cancelled["stopReason"] == "cancelled"
     assert cancelled["usage"]["totalTokens"] > 0  # the first, finished model call still counts
     llm.add({"text": "done"})
@@ -173,7 +171,7 @@ async def test_second_prompt_on_busy_session_is_refused(daemon: Daemon, llm: Fak
     llm.add({"text": "other"})
     other = await new_session(daemon)
     assert (await daemon.call("toycoder/prompt", {"sessionId": other, "text": "hi"}))["text"] == "other"
-    assert (await asyncio.wait_for(fut, 10))["result"]["stopReason"] == "end_turn"
+    assert (await asyncio.wait_for(fut, scaled(10)))["result"]["stopReason"] == "end_turn"
 
 
 async def test_retry_on_429_honours_retry_after_and_rotates_keys(start_daemon, llm: FakeLLM) -> None:
@@ -293,10 +291,10 @@ async def test_cancel_sent_together_with_the_prompt(daemon: Daemon, llm: FakeLLM
         llm.add({"delay": 1.0, "text": "late"})  # if the cancel comes second, it still lands mid-turn
         _, fut = daemon.request_future("toycoder/prompt", {"sessionId": sid, "text": "go"})
         _, cancel = daemon.request_future("toycoder/cancel", {"sessionId": sid})  # same write burst
-        reply = await asyncio.wait_for(fut, 10)
+        reply = await asyncio.wait_for(fut, scaled(10))
         assert "error" not in reply, reply
         assert reply["result"]["stopReason"] == "cancelled"
-        await asyncio.wait_for(cancel, 10)
+        await asyncio.wait_for(cancel, scaled(10))
     usage = await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "/usage"})
     assert usage["stopReason"] == "command"  # not busy: the session is usable
     assert llm.violations == []

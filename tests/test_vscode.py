@@ -7,6 +7,7 @@ install) runs only with TOYCODER_SLOW=1, as .ci/run sets.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -14,6 +15,7 @@ import signal
 import subprocess
 import sys
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,17 @@ VSCODE = ROOT / "clients" / "vscode"
 VENV_PYTHON = ROOT / ".venv" / "bin" / ("python.exe" if os.name == "nt" else "python")
 # Read before the autouse fixture points HOME at a temporary dir: npm keeps its config and cache there.
 REAL_HOME = Path(os.environ.get("HOME") or Path.home())
+
+
+@pytest.fixture(autouse=True)
+def vscode_tree_lock() -> Iterator[None]:
+    """The npm scripts build into clients/vscode (out/, tmp/artifacts, toycoder.vsix), not into a tmp
+    dir: two runs of the suite at once take turns here instead of overwriting each other's build."""
+    lock_dir = VSCODE / "tmp"
+    lock_dir.mkdir(exist_ok=True)
+    with open(lock_dir / "pytest.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when this process dies
+        yield
 
 
 def npm_run(script: str, tmp_path: Path, timeout: float) -> str:

@@ -1,0 +1,137 @@
+"""Helpers shared by the test files: processes a test started, sessions, tool results, a frontend.
+
+Process hygiene: every test runs with a unique TOYCODER_TEST_MARKER in its environment (conftest's
+autouse fixture), which every process it starts inherits (daemons, their commands, MCP servers,
+editors). Finding "our" processes means matching that marker or a per-test unique string in a
+command line; killing means killing only the process groups those processes lead, never by name.
+Linux only (/proc), as the rest of the suite.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import uuid
+from pathlib import Path
+from typing import Any
+
+MARKER_VAR = "TOYCODER_TEST_MARKER"
+
+
+def unique_marker(prefix: str = "toycoder-test") -> str:
+    """A string no other test, and no other run of the suite, puts on a command line."""
+    return f"{prefix}-{uuid.uuid4().hex}"
+
+
+def sleep_command(seconds: int) -> str:
+    """`sleep N.<12 unique digits>`: a command whose processes only this test can match.
+
+    The fraction is random per call, so processes_with(cmd) finds this sleep and no other one on the
+    machine; the duration stays N seconds (give or take a microsecond)."""
+    return f"sleep {seconds}.{uuid.uuid4().int % 10**12:012d}"
+
+
+def _live_pids() -> list[int]:
+    return [int(e) for e in os.listdir("/proc") if e.isdigit()]
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True  # gone
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    return not _is_zombie(pid)
+
+
+def child_processes(parent: int, needle: str = "") -> list[int]:
+    """Live children of `parent` (a process this test started) whose command line contains `needle`."""
+    found = []
+    for pid in _live_pids():
+        try:
+            after_name = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+        except (OSError, IndexError):
+            continue
+        if int(after_name[1]) == parent and after_name[0] != "Z" and needle.encode() in cmdline:
+            found.append(pid)
+    return found
+
+
+def processes_with(marker: str) -> list[int]:
+    """Live (not zombie) processes whose command line contains `marker` (a unique string)."""
+    found = []
+    needle = marker.encode()
+    for pid in _live_pids():
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if needle in cmdline and not _is_zombie(pid):
+            found.append(pid)
+    return found
+
+
+def processes_of_test(marker: str) -> list[int]:
+    """Live processes started (directly or not) under this test: their environment holds the marker."""
+    entry = f"{MARKER_VAR}={marker}".encode()
+    own = os.getpid()
+    found = []
+    for pid in _live_pids():
+        if pid == own:
+            continue
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:  # another user's process, or gone
+            continue
+        if entry in environ and not _is_zombie(pid):
+            found.append(pid)
+    return found
+
+
+def kill_process_groups(pids: list[int]) -> None:
+    """SIGKILL the process group of each pid (pids the caller found by a unique marker).
+
+    A process in our own group (a child started without a new session) is killed alone: killing the
+    group would kill pytest."""
+    ours = os.getpgrp()
+    for pid in pids:
+        try:
+            group = os.getpgid(pid)
+            if group == ours:
+                os.kill(pid, signal.SIGKILL)
+            else:
+                os.killpg(group, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # already gone
+
+
+async def new_session(d: Any, **params: Any) -> str:
+    """toycoder/session/new on an rpc.Daemon; returns the session id."""
+    return str((await d.call("toycoder/session/new", params))["sessionId"])
+
+
+def tool_results(d: Any, sid: str) -> list[dict[str, Any]]:
+    """The tool_result updates a Daemon received for a session, in order."""
+    return [u["update"] for u in d.updates(sid) if u["update"]["kind"] == "tool_result"]
+
+
+def write_call(path: str, content: str) -> dict[str, Any]:
+    """A scripted model reply that calls write_file."""
+    return {"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": content}}]}
+
+
+class AllowAll:
+    """A Frontend for in-process tool calls: ignores events, allows everything, answers no question."""
+
+    def emit(self, event: Any) -> None:
+        pass
+
+    async def confirm(self, request: Any) -> str:
+        return "allow_once"
+
+    async def ask(self, question: str, options: Any) -> None:
+        return None
