@@ -307,7 +307,7 @@ async def main_async(args: argparse.Namespace) -> int:
     b_tot = [r["total"] for r in b_runs]
     a_ttft = [r["ttft"] for r in a_runs]
     b_ttft = [r["ttft"] for r in b_runs]
-    ratios = [b / a for a, b in zip(a_tot, b_tot)]
+    ratios = [b / a for a, b in zip(a_tot, b_tot, strict=True)]
     notes = [r["notifications"] for r in b_runs]
     daemon_cpu = sum(r["cpu"] for r in b_runs)
 
@@ -319,7 +319,7 @@ async def main_async(args: argparse.Namespace) -> int:
     print(f"{'(a) sdk     TTFT ms':34}{ms(med(a_ttft))} {ms(min(a_ttft))} {ms(max(a_ttft))}")
     print(f"{'(b) daemon  TTFT ms':34}{ms(med(b_ttft))} {ms(min(b_ttft))} {ms(max(b_ttft))}")
     print(f"{'added TTFT ms (b - a, per pair)':34}"
-          f"{ms(med([b - a for a, b in zip(a_ttft, b_ttft)]))}")
+          f"{ms(med([b - a for a, b in zip(a_ttft, b_ttft, strict=True)]))}")
     print(f"{'ratio b/a total (median of pairs)':34}{med(ratios):9.2f} {min(ratios):9.2f} {max(ratios):9.2f}")
     print(f"{'ratio b/a total (of medians)':34}{med(b_tot) / med(a_tot):9.2f}")
     print(f"{'text_delta notifications / turn':34}{med(notes):9.0f} {min(notes):9d} {max(notes):9d}"

@@ -214,14 +214,10 @@ def editor(tmp_path: Path, workspace: Path, llm: FakeLLM) -> Iterator[Callable[.
             internal = [m for m in ed.notes(ERROR) if "internal error" in m]
         except Exception:  # Neovim already gone (killed by the watchdog)
             messages, internal = "", []
-        try:
+        with contextlib.suppress(Exception):
             ed.cmd("qa!")
-        except Exception:
-            pass
-        try:
+        with contextlib.suppress(Exception):
             ed.nv.close()
-        except Exception:
-            pass
         watchdog.cancel()
         with contextlib.suppress(AssertionError):  # reported below, after the leftovers are killed
             wait_until(lambda pids=ed.seen_daemons: not any(alive(p) for p in pids), 8, "the daemons to exit")

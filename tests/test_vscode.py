@@ -7,6 +7,7 @@ install) runs only with TOYCODER_SLOW=1, as .ci/run sets.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -50,8 +51,8 @@ def npm_run(script: str, tmp_path: Path, timeout: float) -> str:
         "TOYCODER_REPO_ROOT": str(ROOT),
         "TOYCODER_PYTHON": str(VENV_PYTHON if VENV_PYTHON.exists() else sys.executable),
         "TOYCODER_DATA_DIR": str(tmp_path / "data"),
-        "npm_config_userconfig": os.environ.get("npm_config_userconfig", str(REAL_HOME / ".npmrc")),
-        "npm_config_cache": os.environ.get("npm_config_cache", str(REAL_HOME / ".npm")),
+        "npm_config_userconfig": os.environ.get("npm_config_userconfig", str(REAL_HOME / ".npmrc")),  # noqa: SIM112 (npm reads lowercase)
+        "npm_config_cache": os.environ.get("npm_config_cache", str(REAL_HOME / ".npm")),  # noqa: SIM112
         "npm_config_update_notifier": "false",
     }
     # own process group, so a timeout ends node, Chromium, the daemons and code-server too
@@ -64,10 +65,8 @@ def npm_run(script: str, tmp_path: Path, timeout: float) -> str:
         out, _ = proc.communicate()
         pytest.fail(f"npm run {script} timed out after {timeout:.0f}s:\n{out[-20000:]}")
     finally:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)  # leftovers of a failed run
-        except ProcessLookupError:
-            pass
     assert proc.returncode == 0, f"npm run {script} failed (exit {proc.returncode}):\n{out[-30000:]}"
     return out
 

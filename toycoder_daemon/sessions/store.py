@@ -208,10 +208,8 @@ class SessionStore:
                         if raw.startswith(MSG_PREFIX):
                             count += 1
                         elif raw.startswith(META_PREFIX):
-                            try:
+                            with contextlib.suppress(ValueError):
                                 meta.update(json.loads(raw))
-                            except ValueError:
-                                pass
                 mtime = path.stat().st_mtime
             except OSError:
                 continue

@@ -181,12 +181,13 @@ class ChatClient:
     # ---- sessions -------------------------------------------------------------------------------
 
     def new_session(self) -> dict[str, Any]:
-        info = self.conn.call(wire.SESSION_NEW, {}, on_notification=self.notification)
+        info: dict[str, Any] = self.conn.call(wire.SESSION_NEW, {}, on_notification=self.notification)
         self.session_id = info["sessionId"]
         return info
 
     def load_session(self, session_id: str) -> dict[str, Any]:
         """Load by id, or by a unique prefix of one; sets the current session."""
+        loaded: dict[str, Any]
         try:
             loaded = self.conn.call(wire.SESSION_LOAD, {"sessionId": session_id}, on_notification=self.notification)
         except RpcError as e:
@@ -206,7 +207,8 @@ class ChatClient:
         params: dict[str, Any] = {"sessionId": self.session_id, "model": model}
         if provider:
             params["provider"] = provider
-        return self.conn.call(wire.MODELS_SET, params, on_notification=self.notification)
+        result: dict[str, Any] = self.conn.call(wire.MODELS_SET, params, on_notification=self.notification)
+        return result
 
     # ---- a turn ---------------------------------------------------------------------------------
 

@@ -46,7 +46,7 @@ class Connection:
     def __init__(self, argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None):
         # The daemon's stderr (logs) must not scribble over the terminal UI: keep it aside and show
         # its tail if the daemon dies.
-        self._stderr = tempfile.TemporaryFile()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the connection; closed in close())
         # start_new_session: Ctrl-C in the terminal signals the client only; the client cancels the
         # turn over the wire and the daemon lives on.
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
@@ -176,7 +176,7 @@ def initialize(conn: Connection, workspace: str, *, on_notification: Callable[[d
                ) -> dict[str, Any]:
     from pathlib import Path
 
-    result = conn.call("initialize", {
+    result: dict[str, Any] = conn.call("initialize", {
         "processId": os.getpid(),
         "clientInfo": {"name": "toycoder"},
         "rootUri": Path(workspace).resolve().as_uri(),
