@@ -16,15 +16,16 @@ and reaps its whole tree when the shell ends or when it is told to stop.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import sys
-import tempfile
-from typing import Any, NoReturn
 
 from . import contain, landlock
+
+TYPE_CHECKING = False  # mypy reads the block below; importing typing costs start-up time per command
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 REFUSED_EXIT = 125
 """Exit status when the sandbox was required but could not be applied (the command did not run)."""
@@ -71,8 +72,10 @@ def _wait_for(child: int) -> int:
     """The launcher above a namespace init: pass a stop on as SIGKILL (which ends the namespace)."""
 
     def stop(signum: int, _frame: Any) -> None:
-        with contextlib.suppress(ProcessLookupError):
+        try:  # noqa: SIM105 (contextlib costs start-up time on every command)
             os.kill(child, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         contain.kill_and_reap(pid_namespace_init=False)
         os._exit(128 + signum)
 
@@ -123,6 +126,8 @@ def probe() -> dict[str, Any]:
     entered = contain.enter_namespaces(network=False)
     if entered:
         found["namespaces"] = True
+        import tempfile
+
         try:  # only this process's private mount namespace sees it
             contain.bind_readonly(tempfile.gettempdir())
             found["readonlyMounts"] = True
