@@ -92,6 +92,8 @@ async def test_required_without_landlock_refuses(start_daemon, llm: FakeLLM, wor
     assert out["status"] == "failed"
     assert "refused: tools.run_command.sandbox is `required` but this kernel has no Landlock" in out["output"]
     assert not (workspace / "made.txt").exists()
+    listed = (await d.call("toycoder/prompt", {"sessionId": sid, "text": "/tools"}))["text"]
+    assert "sandbox: unavailable (this kernel has no Landlock)" in listed and "[mode: required]" in listed
 
 
 async def test_auto_without_landlock_runs_and_says_so_once(start_daemon, llm: FakeLLM, workspace: Path,

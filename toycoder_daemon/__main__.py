@@ -21,6 +21,7 @@ def _check_config(path: str | None) -> int:
     import json
 
     from .config import ConfigError, find_config, load_config
+    from .tools.sandbox.probe import status as sandbox_status
 
     try:
         cfg, found = load_config(path)
@@ -31,6 +32,7 @@ def _check_config(path: str | None) -> int:
         "valid": True, "path": str(found) if found else None, "defaultProvider": cfg.default_provider,
         "providers": [{"name": n, "baseUrl": p.base_url, "models": p.models.model_dump(), "keyCount": len(p.api_keys)}
                       for n, p in cfg.providers.items()],
+        "sandbox": sandbox_status(cfg.tools.run_command.sandbox),
     }))
     return 0
 

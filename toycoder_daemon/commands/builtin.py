@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -77,6 +78,10 @@ async def tools(app: App, session: Session, **_: Any) -> CommandResult:
         state = "enabled" if session.tools.is_enabled(t.name) else "disabled"
         always = ", always allowed" if t.name in session.tools.gate.always else ""
         lines.append(f"{t.name:<16} {t.level:<10} {state}{always}  [{t.source}]")
+    if session.tools.get("run_command") is not None:
+        from ..tools.sandbox.probe import status_line
+
+        lines.append(await asyncio.to_thread(status_line, app.config.tools.run_command.sandbox))
     return CommandResult("\n".join(lines))
 
 

@@ -53,9 +53,13 @@ class Plan:
     unavailable: str | None = None
     """Why `auto` runs this command unsandboxed (said once)."""
     git_writable_reason: str | None = None
+    network_reason: str | None = None
+    """Why the network stays on although the policy wants it off."""
 
     def describe(self) -> str:
         net = f"network {'on' if self.network else 'off'}"
+        if self.network_reason:
+            net += f" ({self.network_reason})"
         if self.sandboxed:
             extra = f", .git writable ({self.git_writable_reason})" if self.git_writable_reason else ""
             return f"sandbox: workspace-write, {net}{extra}"
@@ -85,7 +89,8 @@ def plan(policy: Policy, root: Path, tmpdir: str | None, support: Support, args:
     if policy.mode == "off" or args.get("sandbox") is False:
         return Plan(False, True, escalated=reason if args.get("sandbox") is False else None)
     missing = support.missing()
-    if missing is None and not wants_network and support.network_isolation is None:
+    no_net_off = not wants_network and support.network_isolation is None
+    if missing is None and no_net_off and policy.mode == "required":
         missing = "the network cannot be turned off on this kernel"
     if missing:
         if policy.mode == "required":
@@ -95,7 +100,10 @@ def plan(policy: Policy, root: Path, tmpdir: str | None, support: Support, args:
     extra = [_resolve(w, root) for w in policy.writable]
     writable = [str(root), *([tmpdir] if tmpdir else []), *extra, *DEVICES]
     git = root / ".git"
-    result = Plan(True, wants_network, writable, escalated=reason if args.get("network") is True else None)
+    result = Plan(True, wants_network or no_net_off, writable,
+                  escalated=reason if args.get("network") is True else None)
+    if no_net_off:  # under auto: confine writes and processes all the same
+        result.network_reason = "it cannot be turned off on this kernel"
     if git.exists() and str(git.resolve()) not in extra:
         if support.readonly_mounts:
             result.readonly = [str(git)]

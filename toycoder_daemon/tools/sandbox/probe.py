@@ -99,3 +99,16 @@ def _detect() -> Support:
     except (OSError, subprocess.SubprocessError, ValueError) as e:
         log.warning("sandbox probe failed: %s", e)
     return Support(sys.platform, abi, bool(found.get("namespaces")), bool(found.get("readonlyMounts")))
+
+
+def status(mode: str) -> dict[str, object]:
+    """For `--check-config` and editors' health checks: the configured mode and what it gets here."""
+    found = support()
+    return {"mode": mode, **found.report(), "summary": found.summary()}
+
+
+def status_line(mode: str) -> str:
+    """For `/tools`."""
+    if mode == "off":
+        return "sandbox: off (tools.run_command.sandbox); commands run unconfined"
+    return f"{support().summary()} [mode: {mode}]"
