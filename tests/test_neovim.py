@@ -552,6 +552,8 @@ def test_checkhealth_reports_version_config_and_key(editor, tmp_path: Path) -> N
     assert "Neovim 0.1" in report and "version: toycoder-daemon 0.1.0" in report
     assert "config is valid" in report and "1 API key(s) configured" in report
     assert "test-key-1" not in report
+    assert "toycoder: sandbox" in report, report
+    assert "(mode: auto)" in report or "run_command runs unsandboxed" in report, report  # kernels without Landlock
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("agent: {max_steps: 0}\n")
