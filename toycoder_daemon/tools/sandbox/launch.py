@@ -113,6 +113,8 @@ def run(spec: dict[str, Any]) -> int:
     if init == 0:
         try:
             contain.prctl(contain.PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getpid() != 1:  # kill(-1) below must only ever reach the namespace
+                raise OSError("not the init of a new PID namespace")
             os._exit(_supervise(spec, init=True))
         except BaseException as e:
             os.write(2, f"toycoder sandbox: {e}\n".encode())
