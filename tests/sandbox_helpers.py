@@ -22,6 +22,7 @@ from toycoder_daemon.tools.sandbox import probe
 from toycoder_daemon.tools.sandbox.policy import Plan, Policy, plan
 
 SYSTEM_PYTHON = "/usr/bin/python3"
+_probed: dict[str, probe.Support] = {}
 
 
 @dataclass
@@ -44,6 +45,12 @@ class Runner:
         return self.wrap([self.python, "-S", "-s", "-c", probe.BOOT, json.dumps(spec)])
 
     def support(self) -> probe.Support:
+        """What the launcher can do for this runner (probed once per runner: it starts a process)."""
+        if self.name not in _probed:
+            _probed[self.name] = self._probe()
+        return _probed[self.name]
+
+    def _probe(self) -> probe.Support:
         done = subprocess.run(self.wrap([self.python, "-S", "-s", "-c", probe.BOOT, "--probe"]), capture_output=True,
                               text=True, timeout=30, check=True)
         found = json.loads(done.stdout)
