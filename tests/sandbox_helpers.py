@@ -21,22 +21,16 @@ from typing import Any
 from toycoder_daemon.tools.sandbox import probe
 from toycoder_daemon.tools.sandbox.policy import Plan, Policy, plan
 
-SYSTEM_PYTHON = "/usr/bin/python3"
 _probed: dict[str, probe.Support] = {}
 
 
 @dataclass
 class Runner:
-    """Who runs the launcher: root with the test's interpreter, or a fresh user with the system
-    Python (the venv's interpreter may sit under /root, which other users cannot enter; the launcher
-    needs only the standard library)."""
+    """Who runs the launcher: root, or a fresh unprivileged user (with an interpreter it can run)."""
 
     name: str
     user: str | None = None
-
-    @property
-    def python(self) -> str:
-        return SYSTEM_PYTHON if self.user else sys.executable
+    python: str = sys.executable
 
     def wrap(self, argv: list[str]) -> list[str]:
         return ["runuser", "-u", self.user, "--", *argv] if self.user else argv
@@ -55,6 +49,16 @@ class Runner:
                               text=True, timeout=30, check=True)
         found = json.loads(done.stdout)
         return probe.Support(sys.platform, found["landlock"], found["namespaces"], found["readonlyMounts"])
+
+
+def python_for(user: str) -> str | None:
+    """An interpreter the user can run: the test's own, else the system's (a venv under /root is
+    out of other users' reach; the launcher needs only the standard library)."""
+    for candidate in (sys.executable, "/usr/bin/python3"):
+        check = ["runuser", "-u", user, "--", candidate, "-S", "-c", "pass"]
+        if subprocess.run(check, capture_output=True).returncode == 0:
+            return candidate
+    return None
 
 
 @contextmanager

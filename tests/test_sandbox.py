@@ -17,6 +17,7 @@ from sandbox_helpers import (
     kill_markers,
     listening,
     processes_with,
+    python_for,
     run,
     spec_for,
     temporary_user,
@@ -28,16 +29,18 @@ from toycoder_daemon.tools.sandbox import landlock, observe
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or landlock.abi_version() < 1,
                                 reason="the sandbox needs Linux with Landlock")
-CAN_ADD_USERS = os.geteuid() == 0 and shutil.which("useradd") and shutil.which("runuser") \
-    and os.access("/usr/bin/python3", os.X_OK)
+CAN_ADD_USERS = os.geteuid() == 0 and shutil.which("useradd") and shutil.which("runuser")
 
 
 @pytest.fixture(scope="module")
-def unprivileged() -> Iterator[str]:
+def unprivileged() -> Iterator[Runner]:
     if not CAN_ADD_USERS:
-        pytest.skip("creating a test user needs root, useradd, runuser and /usr/bin/python3")
+        pytest.skip("creating a test user needs root, useradd and runuser")
     with temporary_user() as name:
-        yield name
+        python = python_for(name)
+        if python is None:
+            pytest.skip(f"no Python interpreter that the test user {name} may run")
+        yield Runner("user", name, python)
 
 
 @pytest.fixture(params=["root", "user"])
@@ -46,7 +49,8 @@ def runner(request: pytest.FixtureRequest) -> Runner:
         if os.geteuid() != 0:
             return Runner("current user")
         return Runner("root")
-    return Runner("user", request.getfixturevalue("unprivileged"))
+    runner: Runner = request.getfixturevalue("unprivileged")
+    return runner
 
 
 @pytest.fixture
