@@ -384,6 +384,7 @@ def test_permission_deny_leaves_the_file_and_unsaved_buffers_are_not_clobbered(e
     preview = [f for f in ed.lua("return T.selects")[-1]["floats"] if not f["chat"]]
     assert len(preview) == 1 and preview[0]["text"].startswith("$ rm -rf src\n"), preview
     assert f"cwd: {workspace}" in preview[0]["text"]
+    assert "\n# sandbox: " in preview[0]["text"]  # the policy it would run under, on its own line
     assert "- [denied] run_command" in chat and (workspace / "src" / "app.py").exists()
 
 

@@ -108,7 +108,9 @@ local function open_preview(params)
   if preview.kind == "diff" then
     lines, ft = split_lines(preview.diff), "diff"
   elseif preview.kind == "command" then
-    lines, ft = { "$ " .. tostring(preview.command), "", "cwd: " .. tostring(preview.cwd) }, "sh"
+    -- a command may span lines (and carries its sandbox policy on a comment line below it)
+    lines, ft = split_lines("$ " .. tostring(preview.command)), "sh"
+    vim.list_extend(lines, { "", "cwd: " .. tostring(preview.cwd) })
   else
     local args = params.arguments
     lines = split_lines(type(args) == "table" and vim.json.encode(args) or tostring(args or ""))
