@@ -4,6 +4,7 @@ person is shown, when a call escalates, how refused writes are explained, and th
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -124,12 +125,27 @@ SANDBOXED = Plan(True, False, [WS, "/tmp/toycoder-cmd-1", "/dev/null"], [f"{WS}/
     ("wrote /outside/f fine", []),  # no refusal on the line
 ])
 def test_blocked_writes_are_named(output: str, expected: list[str]) -> None:
-    found = [f"{path} {why}" for path, why in observe.blocked_paths(output, SANDBOXED, WS)]
+    found = [f"{path} {why}" for path, why in observe.blocked_paths(output, SANDBOXED, WS, lambda _: True)]
     assert found == expected
 
 
+def test_a_refusal_the_daemon_would_meet_too_is_not_blamed_on_the_sandbox(tmp_path: Path) -> None:
+    line = "ls: cannot open directory '/root/private': Permission denied"
+    assert observe.blocked_paths(line, SANDBOXED, WS, lambda _: False) == []
+    assert observe.blocked_paths(line, SANDBOXED, WS, lambda _: True) != []
+    # the real check looks at the nearest existing ancestor
+    (tmp_path / "ro").mkdir()
+    os.chmod(tmp_path / "ro", 0o555)
+    try:
+        assert observe.daemon_could_write(str(tmp_path / "new" / "deeper")) is True
+        expected = os.geteuid() == 0  # root may write anywhere, so only the sandbox can refuse it
+        assert observe.daemon_could_write(str(tmp_path / "ro" / "f")) is expected
+    finally:
+        os.chmod(tmp_path / "ro", 0o755)
+
+
 def test_explain_adds_the_way_forward_only_when_something_was_blocked() -> None:
-    text = observe.explain("touch: cannot touch '/etc/x': Permission denied", SANDBOXED, WS)
+    text = observe.explain("touch: cannot touch '/etc/x': Permission denied", SANDBOXED, WS, lambda _: True)
     assert text.splitlines()[0] == "blocked by the sandbox: /etc/x is outside the writable roots"
     assert "sandbox: false" in text
     assert observe.explain("all good", SANDBOXED, WS) == ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 
 from .policy import Plan
 
@@ -27,7 +28,17 @@ def _inside(path: str, roots: list[str]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
-def blocked_paths(output: str, plan: Plan, cwd: str) -> list[tuple[str, str]]:
+def daemon_could_write(path: str) -> bool:
+    """Could this path be written without the sandbox? If not (say a user reading /root), the
+    refusal was the system's, not the sandbox's, and blaming the sandbox would mislead."""
+    probe = path
+    while not os.path.lexists(probe) and probe != os.path.dirname(probe):
+        probe = os.path.dirname(probe)
+    return os.access(probe, os.W_OK)
+
+
+def blocked_paths(output: str, plan: Plan, cwd: str,
+                  could_write: Callable[[str], bool] = daemon_could_write) -> list[tuple[str, str]]:
     """(path, why) for each refused path named in the output, first mention only."""
     found: dict[str, str] = {}
     for line in output.splitlines():
@@ -39,6 +50,8 @@ def blocked_paths(output: str, plan: Plan, cwd: str) -> list[tuple[str, str]]:
             path = os.path.normpath(os.path.join(cwd, os.path.expanduser(raw)))
             if path in found:
                 continue
+            if not could_write(path):
+                continue
             if _inside(path, plan.readonly):
                 found[path] = "is in the workspace's .git, which the sandbox keeps read-only"
             elif not _inside(path, plan.writable):
@@ -46,11 +59,12 @@ def blocked_paths(output: str, plan: Plan, cwd: str) -> list[tuple[str, str]]:
     return list(found.items())
 
 
-def explain(output: str, plan: Plan, cwd: str) -> str:
+def explain(output: str, plan: Plan, cwd: str, could_write: Callable[[str], bool] = daemon_could_write) -> str:
     """Lines to append to the observation, or ''."""
     if not plan.sandboxed:
         return ""
-    lines = [f"blocked by the sandbox: {path} {why}" for path, why in blocked_paths(output, plan, cwd)[:5]]
+    blocked = blocked_paths(output, plan, cwd, could_write)
+    lines = [f"blocked by the sandbox: {path} {why}" for path, why in blocked[:5]]
     if lines:
         lines.append("If the write is needed, call run_command again with sandbox: false; the person will be "
                      "asked. Or write inside the workspace or $TMPDIR.")
