@@ -73,9 +73,9 @@ class SessionConfig(_Section):
 
 class RunCommandConfig(_Section):
     sandbox: Literal["auto", "required", "off"] = "auto"
-    """OS sandbox for commands (Linux: Landlock + namespaces): `auto` uses it when the kernel can and says once when it cannot; `required` refuses to run commands without it; `off` never uses it."""
+    """OS sandbox (docs/security.md): `auto` if the kernel can, `required` refuses without it, `off`."""
     writable: list[str] = Field(default_factory=list)
-    """Extra writable paths (`~` and workspace-relative allowed); the workspace and a private temp dir always are, the workspace's `.git` only when listed here."""
+    """Extra writable paths besides the workspace and a private temp dir; list `.git` to allow commits."""
     network: bool = False
     """Let sandboxed commands use the network (a call may still ask for it with `network: true`)."""
 
