@@ -4,6 +4,7 @@ before it runs, and what the model is told after."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import shutil
 import tempfile
@@ -87,6 +88,9 @@ async def prepare(settings: Any, root: Path, command: str, args: dict[str, Any])
     chosen = plan(policy, root, tmpdir, support, args)
     env.update(TMPDIR=tmpdir, TMP=tmpdir, TEMP=tmpdir)
     spec = chosen.spec(command, support, required=policy.mode == "required")
-    import json
-
-    return Prepared(probe.launcher_argv(json.dumps(spec)), env, chosen, command, tmpdir)
+    notice = ""
+    if chosen.network_reason and not _said_unavailable:
+        _said_unavailable = True
+        notice = f"note: sandboxed commands keep the network here ({chosen.network_reason})"
+        log.warning("run_command cannot turn the network off: %s", chosen.network_reason)
+    return Prepared(probe.launcher_argv(json.dumps(spec)), env, chosen, command, tmpdir, notice)
