@@ -25,7 +25,7 @@ from sandbox_helpers import (
     wait_until,
 )
 
-from toycoder_daemon.tools.sandbox import landlock, observe
+from toycoder_daemon.tools.sandbox import landlock, launch, observe
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or landlock.abi_version() < 1,
                                 reason="the sandbox needs Linux with Landlock")
@@ -202,3 +202,10 @@ def test_a_killed_daemon_takes_the_command_with_it(runner: Runner, box: Box, nam
         assert wait_until(lambda: not any(processes_with(m) for m in markers))
     finally:
         kill_markers(*markers)
+
+
+def test_the_launcher_refuses_rather_than_run_unconfined_when_required(runner: Runner, box: Box) -> None:
+    spec, _ = spec_for("echo ran > made.txt", box, runner.support(), landlock_abi=0)
+    done = run(runner, box, spec)
+    assert done.returncode == launch.REFUSED_EXIT and "it did not run" in done.stderr
+    assert not (box.ws / "made.txt").exists()

@@ -34,6 +34,9 @@ REFUSED_EXIT = 125
 def _run_shell(spec: dict[str, Any]) -> NoReturn:
     """In the final child: confine, then become the shell."""
     try:
+        if spec["required"] and not spec["landlock"]:
+            os.write(2, b"toycoder sandbox: required, but there is no Landlock to apply; it did not run\n")
+            os._exit(REFUSED_EXIT)
         if spec["landlock"]:
             try:
                 landlock.restrict(spec["writable"], abi=spec["landlock"], block_tcp=spec["block_tcp"])
