@@ -389,6 +389,7 @@ def test_permission_deny_leaves_the_file_and_unsaved_buffers_are_not_clobbered(e
     chat = ed.chat()
     assert preview["text"].startswith("$ rm -rf src\n") and preview["ft"] == "sh", preview
     assert f"cwd: {workspace}" in preview["text"]
+    assert "\n# sandbox: " in preview["text"]  # the policy it would run under, on its own line
     assert "- [denied] run_command" in chat and (workspace / "src" / "app.py").exists()
     assert ed.lua("return #T.selects") == 0
 
@@ -555,6 +556,8 @@ def test_checkhealth_reports_version_config_and_key(editor, tmp_path: Path) -> N
     assert "Neovim 0.1" in report and "version: toycoder-daemon 0.1.0" in report
     assert "config is valid" in report and "1 API key(s) configured" in report
     assert "test-key-1" not in report
+    assert "toycoder: sandbox" in report, report
+    assert "(mode: auto)" in report or "run_command runs unsandboxed" in report, report  # kernels without Landlock
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("agent: {max_steps: 0}\n")

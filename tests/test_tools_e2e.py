@@ -40,8 +40,9 @@ async def test_enabled_command_asks_with_command_preview_and_reports_exit_code(d
     await daemon.call("toycoder/tools/setEnabled", {"sessionId": sid, "name": "run_command", "enabled": True})
     await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "run"})
     assert asked[0]["level"] == "dangerous"
-    assert asked[0]["preview"] == {"kind": "command", "command": "ls src && echo to-stderr >&2; exit 3",
-                                   "cwd": str(workspace.resolve())}
+    # the command, then the sandbox policy it will run under as a shell comment (issue 14)
+    assert asked[0]["preview"] == {"kind": "command", "cwd": str(workspace.resolve()),
+                                   "command": "ls src && echo to-stderr >&2; exit 3\n# sandbox: workspace-write, network off"}
     out = results(daemon, sid)[0]
     assert out["status"] == "completed"
     assert "exit code 3" in out["output"] and "app.py" in out["output"] and "to-stderr" in out["output"]

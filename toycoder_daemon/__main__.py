@@ -24,6 +24,7 @@ def _check_config(path: str | None) -> int:
 
     from .config import find_config, load_config
     from .errors import ConfigError
+    from .tools.sandbox.probe import status as sandbox_status
 
     try:
         cfg, found = load_config(path)
@@ -34,6 +35,7 @@ def _check_config(path: str | None) -> int:
         "valid": True, "path": str(found) if found else None, "defaultProvider": cfg.default_provider,
         "providers": [{"name": n, "baseUrl": p.base_url, "models": p.models.model_dump(), "keyCount": len(p.api_keys)}
                       for n, p in cfg.providers.items()],
+        "sandbox": sandbox_status(cfg.tools.run_command.sandbox),
     }))
     return 0
 

@@ -72,6 +72,15 @@ class SessionConfig(_Section):
     """Estimated token budget that also triggers compaction."""
 
 
+class RunCommandConfig(_Section):
+    sandbox: Literal["auto", "required", "off"] = "auto"
+    """OS sandbox (docs/security.md): `auto` if the kernel can, `required` refuses without it, `off`."""
+    writable: list[str] = Field(default_factory=list)
+    """Extra writable paths besides the workspace and a private temp dir; list `.git` to allow commits."""
+    network: bool = False
+    """Let sandboxed commands use the network (a call may still ask for it with `network: true`)."""
+
+
 class ToolsConfig(_Section):
     read_max_bytes: int = Field(default=100_000, ge=1000)
     """Most bytes read_file returns in one call."""
@@ -87,6 +96,8 @@ class ToolsConfig(_Section):
     """Cap on a tool's output sent to the model."""
     enabled: list[str] = Field(default_factory=list)
     """Dangerous tools (e.g. run_command) enabled from the start of every session."""
+    run_command: RunCommandConfig = Field(default_factory=RunCommandConfig)
+    """run_command's sandbox: where commands may write, whether they reach the network."""
 
 
 _RULE = re.compile(r"\s*[\w.-]+\s*(\(.*\))?\s*", re.DOTALL)

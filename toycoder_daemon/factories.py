@@ -16,7 +16,7 @@ from .tools.files import list_directory, read_file
 from .tools.permission import PermissionGate
 from .tools.registry import ToolRegistry
 from .tools.search import glob_search, grep_search
-from .tools.settings import ToolSettings
+from .tools.settings import RunCommandSettings, ToolSettings
 from .tools.shell import run_command
 
 ModelFactory = Callable[[str, str], ChatModel]
@@ -49,7 +49,9 @@ def tool_settings(config: Config) -> ToolSettings:
     t = config.tools
     return ToolSettings(read_max_bytes=t.read_max_bytes, read_default_lines=t.read_default_lines,
                         list_max_entries=t.list_max_entries, command_timeout=t.command_timeout,
-                        command_max_timeout=t.command_max_timeout, output_max_bytes=t.output_max_bytes)
+                        command_max_timeout=t.command_max_timeout, output_max_bytes=t.output_max_bytes,
+                        run_command=RunCommandSettings(t.run_command.sandbox, tuple(t.run_command.writable),
+                                                       t.run_command.network))
 
 
 def subagents(config: Config, prompts: PromptManager) -> list[tuple[SubAgent, str]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 
 from .context import CommandContext
@@ -74,6 +75,10 @@ async def tools(c: CommandContext) -> CommandResult:
         state = "enabled" if c.session.tools.is_enabled(t.name) else "disabled"
         always = ", always allowed" if t.name in c.session.tools.gate.always else ""
         lines.append(f"{t.name:<16} {t.level:<10} {state}{always}  [{t.source}]")
+    if c.session.tools.get("run_command") is not None:
+        from ..tools.sandbox.probe import status_line
+
+        lines.append(await asyncio.to_thread(status_line, c.host.settings.run_command.sandbox))
     return CommandResult("\n".join(lines))
 
 

@@ -10,9 +10,13 @@ from ..ports import Frontend, ModelsInfo
 from ..sessions.context import Compaction
 from ..sessions.session import Session
 from ..sessions.store import SessionSummary
+from ..tools.settings import ToolSettings
 
 
 class CommandHost(Protocol):
+    settings: ToolSettings
+    """The tools' settings (the sandbox policy for /tools)."""
+
     def new_session(self, title: str | None = None) -> Session: ...
 
     async def load(self, session_id: str) -> Session:

@@ -88,6 +88,12 @@ def command_matches(pattern: str, command: str) -> bool:
     return fnmatch.fnmatchcase(command, pattern)
 
 
+def _escalates(args: dict[str, Any], ctx: ToolContext) -> bool:
+    from .sandbox.policy import Policy, escalation
+
+    return escalation(Policy.from_settings(ctx.settings), args) is not None
+
+
 class PermissionGate:
     def __init__(self, allow: list[str] | None = None, deny: list[str] | None = None):
         self.allow = [Rule.parse(r) for r in allow or ()]
@@ -153,6 +159,8 @@ class PermissionGate:
         verdict = self.rule_verdict(tool, args, ctx)
         if verdict and verdict[0] == "ask":
             return True
+        if tool.name == "run_command" and _escalates(args, ctx):
+            return True  # leaving the sandbox is the person's call every time, past rules and "always"
         if tool.level == "safe" or tool.name in self.always:
             return False
         return verdict is None

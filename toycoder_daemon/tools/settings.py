@@ -6,7 +6,18 @@ tools/ does not import the config (it sits above tools in the layers); app.py fi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class RunCommandSettings:
+    """run_command's OS sandbox (tools/sandbox/, docs/security.md)."""
+
+    sandbox: Literal["auto", "required", "off"] = "auto"
+    writable: tuple[str, ...] = ()
+    """Extra writable paths besides the workspace and a private temp dir."""
+    network: bool = False
 
 
 @dataclass(frozen=True)
@@ -23,3 +34,4 @@ class ToolSettings:
     """Largest timeout a run_command call may ask for, seconds."""
     output_max_bytes: int = 30_000
     """Cap on a tool's output sent to the model."""
+    run_command: RunCommandSettings = field(default_factory=RunCommandSettings)

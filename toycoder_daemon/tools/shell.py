@@ -2,7 +2,8 @@
 
 The command runs under /bin/sh -c in its own process group with stdin from /dev/null and an
 environment without secrets. Timeout, cancel, and the end of the command all kill the whole group,
-so nothing it started is left behind. Output is capped keeping its head and tail.
+so nothing it started is left behind. Output is capped keeping its head and tail. On Linux it runs
+under the OS sandbox (tools/sandbox): writes confined, network off, no process outlives it.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import signal
 import time
 from typing import Annotated, Any
 
-from .. import secrets
-from .base import ToolContext, tool
+from .base import ToolContext, ToolError, tool
+from .sandbox import command as sandboxing
 
 KILL_GRACE = 2.0
 
@@ -72,7 +73,10 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
 
 
 async def _command_preview(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    return {"kind": "command", "command": args["command"], "cwd": str(ctx.workspace.root)}
+    # The policy rides in the command text too (as a shell comment) so every client shows it today.
+    policy = await sandboxing.preview(ctx.settings, ctx.workspace.root, args)
+    return {"kind": "command", "command": f"{args['command']}\n# {policy}", "cwd": str(ctx.workspace.root),
+            "sandbox": policy}
 
 
 def _title(args: dict[str, Any]) -> str:
@@ -85,17 +89,32 @@ async def run_command(
     ctx: ToolContext,
     command: Annotated[str, "Shell command, run with /bin/sh -c in the workspace root"],
     timeout: Annotated[float | None, "Seconds before the command is killed (default and maximum from config)"] = None,
+    sandbox: Annotated[bool, "false to run unsandboxed after the sandbox blocked a needed write (asks)"] = True,
+    network: Annotated[bool, "true when the command needs the network (asks)"] = False,
 ) -> str:
     """Run a shell command in the workspace root and return its exit code and output (stdout and
     stderr together, long output shortened in the middle). It has no stdin; it is killed with
-    everything it started when it times out. Use it for builds, tests, git and other CLI tools."""
+    everything it started when it times out. Use it for builds, tests, git and other CLI tools. On Linux
+    it normally runs sandboxed: writes only in the workspace and $TMPDIR, no network, .git read-only."""
     s = ctx.settings
     default, ceiling, limit = s.command_timeout, s.command_max_timeout, s.output_max_bytes
     seconds = min(timeout if timeout and timeout > 0 else default, ceiling)
     started = time.monotonic()
+    try:
+        run = await sandboxing.prepare(s, ctx.workspace.root, command, {"sandbox": sandbox, "network": network})
+    except sandboxing.SandboxRefused as e:
+        raise ToolError(str(e)) from None
+    try:
+        return await _run(run, ctx, command, seconds, limit, started)
+    finally:
+        run.cleanup()
+
+
+async def _run(run: sandboxing.Prepared, ctx: ToolContext, command: str, seconds: float, limit: int,
+               started: float) -> str:
     spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
-        "/bin/sh", "-c", command, cwd=str(ctx.workspace.root), stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=secrets.child_env(),
+        *run.argv, cwd=str(ctx.workspace.root), stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=run.env,
         start_new_session=True,
     ))
     try:
@@ -139,4 +158,5 @@ async def run_command(
         status = f"timed out after {seconds:g}s; the command and everything it started were killed"
     else:
         status = f"exit code {proc.returncode} ({elapsed:.1f}s)"
-    return f"$ {command}\n{status}\n{body}"
+    notes = run.observation(out.text(), str(ctx.workspace.root))
+    return f"$ {command}\n{status}\n{body}" + (f"\n{notes}" if notes else "")

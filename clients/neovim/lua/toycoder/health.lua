@@ -1,5 +1,5 @@
 --- :checkhealth toycoder: Neovim version, the daemon and its version, the config (found and valid,
---- as the daemon itself reads it), a provider key present (never printed).
+--- as the daemon itself reads it), run_command's sandbox support, a provider key present (never printed).
 local config = require("toycoder.config")
 
 local M = {}
@@ -159,6 +159,28 @@ function M.check()
     return
   end
   health.ok("config is valid (checked by the daemon)")
+
+  health.start("toycoder: sandbox")
+  local check = vim.list_extend(vim.deepcopy(cmd), { "--check-config" })
+  if config.options.config then
+    vim.list_extend(check, { "--config", vim.fn.expand(config.options.config) })
+  end
+  local sok, sres = pcall(function()
+    return vim.system(check, { text = true, env = config.options.env, cwd = config.root() }):wait(15000)
+  end)
+  local dok, report = pcall(vim.json.decode, sok and sres.stdout or "")
+  local sandbox = dok and type(report) == "table" and report.sandbox or nil
+  if type(sandbox) ~= "table" then
+    health.warn("the daemon did not report its sandbox (`--check-config`)")
+  elseif sandbox.mode == "off" then
+    health.warn("run_command sandbox is off (tools.run_command.sandbox); commands run unconfined")
+  elseif sandbox.available then
+    health.ok(("%s (mode: %s)"):format(sandbox.summary, sandbox.mode))
+  elseif sandbox.mode == "required" then
+    health.error(("run_command refuses every command: %s"):format(sandbox.problem))
+  else
+    health.warn(("run_command runs unsandboxed: %s"):format(sandbox.problem))
+  end
 
   health.start("toycoder: provider")
   local result = probed.result or {}

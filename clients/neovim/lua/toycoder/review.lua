@@ -21,7 +21,10 @@ local function content(params)
   if preview.kind == "diff" then
     return split_lines(preview.diff), "diff"
   elseif preview.kind == "command" then
-    return { "$ " .. tostring(preview.command), "", "cwd: " .. tostring(preview.cwd) }, "sh"
+    -- a command may span lines (and carries its sandbox policy on a comment line below it)
+    local lines = split_lines("$ " .. tostring(preview.command))
+    vim.list_extend(lines, { "", "cwd: " .. tostring(preview.cwd) })
+    return lines, "sh"
   end
   local args = params.arguments
   return split_lines(type(args) == "table" and vim.json.encode(args) or tostring(args or "")), "json"

@@ -1,0 +1,78 @@
+"""Cost of run_command's sandbox per command: `true`, N times sandboxed vs not, interleaved.
+
+  plain      /bin/sh -c true                               (what run_command spawned before)
+  sandboxed  the launcher run_command spawns now            (namespaces + Landlock + reaping)
+  no-ns      the launcher without namespaces                (the unprivileged fallback: subreaper,
+                                                             Landlock TCP rules)
+
+Each run is spawn-to-exit through subprocess, in a temp workspace; medians and the ratio to plain
+are printed. The machine is shared and noisy: read the ratio, not the absolute times.
+
+Run:  .venv/bin/python bench/sandbox.py [--runs 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from toycoder_daemon.tools.sandbox import probe  # noqa: E402
+from toycoder_daemon.tools.sandbox.policy import Policy, plan  # noqa: E402
+
+
+def timed(argv: list[str], cwd: str, env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.exit(f"{argv[:3]}... failed ({done.returncode}): {done.stderr.decode(errors='replace')}")
+    return elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=100)
+    args = parser.parse_args()
+    support = probe.support()
+    print(support.summary())
+    if support.missing():
+        print("nothing to compare: commands are not sandboxed here")
+        return 1
+    with tempfile.TemporaryDirectory(prefix="toycoder-bench-") as base:
+        ws, tmp = Path(base) / "ws", Path(base) / "tmp"
+        (ws / ".git").mkdir(parents=True)
+        tmp.mkdir()
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TMPDIR": str(tmp)}
+        spec = plan(Policy(), ws, str(tmp), support, {}).spec("true", support, required=True)
+        spec["daemon"] = 0
+        variants = {
+            "plain": ["/bin/sh", "-c", "true"],
+            "sandboxed": probe.launcher_argv(json.dumps(spec)),
+            "no-ns": probe.launcher_argv(json.dumps({**spec, "namespaces": False, "readonly": []})),
+        }
+        times: dict[str, list[float]] = {name: [] for name in variants}
+        for argv in variants.values():  # warm-up
+            timed(argv, str(ws), env)
+        for i in range(args.runs):
+            names = list(variants)
+            for name in names[i % len(names):] + names[:i % len(names)]:  # rotate the order
+                times[name].append(timed(variants[name], str(ws), env))
+    plain = statistics.median(times["plain"])
+    print(f"{args.runs} runs of `true` each, interleaved")
+    for name, values in times.items():
+        med = statistics.median(values)
+        print(f"  {name:<10} median {med * 1000:7.2f} ms   ratio to plain {med / plain:6.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

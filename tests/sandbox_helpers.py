@@ -1,0 +1,150 @@
+"""Helpers for the sandbox tests: run one command through the real launcher, as root or as an
+unprivileged user created for the test run, and look for processes by unique markers."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from helpers import processes_with
+
+from toycoder_daemon.tools.sandbox import probe
+from toycoder_daemon.tools.sandbox.policy import Plan, Policy, plan
+
+_probed: dict[str, probe.Support] = {}
+
+
+@dataclass
+class Runner:
+    """Who runs the launcher: root, or a fresh unprivileged user (with an interpreter it can run)."""
+
+    name: str
+    user: str | None = None
+    python: str = sys.executable
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        return ["runuser", "-u", self.user, "--", *argv] if self.user else argv
+
+    def launcher(self, spec: dict[str, Any]) -> list[str]:
+        return self.wrap([self.python, "-S", "-s", "-c", probe.BOOT, json.dumps(spec)])
+
+    def support(self) -> probe.Support:
+        """What the launcher can do for this runner (probed once per runner: it starts a process)."""
+        if self.name not in _probed:
+            _probed[self.name] = self._probe()
+        return _probed[self.name]
+
+    def _probe(self) -> probe.Support:
+        done = subprocess.run(self.wrap([self.python, "-S", "-s", "-c", probe.BOOT, "--probe"]), capture_output=True,
+                              text=True, timeout=30, check=True)
+        found = json.loads(done.stdout)
+        return probe.Support(sys.platform, found["landlock"], found["namespaces"], found["readonlyMounts"])
+
+
+def python_for(user: str) -> str | None:
+    """An interpreter the user can run: the test's own, else the system's (a venv under /root is
+    out of other users' reach; the launcher needs only the standard library)."""
+    for candidate in (sys.executable, "/usr/bin/python3"):
+        check = ["runuser", "-u", user, "--", candidate, "-S", "-c", "pass"]
+        if subprocess.run(check, capture_output=True).returncode == 0:
+            return candidate
+    return None
+
+
+@contextmanager
+def temporary_user() -> Iterator[str]:
+    """A throwaway unprivileged user, removed afterwards."""
+    name = f"tcsbx{os.getpid() % 100000}{secrets.token_hex(2)}"
+    subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True,
+                   capture_output=True)
+    try:
+        yield name
+    finally:
+        subprocess.run(["userdel", name], capture_output=True)
+
+
+@dataclass
+class Box:
+    """A workspace, a directory outside it (writable by anyone, so only the sandbox can refuse),
+    and a private temp dir, all where the runner can reach them."""
+
+    base: Path
+    ws: Path
+    outside: Path
+    tmp: Path
+
+    @classmethod
+    def make(cls, owner: str | None) -> Box:
+        base = Path(tempfile.mkdtemp(prefix="toycoder-sbx-test-"))
+        ws, outside, tmp = base / "ws", base / "outside", base / "tmp"
+        for d in (ws, ws / ".git", outside, tmp):
+            d.mkdir()
+        (ws / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+        os.chmod(base, 0o755)
+        os.chmod(outside, 0o777)
+        if owner:
+            for d in (ws, ws / ".git", ws / ".git" / "HEAD", tmp):
+                shutil.chown(d, owner, owner)
+        return cls(base, ws, outside, tmp)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+def make_plan(box: Box, support: probe.Support, **policy: Any) -> Plan:
+    args = policy.pop("args", {})
+    return plan(Policy(**policy), box.ws, str(box.tmp), support, args)
+
+
+def spec_for(command: str, box: Box, support: probe.Support, *, namespaces: bool = True,
+             landlock_abi: int | None = None, **policy: Any) -> tuple[dict[str, Any], Plan]:
+    p = make_plan(box, support, **policy)
+    assert p.sandboxed, p.describe()
+    spec = p.spec(command, support, required=True)
+    spec["daemon"] = 0  # not started by a daemon: no parent check
+    spec["namespaces"] = namespaces and support.namespaces
+    if landlock_abi is not None:
+        spec["landlock"] = landlock_abi
+    if not spec["namespaces"]:
+        spec["readonly"] = []
+    return spec, p
+
+
+def run(runner: Runner, box: Box, spec: dict[str, Any], timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TMPDIR": str(box.tmp), "LANG": "C"}
+    return subprocess.run(runner.launcher(spec), cwd=box.ws, env=env, capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+def kill_markers(*markers: str) -> None:
+    """Clean-up only: kill what this test started if the code under test failed to."""
+    for m in markers:
+        for pid in processes_with(m):
+            with suppress(ProcessLookupError):
+                os.kill(pid, 9)
+
+
+def unique_sleep() -> str:
+    """A sleep duration nobody else uses, so its command line identifies this test's process."""
+    return f"900000.{uuid.uuid4().int % 10**12:012d}"  # GNU sleep takes fractions: unique per call
+
+
+@contextmanager
+def listening() -> Iterator[int]:
+    """A TCP port on 127.0.0.1 that accepts connections."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(8)
+        yield s.getsockname()[1]

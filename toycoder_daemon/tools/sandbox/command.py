@@ -1,0 +1,96 @@
+"""run_command's side of the sandbox: what to spawn for one command, what the person is shown
+before it runs, and what the model is told after."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import shutil
+import tempfile
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ... import secrets
+from . import observe, probe
+from .policy import Plan, Policy, escalation, plan
+
+log = logging.getLogger(__name__)
+
+_said_unavailable = False
+_recent_blocks: OrderedDict[str, str] = OrderedDict()
+"""command -> what the sandbox blocked last time, shown as the "why" of an escalation request."""
+
+
+class SandboxRefused(Exception):
+    """`sandbox: required` and this machine cannot sandbox the command."""
+
+
+@dataclass
+class Prepared:
+    argv: list[str]
+    env: dict[str, str]
+    plan: Plan
+    command: str
+    tmpdir: str | None = None
+    notice: str = ""
+    """Said once per daemon when `auto` runs commands unsandboxed."""
+
+    def observation(self, output: str, cwd: str) -> str:
+        """Notes to append to the command's observation ('' when there is nothing to say)."""
+        notes = observe.explain(output, self.plan, cwd)
+        if notes:
+            _recent_blocks[self.command] = notes.splitlines()[0]
+            while len(_recent_blocks) > 32:
+                _recent_blocks.popitem(last=False)
+        return "\n".join(n for n in (notes, self.notice) if n)
+
+    def cleanup(self) -> None:
+        if self.tmpdir:
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+
+async def _support() -> probe.Support:
+    cached = probe.cached()
+    return cached if cached is not None else await asyncio.to_thread(probe.support)
+
+
+async def preview(settings: Any, root: Path, args: dict[str, Any]) -> str:
+    """The line the permission request shows, e.g. "sandbox: workspace-write, network off"."""
+    policy = Policy.from_settings(settings)
+    text = plan(policy, root, None, await _support(), args).describe()
+    why = escalation(policy, args)
+    if why and (blocked := _recent_blocks.get(str(args.get("command", "")))):
+        text += f" (the sandboxed run was {blocked})"
+    return text
+
+
+async def prepare(settings: Any, root: Path, command: str, args: dict[str, Any]) -> Prepared:
+    """Raises SandboxRefused when the policy requires a sandbox this machine cannot give."""
+    global _said_unavailable
+    policy = Policy.from_settings(settings)
+    support = await _support()
+    env = secrets.child_env()
+    chosen = plan(policy, root, None, support, args)
+    if chosen.refusal:
+        raise SandboxRefused(f"refused: tools.run_command.sandbox is `required` but {chosen.refusal}; "
+                             "the command did not run")
+    if not chosen.sandboxed:
+        notice = ""
+        if chosen.unavailable and not _said_unavailable:
+            _said_unavailable = True
+            notice = f"note: commands run without a sandbox here ({chosen.unavailable})"
+            log.warning("run_command is not sandboxed: %s", chosen.unavailable)
+        return Prepared(["/bin/sh", "-c", command], env, chosen, command, notice=notice)
+    tmpdir = tempfile.mkdtemp(prefix="toycoder-cmd-")
+    chosen = plan(policy, root, tmpdir, support, args)
+    env.update(TMPDIR=tmpdir, TMP=tmpdir, TEMP=tmpdir)
+    spec = chosen.spec(command, support, required=policy.mode == "required")
+    notice = ""
+    if chosen.network_reason and not _said_unavailable:
+        _said_unavailable = True
+        notice = f"note: sandboxed commands keep the network here ({chosen.network_reason})"
+        log.warning("run_command cannot turn the network off: %s", chosen.network_reason)
+    return Prepared(probe.launcher_argv(json.dumps(spec)), env, chosen, command, tmpdir, notice)

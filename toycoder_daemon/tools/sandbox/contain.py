@@ -1,0 +1,116 @@
+"""Namespaces, read-only bind mounts and killing what a command left behind (Linux, via ctypes).
+
+Used by the launcher only, in a process that exists to run one command, so changing its own
+namespaces and signal dispositions is safe.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import time
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
+# statvfs flags that a remount inside a user namespace must keep (they are locked there).
+_KEEP = {os.ST_NOSUID: MS_NOSUID, os.ST_NODEV: MS_NODEV, os.ST_NOEXEC: MS_NOEXEC, os.ST_NOATIME: MS_NOATIME,
+         os.ST_NODIRATIME: MS_NODIRATIME, os.ST_RELATIME: MS_RELATIME}
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def prctl(option: int, value: int) -> None:
+    _check(_libc().prctl(option, value, 0, 0, 0), f"prctl({option})")
+
+
+def enter_namespaces(*, network: bool) -> set[str]:
+    """Unshare PID, mount and (unless network) network namespaces; an unprivileged process takes a
+    user namespace too, mapping itself to its own ids. Returns the names entered, empty when the
+    kernel or its settings refuse (the caller then falls back)."""
+    flags = CLONE_NEWPID | CLONE_NEWNS | (0 if network else CLONE_NEWNET)
+    uid, gid = os.geteuid(), os.getegid()
+    as_user = uid != 0
+    if as_user:
+        flags |= CLONE_NEWUSER
+    libc = _libc()
+    if libc.unshare(flags) != 0:
+        return set()
+    if as_user:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as f:
+                f.write(text)
+    # Our mounts must not propagate back to the daemon's namespace.
+    _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount private /")
+    entered = {"pid", "mount"}
+    if not network:
+        entered.add("network")
+    return entered
+
+
+def bind_readonly(path: str) -> None:
+    """Make `path` read-only in this mount namespace (a bind mount of itself, remounted ro)."""
+    libc = _libc()
+    raw = os.fsencode(path)
+    _check(libc.mount(raw, raw, None, MS_BIND | MS_REC, None), f"bind {path}")
+    keep = os.statvfs(path).f_flag
+    extra = sum(ms for st, ms in _KEEP.items() if keep & st)
+    _check(libc.mount(None, raw, None, MS_REMOUNT | MS_BIND | MS_RDONLY | extra, None), f"remount {path} read-only")
+
+
+def descendants(root: int) -> list[int]:
+    """Every live process below `root`, from /proc (parents before children)."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        children.setdefault(int(fields[1]), []).append(int(name))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def kill_and_reap(*, pid_namespace_init: bool) -> None:
+    """Kill everything this process started and reap it. As the init of a PID namespace `kill(-1)`
+    reaches exactly the namespace; otherwise this process is a subreaper and walks its tree."""
+    while True:
+        if pid_namespace_init:
+            try:  # noqa: SIM105 (contextlib costs start-up time on every command)
+                os.kill(-1, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        else:
+            for pid in descendants(os.getpid()):
+                try:  # noqa: SIM105
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        try:
+            reaped = os.waitpid(-1, os.WNOHANG)[0]
+        except ChildProcessError:
+            return  # nothing left to reap: every descendant is gone
+        if not reaped:
+            time.sleep(0.002)  # killed but not yet dead; kill again in case one forked meanwhile

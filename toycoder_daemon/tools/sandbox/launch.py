@@ -1,0 +1,152 @@
+"""The launcher run_command starts instead of /bin/sh: it sets up the sandbox, then execs the shell.
+
+    python -S -s -c BOOT SPEC_JSON      run one command (SPEC: see policy.Plan.spec)
+    python -S -s -c BOOT --probe        print which isolation this kernel and user allow, as JSON
+
+A separate process rather than a preexec_fn because the daemon has threads, and forking a threaded
+process then running Python before exec is unsafe. Layout:
+
+    launcher (daemon's namespaces; subreaper) -- in fresh PID/mount/net namespaces when allowed:
+      init (PID 1 of the namespace; when it exits the kernel kills everything left in it)
+        /bin/sh -c COMMAND   (Landlock applied just before exec)
+
+Without namespaces the launcher itself is the init-like supervisor: a child subreaper that kills
+and reaps its whole tree when the shell ends or when it is told to stop.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+
+from . import contain, landlock
+
+TYPE_CHECKING = False  # mypy reads the block below; importing typing costs start-up time per command
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
+REFUSED_EXIT = 125
+"""Exit status when the sandbox was required but could not be applied (the command did not run)."""
+
+
+def _run_shell(spec: dict[str, Any]) -> NoReturn:
+    """In the final child: confine, then become the shell."""
+    try:
+        if spec["required"] and not spec["landlock"]:
+            os.write(2, b"toycoder sandbox: required, but there is no Landlock to apply; it did not run\n")
+            os._exit(REFUSED_EXIT)
+        if spec["landlock"]:
+            try:
+                landlock.restrict(spec["writable"], abi=spec["landlock"], block_tcp=spec["block_tcp"])
+            except OSError as e:
+                if spec["required"]:
+                    os.write(2, f"toycoder sandbox: cannot confine the command: {e}; it did not run\n".encode())
+                    os._exit(REFUSED_EXIT)
+        os.execv("/bin/sh", ["/bin/sh", "-c", spec["command"]])
+    except BaseException as e:  # never return into the supervisor's code in the child
+        os.write(2, f"toycoder sandbox: {e}\n".encode())
+    os._exit(127)
+
+
+def _supervise(spec: dict[str, Any], *, init: bool) -> int:
+    """Start the shell, wait for it, then kill and reap everything else; the shell's status."""
+    shell = os.fork()
+    if shell == 0:
+        _run_shell(spec)
+
+    def stop(signum: int, _frame: Any) -> None:
+        contain.kill_and_reap(pid_namespace_init=init)
+        os._exit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, stop)
+    while True:
+        pid, status = os.waitpid(-1, 0)  # also reaps orphans handed to us meanwhile
+        if pid == shell:
+            code = os.waitstatus_to_exitcode(status)
+            break
+    contain.kill_and_reap(pid_namespace_init=init)
+    return 128 - code if code < 0 else code
+
+
+def _wait_for(child: int) -> int:
+    """The launcher above a namespace init: pass a stop on as SIGKILL (which ends the namespace)."""
+
+    def stop(signum: int, _frame: Any) -> None:
+        try:  # noqa: SIM105 (contextlib costs start-up time on every command)
+            os.kill(child, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        contain.kill_and_reap(pid_namespace_init=False)
+        os._exit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, stop)
+    _, status = os.waitpid(child, 0)
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 else code
+
+
+def run(spec: dict[str, Any]) -> int:
+    # Die with the daemon, even when it is killed outright (then the namespace goes with us).
+    contain.prctl(contain.PR_SET_PDEATHSIG, signal.SIGKILL)
+    if spec.get("daemon") and os.getppid() != spec["daemon"]:
+        return 137  # the daemon is already gone
+    contain.prctl(contain.PR_SET_CHILD_SUBREAPER, 1)
+    entered: set[str] = set()
+    if spec["namespaces"]:
+        entered = contain.enter_namespaces(network=spec["network"])
+        if spec["required"] and not entered:
+            os.write(2, b"toycoder sandbox: cannot create the command's namespaces; it did not run\n")
+            return REFUSED_EXIT
+        for path in spec["readonly"] if entered else ():
+            try:
+                contain.bind_readonly(path)
+            except OSError as e:
+                os.write(2, f"toycoder sandbox: {e}; it did not run\n".encode())
+                return REFUSED_EXIT
+    # A fresh network namespace already cuts the network (with a clear ENETUNREACH); Landlock's TCP
+    # rules are the fallback where namespaces are not allowed.
+    spec["block_tcp"] = not spec["network"] and "network" not in entered
+    if "pid" not in entered:
+        return _supervise(spec, init=False)
+    init = os.fork()
+    if init == 0:
+        try:
+            contain.prctl(contain.PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getpid() != 1:  # kill(-1) below must only ever reach the namespace
+                raise OSError("not the init of a new PID namespace")
+            os._exit(_supervise(spec, init=True))
+        except BaseException as e:
+            os.write(2, f"toycoder sandbox: {e}\n".encode())
+            os._exit(127)
+    return _wait_for(init)
+
+
+def probe() -> dict[str, Any]:
+    """What this kernel and user allow, found by trying it in this throwaway process."""
+    found: dict[str, Any] = {"landlock": landlock.abi_version(), "namespaces": False, "readonlyMounts": False}
+    entered = contain.enter_namespaces(network=False)
+    if entered:
+        found["namespaces"] = True
+        import tempfile
+
+        try:  # only this process's private mount namespace sees it
+            contain.bind_readonly(tempfile.gettempdir())
+            found["readonlyMounts"] = True
+        except OSError:
+            pass
+    return found
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--probe"]:
+        sys.stdout.write(json.dumps(probe()) + "\n")
+        return 0
+    return run(json.loads(argv[0]))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

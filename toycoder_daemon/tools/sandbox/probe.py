@@ -1,0 +1,114 @@
+"""What sandboxing this machine offers, found once per daemon, for run_command and for reports
+(`--check-config`, `/tools`)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import landlock
+
+log = logging.getLogger(__name__)
+
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
+BOOT = (f"import sys; sys.path.insert(0, {_PACKAGE_PARENT!r}); "
+        "from toycoder_daemon.tools.sandbox.launch import main; sys.exit(main(sys.argv[1:]))")
+"""The launcher's entry: -S and -s skip site-packages (the launcher needs only the stdlib), which
+keeps its start-up cost per command low."""
+
+
+def launcher_argv(*args: str) -> list[str]:
+    return [sys.executable, "-S", "-s", "-c", BOOT, *args]
+
+
+@dataclass(frozen=True)
+class Support:
+    platform: str
+    landlock: int
+    """Landlock ABI, 0 without it."""
+    namespaces: bool
+    """Fresh PID, mount and network namespaces can be created for a command."""
+    readonly_mounts: bool
+    """A path (the workspace's .git) can be made read-only for a command."""
+
+    @property
+    def linux(self) -> bool:
+        return self.platform.startswith("linux")
+
+    @property
+    def network_isolation(self) -> str | None:
+        if self.namespaces:
+            return "network namespace"
+        if self.landlock >= 4:
+            return "Landlock TCP rules"
+        return None
+
+    def missing(self) -> str | None:
+        """Why commands cannot be sandboxed here, or None."""
+        if not self.linux:
+            return f"no sandbox is implemented for {self.platform}"
+        if self.landlock < 1:
+            return "this kernel has no Landlock"
+        return None
+
+    def report(self) -> dict[str, object]:
+        return {
+            "available": self.missing() is None, "platform": self.platform, "landlockAbi": self.landlock,
+            "network": self.network_isolation, "processes": "PID namespace" if self.namespaces else "subreaper",
+            "gitReadOnly": self.readonly_mounts, "problem": self.missing(),
+        }
+
+    def summary(self) -> str:
+        problem = self.missing()
+        if problem:
+            return f"sandbox: unavailable ({problem}); commands run unsandboxed under `auto`, refused under `required`"
+        network = self.network_isolation or "nothing (unsupported)"
+        return (f"sandbox: Landlock ABI {self.landlock}, network off via {network}, "
+                f"processes contained by {'a PID namespace' if self.namespaces else 'a subreaper'}, "
+                f".git read-only {'yes' if self.readonly_mounts else 'no (no mount namespace)'}")
+
+
+_cached: Support | None = None
+
+
+def cached() -> Support | None:
+    return _cached
+
+
+def support() -> Support:
+    global _cached
+    if _cached is None:
+        _cached = _detect()
+    return _cached
+
+
+def _detect() -> Support:
+    abi = landlock.abi_version()
+    if not sys.platform.startswith("linux"):
+        return Support(sys.platform, 0, False, False)
+    found: dict[str, object] = {}
+    try:
+        done = subprocess.run(launcher_argv("--probe"), capture_output=True, text=True, timeout=20,
+                              stdin=subprocess.DEVNULL, env={**os.environ, landlock.SIMULATE_ENV: "0"})
+        found = json.loads(done.stdout or "{}")
+    except (OSError, subprocess.SubprocessError, ValueError) as e:
+        log.warning("sandbox probe failed: %s", e)
+    return Support(sys.platform, abi, bool(found.get("namespaces")), bool(found.get("readonlyMounts")))
+
+
+def status(mode: str) -> dict[str, object]:
+    """For `--check-config` and editors' health checks: the configured mode and what it gets here."""
+    found = support()
+    return {"mode": mode, **found.report(), "summary": found.summary()}
+
+
+def status_line(mode: str) -> str:
+    """For `/tools`."""
+    if mode == "off":
+        return "sandbox: off (tools.run_command.sandbox); commands run unconfined"
+    return f"{support().summary()} [mode: {mode}]"
