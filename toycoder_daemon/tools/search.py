@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 from typing import Annotated
 
+from .. import secrets
 from .base import ToolContext, ToolError, tool
 from .files import _resolve
 from .ignore import GlobError, IgnoreMatcher, compile_glob
@@ -89,8 +90,9 @@ def _line_text(text: bytes | str) -> str:
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
     text = text.rstrip("\r")
-    if len(text) > LINE_MAX_CHARS:
-        text = text[:LINE_MAX_CHARS] + TRUNCATED_MARK
+    if len(text) > LINE_MAX_CHARS:  # redacted before the cut, a key's piece at the cut too
+        kept = secrets.clip(text, LINE_MAX_CHARS)
+        text = kept.head + (TRUNCATED_MARK if kept.dropped else "")
     return _display(text)
 
 
