@@ -62,7 +62,9 @@ def test_wrapped_and_path_forms_are_judged_like_the_bare_program(tmp_path: Path,
     "python3 -c 'import os'", "ruby -e x", "node -e x", "awk 'BEGIN{system(\"rm x\")}'",
     "/nonexistent/r? x", "$RM x", "`which rm` x", "sh script.sh", "echo rm x | sh", "bash", "eval rm x",
     "env -S \"$X\"", "timeout --bogus 5 rm x", "python3", "cat <<EOF\n$(rm x)\nEOF",
-    "echo 'unterminated", "case $x in a) make;; esac",
+    "alias r=rm\nr x", "hash -p /bin/rm r; r x", "trap 'rm x' EXIT", "node --eval=x",
+    "echo 'unterminated", "case $x in a) make;; esac", "find -exec " * 5000 + "ls", "echo " + "x" * 70_000,
+    "echo " + "$(echo " * 12 + "ls" + ")" * 12,
 ])
 def test_what_cannot_be_judged_with_certainty_is_asked(tmp_path: Path, command: str) -> None:
     assert verdict(tmp_path, command) == "ask"

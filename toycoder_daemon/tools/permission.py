@@ -151,7 +151,11 @@ class PermissionGate:
                 return "deny", rule
         command_rules = [r for r in self.deny if r.tool == tool.name and r.pattern is not None]
         if subject and subject[0] == "command" and command_rules:
-            programs = invocations(subject[1], ctx.workspace.root)
+            try:
+                programs = invocations(subject[1], ctx.workspace.root)
+            except Exception as e:  # a fault in the analysis must not let the command through
+                log.warning("cannot analyse a command (%s: %s): asking", type(e).__name__, e)
+                programs = [Invocation("", unsure="the analysis failed")]
             verdicts = [(program_verdict(r.pattern or "", inv), r) for r in command_rules for inv in programs]
             for wanted in ("deny", "ask"):  # "ask" goes even past allow rules and "always"
                 found = next((r for v, r in verdicts if v == wanted), None)

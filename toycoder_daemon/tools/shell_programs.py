@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .shell_words import EXPANDED, GLOB, Word, parse, split_words
+from .shell_words import EXPANDED, GLOB, MAX_DEPTH, Word, parse, split_words
 
 DELETERS = frozenset({"rm", "unlink", "rmdir", "shred"})
 """Programs whose job is deleting files: a deny rule on one makes the others ask."""
@@ -26,6 +26,8 @@ SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "
 INLINE_CODE = {"perl": "eE", "python": "c", "ruby": "e", "node": "ep", "nodejs": "ep", "php": "rR", "lua": "e",
                "luajit": "e", "Rscript": "e", "pwsh": "c", "deno": "", "bun": "e", "tclsh": "", "jshell": ""}
 """Interpreters and the short options that give them code on the command line."""
+TEXT_RUNNERS = frozenset({"eval", "source", ".", "trap", "alias", "hash", "enable", "fc"})
+"""Builtins that run a string later or give a program another name (`alias r=rm`, `hash -p`)."""
 AWKS = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
 INFO_ONLY = frozenset({"--version", "-V", "--help", "-h", "-v"})
 MAX_WRAPS = 32
@@ -95,6 +97,8 @@ def invocations(line: str, cwd: Path | None = None, depth: int = 0) -> list[Invo
 
 
 def _judge(words: list[Word], cwd: Path | None, depth: int) -> list[Invocation]:
+    if depth > MAX_DEPTH:
+        return [Invocation("", words, unsure="commands nested too deep")]
     for _ in range(MAX_WRAPS):
         if not words:
             return []
@@ -226,8 +230,8 @@ def _program(name: str, args: list[Word], cwd: Path | None, depth: int) -> list[
     texts = [a.text for a in args]
     if name in SHELLS:
         return _shell(inv, cwd, depth)
-    if name in ("eval", "source", "."):
-        inv.unsure = f"{name} runs text this analysis does not follow"
+    if name in TEXT_RUNNERS:
+        inv.unsure = f"{name} runs or renames commands in a way this analysis does not follow"
     elif name == "find":
         return _find(inv, cwd, depth)
     elif name in AWKS:
@@ -236,8 +240,8 @@ def _program(name: str, args: list[Word], cwd: Path | None, depth: int) -> list[
         base = re.sub(r"[\d.]+$", "", name)  # python3.12 -> python
         if base in INLINE_CODE:
             letters = INLINE_CODE[base]
-            inline = any(re.fullmatch(r"-[A-Za-z]{1,4}", t) and any(c in t[1:] for c in letters)
-                         for t in texts) or any(t in ("--eval", "--print", "eval", "-") for t in texts)
+            inline = any((re.fullmatch(r"-[A-Za-z]{1,4}", t) and any(c in t[1:] for c in letters))
+                         or t.startswith(("--eval", "--print")) or t in ("eval", "-") for t in texts)
             script = any(not t.startswith("-") for t in texts)
             inv.runs_code = inline or not script and not any(t in INFO_ONLY for t in texts)
     return [inv]
@@ -262,7 +266,7 @@ def _shell(inv: Invocation, cwd: Path | None, depth: int) -> list[Invocation]:
     if i < len(args) and args[i].text == "--":
         i += 1
     if command_string and i < len(args) and inv.program != "fish":
-        if depth >= 8:
+        if depth >= MAX_DEPTH:
             return [Invocation(inv.program, args, unsure="shells nested too deep")]
         return invocations(args[i].text, cwd, depth + 1)
     inv.unsure = f"{inv.program} runs a script or its stdin, which this analysis does not read"
@@ -277,7 +281,7 @@ def _find(inv: Invocation, cwd: Path | None, depth: int) -> list[Invocation]:
             inv.deletes = True
         elif t in ("-exec", "-execdir", "-ok", "-okdir"):
             end = next((j for j in range(i + 1, len(args)) if args[j].text in (";", "+")), len(args))
-            out.extend(_judge(args[i + 1:end], cwd, depth))
+            out.extend(_judge(args[i + 1:end], cwd, depth + 1))
             i = end
         i += 1
     return out

@@ -17,6 +17,8 @@ LITERAL, EXPANDED, GLOB = "L", "X", "G"
 """Mask characters: certain text, text an expansion replaces, an unquoted glob character."""
 MAX_DEPTH = 8
 """Nested substitutions deeper than this are not followed (and make the line unsure)."""
+MAX_LENGTH = 65_536
+"""A longer line is not parsed (it is unsure): the gate runs on the event loop."""
 
 _BREAK = set(" \t\n;&|()<>")
 _SKIPPED_KEYWORDS = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}"}
@@ -41,6 +43,25 @@ class Word:
         self.mask += kind * len(text)
 
 
+class _Builder:
+    """A word being lexed, in pieces: appending to a str attribute would copy it every time."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.masks: list[str] = []
+
+    def add(self, text: str, kind: str = LITERAL) -> None:
+        self.texts.append(text)
+        self.masks.append(kind * len(text))
+
+    @property
+    def empty(self) -> bool:
+        return not any(self.texts)
+
+    def word(self) -> Word:
+        return Word("".join(self.texts), "".join(self.masks))
+
+
 @dataclass
 class Script:
     commands: list[list[Word]] = field(default_factory=list)
@@ -54,6 +75,9 @@ def parse(src: str, depth: int = 0) -> Script:
     out = Script()
     if depth > MAX_DEPTH:
         out.unsure.append("nested too deep")
+        return out
+    if len(src) > MAX_LENGTH:
+        out.unsure.append("too long to analyse")
         return out
     _Parser(src, depth, out).run()
     return out
@@ -161,11 +185,11 @@ class _Parser:
     # ---- words ------------------------------------------------------------------------------
 
     def _lex_word(self) -> Word:
-        src, w = self.src, Word()
+        src, w = self.src, _Builder()
         brace = False
         while self.i < len(src):
             c = src[self.i]
-            if c in "<>" and src.startswith("(", self.i + 1) and not w.text:
+            if c in "<>" and src.startswith("(", self.i + 1) and w.empty:
                 self._substitution(self.i + 1, w)
             elif c in _BREAK:
                 break
@@ -192,16 +216,16 @@ class _Parser:
             elif c in "*?[":
                 w.add(c, GLOB)
                 self.i += 1
-            elif c == "~" and not w.text:
+            elif c == "~" and w.empty:
                 w.add(c, EXPANDED)
                 self.i += 1
             else:
                 brace = brace or c == "{"
                 w.add(c, EXPANDED if brace and c in "{}," else LITERAL)
                 self.i += 1
-        return w
+        return w.word()
 
-    def _double_quoted(self, w: Word) -> None:
+    def _double_quoted(self, w: _Builder) -> None:
         src = self.src
         while self.i < len(src):
             c = src[self.i]
@@ -221,7 +245,7 @@ class _Parser:
                 self.i += 1
         self.unsure("an unterminated quote")
 
-    def _dollar(self, w: Word) -> None:
+    def _dollar(self, w: _Builder) -> None:
         src, i = self.src, self.i
         nxt = src[i + 1:i + 2]
         if src.startswith("$((", i):
@@ -259,7 +283,7 @@ class _Parser:
             self.i = i + 1
             w.add("$")
 
-    def _ansi_c(self, w: Word) -> None:
+    def _ansi_c(self, w: _Builder) -> None:
         src = self.src
         while self.i < len(src):
             c = src[self.i]
@@ -279,7 +303,7 @@ class _Parser:
                 self.i += 2
         self.unsure("an unterminated quote")
 
-    def _substitution(self, open_at: int, w: Word) -> None:
+    def _substitution(self, open_at: int, w: _Builder) -> None:
         """`$(...)`, `<(...)` or `>(...)` with its `(` at open_at: its commands run too."""
         end = _closing(self.src, open_at)
         start = self.i
@@ -291,7 +315,7 @@ class _Parser:
             self.i = end + 1
         w.add(self.src[start:self.i], EXPANDED)
 
-    def _backtick(self, w: Word) -> None:
+    def _backtick(self, w: _Builder) -> None:
         src, start = self.src, self.i
         j, inner = start + 1, []
         while j < len(src) and src[j] != "`":
