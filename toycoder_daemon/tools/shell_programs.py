@@ -155,6 +155,8 @@ def _unwrap(name: str, args: list[Word]) -> list[Word] | str | None:
         t = a.text
         if t == "--":
             i += 1
+            while name in ("env", "sudo") and i < len(args) and "=" in args[i].text:
+                i += 1  # NAME=VALUE may follow the `--`
             break
         if name == "env" and (t == "-" or "=" in t and not t.startswith("-")):
             i += 1
