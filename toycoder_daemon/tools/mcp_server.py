@@ -236,7 +236,7 @@ class McpServer:
             reason += f" (exit code {code})" if code > 0 else f" (killed by signal {-code})"
         tail = await child.stderr_tail()
         if tail:
-            reason += "; stderr: " + secrets.redact(" | ".join(tail))[-800:]
+            reason += "; stderr: " + "".join(secrets.clip(" | ".join(tail), 0, 800)[:2])
         return reason
 
     async def _list_tools(self, session: ClientSession) -> list[mt.Tool]:

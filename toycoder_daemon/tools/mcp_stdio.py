@@ -62,7 +62,7 @@ def parse_line(line: bytes) -> SessionMessage | Exception:
     try:
         return SessionMessage(mt.jsonrpc_message_adapter.validate_json(line, by_name=False))
     except ValueError as e:  # pydantic's ValidationError is a ValueError
-        log.debug("unparsable line from an MCP server: %r", line[:200])
+        log.debug("unparsable line from an MCP server: %r", secrets.clip(line.decode("utf-8", "replace"), 200).head)
         return e
 
 

@@ -7,7 +7,11 @@ for the rest of that session. No answer, an error or a dismissed prompt is a rej
 Rules look like `write_file`, `write_file(docs/**)` or `run_command(pytest *)`. The part in
 parentheses matches the call's subject: the `command` argument, else the `path` argument (relative
 to the workspace). A command that chains, pipes, substitutes or redirects never matches an allow
-rule; for deny rules every piece of such a command is checked, so `ls; rm -rf x` meets `rm *`.
+rule. Deny rules judge the programs a command runs (shell_programs.py), not its text: every simple
+command of it, through paths, globs and wrappers, so `ls; /bin/rm x` and `setsid rm x` meet `rm *`.
+When a run_command deny rule exists, what that analysis cannot judge with certainty is asked about,
+even past allow rules and "always"; so are interpreters given code inline (perl -e, python -c, awk),
+and, under a rule on a deleting program (rm, unlink, rmdir, shred), the others and `find -delete`.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .shell_programs import DELETERS, Invocation, invocations
+
 if TYPE_CHECKING:
     from ..ports import PermissionRequest
     from .base import Tool, ToolContext
@@ -25,20 +31,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SHELL_META = re.compile(r"[;&|`$<>()\n\r\\]")
-SHELL_SPLIT = re.compile(r"\$\(|[;&|`()<>\n\r]")
-# Words that run their arguments as another command, and shell keywords: behind them a deny
-# pattern like `rm *` cannot see the real command.
-WRAPPERS = {"env", "command", "exec", "eval", "sudo", "doas", "xargs", "nohup", "time", "nice", "timeout",
-            "bash", "sh", "zsh", "dash", "busybox", "builtin", "then", "do", "if", "while", "until", "for",
-            "case", "!", "{", "}"}
-
-
-def plain_command(command: str) -> bool:
-    """A single simple command whose first word is the program: what a pattern can judge."""
-    if SHELL_META.search(command) or any(c in command for c in "'\"{}"):
-        return False
-    words = command.split()
-    return bool(words) and "=" not in words[0] and words[0] not in WRAPPERS
 
 
 @dataclass(frozen=True)
@@ -94,6 +86,26 @@ def _escalates(args: dict[str, Any], ctx: ToolContext) -> bool:
     return escalation(Policy.from_settings(ctx.settings), args) is not None
 
 
+def program_verdict(pattern: str, inv: Invocation) -> str | None:
+    """"deny" when the program and its arguments meet a deny pattern, "ask" when they might or the
+    program is not known for certain, else None. The pattern's first word names the program (a
+    path in it counts by its basename, like the command's)."""
+    words = pattern.split()
+    if not words:
+        return None
+    if "/" in words[0] and not any(c in words[0] for c in "*?["):
+        words[0] = words[0].rsplit("/", 1)[1]
+    if inv.unsure or inv.runs_code:
+        return "ask"
+    if fnmatch.fnmatchcase(inv.program, words[0]):
+        if command_matches(" ".join(words), " ".join([inv.program] + [a.text for a in inv.args])):
+            return "deny"
+        return None if all(a.certain for a in inv.args) else "ask"  # an expansion might make it match
+    if inv.deletes and any(fnmatch.fnmatchcase(d, words[0]) for d in DELETERS):
+        return "ask"  # `unlink x` or `find -delete` under a rule on rm
+    return None
+
+
 class PermissionGate:
     def __init__(self, allow: list[str] | None = None, deny: list[str] | None = None):
         self.allow = [Rule.parse(r) for r in allow or ()]
@@ -132,9 +144,8 @@ class PermissionGate:
         kind, value = subject
         if kind == "path":
             return bool(glob_regex(rule.pattern).match(value))
-        if for_deny:  # any piece of a compound command may be the dangerous one
-            pieces = [value] + [p for p in SHELL_SPLIT.split(value) if p.strip()]
-            return any(command_matches(rule.pattern, p.strip()) for p in pieces)
+        if for_deny:  # commands are judged by the programs they run: see rule_verdict
+            return False
         return not SHELL_META.search(value) and command_matches(rule.pattern, value)
 
     def rule_verdict(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> tuple[str, Rule] | None:
@@ -144,10 +155,18 @@ class PermissionGate:
         for rule in self.deny:
             if self._matches(rule, tool.name, subject, for_deny=True):
                 return "deny", rule
-        if subject and subject[0] == "command" and not plain_command(subject[1]):
-            unsure = next((r for r in self.deny if r.tool == tool.name and r.pattern is not None), None)
-            if unsure:
-                return "ask", unsure  # even past allow rules and "always": the person decides
+        command_rules = [r for r in self.deny if r.tool == tool.name and r.pattern is not None]
+        if subject and subject[0] == "command" and command_rules:
+            try:
+                programs = invocations(subject[1], ctx.workspace.root)
+            except Exception as e:  # a fault in the analysis must not let the command through
+                log.warning("cannot analyse a command (%s: %s): asking", type(e).__name__, e)
+                programs = [Invocation("", unsure="the analysis failed")]
+            verdicts = [(program_verdict(r.pattern or "", inv), r) for r in command_rules for inv in programs]
+            for wanted in ("deny", "ask"):  # "ask" goes even past allow rules and "always"
+                found = next((r for v, r in verdicts if v == wanted), None)
+                if found:
+                    return wanted, found
         for rule in self.allow:
             if self._matches(rule, tool.name, subject, for_deny=False):
                 return "allow", rule

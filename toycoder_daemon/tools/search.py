@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
+from .. import secrets
 from .base import ToolContext, ToolError, tool
 from .search_results import LINE_MAX_CHARS, TRUNCATED_MARK, Hits, TopPaths
 from .search_rg import Walk, grep, list_files
@@ -60,10 +61,13 @@ def _display(s: str) -> str:
         return s.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def _line_text(raw: bytes) -> str:
-    text = raw.decode("utf-8", "replace").rstrip("\r")
-    if len(text) > LINE_MAX_CHARS:
-        text = text[:LINE_MAX_CHARS] + TRUNCATED_MARK
+def _line_text(text: bytes | str) -> str:
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    text = text.rstrip("\r")
+    if len(text) > LINE_MAX_CHARS:  # redacted before the cut, a key's piece at the cut too
+        kept = secrets.clip(text, LINE_MAX_CHARS)
+        text = kept.head + (TRUNCATED_MARK if kept.dropped else "")
     return _display(text)
 
 

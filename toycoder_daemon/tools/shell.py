@@ -15,6 +15,7 @@ import signal
 import time
 from typing import Annotated, Any
 
+from .. import secrets
 from .base import ToolContext, ToolError, tool
 from .sandbox import command as sandboxing
 
@@ -31,32 +32,43 @@ def kill_all() -> None:
 
 
 class HeadTail:
-    """Keeps the first and last `limit // 2` bytes of a stream and counts the rest."""
+    """Keeps the first and last `limit // 2` bytes of a stream and counts the rest.
+
+    Each side also keeps a margin as long as the longest secret, so a key lying across a cut is
+    redacted whole before the cut (secrets.clip); only the `limit // 2` bytes are shown."""
 
     def __init__(self, limit: int):
         self.half = max(1, limit // 2)
+        self.keep = self.half + secrets.longest()
         self.head = bytearray()
         self.tail = bytearray()
         self.total = 0
 
     def feed(self, data: bytes) -> None:
         self.total += len(data)
-        room = self.half - len(self.head)
+        room = self.keep - len(self.head)
         if room > 0:
             self.head += data[:room]
             data = data[room:]
         if data:
             self.tail += data
-            if len(self.tail) > self.half:
-                del self.tail[: len(self.tail) - self.half]
+            if len(self.tail) > self.keep:
+                del self.tail[: len(self.tail) - self.keep]
 
     def text(self) -> str:
-        cut = self.total - len(self.head) - len(self.tail)
-        head = self.head.decode("utf-8", errors="replace")
-        tail = self.tail.decode("utf-8", errors="replace")
+        if self.total <= len(self.head) + len(self.tail):  # all of it is here: one text to clip
+            whole = secrets.clip((self.head + self.tail).decode("utf-8", errors="replace"), self.half, self.half,
+                                 in_bytes=True)
+            first, last, cut = whole.head, whole.tail, whole.dropped
+        else:
+            head = self.head.decode("utf-8", errors="replace")
+            tail = self.tail.decode("utf-8", errors="replace")
+            first = "".join(secrets.clip(head, self.half, in_bytes=True, cut_after=True)[:2])
+            last = "".join(secrets.clip(tail, 0, self.half, in_bytes=True, cut_before=True)[:2])
+            cut = self.total - 2 * self.half  # bytes of the stream not shown
         if cut <= 0:
-            return head + tail
-        return f"{head}\n[... {cut} bytes of output cut from the middle ...]\n{tail}"
+            return first
+        return f"{first}\n[... {cut} bytes of output cut from the middle ...]\n{last}"
 
 
 def _kill_group(pgid: int, sig: int) -> None:
