@@ -53,7 +53,7 @@ async def test_checkpoints_restore_conflicts_force_and_undo_over_the_wire(daemon
         {"path": "b.txt", "uri": (workspace / "b.txt").resolve().as_uri(), "status": "created", "added": 1,
          "removed": 0}]
     listed = (await daemon.call("toycoder/checkpoint/list", {"sessionId": sid}))["checkpoints"]
-    assert [(c["turnId"], c["prompt"]) for c in listed] == list(zip(turns, ["make a", "grow a", "buzz"]))
+    assert [(c["turnId"], c["prompt"]) for c in listed] == list(zip(turns, ["make a", "grow a", "buzz"], strict=True))
     assert listed[0]["files"] == [{"path": "a.txt", "status": "created", "added": 1, "removed": 0}]
     assert listed[0]["createdAt"].endswith("+00:00")
 
