@@ -198,3 +198,26 @@ async def test_a_file_too_large_to_checkpoint_says_so_in_the_result(inproc, work
     await p.prompt(sid, "shrink it")
     [r] = results(p, sid)
     assert r.status == "completed" and "too large to checkpoint" in r.output
+
+
+async def test_a_subagents_writes_are_the_turns_and_undone_with_it(inproc, workspace: Path) -> None:
+    p: InProc = inproc({"agents": {"scribe": {"prompt": "explorer", "tools": ["write_file"],
+                                              "description": "Writes notes."}}})
+    p.frontend.default_decision = "allow_once"
+    p.script.add({"tool_calls": [{"name": "scribe", "arguments": {"query": "note it"}}]},
+                 write("notes.txt", "noted\n"), {"text": "written"}, {"text": "ok"})
+    sid = p.new_session()
+    out = await p.prompt(sid, "take a note")
+    assert (workspace / "notes.txt").read_text() == "noted\n"
+    [reported] = changes(p, sid)
+    assert reported.turn_id == out.turn_id and [f.path for f in reported.files] == ["notes.txt"]
+    await p.command(sid, "/undo")
+    assert not (workspace / "notes.txt").exists()
+
+
+def test_the_acp_face_offers_the_checkpoint_commands() -> None:
+    from toycoder_daemon.acp import command_list
+
+    offered = {c.name: c for c in command_list()}
+    assert {"undo", "checkpoints", "restore"} <= set(offered)
+    assert offered["restore"].input is not None  # takes the turn as input
