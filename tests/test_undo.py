@@ -221,3 +221,26 @@ def test_the_acp_face_offers_the_checkpoint_commands() -> None:
     offered = {c.name: c for c in command_list()}
     assert {"undo", "checkpoints", "restore"} <= set(offered)
     assert offered["restore"].input is not None  # takes the turn as input
+
+
+async def test_a_cancelled_restore_still_finishes_and_tells_the_model(inproc, workspace: Path, monkeypatch) -> None:
+    p: InProc = inproc()
+    sid, turns = await three_turns(p, workspace)
+    store = p.app.checkpoints.of(sid)
+    started, release = asyncio.Event(), asyncio.Event()
+    loop = asyncio.get_running_loop()
+    real = store.restore
+
+    def slow_restore(*args, **kwargs):
+        loop.call_soon_threadsafe(started.set)
+        asyncio.run_coroutine_threadsafe(release.wait(), loop).result(10)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(store, "restore", slow_restore)
+    restoring = asyncio.ensure_future(p.app.restore(sid, turns[2]))
+    await asyncio.wait_for(started.wait(), 10)
+    assert p.app.cancel(sid)
+    release.set()
+    result = await asyncio.wait_for(restoring, 10)
+    assert result["restored"] == ["b.txt"] and (workspace / "b.txt").read_text() == "bee\n"
+    assert "restored files to their state before turn" in p.app.session(sid).messages[-1]["content"]

@@ -78,7 +78,16 @@ class Checkpoints:
         changes so editors reload the files."""
         store = self.of(s.id)
         turn_id = store.resolve(turn_ref)
-        result = await asyncio.to_thread(store.restore, turn_id, paths, force, as_turn)
+        work = asyncio.ensure_future(asyncio.to_thread(store.restore, turn_id, paths, force, as_turn))
+        try:
+            result = await asyncio.shield(work)
+        except asyncio.CancelledError:  # the thread writes the files either way: finish, note, answer
+            result = await work
+        self._restored(s, store, turn_id, result, frontend)
+        return result
+
+    def _restored(self, s: Session, store: CheckpointStore, turn_id: str, result: RestoreResult,
+                  frontend: Frontend | None) -> None:
         if result["restored"] or result["conflicts"]:
             note: UserMessage = {"role": "user", "content": conversation_note(result, turn_id), "note": True}
             if result["turnId"]:
@@ -86,7 +95,6 @@ class Checkpoints:
             s.messages.append(note)
         if result["turnId"] and frontend is not None:
             self.report(store, result["turnId"], frontend)
-        return result
 
 
 
