@@ -148,6 +148,8 @@ async def _commit(ctx: ToolContext, plan: Plan) -> tuple[Path, TextFile, str, st
         return p, f, text, f"\nnote: {problem}" if problem else ""
 
     async def in_editor(p: Path, f: TextFile, text: str) -> str:
+        if ctx.workspace.open_documents.get(p) not in (f.text, BOM + f.text):  # typed since the plan
+            raise ToolError(f"{ctx.workspace.relative(p)} changed while waiting for approval; read it again")
         problem = _record(ctx, p, "before", _encode(f, f.text))  # the buffer, unsaved work included
         result = await ctx.frontend.apply_edit(p, f.text, text)
         if not result.applied:
