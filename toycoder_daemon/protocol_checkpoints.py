@@ -47,8 +47,8 @@ class RestoreParams(Wire):
     """A turn id (or a unique prefix of one, or its number)."""
     paths: list[str] | None = None
     """Only these files (relative to the workspace root, or absolute); default: every file."""
-    force: bool = False
-    """Overwrite files changed outside the agent since its last write (otherwise conflicts)."""
+    force: bool | None = None
+    """Overwrite files changed outside the agent since its last write (default: they are conflicts)."""
 
 
 class RestoreConflict(Wire):

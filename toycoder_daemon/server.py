@@ -289,7 +289,7 @@ async def checkpoint_list(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.C
 async def checkpoint_restore(ls: ToyCoderServer, p: wire.RestoreParams) -> wire.RestoreResult:
     """The restored files' `changes` update (clients reload them) goes out before the answer."""
     try:
-        result = await ls.get_app().restore(p.session_id, p.turn_id, p.paths, p.force,
+        result = await ls.get_app().restore(p.session_id, p.turn_id, p.paths, bool(p.force),
                                             lambda sid, turn_id: EditorFrontend(ls, sid, turn_id))
     except UnknownCheckpoint as e:
         raise rpc_error(wire.INVALID_PARAMS, f"Invalid params: turnId: {e}") from None

@@ -287,8 +287,8 @@ export interface RestoreParams {
   turnId: string;
   /** Only these files (relative to the workspace root, or absolute); default: every file. */
   paths?: string[];
-  /** Overwrite files changed outside the agent since its last write (otherwise conflicts). */
-  force: boolean;
+  /** Overwrite files changed outside the agent since its last write (default: they are conflicts). */
+  force?: boolean;
 }
 
 export interface RestoreConflict {
