@@ -135,3 +135,9 @@ class AllowAll:
 
     async def ask(self, question: str, options: Any) -> None:
         return None
+
+    def can_apply_edit(self) -> bool:
+        return False  # an editor without workspace.applyEdit
+
+    async def apply_edit(self, path: Any, before: str, after: str) -> Any:
+        raise AssertionError("no editor edits without the capability")

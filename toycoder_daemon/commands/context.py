@@ -3,6 +3,7 @@ interface that App implements (commands never import the app)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -13,9 +14,23 @@ from ..sessions.store import SessionSummary
 from ..tools.settings import ToolSettings
 
 
+class CheckpointHost(Protocol):
+    """The sessions' checkpoints (the app's undo.Checkpoints)."""
+
+    def rows(self, session_id: str, live: bool) -> Sequence[Mapping[str, Any]]:
+        """Turns that changed files, oldest first: {turnId, kind, createdAt, prompt, files}."""
+
+    async def restore(self, s: Session, turn_ref: str, paths: list[str] | None, force: bool,
+                      frontend: Frontend | None, as_turn: str | None = None) -> Mapping[str, Any]:
+        """{turnId, restored, conflicts: [{path, reason}], note}; raises ToyCoderError for an unknown turn."""
+
+
 class CommandHost(Protocol):
     settings: ToolSettings
     """The tools' settings (the sandbox policy for /tools)."""
+
+    @property
+    def checkpoints(self) -> CheckpointHost: ...
 
     def new_session(self, title: str | None = None) -> Session: ...
 
@@ -43,3 +58,5 @@ class CommandContext:
     """The arguments, split like a shell would."""
     raw: str = ""
     """The text after the command name, as typed (stripped)."""
+    turn_id: str = ""
+    """The turn the command runs as (a restore is recorded under it)."""
