@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import new_session
 from rpc import Daemon, RpcError
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
@@ -30,10 +31,6 @@ def edit(path: str, old: str, new: str) -> dict:
 
 def of_kind(d: Daemon, sid: str, kind: str) -> list[dict]:
     return [u for u in d.updates(sid) if u["update"]["kind"] == kind]
-
-
-async def new_session(d: Daemon) -> str:
-    return (await d.call("toycoder/session/new", {}))["sessionId"]
 
 
 async def test_checkpoints_restore_conflicts_force_and_undo_over_the_wire(daemon: Daemon, llm: FakeLLM,
