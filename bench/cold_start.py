@@ -1,7 +1,9 @@
-"""Cold start: spawning `python -m toycoder_daemon` until its `initialize` response arrives.
+"""Cold start: spawning `python -m toycoder_daemon` until its `initialize` response arrives, and
+until the first `session/new` answer (what a person waits for before typing the first prompt).
 
-The `initialize` request is written to the daemon's stdin right after the spawn, so the time covers
-interpreter start, imports, config loading and the handshake. Side by side, in the same run and in
+The `initialize` request (then `initialized` and the session request) is written to the daemon's
+stdin right after the spawn, so the times cover interpreter start, imports, config loading and the
+handshake. Both faces: the LSP-framed one and `--acp` (newline-delimited). Side by side, in the same run and in
 rotating order, the same interpreter is timed spawn-to-exit on baselines:
 
   python -c "pass"                          interpreter start-up alone
@@ -12,7 +14,8 @@ Every process gets HOME and TOYCODER_DATA_DIR pointing at temp dirs; the daemon 
 whose provider points at an unused local port (nothing is contacted), or, with --defaults, no
 --config at all (built-in defaults).
 
-Run:  .venv/bin/python bench/cold_start.py [--runs 10] [--defaults]
+Run:  .venv/bin/python bench/cold_start.py [--runs 10] [--defaults] [--tree DIR]
+(--tree times another checkout's daemon with the same script, e.g. an older commit for before/after.)
 """
 
 from __future__ import annotations
@@ -51,12 +54,15 @@ def read_frame(stream) -> dict:
     return json.loads(stream.read(length))
 
 
-def time_daemon(args: list[str], env: dict[str, str], ws: Path) -> float:
+def time_daemon(args: list[str], env: dict[str, str], ws: Path) -> tuple[float, float]:
+    """(spawn -> initialize answer, spawn -> first toycoder/session/new answer) in seconds."""
     init = frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "processId": os.getpid(), "rootUri": ws.resolve().as_uri(),
         "capabilities": {"experimental": {"toycoder": {"permissionRequest": True, "askUser": True}}},
         "initializationOptions": {},
     }})
+    then = (frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+            + frame({"jsonrpc": "2.0", "id": 2, "method": "toycoder/session/new", "params": {}}))
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "toycoder_daemon", *args], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=str(ws))
@@ -64,20 +70,59 @@ def time_daemon(args: list[str], env: dict[str, str], ws: Path) -> float:
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(init)
         proc.stdin.flush()
-        while True:
+        answered: dict[int, float] = {}
+        while 2 not in answered:
             msg = read_frame(proc.stdout)
-            if msg.get("id") == 1 and "method" not in msg:
-                break
-        elapsed = time.perf_counter() - t0
-        if "error" in msg:
-            raise SystemExit(f"initialize failed: {msg['error']}")
+            if msg.get("id") in (1, 2) and "method" not in msg:
+                if "error" in msg:
+                    raise SystemExit(f"request {msg['id']} failed: {msg['error']}")
+                answered[msg["id"]] = time.perf_counter() - t0
+                if msg["id"] == 1:  # as an editor does: the session request after the answer
+                    proc.stdin.write(then)
+                    proc.stdin.flush()
         proc.stdin.close()  # end of input: the daemon exits
         proc.wait(timeout=10)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    return elapsed
+    return answered[1], answered[2]
+
+
+def time_acp(args: list[str], env: dict[str, str], ws: Path) -> tuple[float, float]:
+    """The same over `--acp`: (spawn -> initialize answer, spawn -> session/new answer)."""
+    def line(obj: object) -> bytes:
+        return json.dumps(obj).encode() + b"\n"
+
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "toycoder_daemon", "--acp", *args], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=str(ws))
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(line({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                               "params": {"protocolVersion": 1, "clientCapabilities": {}}}))
+        proc.stdin.flush()
+        answered: dict[int, float] = {}
+        while 2 not in answered:
+            raw = proc.stdout.readline()
+            if not raw:
+                raise RuntimeError("the ACP daemon closed stdout early")
+            msg = json.loads(raw)
+            if msg.get("id") in (1, 2) and "method" not in msg:
+                if "error" in msg:
+                    raise SystemExit(f"ACP request {msg['id']} failed: {msg['error']}")
+                answered[msg["id"]] = time.perf_counter() - t0
+                if msg["id"] == 1:
+                    proc.stdin.write(line({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                                           "params": {"cwd": str(ws), "mcpServers": []}}))
+                    proc.stdin.flush()
+        proc.stdin.close()
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return answered[1], answered[2]
 
 
 def time_python(code: str, env: dict[str, str], ws: Path) -> float:
@@ -95,6 +140,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=10, help="measured runs of each (default 10)")
     parser.add_argument("--warmup", type=int, default=1, help="warm-up runs of each, not counted (default 1)")
     parser.add_argument("--defaults", action="store_true", help="start the daemon without --config")
+    parser.add_argument("--tree", type=Path, default=ROOT, help="the checkout whose daemon is timed (default: this one)")
     args = parser.parse_args()
     if args.runs < 1:
         parser.error("--runs must be >= 1")
@@ -105,7 +151,7 @@ def main() -> int:
         ws.mkdir()
         home.mkdir()
         env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
-               "TOYCODER_DATA_DIR": str(tmpd / "data"), "PYTHONPATH": str(ROOT)}
+               "TOYCODER_DATA_DIR": str(tmpd / "data"), "PYTHONPATH": str(args.tree.resolve())}
         for var in ("TOYCODER_CONFIG", "OPENAI_API_KEY", "OPENAI_BASE_URL", "PYTHONSTARTUP"):
             env.pop(var, None)
         daemon_args: list[str] = []
@@ -117,27 +163,31 @@ def main() -> int:
             daemon_args = ["--config", str(cfg)]
 
         cases = [
-            ('python -c "pass"', lambda: time_python("pass", env, ws)),
-            ('python -c "import pygls.lsp.server"', lambda: time_python("import pygls.lsp.server", env, ws)),
+            ('python -c "pass"', lambda: (time_python("pass", env, ws),)),
+            ('python -c "import pygls.lsp.server"', lambda: (time_python("import pygls.lsp.server", env, ws),)),
             ('python -c "import toycoder_daemon.server"',
-             lambda: time_python("import toycoder_daemon.server", env, ws)),
-            ("daemon spawn -> initialize response", lambda: time_daemon(daemon_args, env, ws)),
+             lambda: (time_python("import toycoder_daemon.server", env, ws),)),
+            ("LSP daemon", lambda: time_daemon(daemon_args, env, ws)),
+            ("ACP daemon", lambda: time_acp(daemon_args, env, ws)),
         ]
-        times: dict[str, list[float]] = {name: [] for name, _ in cases}
+        rows = {"LSP daemon": ("LSP spawn -> initialize answer", "LSP spawn -> first session/new answer"),
+                "ACP daemon": ("ACP spawn -> initialize answer", "ACP spawn -> first session/new answer")}
+        times: dict[str, list[float]] = {}
         for i in range(args.warmup + args.runs):
             k = i % len(cases)
             for name, fn in cases[k:] + cases[:k]:  # rotate the order so no case always runs first
-                t = fn()
+                ts = fn()
                 if i >= args.warmup:
-                    times[name].append(t)
+                    for row, t in zip(rows.get(name, (name,)), ts, strict=True):
+                        times.setdefault(row, []).append(t)
 
     med = statistics.median
     base = med(times['python -c "pass"'])
     print(f"cold_start: {args.runs} runs each (+{args.warmup} warm-up), rotating order, "
-          f"daemon {'with built-in defaults' if args.defaults else 'with --config (unused provider URL)'}")
+          f"daemon {'with built-in defaults' if args.defaults else 'with --config (unused provider URL)'}, "
+          f"tree {args.tree.resolve()}, load {os.getloadavg()[0]:.2f}")
     print(f"{'':46}{'median':>8} {'min':>8} {'max':>8} {'-pass':>8}")
-    for name, _ in cases:
-        ts = times[name]
+    for name, ts in times.items():
         print(f"{name + ' ms':46}{med(ts) * 1000:8.1f} {min(ts) * 1000:8.1f} {max(ts) * 1000:8.1f}"
               f" {(med(ts) - base) * 1000:8.1f}")
     print("(-pass: median minus the bare interpreter's median; baselines are spawn-to-exit)")
