@@ -101,6 +101,9 @@ end)
 daemon.on_request("toycoder/requestPermission", prompts.request_permission)
 daemon.on_request("toycoder/askUser", prompts.ask_user)
 daemon.on_request("window/showMessageRequest", prompts.show_message_request)
+daemon.on_request("workspace/applyEdit", function(params)
+  return require("toycoder.apply_edit").handle(params)
+end)
 daemon.on_request("window/workDoneProgress/create", function()
   return vim.NIL
 end)
@@ -341,6 +344,11 @@ function M.pick_session()
       end
     end)
   end)
+end
+
+--- :ToyCoderCheckpoints: pick a checkpoint of the current session and restore it.
+function M.pick_checkpoint()
+  require("toycoder.checkpoints").pick(state.session_id, state.busy)
 end
 
 --- Completion for :ToyCoder (see complete.lua).
