@@ -15,7 +15,7 @@ from toycoder_daemon.app import App, PromptOutcome
 from toycoder_daemon.config import Config
 from toycoder_daemon.llm.base import ChatModel, ChatResponse, RetryNotice
 from toycoder_daemon.messages import Message
-from toycoder_daemon.ports import Decision, Event, PermissionRequest
+from toycoder_daemon.ports import Decision, EditApplied, Event, PermissionRequest
 from toycoder_daemon.sessions.store import SessionStore
 from toycoder_daemon.testing.scripted_model import ScriptedModel
 
@@ -63,6 +63,14 @@ class RecordingFrontend:
         self.answers: list[str | None] = []
         self.hold: asyncio.Event | None = None
         """When set, a permission question waits for this event (a person who has not answered)."""
+        self.on_confirm: Callable[[PermissionRequest], None] | None = None
+        """Runs while a permission question is open (e.g. the person edits the file meanwhile)."""
+        self.editor: EditApplied | None = None
+        """None: an editor without workspace.applyEdit; else its answer to every edit (applied:
+        the edit is applied to the workspace's open buffer, as an editor would)."""
+        self.edits: list[tuple[Path, str, str]] = []
+        self.buffers: dict[Path, str] | None = None
+        """The open buffers an applied edit changes (the App's workspace.open_documents)."""
 
     def bind(self, session_id: str) -> _Bound:
         return _Bound(self, session_id)
@@ -85,6 +93,8 @@ class _Bound:
     async def confirm(self, request: PermissionRequest) -> Decision:
         r = self.recorder
         r.requests.append(request)
+        if r.on_confirm is not None:
+            r.on_confirm(request)
         if r.hold is not None:
             await r.hold.wait()
         return r.decisions.pop(0) if r.decisions else r.default_decision
@@ -92,6 +102,18 @@ class _Bound:
     async def ask(self, question: str, options: list[str] | None) -> str | None:
         self.recorder.questions.append((question, options))
         return self.recorder.answers.pop(0) if self.recorder.answers else None
+
+    def can_apply_edit(self) -> bool:
+        return self.recorder.editor is not None
+
+    async def apply_edit(self, path: Path, before: str, after: str) -> EditApplied:
+        r = self.recorder
+        assert r.editor is not None, "an edit through an editor that cannot apply edits"
+        r.edits.append((path, before, after))
+        if r.editor.applied and r.buffers is not None:
+            assert r.buffers.get(path) == before, "the edit was made against another text than the buffer's"
+            r.buffers[path] = after
+        return r.editor
 
 
 def config_for_tests(extra: dict[str, Any] | None = None) -> Config:
@@ -115,6 +137,7 @@ class InProc:
         self.frontend = RecordingFrontend()
         self.app = App(workspace, config_for_tests(extra), model_factory=self.script.factory,
                        store=SessionStore(data, workspace.resolve()))
+        self.frontend.buffers = self.app.workspace.open_documents
 
     def new_session(self, title: str | None = None) -> str:
         return self.app.new_session(title).id

@@ -22,6 +22,10 @@ class AllowAll:
 
     async def ask(self, q, o): return None
 
+    def can_apply_edit(self): return False  # an editor without workspace.applyEdit
+
+    async def apply_edit(self, path, before, after): raise AssertionError("no editor edits without the capability")
+
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:

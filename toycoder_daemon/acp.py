@@ -250,9 +250,10 @@ class ToyCoderAgent:
 
         caps = self.client_capabilities
         can_elicit = bool(caps and caps.elicitation and caps.elicitation.form is not None)
+        can_write = bool(caps and caps.fs and caps.fs.write_text_file)
 
         def frontend_for(sid: str, turn_id: str) -> AcpFrontend:
-            frontends.append(AcpFrontend(self.conn, app, sid, can_elicit=can_elicit))
+            frontends.append(AcpFrontend(self.conn, app, sid, can_elicit=can_elicit, can_write=can_write))
             return frontends[-1]
 
         me = asyncio.current_task()

@@ -39,7 +39,9 @@ from .coalesce import TextCoalescer
 from .ports import (
     Compacted,
     Decision,
+    EditApplied,
     Event,
+    FilesChanged,
     PermissionRequest,
     RetryScheduled,
     TextDelta,
@@ -104,11 +106,15 @@ class AcpClient(Protocol):
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None: ...
     async def request_permission(self, session_id: str, tool_call: Any, options: Any, **kwargs: Any) -> Any: ...
     async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any: ...
+    async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> Any: ...
 
 
 class AcpFrontend:
-    def __init__(self, client: AcpClient, app: App, session_id: str, *, can_elicit: bool = False):
+    def __init__(self, client: AcpClient, app: App, session_id: str, *, can_elicit: bool = False,
+                 can_write: bool = False):
         self.client = client
+        self.can_write = can_write
+        """The client offered fs/write_text_file (edits to files open in it can go through it)."""
         self.can_elicit = can_elicit
         """The client offered form elicitation (ask_user is then asked as a form)."""
         self.app = app
@@ -191,6 +197,26 @@ class AcpFrontend:
             f"\n[model request failed ({event.reason}); retry {event.attempt} in {event.delay_seconds:g}s; "
             "the partial reply above is discarded]\n")
 
+    def _changes(self, event: FilesChanged) -> Any:
+        if event.parent_tool_call_id:
+            return None
+        shown = ", ".join(f"{f.path} ({f.status})" for f in event.files)
+        return update_agent_thought_text(f"\n[{len(event.files)} file(s) changed: {shown}; /undo restores them]\n")
+
+    def can_apply_edit(self) -> bool:
+        return self.can_write
+
+    async def apply_edit(self, path: Path, before: str, after: str) -> EditApplied:
+        if not self.can_write:
+            return EditApplied(False, "the client cannot write files (no fs.writeTextFile capability)")
+        try:
+            await self.client.write_text_file(session_id=self.session_id, path=str(path), content=after)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            return EditApplied(False, f"the client answered with an error ({type(e).__name__}: {e})")
+        return EditApplied(True)
+
     def _compaction(self, event: Compacted) -> Any:
         how = "summarised" if event.strategy == "summary" else "truncated"
         return update_agent_thought_text(f"[context {how}: {event.before} -> {event.after} messages]\n")
@@ -255,4 +281,5 @@ _MAPPINGS: dict[type, Callable[[AcpFrontend, Any], Any]] = {
     UsageReport: AcpFrontend._usage,
     RetryScheduled: AcpFrontend._retry,
     Compacted: AcpFrontend._compaction,
+    FilesChanged: AcpFrontend._changes,
 }

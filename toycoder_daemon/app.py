@@ -18,6 +18,7 @@ from typing import Any
 from . import secrets
 from .agent.react import TurnResult, repair_tool_calls, run_turn
 from .agent.subagent import AgentRuntime, Role, subagent_tool
+from .checkpoints import Checkpoint, RestoreResult
 from .commands.builtin import commands
 from .commands.context import CommandContext
 from .config import Config, data_dir, load_config
@@ -29,10 +30,11 @@ from .ports import Compacted, Frontend, ModelsInfo, ProviderSummary, ToolSummary
 from .prompts.manager import PromptManager
 from .sessions.context import Compaction, compact, needs_compaction
 from .sessions.conversation import Conversation
-from .sessions.session import FileSink, Session
+from .sessions.session import FileSink, Session, TranscriptEntry
 from .sessions.store import SessionFile, SessionStore, SessionSummary
 from .tools.base import ToolContext
 from .tools.workspace import Workspace
+from .undo import ChangesOfStore, Checkpoints
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,7 @@ class App:
         self.model_factory = model_factory or openai_models(self.config)
         self.store = store or SessionStore(data_dir(), self.workspace.root)
         self.settings = tool_settings(self.config)
+        self.checkpoints = Checkpoints(self.store.data_dir, self.workspace.root)
         self.live: dict[str, Session] = {}
         self._loading: dict[str, asyncio.Future[Session]] = {}
         self._agents = subagents(self.config, self.prompts)
@@ -236,6 +239,7 @@ class App:
                 s.file.close()
             del self.live[session_id]
         self.store.delete(session_id)
+        self.checkpoints.delete(session_id)
 
     # ---- turns --------------------------------------------------------------------------------
 
@@ -244,8 +248,7 @@ class App:
         if s.busy:
             raise SessionBusy(session_id)
         model = None if text.lstrip().startswith("/") else self.model_for(s)
-        s.turn_seq += 1
-        turn_id = f"{s.id}-{s.turn_seq}"
+        turn_id = self.checkpoints.next_turn(s)
         frontend = frontend_for(s.id, turn_id)
         work = self._run_command(s, text, frontend) if model is None else self._run_turn(s, text, model, frontend)
         turn = s.turn = asyncio.ensure_future(work)
@@ -266,8 +269,8 @@ class App:
 
     async def _run_command(self, s: Session, text: str,
                            frontend: Frontend) -> tuple[TurnResult, dict[str, Any] | None]:
-        try:
-            out = await commands.run(text, CommandContext(self, s, frontend))
+        try:  # the turn's id is the one prompt() made (next_turn); a restore records under it
+            out = await commands.run(text, CommandContext(self, s, frontend, turn_id=f"{s.id}-{s.turn_seq}"))
         except asyncio.CancelledError:
             return TurnResult("cancelled", "", Usage(), 0), None
         return TurnResult("command", out.text, Usage(), 0), out.action
@@ -275,18 +278,21 @@ class App:
     async def _run_turn(self, s: Session, text: str, model: ChatModel,
                         frontend: Frontend) -> tuple[TurnResult, dict[str, Any] | None]:
         s.turn_usage = Usage()  # this turn's tokens, sub-agents included (reported even when cancelled)
+        checkpoints = self.checkpoints.of(s.id)
+        checkpoint = checkpoints.begin_turn(f"{s.id}-{s.turn_seq}", text)  # the same id (next_turn)
 
         def add_usage(u: Usage) -> None:
             s.add_usage(u)
             s.context_mark = (u.prompt_tokens + u.completion_tokens, len(s.messages) + 1)
 
         def context(tool_call_id: str) -> ToolContext:
-            return ToolContext(self.workspace, frontend, tool_call_id, self.settings)
+            return ToolContext(self.workspace, frontend, tool_call_id, self.settings, checkpoints=checkpoints,
+                               checkpoint_turn=checkpoint)
 
         try:
             await self.compact(s, frontend)
             s.title_from(text)
-            s.messages.append({"role": "user", "content": text})
+            s.messages.append({"role": "user", "content": text, "turn": checkpoint})
             return await run_turn(
                 model, s.messages, s.tools, frontend,
                 max_steps=self.config.agent.max_steps, make_context=context, on_usage=add_usage,
@@ -296,6 +302,7 @@ class App:
             return TurnResult("cancelled", "", s.turn_usage, 0), None
         finally:
             s.changed()  # records usage, grants and the time of this turn
+            self.checkpoints.report(checkpoints, checkpoint, frontend)  # cancelled turns' writes too
 
     async def compact(self, s: Session, frontend: Frontend, *, force: bool = False) -> Compaction | None:
         """Compact the session's context when it is over the thresholds (or when forced)."""
@@ -343,6 +350,26 @@ class App:
             if close:
                 with contextlib.suppress(Exception):
                     await close()
+
+    # ---- checkpoints (undo.py) ----------------------------------------------------------------
+
+    def transcript(self, s: Session) -> list[TranscriptEntry]:
+        """The session's history with a `changes` entry after each turn that changed files."""
+        return s.transcript(ChangesOfStore(self.checkpoints.of(s.id, live=s.id in self.live)))
+
+    def checkpoint_list(self, session_id: str) -> list[Checkpoint]:
+        return self.checkpoints.rows(self.peek(session_id).id, live=session_id in self.live)
+
+    async def restore(self, session_id: str, turn_ref: str, paths: list[str] | None = None, force: bool = False,
+                      frontend_for: FrontendFactory | None = None) -> RestoreResult:
+        """Restore a turn and every later one (undo.py); SessionBusy while a turn runs."""
+        s = await self.load(session_id)
+        if s.busy:
+            raise SessionBusy(session_id)
+        turn_id = self.checkpoints.next_turn(s)  # recorded as a turn of its own, so it can be undone
+        frontend = frontend_for(s.id, turn_id) if frontend_for else None
+        work = s.turn = asyncio.ensure_future(self.checkpoints.restore(s, turn_ref, paths, force, frontend, turn_id))
+        return await asyncio.shield(work)  # the files are written either way: the answer says which
 
     # ---- tools and models ---------------------------------------------------------------------
 

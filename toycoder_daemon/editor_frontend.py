@@ -7,16 +7,18 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+from pathlib import Path
 from typing import Any, Protocol
 
 from . import protocol as wire
 from .coalesce import TextCoalescer
-from .lsp_mapping import update_payload
-from .ports import Decision, Event, PermissionRequest, TextDelta, ToolCallStarted
+from .lsp_mapping import update_payload, workspace_edit
+from .ports import Decision, EditApplied, Event, PermissionRequest, TextDelta, ToolCallStarted
 
 log = logging.getLogger(__name__)
 
 _ids = itertools.count(1)
+APPLY_EDIT = "workspace/applyEdit"
 
 FALLBACK_ACTIONS: dict[str, Decision] = {"Allow": "allow_once", "Always allow": "allow_always", "Deny": "reject"}
 
@@ -30,6 +32,7 @@ class EditorLink(Protocol):
                                   msg_id: str) -> asyncio.Future[Any]: ...
     def drop_request(self, msg_id: str) -> None: ...
     def client_can(self, feature: str) -> bool: ...
+    def client_can_apply_edit(self) -> bool: ...
     def supports_progress(self) -> bool: ...
     def permission_timeout(self) -> float: ...
     async def progress_create(self, token: str) -> None: ...
@@ -169,3 +172,21 @@ class EditorFrontend:
         except Exception as e:
             log.info("question not answered (%s)", type(e).__name__)
             return None
+
+    # ---- edits through the editor (workspace/applyEdit) ---------------------------------------
+
+    def can_apply_edit(self) -> bool:
+        return self.link.client_can_apply_edit()
+
+    async def apply_edit(self, path: Path, before: str, after: str) -> EditApplied:
+        self.flush()
+        params = {"label": f"ToyCoder: edit {path.name}", "edit": workspace_edit(path.as_uri(), before, after)}
+        try:
+            result = await self._request(APPLY_EDIT, params, self.link.permission_timeout())
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # timeout, error reply: not applied
+            return EditApplied(False, f"the editor answered with an error ({type(e).__name__}: {e})")
+        applied = result.get("applied") if isinstance(result, dict) else getattr(result, "applied", None)
+        reason = (result.get("failureReason") if isinstance(result, dict) else getattr(result, "failure_reason", None))
+        return EditApplied(applied is True, None if applied is True else reason or "the editor refused it")

@@ -11,10 +11,14 @@ from pydantic import TypeAdapter
 
 from . import protocol as wire
 from .app import PromptOutcome
+from .checkpoints import Checkpoint
+from .checkpoints import RestoreResult as CoreRestoreResult
 from .commands.registry import Command
 from .ports import (
+    ChangedFile,
     Compacted,
     Event,
+    FilesChanged,
     ModelsInfo,
     RetryScheduled,
     TextDelta,
@@ -36,7 +40,25 @@ def session_info(s: SessionSummary) -> wire.SessionInfo:
 
 def transcript_entry(e: TranscriptEntry) -> wire.TranscriptEntry:
     return wire.TranscriptEntry(role=e.role, text=e.text, tool_call_id=e.tool_call_id, name=e.name,
-                                status=cast(Any, e.status))
+                                status=cast(Any, e.status), turn_id=e.turn_id,
+                                files=[changed_file(f) for f in e.files] if e.role == "changes" else None)
+
+
+def changed_file(f: ChangedFile) -> wire.ChangedFileInfo:
+    return wire.ChangedFileInfo(path=f.path, uri=f.uri, status=f.status, added=f.added, removed=f.removed)
+
+
+def checkpoint_list(rows: list[Checkpoint]) -> wire.CheckpointList:
+    return wire.CheckpointList(checkpoints=[
+        wire.CheckpointInfo(turn_id=c["turnId"], created_at=wire.iso_time(c["createdAt"]), prompt=c["prompt"],
+                            files=[wire.CheckpointFile.model_validate(f) for f in c["files"]])
+        for c in rows])
+
+
+def restore_result(r: CoreRestoreResult) -> wire.RestoreResult:
+    return wire.RestoreResult(restored=r["restored"], turn_id=r["turnId"], note=r["note"],
+                              conflicts=[wire.RestoreConflict(path=c["path"], reason=c["reason"])
+                                         for c in r["conflicts"]])
 
 
 def tool_info(t: ToolSummary) -> wire.ToolInfo:
@@ -113,9 +135,39 @@ def _compaction(e: Compacted) -> wire.Update:
     return wire.CompactionUpdate(strategy=e.strategy, before=e.before, after=e.after)
 
 
+@_maps(FilesChanged)
+def _changes(e: FilesChanged) -> wire.Update:
+    return wire.ChangesUpdate(files=[changed_file(f) for f in e.files])
+
+
 def update_payload(event: Event) -> wire.Update:
     """The `update` of a toycoder/update notification for a core event."""
     try:
         return _UPDATES[type(event)](event)
     except KeyError:
         raise ValueError(f"no wire mapping for {type(event).__name__}") from None
+
+
+# ---- workspace/applyEdit: a buffer's change as one TextEdit over the part that differs -------------
+
+def _position(text: str, offset: int) -> dict[str, int]:
+    """LSP position of `offset` in `text`: line, and UTF-16 code units into it (LSP's default)."""
+    head = text[:offset]
+    line = head.count("\n")
+    col = head[head.rfind("\n") + 1:]
+    return {"line": line, "character": len(col.encode("utf-16-le")) // 2}
+
+
+def workspace_edit(uri: str, before: str, after: str) -> dict[str, Any]:
+    """A WorkspaceEdit turning `before` (the buffer's text) into `after`, replacing only the middle
+    that differs, so the editor keeps the cursor and marks elsewhere and undo sees one change."""
+    start = 0
+    limit = min(len(before), len(after))
+    while start < limit and before[start] == after[start]:
+        start += 1
+    end_b, end_a = len(before), len(after)
+    while end_b > start and end_a > start and before[end_b - 1] == after[end_a - 1]:
+        end_b, end_a = end_b - 1, end_a - 1
+    edit = {"range": {"start": _position(before, start), "end": _position(before, end_b)},
+            "newText": after[start:end_a]}
+    return {"changes": {uri: [edit]}}

@@ -26,12 +26,19 @@ class SystemMessage(TypedDict):
     content: str
 
 
-class UserMessage(TypedDict):
+# Optional keys through total=False subclasses: typing.NotRequired is 3.11+, and we support 3.10.
+class _UserBase(TypedDict):
     role: Literal["user"]
     content: str
 
 
-# Optional keys through total=False subclasses: typing.NotRequired is 3.11+, and we support 3.10.
+class UserMessage(_UserBase, total=False):
+    turn: str
+    """The checkpoint id of the turn this prompt started (transcripts show its file changes after it)."""
+    note: bool
+    """A note from ToyCoder to the model (e.g. files were restored), not something the person typed."""
+
+
 class _AssistantBase(TypedDict):
     role: Literal["assistant"]
     content: str | None

@@ -8,6 +8,7 @@ needs the other for these types. The LSP face, the ACP face and the tests each i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 Decision = Literal["allow_once", "allow_always", "reject"]
@@ -71,7 +72,29 @@ class Compacted:
     kind: str = field(default="compaction", init=False)
 
 
-Event = TextDelta | ToolCallStarted | ToolCallFinished | UsageReport | RetryScheduled | Compacted
+@dataclass(frozen=True)
+class ChangedFile:
+    path: str
+    """Relative to the workspace root."""
+    uri: str
+    status: Literal["created", "modified", "deleted"]
+    added: int | None
+    """Lines added and removed; None when either side is not text."""
+    removed: int | None
+
+
+@dataclass(frozen=True)
+class FilesChanged:
+    """The net file changes of a turn (or of a restore), sent once at its end."""
+
+    turn_id: str
+    """The turn's checkpoint id (what a restore takes)."""
+    files: tuple[ChangedFile, ...]
+    parent_tool_call_id: str | None = None
+    kind: str = field(default="changes", init=False)
+
+
+Event = TextDelta | ToolCallStarted | ToolCallFinished | UsageReport | RetryScheduled | Compacted | FilesChanged
 
 
 @dataclass(frozen=True)
@@ -85,6 +108,15 @@ class PermissionRequest:
     """{kind: diff, path, diff} or {kind: command, command, cwd}."""
 
 
+@dataclass(frozen=True)
+class EditApplied:
+    """The editor's answer to an edit sent through it (workspace/applyEdit)."""
+
+    applied: bool
+    reason: str | None = None
+    """Why it was not applied (the editor's failure reason, a timeout, an error reply)."""
+
+
 class Frontend(Protocol):
     def emit(self, event: Event) -> None:
         """Fire-and-forget: show the event to the person."""
@@ -94,6 +126,26 @@ class Frontend(Protocol):
 
     async def ask(self, question: str, options: list[str] | None) -> str | None:
         """Ask the person a question; None when it cannot be asked or was dismissed."""
+
+    def can_apply_edit(self) -> bool:
+        """Whether edits to files open in the editor can go through it (LSP workspace.applyEdit)."""
+
+    async def apply_edit(self, path: Path, before: str, after: str) -> EditApplied:
+        """Change the editor's buffer of `path` from `before` (its current text) to `after`."""
+
+
+class Recorded(Protocol):
+    @property
+    def problem(self) -> str | None:
+        """Why undo cannot bring this path back (e.g. too large to checkpoint); None when kept."""
+
+
+class CheckpointRecorder(Protocol):
+    """What the writing tools need of the session's checkpoint store (checkpoints.CheckpointStore)."""
+
+    def record_before_write(self, turn_id: str, path: Path | str, *, content: bytes | None = None) -> Recorded: ...
+
+    def record_after_write(self, turn_id: str, path: Path | str, *, content: bytes | None = None) -> Recorded: ...
 
 
 # ---- what the core reports about its tools and models (the faces map these to their wire) ----

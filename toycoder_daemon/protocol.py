@@ -12,8 +12,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
+
+# the shared base and the checkpoint types live beside this module (each under 400 lines);
+# re-exported here, so `wire.X` names every wire type
+from .protocol_base import Decision as Decision
+from .protocol_base import Level as Level
+from .protocol_base import StopReason as StopReason
+from .protocol_base import ToolStatus as ToolStatus
+from .protocol_base import Wire as Wire
+from .protocol_base import iso_time as iso_time
+from .protocol_checkpoints import ChangedFileInfo as ChangedFileInfo
+from .protocol_checkpoints import ChangesUpdate as ChangesUpdate
+from .protocol_checkpoints import CheckpointFile as CheckpointFile
+from .protocol_checkpoints import CheckpointInfo as CheckpointInfo
+from .protocol_checkpoints import CheckpointList as CheckpointList
+from .protocol_checkpoints import RestoreConflict as RestoreConflict
+from .protocol_checkpoints import RestoreParams as RestoreParams
+from .protocol_checkpoints import RestoreResult as RestoreResult
 
 PROTOCOL_VERSION = 1
 
@@ -29,6 +45,8 @@ TOOLS_SET_ENABLED = "toycoder/tools/setEnabled"
 COMMANDS_LIST = "toycoder/commands/list"
 MODELS_LIST = "toycoder/models/list"
 MODELS_SET = "toycoder/models/set"
+CHECKPOINT_LIST = "toycoder/checkpoint/list"
+CHECKPOINT_RESTORE = "toycoder/checkpoint/restore"
 # daemon -> client
 UPDATE = "toycoder/update"
 REQUEST_PERMISSION = "toycoder/requestPermission"
@@ -46,27 +64,6 @@ SESSION_NOT_FOUND = -32010
 SESSION_BUSY = -32011
 PROVIDER_ERROR = -32012
 CONFIG_ERROR = -32013
-
-
-def iso_time(ts: float) -> str:
-    """Timestamps on the wire: ISO 8601, UTC, seconds."""
-    import datetime
-
-    return datetime.datetime.fromtimestamp(ts, tz=datetime.timezone.utc).isoformat(timespec="seconds")
-
-
-Level = Literal["safe", "sensitive", "dangerous"]
-ToolStatus = Literal["completed", "failed", "denied", "cancelled"]
-StopReason = Literal["end_turn", "max_steps", "cancelled", "error", "command"]
-Decision = Literal["allow_once", "allow_always", "reject"]
-
-
-class Wire(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore",
-                              use_attribute_docstrings=True)
-
-    def dump(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
 # ---- params ---------------------------------------------------------------------------------
@@ -124,12 +121,16 @@ class EmptyResult(Wire):
 
 class TranscriptEntry(Wire):
     role: str
-    """user, assistant, tool_call or tool."""
+    """user, assistant, tool_call, tool, or changes (after a turn that changed files)."""
     text: str
     tool_call_id: str | None = None
     name: str | None = None
     status: ToolStatus | None = None
     """For role "tool": how the call ended."""
+    turn_id: str | None = None
+    """For role "changes": the turn's checkpoint id (what toycoder/checkpoint/restore takes)."""
+    files: list[ChangedFileInfo] | None = None
+    """For role "changes": the turn's net change per file."""
 
 
 class SessionLoadResult(Wire):
@@ -256,7 +257,8 @@ class RetryUpdate(Wire):
 
 
 Update = Annotated[
-    TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate,
+    TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate
+    | ChangesUpdate,
     Field(discriminator="kind"),
 ]
 
@@ -342,6 +344,8 @@ REQUESTS: tuple[Request, ...] = (
     Request(COMMANDS_LIST, EmptyParams, CommandList),
     Request(MODELS_LIST, ModelsListParams, ModelsResult),
     Request(MODELS_SET, ModelsSetParams, ModelsResult),
+    Request(CHECKPOINT_LIST, SessionIdParams, CheckpointList),
+    Request(CHECKPOINT_RESTORE, RestoreParams, RestoreResult),
 )
 """client -> daemon requests."""
 NOTIFICATIONS: tuple[Notification, ...] = (Notification(UPDATE, UpdateParams),)

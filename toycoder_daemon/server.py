@@ -30,6 +30,7 @@ from . import lsp_mapping as to_wire
 from . import protocol as wire
 from .app import App
 from .background import Background
+from .checkpoints import UnknownCheckpoint
 from .commands.builtin import commands
 from .editor_frontend import EditorFrontend
 from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound
@@ -123,6 +124,10 @@ class ToyCoderServer(LanguageServer):
 
     def client_can(self, feature: str) -> bool:
         return bool(self.client_toycoder.get(feature))
+
+    def client_can_apply_edit(self) -> bool:
+        workspace = getattr(self.client_capabilities, "workspace", None)
+        return bool(workspace and workspace.apply_edit)
 
     def supports_progress(self) -> bool:
         window = getattr(self.client_capabilities, "window", None)
@@ -224,7 +229,7 @@ async def session_list(ls: ToyCoderServer, p: wire.EmptyParams) -> wire.SessionL
 async def session_load(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.SessionLoadResult:
     s = ls.get_app().peek(p.session_id)
     return wire.SessionLoadResult(session=to_wire.session_info(s.summary()),
-                                  transcript=[to_wire.transcript_entry(e) for e in s.transcript()])
+                                  transcript=[to_wire.transcript_entry(e) for e in ls.get_app().transcript(s)])
 
 
 async def session_delete(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.EmptyResult:
@@ -277,11 +282,25 @@ async def models_set(ls: ToyCoderServer, p: wire.ModelsSetParams) -> wire.Models
     return to_wire.models_result(ls.get_app().set_model(p.session_id, p.provider, p.model))
 
 
+async def checkpoint_list(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.CheckpointList:
+    return to_wire.checkpoint_list(ls.get_app().checkpoint_list(p.session_id))
+
+
+async def checkpoint_restore(ls: ToyCoderServer, p: wire.RestoreParams) -> wire.RestoreResult:
+    """The restored files' `changes` update (clients reload them) goes out before the answer."""
+    try:
+        result = await ls.get_app().restore(p.session_id, p.turn_id, p.paths, p.force,
+                                            lambda sid, turn_id: EditorFrontend(ls, sid, turn_id))
+    except UnknownCheckpoint as e:
+        raise rpc_error(wire.INVALID_PARAMS, f"Invalid params: turnId: {e}") from None
+    return to_wire.restore_result(result)
+
+
 HANDLERS: dict[str, Handler] = {
     wire.SESSION_NEW: session_new, wire.SESSION_LIST: session_list, wire.SESSION_LOAD: session_load,
     wire.SESSION_DELETE: session_delete, wire.PROMPT: prompt, wire.CANCEL: cancel, wire.TOOLS_LIST: tools_list,
     wire.TOOLS_SET_ENABLED: tools_set_enabled, wire.COMMANDS_LIST: commands_list, wire.MODELS_LIST: models_list,
-    wire.MODELS_SET: models_set,
+    wire.MODELS_SET: models_set, wire.CHECKPOINT_LIST: checkpoint_list, wire.CHECKPOINT_RESTORE: checkpoint_restore,
 }
 """One handler per row of protocol.REQUESTS (make_server refuses a table row without one)."""
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Annotated, Literal
 
 from ..llm.base import ChatModel, Usage
 from ..messages import Message
-from ..ports import Decision, Event, Frontend, PermissionRequest
+from ..ports import Decision, EditApplied, Event, Frontend, PermissionRequest
 from ..tools.base import Tool, ToolContext, ToolError
 from ..tools.registry import ToolRegistry
 from .react import run_turn
@@ -57,7 +58,8 @@ async def run_subagent(agent: SubAgent, runtime: AgentRuntime, ctx: ToolContext,
     frontend = ChildFrontend(ctx.frontend, ctx.tool_call_id)
 
     def child_context(tool_call_id: str) -> ToolContext:
-        return ToolContext(ctx.workspace, frontend, tool_call_id, ctx.settings)
+        return ToolContext(ctx.workspace, frontend, tool_call_id, ctx.settings, checkpoints=ctx.checkpoints,
+                           checkpoint_turn=ctx.checkpoint_turn)  # its writes are the turn's too
 
     result = await run_turn(runtime.model_for(agent.model), messages, registry, frontend,
                             max_steps=agent.max_steps, make_context=child_context, on_usage=runtime.on_usage)
@@ -100,3 +102,9 @@ class ChildFrontend:
 
     async def ask(self, question: str, options: list[str] | None) -> str | None:
         return await self.parent.ask(question, options)
+
+    def can_apply_edit(self) -> bool:
+        return self.parent.can_apply_edit()
+
+    async def apply_edit(self, path: Path, before: str, after: str) -> EditApplied:
+        return await self.parent.apply_edit(path, before, after)

@@ -281,6 +281,12 @@ class CheckpointStore:
                 self._stats[cache_key] = (added, removed)
         return self._stats[cache_key]
 
+    def changes(self, turn_id: str) -> list[FileChange]:
+        """One turn's net change per file (empty for a turn that changed nothing, or an unknown id)."""
+        with self._lock:
+            turn = self._by_id.get(turn_id)
+            return [c for key in turn.before if (c := self._change(turn, key)) is not None] if turn else []
+
     def resolve(self, ref: str) -> str:
         """A turn id from an exact id, a unique prefix of one, or a turn number (the part after the
         last "-": `/restore 3`)."""

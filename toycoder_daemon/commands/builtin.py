@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import datetime
+from collections.abc import Mapping
+from typing import Any
 
+from ..errors import ToyCoderError
 from .context import CommandContext
 from .registry import CommandError, CommandRegistry, CommandResult
 
@@ -139,6 +142,63 @@ async def mcp(c: CommandContext) -> CommandResult:
         error = f" - {st['error']}" if st.get("error") else ""
         lines.append(f"{st['name']:<16} {st['status']:<9} {st['tools']:>3} tools  ({st['transport']}){error}")
     return CommandResult("\n".join(lines))
+
+
+def _files(files: list[dict[str, Any]]) -> str:
+    def counts(f: dict[str, Any]) -> str:
+        return f" +{f['added']} -{f['removed']}" if f["added"] is not None else ""
+
+    return ", ".join(f"{f['path']} {f['status']}{counts(f)}" for f in files)
+
+
+@commands.add("checkpoints", "/checkpoints", "List the turns that changed files (newest last); /restore takes "
+              "their ids.")
+async def checkpoints(c: CommandContext) -> CommandResult:
+    rows = c.host.checkpoints.rows(c.session.id, True)
+    if not rows:
+        return CommandResult("no checkpoints yet: no turn of this session changed a file")
+    lines = [f"{r['turnId']}  {_when(r['createdAt'])}  {r['prompt'] or '(no prompt)'}\n    {_files(r['files'])}"
+             for r in rows]
+    return CommandResult("\n".join(lines) + "\n(/restore ID puts the files back as they were before that turn; "
+                         "/undo restores the last one)")
+
+
+def _restored(result: Mapping[str, Any], what: str) -> CommandResult:
+    done = f"restored {', '.join(result['restored'])}" if result["restored"] else "nothing restored"
+    lines = [f"{done} ({what})"]
+    lines += [f"not restored: {x['path']}: {x['reason']}" for x in result["conflicts"]]
+    if any("force" in x["reason"] for x in result["conflicts"]):
+        lines.append("(add --force to overwrite them)")
+    lines.append(result["note"])
+    return CommandResult("\n".join(lines))
+
+
+async def _restore(c: CommandContext, ref: str, what: str) -> CommandResult:
+    force = "--force" in c.args
+    try:
+        result = await c.host.checkpoints.restore(c.session, ref, None, force, c.frontend, c.turn_id or None)
+    except ToyCoderError as e:
+        raise CommandError(str(e)) from None
+    return _restored(result, what)
+
+
+@commands.add("undo", "/undo [--force]", "Put back the files the last turn that changed files wrote (an "
+              "undo is itself undoable).")
+async def undo(c: CommandContext) -> CommandResult:
+    rows = c.host.checkpoints.rows(c.session.id, True)
+    if not rows:
+        return CommandResult("nothing to undo: no turn of this session changed a file")
+    last = rows[-1]
+    return await _restore(c, last["turnId"], f"undid {last['turnId']}: {last['prompt'] or '(no prompt)'}")
+
+
+@commands.add("restore", "/restore <turn> [--force]", "Put the files back as they were before a turn (its id, "
+              "a unique prefix, or its number; later turns are undone too).")
+async def restore(c: CommandContext) -> CommandResult:
+    refs = [a for a in c.args if a != "--force"]
+    if len(refs) != 1:
+        raise CommandError("give one turn (see /checkpoints)")
+    return await _restore(c, refs[0], f"back to before turn {refs[0]}")
 
 
 @commands.add("quit", "/quit", "Leave the client (the session is kept).", ["exit", "q"])

@@ -3,6 +3,7 @@ interface that App implements (commands never import the app)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -12,7 +13,21 @@ from ..sessions.session import Session
 from ..sessions.store import SessionSummary
 
 
+class CheckpointHost(Protocol):
+    """The sessions' checkpoints (the app's undo.Checkpoints)."""
+
+    def rows(self, session_id: str, live: bool) -> Sequence[Mapping[str, Any]]:
+        """Turns that changed files, oldest first: {turnId, kind, createdAt, prompt, files}."""
+
+    async def restore(self, s: Session, turn_ref: str, paths: list[str] | None, force: bool,
+                      frontend: Frontend | None, as_turn: str | None = None) -> Mapping[str, Any]:
+        """{turnId, restored, conflicts: [{path, reason}], note}; raises ToyCoderError for an unknown turn."""
+
+
 class CommandHost(Protocol):
+    @property
+    def checkpoints(self) -> CheckpointHost: ...
+
     def new_session(self, title: str | None = None) -> Session: ...
 
     async def load(self, session_id: str) -> Session:
@@ -39,3 +54,5 @@ class CommandContext:
     """The arguments, split like a shell would."""
     raw: str = ""
     """The text after the command name, as typed (stripped)."""
+    turn_id: str = ""
+    """The turn the command runs as (a restore is recorded under it)."""

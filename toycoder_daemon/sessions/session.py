@@ -10,6 +10,7 @@ from typing import Any
 
 from ..llm.base import Usage
 from ..messages import Message
+from ..ports import ChangedFile
 from ..tools.registry import ToolRegistry
 from .conversation import Conversation
 from .store import SessionFile, SessionSummary
@@ -19,7 +20,7 @@ TITLE_MAX = 60
 
 @dataclass(frozen=True)
 class TranscriptEntry:
-    """One render-ready line of history: role is user, assistant, tool_call or tool."""
+    """One render-ready line of history: role is user, assistant, tool_call, tool or changes."""
 
     role: str
     text: str
@@ -27,6 +28,14 @@ class TranscriptEntry:
     name: str | None = None
     status: str | None = None
     """For role "tool": how the call ended."""
+    turn_id: str | None = None
+    """For role "changes": the checkpoint id (what toycoder/checkpoint/restore takes)."""
+    files: tuple[ChangedFile, ...] = ()
+    """For role "changes": the turn's net change per file."""
+
+
+ChangesOf = Callable[[str], "TranscriptEntry | None"]
+"""A turn's checkpoint id -> its `changes` entry (None when it changed no file)."""
 
 
 class FileSink:
@@ -120,13 +129,30 @@ class Session:
         self.tool_overrides[name] = enabled
         self.changed()
 
-    def transcript(self) -> list[TranscriptEntry]:
-        """Render-ready history: what a client shows when it resumes this session."""
+    def transcript(self, changes_of: ChangesOf | None = None) -> list[TranscriptEntry]:
+        """Render-ready history: what a client shows when it resumes this session. With
+        `changes_of`, each turn that changed files is followed by a `changes` entry (a restore's
+        note to the model shows as the restore's `changes` entry)."""
         out: list[TranscriptEntry] = []
         names: dict[str, str] = {}
+        pending: str | None = None  # the checkpoint id of the turn being read
+
+        def close_turn() -> None:
+            nonlocal pending
+            entry = changes_of(pending) if changes_of and pending else None
+            if entry is not None:
+                out.append(entry)
+            pending = None
+
         for m in self.messages:
             if m["role"] == "system":
                 continue
+            if m["role"] == "user":
+                close_turn()
+                pending = m.get("turn")
+                if m.get("note"):
+                    close_turn()
+                    continue
             if m["role"] == "assistant":
                 if m.get("content"):
                     out.append(TranscriptEntry("assistant", m["content"] or ""))
@@ -138,4 +164,5 @@ class Session:
                 out.append(TranscriptEntry("tool", m.get("content") or "", cid, names.get(cid), m.get("status") or None))
             else:
                 out.append(TranscriptEntry(m["role"], m.get("content") or ""))
+        close_turn()
         return out

@@ -136,6 +136,8 @@ class SessionStore:
     def __init__(self, data_dir: Path, workspace: Path):
         key = hashlib.sha256(str(workspace).encode()).hexdigest()[:16]
         self.dir = data_dir / "sessions" / key
+        self.data_dir = data_dir
+        """Where other per-session data (checkpoints) lives too."""
         self.workspace = workspace
 
     def _ensure_dir(self) -> None:

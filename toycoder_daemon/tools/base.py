@@ -13,11 +13,12 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from ..ports import Frontend, Level
+from ..ports import CheckpointRecorder, Frontend, Level
 from .settings import ToolSettings
 from .workspace import Workspace
 
@@ -35,6 +36,12 @@ class ToolContext:
     """Limits and timeouts (filled from the config's `tools:` section by the app)."""
     changed: list[str] | None = None
     """Tools that write files append the absolute paths here (editors reload those buffers)."""
+    checkpoints: CheckpointRecorder | None = None
+    """The session's checkpoint store: writing tools record each path's state before they write."""
+    checkpoint_turn: str = ""
+    """The turn's checkpoint id (CheckpointStore.begin_turn's answer) the writes are recorded under."""
+    approved: dict[Path, tuple[bool, str]] = field(default_factory=dict)
+    """(existed, text) each preview showed the change against: the write checks it is still so."""
 
 
 class _Args(BaseModel):

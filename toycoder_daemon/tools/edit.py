@@ -1,7 +1,10 @@
 """Writing tools: write_file and edit_file (sensitive: the person sees the diff and decides).
 
-Both compute their change once for the permission preview, and write it atomically (temp file,
-fsync, os.replace) keeping the file's encoding, BOM, line endings and mode.
+Both compute their change for the permission preview and again when allowed, and refuse when the
+base changed in between (what was approved is what is written). The change is checkpointed, then
+written atomically (temp file, fsync, os.replace) keeping the file's encoding, BOM, line endings
+and mode; or, for a file open in an editor that can apply edits, sent through the editor so the
+buffer (unsaved work, undo history) gets it.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -26,6 +30,8 @@ class TextFile:
     encoding: str = "utf-8"
     bom: bool = False
     exists: bool = True
+    in_editor: bool = False
+    """The text is the editor's buffer, and the change goes through the editor (workspace/applyEdit)."""
 
     @property
     def newline(self) -> str:
@@ -65,10 +71,11 @@ def unified_diff(rel: str, before: str, after: str, existed: bool = True) -> str
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
-async def _to_completion(work: Any) -> str:
-    """Run a write on a thread to the end even if the turn is cancelled meanwhile: a thread cannot
-    be stopped halfway, so the write happens either way, and the turn must say so truthfully."""
-    fut = asyncio.ensure_future(asyncio.to_thread(work))
+async def _to_completion(work: Any) -> Any:
+    """Finish a write even if the turn is cancelled meanwhile: a thread cannot be stopped halfway
+    (nor an edit the editor may already have applied), so the write happens either way, and the
+    turn must say so truthfully. `work`: a function (run on a thread) or a coroutine."""
+    fut = asyncio.ensure_future(work if asyncio.iscoroutine(work) else asyncio.to_thread(work))
     try:
         return await asyncio.shield(fut)
     except asyncio.CancelledError:
@@ -79,20 +86,90 @@ async def _to_completion(work: Any) -> str:
 
 def _target(ctx: ToolContext, path: str) -> Path:
     try:
-        p = ctx.workspace.resolve(path, for_write=True)
+        return ctx.workspace.resolve(path, for_write=True)
     except OutsideWorkspace as e:
         raise ToolError(f"refused: {e}") from None
-    if p in ctx.workspace.open_documents and p.is_file() and ctx.workspace.unsaved(p, load(p).text) is not None:
-        # Writing the disk copy would fight the person's unsaved work (and a reload would lose it).
+
+
+def _base(ctx: ToolContext, p: Path, path: str) -> TextFile:
+    """What the change is made against: the editor's buffer when the file is open there and the
+    editor can apply edits (the change then goes through it); else the disk, refusing to write
+    under unsaved work (a reload would lose it)."""
+    disk = load(p)
+    buffer = ctx.workspace.open_documents.get(p)
+    if buffer is None:
+        return disk
+    if ctx.frontend.can_apply_edit():
+        return TextFile(buffer[1:] if buffer.startswith(BOM) else buffer, disk.encoding, disk.bom, in_editor=True)
+    if disk.exists and ctx.workspace.unsaved(p, disk.text) is not None:
         raise ToolError(f"{path} has unsaved changes in the editor; ask the user to save or discard them first")
-    return p
+    return disk
+
+
+def _check_approved(ctx: ToolContext, p: Path, f: TextFile) -> None:
+    """What was approved is what is written: the base must be the one the preview showed."""
+    shown = ctx.approved.get(p)
+    if shown is not None and shown != (f.exists, f.text):
+        raise ToolError(f"{ctx.workspace.relative(p)} changed while waiting for approval; read it again")
+
+
+def _encode(f: TextFile, text: str) -> bytes:
+    return ((BOM if f.bom else "") + text).encode(f.encoding, errors="replace")
+
+
+def _record(ctx: ToolContext, p: Path, when: str, content: bytes | None = None) -> str | None:
+    """Checkpoint `p` before (or after) the write; the problem undo will have with it, if any."""
+    if ctx.checkpoints is None:
+        return None
+    record = ctx.checkpoints.record_before_write if when == "before" else ctx.checkpoints.record_after_write
+    return record(ctx.checkpoint_turn, p, content=content).problem
+
+
+Plan = Callable[[bool], tuple[Path, TextFile, str]]
+"""(re)computes a change: (path, its base, the new text); the flag says to check the approval."""
+
+
+async def _commit(ctx: ToolContext, plan: Plan) -> tuple[Path, TextFile, str, str]:
+    """Land a change: re-plan it against the current base, check that base is the approved one,
+    checkpoint it, then write the disk (on a thread) or send it through the editor. Returns the
+    plan and a note for the result ("" when there is nothing to add)."""
+
+    def on_disk() -> tuple[Path, TextFile, str, str]:
+        p, f, text = plan(True)
+        if f.in_editor:
+            return p, f, text, ""
+        problem = _record(ctx, p, "before")
+        try:
+            save(p, f, text)
+        finally:
+            _record(ctx, p, "after")  # whatever is there now, even after a failure
+        if ctx.changed is not None:
+            ctx.changed.append(str(p))
+        return p, f, text, f"\nnote: {problem}" if problem else ""
+
+    async def in_editor(p: Path, f: TextFile, text: str) -> str:
+        problem = _record(ctx, p, "before", _encode(f, f.text))  # the buffer, unsaved work included
+        result = await ctx.frontend.apply_edit(p, f.text, text)
+        if not result.applied:
+            raise ToolError(f"the editor did not apply the change to {ctx.workspace.relative(p)}: "
+                            f"{result.reason or 'no reason given'}")
+        ctx.workspace.open_documents[p] = text  # until its didChange arrives
+        _record(ctx, p, "after", _encode(f, text))
+        return " in the editor's buffer" + (f"\nnote: {problem}" if problem else "")
+
+    p, f, text, note = await _to_completion(on_disk)
+    if f.in_editor:
+        note = await _to_completion(in_editor(p, f, text))
+    return p, f, text, note
 
 
 # ---- write_file -------------------------------------------------------------------------------
 
-def _plan_write(ctx: ToolContext, path: str, content: str) -> tuple[Path, TextFile, str]:
+def _plan_write(ctx: ToolContext, path: str, content: str, check: bool = False) -> tuple[Path, TextFile, str]:
     p = _target(ctx, path)
-    f = load(p)
+    f = _base(ctx, p, path)
+    if check:
+        _check_approved(ctx, p, f)
     if f.exists and f.newline == "\r\n" and "\r\n" not in content:
         content = content.replace("\n", "\r\n")  # keep the file's line endings
     return p, f, content
@@ -100,6 +177,7 @@ def _plan_write(ctx: ToolContext, path: str, content: str) -> tuple[Path, TextFi
 
 async def _write_preview(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     p, f, content = await asyncio.to_thread(_plan_write, ctx, args["path"], args["content"])
+    ctx.approved[p] = (f.exists, f.text)
     rel = ctx.workspace.relative(p)
     return {"kind": "diff", "path": rel, "uri": p.as_uri(), "diff": unified_diff(rel, f.text, content, f.exists)}
 
@@ -112,17 +190,10 @@ async def write_file(
 ) -> str:
     """Create a file or overwrite it with the given content (parent directories are created).
     Prefer edit_file for changes to an existing file."""
-
-    def run() -> str:
-        p, f, text = _plan_write(ctx, path, content)
-        save(p, f, text)
-        if ctx.changed is not None:
-            ctx.changed.append(str(p))
-        n = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
-        verb = "overwrote" if f.exists else "created"
-        return f"{verb} {ctx.workspace.relative(p)} ({n} lines)"
-
-    return await _to_completion(run)
+    p, f, text, note = await _commit(ctx, lambda check: _plan_write(ctx, path, content, check))
+    n = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    verb = "overwrote" if f.exists else "created"
+    return f"{verb} {ctx.workspace.relative(p)} ({n} lines){note}"
 
 
 # ---- edit_file --------------------------------------------------------------------------------
@@ -137,9 +208,12 @@ def _closest(text: str, needle: str, n: int = 3) -> str:
     return "\n".join(shown)
 
 
-def _plan_edit(ctx: ToolContext, path: str, old: str, new: str, replace_all: bool) -> tuple[Path, TextFile, str, int]:
+def _plan_edit(ctx: ToolContext, path: str, old: str, new: str, replace_all: bool,
+               check: bool = False) -> tuple[Path, TextFile, str, int]:
     p = _target(ctx, path)
-    f = load(p)
+    f = _base(ctx, p, path)
+    if check:
+        _check_approved(ctx, p, f)
     if not f.exists:
         raise ToolError(f"file not found: {path} (use write_file to create it)")
     if old == "":
@@ -169,6 +243,7 @@ async def _edit_preview(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any
     p, f, text, _ = await asyncio.to_thread(
         _plan_edit, ctx, args["path"], args["old_string"], args["new_string"], bool(args.get("replace_all"))
     )
+    ctx.approved[p] = (f.exists, f.text)
     rel = ctx.workspace.relative(p)
     return {"kind": "diff", "path": rel, "uri": p.as_uri(), "diff": unified_diff(rel, f.text, text)}
 
@@ -184,11 +259,14 @@ async def edit_file(
     """Replace an exact piece of text in a file. old_string must match the file exactly (whitespace
     included) and only once, unless replace_all is true. Read the file first."""
 
-    def run() -> str:
-        p, f, text, n = _plan_edit(ctx, path, old_string, new_string, replace_all)
-        save(p, f, text)
-        if ctx.changed is not None:
-            ctx.changed.append(str(p))
-        return f"edited {ctx.workspace.relative(p)}: replaced {n} occurrence{'s' if n != 1 else ''}"
+    count = 0
 
-    return await _to_completion(run)
+    def plan(check: bool) -> tuple[Path, TextFile, str]:
+        nonlocal count
+        p, f, text, count = _plan_edit(ctx, path, old_string, new_string, replace_all, check)
+        return p, f, text
+
+    p, _, _, note = await _commit(ctx, plan)
+    where, _, more = note.partition("\n")
+    tail = f"\n{more}" if more else ""
+    return f"edited {ctx.workspace.relative(p)}{where}: replaced {count} occurrence{'s' if count != 1 else ''}{tail}"

@@ -20,6 +20,8 @@ export const Methods = {
   commandsList: 'toycoder/commands/list',
   modelsList: 'toycoder/models/list',
   modelsSet: 'toycoder/models/set',
+  checkpointList: 'toycoder/checkpoint/list',
+  checkpointRestore: 'toycoder/checkpoint/restore',
   update: 'toycoder/update',
   requestPermission: 'toycoder/requestPermission',
   askUser: 'toycoder/askUser',
@@ -47,7 +49,7 @@ export type StopReason = 'end_turn' | 'max_steps' | 'cancelled' | 'error' | 'com
 
 export type Decision = 'allow_once' | 'allow_always' | 'reject';
 
-export type Update = TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate;
+export type Update = TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate | ChangesUpdate;
 
 export type Action = SwitchAction | QuitAction;
 
@@ -97,6 +99,24 @@ export interface RetryUpdate {
   reason: string;
 }
 
+export interface ChangedFileInfo {
+  /** Relative to the workspace root. */
+  path: string;
+  status: 'created' | 'modified' | 'deleted';
+  /** Lines added; absent when either side is not text (binary, too large to keep, a symlink). */
+  added?: number;
+  /** Lines removed; absent like `added`. */
+  removed?: number;
+  /** The file's absolute file:// URI. */
+  uri: string;
+}
+
+export interface ChangesUpdate {
+  kind: 'changes';
+  /** The turn's net change per file (sent once, at the end of a turn or restore that changed files). */
+  files: ChangedFileInfo[];
+}
+
 export interface UpdateParams {
   sessionId: string;
   turnId: string;
@@ -127,13 +147,17 @@ export interface SessionIdParams {
 }
 
 export interface TranscriptEntry {
-  /** user, assistant, tool_call or tool. */
+  /** user, assistant, tool_call, tool, or changes (after a turn that changed files). */
   role: string;
   text: string;
   toolCallId?: string;
   name?: string;
   /** For role "tool": how the call ended. */
   status?: ToolStatus;
+  /** For role "changes": the turn's checkpoint id (what toycoder/checkpoint/restore takes). */
+  turnId?: string;
+  /** For role "changes": the turn's net change per file. */
+  files?: ChangedFileInfo[];
 }
 
 export interface SessionLoadResult {
@@ -233,6 +257,56 @@ export interface ModelsSetParams {
   model: string;
 }
 
+export interface CheckpointFile {
+  /** Relative to the workspace root. */
+  path: string;
+  status: 'created' | 'modified' | 'deleted';
+  /** Lines added; absent when either side is not text (binary, too large to keep, a symlink). */
+  added?: number;
+  /** Lines removed; absent like `added`. */
+  removed?: number;
+}
+
+export interface CheckpointInfo {
+  /** The turn's id (the `turnId` of its toycoder/prompt answer and updates); restore takes it. */
+  turnId: string;
+  createdAt: string;
+  /** The first line of the turn's prompt ("restore <turn>" for a restore). */
+  prompt: string;
+  files: CheckpointFile[];
+}
+
+export interface CheckpointList {
+  /** Turns that changed files, oldest first. */
+  checkpoints: CheckpointInfo[];
+}
+
+export interface RestoreParams {
+  sessionId: string;
+  /** A turn id (or a unique prefix of one, or its number). */
+  turnId: string;
+  /** Only these files (relative to the workspace root, or absolute); default: every file. */
+  paths?: string[];
+  /** Overwrite files changed outside the agent since its last write (otherwise conflicts). */
+  force: boolean;
+}
+
+export interface RestoreConflict {
+  path: string;
+  reason: string;
+}
+
+export interface RestoreResult {
+  /** Paths (relative to the workspace root) now as they were before the turn. */
+  restored: string[];
+  /** Paths left as they are, each with the reason. */
+  conflicts: RestoreConflict[];
+  /** The restore's own checkpoint (restore it to undo this restore); absent when nothing was written. */
+  turnId?: string;
+  /** What undo cannot track (files changed by run_command or outside ToyCoder). */
+  note: string;
+}
+
 export interface DiffPreview {
   kind: 'diff';
   /** Relative to the workspace root. */
@@ -288,6 +362,8 @@ export interface Requests {
   'toycoder/commands/list': { params: EmptyParams; result: CommandList };
   'toycoder/models/list': { params: ModelsListParams; result: ModelsResult };
   'toycoder/models/set': { params: ModelsSetParams; result: ModelsResult };
+  'toycoder/checkpoint/list': { params: SessionIdParams; result: CheckpointList };
+  'toycoder/checkpoint/restore': { params: RestoreParams; result: RestoreResult };
 }
 
 /** daemon -> client requests: params and result of each method. */

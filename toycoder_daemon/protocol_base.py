@@ -1,0 +1,30 @@
+"""What every wire type shares: the `Wire` base (camelCase aliases, field docstrings as schema
+descriptions), timestamps and the small literal types. protocol.py re-exports all of it."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+
+def iso_time(ts: float) -> str:
+    """Timestamps on the wire: ISO 8601, UTC, seconds."""
+    import datetime
+
+    return datetime.datetime.fromtimestamp(ts, tz=datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+Level = Literal["safe", "sensitive", "dangerous"]
+ToolStatus = Literal["completed", "failed", "denied", "cancelled"]
+StopReason = Literal["end_turn", "max_steps", "cancelled", "error", "command"]
+Decision = Literal["allow_once", "allow_always", "reject"]
+
+
+class Wire(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore",
+                              use_attribute_docstrings=True)
+
+    def dump(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")

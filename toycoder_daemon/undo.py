@@ -1,0 +1,103 @@
+"""The app's side of checkpoints: one CheckpointStore per session, the `changes` a turn reports,
+restores with the note the model gets, and the transcript's `changes` entries.
+
+App delegates here so app.py stays the composition root; the store itself (checkpoints/) knows
+nothing of sessions or frontends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from .checkpoints import Checkpoint, CheckpointStore, FileChange, RestoreResult, conversation_note
+from .messages import UserMessage
+from .ports import ChangedFile, FilesChanged, Frontend
+from .sessions.session import Session, TranscriptEntry
+
+
+def changed_files(root: Path, files: list[FileChange]) -> tuple[ChangedFile, ...]:
+    return tuple(ChangedFile(f["path"], (root / f["path"]).as_uri(), f["status"], f["added"], f["removed"])
+                 for f in files)
+
+
+def summary(files: tuple[ChangedFile, ...]) -> str:
+    """"2 files changed +12 -3" (line counts of text files only)."""
+    added = sum(f.added or 0 for f in files)
+    removed = sum(f.removed or 0 for f in files)
+    return f"{len(files)} file{'s' if len(files) != 1 else ''} changed +{added} -{removed}"
+
+
+class Checkpoints:
+    """The checkpoint stores of one workspace's sessions under the daemon's data dir."""
+
+    def __init__(self, data_dir: Path, workspace: Path):
+        self.data_dir, self.workspace = data_dir, workspace
+        self._live: dict[str, CheckpointStore] = {}
+
+    def of(self, session_id: str, live: bool = True) -> CheckpointStore:
+        """The session's store: kept while the session is live; a fresh read of the index for a
+        session only looked at (another daemon may own it)."""
+        store = self._live.get(session_id)
+        if store is None:
+            store = CheckpointStore(self.data_dir, self.workspace, session_id)
+            if live:
+                self._live[session_id] = store
+        return store
+
+    def delete(self, session_id: str) -> None:
+        self.of(session_id, live=False).delete()
+        self._live.pop(session_id, None)
+
+    def next_turn(self, s: Session) -> str:
+        """The session's next turn id, skipping ids its checkpoints already have (turn numbers
+        restart with the daemon), so a turn's id and its checkpoint id are the same."""
+        known = {t.id for t in self.of(s.id).turns}
+        s.turn_seq += 1
+        while f"{s.id}-{s.turn_seq}" in known:
+            s.turn_seq += 1
+        return f"{s.id}-{s.turn_seq}"
+
+    def report(self, store: CheckpointStore, turn_id: str, frontend: Frontend) -> tuple[ChangedFile, ...]:
+        """Send the turn's `changes` (when it changed files); returns them."""
+        files = changed_files(store.workspace, store.changes(turn_id))
+        if files:
+            frontend.emit(FilesChanged(turn_id, files))
+        return files
+
+    def rows(self, session_id: str, live: bool) -> list[Checkpoint]:
+        return self.of(session_id, live).list()
+
+    async def restore(self, s: Session, turn_ref: str, paths: list[str] | None, force: bool,
+                      frontend: Frontend | None, as_turn: str | None = None) -> RestoreResult:
+        """Restore a turn (CheckpointStore.resolve reads `turn_ref`) and every later one (the store
+        refuses conflicts unless forced), tell the model in a note, and report the restore's
+        changes so editors reload the files."""
+        store = self.of(s.id)
+        turn_id = store.resolve(turn_ref)
+        result = await asyncio.to_thread(store.restore, turn_id, paths, force, as_turn)
+        if result["restored"] or result["conflicts"]:
+            note: UserMessage = {"role": "user", "content": conversation_note(result, turn_id), "note": True}
+            if result["turnId"]:
+                note["turn"] = result["turnId"]
+            s.messages.append(note)
+        if result["turnId"] and frontend is not None:
+            self.report(store, result["turnId"], frontend)
+        return result
+
+
+
+class ChangesOfStore:
+    """Session.transcript's `changes_of` over one store (the list is computed once)."""
+
+    def __init__(self, store: CheckpointStore):
+        self.root = store.workspace
+        self.by_turn = {c["turnId"]: c for c in store.list()}
+
+    def __call__(self, turn_id: str) -> TranscriptEntry | None:
+        c = self.by_turn.get(turn_id)
+        if c is None:
+            return None
+        files = changed_files(self.root, c["files"])
+        text = summary(files) if c["kind"] != "restore" else f"restored ({summary(files)})"
+        return TranscriptEntry("changes", text, turn_id=turn_id, files=files)
