@@ -29,7 +29,7 @@ import {
   UpdateParams,
 } from './shared/protocol';
 import type { ProgressValue } from './shared/lsp';
-import { CheckpointMethods, RestoreParams, RestoreResult } from './shared/checkpoints';
+import type { RestoreParams, RestoreResult } from './shared/checkpoints';
 
 export interface DaemonOptions {
   /** The command and its arguments, e.g. ["toycoder-daemon"] or [python, "-m", "toycoder_daemon"]. */
@@ -239,7 +239,7 @@ export class DaemonClient {
   }
 
   restoreCheckpoint(params: RestoreParams): Promise<RestoreResult> {
-    return this.request(CheckpointMethods.restore, params);
+    return this.request(Methods.checkpointRestore, params);
   }
 
   didOpen(uri: string, languageId: string, version: number, text: string): void {

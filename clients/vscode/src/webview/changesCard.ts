@@ -7,6 +7,7 @@
 
 import { ChangedFile, changesSummary, isChangesUpdate, RestoreResult } from '../shared/checkpoints';
 import type { RestoreRequest, ToHost, ToWebview } from '../shared/messages';
+import type { TranscriptEntry } from '../shared/protocol';
 import { h } from './dom';
 
 const STATUS_MARK: Record<string, string> = { created: 'A', modified: 'M', deleted: 'D' };
@@ -19,8 +20,8 @@ function button(cls: string, label: string, title: string, onClick: () => void):
   return b;
 }
 
-function stat(n: number | null, sign: '+' | '\u2212', cls: string): HTMLElement {
-  return h('span', cls, n === null ? '' : ` ${sign}${n}`);
+function stat(n: number | undefined, sign: '+' | '\u2212', cls: string): HTMLElement {
+  return h('span', cls, n === undefined ? '' : ` ${sign}${n}`);
 }
 
 export function changesCard(turnId: string, files: ChangedFile[], post: (m: ToHost) => void): HTMLElement {
@@ -112,16 +113,33 @@ export class ChangesView {
     if (message.type === 'update' && isChangesUpdate(update) && !message.params.parentToolCallId) {
       const u = update;
       if (u.files.length === 0) return;
-      const card = changesCard(u.turnId ?? message.params.turnId, u.files, this.post);
+      const card = changesCard(message.params.turnId, u.files, this.post);
       // the turn being shown is the conversation's last (chat.ts appends turns in order)
       const turn = document.querySelector('#conversation > .turn:last-of-type > .assistant');
       (turn ?? document.getElementById('conversation'))?.append(card);
       card.scrollIntoView({ block: 'nearest' });
+    } else if (message.type === 'transcript') {
+      this.transcript(message.entries);
     } else if (message.type === 'restoreResult' || message.type === 'restoreFailed') {
       const card = this.card(message.request.turnId);
       if (!card) return;
       if (message.type === 'restoreResult') showRestoreResult(card, message.request, message.result, this.post);
       else showRestoreFailed(card, message.message);
+    }
+  }
+
+  /** A loaded session: each `changes` entry's card goes into the turn it follows. */
+  private transcript(entries: TranscriptEntry[]): void {
+    const turns = document.querySelectorAll<HTMLElement>('#conversation > .turn');
+    let index = -1; // the turn chat.ts is drawing, counted the way it creates them
+    for (const entry of entries) {
+      if (entry.role === 'user') index++;
+      else if (index < 0 && (entry.role === 'tool_call' || entry.role === 'tool' || (entry.role === 'assistant' && entry.text))) index = 0;
+      else if (entry.role === 'changes' && entry.turnId && entry.files?.length) {
+        const turn = turns[Math.max(index, 0)] ?? turns[turns.length - 1];
+        const body = turn?.querySelector(':scope > .assistant') ?? document.getElementById('conversation');
+        body?.append(changesCard(entry.turnId, entry.files, this.post));
+      }
     }
   }
 

@@ -37,7 +37,7 @@ class FakeDaemon implements Daemon {
   async cancel(sid: string) { this.cancels.push(sid); return true; }
   async listCommands() { return [{ name: 'help', usage: '/help [command]', help: 'Help.', aliases: ['?'] }]; }
   restores: RestoreParams[] = [];
-  onRestore: (p: RestoreParams) => Promise<RestoreResult> = async (p) => ({ restored: p.paths ?? ['a.py'], conflicts: [] });
+  onRestore: (p: RestoreParams) => Promise<RestoreResult> = async (p) => ({ restored: p.paths ?? ['a.py'], conflicts: [], note: '' });
   async restoreCheckpoint(p: RestoreParams) { this.restores.push(p); return this.onRestore(p); }
   didOpen(uri: string) { this.docs.push(`open ${uri}`); }
   didChange(uri: string, version: number, text: string) { this.docs.push(`change ${uri} ${version} ${text}`); }

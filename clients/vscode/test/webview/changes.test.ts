@@ -12,7 +12,6 @@ import { after, afterEach, before, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import type { ChangedFile } from '../../src/shared/checkpoints';
 import type { ToWebview } from '../../src/shared/messages';
-import type { UpdateParams } from '../../src/shared/protocol';
 import { ChatPage, launchChromium, openChat } from '../helpers/browser';
 import { ARTIFACTS } from '../helpers/env';
 
@@ -35,12 +34,11 @@ afterEach(async () => {
 const FILES: ChangedFile[] = [
   { path: 'calc.py', uri: 'file:///w/calc.py', status: 'modified', added: 7, removed: 3 },
   { path: 'notes.md', uri: 'file:///w/notes.md', status: 'created', added: 3, removed: 0 },
-  { path: 'logo.png', uri: 'file:///w/logo.png', status: 'modified', added: null, removed: null },
+  { path: 'logo.png', uri: 'file:///w/logo.png', status: 'modified' },
 ];
 
-/** A `changes` update; the generated Update union may not list the kind yet, hence the cast. */
 function changes(turnId: string, files: ChangedFile[]): ToWebview {
-  return { type: 'update', params: { sessionId: 's', turnId, update: { kind: 'changes', files } } as unknown as UpdateParams };
+  return { type: 'update', params: { sessionId: 's', turnId, update: { kind: 'changes', files } } };
 }
 
 async function turnWithChanges(): Promise<ChatPage> {
@@ -128,4 +126,22 @@ test('a turn without changed files, or a sub-agent\'s update, adds no card', asy
   sub.params.parentToolCallId = 'call_1';
   await c.send(sub);
   assert.equal(await c.page.locator('.changes-card').count(), 0);
+});
+
+test('a loaded session shows each turn\'s changes card in that turn', async () => {
+  const c = await openChat(browser, 760, 700);
+  pages.push(c);
+  await c.send({ type: 'transcript', session: null, entries: [
+    { role: 'user', text: 'look around' },
+    { role: 'assistant', text: 'Nothing to change.' },
+    { role: 'user', text: 'fix the average' },
+    { role: 'tool_call', text: '{}', toolCallId: 'call_1', name: 'edit_file' },
+    { role: 'tool', text: 'edited calc.py', toolCallId: 'call_1', status: 'completed' },
+    { role: 'assistant', text: 'Fixed it.' },
+    { role: 'changes', text: '1 file changed +1 -1', turnId: 's-2', files: [FILES[0]] },
+  ] });
+  const placed = await c.page.evaluate(() => [...document.querySelectorAll('#conversation > .turn')].map((t) =>
+    [t.querySelector('.user-message')?.textContent, t.querySelector('.changes-card')?.getAttribute('data-turn-id') ?? null]));
+  assert.deepEqual(placed, [['look around', null], ['fix the average', 's-2']]);
+  assert.equal(await c.page.locator('.changes-card .changes-summary').textContent(), '1 file changed +7 \u22123');
 });
