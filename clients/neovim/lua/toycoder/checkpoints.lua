@@ -29,8 +29,10 @@ function M.format(cp)
   local files = cp.files or {}
   local chunks = style.changes_chunks("", files)
   local summary = chunks[2][1] .. chunks[3][1] .. chunks[4][1]
-  local when = type(cp.createdAt) == "number" and os.date("%Y-%m-%d %H:%M", math.floor(cp.createdAt)) or "?"
-  return ("%s  %s  %s  %s"):format(when, tostring(cp.turnId or "?"):sub(1, 8), summary,
+  local when = tostring(cp.createdAt or "?"):sub(1, 16):gsub("T", " ") -- ISO 8601 UTC, to the minute
+  local id = tostring(cp.turnId or "?")
+  local n = id:match("%-(%d+)$") -- the daemon's ids are <session>-<turn number>
+  return ("%s  %s  %s  %s"):format(when, n and ("turn " .. n) or id:sub(1, 8), summary,
     style.one_line(cp.prompt ~= "" and cp.prompt or "(no prompt)", 60))
 end
 

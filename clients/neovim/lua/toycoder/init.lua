@@ -71,6 +71,14 @@ daemon.on_notification("toycoder/update", function(params)
       reload.file(abs, rel)
     end
   end
+  local files = params.update.kind == "changes" and params.update.files -- a turn's or a restore's (/undo)
+  if type(files) == "table" and config.options.auto_reload then
+    for _, f in ipairs(files) do
+      if type(f.uri) == "string" then
+        reload.file(vim.uri_to_fname(f.uri), f.path)
+      end
+    end
+  end
 end)
 
 daemon.on_notification("$/progress", function(params)
