@@ -3,8 +3,9 @@ through workspace/applyEdit (undo history kept; a clean buffer saved, a modified
 and :ToyCoderCheckpoints (a vim.ui.select picker; conflicts offered with Force).
 
 Real headless Neovim with the plugin, through the fixtures of test_neovim. The applyEdit handler and
-the picker are driven directly (the handler as the daemon's request would call it; the picker with
-toycoder.daemon's request replaced by a recorder), so they do not depend on the daemon's side.
+the picker are driven directly too (the handler as the daemon's request would call it; the picker with
+toycoder.daemon's request replaced by a recorder); the last tests go through the real daemon and the
+scripted model: /undo, and an agent's edit to a modified buffer.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ from pathlib import Path
 import test_neovim
 from test_neovim import Editor
 
+from toycoder_daemon.testing.fake_llm import FakeLLM
+
 editor = test_neovim.editor  # the fixture: Neovim with the plugin set up
 
 CHANGES = [{"path": "src/app.py", "uri": "file:///w/src/app.py", "status": "modified", "added": 7, "removed": 3},
            {"path": "notes.md", "uri": "file:///w/notes.md", "status": "created", "added": 3, "removed": 0},
-           {"path": "logo.png", "uri": "file:///w/logo.png", "status": "modified", "added": None, "removed": None}]
+           {"path": "logo.png", "uri": "file:///w/logo.png", "status": "modified"}]  # not text: no counts
 
 
 def apply(ed: Editor, path: Path, start: tuple[int, int], end: tuple[int, int], text: str) -> dict:
@@ -110,9 +113,9 @@ def test_checkpoints_picker_restores_the_chosen_turn_and_offers_force_for_confli
     app = workspace / "src" / "app.py"
     ed.cmd(f"edit {app}")
     listing = {"checkpoints": [
-        {"turnId": "aaaa1111-old", "createdAt": 1700000000, "prompt": "write notes",
+        {"turnId": "s1-1", "createdAt": "2026-11-30T10:40:59+00:00", "prompt": "write notes",
          "files": [{"path": "notes.md", "status": "created", "added": 3, "removed": 0}]},
-        {"turnId": "bbbb2222-new", "createdAt": 1700000600, "prompt": "fix add",
+        {"turnId": "s1-3", "createdAt": "2026-11-30T10:52:07+00:00", "prompt": "fix add",
          "files": [{"path": "src/app.py", "status": "modified", "added": 2, "removed": 1}]}]}
     restored = {"restored": ["src/app.py"], "conflicts": [{"path": "notes.md", "reason": "changed since the agent wrote it"}],
                 "turnId": "cccc", "note": "Only changes made by ToyCoder's file tools are undone."}
@@ -127,12 +130,12 @@ def test_checkpoints_picker_restores_the_chosen_turn_and_offers_force_for_confli
     ed.wait(lambda: len(ed.lua("return T.calls")) == 3, "list, restore, forced restore")
     calls = ed.lua("return T.calls")
     assert calls[0] == {"method": "toycoder/checkpoint/list", "params": {"sessionId": "s1"}}
-    assert calls[1] == {"method": "toycoder/checkpoint/restore", "params": {"sessionId": "s1", "turnId": "bbbb2222-new"}}
+    assert calls[1] == {"method": "toycoder/checkpoint/restore", "params": {"sessionId": "s1", "turnId": "s1-3"}}
     assert calls[2] == {"method": "toycoder/checkpoint/restore",
-                        "params": {"sessionId": "s1", "turnId": "bbbb2222-new", "paths": ["notes.md"], "force": True}}
+                        "params": {"sessionId": "s1", "turnId": "s1-3", "paths": ["notes.md"], "force": True}}
     selects = ed.lua("return T.selects")
     assert selects[0]["kind"] == "toycoder.checkpoint"
-    assert selects[0]["items"][0].startswith("2023-11-14 ") and "bbbb2222" in selects[0]["items"][0]
+    assert selects[0]["items"][0].startswith("2026-11-30 10:52  turn 3  "), selects[0]["items"]
     assert "1 file changed +2 −1" in selects[0]["items"][0] and selects[0]["items"][0].endswith("fix add")
     assert "write notes" in selects[0]["items"][1], "newest first"
     assert selects[1]["kind"] == "toycoder.restore_conflicts"
@@ -141,3 +144,60 @@ def test_checkpoints_picker_restores_the_chosen_turn_and_offers_force_for_confli
     ed.wait(lambda: buffer_text(ed) == "def add(a, b):\n    return a + b  # back", "the restored buffer to reload")
     ed.wait_chat("restored src/app.py · Only changes made by ToyCoder's file tools are undone.")
     ed.wait_chat("restored notes.md")
+
+
+# ---- against the real daemon (its checkpoints and workspace/applyEdit) ---------------------------
+
+def test_undo_restores_the_file_and_its_buffer_reloads(editor, llm: FakeLLM, workspace: Path) -> None:
+    ed = editor()
+    readme = workspace / "README.md"
+    llm.add({"tool_calls": [{"name": "write_file", "arguments": {"path": "README.md",
+                                                                  "content": "# Demo\nA bigger project.\nWith more.\n"}}]},
+            {"text": "Written."})
+    ed.cmd("ToyCoder grow the readme")
+    ed.decide("a")
+    ed.wait_idle()
+    assert "- 1 file changed +2 −1: README.md" in ed.chat_lines(), ed.chat()
+    assert readme.read_text() == "# Demo\nA bigger project.\nWith more.\n"
+    ed.cmd(f"edit {readme}")  # opened after the write, so the daemon wrote the file itself
+    assert buffer_of(ed, readme) == ["# Demo", "A bigger project.", "With more."]
+
+    chat = ed.prompt("/undo")
+    assert readme.read_text() == "# Demo\nA tiny project.\n"
+    ed.wait(lambda: buffer_of(ed, readme) == ["# Demo", "A tiny project."], "the buffer to reload after /undo")
+    assert not ed.lua("return vim.bo[vim.fn.bufnr(...)].modified", str(readme))
+    assert "- 1 file changed +1 −2: README.md" in chat.split("\n"), chat  # the undo's own changes line
+
+    # the session loaded again shows both changes lines where they happened
+    sid = ed.lua("return require('toycoder').session_id()")
+    ed.cmd(f"ToyCoder /switch {sid}")
+    ed.wait_idle()
+    ed.wait(lambda: ed.chat().count("file changed") == 2, "the loaded session's changes lines")
+    lines = ed.chat_lines()
+    assert lines.index("- 1 file changed +2 −1: README.md") > lines.index("Written.")
+
+
+def test_an_edit_to_a_modified_buffer_goes_through_apply_edit_and_u_undoes_it(editor, llm: FakeLLM,
+                                                                               workspace: Path) -> None:
+    ed = editor()
+    app = workspace / "src" / "app.py"
+    ed.cmd(f"edit {app}")
+    ed.nv.input("Go# mine, unsaved<Esc>")
+    ed.wait(lambda: ed.lua("return vim.bo.modified"), "the buffer to be modified")
+    llm.add({"tool_calls": [{"name": "edit_file", "arguments": {"path": "src/app.py", "old_string": "return a + b",
+                                                                 "new_string": "return a + b  # checked"}}]},
+            {"text": "Edited."})
+    ed.cmd("ToyCoder mark it checked")
+    ed.decide("a")
+    ed.wait_idle()
+    assert "- [ok] edit_file src/app.py" in ed.chat(), ed.chat()
+    assert buffer_of(ed, app) == ["def add(a, b):", "    return a + b  # checked", "# mine, unsaved"]
+    assert ed.lua("return vim.bo[vim.fn.bufnr(...)].modified", str(app)), "the person's unsaved work was saved"
+    assert app.read_text() == "def add(a, b):\n    return a + b\n", "the daemon wrote under the buffer"
+    ed.lua("vim.fn.win_gotoid(vim.fn.bufwinid(...))", str(app))  # back in the file's window
+    ed.nv.input("u")
+    ed.wait(lambda: buffer_text(ed) == "def add(a, b):\n    return a + b\n# mine, unsaved", "u to undo the agent's edit")
+
+
+def buffer_of(ed: Editor, path: Path) -> list[str]:
+    return ed.lua("return vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 0, -1, false)", str(path))
