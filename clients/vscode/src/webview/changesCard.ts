@@ -24,21 +24,23 @@ function stat(n: number | undefined, sign: '+' | '\u2212', cls: string): HTMLEle
   return h('span', cls, n === undefined ? '' : ` ${sign}${n}`);
 }
 
-export function changesCard(turnId: string, files: ChangedFile[], post: (m: ToHost) => void): HTMLElement {
-  const card = h('div', 'changes-card');
+/** `restore`: the card of a restore (its Undo re-applies what was undone, so it says Redo). */
+export function changesCard(turnId: string, files: ChangedFile[], post: (m: ToHost) => void, restore = false): HTMLElement {
+  const card = h('div', restore ? 'changes-card changes-of-restore' : 'changes-card');
   card.dataset.turnId = turnId;
   card.setAttribute('role', 'group');
   card.setAttribute('aria-label', changesSummary(files));
-  const restore = (request: RestoreRequest, b: HTMLButtonElement) => {
+  const ask = (request: RestoreRequest, b: HTMLButtonElement) => {
     b.disabled = true; // one request at a time from a button; the answer re-enables what still applies
     card.dataset.state = 'restoring';
     post({ type: 'restore', request });
   };
 
   const head = h('div', 'changes-head');
-  const undo = button('changes-undo', 'Undo', 'Put every file back as it was before this turn (and later turns)',
-    () => restore({ turnId }, undo));
-  head.append(h('span', 'changes-summary', changesSummary(files)), undo);
+  const undo = restore
+    ? button('changes-undo', 'Redo', 'Undo this restore: put the files back as the turn left them', () => ask({ turnId }, undo))
+    : button('changes-undo', 'Undo', 'Put every file back as it was before this turn (and later turns)', () => ask({ turnId }, undo));
+  head.append(h('span', 'changes-summary', `${restore ? 'Restored: ' : ''}${changesSummary(files)}`), undo);
   card.append(head);
 
   const list = h('ul', 'changes-files');
@@ -54,7 +56,7 @@ export function changesCard(turnId: string, files: ChangedFile[], post: (m: ToHo
       post({ type: 'openFile', uri: f.uri });
     });
     const revert = button('changes-revert', 'Revert', `Put ${f.path} back as it was before this turn`,
-      () => restore({ turnId, paths: [f.path] }, revert));
+      () => ask({ turnId, paths: [f.path] }, revert));
     li.append(h('span', 'changes-status', STATUS_MARK[f.status] ?? '?'), open, stat(f.added, '+', 'diff-stat-add'),
       stat(f.removed, '\u2212', 'diff-stat-del'), revert);
     list.append(li);
@@ -106,14 +108,23 @@ export function showRestoreFailed(card: HTMLElement, message: string): void {
 
 /** Routes the host's messages about changes: a `changes` update adds a card to the current turn. */
 export class ChangesView {
-  constructor(private readonly post: (m: ToHost) => void) {}
+  private readonly post: (m: ToHost) => void;
+  /** Restores asked for and not answered yet: a `changes` update meanwhile is a restore's. */
+  private restoring = 0;
+
+  constructor(post: (m: ToHost) => void) {
+    this.post = (m) => {
+      if (m.type === 'restore') this.restoring++;
+      post(m);
+    };
+  }
 
   handle(message: ToWebview): void {
     const update: unknown = message.type === 'update' ? message.params.update : undefined;
     if (message.type === 'update' && isChangesUpdate(update) && !message.params.parentToolCallId) {
       const u = update;
       if (u.files.length === 0) return;
-      const card = changesCard(message.params.turnId, u.files, this.post);
+      const card = changesCard(message.params.turnId, u.files, this.post, this.restoring > 0);
       // the turn being shown is the conversation's last (chat.ts appends turns in order)
       const turn = document.querySelector('#conversation > .turn:last-of-type > .assistant');
       (turn ?? document.getElementById('conversation'))?.append(card);
@@ -121,6 +132,7 @@ export class ChangesView {
     } else if (message.type === 'transcript') {
       this.transcript(message.entries);
     } else if (message.type === 'restoreResult' || message.type === 'restoreFailed') {
+      this.restoring = Math.max(0, this.restoring - 1);
       const card = this.card(message.request.turnId);
       if (!card) return;
       if (message.type === 'restoreResult') showRestoreResult(card, message.request, message.result, this.post);

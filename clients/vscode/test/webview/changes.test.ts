@@ -108,10 +108,18 @@ test('a restore with a conflict shows its reason and Force; forcing posts force 
   assert.deepEqual((await posted(c, 'restore')).slice(-1), [
     { type: 'restore', request: { turnId: 't-1', paths: ['calc.py'], force: true } },
   ]);
+  // the daemon reports what the forced restore changed before its answer: a card of its own, to redo
+  await c.send(changes('r-2', [{ path: 'calc.py', uri: 'file:///w/calc.py', status: 'modified', added: 3, removed: 7 }]));
   await c.send({ type: 'restoreResult', request: { turnId: 't-1', paths: ['calc.py'], force: true },
     result: { restored: ['calc.py'], conflicts: [], turnId: 'r-2', note: '' } });
   assert.equal(await card.getAttribute('data-state'), 'restored');
   assert.equal(await card.locator('.changes-conflict').count(), 0);
+
+  const redo = page.locator('.changes-card[data-turn-id="r-2"]');
+  assert.equal(await redo.locator('.changes-summary').textContent(), 'Restored: 1 file changed +3 \u22127');
+  assert.equal(await redo.locator('.changes-undo').textContent(), 'Redo');
+  await redo.locator('.changes-undo').click();
+  assert.deepEqual((await posted(c, 'restore')).slice(-1), [{ type: 'restore', request: { turnId: 'r-2' } }]);
 
   await c.send({ type: 'restoreFailed', request: { turnId: 't-1' }, message: 'A turn is running: stop it first.' });
   assert.equal(await card.locator('.changes-error').textContent(), 'A turn is running: stop it first.');
