@@ -69,6 +69,8 @@ class RecordingFrontend:
         """None: an editor without workspace.applyEdit; else its answer to every edit (applied:
         the edit is applied to the workspace's open buffer, as an editor would)."""
         self.edits: list[tuple[Path, str, str]] = []
+        self.edit_hold: asyncio.Event | None = None
+        """When set, the editor answers an edit only once this event is set (a slow editor)."""
         self.buffers: dict[Path, str] | None = None
         """The open buffers an applied edit changes (the App's workspace.open_documents)."""
 
@@ -110,6 +112,8 @@ class _Bound:
         r = self.recorder
         assert r.editor is not None, "an edit through an editor that cannot apply edits"
         r.edits.append((path, before, after))
+        if r.edit_hold is not None:
+            await r.edit_hold.wait()
         if r.editor.applied and r.buffers is not None:
             assert r.buffers.get(path) == before, "the edit was made against another text than the buffer's"
             r.buffers[path] = after

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from . import protocol as wire
 from .coalesce import TextCoalescer
-from .lsp_mapping import update_payload, workspace_edit
+from .lsp_mapping import apply_edit_params, update_payload
 from .ports import Decision, EditApplied, Event, PermissionRequest, TextDelta, ToolCallStarted
 
 log = logging.getLogger(__name__)
@@ -180,7 +180,7 @@ class EditorFrontend:
 
     async def apply_edit(self, path: Path, before: str, after: str) -> EditApplied:
         self.flush()
-        params = {"label": f"ToyCoder: edit {path.name}", "edit": workspace_edit(path.as_uri(), before, after)}
+        params = apply_edit_params(path.as_uri(), before, after, f"ToyCoder: edit {path.name}")
         try:
             result = await self._request(APPLY_EDIT, params, self.link.permission_timeout())
         except asyncio.CancelledError:

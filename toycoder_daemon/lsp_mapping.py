@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
+from lsprotocol import converters, types
 from pydantic import TypeAdapter
 
 from . import protocol as wire
@@ -171,3 +172,9 @@ def workspace_edit(uri: str, before: str, after: str) -> dict[str, Any]:
     edit = {"range": {"start": _position(before, start), "end": _position(before, end_b)},
             "newText": after[start:end_a]}
     return {"changes": {uri: [edit]}}
+
+
+def apply_edit_params(uri: str, before: str, after: str, label: str) -> types.ApplyWorkspaceEditParams:
+    """workspace/applyEdit's params as pygls sends them (it serialises the method's lsprotocol type)."""
+    params = {"label": label, "edit": workspace_edit(uri, before, after)}
+    return converters.get_converter().structure(params, types.ApplyWorkspaceEditParams)

@@ -11,6 +11,7 @@ import asyncio
 from pathlib import Path
 
 from .checkpoints import Checkpoint, CheckpointStore, FileChange, RestoreResult, conversation_note
+from .checkpoints.store import DEFAULT_MAX_BYTES
 from .messages import UserMessage
 from .ports import ChangedFile, FilesChanged, Frontend
 from .sessions.session import Session, TranscriptEntry
@@ -33,6 +34,8 @@ class Checkpoints:
 
     def __init__(self, data_dir: Path, workspace: Path):
         self.data_dir, self.workspace = data_dir, workspace
+        self.max_bytes = DEFAULT_MAX_BYTES
+        """Files larger than this are not kept (the tool result says undo cannot bring them back)."""
         self._live: dict[str, CheckpointStore] = {}
 
     def of(self, session_id: str, live: bool = True) -> CheckpointStore:
@@ -40,7 +43,7 @@ class Checkpoints:
         session only looked at (another daemon may own it)."""
         store = self._live.get(session_id)
         if store is None:
-            store = CheckpointStore(self.data_dir, self.workspace, session_id)
+            store = CheckpointStore(self.data_dir, self.workspace, session_id, max_bytes=self.max_bytes)
             if live:
                 self._live[session_id] = store
         return store
