@@ -30,7 +30,8 @@ def apply(ed: Editor, path: Path, start: tuple[int, int], end: tuple[int, int], 
         local path, s, e, text = ...
         local uri = vim.uri_from_fname(path)
         local range = { start = { line = s[1], character = s[2] }, ['end'] = { line = e[1], character = e[2] } }
-        return require('toycoder.apply_edit').handle({ edit = { changes = { [uri] = { { range = range, newText = text } } } } })
+        local changes = { [uri] = { { range = range, newText = text } } }
+        return require('toycoder.apply_edit').handle({ edit = { changes = changes } })
     """, str(path), list(start), list(end), text)
 
 
@@ -117,12 +118,13 @@ def test_checkpoints_picker_restores_the_chosen_turn_and_offers_force_for_confli
          "files": [{"path": "notes.md", "status": "created", "added": 3, "removed": 0}]},
         {"turnId": "s1-3", "createdAt": "2026-11-30T10:52:07+00:00", "prompt": "fix add",
          "files": [{"path": "src/app.py", "status": "modified", "added": 2, "removed": 1}]}]}
-    restored = {"restored": ["src/app.py"], "conflicts": [{"path": "notes.md", "reason": "changed since the agent wrote it"}],
+    restored = {"restored": ["src/app.py"],
+                "conflicts": [{"path": "notes.md", "reason": "changed since the agent wrote it"}],
                 "turnId": "cccc", "note": "Only changes made by ToyCoder's file tools are undone."}
     forced = {"restored": ["notes.md"], "conflicts": [], "turnId": "dddd", "note": ""}
     ed.lua(FAKE_DAEMON, {"toycoder/checkpoint/list": [listing], "toycoder/checkpoint/restore": [restored, forced]})
-    ed.lua("require('toycoder').session_id = function() return 's1' end")
-    ed.lua("package.loaded['toycoder'].pick_checkpoint = function() require('toycoder.checkpoints').pick('s1', false) end")
+    # the plugin's current session is "s1" (no daemon here: :ToyCoderCheckpoints picks from its checkpoints)
+    ed.lua("require('toycoder').pick_checkpoint = function() require('toycoder.checkpoints').pick('s1', false) end")
 
     app.write_text("def add(a, b):\n    return a + b  # back\n")  # what the daemon's restore would write
     ed.answer("fix add", "Force")
@@ -151,8 +153,8 @@ def test_checkpoints_picker_restores_the_chosen_turn_and_offers_force_for_confli
 def test_undo_restores_the_file_and_its_buffer_reloads(editor, llm: FakeLLM, workspace: Path) -> None:
     ed = editor()
     readme = workspace / "README.md"
-    llm.add({"tool_calls": [{"name": "write_file", "arguments": {"path": "README.md",
-                                                                  "content": "# Demo\nA bigger project.\nWith more.\n"}}]},
+    grown = "# Demo\nA bigger project.\nWith more.\n"
+    llm.add({"tool_calls": [{"name": "write_file", "arguments": {"path": "README.md", "content": grown}}]},
             {"text": "Written."})
     ed.cmd("ToyCoder grow the readme")
     ed.decide("a")
@@ -196,7 +198,8 @@ def test_an_edit_to_a_modified_buffer_goes_through_apply_edit_and_u_undoes_it(ed
     assert app.read_text() == "def add(a, b):\n    return a + b\n", "the daemon wrote under the buffer"
     ed.lua("vim.fn.win_gotoid(vim.fn.bufwinid(...))", str(app))  # back in the file's window
     ed.nv.input("u")
-    ed.wait(lambda: buffer_text(ed) == "def add(a, b):\n    return a + b\n# mine, unsaved", "u to undo the agent's edit")
+    ed.wait(lambda: buffer_text(ed) == "def add(a, b):\n    return a + b\n# mine, unsaved",
+            "u to undo the agent's edit")
 
 
 def buffer_of(ed: Editor, path: Path) -> list[str]:
