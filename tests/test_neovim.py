@@ -373,18 +373,20 @@ def test_permission_deny_leaves_the_file_and_unsaved_buffers_are_not_clobbered(e
     ed.lua("vim.api.nvim_buf_set_lines(0, 1, 2, false, {'my unsaved words'})")
     llm.add({"tool_calls": [{"name": "write_file", "arguments": {"path": "README.md", "content": "agent text\n"}}]},
             {"text": "Written."})
-    ed.prompt("rewrite the readme")
-    # the daemon knows the buffer's unsaved text (didChange) and refuses to write under it
+    ed.cmd("ToyCoder rewrite the readme")
+    ed.decide("a", n=2)
+    ed.wait_idle()
+    # the write goes into the buffer (workspace/applyEdit), not under it: the buffer stays unsaved
     assert (workspace / "README.md").read_text() == "# Demo\nA tiny project.\n"
-    assert "unsaved changes" in ed.tool_messages()[-1]
-    assert ed.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)") == ["# Demo", "my unsaved words"]
-    assert ed.lua("return vim.bo.modified") is True
+    assert "- [ok] write_file README.md" in ed.chat()
+    assert ed.lua("return vim.api.nvim_buf_get_lines(vim.fn.bufnr('README.md'), 0, -1, false)") == ["agent text"]
+    assert ed.lua("return vim.bo[vim.fn.bufnr('README.md')].modified") is True
 
     # a command shows the command and its cwd instead of a diff
     assert "run_command enabled" in ed.prompt("/tool enable run_command")
     llm.add({"tool_calls": [{"name": "run_command", "arguments": {"command": "rm -rf src"}}]}, {"text": "ok"})
     ed.cmd("ToyCoder clean up")
-    preview = ed.decide("q", n=2)  # q denies too
+    preview = ed.decide("q", n=3)  # q denies too
     ed.wait_idle()
     chat = ed.chat()
     assert preview["text"].startswith("$ rm -rf src\n") and preview["ft"] == "sh", preview

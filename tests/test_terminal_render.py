@@ -149,3 +149,24 @@ def test_without_a_pager_a_long_diff_is_clipped_inline() -> None:
     s = Spy(height=30)
     s.view.permission(permission_params(200))  # no terminal to ask on: no pager at all
     assert "… 83 more lines" in s.console.file.getvalue()
+
+
+def test_a_changes_update_is_one_line_with_counts_and_names() -> None:
+    s = Spy()
+    s.view.begin()
+    s.feed(delta("Done."), {"kind": "changes", "files": [
+        {"path": "a.py", "uri": "file:///w/a.py", "status": "modified", "added": 7, "removed": 3},
+        {"path": "b.py", "uri": "file:///w/b.py", "status": "created", "added": 3, "removed": 0},
+        {"path": "logo.png", "uri": "file:///w/logo.png", "status": "modified", "added": None, "removed": None}]})
+    s.view.end(None)
+    assert "Done." in s.printed
+    assert "3 files changed +10 \u22123: a.py, b.py, logo.png" in s.printed
+
+
+def test_changes_line_singular_and_many_files() -> None:
+    from toycoder_daemon.terminal.changes import changes_line
+
+    assert changes_line([{"path": "x.py", "status": "deleted", "added": 0, "removed": 4}]) == \
+        "1 file changed +0 \u22124: x.py"
+    many = changes_line([{"path": f"f{i}.py", "status": "created", "added": 1, "removed": 0} for i in range(8)])
+    assert many == "8 files changed +8 \u22120: f0.py, f1.py, f2.py, f3.py, f4.py, f5.py, 2 more"

@@ -74,6 +74,10 @@ def show(params):
         sys.stderr.write(f"\n{indent}-> {update['title']}\n")
     elif update["kind"] == "tool_result":
         sys.stderr.write(f"{indent}<- {update['status']}: {(update['output'].splitlines() or [''])[0][:100]}\n")
+    elif update["kind"] == "changes":
+        files = update["files"]
+        added, removed = sum(f.get("added") or 0 for f in files), sum(f.get("removed") or 0 for f in files)
+        sys.stderr.write(f"\n{len(files)} file(s) changed +{added} -{removed}: {', '.join(f['path'] for f in files)}\n")
     elif update["kind"] in ("retry", "compaction"):
         sys.stderr.write(f"\n[{update['kind']}: {json.dumps(update)}]\n")
 

@@ -24,6 +24,8 @@ from rich.spinner import Spinner
 from rich.syntax import Syntax
 from rich.text import Text
 
+from .changes import changes_line
+
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 STATUS = {  # tool_result status -> icon, style, word
     "completed": ("✓", "green", "ok"),
@@ -211,6 +213,9 @@ class TurnView:
             self.commit_text()
             self.note(f"⟳ context compacted ({u.get('strategy')}): {u.get('before')} → {u.get('after')} messages",
                       "yellow")
+        elif kind == "changes":
+            self.commit_text()
+            self.note(changes_line(u.get("files") or []), "cyan")
         # usage: the running total; the turn's result carries the final one
 
     def _text(self, text: str) -> None:

@@ -29,3 +29,7 @@ end, { desc = "ToyCoder: cancel the running turn" })
 vim.api.nvim_create_user_command("ToyCoderSessions", function()
   require("toycoder").pick_session()
 end, { desc = "ToyCoder: pick a session and switch to it" })
+
+vim.api.nvim_create_user_command("ToyCoderCheckpoints", function()
+  require("toycoder").pick_checkpoint()
+end, { desc = "ToyCoder: pick a turn's checkpoint and restore the files it changed" })

@@ -7,17 +7,18 @@
 import * as vscode from 'vscode';
 import type { DaemonHandlers } from './daemon';
 import { PROPOSAL_SCHEME } from './diffView';
+import { CheckpointDaemon, openChangedFile, restoreTurn } from './changes';
 import { DocumentSink, DocumentSync } from './documents';
 import { askPermission, askUser, ShowDiff } from './permission';
 import type { CancelToken, Reviews } from './reviews';
-import type { ToHost, ToWebview } from './shared/messages';
+import type { RestoreRequest, ToHost, ToWebview } from './shared/messages';
 import type { ProgressValue } from './shared/lsp';
 import type {
   CommandInfo, PermissionParams, PermissionResult, PromptResult, SessionInfo, SessionLoadResult,
 } from './shared/protocol';
 
 /** What the controller needs of a daemon connection (DaemonClient, or a fake in tests). */
-export interface Daemon extends DocumentSink {
+export interface Daemon extends DocumentSink, CheckpointDaemon {
   readonly running: boolean;
   newSession(title?: string): Promise<SessionInfo>;
   listSessions(): Promise<SessionInfo[]>;
@@ -236,7 +237,21 @@ export class ChatController implements vscode.Disposable {
         return;
       case 'openDiff':
         return this.options.reviews?.openDiff(message.id);
+      case 'restore':
+        return this.restore(message.request);
+      case 'openFile':
+        return openChangedFile(message.uri);
     }
+  }
+
+  /** A changes card's Undo / Revert / Force; not while a turn runs (it may be writing those files). */
+  private async restore(request: RestoreRequest): Promise<void> {
+    if (this.turn || !this.sessionId) {
+      const message = this.turn ? 'A turn is running: stop it first.' : 'No session to restore.';
+      this.post({ type: 'restoreFailed', request, message });
+      return;
+    }
+    await restoreTurn(await this.ensureDaemon(), this.sessionId, request, (m) => this.post(m), this.options.root);
   }
 
   private async openLink(href: string): Promise<void> {

@@ -29,6 +29,7 @@ import {
   UpdateParams,
 } from './shared/protocol';
 import type { ProgressValue } from './shared/lsp';
+import type { RestoreParams, RestoreResult } from './shared/checkpoints';
 
 export interface DaemonOptions {
   /** The command and its arguments, e.g. ["toycoder-daemon"] or [python, "-m", "toycoder_daemon"]. */
@@ -235,6 +236,10 @@ export class DaemonClient {
 
   async listCommands(): Promise<CommandInfo[]> {
     return (await this.request<{ commands: CommandInfo[] }>(Methods.commandsList, {})).commands;
+  }
+
+  restoreCheckpoint(params: RestoreParams): Promise<RestoreResult> {
+    return this.request(Methods.checkpointRestore, params);
   }
 
   didOpen(uri: string, languageId: string, version: number, text: string): void {

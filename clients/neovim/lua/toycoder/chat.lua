@@ -224,6 +224,10 @@ function M.notice(text, kind)
   local buf = M.buf()
   if not is_empty(buf) then
     append({ "" })
+  elseif not cb.is_blank(buf) then -- a notice alone on the first line: keep it (append would replace it)
+    edit(function(b)
+      api.nvim_buf_set_lines(b, -1, -1, true, { "" })
+    end)
   end
   local group = kind == "error" and "ToyCoderError" or "ToyCoderNotice"
   local list = {}

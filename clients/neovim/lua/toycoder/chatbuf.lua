@@ -89,6 +89,11 @@ function M.is_empty(buf)
   return api.nvim_buf_line_count(buf) == 1 and api.nvim_buf_get_lines(buf, 0, 1, true)[1] == ""
 end
 
+--- Empty and showing nothing: not even a virtual-text line (a notice) on its one empty line.
+function M.is_blank(buf)
+  return M.is_empty(buf) and #api.nvim_buf_get_extmarks(buf, ns, 0, 0, { limit = 1 }) == 0
+end
+
 function M.mark_row(id)
   local pos = api.nvim_buf_get_extmark_by_id(state.buf, ns, id, {})
   return pos[1]

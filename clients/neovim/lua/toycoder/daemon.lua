@@ -243,6 +243,7 @@ function M.start()
     capabilities = {
       experimental = { toycoder = { permissionRequest = true, askUser = true } },
       window = { workDoneProgress = true, showMessage = vim.empty_dict() },
+      workspace = { applyEdit = true }, -- edits to open buffers (apply_edit.lua)
     },
   }
   send("initialize", params, function(err, result)

@@ -101,6 +101,12 @@ function M.rows(loaded, note)
         end
       end
       last_kind = kind
+    elseif e.role == "changes" and type(e.files) == "table" and #e.files > 0 then
+      if last_kind ~= "item" then -- after the reply's text, like the live line
+        text("")
+      end
+      virt(style.changes_chunks("", e.files))
+      last_kind = "item"
     end
   end
   if note and note ~= "" then

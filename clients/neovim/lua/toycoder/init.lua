@@ -71,6 +71,14 @@ daemon.on_notification("toycoder/update", function(params)
       reload.file(abs, rel)
     end
   end
+  local files = params.update.kind == "changes" and params.update.files -- a turn's or a restore's (/undo)
+  if type(files) == "table" and config.options.auto_reload then
+    for _, f in ipairs(files) do
+      if type(f.uri) == "string" then
+        reload.file(vim.uri_to_fname(f.uri), f.path)
+      end
+    end
+  end
 end)
 
 daemon.on_notification("$/progress", function(params)
@@ -101,6 +109,9 @@ end)
 daemon.on_request("toycoder/requestPermission", prompts.request_permission)
 daemon.on_request("toycoder/askUser", prompts.ask_user)
 daemon.on_request("window/showMessageRequest", prompts.show_message_request)
+daemon.on_request("workspace/applyEdit", function(params)
+  return require("toycoder.apply_edit").handle(params)
+end)
 daemon.on_request("window/workDoneProgress/create", function()
   return vim.NIL
 end)
@@ -341,6 +352,11 @@ function M.pick_session()
       end
     end)
   end)
+end
+
+--- :ToyCoderCheckpoints: pick a checkpoint of the current session and restore it.
+function M.pick_checkpoint()
+  require("toycoder.checkpoints").pick(state.session_id, state.busy)
 end
 
 --- Completion for :ToyCoder (see complete.lua).

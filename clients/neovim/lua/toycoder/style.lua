@@ -15,6 +15,8 @@ M.links = {
   ToyCoderNotice = "Comment",
   ToyCoderError = "DiagnosticError",
   ToyCoderStarting = "DiagnosticInfo",
+  ToyCoderAdded = "Added",
+  ToyCoderRemoved = "Removed",
 }
 
 function M.set_highlights()
@@ -67,6 +69,25 @@ function M.tool_chunks(prefix, status, title, detail)
     table.insert(chunks, { " — " .. detail, "ToyCoderToolDetail" })
   end
   return chunks
+end
+
+--- The virtual-text chunks of a turn's `changes` line: `- N files changed +a −r: a.py, b.py`.
+--- Counts are summed over the files that have them (a binary file's are null).
+function M.changes_chunks(prefix, files)
+  local added, removed, names = 0, 0, {}
+  for _, f in ipairs(files) do
+    added = added + (type(f.added) == "number" and f.added or 0)
+    removed = removed + (type(f.removed) == "number" and f.removed or 0)
+    table.insert(names, tostring(f.path or "?"))
+  end
+  local count = ("%d %s changed"):format(#files, #files == 1 and "file" or "files")
+  return {
+    { prefix .. "- ", "ToyCoderNotice" },
+    { count, "ToyCoderToolName" },
+    { " +" .. added, "ToyCoderAdded" },
+    { " −" .. removed, "ToyCoderRemoved" },
+    { ": " .. M.one_line(table.concat(names, ", "), 200), "ToyCoderToolDetail" },
+  }
 end
 
 -- What ask_user's observation starts with when the person answered (toycoder_daemon/tools/ask.py).

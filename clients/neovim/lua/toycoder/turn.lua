@@ -216,6 +216,8 @@ function M.update(turn, params)
   elseif kind == "compaction" then
     local text = ("context compacted (%s): %s -> %s messages"):format(u.strategy or "?", u.before or "?", u.after or "?")
     add_item(c, notice_chunks(c, text))
+  elseif kind == "changes" and type(u.files) == "table" and #u.files > 0 then
+    add_item(c, style.changes_chunks(c.prefix, u.files))
   elseif kind == "usage" then
     turn.usage = u
   end

@@ -5,6 +5,7 @@
  * relayed by the host.
  */
 
+import type { RestoreParams, RestoreResult } from './checkpoints';
 import type { CommandInfo, Decision, PermissionParams, PromptResult, SessionInfo, TranscriptEntry, UpdateParams } from './protocol';
 
 /** How a permission request ended: a decision, or `cancelled` when the daemon withdrew it. */
@@ -40,6 +41,10 @@ export type Envelope =
   | { type: 'permissionDecided'; id: string; outcome: ReviewOutcome; source: ReviewSource }
   /** Bring this pending card into view (the status-bar item was clicked). */
   | { type: 'showPermission'; id: string }
+  /** The answer to a `restore` (Undo, Revert, Force on a changes card). */
+  | { type: 'restoreResult'; request: RestoreRequest; result: RestoreResult }
+  /** The restore request failed (unknown checkpoint, daemon gone): why. */
+  | { type: 'restoreFailed'; request: RestoreRequest; message: string }
   // ---- webview -> host ---------------------------------------------------------------------
   /** The webview's script has loaded and listens. */
   | { type: 'ready' }
@@ -54,26 +59,45 @@ export type Envelope =
   /** A button of a permission card: the decision for request `id`. */
   | { type: 'permissionDecision'; id: string; decision: Decision }
   /** The "Open diff" button of a permission card (the request stays pending). */
-  | { type: 'openDiff'; id: string };
+  | { type: 'openDiff'; id: string }
+  /** A changes card's Undo / Revert / Force: restore that turn (the host adds the session). */
+  | { type: 'restore'; request: RestoreRequest }
+  /** A file of a changes card was clicked: open it in the editor. */
+  | { type: 'openFile'; uri: string };
+
+/** What a changes card asks to restore: toycoder/checkpoint/restore's params without the session. */
+export type RestoreRequest = Omit<RestoreParams, 'sessionId'>;
 
 type HostTypes = 'daemon' | 'commands' | 'transcript' | 'turnStarted' | 'update' | 'progress' | 'turnEnded'
-  | 'turnFailed' | 'notice' | 'focusInput' | 'permission' | 'permissionDecided' | 'showPermission';
+  | 'turnFailed' | 'notice' | 'focusInput' | 'permission' | 'permissionDecided' | 'showPermission' | 'restoreResult'
+  | 'restoreFailed';
 
 export type ToWebview = Extract<Envelope, { type: HostTypes }>;
 export type ToHost = Exclude<Envelope, { type: HostTypes }>;
 
 const TO_HOST: ReadonlySet<string> = new Set<ToHost['type']>(['ready', 'prompt', 'cancel', 'restart', 'openLink',
-  'permissionDecision', 'openDiff']);
+  'permissionDecision', 'openDiff', 'restore', 'openFile']);
 const DECISIONS: ReadonlySet<string> = new Set<Decision>(['allow_once', 'allow_always', 'reject']);
 
 /** Validate what arrives from the webview (its content is untrusted input to the host). */
 export function isToHost(value: unknown): value is ToHost {
   if (typeof value !== 'object' || value === null) return false;
-  const m = value as { type?: unknown; text?: unknown; href?: unknown; id?: unknown; decision?: unknown };
+  const m = value as { type?: unknown; text?: unknown; href?: unknown; id?: unknown; decision?: unknown; uri?: unknown;
+    request?: unknown };
   if (typeof m.type !== 'string' || !TO_HOST.has(m.type)) return false;
   if (m.type === 'prompt') return typeof m.text === 'string';
   if (m.type === 'openLink') return typeof m.href === 'string';
   if (m.type === 'openDiff') return typeof m.id === 'string';
+  if (m.type === 'openFile') return typeof m.uri === 'string';
+  if (m.type === 'restore') return isRestoreRequest(m.request);
   if (m.type === 'permissionDecision') return typeof m.id === 'string' && typeof m.decision === 'string' && DECISIONS.has(m.decision);
   return true;
+}
+
+function isRestoreRequest(value: unknown): value is RestoreRequest {
+  if (typeof value !== 'object' || value === null) return false;
+  const r = value as { turnId?: unknown; paths?: unknown; force?: unknown };
+  return typeof r.turnId === 'string' && r.turnId !== ''
+    && (r.paths === undefined || (Array.isArray(r.paths) && r.paths.every((p) => typeof p === 'string')))
+    && (r.force === undefined || typeof r.force === 'boolean');
 }

@@ -3,7 +3,8 @@
  * by playwright-core + Debian's Chromium. Open the panel, send a prompt; the 120-line proposal is a
  * card in the chat, read to its last line there and in the diff editor while the request waits
  * (no modal); with the panel hidden a status-bar item brings the card back; Accept in the diff
- * editor's title bar writes the file and closes the diff tab; the card becomes a record.
+ * editor's title bar writes the file and closes the diff tab; the card becomes a record; Undo on
+ * the turn's changes card removes the file again.
  * `npm run test:codeserver` installs code-server into .cache/ first (minutes, once).
  */
 
@@ -82,7 +83,7 @@ const TABLE = Array.from({ length: 120 }, (_, i) => `ROWS.append(${i + 1})  # ro
 /** Monaco renders non-breaking spaces. */
 const plain = (text: string | null) => (text ?? '').replace(/\u00a0/g, ' ');
 
-test('real VS Code: inline review card, non-blocking diff, Accept from the diff editor\'s title bar', { timeout: 25 * 60 * 1000 }, async () => {
+test('real VS Code: inline review card, non-blocking diff, Accept from the diff editor\'s title bar, Undo', { timeout: 25 * 60 * 1000 }, async () => {
   // ---- code-server (cached install) and the extension package --------------------------------
   const t0 = Date.now();
   const installed = execFileSync('bash', [join(EXT_ROOT, 'scripts', 'install-code-server.sh')], {
@@ -238,6 +239,15 @@ test('real VS Code: inline review card, non-blocking diff, Accept from the diff 
     assert.equal(readFileSync(join(ws.root, 'src', 'table.py'), 'utf8'), TABLE);
     assert.match((await shown.textContent('.turn-footer'))!, /in · \d+ out tokens/);
     await shot('code-server-chat.png');
+
+    // Undo on the turn's changes card (the same webview frame): the file the turn created is gone
+    const changes = shown.locator('.changes-card').first();
+    await changes.waitFor({ timeout: 30000 });
+    assert.match(plain(await changes.locator('.changes-summary').textContent()), /^1 file changed \+120 \u22120$/);
+    await changes.locator('.changes-undo').click();
+    await shown.locator('.changes-card[data-state="restored"]').first().waitFor({ timeout: 30000 });
+    await waitFor(() => !existsSync(join(ws.root, 'src', 'table.py')), 'Undo to remove src/table.py', 30000);
+    await shot('code-server-undo.png');
     assert.deepEqual(llm.violations(), []);
   } catch (e) {
     await shot('code-server-failure.png');

@@ -5,6 +5,7 @@ import { ChatController, ChatSurface, Daemon, selectionPrompt } from '../../src/
 import type { DaemonHandlers } from '../../src/daemon';
 import type { ToWebview } from '../../src/shared/messages';
 import { Reviews } from '../../src/reviews';
+import type { RestoreParams, RestoreResult } from '../../src/shared/checkpoints';
 import type { PermissionParams, PromptResult, SessionInfo, SessionLoadResult } from '../../src/shared/protocol';
 import { CancellationTokenSource, Uri, calls, changeDocs, closeDocs, openDocs, resetStub, settings } from '../../stubs/vscode';
 
@@ -35,6 +36,9 @@ class FakeDaemon implements Daemon {
   }
   async cancel(sid: string) { this.cancels.push(sid); return true; }
   async listCommands() { return [{ name: 'help', usage: '/help [command]', help: 'Help.', aliases: ['?'] }]; }
+  restores: RestoreParams[] = [];
+  onRestore: (p: RestoreParams) => Promise<RestoreResult> = async (p) => ({ restored: p.paths ?? ['a.py'], conflicts: [], note: '' });
+  async restoreCheckpoint(p: RestoreParams) { this.restores.push(p); return this.onRestore(p); }
   didOpen(uri: string) { this.docs.push(`open ${uri}`); }
   didChange(uri: string, version: number, text: string) { this.docs.push(`change ${uri} ${version} ${text}`); }
   didClose(uri: string) { this.docs.push(`close ${uri}`); }
@@ -294,4 +298,53 @@ test('Ask About Selection refuses a proposal document (it is not the file its pa
   assert.equal(daemons.length, 0, 'nothing was sent');
   const info = calls.find(([n]) => n === 'window.showInformationMessage');
   assert.match(String(info?.[1][0]), /proposed change, not a file/);
+});
+
+test('Undo / Revert / Force from a changes card restore that turn of the current session; the answer goes back', async () => {
+  const { controller, posted, daemons } = setup();
+  await controller.prompt('change things');
+  const d = daemons[0];
+  posted.length = 0;
+  d.onRestore = async () => ({ restored: ['a.py'], conflicts: [{ path: 'b.py', reason: 'changed since the agent wrote it' }],
+    turnId: 'r1', note: 'Only changes made by ToyCoder are undone.' });
+  (vscode.workspace as any).textDocuments = [{ uri: Uri.file('/ws/a.py'), isDirty: true }, { uri: Uri.file('/ws/c.py'), isDirty: true }];
+  await controller.handle({ type: 'restore', request: { turnId: 't' } });
+  assert.deepEqual(d.restores, [{ sessionId: 's1', turnId: 't' }]);
+  assert.deepEqual(posted, [{ type: 'restoreResult', request: { turnId: 't' }, result: { restored: ['a.py'],
+    conflicts: [{ path: 'b.py', reason: 'changed since the agent wrote it' }], turnId: 'r1', note: 'Only changes made by ToyCoder are undone.' } }]);
+  const warnings = calls.filter(([name]) => name === 'window.showWarningMessage').map(([, args]) => String(args[0]));
+  assert.equal(warnings.length, 1);
+  assert.match(warnings[0], /^ToyCoder restored a\.py on disk, but the editor has unsaved changes/);
+
+  await controller.handle({ type: 'restore', request: { turnId: 't', paths: ['b.py'], force: true } });
+  assert.deepEqual(d.restores[1], { sessionId: 's1', turnId: 't', paths: ['b.py'], force: true });
+
+  d.onRestore = async () => { throw new Error("unknown checkpoint 'zz': no checkpoint has that turn id"); };
+  posted.length = 0;
+  await controller.handle({ type: 'restore', request: { turnId: 'zz' } });
+  assert.deepEqual(posted, [{ type: 'restoreFailed', request: { turnId: 'zz' },
+    message: "unknown checkpoint 'zz': no checkpoint has that turn id" }]);
+});
+
+test('no restore while a turn runs or before there is a session; a clicked file opens in the editor', async () => {
+  const { controller, posted, daemons } = setup();
+  await controller.handle({ type: 'restore', request: { turnId: 't' } });
+  assert.deepEqual(posted.pop(), { type: 'restoreFailed', request: { turnId: 't' }, message: 'No session to restore.' });
+  let release!: () => void;
+  const gate = new Promise<void>((r) => { release = r; });
+  await controller.ensureDaemon();
+  daemons[0].onPrompt = async () => { await gate; return { turnId: 't', stopReason: 'end_turn', text: 'ok', usage }; };
+  const turn = controller.prompt('busy');
+  await new Promise((r) => setTimeout(r, 10));
+  await controller.handle({ type: 'restore', request: { turnId: 't' } });
+  assert.deepEqual(posted.pop(), { type: 'restoreFailed', request: { turnId: 't' }, message: 'A turn is running: stop it first.' });
+  assert.deepEqual(daemons[0].restores, []);
+  release();
+  await turn;
+
+  await controller.handle({ type: 'openFile', uri: 'file:///ws/src/a.py' });
+  await controller.handle({ type: 'openFile', uri: 'https://example.invalid/x' });
+  const opened = calls.filter(([name]) => name === 'window.showTextDocument');
+  assert.equal(opened.length, 1);
+  assert.equal((opened[0][1][0] as Uri).toString(), 'file:///ws/src/a.py');
 });

@@ -24,3 +24,15 @@ test('permission card messages: a known decision and a request id', () => {
   assert.equal(isToHost({ type: 'openDiff' }), false);
   assert.equal(isToHost({ type: 'permissionDecided', id: 'r1', outcome: 'reject', source: 'chat' }), false);
 });
+
+test('changes card messages: a restore request with a turn id, an openFile with a uri', () => {
+  assert.equal(isToHost({ type: 'restore', request: { turnId: 't1' } }), true);
+  assert.equal(isToHost({ type: 'restore', request: { turnId: 't1', paths: ['a.py'], force: true } }), true);
+  assert.equal(isToHost({ type: 'restore', request: { turnId: '' } }), false);
+  assert.equal(isToHost({ type: 'restore', request: { turnId: 't1', paths: 'a.py' } }), false);
+  assert.equal(isToHost({ type: 'restore', request: { turnId: 't1', force: 'yes' } }), false);
+  assert.equal(isToHost({ type: 'restore' }), false);
+  assert.equal(isToHost({ type: 'openFile', uri: 'file:///w/a.py' }), true);
+  assert.equal(isToHost({ type: 'openFile' }), false);
+  assert.equal(isToHost({ type: 'restoreResult', request: { turnId: 't1' }, result: { restored: [], conflicts: [] } }), false);
+});

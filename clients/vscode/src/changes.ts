@@ -1,0 +1,60 @@
+/**
+ * The host side of a changes card: Undo / Revert / Force become toycoder/checkpoint/restore, and a
+ * clicked file opens in the editor. VS Code reloads an unmodified open document when its file
+ * changes on disk; a document with unsaved changes is left as it is, and we say so.
+ */
+
+import * as vscode from 'vscode';
+import type { RestoreParams, RestoreResult } from './shared/checkpoints';
+import type { RestoreRequest, ToWebview } from './shared/messages';
+
+/** What a restore needs of the daemon connection. */
+export interface CheckpointDaemon {
+  restoreCheckpoint(params: RestoreParams): Promise<RestoreResult>;
+}
+
+function errorMessage(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** Restore, and tell the webview how it went (the card shows restored files and conflicts). */
+export async function restoreTurn(daemon: CheckpointDaemon, sessionId: string, request: RestoreRequest,
+  post: (m: ToWebview) => void, root: vscode.Uri | undefined): Promise<void> {
+  let result: RestoreResult;
+  try {
+    result = await daemon.restoreCheckpoint({ sessionId, ...request });
+  } catch (e) {
+    post({ type: 'restoreFailed', request, message: errorMessage(e) });
+    return;
+  }
+  post({ type: 'restoreResult', request, result });
+  const dirty = dirtyDocuments(result.restored ?? [], root);
+  if (dirty.length) {
+    void vscode.window.showWarningMessage(`ToyCoder restored ${dirty.join(', ')} on disk, but the editor has unsaved `
+      + 'changes to it: your buffer was kept. "File: Revert File" takes the restored version; saving keeps yours.');
+  }
+}
+
+/** The restored paths whose open documents have unsaved changes (VS Code does not reload those). */
+function dirtyDocuments(paths: string[], root: vscode.Uri | undefined): string[] {
+  const wanted = new Map(paths.map((p) => [toUri(p, root)?.toString(), p]));
+  return vscode.workspace.textDocuments
+    .filter((d) => d.isDirty && wanted.has(d.uri.toString()))
+    .map((d) => wanted.get(d.uri.toString())!);
+}
+
+function toUri(path: string, root: vscode.Uri | undefined): vscode.Uri | undefined {
+  if (path.startsWith('/')) return vscode.Uri.file(path);
+  return root ? vscode.Uri.joinPath(root, path) : undefined;
+}
+
+/** A file of a changes card: open it (a file the turn deleted, or an undo removed, cannot be). */
+export async function openChangedFile(uri: string): Promise<void> {
+  const target = vscode.Uri.parse(uri);
+  if (target.scheme !== 'file') return; // the daemon sends file: URIs; anything else is not ours to open
+  try {
+    await vscode.window.showTextDocument(target, { preview: true });
+  } catch {
+    void vscode.window.showInformationMessage(`ToyCoder: ${vscode.workspace.asRelativePath(target, false)} does not exist now.`);
+  }
+}
