@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import logging
 import os
 import threading
@@ -56,7 +55,7 @@ from acp.schema import (
     Usage,
 )
 
-from . import __version__
+from . import __version__, safejson
 from . import protocol as wire
 from .acp_frontend import AcpFrontend, locations, tool_kind
 from .app import App
@@ -146,7 +145,7 @@ def replay(transcript: list[TranscriptEntry], app: App) -> list[Any]:
         elif role == "tool_call":
             name = entry.name or "tool"
             try:
-                args: Any = json.loads(text)
+                args: Any = safejson.loads(text)  # deep stored arguments must not stop the load
             except ValueError:
                 args = text
             t = app.tools.get(name)

@@ -9,11 +9,11 @@ the model API demands holds on every exit, cancel and provider error included: e
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from .. import safejson
 from ..llm.base import ChatModel, ChatResponse, RetryNotice, Usage
 from ..messages import AssistantMessage, Message, ToolMessage
 from ..ports import Frontend, RetryScheduled, TextDelta, ToolCallFinished, ToolCallStarted, UsageReport
@@ -62,9 +62,10 @@ def _assistant_message(resp: ChatResponse) -> AssistantMessage:
 
 
 def _decode(arguments: str) -> Any:
+    """The arguments for display; text that does not decode (or nests too deep) is shown raw."""
     try:
-        return json.loads(arguments) if arguments.strip() else {}
-    except json.JSONDecodeError:
+        return safejson.loads(arguments) if arguments.strip() else {}
+    except ValueError:
         return arguments
 
 

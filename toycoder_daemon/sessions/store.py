@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
+from .. import safejson
 from ..atomic import atomic_write
 from ..errors import SessionBusy, SessionNotFound
 from ..messages import Message
@@ -52,7 +53,7 @@ def _open_append(path: Path) -> BinaryIO:
 
 
 def _line(record: dict[str, Any]) -> bytes:
-    return json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n"
+    return safejson.dumps_bytes(record) + b"\n"
 
 
 class SessionFile:
