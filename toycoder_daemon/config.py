@@ -206,6 +206,16 @@ def expand_env(value: Any, env: Mapping[str, str] | None = None) -> Any:
     return value
 
 
+def decode_utf8(data: bytes, what: str) -> str:
+    """`data` as UTF-8, or a ConfigError naming `what`, the line and the first bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ConfigError(f"{what}: line {line}: not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}); "
+                          "save it as UTF-8") from None
+
+
 def find_config(explicit: str | None = None) -> Path | None:
     """The first config file in the search order, or None for the built-in defaults."""
     if explicit:
@@ -223,13 +233,16 @@ def load_config(explicit: str | None = None) -> tuple[Config, Path | None]:
     if path is None:
         return Config(), None
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as e:
         raise ConfigError(f"cannot read config file {path}: {e.strerror or e}") from None
+    text = decode_utf8(data, f"config file {path}")
     import yaml
 
     try:
         raw = yaml.safe_load(text)
+    except RecursionError:  # the composer recurses per level: a deep file must not take start-up down
+        raise ConfigError(f"config file {path}: invalid YAML: nested too deep") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
