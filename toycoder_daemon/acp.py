@@ -233,10 +233,11 @@ class ToyCoderAgent:
     @acp_errors
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any) -> ListSessionsResponse:
         apps = [self.app_for(cwd)] if cwd else list(self.apps.values())
+        listed = [(app, await asyncio.to_thread(app.list_sessions)) for app in apps]  # file I/O: off the loop
         return ListSessionsResponse(sessions=[
             SessionInfo(session_id=r.id, cwd=str(app.workspace.root), title=r.title or None,
                         updated_at=wire.iso_time(r.updated_at))
-            for app in apps for r in app.list_sessions()
+            for app, rows in listed for r in rows
         ])
 
     # ---- turns --------------------------------------------------------------------------------
