@@ -88,3 +88,24 @@ async def test_deep_tool_arguments_fail_the_call_and_the_session_loads(
             assert [e["role"] for e in got["transcript"]][:3] == ["user", "tool_call", "tool"]
         finally:
             assert await d.close() == 0
+
+
+async def test_lone_surrogate_over_the_lsp_face_reaches_the_session_file(
+        tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
+    from inproc import start_lsp
+
+    llm.add({"tool_calls": [{"name": "read_file", "arguments": '{"path": "nope\\udcff.txt"}'}]}, {"text": "done"})
+    llm.add({"text": "still here"})
+    d = await start_lsp(write_config(tmp_path / "lsp.yaml", llm))
+    try:
+        await d.initialize(workspace)
+        sid = (await d.call("toycoder/session/new", {}))["sessionId"]
+        assert (await d.call("toycoder/prompt", {"sessionId": sid, "text": "read it"}))["stopReason"] == "end_turn"
+        assert (await d.call("toycoder/prompt", {"sessionId": sid, "text": "again"}))["stopReason"] == "end_turn"
+        results = [u["update"] for u in d.updates(sid) if u["update"]["kind"] == "tool_result"]
+        assert results[0]["status"] == "failed" and "nope" in results[0]["output"]
+    finally:
+        assert await d.close() == 0
+    [path] = (tmp_path / "data" / "sessions").glob(f"*/{sid}.jsonl")
+    stored = path.read_bytes().decode("utf-8")  # valid UTF-8: the tool result was written
+    assert "nope\\ufffd.txt" not in stored and "nope\ufffd.txt" in stored
