@@ -60,3 +60,23 @@ async def test_undecodable_branch_and_agents_md_degrade_with_a_warning(
         assert ".git/HEAD" in warned and "AGENTS.md" in warned
     finally:
         assert await d.close() == 0
+
+
+async def test_undecodable_config_through_the_daemon_process(tmp_path: Path, workspace: Path) -> None:
+    # The subprocess answers initialize before the config is read (the fast path): the config
+    # problem must still arrive as a message and -32013, not as -32002 on every request.
+    from rpc import Daemon
+
+    cfg = tmp_path / "config.yaml"
+    cfg.write_bytes(CONFIGS["latin-1 byte"][0])
+    d = await Daemon.start("--config", str(cfg))
+    try:
+        await d.initialize(workspace)
+        shown = await d.wait_for(lambda: [n for n in d.notifications if n["method"] == "window/showMessage"])
+        assert str(cfg) in shown[0]["params"]["message"] and "not UTF-8" in shown[0]["params"]["message"]
+        sid = (await d.call(wire.SESSION_NEW, {}))["sessionId"]
+        with pytest.raises(RpcError) as e:
+            await d.call(wire.PROMPT, {"sessionId": sid, "text": "hi"})
+        assert e.value.code == wire.CONFIG_ERROR
+    finally:
+        assert await d.close() == 0

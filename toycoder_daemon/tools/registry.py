@@ -39,7 +39,8 @@ def _format_validation(e: ValidationError) -> str:
 def _stringify(result: Any) -> str:
     # The daemon's own API keys never reach the model, the session file or the editor, even when a
     # tool read a .env file or printed the environment.
-    return secrets.redact(result if isinstance(result, str) else safejson.dumps(result, default=str))
+    # Lone surrogates (names that are not UTF-8) become U+FFFD here, once, for every consumer.
+    return secrets.redact(safejson.scrub(result) if isinstance(result, str) else safejson.dumps(result, default=str))
 
 
 class ToolRegistry:
