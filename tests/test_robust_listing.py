@@ -109,3 +109,16 @@ async def test_session_list_runs_off_the_event_loop(start_daemon: Any, scans: li
     assert threads and main not in threads
     assert scans and not any(on_loop for _, _, on_loop in scans)
     assert len(scans) == 1  # 20 lists, one read of the file
+
+
+def test_a_replaced_file_with_the_old_inode_is_read_again(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "data", tmp_path / "ws")
+    f = store.create("s1", {"title": "first"})
+    f.append([{"role": "user", "content": str(i)} for i in range(3)])
+    assert store.list()[0].message_count == 3
+    f.close()
+    path = store.dir / "s1.jsonl"
+    # same inode, longer, different content before the old offset: what inode reuse looks like
+    path.write_bytes(b'{"t": "meta", "title": "other"}\n' + b'{"t": "msg", "m": {"role": "user", "content": "y"}}\n' * 9)
+    [row] = store.list()
+    assert (row.title, row.message_count) == ("other", 9)

@@ -48,17 +48,29 @@ class _Entry:
     title: str = ""
     created_at: float | None = None
     count: int = 0
+    tail: str = ""
+    """Hex of the bytes just before `offset`: a replaced file that got the old inode number back
+    (inodes are reused) differs there, and is read again from the start."""
+
+
+TAIL = 32
 
 
 def _scan(path: Path, entry: _Entry, st: os.stat_result) -> _Entry:
     """`entry` brought up to date with the complete lines after `entry.offset`."""
-    out = _Entry(st.st_ino, st.st_size, st.st_mtime_ns, entry.offset, entry.title, entry.created_at, entry.count)
     with open(path, "rb") as f:
+        if entry.offset:
+            f.seek(entry.offset - len(entry.tail) // 2)
+            if f.read(len(entry.tail) // 2).hex() != entry.tail:
+                entry = _Entry(st.st_ino, -1, -1, 0)
+        out = _Entry(st.st_ino, st.st_size, st.st_mtime_ns, entry.offset, entry.title, entry.created_at, entry.count,
+                     entry.tail)
         f.seek(entry.offset)
         for raw in f:
             if not raw.endswith(b"\n"):
                 break  # a torn or still-being-written last line: read it next time
             out.offset += len(raw)
+            out.tail = (out.tail + raw[-TAIL:].hex())[-2 * TAIL:]
             if raw.startswith(MSG_PREFIX):
                 out.count += 1
             elif raw.startswith(META_PREFIX):
