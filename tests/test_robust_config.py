@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from inproc import start_lsp
+from rpc import RpcError
 
 from toycoder_daemon.config import load_config
 from toycoder_daemon.errors import ConfigError
@@ -93,5 +94,21 @@ async def test_start_up_shows_every_problem(tmp_path: Path, workspace: Path) -> 
         assert str(p) in message
         for part in EXPECTED:
             assert part in message, part
+    finally:
+        assert await d.close() == 0
+
+
+async def test_missing_key_message_names_the_provider_field(tmp_path: Path, workspace: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-set-but-this-provider-does-not-read-it")
+    p = tmp_path / "config.yaml"
+    p.write_text("providers:\n  work:\n    api_keys: []\n    base_url: http://127.0.0.1:9/v1\ndefault_provider: work\n")
+    d = await start_lsp(p)
+    try:
+        await d.initialize(workspace)
+        sid = (await d.call("toycoder/session/new", {}))["sessionId"]
+        with pytest.raises(RpcError) as e:
+            await d.call("toycoder/prompt", {"sessionId": sid, "text": "hi"})
+        assert e.value.code == -32012 and "providers.work.api_keys" in e.value.message
     finally:
         assert await d.close() == 0
