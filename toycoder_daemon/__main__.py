@@ -29,7 +29,7 @@ def _check_config(path: str | None) -> int:
     try:
         cfg, found = load_config(path)
     except ConfigError as e:
-        print(json.dumps({"valid": False, "path": str(find_config(path)), "error": str(e)}))
+        print(json.dumps({"valid": False, "path": str(find_config(path)), "error": str(e), "problems": e.problems}))
         return 2
     print(json.dumps({
         "valid": True, "path": str(found) if found else None, "defaultProvider": cfg.default_provider,

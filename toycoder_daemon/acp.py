@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import logging
 import os
 import threading
@@ -56,7 +55,7 @@ from acp.schema import (
     Usage,
 )
 
-from . import __version__
+from . import __version__, safejson
 from . import protocol as wire
 from .acp_frontend import AcpFrontend, locations, tool_kind
 from .app import App
@@ -146,7 +145,7 @@ def replay(transcript: list[TranscriptEntry], app: App) -> list[Any]:
         elif role == "tool_call":
             name = entry.name or "tool"
             try:
-                args: Any = json.loads(text)
+                args: Any = safejson.loads(text)  # deep stored arguments must not stop the load
             except ValueError:
                 args = text
             t = app.tools.get(name)
@@ -234,10 +233,11 @@ class ToyCoderAgent:
     @acp_errors
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any) -> ListSessionsResponse:
         apps = [self.app_for(cwd)] if cwd else list(self.apps.values())
+        listed = [(app, await asyncio.to_thread(app.list_sessions)) for app in apps]  # file I/O: off the loop
         return ListSessionsResponse(sessions=[
             SessionInfo(session_id=r.id, cwd=str(app.workspace.root), title=r.title or None,
                         updated_at=wire.iso_time(r.updated_at))
-            for app in apps for r in app.list_sessions()
+            for app, rows in listed for r in rows
         ])
 
     # ---- turns --------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ class ModelNames(_Section):
 
 class ProviderConfig(_Section):
     api_keys: list[str] = Field(default_factory=list)
-    """Keys used round-robin; empty strings (unset ${VAR}) are dropped."""
+    """Keys used round-robin; empty strings (e.g. `${VAR:-}` with VAR unset) are dropped."""
     base_url: str | None = None
     """OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 for Ollama."""
     models: ModelNames = Field(default_factory=ModelNames)
@@ -194,16 +194,34 @@ class Config(_Section):
 _ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-def expand_env(value: Any, env: Mapping[str, str] | None = None) -> Any:
-    """Expand ${VAR} and ${VAR:-default} in every string of a parsed YAML tree."""
+def expand_env(value: Any, env: Mapping[str, str] | None = None,
+               unset: list[tuple[str, str]] | None = None, where: str = "") -> Any:
+    """Expand ${VAR} and ${VAR:-default} in every string of a parsed YAML tree. A ${VAR} without a
+    default whose VAR is not set expands to "" and, when `unset` is given, is recorded there as
+    (field, VAR) so the caller can name it where it is used."""
     names: Mapping[str, str] = os.environ if env is None else env
     if isinstance(value, str):
-        return _ENV_RE.sub(lambda m: names.get(m.group(1)) or (m.group(2) or ""), value)
+        def sub(m: re.Match[str]) -> str:
+            if m.group(2) is None and m.group(1) not in names and unset is not None:
+                unset.append((where or "(top level)", m.group(1)))
+            return names.get(m.group(1)) or (m.group(2) or "")
+
+        return _ENV_RE.sub(sub, value)
     if isinstance(value, list):
-        return [expand_env(v, names) for v in value]
+        return [expand_env(v, names, unset, f"{where}.{i}") for i, v in enumerate(value)]
     if isinstance(value, dict):
-        return {k: expand_env(v, names) for k, v in value.items()}
+        return {k: expand_env(v, names, unset, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
     return value
+
+
+def decode_utf8(data: bytes, what: str) -> str:
+    """`data` as UTF-8, or a ConfigError naming `what`, the line and the first bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ConfigError(f"{what}: line {line}: not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}); "
+                          "save it as UTF-8") from None
 
 
 def find_config(explicit: str | None = None) -> Path | None:
@@ -223,13 +241,16 @@ def load_config(explicit: str | None = None) -> tuple[Config, Path | None]:
     if path is None:
         return Config(), None
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as e:
         raise ConfigError(f"cannot read config file {path}: {e.strerror or e}") from None
+    text = decode_utf8(data, f"config file {path}")
     import yaml
 
     try:
         raw = yaml.safe_load(text)
+    except RecursionError:  # the composer recurses per level: a deep file must not take start-up down
+        raise ConfigError(f"config file {path}: invalid YAML: nested too deep") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -239,16 +260,41 @@ def load_config(explicit: str | None = None) -> tuple[Config, Path | None]:
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(f"config file {path}: the top level must be a mapping, got {type(raw).__name__}")
+    unset: list[tuple[str, str]] = []
+    expanded = expand_env(raw, unset=unset)
+    problems = [f"field '{field}': ${{{var}}} is not set (set it, or give a default: ${{{var}:-value}})"
+                for field, var in unset]
+    config: Config | None = None
     try:
-        return Config.model_validate(expand_env(raw)), path
+        config = Config.model_validate(expanded)
     except ValidationError as e:
-        err = e.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        more = f" (and {len(e.errors()) - 1} more problem(s))" if len(e.errors()) > 1 else ""
-        # Echo only harmless scalars: a bad value may be a key.
-        got = err.get("input")
-        shown = f" (got {got!r})" if isinstance(got, (int, float, bool)) else ""
-        raise ConfigError(f"config file {path}: field '{field}': {err['msg']}{shown}{more}") from None
+        problems += [_validation_problem(err) for err in e.errors()]
+    if config is not None:
+        problems += _provider_problems(config.default_provider, list(config.providers))
+    else:  # name a wrong default_provider even when other fields are wrong too
+        dp, provs = expanded.get("default_provider", "openai"), expanded.get("providers", {"openai": None})
+        if isinstance(dp, str) and isinstance(provs, dict):
+            problems += _provider_problems(dp, [str(k) for k in provs])
+    if problems:
+        raise ConfigError(f"config file {path}: " + (problems[0] if len(problems) == 1 else
+                          f"{len(problems)} problems: " + "; ".join(problems)), problems)
+    assert config is not None
+    return config, path
+
+
+def _validation_problem(err: Any) -> str:
+    field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    # Echo only harmless scalars: a bad value may be a key.
+    got = err.get("input")
+    shown = f" (got {got!r})" if isinstance(got, (int, float, bool)) else ""
+    return f"field '{field}': {err['msg']}{shown}"
+
+
+def _provider_problems(default_provider: str, providers: list[str]) -> list[str]:
+    if default_provider in providers:
+        return []
+    return [f"field 'default_provider': no provider named {default_provider!r} "
+            f"(configured: {', '.join(providers) or 'none'})"]
 
 
 def reference() -> str:
@@ -285,7 +331,8 @@ def reference() -> str:
     return ("# Configuration reference\n\n"
             "Generated from `toycoder_daemon/config.py` (`python -m toycoder_daemon.config`); "
             "a test keeps it current.\n"
-            "Strings may use `${VAR}` and `${VAR:-default}` from the environment.\n\n"
+            "Strings may use `${VAR}` and `${VAR:-default}` from the environment; a `${VAR}` without a "
+            "default whose VAR is not set is a config error naming the field.\n\n"
             "| key | type | default | what |\n|---|---|---|---|\n" + "\n".join(rows) + "\n")
 
 

@@ -8,7 +8,12 @@ class ToyCoderError(Exception):
 
 
 class ConfigError(ToyCoderError):
-    """The configuration is missing, unreadable or invalid."""
+    """The configuration is missing, unreadable or invalid. `problems`: each one, naming its field
+    (the message holds them all)."""
+
+    def __init__(self, message: str, problems: list[str] | None = None):
+        super().__init__(message)
+        self.problems = problems if problems is not None else [message]
 
 
 class SessionNotFound(ToyCoderError):

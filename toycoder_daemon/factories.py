@@ -33,7 +33,8 @@ def openai_models(config: Config) -> ModelFactory:
         if not provider.api_keys:
             raise ProviderError(
                 provider_name,
-                "no API key configured: set OPENAI_API_KEY (or the provider's api_keys in config.yaml)",
+                f"no API key configured: set providers.{provider_name}.api_keys in the config "
+                "(the built-in defaults and the shipped config.yaml read $OPENAI_API_KEY)",
             )
         a = config.agent
         return OpenAIChatModel(

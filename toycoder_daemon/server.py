@@ -223,7 +223,8 @@ async def session_new(ls: ToyCoderServer, p: wire.SessionNewParams) -> wire.Sess
 
 
 async def session_list(ls: ToyCoderServer, p: wire.EmptyParams) -> wire.SessionList:
-    return wire.SessionList(sessions=[to_wire.session_info(s) for s in ls.get_app().list_sessions()])
+    rows = await asyncio.to_thread(ls.get_app().list_sessions)  # file I/O: never on the event loop
+    return wire.SessionList(sessions=[to_wire.session_info(s) for s in rows])
 
 
 async def session_load(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.SessionLoadResult:

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-from . import __version__
+from . import __version__, safejson
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ def start_reader(stdin: BinaryIO) -> Inbox:
 
 
 def encode_frame(message: Any) -> bytes:
-    body = json.dumps(message).encode()
+    body = json.dumps(safejson.scrub_tree(message)).encode()  # lone surrogates go out as U+FFFD
     return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
 
 

@@ -3,18 +3,19 @@
 `run_turn` appends to `messages` as it goes, so the caller keeps the conversation (any object with
 append/extend/iteration: a session's Conversation writes each message to disk, a sub-agent's is a list). The invariant
 the model API demands holds on every exit, cancel and provider error included: every assistant
-`tool_calls` entry is answered by a `tool` message before the next model request.
+`tool_calls` entry is answered by a `tool` message before the next model request, and tool-call
+ids are unique within a reply (`unique_call_ids`: duplicates are renamed and run, not dropped).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from ..llm.base import ChatModel, ChatResponse, RetryNotice, Usage
+from .. import safejson
+from ..llm.base import ChatModel, ChatResponse, RetryNotice, ToolCall, Usage
 from ..messages import AssistantMessage, Message, ToolMessage
 from ..ports import Frontend, RetryScheduled, TextDelta, ToolCallFinished, ToolCallStarted, UsageReport
 from ..tools.base import ToolContext
@@ -51,6 +52,26 @@ class TurnResult:
     steps: int
 
 
+def unique_call_ids(calls: list[ToolCall]) -> list[ToolCall]:
+    """The reply's calls with ids unique within the reply: an empty id, or one already used by an
+    earlier call of the same reply, gets a fresh one (`<id>-dup2`, ...). Every call still runs; only
+    its id changes, so the stored conversation pairs each call with exactly one result, which strict
+    providers demand (some models and proxies repeat ids or send them empty)."""
+    seen = {tc.id for tc in calls if tc.id}
+    used: set[str] = set()
+    out: list[ToolCall] = []
+    for tc in calls:
+        new_id, n = tc.id, 1
+        while not new_id or new_id in used:
+            n += 1
+            new_id = f"{tc.id or 'call'}-dup{n}"
+            if new_id in seen:
+                new_id = ""
+        used.add(new_id)
+        out.append(tc if new_id == tc.id else ToolCall(new_id, tc.name, tc.arguments))
+    return out
+
+
 def _assistant_message(resp: ChatResponse) -> AssistantMessage:
     msg: AssistantMessage = {"role": "assistant", "content": resp.content or (None if resp.tool_calls else "")}
     if resp.tool_calls:
@@ -62,9 +83,10 @@ def _assistant_message(resp: ChatResponse) -> AssistantMessage:
 
 
 def _decode(arguments: str) -> Any:
+    """The arguments for display; text that does not decode (or nests too deep) is shown raw."""
     try:
-        return json.loads(arguments) if arguments.strip() else {}
-    except json.JSONDecodeError:
+        return safejson.loads(arguments) if arguments.strip() else {}
+    except ValueError:
         return arguments
 
 
@@ -142,6 +164,7 @@ async def run_turn(
                 if on_usage:
                     on_usage(resp.usage)
                 frontend.emit(UsageReport(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens))
+            resp.tool_calls = unique_call_ids(resp.tool_calls)
             messages.append(_assistant_message(resp))
             if not resp.tool_calls:
                 return TurnResult("end_turn", resp.content, usage, step)

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .. import safejson
 from ..messages import Message
 
 API_FIELDS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
@@ -13,9 +14,9 @@ API_FIELDS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"}
 
 def for_api(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """The messages without our bookkeeping fields (e.g. a tool result's `status`), which the
-    conversation keeps for transcripts but a strict provider would reject."""
-    return [dict(m) if m.keys() <= API_FIELDS else {k: v for k, v in m.items() if k in API_FIELDS}
-            for m in messages]
+    conversation keeps for transcripts but a strict provider would reject. Strings are scrubbed of
+    lone surrogates (safejson), which the SDK's UTF-8 encoding of the request would fail on."""
+    return [safejson.scrub_tree({k: v for k, v in m.items() if k in API_FIELDS}) for m in messages]
 
 
 @dataclass

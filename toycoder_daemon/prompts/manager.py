@@ -9,12 +9,14 @@ is a ConfigError at start, never a failure in the middle of a turn.
 from __future__ import annotations
 
 import datetime
+import logging
 import platform
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
 
+log = logging.getLogger(__name__)
 TEMPLATES = Path(__file__).with_name("templates") / "agents.yaml"
 AGENTS_MD_MAX = 20_000
 FIELDS = ("workspace", "platform", "date", "git_branch", "agents_md")
@@ -25,8 +27,10 @@ def _load_roles(path: Path) -> dict[str, dict[str, Any]]:
 
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as e:
+    except (OSError, ValueError, yaml.YAMLError) as e:  # ValueError: not UTF-8
         raise ConfigError(f"prompts file {path}: cannot load it: {e}") from None
+    except RecursionError:
+        raise ConfigError(f"prompts file {path}: cannot load it: nested too deep") from None
     if not isinstance(data, dict):
         raise ConfigError(f"prompts file {path}: the top level must map role names to templates")
     for role, entry in data.items():
@@ -35,11 +39,25 @@ def _load_roles(path: Path) -> dict[str, dict[str, Any]]:
     return data
 
 
+def _read_text(path: Path) -> str | None:
+    """A prompt input as text; bytes that are not UTF-8 become U+FFFD with a warning (the prompt
+    degrades, the session still starts). None when it cannot be read."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        log.warning("%s is not UTF-8 (byte 0x%02x at offset %d): bad bytes shown as U+FFFD",
+                    path, data[e.start], e.start)
+        return data.decode("utf-8", "replace")
+
+
 def git_branch(root: Path) -> str:
     """The checked-out branch, read from .git/HEAD (no git process)."""
-    try:
-        head = (root / ".git" / "HEAD").read_text().strip()
-    except OSError:
+    head = (_read_text(root / ".git" / "HEAD") or "").strip()
+    if not head:
         return ""
     return head.removeprefix("ref: refs/heads/") if head.startswith("ref: ") else f"detached at {head[:12]}"
 
@@ -81,10 +99,8 @@ class PromptManager:
         return str(self.roles[role]["system"].format_map(facts)).strip()
 
     def _agents_md(self) -> str:
-        p = self.workspace / "AGENTS.md"
-        try:
-            text = p.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+        text = _read_text(self.workspace / "AGENTS.md")
+        if text is None:
             return ""
         if len(text) > AGENTS_MD_MAX:
             text = text[:AGENTS_MD_MAX] + f"\n[... AGENTS.md cut at {AGENTS_MD_MAX} characters]"

@@ -7,7 +7,8 @@
 Appending writes one line (cost independent of the session's length). A torn last line (the
 daemon was killed mid-write) is cut off on open and reported in the log. Rewrites (compaction) go
 through a temp file, fsync and os.replace. A `<id>.lock` file held with flock keeps a second daemon
-from writing the same session; it gets SessionBusy instead.
+from writing the same session; it gets SessionBusy instead. Lists come from an index
+(sessions/listing.py).
 """
 
 from __future__ import annotations
@@ -21,29 +22,18 @@ import os
 import threading
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
+from .. import safejson
 from ..atomic import atomic_write
 from ..errors import SessionBusy, SessionNotFound
 from ..messages import Message
+from .listing import SessionIndex, SessionSummary
+
+__all__ = ["SessionFile", "SessionStore", "SessionSummary"]
 
 log = logging.getLogger(__name__)
-
-META_PREFIX = b'{"t": "meta"'
-MSG_PREFIX = b'{"t": "msg"'
-
-
-@dataclass(frozen=True)
-class SessionSummary:
-    """What a session list shows (timestamps are epoch seconds)."""
-
-    id: str
-    title: str
-    created_at: float
-    updated_at: float
-    message_count: int
 
 
 def _open_append(path: Path) -> BinaryIO:
@@ -52,7 +42,7 @@ def _open_append(path: Path) -> BinaryIO:
 
 
 def _line(record: dict[str, Any]) -> bytes:
-    return json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n"
+    return safejson.dumps_bytes(record) + b"\n"
 
 
 class SessionFile:
@@ -139,6 +129,7 @@ class SessionStore:
         self.data_dir = data_dir
         """Where other per-session data (checkpoints) lives too."""
         self.workspace = workspace
+        self._index = SessionIndex(self.dir)
 
     def _ensure_dir(self) -> None:
         if not self.dir.exists():
@@ -197,26 +188,9 @@ class SessionStore:
         return meta, messages, mtime
 
     def list(self) -> list[SessionSummary]:
-        """Summaries of every stored session, newest first, without parsing the messages."""
-        out: list[SessionSummary] = []
-        if not self.dir.is_dir():
-            return out
-        for path in self.dir.glob("*.jsonl"):
-            try:
-                meta: dict[str, Any] = {}
-                count = 0
-                with open(path, "rb") as f:
-                    for raw in f:
-                        if raw.startswith(MSG_PREFIX):
-                            count += 1
-                        elif raw.startswith(META_PREFIX):
-                            with contextlib.suppress(ValueError):
-                                meta.update(json.loads(raw))
-                mtime = path.stat().st_mtime
-            except OSError:
-                continue
-            out.append(SessionSummary(path.stem, meta.get("title") or "", meta.get("createdAt", mtime), mtime, count))
-        return sorted(out, key=lambda s: s.updated_at, reverse=True)
+        """Summaries of every stored session, newest first, from the index (sessions/listing.py):
+        only bytes appended since the last list are read. Blocking: async callers use a thread."""
+        return self._index.summaries()
 
     def delete(self, session_id: str) -> None:
         path = self._path(session_id)

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .. import secrets
+from .. import safejson, secrets
 from ..ports import PermissionRequest, ToolStatus
 from .base import Tool, ToolContext, ToolError
 from .permission import PermissionGate
@@ -39,7 +39,8 @@ def _format_validation(e: ValidationError) -> str:
 def _stringify(result: Any) -> str:
     # The daemon's own API keys never reach the model, the session file or the editor, even when a
     # tool read a .env file or printed the environment.
-    return secrets.redact(result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str))
+    # Lone surrogates (names that are not UTF-8) become U+FFFD here, once, for every consumer.
+    return secrets.redact(safejson.scrub(result) if isinstance(result, str) else safejson.dumps(result, default=str))
 
 
 class ToolRegistry:
@@ -113,7 +114,9 @@ class ToolRegistry:
         if t is None:
             return None, None, f"unknown tool {name!r}; available: {', '.join(self.names())}"
         try:
-            args = json.loads(raw_arguments) if raw_arguments and raw_arguments.strip() else {}
+            args = safejson.loads(raw_arguments) if raw_arguments and raw_arguments.strip() else {}
+        except safejson.TooDeep as e:
+            return t, None, f"the arguments of {name} are refused: {e}; send flatter arguments"
         except json.JSONDecodeError as e:
             where = f"{e.msg} at position {e.pos}"
             return t, None, f"the arguments of {name} are not valid JSON ({where}); send a JSON object"

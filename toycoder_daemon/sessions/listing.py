@@ -1,0 +1,142 @@
+"""The session list from an index, not from reading every session whole.
+
+Session files are append-only (a rewrite replaces the file, so it gets a new inode). For each file
+the index keeps its inode, size, mtime and how far it was read, with what that part holds: the
+title and creation time from its meta records and its message count. A list stats each file and
+reads only the bytes appended since the last list (all of it for a new or replaced file), so a
+10 MB session costs one read, once. The index is kept in memory and saved to `index.json` next to
+the sessions; it is a cache checked against every file's stat, so a stale, foreign (another daemon
+wrote it) or broken index only costs a re-read.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..atomic import atomic_write
+
+log = logging.getLogger(__name__)
+
+META_PREFIX = b'{"t": "meta"'
+MSG_PREFIX = b'{"t": "msg"'
+INDEX_NAME = "index.json"
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """What a session list shows (timestamps are epoch seconds)."""
+
+    id: str
+    title: str
+    created_at: float
+    updated_at: float
+    message_count: int
+
+
+@dataclass
+class _Entry:
+    ino: int
+    size: int
+    mtime_ns: int
+    offset: int
+    """Bytes read so far, up to the end of the last complete line."""
+    title: str = ""
+    created_at: float | None = None
+    count: int = 0
+    tail: str = ""
+    """Hex of the bytes just before `offset`: a replaced file that got the old inode number back
+    (inodes are reused) differs there, and is read again from the start."""
+
+
+TAIL = 32
+
+
+def _scan(path: Path, entry: _Entry, st: os.stat_result) -> _Entry:
+    """`entry` brought up to date with the complete lines after `entry.offset`."""
+    with open(path, "rb") as f:
+        if entry.offset:
+            f.seek(entry.offset - len(entry.tail) // 2)
+            if f.read(len(entry.tail) // 2).hex() != entry.tail:
+                entry = _Entry(st.st_ino, -1, -1, 0)
+        out = _Entry(st.st_ino, st.st_size, st.st_mtime_ns, entry.offset, entry.title, entry.created_at, entry.count,
+                     entry.tail)
+        f.seek(entry.offset)
+        for raw in f:
+            if not raw.endswith(b"\n"):
+                break  # a torn or still-being-written last line: read it next time
+            out.offset += len(raw)
+            out.tail = (out.tail + raw[-TAIL:].hex())[-2 * TAIL:]
+            if raw.startswith(MSG_PREFIX):
+                out.count += 1
+            elif raw.startswith(META_PREFIX):
+                try:
+                    meta = json.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(meta.get("title"), str):
+                    out.title = meta["title"]
+                if isinstance(meta.get("createdAt"), (int, float)):
+                    out.created_at = float(meta["createdAt"])
+    return out
+
+
+class SessionIndex:
+    """Thread-safe: lists run in worker threads, several at once."""
+
+    def __init__(self, directory: Path):
+        self.dir = directory
+        self._entries: dict[str, _Entry] | None = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> dict[str, _Entry]:
+        try:
+            raw = json.loads((self.dir / INDEX_NAME).read_bytes())
+            return {str(k): _Entry(**v) for k, v in raw.items()}
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError, TypeError, AttributeError) as e:
+            log.info("session index %s unreadable (%s); rebuilding it", self.dir / INDEX_NAME, e)
+            return {}
+
+    def _save(self, entries: dict[str, _Entry]) -> None:
+        data = json.dumps({k: asdict(v) for k, v in entries.items()}, ensure_ascii=True).encode()
+        try:
+            atomic_write(self.dir / INDEX_NAME, data, 0o600)
+        except OSError as e:  # only a cache: the next list reads the files again
+            log.warning("cannot save the session index %s: %s", self.dir / INDEX_NAME, e)
+
+    def summaries(self) -> list[SessionSummary]:
+        """Every stored session, newest first."""
+        if not self.dir.is_dir():
+            return []
+        with self._lock:
+            if self._entries is None:
+                self._entries = self._load()
+            entries, changed, out = self._entries, False, []
+            present: set[str] = set()
+            for path in self.dir.glob("*.jsonl"):
+                sid = path.stem
+                try:
+                    st = path.stat()
+                    entry = entries.get(sid)
+                    if entry is None or entry.ino != st.st_ino or st.st_size < entry.offset:
+                        entry = _Entry(st.st_ino, -1, -1, 0)  # new or replaced: read it all
+                    if entry.size != st.st_size or entry.mtime_ns != st.st_mtime_ns:
+                        entry = _scan(path, entry, st)
+                        entries[sid], changed = entry, True
+                except OSError:
+                    continue  # deleted while listing
+                present.add(sid)
+                created = entry.created_at if entry.created_at is not None else st.st_mtime
+                out.append(SessionSummary(sid, entry.title, created, st.st_mtime, entry.count))
+            for gone in set(entries) - present:
+                del entries[gone]
+                changed = True
+            if changed:
+                self._save(entries)
+        return sorted(out, key=lambda s: s.updated_at, reverse=True)
