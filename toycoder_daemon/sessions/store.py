@@ -52,7 +52,8 @@ def _open_append(path: Path) -> BinaryIO:
 
 
 def _line(record: dict[str, Any]) -> bytes:
-    return json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n"
+    # a lone surrogate (a model's, a file name's) is kept as its JSON escape: the line always encodes
+    return json.dumps(record, ensure_ascii=False).encode("utf-8", "backslashreplace") + b"\n"
 
 
 class SessionFile:

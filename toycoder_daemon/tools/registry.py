@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from .. import secrets
 from ..ports import PermissionRequest, ToolStatus
 from .base import Tool, ToolContext, ToolError
+from .escape import escape_surrogates
 from .permission import PermissionGate
 
 
@@ -26,6 +27,11 @@ class ToolOutcome:
     output: str
     changed: list[str] = field(default_factory=list)
     """Files the call wrote."""
+
+    def __post_init__(self) -> None:
+        # a name that is not UTF-8 (or a model's lone surrogate) echoed in the output must not make
+        # the session file, the wire or the next provider request fail to encode
+        self.output = escape_surrogates(self.output)
 
 
 def _format_validation(e: ValidationError) -> str:
