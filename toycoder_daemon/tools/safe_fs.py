@@ -111,10 +111,10 @@ def read_if_regular(p: Path) -> bytes | None:
     None: for files the tools read on their own, like .gitignore, which must not block on a FIFO."""
     try:
         fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            os.set_blocking(fd, True)
+            return f.read()
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        os.set_blocking(fd, True)
-        return f.read()

@@ -35,16 +35,16 @@ class Workspace:
         try:
             os.fsencode(path)
         except UnicodeEncodeError:  # a lone surrogate that stands for no byte
-            raise OutsideWorkspace(f"{escape_surrogates(path)!r} is not a possible file name") from None
+            raise OutsideWorkspace(f"'{escape_surrogates(path)}' is not a possible file name") from None
         try:
             resolved = self._candidate(path).resolve()  # strict=False: resolves the existing prefix
         except (OSError, RuntimeError) as e:  # a symlink loop
-            raise OutsideWorkspace(f"{escape_surrogates(path)!r} cannot be resolved: {e}") from None
+            raise OutsideWorkspace(f"'{escape_surrogates(path)}' cannot be resolved: {e}") from None
         if not self.contains(resolved):
-            raise OutsideWorkspace(f"{escape_surrogates(path)!r} is outside the workspace {self.root}")
+            raise OutsideWorkspace(f"'{escape_surrogates(path)}' is outside the workspace {self.root}")
         # any repository's .git (submodules, vendored repos; any case, for macOS)
         if for_write and any(part.lower() == ".git" for part in resolved.relative_to(self.root).parts):
-            raise OutsideWorkspace(f"{escape_surrogates(path)!r} is inside a .git directory, which tools may not write")
+            raise OutsideWorkspace(f"'{escape_surrogates(path)}' is inside a .git directory, which tools may not write")
         return resolved
 
     def _candidate(self, path: str) -> Path:
