@@ -11,8 +11,11 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from acp import text_block
 from helpers import new_session, tool_results
 from rpc import Daemon
+from test_acp import acp_face
+from test_acp import new_session as acp_session
 from waiting import scaled, wait_until_async
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
@@ -55,6 +58,20 @@ async def test_the_session_goes_on_after_a_latin1_name_and_a_lone_surrogate(
     again = await start_daemon()
     loaded = await again.call("toycoder/session/load", {"sessionId": sid})
     assert "nope\\\\xff.txt" in json.dumps(loaded) and "still here" in json.dumps(loaded)
+
+
+async def test_the_acp_face_goes_on_too(tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
+    (workspace / os.fsdecode(b"caf\xe9.txt")).write_text("hi\n")
+    llm.add(tool("list_directory"), {"text": "listed"})
+    llm.add(tool("read_file", path="nope\udcff.txt"), {"text": "read"})
+    llm.add({"text": "still here"})
+    async with acp_face(tmp_path, llm) as (conn, editor, _):
+        sid = await acp_session(conn, workspace)
+        for text in ("list", "read", "again"):
+            assert (await conn.prompt(session_id=sid, prompt=[text_block(text)])).stop_reason == "end_turn"
+        listed, missing = (u["rawOutput"]["output"] for u in editor.updates("tool_call_update"))
+        assert "file  caf\\xe9.txt  (3 bytes)" in listed and missing == "error: file not found: nope\\xff.txt"
+        assert editor.text().endswith("still here")
 
 
 async def test_a_fifo_is_refused_and_the_daemon_still_exits_at_once(daemon: Daemon, llm: FakeLLM,
