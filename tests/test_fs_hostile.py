@@ -18,6 +18,7 @@ from helpers import AllowAll
 from waiting import scaled
 
 from toycoder_daemon import secrets
+from toycoder_daemon.atomic import SymlinkInPath, atomic_write
 from toycoder_daemon.tools.base import ToolContext
 from toycoder_daemon.tools.edit import edit_file, write_file
 from toycoder_daemon.tools.escape import NAME_NOTE
@@ -214,3 +215,19 @@ async def test_a_swapped_directory_never_leads_a_read_or_a_write_outside(tmp_pat
     assert sorted(p.name for p in outside.iterdir()) == ["f.txt"], "a write landed outside"
     assert (outside / "f.txt").read_text() == "OUTSIDE SECRET\n"
     assert "completed" in statuses  # the swaps did not simply make every call fail
+
+
+def test_atomic_write_nofollow_refuses_a_symlink_in_the_path_and_keeps_the_mode(tmp_path: Path) -> None:
+    base = tmp_path.resolve()
+    (base / "out").mkdir()
+    (base / "ws").mkdir()
+    os.symlink(base / "out", base / "ws" / "d")
+    with pytest.raises(SymlinkInPath):
+        atomic_write(base / "ws" / "d" / "new" / "f.txt", b"x", nofollow=True, parents=True)
+    assert list((base / "out").iterdir()) == []
+    target = base / "ws" / "a" / "b" / "f.sh"
+    atomic_write(target, b"one", nofollow=True, parents=True)
+    target.chmod(0o751)
+    atomic_write(target, b"two", nofollow=True, keep_mode=True)
+    assert target.read_bytes() == b"two" and (target.stat().st_mode & 0o777) == 0o751
+    assert sorted(p.name for p in target.parent.iterdir()) == ["f.sh"]  # no temp file left behind

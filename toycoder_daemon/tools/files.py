@@ -184,6 +184,9 @@ async def list_directory(
     """List a directory of the workspace: each entry with its kind and size (directories first).
     Entries ignored by .gitignore are left out (the last line says how many)."""
     p = _resolve(ctx, path or ".")
+    st = await off_loop(lstat, p)
+    if st is None or not stat.S_ISDIR(st.st_mode):
+        raise ToolError(f"not a directory: {path}")
     max_entries = ctx.settings.list_max_entries if ctx.settings else 500
     rel = ctx.workspace.relative(p)
     names = await off_loop(_names, p)
