@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import os
 import sys
+import threading
 from typing import BinaryIO
 
 
@@ -40,6 +41,36 @@ def _check_config(path: str | None) -> int:
     return 0
 
 
+EXIT_GRACE = 0.5
+"""Seconds the daemon may spend shutting down once its input has ended."""
+
+
+def _exit_soon() -> None:
+    """Arm (once) a timer that ends the process EXIT_GRACE seconds from now, whatever its threads
+    are doing: a worker thread stuck in a read of a FIFO or a hung disk cannot be stopped, and
+    asyncio.run would wait for it forever. Commands' process groups are killed first."""
+    global _armed
+    if _armed:
+        return
+    _armed = True
+
+    def fire() -> None:
+        from .tools.shell import kill_all
+
+        with contextlib.suppress(Exception):
+            kill_all()
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        os._exit(0)
+
+    timer = threading.Timer(EXIT_GRACE, fire)
+    timer.daemon = True
+    timer.start()
+
+
+_armed = False
+
+
 def _serve_lsp(proto_out: BinaryIO, config_path: str | None) -> int:
     from .stdio import fast_initialize, start_reader
 
@@ -52,7 +83,8 @@ def _serve_lsp(proto_out: BinaryIO, config_path: str | None) -> int:
     from .server import make_server
 
     try:
-        return asyncio.run(serve(make_server(config_path), inbox, proto_out, answered_initialize=answered))
+        return asyncio.run(serve(make_server(config_path), inbox, proto_out, answered_initialize=answered,
+                                 on_end=_exit_soon))
     except KeyboardInterrupt:
         return 130
 
@@ -64,7 +96,7 @@ def _serve_acp(proto_out: BinaryIO, config_path: str | None) -> int:
     from .acp import serve_acp
 
     try:
-        return asyncio.run(serve_acp(proto_out, config_path))
+        return asyncio.run(serve_acp(proto_out, config_path, on_end=_exit_soon))
     except KeyboardInterrupt:
         return 130
 

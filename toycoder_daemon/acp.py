@@ -16,6 +16,7 @@ import functools
 import logging
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import unquote, urlparse
@@ -345,9 +346,9 @@ def _read_stdin(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader) -
 
 
 async def serve_acp(out: BinaryIO, config_path: str | None = None, *,
-                    reader: asyncio.StreamReader | None = None) -> int:
+                    reader: asyncio.StreamReader | None = None, on_end: Callable[[], None] | None = None) -> int:
     """Serve ACP on stdin (or `reader`: tests drive the face in-process) and `out` until the input
-    ends; returns the exit code."""
+    ends; returns the exit code. `on_end` is called when the input ends, before the shutdown."""
     loop = asyncio.get_running_loop()
     if reader is None:
         reader = asyncio.StreamReader()
@@ -360,6 +361,8 @@ async def serve_acp(out: BinaryIO, config_path: str | None = None, *,
         await conn.listen()
     finally:
         log.info("stdin closed: shutting down")
+        if on_end is not None:
+            on_end()
         await agent.shutdown()
         try:
             await asyncio.wait_for(conn.close(), 2.0)

@@ -106,8 +106,11 @@ class Dispatcher:
                 self.error(msg_id, wire.INTERNAL_ERROR, "Internal error (see the daemon log)")
 
 
-async def serve(server: Any, inbox: Inbox, stdout: BinaryIO, *, answered_initialize: bool = False) -> int:
-    """Serve until stdin closes or `exit` arrives; returns the process exit code."""
+async def serve(server: Any, inbox: Inbox, stdout: BinaryIO, *, answered_initialize: bool = False,
+                on_end: Callable[[], None] | None = None) -> int:
+    """Serve until stdin closes or `exit` arrives; returns the process exit code. `on_end` is
+    called as soon as the input ends (from the reader thread at EOF: even a stuck loop cannot
+    delay it), e.g. to bound how long the process may take to exit."""
     loop = asyncio.get_running_loop()
     stopped = asyncio.Event()
     writer = FrameWriter(stdout)
@@ -115,11 +118,15 @@ async def serve(server: Any, inbox: Inbox, stdout: BinaryIO, *, answered_initial
     dispatcher = Dispatcher(server, writer, stopped.set, answered_initialize)
 
     def deliver(body: bytes | None, problem: str | None) -> None:
+        if body is None and problem is None and on_end is not None:
+            on_end()
         with contextlib.suppress(RuntimeError):  # the loop is already closed
             loop.call_soon_threadsafe(dispatcher.frame, body, problem)
 
     inbox.attach(deliver)
     await stopped.wait()
+    if on_end is not None:  # `exit` ends the input too
+        on_end()
     log.info("shutting down")
     if server.app is not None:
         await server.app.shutdown()

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from ..atomic import atomic_write
+from ..atomic import SymlinkInPath, atomic_write
 from .base import ToolContext, ToolError, tool
+from .safe_fs import open_regular
 from .workspace import OutsideWorkspace
 
 BOM = "\ufeff"
@@ -39,11 +40,11 @@ class TextFile:
 
 
 def load(p: Path) -> TextFile:
-    if not p.exists():
+    try:  # regular files only, never blocking on a FIFO, no symlink race (safe_fs.py)
+        with open_regular(p) as fh:
+            data = fh.read()
+    except FileNotFoundError:
         return TextFile("", exists=False)
-    if p.is_dir():
-        raise ToolError(f"{p.name} is a directory")
-    data = p.read_bytes()
     if b"\x00" in data[:8192]:
         raise ToolError(f"{p.name} looks like a binary file; it cannot be edited as text")
     try:
@@ -55,12 +56,14 @@ def load(p: Path) -> TextFile:
 
 
 def save(p: Path, f: TextFile, text: str) -> None:
-    p.parent.mkdir(parents=True, exist_ok=True)
     data = ((BOM if f.bom else "") + text).encode(f.encoding, errors="strict")
-    if p.exists():
-        atomic_write(p, data, p.stat().st_mode & 0o7777)
-    else:
-        atomic_write(p, data)
+    # p is resolved and checked: no symlink may appear in it now (a swapped directory fails the
+    # write instead of leading it outside); missing directories are made inside verified parents
+    try:
+        atomic_write(p, data, nofollow=True, parents=True, keep_mode=True)
+    except SymlinkInPath:
+        raise ToolError(f"{p.name}: the path changed while it was written (a directory became a symlink); "
+                        "refused") from None
 
 
 def unified_diff(rel: str, before: str, after: str, existed: bool = True) -> str:

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from .. import safejson, secrets
 from ..ports import PermissionRequest, ToolStatus
 from .base import Tool, ToolContext, ToolError
+from .escape import escape_surrogates
 from .permission import PermissionGate
 
 
@@ -26,6 +27,11 @@ class ToolOutcome:
     output: str
     changed: list[str] = field(default_factory=list)
     """Files the call wrote."""
+
+    def __post_init__(self) -> None:
+        # a name that is not UTF-8 (or a model's lone surrogate) echoed in the output must not make
+        # the session file, the wire or the next provider request fail to encode
+        self.output = escape_surrogates(self.output)
 
 
 def _format_validation(e: ValidationError) -> str:
@@ -39,8 +45,8 @@ def _format_validation(e: ValidationError) -> str:
 def _stringify(result: Any) -> str:
     # The daemon's own API keys never reach the model, the session file or the editor, even when a
     # tool read a .env file or printed the environment.
-    # Lone surrogates (names that are not UTF-8) become U+FFFD here, once, for every consumer.
-    return secrets.redact(safejson.scrub(result) if isinstance(result, str) else safejson.dumps(result, default=str))
+    # A lone surrogate (a file name's byte, a model's path) is shown escaped (\\xNN), never dropped.
+    return secrets.redact(escape_surrogates(result) if isinstance(result, str) else safejson.dumps(result, default=str))
 
 
 class ToolRegistry:

@@ -16,6 +16,7 @@ from typing import Annotated
 
 from .. import secrets
 from .base import ToolContext, ToolError, tool
+from .escape import NAME_NOTE, escape_surrogates, has_surrogates
 from .search_results import LINE_MAX_CHARS, TRUNCATED_MARK, Hits, TopPaths
 from .search_rg import Walk, grep, list_files
 from .search_scope import glob_filter
@@ -53,12 +54,13 @@ def _walk(ctx: ToolContext, path: str, glob: str | None) -> tuple[str, Walk]:
 # -- formatting results -------------------------------------------------------------------------
 
 def _display(s: str) -> str:
-    """A path or line safe to send as JSON (undecodable bytes in file names become U+FFFD)."""
-    try:
-        s.encode("utf-8")
-        return s
-    except UnicodeEncodeError:
-        return s.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    """A path or line safe to send as JSON: bytes of a file name that are not UTF-8 as \\xNN
+    (tools/escape.py; the results then end with NAME_NOTE, and such a path opens as written)."""
+    return escape_surrogates(s)
+
+
+def _noted(lines: list[str], paths: list[str]) -> list[str]:
+    return lines + [NAME_NOTE] if any(has_surrogates(p) for p in paths) else lines
 
 
 def _line_text(text: bytes | str) -> str:
@@ -107,9 +109,10 @@ async def glob_search(
         await list_files(walk, top)
     if top.total == 0:
         return f"no files match {pattern!r}{_where(asked)}"
-    lines = _fit([_display(p) for p in top.result()], _budget(ctx))
+    paths = top.result()
+    lines = _fit([_display(p) for p in paths], _budget(ctx))
     more = top.total - len(lines)
-    return "\n".join(lines) + (f"\n... and {more} more (narrow the pattern)" if more else "")
+    return "\n".join(_noted(lines, paths[:len(lines)])) + (f"\n... and {more} more (narrow the pattern)" if more else "")
 
 
 @tool(level="safe", title=lambda a: f"grep_search {a.get('pattern', '')}")
@@ -137,4 +140,5 @@ async def grep_search(
         return f"no matches for {pattern!r}{_where(asked)}{only}"
     lines = _fit([f"{_display(p)}:{n}: {_line_text(t)}" for p, n, t in shown], _budget(ctx))
     more = total - len(lines)
-    return "\n".join(lines) + (f"\n... {more} more matches not shown (narrow the search)" if more else "")
+    tail = f"\n... {more} more matches not shown (narrow the search)" if more else ""
+    return "\n".join(_noted(lines, [p for p, _, _ in shown[:len(lines)]])) + tail

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from .safe_fs import read_if_regular
+
 # Rust's char::is_whitespace (what the ignore crate's `trim_end` strips), not Python's str.isspace.
 _RUST_WS = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
            "\u2028\u2029\u202f\u205f\u3000"
@@ -80,9 +82,8 @@ def rebase(rule: Rule, base: str) -> str:
 
 
 def _rules_of(path: Path, base: str) -> list[str]:
-    try:
-        data = path.read_bytes()
-    except OSError:
+    data = read_if_regular(path)  # a FIFO named .gitignore must not block the search
+    if data is None:
         return []
     out = []
     for i, raw in enumerate(data.split(b"\n")):

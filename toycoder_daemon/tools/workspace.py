@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .escape import escape_surrogates, unescape_bytes
+
 
 class OutsideWorkspace(Exception):
     pass
@@ -28,15 +30,26 @@ class Workspace:
             raise OutsideWorkspace("empty path")
         if "\x00" in path:
             raise OutsideWorkspace("path contains a NUL byte")
-        raw = Path(os.path.expanduser(path)) if path.startswith("~") else Path(path)
-        candidate = raw if raw.is_absolute() else self.root / raw
-        resolved = candidate.resolve()  # strict=False: resolves the existing prefix, keeps the rest
+        if "\\x" in path and not os.path.lexists(self._candidate(path)):
+            path = unescape_bytes(path)  # a name shown escaped (tools/escape.py) names its bytes
+        try:
+            os.fsencode(path)
+        except UnicodeEncodeError:  # a lone surrogate that stands for no byte
+            raise OutsideWorkspace(f"'{escape_surrogates(path)}' is not a possible file name") from None
+        try:
+            resolved = self._candidate(path).resolve()  # strict=False: resolves the existing prefix
+        except (OSError, RuntimeError) as e:  # a symlink loop
+            raise OutsideWorkspace(f"'{escape_surrogates(path)}' cannot be resolved: {e}") from None
         if not self.contains(resolved):
-            raise OutsideWorkspace(f"{path!r} is outside the workspace {self.root}")
+            raise OutsideWorkspace(f"'{escape_surrogates(path)}' is outside the workspace {self.root}")
         # any repository's .git (submodules, vendored repos; any case, for macOS)
         if for_write and any(part.lower() == ".git" for part in resolved.relative_to(self.root).parts):
-            raise OutsideWorkspace(f"{path!r} is inside a .git directory, which tools may not write")
+            raise OutsideWorkspace(f"'{escape_surrogates(path)}' is inside a .git directory, which tools may not write")
         return resolved
+
+    def _candidate(self, path: str) -> Path:
+        raw = Path(os.path.expanduser(path)) if path.startswith("~") else Path(path)
+        return raw if raw.is_absolute() else self.root / raw
 
     def unsaved(self, p: Path, disk_text: str | None) -> str | None:
         """The editor's text of `p` when it differs from the disk's (line endings and a final
