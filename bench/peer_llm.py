@@ -1,0 +1,139 @@
+"""One fake model server for the peer bench: the same reply, chunked the same way, in both dialects.
+
+codex 0.171 speaks only the Responses API (`wire_api = "chat"` is rejected), our daemon speaks
+Chat Completions; `toycoder_daemon.testing.fake_llm` serves only the latter. This server answers
+`POST .../chat/completions` and `POST .../responses` with N streamed text deltas ("tok0 ",
+"tok1 ", ...), one SSE event per delta and one HTTP chunk per event on both paths, so neither
+peer gets cheaper framing. It serves every request the same reply; N is set per turn by the bench.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def _dump(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: the bench prints tables
+        pass
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/").endswith("/models"):  # codex asks for a model list; an empty one is fine
+            return self._json(200, {"object": "list", "data": [], "models": []})
+        self._json(404, {"error": {"message": f"no route GET {self.path}"}})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(length)
+        self.server.requests += 1
+        self.server.request_bytes += len(body)
+        path = self.path.rstrip("/")
+        n = self.server.tokens
+        if path.endswith("/chat/completions"):
+            events = _chat_events(n)
+        elif path.endswith("/responses"):
+            events = _responses_events(n)
+        else:
+            return self._json(404, {"error": {"message": f"no route POST {self.path}"}})
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        w = self.wfile
+        try:
+            for ev in events:
+                w.write(b"%x\r\n%s\r\n" % (len(ev), ev))
+                w.flush()
+            w.write(b"0\r\n\r\n")
+            w.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _json(self, status: int, obj: Any) -> None:
+        data = _dump(obj)
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def _chat_events(n: int) -> list[bytes]:
+    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+        obj = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0, "model": "fake-model",
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}] if delta is not None else [], **extra}
+        return b"data: " + _dump(obj) + b"\n\n"
+
+    out = [chunk({"role": "assistant", "content": ""})]
+    out += [chunk({"content": f"tok{i} "}) for i in range(n)]
+    out.append(chunk({}, "stop"))
+    out.append(b"data: " + _dump({"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0,
+                                  "model": "fake-model", "choices": [],
+                                  "usage": {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": n + 10}})
+               + b"\n\n")
+    out.append(b"data: [DONE]\n\n")
+    return out
+
+
+def _responses_events(n: int) -> list[bytes]:
+    def ev(obj: dict[str, Any]) -> bytes:
+        return b"event: " + obj["type"].encode() + b"\ndata: " + _dump(obj) + b"\n\n"
+
+    text = "".join(f"tok{i} " for i in range(n))
+    msg = {"type": "message", "id": "msg_bench", "role": "assistant", "status": "completed",
+           "content": [{"type": "output_text", "text": text, "annotations": []}]}
+    out = [ev({"type": "response.created", "response": {"id": "resp_bench"}}),
+           ev({"type": "response.output_item.added", "output_index": 0,
+               "item": {**msg, "status": "in_progress", "content": []}})]
+    out += [ev({"type": "response.output_text.delta", "item_id": "msg_bench", "output_index": 0,
+                "content_index": 0, "delta": f"tok{i} "}) for i in range(n)]
+    out.append(ev({"type": "response.output_item.done", "output_index": 0, "item": msg}))
+    out.append(ev({"type": "response.completed", "response": {
+        "id": "resp_bench", "usage": {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
+                                      "output_tokens": n, "output_tokens_details": {"reasoning_tokens": 0},
+                                      "total_tokens": n + 10}}}))
+    return out
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    tokens = 10
+    requests = 0
+    request_bytes = 0
+
+
+class PeerLLM:
+    """`with PeerLLM() as llm: llm.tokens = 2000; ... llm.base_url`"""
+
+    def __init__(self) -> None:
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    @property
+    def tokens(self) -> int:
+        return self._server.tokens
+
+    @tokens.setter
+    def tokens(self, n: int) -> None:
+        self._server.tokens = n
+
+    def __enter__(self) -> PeerLLM:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
