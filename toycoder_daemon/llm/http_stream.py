@@ -82,12 +82,23 @@ class StreamTransport:
         self._timeout = timeout
         self._httpx: Any = None
         self._client: Any = None
+        self._making = asyncio.Lock()  # two first turns at once must not build two pools
 
-    def _http(self) -> Any:
-        if self._client is None:
-            self._httpx = _httpx()
-            self._client = self._httpx.AsyncClient(timeout=self._timeout)
-        return self._client
+    async def _http(self) -> Any:
+        if self._client is not None:
+            return self._client
+        async with self._making:
+            if self._client is not None:
+                return self._client
+            # the import (~70 ms) and the CA store (~50 ms) load in a worker thread, not on the loop
+            # every session shares
+            self._client = await asyncio.to_thread(self._make_client)
+            return self._client
+
+    def _make_client(self) -> Any:
+        self._httpx = _httpx()
+        # a plain-http URL (a local proxy, a fake) has no TLS to verify: skip loading the CA store
+        return self._httpx.AsyncClient(timeout=self._timeout, verify=not self.url.startswith("http://"))
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -97,7 +108,7 @@ class StreamTransport:
     async def post(self, key: str, body: bytes, on_chunk: Callable[[ChunkDelta], None]) -> None:
         """Stream one reply to on_chunk. Raises HTTPStatusFailure, ConnectionProblem, StreamCut
         (the body broke or ended mid-event) or StreamErrorEvent (an error event in the stream)."""
-        http = self._http()
+        http = await self._http()
         hx = self._httpx
         headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
                    "Accept": "text/event-stream"}
