@@ -59,7 +59,7 @@ def install_codex() -> None:
 class Setup:
     """Temp dirs, config and argv for every peer; nothing of the user's is read or written."""
 
-    def __init__(self, tmp: Path, llm: PeerLLM, codex: str | None):
+    def __init__(self, tmp: Path, llm: PeerLLM, codex: str | None, daemon_root: Path = ROOT):
         self.ws = tmp / "ws"
         self.ws.mkdir()
         (self.ws / "README.md").write_text("# bench workspace\n")
@@ -69,7 +69,7 @@ class Setup:
         self.env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
                     "TOYCODER_DATA_DIR": str(tmp / "data"), "CODEX_HOME": str(tmp / "codex-home"),
                     "BENCH_KEY": "bench-key", "PYTHONPATH": os.pathsep.join(
-                        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+                        [str(daemon_root), *filter(None, [os.environ.get("PYTHONPATH")])])}
         for var in ("TOYCODER_CONFIG", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
             self.env.pop(var, None)
         cfg = tmp / "config.yaml"
@@ -188,7 +188,7 @@ async def main_async(args: argparse.Namespace) -> int:
               "or set CODEX_BIN); printing our numbers only", file=sys.stderr)
     kinds: list[type[Peer]] = [ToyLSP, ToyACP] + ([Codex] if codex else [])
     with tempfile.TemporaryDirectory(prefix="toycoder-peers-") as tmp, PeerLLM() as llm:
-        setup = Setup(Path(tmp), llm, codex)
+        setup = Setup(Path(tmp), llm, codex, Path(args.daemon_root).resolve())
         print(f"peers: {', '.join(k.name for k in kinds)}; medians of {args.runs} runs after {args.warmup} warm-up, "
               f"interleaved; load average {os.getloadavg()[0]:.2f}")
         for tokens in args.tokens:
@@ -221,6 +221,8 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=20, help="concurrent sessions (0: skip that case)")
     parser.add_argument("--many-tokens", type=int, default=2000)
     parser.add_argument("--many-runs", type=int, default=3)
+    parser.add_argument("--daemon-root", default=str(ROOT),
+                        help="the source tree whose toycoder_daemon runs (e.g. an older checkout, for before/after)")
     parser.add_argument("--install-codex", action="store_true", help=f"npm install {CODEX_PKG} into bench/.peers/ first")
     parser.add_argument("--quick", action="store_true", help="smoke run: --tokens 2000 --runs 2 --warmup 0 --many-runs 1")
     args = parser.parse_args()
