@@ -83,6 +83,11 @@ class StreamTransport:
         self._httpx: Any = None
         self._client: Any = None
         self._making = asyncio.Lock()  # two first turns at once must not build two pools
+        self._headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        # what the SDK would send from the environment (its other headers are only telemetry)
+        for env, header in (("OPENAI_ORG_ID", "OpenAI-Organization"), ("OPENAI_PROJECT_ID", "OpenAI-Project")):
+            if os.environ.get(env):
+                self._headers[header] = os.environ[env]
 
     async def _http(self) -> Any:
         if self._client is not None:
@@ -110,8 +115,7 @@ class StreamTransport:
         (the body broke or ended mid-event) or StreamErrorEvent (an error event in the stream)."""
         http = await self._http()
         hx = self._httpx
-        headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
-                   "Accept": "text/event-stream"}
+        headers = {**self._headers, "Authorization": f"Bearer {key}"}
         request = http.build_request("POST", self.url, content=body, headers=headers)
         try:
             response = await http.send(request, stream=True)
