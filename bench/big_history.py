@@ -70,7 +70,7 @@ async def main_async(args: argparse.Namespace) -> int:
 
     msgs = history(args.messages)
     with PeerLLM() as llm:
-        llm.tokens = args.tokens
+        llm.set_tokens(args.tokens)
         client = openai.AsyncOpenAI(api_key="k", base_url=llm.base_url, max_retries=0)
         ours = OpenAIChatModel("bench", "fake-model", llm.base_url, ["k"])
 
@@ -101,7 +101,8 @@ async def main_async(args: argparse.Namespace) -> int:
                     rows[name].append(m)
         await client.close()
         await ours.aclose()
-    print(f"big_history: {args.messages:,} messages ({llm._server.request_bytes / max(llm._server.requests, 1) / 1e6:.1f} MB "
+        stats = llm.stats()
+    print(f"big_history: {args.messages:,} messages ({stats['request_bytes'] / max(stats['requests'], 1) / 1e6:.1f} MB "
           f"per request), {args.tokens} tokens per reply; medians of {args.runs} interleaved runs")
     print(f"{'':16}{'1st chunk ms':>14}{'loop stall ms':>15}")
     for name, ms in rows.items():

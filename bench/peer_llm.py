@@ -5,12 +5,18 @@ Chat Completions; `toycoder_daemon.testing.fake_llm` serves only the latter. Thi
 `POST .../chat/completions` and `POST .../responses` with N streamed text deltas ("tok0 ",
 "tok1 ", ...), one SSE event per delta and one HTTP chunk per event on both paths, so neither
 peer gets cheaper framing. It serves every request the same reply; N is set per turn by the bench.
+
+`PeerLLM` runs the server in a child process (`python bench/peer_llm.py` prints its base URL), so
+the bench's own reading of the peers' output does not share a GIL with the server's writing;
+`POST /bench/tokens/N` sets the reply length, `GET /bench/stats` returns the request counters.
 """
 
 from __future__ import annotations
 
 import json
-import threading
+import subprocess
+import sys
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -27,6 +33,8 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
+        if self.path == "/bench/stats":
+            return self._json(200, {"requests": self.server.requests, "request_bytes": self.server.request_bytes})
         if self.path.rstrip("/").endswith("/models"):  # codex asks for a model list; an empty one is fine
             return self._json(200, {"object": "list", "data": [], "models": []})
         self._json(404, {"error": {"message": f"no route GET {self.path}"}})
@@ -34,6 +42,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         body = self.rfile.read(length)
+        if self.path.startswith("/bench/tokens/"):
+            self.server.tokens = int(self.path.rsplit("/", 1)[1])
+            return self._json(200, {"tokens": self.server.tokens})
         self.server.requests += 1
         self.server.request_bytes += len(body)
         path = self.path.rstrip("/")
@@ -112,28 +123,36 @@ class _Server(ThreadingHTTPServer):
 
 
 class PeerLLM:
-    """`with PeerLLM() as llm: llm.tokens = 2000; ... llm.base_url`"""
+    """`with PeerLLM() as llm: llm.set_tokens(2000); ... llm.base_url` (the server runs in a child process)."""
 
     def __init__(self) -> None:
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._proc = subprocess.Popen([sys.executable, __file__], stdout=subprocess.PIPE, text=True)
+        assert self._proc.stdout is not None
+        self.base_url = self._proc.stdout.readline().strip()
+        if not self.base_url:
+            raise RuntimeError("bench/peer_llm.py did not start")
+        self._root = self.base_url.rsplit("/v1", 1)[0]
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+    def set_tokens(self, n: int) -> None:
+        urllib.request.urlopen(urllib.request.Request(f"{self._root}/bench/tokens/{n}", data=b"", method="POST")).read()
 
-    @property
-    def tokens(self) -> int:
-        return self._server.tokens
-
-    @tokens.setter
-    def tokens(self, n: int) -> None:
-        self._server.tokens = n
+    def stats(self) -> dict[str, int]:
+        with urllib.request.urlopen(f"{self._root}/bench/stats") as r:
+            return dict(json.loads(r.read()))
 
     def __enter__(self) -> PeerLLM:
-        self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._proc.terminate()
+        self._proc.wait(10)
+
+
+def main() -> None:
+    server = _Server(("127.0.0.1", 0), _Handler)
+    print(f"http://127.0.0.1:{server.server_address[1]}/v1", flush=True)
+    server.serve_forever()  # until SIGTERM from PeerLLM
+
+
+if __name__ == "__main__":
+    main()

@@ -192,7 +192,7 @@ async def main_async(args: argparse.Namespace) -> int:
         print(f"peers: {', '.join(k.name for k in kinds)}; medians of {args.runs} runs after {args.warmup} warm-up, "
               f"interleaved; load average {os.getloadavg()[0]:.2f}")
         for tokens in args.tokens:
-            llm.tokens = tokens
+            llm.set_tokens(tokens)
             runs: dict[type[Peer], list[dict[str, float]]] = {k: [] for k in kinds}
             for r in range(args.warmup + args.runs):
                 order = kinds[r % len(kinds):] + kinds[:r % len(kinds)]
@@ -202,7 +202,7 @@ async def main_async(args: argparse.Namespace) -> int:
                         runs[kind].append(m)
             table(f"{tokens:,} tokens, one fresh process per run", COLS, {k: medians(v) for k, v in runs.items()})
         if args.sessions:
-            llm.tokens = args.many_tokens
+            llm.set_tokens(args.many_tokens)
             many: dict[type[Peer], list[dict[str, float]]] = {k: [] for k in kinds}
             for r in range(args.many_runs):
                 for kind in kinds[r % len(kinds):] + kinds[:r % len(kinds)]:
