@@ -102,3 +102,15 @@ async def test_a_stream_without_finish_reason_is_cut_and_reported_after_the_last
         with pytest.raises(ProviderError, match="stream cut"):
             await m.stream_chat(MSGS)
         await m.aclose()
+
+
+async def test_a_compressed_stream_is_decoded_although_identity_was_asked_for() -> None:
+    import gzip
+
+    body = gzip.compress(sse(text_chunk("zip"), text_chunk("ped", "stop")))
+    raw = http(200, body).replace(b"Connection: close\r\n", b"Connection: close\r\nContent-Encoding: gzip\r\n")
+    async with canned(raw) as (url, _):
+        m = model(url)
+        reply = await m.stream_chat(MSGS)
+        await m.aclose()
+    assert reply.content == "zipped"

@@ -83,7 +83,9 @@ class StreamTransport:
         self._httpx: Any = None
         self._client: Any = None
         self._making = asyncio.Lock()  # two first turns at once must not build two pools
-        self._headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        # identity: SSE gains little from compression, and raw reads skip a decoding layer per event
+        self._headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
+                         "Accept-Encoding": "identity"}
         # what the SDK would send from the environment (its other headers are only telemetry)
         for env, header in (("OPENAI_ORG_ID", "OpenAI-Organization"), ("OPENAI_PROJECT_ID", "OpenAI-Project")):
             if os.environ.get(env):
@@ -127,7 +129,8 @@ class StreamTransport:
             decoder = SSEDecoder()
             loads = json_codec.loads
             try:
-                async for raw in response.aiter_bytes():
+                encoded = response.headers.get("content-encoding", "identity").lower() not in ("", "identity")
+                async for raw in response.aiter_bytes() if encoded else response.aiter_raw():
                     for data in decoder.feed(raw):
                         if data == b"[DONE]":
                             return
