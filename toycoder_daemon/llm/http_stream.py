@@ -67,6 +67,14 @@ async def request_body(model: str, messages: Sequence[Message], tools: list[dict
     return encode_request(model, messages, tools)
 
 
+def preload() -> None:
+    """Import what the first streamed turn needs (~0.1 s), for a background thread after initialize.
+    The openai SDK (~0.5 s) is not on the streaming path any more: preloading it is wasted CPU."""
+    hx = _httpx()
+    # the client's transport imports the connection layer only when the first client is made (~45 ms)
+    importlib.import_module("httpcore2" if hx.__name__ == "httpx2" else "httpcore")
+
+
 def _httpx() -> Any:
     try:
         return importlib.import_module("httpx2")
