@@ -60,3 +60,30 @@ async def test_provider_errors_never_carry_the_key(llm: FakeLLM) -> None:
     with pytest.raises(ProviderError) as e:
         await model(llm, ["sk-echoed-secret-123"]).stream_chat(MSGS)
     assert "sk-echoed-secret-123" not in str(e.value) and "***" in str(e.value)
+
+
+async def test_a_429_switches_to_a_free_key_at_once(llm: FakeLLM) -> None:
+    """Issue 13 item 12: the first key answers 429 with Retry-After 30; the second key is free, so
+    the turn goes on with it at once instead of waiting 30 s. (Before the fix, the retry notice
+    announced a 30 s wait; the callback fails the test right there instead of sleeping.)"""
+    llm.add({"status": 429, "retry_after": 30, "error": "slow down"}, {"text": "from the free key"})
+    m = model(llm, ["key-a", "key-b"], max_retry_delay=30, max_retry_seconds=120)
+    notices = []
+
+    def on_retry(n) -> None:
+        notices.append(n)
+        assert n.delay_seconds == 0, f"waited {n.delay_seconds}s with a free key"
+
+    reply = await m.stream_chat(MSGS, on_retry=on_retry)
+    assert reply.content == "from the free key"
+    assert [r["headers"]["authorization"] for r in llm.requests] == ["Bearer key-a", "Bearer key-b"]
+    assert len(notices) == 1 and "429" in notices[0].reason
+
+
+async def test_every_key_cooling_waits_for_the_soonest(llm: FakeLLM) -> None:
+    llm.add({"status": 429, "retry_after": 30}, {"status": 429, "retry_after": 0.05}, {"text": "ok"})
+    m = model(llm, ["key-a", "key-b"], max_retries=3, max_retry_delay=5, max_retry_seconds=10)
+    notices = []
+    assert (await m.stream_chat(MSGS, on_retry=notices.append)).content == "ok"
+    assert [r["headers"]["authorization"] for r in llm.requests] == ["Bearer key-a", "Bearer key-b", "Bearer key-b"]
+    assert notices[0].delay_seconds == 0 and notices[-1].delay_seconds > 0  # the last notice is a real wait

@@ -1,9 +1,11 @@
-"""OpenAI-compatible chat model over `openai.AsyncOpenAI`, with our own retry and key rotation.
+"""OpenAI-compatible chat model: the lean streaming path (`http_stream.py`), our own retry and
+key rotation.
 
-The SDK's retries are off: we retry 408/409/429/5xx, connection errors and streams cut before
+We retry 408/409/429/5xx, connection errors and streams cut before
 their end, with exponential backoff + jitter, honouring Retry-After, bounded by attempts and by
 total time. 400/401/403/404/422 are not retried (401 drops the key for this run and tries the next
-one, if any). A reply is only returned once its stream finished, so a cut stream never half-runs a
+one, if any). A 429 cools its key; the turn switches to another key at once and waits only when
+every key is cooling. A reply is only returned once its stream finished, so a cut stream never half-runs a
 tool call.
 """
 
@@ -19,7 +21,9 @@ from typing import Any
 from .. import secrets
 from ..errors import ProviderError
 from ..messages import Message
-from .base import ChatResponse, RetryNotice, ToolCall, Usage, for_api
+from .base import ChatResponse, RetryNotice
+from .chunks import ReplyAssembler, StreamCut, StreamErrorEvent
+from .http_stream import ConnectionProblem, HTTPStatusFailure, StreamTransport, request_body
 
 log = logging.getLogger(__name__)
 
@@ -28,10 +32,6 @@ RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
 def _ignore(text: str) -> None:
     pass
-
-
-class _StreamCut(Exception):
-    """The stream ended before the model finished its reply."""
 
 
 class KeyPool:
@@ -66,12 +66,14 @@ class KeyPool:
     def drop(self, key: str) -> None:
         self._dropped.add(key)
 
+    def any_ready(self) -> bool:
+        """Is some usable key not cooling down right now?"""
+        now = time.monotonic()
+        return any(k not in self._dropped and self._cool_until.get(k, 0.0) <= now for k in self._keys)
 
-def _retry_after(exc: Any) -> float | None:
-    response = getattr(exc, "response", None)
-    if response is None:
-        return None
-    value = response.headers.get("retry-after")
+
+def _retry_after(exc: HTTPStatusFailure) -> float | None:
+    value = exc.retry_after
     if value is None:
         return None
     try:
@@ -80,15 +82,17 @@ def _retry_after(exc: Any) -> float | None:
         return None
 
 
-def _status_reason(exc: Any) -> str:
-    body = getattr(exc, "body", None)
+def _status_reason(exc: HTTPStatusFailure) -> str:
+    body = exc.body
     err = body.get("error", body) if isinstance(body, dict) else None
     message = err.get("message") if isinstance(err, dict) else None
-    return f"HTTP {getattr(exc, 'status_code', '?')}: {message or 'no error message'}"
+    if message is None and isinstance(body, str):
+        message = body[:500]  # a proxy's plain-text error page
+    return f"HTTP {exc.status_code}: {message or 'no error message'}"
 
 
 class OpenAIChatModel:
-    """One provider + model. Holds one SDK client per API key."""
+    """One provider + model; one connection pool shared by its API keys."""
 
     def __init__(
         self,
@@ -112,23 +116,10 @@ class OpenAIChatModel:
         self.max_retry_delay = max_retry_delay
         self.max_retry_seconds = max_retry_seconds
         self.request_timeout = request_timeout
-        self._clients: dict[str, Any] = {}
-
-    def _client(self, key: str) -> Any:
-        client = self._clients.get(key)
-        if client is None:
-            import openai  # lazy: importing the SDK costs ~0.4 s, not needed to answer initialize
-
-            client = openai.AsyncOpenAI(
-                api_key=key, base_url=self.base_url, max_retries=0, timeout=self.request_timeout
-            )
-            self._clients[key] = client
-        return client
+        self._transport = StreamTransport(base_url, request_timeout)
 
     async def aclose(self) -> None:
-        for client in self._clients.values():
-            await client.close()
-        self._clients.clear()
+        await self._transport.aclose()
 
     async def stream_chat(
         self,
@@ -139,9 +130,8 @@ class OpenAIChatModel:
         *,
         model: str | None = None,
     ) -> ChatResponse:
-        import openai
-
         started = time.monotonic()
+        body = await request_body(model or self.model, messages, tools)  # once, for every attempt
         attempt = 0
         while True:
             key, wait = self.keys.pick()
@@ -156,8 +146,8 @@ class OpenAIChatModel:
                 await asyncio.sleep(wait)
 
             try:
-                return await self._stream_once(key, messages, tools, on_delta or _ignore, model or self.model)
-            except openai.APIStatusError as e:
+                return await self._stream_once(key, body, on_delta or _ignore)
+            except HTTPStatusFailure as e:
                 status = e.status_code
                 reason = _status_reason(e)
                 if status == 401:
@@ -172,17 +162,17 @@ class OpenAIChatModel:
                 if status == 429:  # a huge Retry-After must not park the key (and the next turns) for hours
                     self.keys.cool(key, min(hint if hint is not None else max(self.retry_interval, 1.0),
                                             self.max_retry_delay))
-            except (openai.APIConnectionError, _StreamCut) as e:
+                    if self.keys.any_ready():
+                        hint = 0.0  # another key is free: no reason to wait for this one
+            except (ConnectionProblem, StreamCut) as e:
                 status, hint = None, None
-                reason = f"connection problem: {e}" if not isinstance(e, _StreamCut) else f"stream cut: {e}"
+                reason = f"connection problem: {e}" if isinstance(e, ConnectionProblem) else f"stream cut: {e}"
             except asyncio.CancelledError:
                 raise
-            except openai.APIError as e:  # an error event in the middle of the stream: the provider's hiccup
+            except StreamErrorEvent as e:  # an error event in the middle of the stream: the provider's hiccup
                 status, hint = None, None
                 reason = f"provider error mid-stream: {e.message}"
-            except openai.OpenAIError as e:
-                raise ProviderError(self.provider, str(e)) from None
-            except Exception as e:  # transport errors surfacing mid-stream (e.g. peer closed the body)
+            except Exception as e:  # e.g. a malformed chunk
                 status, hint = None, None
                 reason = f"stream broken: {type(e).__name__}: {e}"
 
@@ -196,7 +186,8 @@ class OpenAIChatModel:
             log.info("provider %s: retry %d in %.2fs: %s", self.provider, attempt, delay, reason)
             if on_retry:
                 on_retry(RetryNotice(attempt=attempt, delay_seconds=round(delay, 3), reason=reason))
-            await asyncio.sleep(delay)
+            if delay:
+                await asyncio.sleep(delay)
 
     def _key_index(self, key: str) -> int:
         return self.keys._keys.index(key) + 1
@@ -207,57 +198,7 @@ class OpenAIChatModel:
         base = self.retry_interval * (2.0 ** (attempt - 1))
         return min(base * (0.5 + random.random() / 2), self.max_retry_delay)  # "equal jitter"
 
-    async def _stream_once(
-        self,
-        key: str,
-        messages: Sequence[Message],
-        tools: list[dict[str, Any]] | None,
-        on_delta: Callable[[str], None],
-        model: str,
-    ) -> ChatResponse:
-        kwargs: dict[str, Any] = {
-            "model": model,
-            "messages": for_api(messages),
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        if tools:
-            kwargs["tools"] = tools
-        stream = await self._client(key).chat.completions.create(**kwargs)
-        text: list[str] = []
-        calls: dict[int, dict[str, Any]] = {}
-        usage: Usage | None = None
-        finish: str | None = None
-        try:
-            async for chunk in stream:
-                if chunk.usage is not None:
-                    u = chunk.usage
-                    usage = Usage(u.prompt_tokens or 0, u.completion_tokens or 0, u.total_tokens or 0)
-                if not chunk.choices:
-                    continue
-                choice = chunk.choices[0]
-                d = choice.delta
-                if d is not None:
-                    if d.content:
-                        text.append(d.content)
-                        on_delta(d.content)
-                    for tc in d.tool_calls or ():
-                        slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": []})
-                        if tc.id:
-                            slot["id"] = tc.id
-                        if tc.function is not None:
-                            if tc.function.name:
-                                slot["name"] += tc.function.name
-                            if tc.function.arguments:
-                                slot["arguments"].append(tc.function.arguments)
-                if choice.finish_reason:
-                    finish = choice.finish_reason
-        finally:
-            await stream.close()
-        if finish is None:
-            raise _StreamCut("the reply ended without a finish_reason")
-        tool_calls = [
-            ToolCall(id=c["id"] or f"call_{i}", name=c["name"], arguments="".join(c["arguments"]))
-            for i, c in sorted(calls.items())
-        ]
-        return ChatResponse(content="".join(text), tool_calls=tool_calls, usage=usage, finish_reason=finish)
+    async def _stream_once(self, key: str, body: bytes, on_delta: Callable[[str], None]) -> ChatResponse:
+        reply = ReplyAssembler(on_delta)
+        await self._transport.post(key, body, reply.add)
+        return reply.reply()

@@ -1,0 +1,248 @@
+"""Stdio JSON-RPC drivers for the peer bench: our daemon (LSP face, ACP face) and codex app-server.
+
+Each driver spawns its peer fresh, times `initialize` from spawn, opens a session and runs a turn,
+reporting when the first streamed text arrived and when the turn ended. Frames are stamped on
+arrival by one reader task per process. Requests from a peer to the client are answered with
+null (none are expected for a plain-text reply).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Turn:
+    """One prompt's timeline: perf_counter stamps and the streamed text."""
+    started: float
+    first_chunk: float | None = None
+    ended: float | None = None
+    text: list[str] = field(default_factory=list)
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class Peer:
+    name = "peer"
+    framing = "jsonl"  # or "lsp" (Content-Length headers)
+
+    def __init__(self, proc: asyncio.subprocess.Process, spawned: float):
+        self.proc = proc
+        self.spawned = spawned
+        self._ids = itertools.count(1)
+        self._pending: dict[Any, asyncio.Future[tuple[float, dict[str, Any]]]] = {}
+        self.turns: dict[str, Turn] = {}  # session id -> the turn running in it
+        self._reader = asyncio.ensure_future(self._read())
+
+    @classmethod
+    async def spawn(cls, argv: list[str], env: dict[str, str], cwd: str) -> Any:
+        t0 = time.perf_counter()
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL, env=env, cwd=cwd, limit=1 << 26)
+        return cls(proc, t0)
+
+    # -- framing ---------------------------------------------------------------------------
+    def send(self, obj: dict[str, Any]) -> None:
+        body = json.dumps({"jsonrpc": "2.0", **obj}).encode()
+        assert self.proc.stdin is not None
+        if self.framing == "lsp":
+            self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        else:
+            self.proc.stdin.write(body + b"\n")
+
+    async def _frame(self) -> bytes | None:
+        out = self.proc.stdout
+        assert out is not None
+        if self.framing == "jsonl":
+            line = await out.readline()
+            return line or None
+        length = None
+        while True:
+            line = await out.readline()
+            if not line:
+                return None
+            if not line.strip():
+                break
+            k, _, v = line.decode().partition(":")
+            if k.strip().lower() == "content-length":
+                length = int(v)
+        return await out.readexactly(length or 0)
+
+    async def _read(self) -> None:
+        while True:
+            raw = await self._frame()
+            if raw is None:
+                for fut in self._pending.values():
+                    if not fut.done():
+                        fut.set_exception(RuntimeError(f"{self.name} closed stdout"))
+                return
+            if not raw.strip():
+                continue
+            now = time.perf_counter()
+            msg = json.loads(raw)
+            if "method" in msg and "id" in msg:
+                self.send({"id": msg["id"], "result": None})
+            elif "method" in msg:
+                self.on_notification(now, msg["method"], msg.get("params") or {})
+            else:
+                fut = self._pending.pop(msg.get("id"), None)
+                if fut is not None and not fut.done():
+                    fut.set_result((now, msg))
+
+    def request(self, method: str, params: Any = None) -> asyncio.Future[tuple[float, dict[str, Any]]]:
+        msg_id = next(self._ids)
+        fut: asyncio.Future[tuple[float, dict[str, Any]]] = asyncio.get_running_loop().create_future()
+        self._pending[msg_id] = fut
+        self.send({"id": msg_id, "method": method, "params": params})
+        return fut
+
+    async def call(self, method: str, params: Any = None, timeout: float = 120) -> tuple[float, Any]:
+        t, msg = await asyncio.wait_for(self.request(method, params), timeout)
+        if "error" in msg:
+            raise RuntimeError(f"{self.name}: {method} failed: {msg['error']}")
+        return t, msg["result"]
+
+    # -- per-peer protocol -----------------------------------------------------------------
+    async def initialize(self, cwd: str) -> float:
+        """Seconds from spawn to the initialize response."""
+        raise NotImplementedError
+
+    async def new_session(self, cwd: str) -> str:
+        raise NotImplementedError
+
+    def start_prompt(self, sid: str, text: str) -> Turn:
+        raise NotImplementedError
+
+    async def cheap_request(self, sid: str) -> None:
+        """A request that does no model work (its latency shows whether the peer stays responsive)."""
+        raise NotImplementedError
+
+    def on_notification(self, now: float, method: str, params: dict[str, Any]) -> None:
+        pass
+
+    def _chunk(self, sid: str | None, now: float, text: str) -> None:
+        turn = self.turns.get(sid or "")
+        if turn is not None:
+            if turn.first_chunk is None:
+                turn.first_chunk = now
+            turn.text.append(text)
+
+    def _end(self, sid: str, now: float) -> None:
+        turn = self.turns.get(sid)
+        if turn is not None and turn.ended is None:
+            turn.ended = now
+            turn.done.set()
+
+    # -- measurements ----------------------------------------------------------------------
+    def cpu_seconds(self) -> float:
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+    def rss_mib(self) -> float:
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        return 0.0
+
+    async def close(self) -> None:
+        if self.proc.returncode is None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            try:
+                await asyncio.wait_for(self.proc.wait(), 10)
+            except asyncio.TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
+        self._reader.cancel()
+
+
+class ToyLSP(Peer):
+    name = "toycoder (LSP)"
+    framing = "lsp"
+
+    async def initialize(self, cwd: str) -> float:
+        t, _ = await self.call("initialize", {"processId": os.getpid(), "rootUri": f"file://{cwd}", "capabilities": {},
+                                              "initializationOptions": {}})
+        self.send({"method": "initialized", "params": {}})
+        return t - self.spawned
+
+    async def new_session(self, cwd: str) -> str:
+        _, r = await self.call("toycoder/session/new", {})
+        return str(r["sessionId"])
+
+    def start_prompt(self, sid: str, text: str) -> Turn:
+        turn = self.turns[sid] = Turn(time.perf_counter())
+        fut = self.request("toycoder/prompt", {"sessionId": sid, "text": text})
+        fut.add_done_callback(lambda f: self._end(sid, f.result()[0]) if not f.exception() else None)
+        return turn
+
+    async def cheap_request(self, sid: str) -> None:
+        await self.call("toycoder/tools/list", {"sessionId": sid})
+
+    def on_notification(self, now: float, method: str, params: dict[str, Any]) -> None:
+        if method == "toycoder/update" and params.get("update", {}).get("kind") == "text_delta":
+            self._chunk(params.get("sessionId"), now, params["update"]["text"])
+
+
+class ToyACP(Peer):
+    name = "toycoder --acp"
+
+    async def initialize(self, cwd: str) -> float:
+        t, _ = await self.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        return t - self.spawned
+
+    async def new_session(self, cwd: str) -> str:
+        _, r = await self.call("session/new", {"cwd": cwd, "mcpServers": []})
+        return str(r["sessionId"])
+
+    def start_prompt(self, sid: str, text: str) -> Turn:
+        turn = self.turns[sid] = Turn(time.perf_counter())
+        fut = self.request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": text}]})
+        fut.add_done_callback(lambda f: self._end(sid, f.result()[0]) if not f.exception() else None)
+        return turn
+
+    async def cheap_request(self, sid: str) -> None:
+        await self.call("session/list", {})
+
+    def on_notification(self, now: float, method: str, params: dict[str, Any]) -> None:
+        update = params.get("update") or {}
+        if method == "session/update" and update.get("sessionUpdate") == "agent_message_chunk":
+            self._chunk(params.get("sessionId"), now, (update.get("content") or {}).get("text", ""))
+
+
+class Codex(Peer):
+    name = "codex app-server"
+
+    async def initialize(self, cwd: str) -> float:
+        t, _ = await self.call("initialize", {"clientInfo": {"name": "toycoder-bench", "version": "0"}})
+        self.send({"method": "initialized"})
+        return t - self.spawned
+
+    async def new_session(self, cwd: str) -> str:
+        _, r = await self.call("thread/start", {"cwd": cwd, "approvalPolicy": "never", "sandbox": "read-only",
+                                                "ephemeral": True})
+        return str(r["thread"]["id"])
+
+    def start_prompt(self, sid: str, text: str) -> Turn:
+        turn = self.turns[sid] = Turn(time.perf_counter())
+        self.request("turn/start", {"threadId": sid, "input": [{"type": "text", "text": text}]})
+        return turn  # the response comes at once; the turn ends with turn/completed
+
+    async def cheap_request(self, sid: str) -> None:
+        await self.call("thread/loaded/list", {})
+
+    def on_notification(self, now: float, method: str, params: dict[str, Any]) -> None:
+        if method == "item/agentMessage/delta":
+            self._chunk(params.get("threadId"), now, params.get("delta", ""))
+        elif method == "turn/completed":
+            self._end(str(params.get("threadId")), now)

@@ -1,0 +1,238 @@
+"""Our daemon (both faces) side by side with codex app-server, against one fake model server.
+
+Per token count, each run spawns every peer fresh, in rotating order (interleaved), and times:
+init ms (spawn -> initialize answered), session ms (new session), 1st chunk ms (prompt -> first
+streamed text), turn ms (prompt -> turn end), turn CPU s (the peer process, /proc), RSS after the
+turn. Medians of --runs after --warmup, then ours/codex ratios per column (< 1: we are ahead).
+The concurrency case runs --sessions sessions streaming at once in one process per peer, with a
+cheap request (tools/list, session/list, thread/loaded/list) every 20 ms meanwhile.
+
+codex: `--install-codex` puts npm @openai/codex@0.171.0 into bench/.peers/ (gitignored, never a
+project dependency); CODEX_BIN points at another binary. Without it, only our rows are printed.
+
+Run:  .venv/bin/python bench/peers.py [--tokens 2000,20000] [--runs 5] [--warmup 1] [--sessions 20] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import glob
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from peer_clients import Codex, Peer, ToyACP, ToyLSP  # noqa: E402
+from peer_llm import PeerLLM  # noqa: E402
+
+CODEX_PKG = "@openai/codex@0.171.0"
+PEERS_DIR = HERE / ".peers"
+MODEL = "fake-model"
+PROMPT = "say hello"
+
+
+def find_codex() -> str | None:
+    if os.environ.get("CODEX_BIN"):
+        return os.environ["CODEX_BIN"]
+    # the native binary, not the node wrapper in .bin/ (which would add node's start-up to codex's numbers)
+    found = sorted(glob.glob(str(PEERS_DIR / "node_modules/@openai/codex-linux-*/vendor/*/bin/codex")))
+    return found[0] if found else None
+
+
+def install_codex() -> None:
+    if not shutil.which("npm"):
+        raise SystemExit("--install-codex: npm is not on PATH")
+    PEERS_DIR.mkdir(exist_ok=True)
+    subprocess.run(["npm", "install", "--no-save", "--no-audit", "--no-fund", "--prefix", str(PEERS_DIR), CODEX_PKG],
+                   check=True)
+
+
+class Setup:
+    """Temp dirs, config and argv for every peer; nothing of the user's is read or written."""
+
+    def __init__(self, tmp: Path, llm: PeerLLM, codex: str | None, daemon_root: Path = ROOT):
+        self.ws = tmp / "ws"
+        self.ws.mkdir()
+        (self.ws / "README.md").write_text("# bench workspace\n")
+        home = tmp / "home"
+        home.mkdir()
+        (tmp / "codex-home").mkdir()
+        self.env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+                    "TOYCODER_DATA_DIR": str(tmp / "data"), "CODEX_HOME": str(tmp / "codex-home"),
+                    "BENCH_KEY": "bench-key", "PYTHONPATH": os.pathsep.join(
+                        [str(daemon_root), *filter(None, [os.environ.get("PYTHONPATH")])])}
+        for var in ("TOYCODER_CONFIG", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+            self.env.pop(var, None)
+        cfg = tmp / "config.yaml"
+        cfg.write_text(
+            "providers:\n  openai:\n    api_keys: [\"bench-key\"]\n"
+            f"    base_url: {llm.base_url}\n    models: {{default: {MODEL}, fast: {MODEL}}}\n"
+            "default_provider: openai\nagent: {max_steps: 4, max_retries: 0}\n")
+        self.argv: dict[type[Peer], list[str]] = {
+            ToyLSP: [sys.executable, "-m", "toycoder_daemon", "--config", str(cfg)],
+            ToyACP: [sys.executable, "-m", "toycoder_daemon", "--acp", "--config", str(cfg)],
+        }
+        if codex:
+            self.argv[Codex] = [codex, "app-server", "-c", 'model_provider="bench"', "-c", f'model="{MODEL}"', "-c",
+                                f'model_providers.bench={{name="bench",base_url="{llm.base_url}",'
+                                'wire_api="responses",env_key="BENCH_KEY"}']
+
+    async def spawn(self, kind: type[Peer]) -> Peer:
+        peer: Peer = await kind.spawn(self.argv[kind], self.env, str(self.ws))
+        return peer
+
+
+def expected_text(tokens: int) -> str:
+    return "".join(f"tok{i} " for i in range(tokens))
+
+
+def check(peer: Peer, sid: str, tokens: int) -> None:
+    text = "".join(peer.turns[sid].text)
+    if text != expected_text(tokens):
+        raise SystemExit(f"{peer.name}: streamed text differs from the reply ({len(text)} chars, "
+                         f"expected {len(expected_text(tokens))}; starts {text[:60]!r})")
+
+
+async def one_turn(setup: Setup, kind: type[Peer], tokens: int) -> dict[str, float]:
+    peer = await setup.spawn(kind)
+    try:
+        init = await peer.initialize(str(setup.ws))
+        t = time.perf_counter()
+        sid = await peer.new_session(str(setup.ws))
+        session = time.perf_counter() - t
+        cpu0 = peer.cpu_seconds()
+        turn = peer.start_prompt(sid, PROMPT)
+        await asyncio.wait_for(turn.done.wait(), 300)
+        cpu1 = peer.cpu_seconds()
+        check(peer, sid, tokens)
+        assert turn.first_chunk is not None and turn.ended is not None
+        return {"init": init * 1000, "session": session * 1000, "first": (turn.first_chunk - turn.started) * 1000,
+                "turn": (turn.ended - turn.started) * 1000, "cpu": cpu1 - cpu0, "rss": peer.rss_mib()}
+    finally:
+        await peer.close()
+
+
+def p99(values: list[float]) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, -(-99 * len(s) // 100) - 1))]  # nearest rank
+
+
+async def many_sessions(setup: Setup, kind: type[Peer], tokens: int, sessions: int) -> dict[str, float]:
+    peer = await setup.spawn(kind)
+    try:
+        await peer.initialize(str(setup.ws))
+        sids = [await peer.new_session(str(setup.ws)) for _ in range(sessions)]
+        probes: list[float] = []
+        stop = asyncio.Event()
+
+        async def probe() -> None:
+            while not stop.is_set():
+                t = time.perf_counter()
+                await peer.cheap_request(sids[0])
+                probes.append((time.perf_counter() - t) * 1000)
+                await asyncio.sleep(0.02)
+
+        prober = asyncio.ensure_future(probe())
+        cpu0 = peer.cpu_seconds()
+        t0 = time.perf_counter()
+        turns = [peer.start_prompt(sid, PROMPT) for sid in sids]
+        await asyncio.wait_for(asyncio.gather(*(t.done.wait() for t in turns)), 600)
+        total = time.perf_counter() - t0
+        cpu = peer.cpu_seconds() - cpu0
+        stop.set()
+        await prober
+        for sid in sids:
+            check(peer, sid, tokens)
+        firsts = [((t.first_chunk or t0) - t0) * 1000 for t in turns]
+        return {"total": total, "first_p99": p99(firsts), "probe_p99": p99(probes) if probes else float("nan"),
+                "cpu": cpu, "rss": peer.rss_mib()}
+    finally:
+        await peer.close()
+
+
+COLS = [("init", "init ms", "{:9.0f}"), ("session", "session ms", "{:9.0f}"), ("first", "1st chunk ms", "{:9.0f}"),
+        ("turn", "turn ms", "{:9.0f}"), ("cpu", "turn CPU s", "{:9.2f}"), ("rss", "RSS MiB", "{:9.0f}")]
+MANY = [("total", "total s", "{:9.2f}"), ("first_p99", "1st chunk p99 ms", "{:9.0f}"),
+        ("probe_p99", "cheap req p99 ms", "{:9.1f}"), ("cpu", "CPU s", "{:9.2f}"), ("rss", "RSS MiB", "{:9.0f}")]
+
+
+def table(title: str, cols: list[tuple[str, str, str]], rows: dict[type[Peer], dict[str, float]]) -> None:
+    print(f"\n{title}")
+    print(f"{'':22}" + "".join(f"{label:>18}" for _, label, _ in cols))
+    for kind, row in rows.items():
+        print(f"{kind.name:22}" + "".join(f"{fmt.format(row[key]):>18}" for key, _, fmt in cols))
+    if Codex in rows:
+        for kind in (ToyLSP, ToyACP):
+            if kind in rows:
+                ratios = [rows[kind][k] / rows[Codex][k] if rows[Codex][k] else float("nan") for k, _, _ in cols]
+                print(f"{'ratio ' + kind.name.split()[-1] + '/codex':22}" + "".join(f"{r:18.2f}" for r in ratios))
+
+
+def medians(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+
+
+async def main_async(args: argparse.Namespace) -> int:
+    codex = find_codex()
+    if codex is None:
+        print(f"codex: not installed (run with --install-codex to put npm {CODEX_PKG} into bench/.peers/, "
+              "or set CODEX_BIN); printing our numbers only", file=sys.stderr)
+    kinds: list[type[Peer]] = [ToyLSP, ToyACP] + ([Codex] if codex else [])
+    with tempfile.TemporaryDirectory(prefix="toycoder-peers-") as tmp, PeerLLM() as llm:
+        setup = Setup(Path(tmp), llm, codex, Path(args.daemon_root).resolve())
+        print(f"peers: {', '.join(k.name for k in kinds)}; medians of {args.runs} runs after {args.warmup} warm-up, "
+              f"interleaved; load average {os.getloadavg()[0]:.2f}")
+        for tokens in args.tokens:
+            llm.set_tokens(tokens)
+            runs: dict[type[Peer], list[dict[str, float]]] = {k: [] for k in kinds}
+            for r in range(args.warmup + args.runs):
+                order = kinds[r % len(kinds):] + kinds[:r % len(kinds)]
+                for kind in order:
+                    m = await one_turn(setup, kind, tokens)
+                    if r >= args.warmup:
+                        runs[kind].append(m)
+            table(f"{tokens:,} tokens, one fresh process per run", COLS, {k: medians(v) for k, v in runs.items()})
+        if args.sessions:
+            llm.set_tokens(args.many_tokens)
+            many: dict[type[Peer], list[dict[str, float]]] = {k: [] for k in kinds}
+            for r in range(args.many_runs):
+                for kind in kinds[r % len(kinds):] + kinds[:r % len(kinds)]:
+                    many[kind].append(await many_sessions(setup, kind, args.many_tokens, args.sessions))
+            table(f"{args.sessions} sessions streaming {args.many_tokens:,} tokens at once in one process "
+                  f"(medians of {args.many_runs})", MANY, {k: medians(v) for k, v in many.items()})
+    print(f"\nload average after: {os.getloadavg()[0]:.2f} (a busy machine inflates wall times; read CPU and ratios)")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tokens", default="2000,20000", help="comma-separated reply sizes (default 2000,20000)")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--sessions", type=int, default=20, help="concurrent sessions (0: skip that case)")
+    parser.add_argument("--many-tokens", type=int, default=2000)
+    parser.add_argument("--many-runs", type=int, default=3)
+    parser.add_argument("--daemon-root", default=str(ROOT),
+                        help="the source tree whose toycoder_daemon runs (e.g. an older checkout, for before/after)")
+    parser.add_argument("--install-codex", action="store_true", help=f"npm install {CODEX_PKG} into bench/.peers/ first")
+    parser.add_argument("--quick", action="store_true", help="smoke run: --tokens 2000 --runs 2 --warmup 0 --many-runs 1")
+    args = parser.parse_args()
+    if args.quick:
+        args.tokens, args.runs, args.warmup, args.many_runs = "2000", 2, 0, 1
+    args.tokens = [int(t) for t in str(args.tokens).split(",") if t]
+    if args.install_codex:
+        install_codex()
+    return asyncio.run(main_async(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

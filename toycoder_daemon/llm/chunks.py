@@ -1,0 +1,120 @@
+"""Streamed `chat.completion.chunk` events as small structs, and the reply they add up to.
+
+A chunk is one dict from the JSON parser, read once into a `ChunkDelta` (no model object per
+chunk: that was ~70% of a turn's CPU with the SDK). `ReplyAssembler` joins text and tool-call
+fragments by index and only yields a reply once a finish_reason arrived, so a cut stream never
+half-runs a tool call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .base import ChatResponse, ToolCall, Usage
+
+
+class StreamCut(Exception):
+    """The stream ended before the model finished its reply."""
+
+
+class StreamErrorEvent(Exception):
+    """The provider sent an error event in the middle of the stream."""
+
+    def __init__(self, message: str, body: Any = None):
+        super().__init__(message)
+        self.message = message
+        self.body = body
+
+
+@dataclass(slots=True)
+class ToolFragment:
+    index: int
+    id: str | None
+    name: str | None
+    arguments: str | None
+
+
+@dataclass(slots=True)
+class ChunkDelta:
+    text: str | None = None
+    tool_calls: list[ToolFragment] | None = None
+    finish_reason: str | None = None
+    usage: Usage | None = None
+
+
+def _usage(u: Any) -> Usage | None:
+    if not isinstance(u, dict):
+        return None
+    return Usage(u.get("prompt_tokens") or 0, u.get("completion_tokens") or 0, u.get("total_tokens") or 0)
+
+
+def read_chunk(obj: Any) -> ChunkDelta:
+    """One parsed chunk as a ChunkDelta; an error event raises StreamErrorEvent."""
+    if not isinstance(obj, dict):
+        raise StreamErrorEvent(f"unexpected stream event: {type(obj).__name__}")
+    if obj.get("error"):
+        err = obj["error"]
+        message = err.get("message") if isinstance(err, dict) else None
+        raise StreamErrorEvent(message or "An error occurred during streaming", err)
+    delta = ChunkDelta(usage=_usage(obj.get("usage")))
+    choices = obj.get("choices")
+    if not choices:
+        return delta
+    choice = choices[0]
+    delta.finish_reason = choice.get("finish_reason")
+    d = choice.get("delta")
+    if d:
+        delta.text = d.get("content")
+        calls = d.get("tool_calls")
+        if calls:
+            frags = []
+            for tc in calls:
+                fn = tc.get("function") or {}
+                frags.append(ToolFragment(tc.get("index", 0), tc.get("id"), fn.get("name"), fn.get("arguments")))
+            delta.tool_calls = frags
+    return delta
+
+
+@dataclass
+class _Slot:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class ReplyAssembler:
+    def __init__(self, on_delta: Callable[[str], None]):
+        self._on_delta = on_delta
+        self._text: list[str] = []
+        self._calls: dict[int, _Slot] = {}
+        self.usage: Usage | None = None
+        self.finish: str | None = None
+
+    def add(self, delta: ChunkDelta) -> None:
+        if delta.usage is not None:
+            self.usage = delta.usage
+        if delta.text:
+            self._text.append(delta.text)
+            self._on_delta(delta.text)
+        for tc in delta.tool_calls or ():
+            slot = self._calls.get(tc.index)
+            if slot is None:
+                slot = self._calls[tc.index] = _Slot()
+            if tc.id:
+                slot.id = tc.id
+            if tc.name:
+                slot.name += tc.name
+            if tc.arguments:
+                slot.arguments.append(tc.arguments)
+        if delta.finish_reason:
+            self.finish = delta.finish_reason
+
+    def reply(self) -> ChatResponse:
+        if self.finish is None:
+            raise StreamCut("the reply ended without a finish_reason")
+        tool_calls = [ToolCall(id=c.id or f"call_{i}", name=c.name, arguments="".join(c.arguments))
+                      for i, c in sorted(self._calls.items())]
+        return ChatResponse(content="".join(self._text), tool_calls=tool_calls, usage=self.usage,
+                            finish_reason=self.finish)

@@ -1,0 +1,163 @@
+"""The streaming chat request, sent with the HTTP library the openai SDK itself uses (httpx2 for
+openai >= 3, httpx before), without the SDK's request transformation and per-chunk models.
+
+The SDK's `create()` walks and transforms every message on the event loop (72% of the first-chunk
+time in a 5,000-message session) and builds a pydantic object per streamed event (~70% of a
+turn's CPU); its raw-response mode still transforms the request. Here the body is encoded once
+with orjson (in a worker thread when the history is long) and the SSE bytes are parsed into
+small structs (`chunks.py`). Importing httpx2 costs ~0.1 s against ~0.5 s for the SDK, which a
+new process otherwise pays before its first chunk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..messages import Message
+from . import json_codec
+from .base import for_api
+from .chunks import ChunkDelta, StreamCut, read_chunk
+from .sse import SSEDecoder
+
+BIG_HISTORY = 64
+"""Messages above which the request body is built and encoded off the event loop."""
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+class HTTPStatusFailure(Exception):
+    """The provider answered an HTTP error status; carries what the retry policy needs."""
+
+    def __init__(self, status_code: int, body: Any, retry_after: str | None):
+        super().__init__(f"Error code: {status_code}")
+        self.status_code = status_code
+        self.body = body
+        self.retry_after = retry_after
+
+
+class ConnectionProblem(Exception):
+    """No response: connect/TLS/timeout before the status line."""
+
+
+def resolve_base_url(base_url: str | None) -> str:
+    """The SDK's rule: the configured URL, else OPENAI_BASE_URL, else OpenAI's."""
+    return (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+
+
+def encode_request(model: str, messages: Sequence[Message], tools: list[dict[str, Any]] | None) -> bytes:
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": for_api(messages),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if tools:
+        body["tools"] = tools
+    return json_codec.dumps(body)
+
+
+async def request_body(model: str, messages: Sequence[Message], tools: list[dict[str, Any]] | None) -> bytes:
+    if len(messages) > BIG_HISTORY:  # every other session keeps streaming while a big history encodes
+        return await asyncio.to_thread(encode_request, model, messages, tools)
+    return encode_request(model, messages, tools)
+
+
+def preload() -> None:
+    """Import what the first streamed turn needs (~0.1 s), for a background thread after initialize.
+    The openai SDK (~0.5 s) is not on the streaming path any more: preloading it is wasted CPU."""
+    hx = _httpx()
+    # the client's transport imports the connection layer only when the first client is made (~45 ms)
+    importlib.import_module("httpcore2" if hx.__name__ == "httpx2" else "httpcore")
+
+
+def _httpx() -> Any:
+    try:
+        return importlib.import_module("httpx2")
+    except ImportError:
+        return importlib.import_module("httpx")
+
+
+class StreamTransport:
+    """One connection pool per model; posts chat requests and feeds their chunks to a callback."""
+
+    def __init__(self, base_url: str | None, timeout: float):
+        self.url = resolve_base_url(base_url) + "/chat/completions"
+        self._timeout = timeout
+        self._httpx: Any = None
+        self._client: Any = None
+        self._making = asyncio.Lock()  # two first turns at once must not build two pools
+        # identity: SSE gains little from compression, and raw reads skip a decoding layer per event
+        self._headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
+                         "Accept-Encoding": "identity"}
+        # what the SDK would send from the environment (its other headers are only telemetry)
+        for env, header in (("OPENAI_ORG_ID", "OpenAI-Organization"), ("OPENAI_PROJECT_ID", "OpenAI-Project")):
+            if os.environ.get(env):
+                self._headers[header] = os.environ[env]
+
+    async def _http(self) -> Any:
+        if self._client is not None:
+            return self._client
+        async with self._making:
+            if self._client is not None:
+                return self._client
+            # the import (~70 ms) and the CA store (~50 ms) load in a worker thread, not on the loop
+            # every session shares
+            self._client = await asyncio.to_thread(self._make_client)
+            return self._client
+
+    def _make_client(self) -> Any:
+        self._httpx = _httpx()
+        # a plain-http URL (a local proxy, a fake) has no TLS to verify: skip loading the CA store
+        return self._httpx.AsyncClient(timeout=self._timeout, verify=not self.url.startswith("http://"))
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def post(self, key: str, body: bytes, on_chunk: Callable[[ChunkDelta], None]) -> None:
+        """Stream one reply to on_chunk. Raises HTTPStatusFailure, ConnectionProblem, StreamCut
+        (the body broke or ended mid-event) or StreamErrorEvent (an error event in the stream)."""
+        http = await self._http()
+        hx = self._httpx
+        headers = {**self._headers, "Authorization": f"Bearer {key}"}
+        request = http.build_request("POST", self.url, content=body, headers=headers)
+        try:
+            response = await http.send(request, stream=True)
+        except hx.TransportError as e:
+            raise ConnectionProblem(str(e) or type(e).__name__) from None
+        try:
+            if response.status_code >= 400:
+                raise await _status_failure(response)
+            decoder = SSEDecoder()
+            loads = json_codec.loads
+            try:
+                encoded = response.headers.get("content-encoding", "identity").lower() not in ("", "identity")
+                async for raw in response.aiter_bytes() if encoded else response.aiter_raw():
+                    for data in decoder.feed(raw):
+                        if data == b"[DONE]":
+                            return
+                        on_chunk(read_chunk(loads(data)))
+            except hx.TransportError as e:
+                raise StreamCut(f"{type(e).__name__}: {e}") from None
+            if decoder.pending():
+                raise StreamCut("the stream ended in the middle of an event")
+        finally:
+            await response.aclose()
+
+
+async def _status_failure(response: Any) -> HTTPStatusFailure:
+    try:
+        raw = await response.aread()
+    except Exception:  # the error body itself broke off: the status still decides
+        raw = b""
+    body: Any = raw.decode("utf-8", "replace").strip() or None
+    if body:
+        with contextlib.suppress(ValueError):  # not JSON: keep the text
+            body = json_codec.loads(raw)
+    return HTTPStatusFailure(response.status_code, body, response.headers.get("retry-after"))
