@@ -96,14 +96,14 @@ class App:
         return cls(workspace_root, config, config_path=path)
 
     async def start(self) -> None:
-        """Background start-up after initialize: MCP servers connect and the model SDK is imported
-        (~0.5 s) while the person types their first prompt."""
+        """Background start-up after initialize: MCP servers connect and the streaming client's
+        imports (~0.1 s) happen while the person types their first prompt."""
         if self.mcp:
             await self.mcp.start()
         if not self.config_error:
-            import importlib
+            from .llm import http_stream, openai_client  # noqa: F401  (loaded now, not in the first turn)
 
-            await asyncio.to_thread(importlib.import_module, "openai")
+            await asyncio.to_thread(http_stream.preload)
 
     def _mcp_status(self, server: str, status: str, message: str) -> None:
         if status == "ready":

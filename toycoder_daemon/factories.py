@@ -27,7 +27,7 @@ def openai_models(config: Config) -> ModelFactory:
     """The production model factory: OpenAI-compatible clients with the config's keys and retries."""
 
     def make(provider_name: str, model_name: str) -> ChatModel:
-        from .llm.openai_client import OpenAIChatModel  # the SDK import costs ~0.5 s: not at start-up
+        from .llm.openai_client import OpenAIChatModel  # imported after initialize (App.start), not before it
 
         provider = config.providers[provider_name]
         if not provider.api_keys:
