@@ -33,6 +33,7 @@ from acp import (
 )
 from acp.core import AgentSideConnection
 from acp.helpers import update_available_commands
+from acp.meta import AGENT_METHODS
 from acp.schema import (
     AgentCapabilities,
     AvailableCommand,
@@ -55,6 +56,7 @@ from acp.schema import (
     UnstructuredCommandInput,
     Usage,
 )
+from pydantic import ValidationError
 
 from . import __version__
 from . import protocol as wire
@@ -63,6 +65,7 @@ from .app import App
 from .background import Background
 from .commands.builtin import commands
 from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound, ToyCoderError
+from .ndjson import LineTransport
 from .sessions.session import TranscriptEntry
 
 log = logging.getLogger(__name__)
@@ -71,6 +74,9 @@ STOP_REASONS = {"end_turn": "end_turn", "max_steps": "max_turn_requests", "cance
                 "command": "end_turn"}
 RESOURCE_NOT_FOUND = -32002
 """ACP's "resource not found", used for an unknown session."""
+ACP_NOTIFICATIONS = frozenset(m for m in AGENT_METHODS.values()
+                              if m == "session/cancel" or m.startswith("document/did"))
+"""Client -> agent methods that take no id (a request to one of them is refused with an answer)."""
 
 
 def acp_errors(handler: Any) -> Any:
@@ -343,6 +349,23 @@ def _read_stdin(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader) -
     threading.Thread(target=pump, name="acp-stdin", daemon=True).start()
 
 
+def quiet_client_mistakes(conn: AgentSideConnection) -> None:
+    """A notification with bad params is the client's mistake: one info line, not the SDK's logged
+    traceback (requests already get their -32602 answer without one)."""
+    inner = conn._conn._handler
+
+    async def handler(method: str, params: Any, is_notification: bool) -> Any:
+        try:
+            return await inner(method, params, is_notification)
+        except (ValidationError, RequestError) as e:
+            if not is_notification:
+                raise
+            log.info("notification %s ignored: %s", method, str(e).splitlines()[0])
+            return None
+
+    conn._conn._handler = handler
+
+
 async def serve_acp(out: BinaryIO, config_path: str | None = None, *,
                     reader: asyncio.StreamReader | None = None) -> int:
     """Serve ACP on stdin (or `reader`: tests drive the face in-process) and `out` until the input
@@ -351,10 +374,11 @@ async def serve_acp(out: BinaryIO, config_path: str | None = None, *,
     if reader is None:
         reader = asyncio.StreamReader()
         _read_stdin(loop, reader)
-    writer = asyncio.StreamWriter(FrameTransport(out), asyncio.streams.FlowControlMixin(), None, loop)
+    transport = LineTransport(reader, FrameTransport(out).write, notifications=ACP_NOTIFICATIONS)
     agent = ToyCoderAgent(config_path)
     # ToyCoderAgent has the methods we support; the SDK answers method-not-found for the others
-    conn = AgentSideConnection(agent, writer, reader, listening=False)  # type: ignore[arg-type]
+    conn = AgentSideConnection(agent, transport, listening=False)  # type: ignore[arg-type]
+    quiet_client_mistakes(conn)
     try:
         await conn.listen()
     finally:
