@@ -11,12 +11,14 @@ created or loaded it. See docs/protocol.md, "The ACP face", for the mapping.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import functools
 import json
 import logging
 import os
 import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import unquote, urlparse
@@ -335,18 +337,23 @@ class FrameTransport(asyncio.WriteTransport):
         return False
 
 
-def _read_stdin(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader) -> None:
+def _stdin_chunks(loop: asyncio.AbstractEventLoop) -> Callable[[], Awaitable[bytes]]:
+    """stdin read on a thread (any kind of stdin works), at most a few chunks ahead of the face: a
+    client that writes faster than we parse is held back by the pipe, not by our memory."""
+    chunks: asyncio.Queue[bytes] = asyncio.Queue(maxsize=4)
+
     def pump() -> None:
         try:
             while chunk := os.read(0, 1 << 16):
-                loop.call_soon_threadsafe(reader.feed_data, chunk)
-        except (OSError, RuntimeError) as e:
+                asyncio.run_coroutine_threadsafe(chunks.put(chunk), loop).result()
+        except (OSError, RuntimeError, concurrent.futures.CancelledError) as e:
             log.info("stdin: %s", e)
         finally:
             with contextlib.suppress(RuntimeError):  # the loop is already closed
-                loop.call_soon_threadsafe(reader.feed_eof)
+                asyncio.run_coroutine_threadsafe(chunks.put(b""), loop)  # EOF
 
     threading.Thread(target=pump, name="acp-stdin", daemon=True).start()
+    return chunks.get
 
 
 def quiet_client_mistakes(conn: AgentSideConnection) -> None:
@@ -370,11 +377,8 @@ async def serve_acp(out: BinaryIO, config_path: str | None = None, *,
                     reader: asyncio.StreamReader | None = None) -> int:
     """Serve ACP on stdin (or `reader`: tests drive the face in-process) and `out` until the input
     ends; returns the exit code."""
-    loop = asyncio.get_running_loop()
-    if reader is None:
-        reader = asyncio.StreamReader()
-        _read_stdin(loop, reader)
-    transport = LineTransport(reader, FrameTransport(out).write, notifications=ACP_NOTIFICATIONS)
+    read = _stdin_chunks(asyncio.get_running_loop()) if reader is None else functools.partial(reader.read, 1 << 16)
+    transport = LineTransport(read, FrameTransport(out).write, notifications=ACP_NOTIFICATIONS)
     agent = ToyCoderAgent(config_path)
     # ToyCoderAgent has the methods we support; the SDK answers method-not-found for the others
     conn = AgentSideConnection(agent, transport, listening=False)  # type: ignore[arg-type]

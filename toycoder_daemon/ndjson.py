@@ -9,10 +9,9 @@ all with id null unless the message had a usable id; the connection keeps servin
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 from . import protocol as wire
@@ -23,7 +22,6 @@ log = logging.getLogger(__name__)
 
 MAX_LINE = MAX_CONTENT_LENGTH
 """The same cap as the LSP face's Content-Length (32 MiB)."""
-_READ = 1 << 16
 
 
 def encode_line(message: Any) -> bytes:
@@ -31,11 +29,12 @@ def encode_line(message: Any) -> bytes:
 
 
 class LineTransport:
-    """acp's `Transport` (send, receive, close) over a byte reader and a line writer."""
+    """acp's `Transport` (send, receive, close) over a chunk reader and a line writer."""
 
-    def __init__(self, reader: asyncio.StreamReader, write: Callable[[bytes], None], *,
+    def __init__(self, read: Callable[[], Awaitable[bytes]], write: Callable[[bytes], None], *,
                  notifications: Collection[str] = (), max_line: int = MAX_LINE):
-        self._reader = reader
+        self._read = read
+        """The next chunk of input (b"" at its end)."""
         self._write = write
         self._notifications = notifications
         self._max_line = max_line
@@ -95,7 +94,7 @@ class LineTransport:
             if self._dropping:
                 self._buf.clear()
             self._scanned = len(self._buf)
-            chunk = await self._reader.read(_READ)
+            chunk = await self._read()
             if not chunk:  # EOF: a last line without its newline still counts
                 line, dropping = bytes(self._buf), self._dropping
                 self._buf.clear()
