@@ -90,7 +90,9 @@ class Dispatcher:
             return
         try:
             message = self.protocol.structure_message(obj)
-        except JsonRpcException as e:
+        except JsonRpcException as e:  # params pygls cannot structure: the client's mistake
+            cause = (str(e.__cause__ or e).splitlines() or [""])[0]
+            log.info("%s refused: %s", method, cause)
             if "id" in obj and method is not None:
                 self.error(msg_id, e.code, e.message or "Invalid params")
             return
