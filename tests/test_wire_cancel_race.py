@@ -21,6 +21,7 @@ from rpc import Daemon, frame
 from toycoder_daemon.acp_frontend import AcpFrontend
 from toycoder_daemon.editor_frontend import EditorFrontend
 from toycoder_daemon.ports import PermissionRequest
+from toycoder_daemon.replies import _reply_within_310, reply_within
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 ROUNDS = 25
@@ -175,3 +176,21 @@ async def test_the_reply_still_times_out(tmp_path: Path) -> None:
     link.permission_timeout = lambda: 0.05  # type: ignore[method-assign]
     assert await frontend.confirm(REQUEST) == "reject"
     assert link.dropped  # the editor is told to close its prompt
+
+
+@pytest.mark.parametrize("impl", [reply_within, _reply_within_310], ids=["3.11+", "3.10"])
+async def test_reply_within_lets_a_cancel_win_returns_replies_and_times_out(impl: Any) -> None:
+    loop = asyncio.get_running_loop()
+    for _ in range(ROUNDS):
+        reply: asyncio.Future[int] = loop.create_future()
+        task = asyncio.ensure_future(impl(reply, 30))
+        await asyncio.sleep(0)
+        reply.set_result(1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    with pytest.raises(asyncio.TimeoutError):
+        await impl(loop.create_future(), 0.01)
+    answered: asyncio.Future[int] = loop.create_future()
+    loop.call_soon(answered.set_result, 5)
+    assert await impl(answered, 30) == 5
