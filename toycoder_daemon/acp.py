@@ -11,14 +11,9 @@ created or loaded it. See docs/protocol.md, "The ACP face", for the mapping.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import contextlib
 import functools
 import json
 import logging
-import os
-import threading
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import unquote, urlparse
@@ -67,7 +62,7 @@ from .app import App
 from .background import Background
 from .commands.builtin import commands
 from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound, ToyCoderError
-from .ndjson import LineTransport
+from .ndjson import LineTransport, stdin_chunks
 from .sessions.session import TranscriptEntry
 
 log = logging.getLogger(__name__)
@@ -337,25 +332,6 @@ class FrameTransport(asyncio.WriteTransport):
         return False
 
 
-def _stdin_chunks(loop: asyncio.AbstractEventLoop) -> Callable[[], Awaitable[bytes]]:
-    """stdin read on a thread (any kind of stdin works), at most a few chunks ahead of the face: a
-    client that writes faster than we parse is held back by the pipe, not by our memory."""
-    chunks: asyncio.Queue[bytes] = asyncio.Queue(maxsize=4)
-
-    def pump() -> None:
-        try:
-            while chunk := os.read(0, 1 << 16):
-                asyncio.run_coroutine_threadsafe(chunks.put(chunk), loop).result()
-        except (OSError, RuntimeError, concurrent.futures.CancelledError) as e:
-            log.info("stdin: %s", e)
-        finally:
-            with contextlib.suppress(RuntimeError):  # the loop is already closed
-                asyncio.run_coroutine_threadsafe(chunks.put(b""), loop)  # EOF
-
-    threading.Thread(target=pump, name="acp-stdin", daemon=True).start()
-    return chunks.get
-
-
 def quiet_client_mistakes(conn: AgentSideConnection) -> None:
     """A notification with bad params is the client's mistake: one info line, not the SDK's logged
     traceback (requests already get their -32602 answer without one)."""
@@ -377,7 +353,7 @@ async def serve_acp(out: BinaryIO, config_path: str | None = None, *,
                     reader: asyncio.StreamReader | None = None) -> int:
     """Serve ACP on stdin (or `reader`: tests drive the face in-process) and `out` until the input
     ends; returns the exit code."""
-    read = _stdin_chunks(asyncio.get_running_loop()) if reader is None else functools.partial(reader.read, 1 << 16)
+    read = stdin_chunks(asyncio.get_running_loop()) if reader is None else functools.partial(reader.read, 1 << 16)
     transport = LineTransport(read, FrameTransport(out).write, notifications=ACP_NOTIFICATIONS)
     agent = ToyCoderAgent(config_path)
     # ToyCoderAgent has the methods we support; the SDK answers method-not-found for the others
