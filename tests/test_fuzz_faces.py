@@ -156,7 +156,8 @@ def fuzz(peer: Peer, pieces: Any, request_methods: list[str], sentinel: dict[str
 
     requests = st.builds(request, st.one_of(st.sampled_from(request_methods), edge_text.filter(
         lambda m: m not in ("exit", "shutdown"))), json_values, st.booleans())
-    requests = st.one_of(requests, (calls or st.nothing()).map(lambda c: request(c["method"], c["params"], True)))
+    face_calls = st.nothing() if calls is None else calls
+    requests = st.one_of(requests, face_calls.map(lambda c: request(c["method"], c["params"], True)))
     raw = pieces.map(lambda b: (b, None))
     examples = st.lists(st.one_of(raw, requests), min_size=PER_EXAMPLE[0], max_size=PER_EXAMPLE[1])
 
