@@ -40,6 +40,17 @@ def test_the_pygls_this_adapter_was_written_for() -> None:
         "classes raw_converter hooks) and then update PYGLS_VERSION")
     # lsp_initialize yields (handler, args, callback) for the user's feature and returns the result
     assert inspect.isgeneratorfunction(LanguageServerProtocol.lsp_initialize)
+    # QuietClientMistakes overrides these private methods and uses these attributes
+    for name, params in [("_send_handler_result", ["self", "future", "msg_id"]),
+                         ("_handle_request", ["self", "msg_id", "method_name", "params"]),
+                         ("_handle_notification", ["self", "method_name", "params"]),
+                         ("_handle_cancel_notification", ["self", "msg_id"]),
+                         ("_handle_response", ["self", "msg_id", "result", "error"]),
+                         ("_get_handler", ["self", "feature_name"]), ("_send_response", None)]:
+        method = getattr(LanguageServerProtocol, name)
+        if params is not None:
+            assert list(inspect.signature(method).parameters) == params, name
+    assert isinstance(make_server().protocol._request_futures, dict)
 
 
 def test_custom_method_params_stay_plain_dicts() -> None:

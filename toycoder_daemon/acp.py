@@ -11,11 +11,8 @@ created or loaded it. See docs/protocol.md, "The ACP face", for the mapping.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
-import os
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -33,6 +30,7 @@ from acp import (
 )
 from acp.core import AgentSideConnection
 from acp.helpers import update_available_commands
+from acp.meta import AGENT_METHODS
 from acp.schema import (
     AgentCapabilities,
     AvailableCommand,
@@ -55,6 +53,7 @@ from acp.schema import (
     UnstructuredCommandInput,
     Usage,
 )
+from pydantic import ValidationError
 
 from . import __version__, safejson
 from . import protocol as wire
@@ -63,6 +62,7 @@ from .app import App
 from .background import Background
 from .commands.builtin import commands
 from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound, ToyCoderError
+from .ndjson import LineTransport, stdin_chunks
 from .sessions.session import TranscriptEntry
 
 log = logging.getLogger(__name__)
@@ -71,6 +71,9 @@ STOP_REASONS = {"end_turn": "end_turn", "max_steps": "max_turn_requests", "cance
                 "command": "end_turn"}
 RESOURCE_NOT_FOUND = -32002
 """ACP's "resource not found", used for an unknown session."""
+ACP_NOTIFICATIONS = frozenset(m for m in AGENT_METHODS.values()
+                              if m == "session/cancel" or m.startswith("document/did"))
+"""Client -> agent methods that take no id (a request to one of them is refused with an answer)."""
 
 
 def acp_errors(handler: Any) -> Any:
@@ -331,32 +334,33 @@ class FrameTransport(asyncio.WriteTransport):
         return False
 
 
-def _read_stdin(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader) -> None:
-    def pump() -> None:
-        try:
-            while chunk := os.read(0, 1 << 16):
-                loop.call_soon_threadsafe(reader.feed_data, chunk)
-        except (OSError, RuntimeError) as e:
-            log.info("stdin: %s", e)
-        finally:
-            with contextlib.suppress(RuntimeError):  # the loop is already closed
-                loop.call_soon_threadsafe(reader.feed_eof)
+def quiet_client_mistakes(conn: AgentSideConnection) -> None:
+    """A notification with bad params is the client's mistake: one info line, not the SDK's logged
+    traceback (requests already get their -32602 answer without one)."""
+    inner = conn._conn._handler
 
-    threading.Thread(target=pump, name="acp-stdin", daemon=True).start()
+    async def handler(method: str, params: Any, is_notification: bool) -> Any:
+        try:
+            return await inner(method, params, is_notification)
+        except (ValidationError, RequestError) as e:
+            if not is_notification:
+                raise
+            log.info("notification %s ignored: %s", method, str(e).splitlines()[0])
+            return None
+
+    conn._conn._handler = handler
 
 
 async def serve_acp(out: BinaryIO, config_path: str | None = None, *,
                     reader: asyncio.StreamReader | None = None, on_end: Callable[[], None] | None = None) -> int:
     """Serve ACP on stdin (or `reader`: tests drive the face in-process) and `out` until the input
     ends; returns the exit code. `on_end` is called when the input ends, before the shutdown."""
-    loop = asyncio.get_running_loop()
-    if reader is None:
-        reader = asyncio.StreamReader()
-        _read_stdin(loop, reader)
-    writer = asyncio.StreamWriter(FrameTransport(out), asyncio.streams.FlowControlMixin(), None, loop)
+    read = stdin_chunks(asyncio.get_running_loop()) if reader is None else functools.partial(reader.read, 1 << 16)
+    transport = LineTransport(read, FrameTransport(out).write, notifications=ACP_NOTIFICATIONS)
     agent = ToyCoderAgent(config_path)
     # ToyCoderAgent has the methods we support; the SDK answers method-not-found for the others
-    conn = AgentSideConnection(agent, writer, reader, listening=False)  # type: ignore[arg-type]
+    conn = AgentSideConnection(agent, transport, listening=False)  # type: ignore[arg-type]
+    quiet_client_mistakes(conn)
     try:
         await conn.listen()
     finally:

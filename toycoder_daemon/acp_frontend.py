@@ -49,6 +49,7 @@ from .ports import (
     ToolCallStarted,
     UsageReport,
 )
+from .replies import reply_within
 
 if TYPE_CHECKING:
     from .app import App
@@ -240,8 +241,8 @@ class AcpFrontend:
                               kind=tool_kind(request.tool, self.app),  # type: ignore[arg-type]
                               raw_input=request.arguments, content=content or None)
         try:
-            answer = await asyncio.wait_for(
-                self.client.request_permission(self.session_id, call, OPTIONS), self._timeout())
+            answer = await reply_within(self.client.request_permission(self.session_id, call, OPTIONS),
+                                        self._timeout())
         except asyncio.CancelledError:
             raise
         except Exception as e:  # timeout, error reply, malformed answer, client gone: not a yes
@@ -263,7 +264,7 @@ class AcpFrontend:
         mode = ElicitationFormSessionMode(session_id=self.session_id, requested_schema=ElicitationSchema(
             properties={"answer": field}, required=["answer"]))
         try:
-            reply = await asyncio.wait_for(self.client.create_elicitation(question, mode), self._timeout())
+            reply = await reply_within(self.client.create_elicitation(question, mode), self._timeout())
         except asyncio.CancelledError:
             raise
         except Exception as e:

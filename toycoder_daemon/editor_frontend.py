@@ -14,6 +14,7 @@ from . import protocol as wire
 from .coalesce import TextCoalescer
 from .lsp_mapping import apply_edit_params, update_payload
 from .ports import Decision, EditApplied, Event, PermissionRequest, TextDelta, ToolCallStarted
+from .replies import reply_within
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +118,7 @@ class EditorFrontend:
         The reply future itself is never cancelled (shielded), so a late reply finds it intact."""
         fut.add_done_callback(_retrieve)
         try:
-            return await asyncio.wait_for(asyncio.shield(fut), timeout)
+            return await reply_within(asyncio.shield(fut), timeout)
         except (asyncio.CancelledError, asyncio.TimeoutError):
             self.link.drop_request(msg_id)
             raise

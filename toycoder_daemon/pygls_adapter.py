@@ -14,16 +14,29 @@ Written against pygls 2.1.1; tests/test_pygls_adapter.py fails loudly if what th
   `(handler, args, callback)` for the user's feature and returns the InitializeResult). We drive
   that generator here instead of sending pygls a wire message, and drop the result it returns
   (the client already has the same answer).
+* `QuietClientMistakes`: pygls logs a client's mistakes (bad params, an unknown session, an unknown
+  method, a reply nobody waits for) at ERROR or WARNING, with tracebacks, and reports them as server
+  errors; editors show those lines to their users. This protocol mixin overrides pygls' private
+  `_send_handler_result`, `_handle_request`, `_handle_notification`, `_handle_cancel_notification`,
+  `_handle_response` and mutes its logger inside `structure_message`, so a client's mistake is one
+  line at info or debug (ours) and still gets its error answer; daemon faults (-32603) keep pygls'
+  ERROR with a traceback.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+import asyncio
+import logging
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from cattrs import Converter
 from lsprotocol import converters, types
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcMethodNotFound
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, LanguageServerProtocol
+
+log = logging.getLogger(__name__)
 
 PYGLS_VERSION = "2.1.1"
 
@@ -58,3 +71,66 @@ def initialize_without_reply(protocol: LanguageServerProtocol, converter: Conver
     except StopIteration as done:
         result: types.InitializeResult = done.value
         return result
+
+
+@contextmanager
+def _pygls_muted() -> Iterator[None]:
+    """pygls' own logger says nothing meanwhile (the event loop is single-threaded)."""
+    logger = logging.getLogger("pygls.protocol.json_rpc")
+    mute = logging.Filter("-nothing-")  # passes only records of a logger named so: none
+    logger.addFilter(mute)
+    try:
+        yield
+    finally:
+        logger.removeFilter(mute)
+
+
+class QuietClientMistakes(LanguageServerProtocol):
+    """See the module docstring. Every method defers to pygls but for what is the client's doing."""
+
+    def _send_handler_result(self, future: Any, *, msg_id: Any) -> None:
+        error = None if future.cancelled() else future.exception()
+        if not isinstance(error, JsonRpcException) or isinstance(error, JsonRpcInternalError):
+            super()._send_handler_result(future, msg_id=msg_id)  # a result, a cancel or our fault
+            return
+        self._request_futures.pop(msg_id, None)
+        log.info("request %s refused: %s", msg_id, error.message)
+        self._send_response(msg_id, error=error.to_response_error())
+
+    def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
+        try:
+            self._get_handler(method_name)
+        except JsonRpcMethodNotFound as e:
+            log.info("request %s: unknown method %r", msg_id, method_name)
+            self._send_response(msg_id, None, e.to_response_error())
+            return
+        super()._handle_request(msg_id, method_name, params)
+
+    def _handle_notification(self, method_name: str, params: Any) -> None:
+        if method_name != types.CANCEL_REQUEST:
+            try:
+                self._get_handler(method_name)
+            except JsonRpcMethodNotFound:
+                log.debug("notification for unknown method %r ignored", method_name)
+                return
+        super()._handle_notification(method_name, params)
+
+    def _handle_cancel_notification(self, msg_id: Any) -> None:
+        if msg_id not in self._request_futures:  # it already finished: routine, not a problem
+            log.debug("$/cancelRequest for %r, which is not running", msg_id)
+            return
+        super()._handle_cancel_notification(msg_id)
+
+    def _handle_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
+        future = self._request_futures.get(msg_id)
+        if future is None or (isinstance(future, asyncio.Future) and future.done()):
+            # unknown id, or a late reply to a request we gave up on (pygls 2.1.1 would raise
+            # InvalidStateError setting a result on a done future: upstream #621)
+            self._request_futures.pop(msg_id, None)
+            log.debug("reply to %r ignored: nothing waits for it", msg_id)
+            return
+        super()._handle_response(msg_id, result, error)
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        with _pygls_muted():
+            return super().structure_message(data)

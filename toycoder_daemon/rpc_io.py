@@ -15,13 +15,19 @@ import logging
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
+from lsprotocol.types import METHOD_TO_TYPES
 from pygls.exceptions import JsonRpcException
 
 from . import protocol as wire
 from .pygls_adapter import initialize_without_reply
+from .rpc_checks import refusal
 from .stdio import FrameWriter, Inbox
 
 log = logging.getLogger(__name__)
+
+LSP_NOTIFICATIONS = frozenset(
+    [m for m, types in METHOD_TO_TYPES.items() if types[1] is None] + [n.method for n in wire.NOTIFICATIONS])
+"""Methods that take no id: a request (with an id) to one of them is refused with an answer."""
 
 
 class Dispatcher:
@@ -45,33 +51,23 @@ class Dispatcher:
             if problem is None:
                 self.on_exit()
             else:
-                log.warning("refused frame: %s", problem)
+                log.info("refused frame: %s", problem)
                 self.error(None, wire.INVALID_REQUEST, f"Invalid Request: {problem}")
             return
         try:
             obj = json.loads(body)
         except (ValueError, UnicodeDecodeError, RecursionError) as e:
+            log.info("unparsable frame: %s", e)
             self.error(None, wire.PARSE_ERROR, f"Parse error: {e}")
             return
-        if not isinstance(obj, dict):
-            self.error(None, wire.INVALID_REQUEST,
-                       "Invalid Request: expected a JSON object (batches are not supported)")
+        refused = refusal(obj, LSP_NOTIFICATIONS)
+        if refused is not None:
+            log.info("refused message: %s", refused.message)
+            if refused.code is not None:
+                self.error(refused.msg_id, refused.code, refused.message)
             return
         msg_id = obj.get("id")
-        if obj.get("jsonrpc") != "2.0":
-            self.error(msg_id, wire.INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\"")
-            return
         method = obj.get("method")
-        if "method" in obj and not isinstance(method, str):
-            self.error(msg_id, wire.INVALID_REQUEST, "Invalid Request: method must be a string")
-            return
-        if isinstance(msg_id, bool) or (msg_id is not None and not isinstance(msg_id, (str, int))):
-            self.error(None, wire.INVALID_REQUEST, "Invalid Request: id must be a string or a number")
-            return
-        if method is None and not ("id" in obj and ("result" in obj or "error" in obj)):
-            self.error(msg_id, wire.INVALID_REQUEST,
-                       "Invalid Request: neither a request, a notification nor a response")
-            return
         if method == "exit":
             self.on_exit()
             return
@@ -94,7 +90,9 @@ class Dispatcher:
             return
         try:
             message = self.protocol.structure_message(obj)
-        except JsonRpcException as e:
+        except JsonRpcException as e:  # params pygls cannot structure: the client's mistake
+            cause = (str(e.__cause__ or e).splitlines() or [""])[0]
+            log.info("%s refused: %s", method, cause)
             if "id" in obj and method is not None:
                 self.error(msg_id, e.code, e.message or "Invalid params")
             return

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol, lsp_method
+from pygls.protocol import lsp_method
 from pygls.uris import to_fs_path
 
 from . import __version__
@@ -34,7 +34,7 @@ from .checkpoints import UnknownCheckpoint
 from .commands.builtin import commands
 from .editor_frontend import EditorFrontend
 from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound
-from .pygls_adapter import raw_converter
+from .pygls_adapter import QuietClientMistakes, raw_converter
 
 log = logging.getLogger(__name__)
 P = TypeVar("P", bound=BaseModel)
@@ -93,7 +93,7 @@ def bind(request: wire.Request, handler: Handler) -> Callable[[ToyCoderServer, A
     return feature
 
 
-class ToyCoderProtocol(LanguageServerProtocol):
+class ToyCoderProtocol(QuietClientMistakes):
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams):  # type: ignore[no-untyped-def]
         result = yield from super().lsp_initialize(params)
@@ -170,6 +170,7 @@ class ToyCoderServer(LanguageServer):
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
     def report_server_error(self, error: Exception, source: Any) -> None:
+        # pygls reports only daemon faults here: client mistakes are answered quietly (pygls_adapter)
         log.error("server error (%s): %s", getattr(source, "__name__", source), error)
 
 
