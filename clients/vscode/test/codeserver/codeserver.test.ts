@@ -212,8 +212,9 @@ test('real VS Code: inline review card, non-blocking diff, Accept from the diff 
     assert.equal(await card.getAttribute('data-state'), 'pending');
     assert.equal(existsSync(join(ws.root, 'src', 'table.py')), false, 'nothing written while pending');
 
-    // the panel hidden: a status-bar item says a request waits, and brings the card back
-    await runCommand(page, 'View: Toggle Panel Visibility');
+    // the chat hidden (it lives in the secondary side bar): a status-bar item says a request waits,
+    // and brings the card back
+    await runCommand(page, 'View: Toggle Secondary Side Bar Visibility');
     const waiting = page.locator('.statusbar-item', { hasText: 'ToyCoder: review 1 request' });
     await waiting.waitFor({ timeout: 30000 });
     await shot('code-server-status-item.png');
