@@ -117,7 +117,7 @@ def test_vsix_packages_without_prompting(tmp_path: Path) -> None:
         names = set(z.namelist())
         manifest = json.loads(z.read("extension/package.json"))
     assert {"extension/out/extension.js", "extension/out/webview.js", "extension/media/chat.css",
-            "extension/package.json"} <= names
+            "extension/media/code.css", "extension/package.json"} <= names
     assert not any("node_modules" in n or n.startswith("extension/src/") or ".cache" in n for n in names), names
     assert manifest["contributes"]["views"]["toycoder"][0]["id"] == "toycoder.chat"
 
