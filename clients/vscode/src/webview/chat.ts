@@ -256,7 +256,7 @@ export class ChatView {
       if (entry.role === 'user') {
         start(entry.text);
       } else if (entry.role === 'assistant') {
-        if (entry.text) current().markdown(entry.text);
+        current().transcriptAssistant(entry.text);
       } else if (entry.role === 'tool_call') {
         current().transcriptToolCall(entry);
       } else if (entry.role === 'tool') {

@@ -8,6 +8,7 @@ import { h } from './dom';
 import { toolPermission, toolTitle } from './toolTitle';
 
 const MAX_SHOWN = 20000; // characters of a tool's arguments or output shown in its card
+const INTERRUPTED_NOTE = '\n[interrupted by the user]'; // toycoder_daemon/agent/react.py
 
 export interface Segment {
   el: HTMLElement;
@@ -199,6 +200,17 @@ export class TurnView {
     for (const card of this.cards.values()) {
       if (card.el.dataset.status === 'running') this.setStatus(card, 'interrupted');
     }
+  }
+
+  /**
+   * A stored reply. Session files written before the daemon stored an interrupted reply's flag end
+   * such a reply with its note to the model: that note is not shown; the turn reads as it did live.
+   */
+  transcriptAssistant(text: string): void {
+    const cut = text.endsWith(INTERRUPTED_NOTE);
+    const shown = cut ? text.slice(0, -INTERRUPTED_NOTE.length) : text;
+    if (shown) this.markdown(shown);
+    if (cut) this.notice('Stopped.', 'cancelled');
   }
 
   transcriptToolCall(entry: TranscriptEntry): void {

@@ -162,7 +162,7 @@ test('real VS Code: inline review card, non-blocking diff, Accept from the diff 
     await page.locator('.monaco-workbench').waitFor({ timeout: 90000 });
     await page.locator('.statusbar').waitFor({ timeout: 60000 });
 
-    // open the panel from the command palette
+    // open the chat (in the secondary side bar) from the command palette
     await runCommand(page, 'ToyCoder: Open Chat');
     const frame = await chatFrame(page);
     await frame.waitForSelector('#banner', { state: 'hidden', timeout: 60000 }); // the daemon is ready

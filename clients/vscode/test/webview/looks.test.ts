@@ -104,6 +104,23 @@ test('a cancelled turn\'s footer: its tokens, or "Cancelled" without 0 in · 0 o
   assert.equal(await page.textContent('#usage'), 'Cancelled');
 });
 
+test('a reloaded cancelled reply reads as it did live: no marker text, the Stopped notice', async () => {
+  const c = await chat();
+  const { page } = c;
+  await c.send({ type: 'transcript', session: { sessionId: 's', title: 't', createdAt: '', updatedAt: '', messageCount: 2 }, entries: [
+    { role: 'user', text: 'explain' },
+    { role: 'assistant', text: 'It starts by **reading**\n[interrupted by the user]' },
+    { role: 'user', text: 'go on' },
+    { role: 'assistant', text: 'Done [interrupted by the user] is quoted here.' },
+  ] });
+  await page.waitForSelector('.markdown strong');
+  const first = page.locator('.turn').first();
+  assert.equal((await first.locator('.assistant .markdown').textContent())!.trim(), 'It starts by reading');
+  assert.equal(await first.locator('.notice.cancelled').textContent(), 'Stopped.');
+  assert.ok(!(await first.textContent())!.includes('[interrupted'), 'the marker is not shown');
+  assert.equal(await page.locator('.turn').nth(1).locator('.notice').count(), 0, 'only a trailing marker counts');
+});
+
 // ---- restored cards ------------------------------------------------------------------------------
 
 /** Tool calls as the daemon sends them live: its titles (toycoder_daemon/tools) and levels. */
