@@ -97,14 +97,18 @@ def test_webview_in_chromium(tmp_path: Path) -> None:
     """The chat webview in headless Chromium; keeps tmp/artifacts/webview-chat.png."""
     if not (shutil.which("chromium") or Path("/usr/bin/chromium").exists()):
         pytest.fail("Chromium is missing: apt-get install chromium (./scripts/test installs it as root)")
-    for stale in (VSCODE / "tmp" / "artifacts").glob("webview-permission-card-*.png"):
-        stale.unlink()  # this run must make them
+    for pattern in ("webview-permission-card-*.png", "webview-looks-*.png"):
+        for stale in (VSCODE / "tmp" / "artifacts").glob(pattern):
+            stale.unlink()  # this run must make them
     out = npm_run("test:webview", tmp_path, timeout=240)
     assert node_tests_passed(out) >= 8
     assert (VSCODE / "tmp" / "artifacts" / "webview-chat.png").stat().st_size > 10_000
     # issue 11: the inline permission card (a pending 120-line proposal), in both themes
     for theme in ("dark", "light"):
         assert (VSCODE / "tmp" / "artifacts" / f"webview-permission-card-{theme}.png").stat().st_size > 10_000
+    # issue 16: code blocks, pills and badges (each >= 4.5:1) in Dark Modern, Light Modern and High Contrast
+    for theme in ("dark", "light", "high-contrast"):
+        assert (VSCODE / "tmp" / "artifacts" / f"webview-looks-{theme}.png").stat().st_size > 10_000
 
 
 def test_vsix_packages_without_prompting(tmp_path: Path) -> None:
@@ -113,7 +117,7 @@ def test_vsix_packages_without_prompting(tmp_path: Path) -> None:
         names = set(z.namelist())
         manifest = json.loads(z.read("extension/package.json"))
     assert {"extension/out/extension.js", "extension/out/webview.js", "extension/media/chat.css",
-            "extension/package.json"} <= names
+            "extension/media/code.css", "extension/package.json"} <= names
     assert not any("node_modules" in n or n.startswith("extension/src/") or ".cache" in n for n in names), names
     assert manifest["contributes"]["views"]["toycoder"][0]["id"] == "toycoder.chat"
 

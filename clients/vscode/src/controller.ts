@@ -8,6 +8,7 @@ import * as vscode from 'vscode';
 import type { DaemonHandlers } from './daemon';
 import { PROPOSAL_SCHEME } from './diffView';
 import { CheckpointDaemon, openChangedFile, restoreTurn } from './changes';
+import { copyCode, insertCode } from './codeBlocks';
 import { DocumentSink, DocumentSync } from './documents';
 import { askPermission, askUser, ShowDiff } from './permission';
 import type { CancelToken, Reviews } from './reviews';
@@ -232,6 +233,10 @@ export class ChatController implements vscode.Disposable {
         return this.restart();
       case 'openLink':
         return this.openLink(message.href);
+      case 'copyCode':
+        return copyCode(message.text);
+      case 'insertCode':
+        return insertCode(message.text);
       case 'permissionDecision':
         this.options.reviews?.decide(message.id, message.decision, 'chat');
         return;

@@ -102,6 +102,11 @@ export function activate(context: vscode.ExtensionContext): void {
       await view.reveal();
       view.post({ type: 'focusInput' });
     })),
+    // VS Code's own "move view" picker (secondary side bar, primary side bar, panel), for the focused view
+    vscode.commands.registerCommand('toycoder.moveView', run(async () => {
+      await vscode.commands.executeCommand(`${VIEW_ID}.focus`); // the picker moves the view that has focus
+      await vscode.commands.executeCommand('workbench.action.moveFocusedView');
+    })),
     vscode.commands.registerCommand('toycoder.newSession', run(async () => {
       await view.reveal();
       await chat.newSession();

@@ -100,6 +100,9 @@ export enum StatusBarAlignment { Left = 1, Right = 2 }
 export enum ProgressLocation { SourceControl = 1, Window = 10, Notification = 15 }
 export enum ViewColumn { Active = -1, Beside = -2, One = 1 }
 
+/** What `env.clipboard` holds. */
+export const clipboardText = { value: '' };
+
 /** Every call of a stubbed API, for assertions: [name, args]. */
 export const calls: Array<[string, unknown[]]> = [];
 
@@ -147,6 +150,8 @@ function defaults() {
         }),
       },
       activeTextEditor: undefined as any,
+      visibleTextEditors: [] as any[],
+      setStatusBarMessage: recorder('window.setStatusBarMessage', () => new Disposable()),
     },
     workspace: {
       workspaceFolders: undefined as any,
@@ -172,6 +177,10 @@ function defaults() {
     },
     env: {
       openExternal: recorder('env.openExternal', async () => true),
+      clipboard: {
+        writeText: recorder('env.clipboard.writeText', async (t: string): Promise<void> => { clipboardText.value = t; }),
+        readText: recorder('env.clipboard.readText', async (): Promise<string> => clipboardText.value),
+      },
     },
   };
 }
@@ -197,6 +206,7 @@ export function resetStub(): void {
   Object.assign(commands, d.commands);
   Object.assign(env, d.env);
   calls.length = 0;
+  clipboardText.value = '';
   openTabs.length = 0;
   statusBarItems.length = 0;
   virtualDocs.clear();

@@ -56,6 +56,10 @@ export type Envelope =
   | { type: 'restart' }
   /** A link in rendered Markdown was clicked. */
   | { type: 'openLink'; href: string }
+  /** A code block's Copy button: put its text on the clipboard. */
+  | { type: 'copyCode'; text: string }
+  /** A code block's Insert button: put its text at the cursor of the active editor. */
+  | { type: 'insertCode'; text: string }
   /** A button of a permission card: the decision for request `id`. */
   | { type: 'permissionDecision'; id: string; decision: Decision }
   /** The "Open diff" button of a permission card (the request stays pending). */
@@ -76,7 +80,7 @@ export type ToWebview = Extract<Envelope, { type: HostTypes }>;
 export type ToHost = Exclude<Envelope, { type: HostTypes }>;
 
 const TO_HOST: ReadonlySet<string> = new Set<ToHost['type']>(['ready', 'prompt', 'cancel', 'restart', 'openLink',
-  'permissionDecision', 'openDiff', 'restore', 'openFile']);
+  'copyCode', 'insertCode', 'permissionDecision', 'openDiff', 'restore', 'openFile']);
 const DECISIONS: ReadonlySet<string> = new Set<Decision>(['allow_once', 'allow_always', 'reject']);
 
 /** Validate what arrives from the webview (its content is untrusted input to the host). */
@@ -85,7 +89,7 @@ export function isToHost(value: unknown): value is ToHost {
   const m = value as { type?: unknown; text?: unknown; href?: unknown; id?: unknown; decision?: unknown; uri?: unknown;
     request?: unknown };
   if (typeof m.type !== 'string' || !TO_HOST.has(m.type)) return false;
-  if (m.type === 'prompt') return typeof m.text === 'string';
+  if (m.type === 'prompt' || m.type === 'copyCode' || m.type === 'insertCode') return typeof m.text === 'string';
   if (m.type === 'openLink') return typeof m.href === 'string';
   if (m.type === 'openDiff') return typeof m.id === 'string';
   if (m.type === 'openFile') return typeof m.uri === 'string';

@@ -7,12 +7,13 @@ import type MarkdownIt from 'markdown-it';
 import type { ToHost, ToWebview } from '../shared/messages';
 import type { CommandInfo, PromptResult, TranscriptEntry, UpdateParams } from '../shared/protocol';
 import { h } from './dom';
-import { createMarkdown } from './markdown';
+import { createMarkdown, createPromptMarkdown } from './markdown';
 import { permissionCard, recordDecision } from './permissionCard';
-import { formatUsage, Segment, TurnView } from './turnView';
+import { formatFooter, formatUsage, Segment, TurnView } from './turnView';
 
 export class ChatView {
   private readonly md: MarkdownIt = createMarkdown();
+  private readonly promptMd: MarkdownIt = createPromptMarkdown();
   private readonly conversation: HTMLElement;
   private readonly prompt: HTMLTextAreaElement;
   private readonly sendButton: HTMLButtonElement;
@@ -87,11 +88,9 @@ export class ChatView {
         this.turn?.finish();
         this.turn = null;
         break;
-      case 'notice': {
-        const el = h('div', `notice ${message.level}`, message.text);
-        this.appendToConversation(el);
+      case 'notice':
+        this.appendToConversation(h('div', `notice ${message.level}`, message.text));
         break;
-      }
       case 'focusInput':
         if (message.text !== undefined) this.prompt.value = message.text;
         this.prompt.focus();
@@ -223,8 +222,8 @@ export class ChatView {
         if (result.text) turn.notice(result.text, result.stopReason);
     }
     if (result.stopReason !== 'command') {
-      turn.usage(result.usage);
-      this.usageEl.textContent = formatUsage(result.usage);
+      turn.usage(result.usage, result.stopReason);
+      this.usageEl.textContent = formatFooter(result.usage, result.stopReason);
     }
     turn.finish();
     this.turn = null;
@@ -242,32 +241,29 @@ export class ChatView {
     if (entries.length === 0) {
       const empty = h('div', 'empty');
       empty.id = 'empty';
-      empty.append('Ask ToyCoder about this workspace. Type ');
-      empty.append(h('code', undefined, '/'));
-      empty.append(' for commands.');
+      empty.append('Ask ToyCoder about this workspace. Type ', h('code', undefined, '/'), ' for commands.');
       this.conversation.append(empty);
       return;
     }
-    let turn: TurnView | null = null;
-    const current = () => {
-      if (!turn) {
-        turn = new TurnView(this, null);
-        this.conversation.append(turn.el);
-      }
-      return turn;
+    const turns: TurnView[] = [];
+    const start = (prompt: string | null) => {
+      turns.push(new TurnView(this, prompt));
+      this.conversation.append(turns[turns.length - 1].el);
+      return turns[turns.length - 1];
     };
+    const current = () => turns[turns.length - 1] ?? start(null);
     for (const entry of entries) {
       if (entry.role === 'user') {
-        turn = new TurnView(this, entry.text);
-        this.conversation.append(turn.el);
+        start(entry.text);
       } else if (entry.role === 'assistant') {
-        if (entry.text) current().markdown(entry.text);
+        current().transcriptAssistant(entry.text);
       } else if (entry.role === 'tool_call') {
         current().transcriptToolCall(entry);
       } else if (entry.role === 'tool') {
         current().transcriptToolResult(entry);
       }
     }
+    for (const turn of turns) turn.finish(); // a call without a result was cut off, as live
     this.flushRender();
     this.scrollToBottom();
   }
@@ -290,6 +286,10 @@ export class ChatView {
     const run = () => this.flushRender();
     requestAnimationFrame(run);
     setTimeout(run, 50);
+  }
+
+  renderPrompt(text: string): string {
+    return this.promptMd.render(text);
   }
 
   private flushRender(): void {

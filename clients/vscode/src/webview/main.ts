@@ -3,6 +3,7 @@
 import type { Envelope, ToHost, ToWebview } from '../shared/messages';
 import { ChangesView } from './changesCard';
 import { ChatView } from './chat';
+import { attachCodeActions } from './codeActions';
 
 interface VsCodeApi {
   postMessage(message: Envelope): void;
@@ -16,6 +17,7 @@ const vscode = acquireVsCodeApi();
 const post = (message: ToHost) => vscode.postMessage(message);
 const chat = new ChatView(post);
 const changes = new ChangesView(post); // its cards go into the turn chat.ts is showing
+attachCodeActions(document.getElementById('conversation')!, post);
 
 window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
   const message = event.data;

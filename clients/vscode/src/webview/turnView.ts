@@ -3,10 +3,12 @@
  * tool cards with sub-agent activity nested in them, notices, permission cards, the usage footer).
  */
 
-import type { TranscriptEntry, Update, UsageInfo } from '../shared/protocol';
+import type { Level, TranscriptEntry, Update, UsageInfo } from '../shared/protocol';
 import { h } from './dom';
+import { toolPermission, toolTitle } from './toolTitle';
 
 const MAX_SHOWN = 20000; // characters of a tool's arguments or output shown in its card
+const INTERRUPTED_NOTE = '\n[interrupted by the user]'; // toycoder_daemon/agent/react.py
 
 export interface Segment {
   el: HTMLElement;
@@ -40,9 +42,17 @@ export function formatUsage(u: UsageInfo): string {
   return `${u.promptTokens.toLocaleString('en-US')} in · ${u.completionTokens.toLocaleString('en-US')} out tokens`;
 }
 
+/** A turn's footer: its tokens; a cancelled turn says so, without "0 in · 0 out" when nothing was counted. */
+export function formatFooter(u: UsageInfo, stopReason: string): string {
+  if (stopReason !== 'cancelled') return formatUsage(u);
+  return u.promptTokens || u.completionTokens ? `Cancelled · ${formatUsage(u)}` : 'Cancelled';
+}
+
 /** Markdown is rendered in batches by the chat view. */
 export interface Renderer {
   scheduleRender(seg: Segment): void;
+  /** The person's prompt as HTML (Markdown, escaped like model text). */
+  renderPrompt(text: string): string;
 }
 
 /** One exchange: the prompt and everything the agent did for it. */
@@ -57,7 +67,10 @@ export class TurnView {
   constructor(private readonly chat: Renderer, prompt: string | null) {
     this.el = h('div', 'turn');
     if (prompt !== null) {
-      const user = h('div', prompt.startsWith('/') ? 'user-message command' : 'user-message', prompt);
+      // a slash command stays as typed; a prompt is Markdown, like the reply
+      const command = prompt.startsWith('/');
+      const user = h('div', command ? 'user-message command' : 'user-message markdown', command ? prompt : undefined);
+      if (!command) user.innerHTML = chat.renderPrompt(prompt).trim();
       this.el.append(user);
     }
     this.body = h('div', 'assistant');
@@ -151,8 +164,8 @@ export class TurnView {
     card.status.textContent = status;
   }
 
-  usage(u: UsageInfo): void {
-    this.footer.textContent = formatUsage(u);
+  usage(u: UsageInfo, stopReason = 'end_turn'): void {
+    this.footer.textContent = formatFooter(u, stopReason);
   }
 
   hasText(): boolean {
@@ -189,6 +202,17 @@ export class TurnView {
     }
   }
 
+  /**
+   * A stored reply. Session files written before the daemon stored an interrupted reply's flag end
+   * such a reply with its note to the model: that note is not shown; the turn reads as it did live.
+   */
+  transcriptAssistant(text: string): void {
+    const cut = text.endsWith(INTERRUPTED_NOTE);
+    const shown = cut ? text.slice(0, -INTERRUPTED_NOTE.length) : text;
+    if (shown) this.markdown(shown);
+    if (cut) this.notice('Stopped.', 'cancelled');
+  }
+
   transcriptToolCall(entry: TranscriptEntry): void {
     let args: unknown = entry.text;
     try {
@@ -197,9 +221,9 @@ export class TurnView {
       /* shown raw */
     }
     const name = entry.name ?? 'tool';
-    const card = this.toolCall({ kind: 'tool_call', toolCallId: entry.toolCallId ?? `${name}-${Math.random()}`, name,
-      title: name, arguments: args, permission: 'safe' });
-    this.setStatus(card, 'done');
+    // `running` until its result entry says how it ended; finish() marks one without a result interrupted
+    this.toolCall({ kind: 'tool_call', toolCallId: entry.toolCallId ?? `${name}-${Math.random()}`, name,
+      title: toolTitle(name, args), arguments: args, permission: toolPermission(name) });
   }
 
   transcriptToolResult(entry: TranscriptEntry): void {
@@ -208,6 +232,7 @@ export class TurnView {
       this.notice(clip(entry.text), 'tool-orphan');
       return;
     }
+    this.setStatus(card, entry.status ?? 'completed'); // older transcripts store no status for a success
     card.output.textContent = clip(entry.text);
     card.outputSection.hidden = false;
   }

@@ -162,7 +162,7 @@ test('real VS Code: inline review card, non-blocking diff, Accept from the diff 
     await page.locator('.monaco-workbench').waitFor({ timeout: 90000 });
     await page.locator('.statusbar').waitFor({ timeout: 60000 });
 
-    // open the panel from the command palette
+    // open the chat (in the secondary side bar) from the command palette
     await runCommand(page, 'ToyCoder: Open Chat');
     const frame = await chatFrame(page);
     await frame.waitForSelector('#banner', { state: 'hidden', timeout: 60000 }); // the daemon is ready
@@ -212,8 +212,9 @@ test('real VS Code: inline review card, non-blocking diff, Accept from the diff 
     assert.equal(await card.getAttribute('data-state'), 'pending');
     assert.equal(existsSync(join(ws.root, 'src', 'table.py')), false, 'nothing written while pending');
 
-    // the panel hidden: a status-bar item says a request waits, and brings the card back
-    await runCommand(page, 'View: Toggle Panel Visibility');
+    // the chat hidden (it lives in the secondary side bar): a status-bar item says a request waits,
+    // and brings the card back
+    await runCommand(page, 'View: Toggle Secondary Side Bar Visibility');
     const waiting = page.locator('.statusbar-item', { hasText: 'ToyCoder: review 1 request' });
     await waiting.waitFor({ timeout: 30000 });
     await shot('code-server-status-item.png');

@@ -65,6 +65,7 @@ export const DARK_THEME: Record<string, string> = {
   '--vscode-diffEditor-removedLineBackground': 'rgba(255, 0, 0, 0.2)',
   '--vscode-gitDecoration-addedResourceForeground': '#81b88b',
   '--vscode-gitDecoration-deletedResourceForeground': '#c74e39',
+  '--vscode-inputValidation-errorBackground': '#5a1d1d',
 };
 
 /** VS Code's Light Modern colours (the same variables). */
@@ -101,7 +102,70 @@ export const LIGHT_THEME: Record<string, string> = {
   '--vscode-editorLineNumber-foreground': '#6e7681',
   '--vscode-gitDecoration-addedResourceForeground': '#587c0c',
   '--vscode-gitDecoration-deletedResourceForeground': '#ad0707',
+  '--vscode-inputValidation-errorBackground': '#f2dede',
 };
+
+/**
+ * VS Code's Dark High Contrast colours for the variables chat.css and code.css use (the colour
+ * registry's `hcDark` values; variables whose hcDark value is null, like button.background and
+ * button.secondaryBackground, are not set by VS Code, so they are absent here too).
+ */
+export const HC_THEME: Record<string, string> = Object.fromEntries(Object.entries({
+  ...DARK_THEME,
+  '--vscode-foreground': '#ffffff',
+  '--vscode-descriptionForeground': 'rgba(255, 255, 255, 0.7)',
+  '--vscode-errorForeground': '#f48771',
+  '--vscode-focusBorder': '#f38518',
+  '--vscode-contrastBorder': '#6fc3df',
+  '--vscode-panel-background': '#000000',
+  '--vscode-panel-border': '#6fc3df',
+  '--vscode-editor-background': '#000000',
+  '--vscode-editor-foreground': '#ffffff',
+  '--vscode-editorWidget-background': '#0c141f',
+  '--vscode-input-background': '#000000',
+  '--vscode-input-foreground': '#ffffff',
+  '--vscode-input-border': '#6fc3df',
+  '--vscode-input-placeholderForeground': 'rgba(255, 255, 255, 0.7)',
+  '--vscode-button-background': '',
+  '--vscode-button-foreground': '#ffffff',
+  '--vscode-button-border': '#6fc3df',
+  '--vscode-button-hoverBackground': '',
+  '--vscode-button-secondaryBackground': '',
+  '--vscode-button-secondaryForeground': '#ffffff',
+  '--vscode-button-secondaryHoverBackground': '',
+  '--vscode-badge-background': '#000000',
+  '--vscode-badge-foreground': '#ffffff',
+  '--vscode-inputValidation-errorBackground': '#000000',
+  '--vscode-textLink-foreground': '#21a6ff',
+  '--vscode-textPreformat-foreground': '#ffffff',
+  '--vscode-textPreformat-background': '#000000',
+  '--vscode-textCodeBlock-background': '#000000',
+  '--vscode-textBlockQuote-background': '#000000',
+  '--vscode-textBlockQuote-border': '#ffffff',
+  '--vscode-progressBar-background': '#6fc3df',
+  '--vscode-editorWarning-foreground': '#ffd370',
+  '--vscode-gitDecoration-addedResourceForeground': '#a1e3ad',
+  '--vscode-gitDecoration-deletedResourceForeground': '#c74e39',
+}).filter(([, v]) => v !== ''));
+
+export const THEMES = { dark: DARK_THEME, light: LIGHT_THEME, 'high-contrast': HC_THEME } as const;
+export type ThemeKind = keyof typeof THEMES;
+
+/**
+ * VS Code's default webview styles (the `defaultStyles` its webview host puts before an extension's
+ * own), in the part that touches what the chat renders: `code` gets the preformat colour,
+ * background, padding and radius everywhere, which a code block has to undo.
+ */
+export const VSCODE_DEFAULT_STYLES = `
+body { background-color: transparent; color: var(--vscode-editor-foreground); font-family: var(--vscode-font-family);
+  font-weight: var(--vscode-font-weight); font-size: var(--vscode-font-size); margin: 0; padding: 0 20px; }
+img, video { max-width: 100%; max-height: 100%; }
+a, a code { color: var(--vscode-textLink-foreground); }
+a:hover { color: var(--vscode-textLink-activeForeground); }
+code { font-family: var(--monaco-monospace-font); color: var(--vscode-textPreformat-foreground);
+  background-color: var(--vscode-textPreformat-background); padding: 1px 3px; border-radius: 4px; }
+blockquote { background: var(--vscode-textBlockQuote-background); border-color: var(--vscode-textBlockQuote-border); }
+`;
 
 export interface ChatPage {
   page: Page;
@@ -112,7 +176,7 @@ export interface ChatPage {
   problems: string[];
 }
 
-export async function openChat(browser: Browser, width = 760, height = 900, theme: 'dark' | 'light' = 'dark'): Promise<ChatPage> {
+export async function openChat(browser: Browser, width = 760, height = 900, theme: ThemeKind = 'dark'): Promise<ChatPage> {
   const page = await browser.newPage({ viewport: { width, height } });
   const problems: string[] = [];
   page.on('console', (m) => {
@@ -122,8 +186,11 @@ export async function openChat(browser: Browser, width = 760, height = 900, them
   const files: Record<string, [string, string]> = {
     '/out/webview.js': [join(EXT_ROOT, 'out', 'webview.js'), 'text/javascript'],
     '/media/chat.css': [join(EXT_ROOT, 'media', 'chat.css'), 'text/css'],
+    '/media/code.css': [join(EXT_ROOT, 'media', 'code.css'), 'text/css'],
   };
-  const html = chatHtml({ cspSource: ORIGIN, scriptUri: `${ORIGIN}/out/webview.js`, styleUri: `${ORIGIN}/media/chat.css` });
+  // VS Code's defaults come first, as in a real webview; a stylesheet from the webview's origin (CSP)
+  const html = chatHtml({ cspSource: ORIGIN, scriptUri: `${ORIGIN}/out/webview.js`, styleUri: `${ORIGIN}/media/chat.css` })
+    .replace('<link rel="stylesheet"', `<link rel="stylesheet" href="${ORIGIN}/vscode-default-styles.css">\n<link rel="stylesheet"`);
   await page.route('**/*', async (route) => {
     const url = new URL(route.request().url());
     if (url.origin !== ORIGIN) {
@@ -131,6 +198,7 @@ export async function openChat(browser: Browser, width = 760, height = 900, them
       return route.abort();
     }
     if (url.pathname === '/index.html') return route.fulfill({ body: html, contentType: 'text/html' });
+    if (url.pathname === '/vscode-default-styles.css') return route.fulfill({ body: VSCODE_DEFAULT_STYLES, contentType: 'text/css' });
     const file = files[url.pathname];
     if (!file) {
       problems.push(`unknown resource: ${url.href}`);
@@ -150,7 +218,7 @@ export async function openChat(browser: Browser, width = 760, height = 900, them
       for (const [k, v] of Object.entries(colours)) document.documentElement.style.setProperty(k, v);
       document.body.classList.add(`vscode-${kind}`);
     });
-  }, [theme === 'light' ? LIGHT_THEME : DARK_THEME, theme] as [Record<string, string>, string]);
+  }, [THEMES[theme], theme] as [Record<string, string>, string]);
   await page.goto(`${ORIGIN}/index.html`);
   const posted = () => page.evaluate(() => (window as unknown as { __posted: ToHost[] }).__posted.slice());
   const chat: ChatPage = {

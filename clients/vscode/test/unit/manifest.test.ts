@@ -6,8 +6,11 @@ import { EXT_ROOT } from '../helpers/env';
 
 const pkg = JSON.parse(readFileSync(join(EXT_ROOT, 'package.json'), 'utf8'));
 
-test('a movable ToyCoder webview view in the panel area', () => {
-  assert.deepEqual(pkg.contributes.viewsContainers.panel.map((c: { id: string }) => c.id), ['toycoder']);
+test('a movable ToyCoder webview view in the secondary side bar, with a command to move it', () => {
+  assert.deepEqual(Object.keys(pkg.contributes.viewsContainers), ['secondarySidebar']);
+  assert.deepEqual(pkg.contributes.viewsContainers.secondarySidebar.map((c: { id: string }) => c.id), ['toycoder']);
+  assert.ok(pkg.contributes.menus['view/title'].some((m: { command: string; when: string }) =>
+    m.command === 'toycoder.moveView' && m.when === 'view == toycoder.chat'));
   const [view] = pkg.contributes.views.toycoder;
   assert.equal(view.type, 'webview');
   assert.equal(view.id, 'toycoder.chat');
@@ -20,6 +23,7 @@ test('the commands, and activation on them or the view', () => {
     [c.command, `${c.category}: ${c.title}`]));
   assert.deepEqual(titles, {
     'toycoder.openChat': 'ToyCoder: Open Chat',
+    'toycoder.moveView': 'ToyCoder: Move Chat View…',
     'toycoder.newSession': 'ToyCoder: New Session',
     'toycoder.switchSession': 'ToyCoder: Switch Session',
     'toycoder.cancel': 'ToyCoder: Cancel',

@@ -36,3 +36,10 @@ test('changes card messages: a restore request with a turn id, an openFile with 
   assert.equal(isToHost({ type: 'openFile' }), false);
   assert.equal(isToHost({ type: 'restoreResult', request: { turnId: 't1' }, result: { restored: [], conflicts: [] } }), false);
 });
+
+test('code block messages carry the code as text', () => {
+  assert.equal(isToHost({ type: 'copyCode', text: 'print(1)\n' }), true);
+  assert.equal(isToHost({ type: 'insertCode', text: '' }), true);
+  assert.equal(isToHost({ type: 'copyCode' }), false);
+  assert.equal(isToHost({ type: 'insertCode', text: ['x'] }), false);
+});

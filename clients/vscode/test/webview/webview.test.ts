@@ -224,7 +224,8 @@ test('a resumed session renders its transcript', async () => {
   ] });
   assert.deepEqual(await page.locator('.user-message').allTextContents(), ['what is this?', 'thanks']);
   await page.waitForSelector('.markdown strong');
-  assert.equal(await page.textContent('.tool-card .tool-title'), 'read_file');
+  assert.equal(await page.textContent('.tool-card .tool-title'), 'read_file README.md', 'the title the live card had');
+  assert.equal(await page.getAttribute('.tool-card', 'data-status'), 'completed');
   assert.equal(await page.textContent('.tool-card .tool-output'), '# Demo');
   assert.match((await page.textContent('.tool-card .tool-args'))!, /"path": "README.md"/);
   await c.send({ type: 'transcript', session: null, entries: [] });
