@@ -141,3 +141,16 @@ class AllowAll:
 
     async def apply_edit(self, path: Any, before: str, after: str) -> Any:
         raise AssertionError("no editor edits without the capability")
+
+
+def rss_bytes(pid: int) -> int:
+    """A process's resident memory (VmRSS), in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+def blocked_in_pipe_write(pid: int) -> bool:
+    """The process's main thread sleeps in write(2) on a full pipe (anon_pipe_write on 6.x)."""
+    return Path(f"/proc/{pid}/task/{pid}/wchan").read_text().strip().endswith("pipe_write")

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 from conftest import write_config
+from helpers import blocked_in_pipe_write, rss_bytes
+from waiting import wait_until
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
@@ -26,30 +28,20 @@ CHUNK = 64  # ~62,000 deltas: a queue of frames would hold far more than the tex
 GROWTH_LIMIT = 40 * 1024 * 1024
 
 
-def rss(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
-
-
 def unread(fd: int) -> int:
     buf = bytearray(4)
     fcntl.ioctl(fd, termios.FIONREAD, buf)
     return int.from_bytes(buf, sys.byteorder)
 
 
-def blocked_writing(pid: int) -> bool:
-    """The daemon's main thread (the event loop) sleeps in write(2) on the full stdout pipe."""
-    return Path(f"/proc/{pid}/task/{pid}/wchan").read_text().strip().endswith("pipe_write")  # anon_pipe_write on 6.x
-
-
-def poll(pred: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
+def rss_while_stuck(pid: int, samples: int = 25, every: float = 0.04) -> list[int]:
+    """Resident memory sampled over a second while nothing reads the daemon's stdout (a steady
+    state observed over time, not a wait for one)."""
+    out = []
+    for _ in range(samples):
+        out.append(rss_bytes(pid))
+        time.sleep(every)
+    return out
 
 
 class Client:
@@ -113,17 +105,15 @@ def test_a_client_that_stops_reading_holds_the_turn_not_the_memory(face: str, tm
                 sid = c.answer(2)["result"]["sessionId"]
                 c.send({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
                         "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "talk"}]}})
-            baseline = rss(c.proc.pid)
+            baseline = rss_bytes(c.proc.pid)
             assert c.proc.stdout is not None
             fd = c.proc.stdout.fileno()
             # the client reads nothing: the pipe fills up and the daemon's writes block
-            poll(lambda: blocked_writing(c.proc.pid), 60, f"the daemon to block on stdout ({unread(fd)} unread)")
+            wait_until(lambda: blocked_in_pipe_write(c.proc.pid), 60, "the daemon to block on stdout",
+                       describe=lambda: f"{unread(fd)} bytes unread")
             held = unread(fd)
-            samples = []
-            for _ in range(25):  # the daemon stays stuck while we do not read; its memory with it
-                samples.append(rss(c.proc.pid))
-                time.sleep(0.04)
-            assert blocked_writing(c.proc.pid) and unread(fd) == held and c.proc.poll() is None
+            samples = rss_while_stuck(c.proc.pid)  # the daemon stays stuck while we do not read; its memory with it
+            assert blocked_in_pipe_write(c.proc.pid) and unread(fd) == held and c.proc.poll() is None
             assert max(samples) - baseline < GROWTH_LIMIT
             text: list[str] = []
 

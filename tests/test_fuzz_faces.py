@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from conftest import write_config
+from helpers import rss_bytes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -121,10 +122,7 @@ class Peer:
         assert self.proc.poll() is None, f"the daemon exited with {self.proc.returncode}"
 
     def rss(self) -> int:
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-        raise AssertionError("no VmRSS")
+        return rss_bytes(self.proc.pid)
 
     def close(self) -> int:
         assert self.proc.stdin is not None

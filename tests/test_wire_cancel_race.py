@@ -15,6 +15,7 @@ import pytest
 from acp import PROTOCOL_VERSION, text_block
 from acp.schema import DeniedOutcome, RequestPermissionResponse
 from conftest import write_config
+from helpers import write_call
 from inproc import acp_agent, start_daemon_inproc  # noqa: F401  (in-process LSP face)
 from rpc import Daemon, frame
 
@@ -25,10 +26,6 @@ from toycoder_daemon.replies import _reply_within_310, reply_within
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 ROUNDS = 25
-
-
-def write_call(i: int) -> dict[str, Any]:
-    return {"tool_calls": [{"name": "write_file", "arguments": {"path": f"f{i}.txt", "content": "x"}}]}
 
 
 class RacingEditor:
@@ -63,7 +60,7 @@ async def test_acp_cancel_wins_over_a_permission_answer_sent_with_it(
         stops = []
         for i in range(ROUNDS):  # a session per round: a growing one would be compacted (another model call)
             sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
-            llm.add(write_call(i))  # nothing after it: a second model call would be the bug
+            llm.add(write_call(f"f{i}.txt", "x"))  # nothing after it: a second model call would be the bug
             resp = await conn.prompt(session_id=sid, prompt=[text_block(f"write f{i}")])
             stops.append(resp.stop_reason)
         assert stops == ["cancelled"] * ROUNDS
@@ -86,7 +83,7 @@ async def test_lsp_cancel_wins_over_a_permission_answer_sent_with_it(daemon: Dae
     stops = []
     for i in range(ROUNDS):
         sid = (await daemon.call("toycoder/session/new", {}))["sessionId"]
-        llm.add(write_call(i))
+        llm.add(write_call(f"f{i}.txt", "x"))
         stops.append((await daemon.call("toycoder/prompt", {"sessionId": sid, "text": f"write f{i}"}))["stopReason"])
     assert stops == ["cancelled"] * ROUNDS
     assert len(llm.requests) == ROUNDS
