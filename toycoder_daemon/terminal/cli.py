@@ -18,8 +18,8 @@ from typing import Any
 from .. import __version__
 from .. import protocol as wire
 from .client import ChatClient, Outcome, stdin_is_tty
-from .rpc import DaemonExited, RpcError
-from .startup import NO_PROVIDER, connect
+from .rpc import DaemonExited, DaemonNotStarted, RpcError
+from .startup import NO_PROVIDER, connect, init_config, user_config_path
 
 EXIT_CODES = """exit codes (-p, --demo): 0 answered; 1 error (provider, config, daemon, session); 2 bad usage;
   3 denied (the turn's tool calls were all denied); 4 stopped at the step limit; 130 cancelled (Ctrl-C)
@@ -36,8 +36,7 @@ def provider_configured(config: str | None) -> bool:
     """A key in the environment, or a config file the daemon would read."""
     if config or os.environ.get("TOYCODER_CONFIG") or os.environ.get("OPENAI_API_KEY"):
         return True
-    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    return (base / "toycoder" / "config.yaml").is_file()
+    return user_config_path().is_file()
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -64,6 +63,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--demo", action="store_true", help="the scripted demo: no API key needed")
     ap.add_argument("--daemon", metavar="CMD", help="the daemon command (default: this Python's "
                     "`-m toycoder_daemon`)")
+    ap.add_argument("--init-config", action="store_true", help="write a commented example config to "
+                    "~/.config/toycoder/config.yaml (never over an existing one) and exit")
     ap.add_argument("--version", action="version", version=f"toycoder {__version__}")
     args = ap.parse_args(argv)
     if (args.json or args.verbose) and args.prompt is None:
@@ -95,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):  # the terminal closed, or kill
         if sig is not None:
             signal.signal(sig, _exit_on_signal)
+    if args.init_config:
+        return init_config()
     if args.demo:
         from .demo import run_demo
 
@@ -108,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
         if stdin_is_tty() and sys.stdout.isatty():
             return interactive(args)
         return line_mode(args)
+    except DaemonNotStarted as e:
+        sys.stderr.write(f"toycoder: {e}\n")
+        return 127
     except DaemonExited as e:
         err_console().print(f"toycoder: the daemon exited unexpectedly.\n{e.log}", style="red", markup=False)
         return 1
