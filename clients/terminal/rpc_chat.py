@@ -8,6 +8,7 @@ stdout; tool activity, permission prompts, questions and usage go to stderr.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import queue
@@ -139,10 +140,8 @@ def main():
             sys.stderr.write(f"\n[{result['stopReason']}; tokens: {u['promptTokens']} in, {u['completionTokens']} out]\n")
     except (EOFError, KeyboardInterrupt):
         pass
-    try:
+    with contextlib.suppress(BrokenPipeError):
         proc.stdin.close()  # the daemon exits when its stdin closes
-    except BrokenPipeError:
-        pass
     proc.wait(timeout=10)
     return status
 
