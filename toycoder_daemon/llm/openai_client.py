@@ -174,7 +174,7 @@ class OpenAIChatModel:
                                             self.max_retry_delay))
             except (openai.APIConnectionError, _StreamCut) as e:
                 status, hint = None, None
-                reason = f"connection problem: {e}" if not isinstance(e, _StreamCut) else f"stream cut: {e}"
+                reason = f"connection problem at {self.base_url}: {e}" if not isinstance(e, _StreamCut) else f"stream cut: {e}"
             except asyncio.CancelledError:
                 raise
             except openai.APIError as e:  # an error event in the middle of the stream: the provider's hiccup
