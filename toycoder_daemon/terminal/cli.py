@@ -279,11 +279,14 @@ def interactive(args: argparse.Namespace) -> int:
 def show_session(view: Any, loaded: dict[str, Any]) -> None:
     from rich.rule import Rule
 
+    from .history import show_transcript
+
     info = loaded["session"]
     title = info.get("title") or "(untitled)"
-    view.console.print(Rule(f"session {info['sessionId'][:8]} · {title} · {info.get('messageCount', 0)} messages",
+    count = info.get("messageCount", 0)
+    view.console.print(Rule(f"session {info['sessionId'][:8]} · {title} · {count} message{'' if count == 1 else 's'}",
                             style="dim"))
-    view.transcript(loaded.get("transcript") or [])
+    show_transcript(view, loaded.get("transcript") or [])
     if loaded.get("transcript"):
         view.console.print(Rule(style="dim"))
 

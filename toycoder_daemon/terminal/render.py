@@ -9,7 +9,6 @@ scrolls. Elsewhere (a pipe, a file) the text is written as it arrives, without c
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable
@@ -19,12 +18,11 @@ from typing import Any
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.markdown import Markdown
-from rich.panel import Panel
 from rich.spinner import Spinner
-from rich.syntax import Syntax
 from rich.text import Text
 
 from .changes import changes_line
+from .panels import permission_panel
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 STATUS = {  # tool_result status -> icon, style, word
@@ -33,7 +31,6 @@ STATUS = {  # tool_result status -> icon, style, word
     "denied": ("⊘", "yellow", "denied"),
     "cancelled": ("■", "yellow", "cancelled"),
 }
-MAX_PREVIEW_LINES = 120
 
 
 def split_stable(text: str, force: bool = False) -> tuple[str, str]:
@@ -343,14 +340,14 @@ class TurnView:
         self.pause()
         if page is not None and self.console.is_terminal:
             with self.console.capture() as capture:
-                self.console.print(_permission_panel(params, clip=False))
+                self.console.print(permission_panel(params, False, self.console))
             rendered = capture.get()
             lines = rendered.count("\n")
             if lines > self.console.height - 3 and page(rendered):
                 self.note(f"{params.get('title') or params.get('tool')}: {lines} lines shown in the pager",
                           "bold")
                 return
-        self.print(_permission_panel(params, clip=True))
+        self.print(permission_panel(params, True, self.console))
 
     def question(self, params: dict[str, Any]) -> None:
         self.commit_text()
@@ -358,42 +355,3 @@ class TurnView:
         self.print(Text("? ", style="bold cyan") + Text(params.get("question", ""), style="bold"))
         for i, option in enumerate(params.get("options") or [], 1):
             self.print(Text(f"  {i}. {option}"))
-
-    # ---- history ----------------------------------------------------------------------------------
-
-    def transcript(self, entries: list[dict[str, Any]]) -> None:
-        """A loaded session: what was said and which tools ran."""
-        for e in entries:
-            role, text = e.get("role"), e.get("text") or ""
-            if role == "user":
-                self.print(Text("❯ ", style="bold green") + Text(text, style="bold"))
-            elif role == "assistant" and text.strip():
-                self.print(Markdown(text) if self.live_ok else Text(text))
-            elif role == "tool_call":
-                self.print(Text(f"  · {e.get('name')} {short(text, max(20, self.console.width - 30))}", style="dim"))
-
-
-def _permission_panel(params: dict[str, Any], clip: bool) -> Panel:
-    preview = params.get("preview") or {}
-    cut = _clip if clip else (lambda text: text.rstrip("\n"))
-    body: RenderableType
-    if preview.get("kind") == "diff" and preview.get("diff") is not None:
-        body = Syntax(cut(preview["diff"]), "diff", theme="ansi_dark", background_color="default", word_wrap=True)
-    elif preview.get("kind") == "command":
-        body = Group(Syntax(preview.get("command") or "", "bash", theme="ansi_dark", background_color="default",
-                            word_wrap=True),
-                     Text(f"in {preview.get('cwd') or '.'}", style="dim"))
-    else:
-        body = Text(cut(json.dumps(params.get("arguments"), indent=2, ensure_ascii=False)))
-    level = params.get("level", "")
-    style = "red" if level == "dangerous" else "yellow"
-    return Panel(body, title=Text(f"{params.get('title') or params.get('tool')}", style="bold"),
-                 subtitle=Text(f"{level} · permission needed", style=style), title_align="left",
-                 subtitle_align="left", border_style=style, expand=False)
-
-
-def _clip(text: str, limit: int = MAX_PREVIEW_LINES) -> str:
-    lines = text.splitlines()
-    if len(lines) <= limit:
-        return text.rstrip("\n")
-    return "\n".join(lines[:limit] + [f"… {len(lines) - limit} more lines"])
