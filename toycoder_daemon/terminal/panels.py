@@ -32,11 +32,12 @@ def permission_panel(params: dict[str, Any], clip: bool, console: Console) -> Pa
     style = "red" if level == "dangerous" else "yellow"
     title = Text(f"{params.get('title') or params.get('tool')}", style="bold")
     subtitle = Text(f"{level} · permission needed", style=style)
-    # Rich widens a fitted panel for its title but not for its footer: size it ourselves.
+    # Rich widens a fitted panel for its title but not for its footer: size it ourselves (an
+    # expanded panel of that width; a fitted one takes `width` only as its limit).
     content = Measurement.get(console, console.options, body).maximum + 4  # borders and padding
     width = min(console.width, max(content, cell_len(title.plain) + 6, cell_len(subtitle.plain) + 6))
     return Panel(body, title=title, subtitle=subtitle, title_align="left", subtitle_align="left",
-                 border_style=style, expand=False, width=width)
+                 border_style=style, expand=True, width=width)
 
 
 def clip_lines(text: str, limit: int = MAX_PREVIEW_LINES) -> str:
