@@ -3,6 +3,7 @@ session's history (failed tool calls marked, each turn's usage), and "1 msg"."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,21 @@ def test_a_narrow_diff_keeps_its_whole_footer(start, llm: FakeLLM, workspace: Pa
     t.expect(r"╰─ sensitive · permission needed ─*╯")  # was cut to "╰─ sensitive · permi─╯"
     t.expect(r"Allow\?")
     t.send("n")
+    t.expect("Done.")
+
+
+def test_tool_time_leaves_out_the_wait_for_the_person(start, llm: FakeLLM, workspace: Path) -> None:
+    (workspace / "x").write_text("a\n")
+    llm.add({"tool_calls": [{"name": "edit_file", "arguments": {"path": "x", "old_string": "a", "new_string": "b"}}]},
+            {"text": "Done."})
+    t = start()
+    t.prompt("change x")
+    t.expect(r"Allow\?")
+    time.sleep(2)  # the person thinks it over
+    t.send("y")
+    m = t.expect(r"✓ edit_file x +ok ([0-9.]+)s · ([0-9.]+)s waiting for you")
+    tool, waited = float(m.group(1)), float(m.group(2))
+    assert waited >= 2 and tool < waited, (tool, waited)  # the tool's own time, then the person's
     t.expect("Done.")
 
 

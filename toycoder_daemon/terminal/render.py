@@ -88,6 +88,8 @@ class _Call:
     spinner: Spinner | None = None
     header_shown: bool = False
     """A header line was printed because a sub-agent's activity follows it."""
+    waited: float = 0.0
+    """Seconds spent waiting for the person's answer while this call ran (not the tool's time)."""
 
 
 class TurnView:
@@ -108,6 +110,7 @@ class TurnView:
         self._at_line_start = True  # plain mode: where the cursor is
         self.started = time.monotonic()
         self.tool_statuses: list[str] = []
+        self._asked_at: float | None = None  # when a permission prompt or question went up
 
     # ---- turn lifecycle -------------------------------------------------------------------------
 
@@ -145,6 +148,10 @@ class TurnView:
             self._live = None
 
     def resume(self) -> None:
+        if self._asked_at is not None:  # the person answered: the calls waiting meanwhile do not count it
+            waited, self._asked_at = time.monotonic() - self._asked_at, None
+            for call in self.calls.values():
+                call.waited += waited
         if self.live_ok and self._live is None:
             self._live = Live(console=self.console, get_renderable=self._tail, auto_refresh=True,
                               refresh_per_second=12, transient=True, redirect_stdout=False, redirect_stderr=False)
@@ -163,7 +170,8 @@ class TurnView:
         for c in running:
             if c.spinner is None:
                 c.spinner = Spinner("dots", style="cyan")
-            c.spinner.text = Text(f"{'  ' * c.depth}{self._title(c)}  {time.monotonic() - c.start:.1f}s", style="dim")
+            c.spinner.text = Text(f"{'  ' * c.depth}{self._title(c)}  {time.monotonic() - c.start - c.waited:.1f}s",
+                                  style="dim")
             parts.append(c.spinner)
         if not running and self.status:
             self._thinking.text = Text(self.status, style="dim")
@@ -287,7 +295,9 @@ class TurnView:
         line.append(icon + " ", style=style)
         line.append(call.name if call.header_shown else self._title(call), style="bold")
         line.append(f"  {word}", style=style)
-        line.append(f" {time.monotonic() - call.start:.1f}s", style="dim")
+        line.append(f" {time.monotonic() - call.start - call.waited:.1f}s", style="dim")
+        if call.waited >= 0.1:
+            line.append(f" · {call.waited:.1f}s waiting for you", style="dim")
         if status == "failed":
             first = next((ln for ln in (u.get("output") or "").splitlines() if ln.strip()), "")
             line.append(": " + short(first, max(20, self.console.width - len(line.plain) - 4)), style="red")
@@ -338,6 +348,7 @@ class TurnView:
         it can be scrolled before the question; page(ansi_text) says whether it was shown."""
         self.commit_text()
         self.pause()
+        self._asked_at = time.monotonic()
         if page is not None and self.console.is_terminal:
             with self.console.capture() as capture:
                 self.console.print(permission_panel(params, False, self.console))
@@ -352,6 +363,7 @@ class TurnView:
     def question(self, params: dict[str, Any]) -> None:
         self.commit_text()
         self.pause()
+        self._asked_at = time.monotonic()
         self.print(Text("? ", style="bold cyan") + Text(params.get("question", ""), style="bold"))
         for i, option in enumerate(params.get("options") or [], 1):
             self.print(Text(f"  {i}. {option}"))
