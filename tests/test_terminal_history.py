@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from conftest import write_config
 from inproc_app import InProc
+from rich.markdown import Markdown
 from test_terminal_cli import Term
+from test_terminal_render import Spy
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
@@ -89,3 +91,28 @@ async def test_one_message_is_1_msg(inproc) -> None:
     listed = (await p.command(sid, "/sessions")).result.text
     assert "   1 msg   (untitled)" in listed and "1 msgs" not in listed, listed  # the title column stays put
     assert "1 message)" in (await p.command(sid, f"/switch {sid}")).result.text
+
+
+def test_text_printed_for_good_is_already_gone_from_the_live_area() -> None:
+    """Rich redraws the live area (from view.text) right after each print: text still there would
+    show twice for a frame."""
+    spy = Spy(height=14)
+    overlaps: list[str] = []
+    recording = spy.console.print
+
+    def check(*objs, **kw):
+        for o in objs:
+            if isinstance(o, Markdown) and o.markup.strip() and o.markup.strip() in spy.view.text:
+                overlaps.append(o.markup)
+        recording(*objs, **kw)
+
+    spy.console.print = check  # type: ignore[method-assign]
+    spy.view.begin()
+    try:
+        for i in range(12):
+            spy.feed({"kind": "text_delta", "text": f"Paragraph {i} says something.\n\n"})
+        spy.feed({"kind": "tool_call", "toolCallId": "c1", "name": "read_file", "title": "read_file a"})
+    finally:
+        spy.view.pause()
+    assert any("Paragraph 0" in p for p in spy.printed)  # blocks were committed while it streamed
+    assert not overlaps, overlaps

@@ -9,6 +9,7 @@ scrolls. Elsewhere (a pipe, a file) the text is written as it arrives, without c
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections.abc import Callable
@@ -240,9 +241,7 @@ class TurnView:
             if not stable:
                 stable, rest = split_stable(self.text, force=True)
             if stable:
-                self.console.print(Markdown(stable))
-                self.console.print()
-                self.text = rest
+                self._print_over_live(rest, Markdown(stable), "")
                 self.committed_in_reply = True
 
     def _estimated_lines(self, text: str) -> int:
@@ -251,13 +250,21 @@ class TurnView:
 
     def commit_text(self) -> None:
         """The reply so far is final: print it for good."""
+        self.committed_in_reply = self.committed_in_reply or bool(self.text.strip())
         if self.live_ok and self.text.strip():
-            self.console.print(Markdown(self.text))
+            self._print_over_live("", Markdown(self.text))
         elif not self.live_ok and not self._at_line_start:
             self.console.file.write("\n")
             self._at_line_start = True
-        self.committed_in_reply = self.committed_in_reply or bool(self.text.strip())
         self.text = ""
+
+    def _print_over_live(self, rest: str, *renderables: Any) -> None:
+        """Print text for good and leave `rest` in the live area. Rich redraws the live area right
+        after a print, from `_tail`: the printed text must be gone from it by then, or it shows
+        twice for a frame. The Live's lock keeps its refresh thread from drawing in between."""
+        with getattr(self._live, "_lock", None) or contextlib.nullcontext():
+            self.text = rest
+            self.console.print(*renderables)
 
     def _tool_call(self, u: dict[str, Any], parent: str | None) -> None:
         if parent:
