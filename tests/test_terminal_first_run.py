@@ -153,3 +153,16 @@ def test_init_config_writes_the_shipped_example_and_never_overwrites(tmp_path: P
     again = toycoder(["--init-config"], workspace, env=env)
     assert again.returncode == 1 and "exists already" in again.stderr
     assert target.read_text() == "# mine\n"
+
+
+def test_without_toycoder_on_path_the_demo_and_the_no_provider_message_say_how(tmp_path: Path,
+                                                                               workspace: Path) -> None:
+    env = {**no_provider_env(tmp_path), "PATH": "/usr/bin:/bin"}  # this installation's bin not on it
+    line = f'export PATH="{Path(sys.executable).parent}:$PATH"'
+    demo = subprocess.run([sys.executable, str(ROOT / "clients/terminal/demo.py"), "--approve", "allow"],
+                          capture_output=True, text=True, timeout=scaled(120), stdin=subprocess.DEVNULL, env=env,
+                          cwd=str(tmp_path))
+    assert demo.returncode == 0, demo.stderr
+    assert line in demo.stdout.split("That was the scripted demo.")[1] and "pipx install ." in demo.stdout
+    no_key = toycoder(["-p", "hi"], workspace, env=env)
+    assert no_key.returncode == 1 and line in no_key.stderr and "--init-config" in no_key.stderr

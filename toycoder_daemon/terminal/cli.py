@@ -19,7 +19,7 @@ from .. import __version__
 from .. import protocol as wire
 from .client import ChatClient, Outcome, stdin_is_tty
 from .rpc import DaemonExited, DaemonNotStarted, RpcError
-from .startup import NO_PROVIDER, connect, init_config, user_config_path
+from .startup import NO_PROVIDER, connect, init_config, path_advice, user_config_path
 
 EXIT_CODES = """exit codes (-p, --demo): 0 answered; 1 error (provider, config, daemon, session); 2 bad usage;
   3 denied (the turn's tool calls were all denied); 4 stopped at the step limit; 130 cancelled (Ctrl-C)
@@ -103,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_demo(args)
     if not provider_configured(args.config):
-        sys.stderr.write(NO_PROVIDER)
+        advice = path_advice()
+        sys.stderr.write(NO_PROVIDER + (f"\n{advice}\n" if advice else ""))
         return 1
     try:
         if args.prompt is not None:
