@@ -4,8 +4,9 @@
 #   clients/terminal/oneshot.sh "What does app.py do?"      # run it in the project's directory
 #
 # The streamed reply goes to stdout, tool activity to stderr. Permission requests are answered by
-# TOYCODER_APPROVE=allow|deny (default deny), questions are declined. Exit status 1 on an error.
-# TOYCODER_DAEMON is the daemon command (default toycoder-daemon); it reads TOYCODER_CONFIG itself.
+# TOYCODER_APPROVE=allow|deny (default deny), questions are declined. Exit status 1 on an error,
+# 127 (and one line) when the daemon cannot start. TOYCODER_DAEMON is the daemon command (default
+# toycoder-daemon, e.g. .venv/bin/toycoder-daemon when it is not on PATH); it reads TOYCODER_CONFIG itself.
 set -uo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 PROMPT" >&2; exit 2; }
 

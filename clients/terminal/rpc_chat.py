@@ -4,7 +4,9 @@
     rpc_chat.py [--workspace DIR] [--config PATH] [--daemon CMD] [--approve ask|allow|deny] [PROMPT]
 
 Without PROMPT it reads prompts line by line (a blank line or EOF ends). Streamed text goes to
-stdout; tool activity, permission prompts, questions and usage go to stderr.
+stdout; tool activity, permission prompts, questions and usage go to stderr. The daemon is
+`toycoder-daemon` from PATH unless --daemon names another (e.g. .venv/bin/toycoder-daemon); one it
+cannot start is reported in one line, with exit status 127.
 """
 
 import argparse
