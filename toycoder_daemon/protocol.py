@@ -140,8 +140,7 @@ class TranscriptEntry(Wire):
     interrupted: bool | None = None
     """For role "assistant": true when a cancel cut the reply short (`text` is what had arrived)."""
     stop_reason: StopReason | None = None
-    """For role "user": how the turn this prompt started ended (absent while it runs, and for turns
-    recorded before daemons stored it)."""
+    """For role "user": how the turn this prompt started ended (absent while it runs, or if unrecorded)."""
     usage: UsageInfo | None = None
     """For role "user": that turn's tokens, sub-agents included (with `stopReason`)."""
 

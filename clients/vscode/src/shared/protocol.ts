@@ -166,8 +166,7 @@ export interface TranscriptEntry {
   files?: ChangedFileInfo[];
   /** For role "assistant": true when a cancel cut the reply short (`text` is what had arrived). */
   interrupted?: boolean;
-  /** For role "user": how the turn this prompt started ended (absent while it runs, and for turns
-recorded before daemons stored it). */
+  /** For role "user": how the turn this prompt started ended (absent while it runs, or if unrecorded). */
   stopReason?: StopReason;
   /** For role "user": that turn's tokens, sub-agents included (with `stopReason`). */
   usage?: UsageInfo;
