@@ -164,7 +164,8 @@ async def test_cancel_while_streaming_keeps_partial_text(tmp_path: Path) -> None
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert messages[-1] == {"role": "assistant", "content": "partial answer\n[interrupted by the user]"}
+    assert messages[-1] == {"role": "assistant", "content": "partial answer\n[interrupted by the user]",
+                            "interrupted": True}  # the flag: transcripts show the text without the marker
 
 
 async def test_provider_error_propagates_with_a_valid_conversation(tmp_path: Path) -> None:

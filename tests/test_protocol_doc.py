@@ -48,3 +48,12 @@ def test_every_update_kind_is_documented() -> None:
 def test_schema_export_is_current() -> None:
     exported = json.loads((ROOT / "docs" / "protocol.schema.json").read_text())
     assert exported == wire.json_schema(), "run: python -m toycoder_daemon.protocol > docs/protocol.schema.json"
+
+
+def test_the_command_list_names_every_command_and_only_what_the_repository_has() -> None:
+    from toycoder_daemon.commands.builtin import commands
+
+    listed = DOC.split("## Slash commands", 1)[1].split("\n## ", 1)[0]
+    missing = [c.name for c in commands.all() if f"`/{c.name}" not in listed]
+    assert not missing, f"docs/protocol.md's command list lacks {missing}"
+    assert "DESIGN.md" not in DOC and "spine issue" not in DOC  # nothing a reader of the repository cannot find

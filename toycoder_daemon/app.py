@@ -289,19 +289,19 @@ class App:
             return ToolContext(self.workspace, frontend, tool_call_id, self.settings, checkpoints=checkpoints,
                                checkpoint_turn=checkpoint)
 
+        result = TurnResult("error", "", s.turn_usage, 0)  # unless the turn ends otherwise
         try:
             await self.compact(s, frontend)
             s.title_from(text)
             s.messages.append({"role": "user", "content": text, "turn": checkpoint})
-            return await run_turn(
-                model, s.messages, s.tools, frontend,
-                max_steps=self.config.agent.max_steps, make_context=context, on_usage=add_usage,
-            ), None
+            result = await run_turn(model, s.messages, s.tools, frontend, max_steps=self.config.agent.max_steps,
+                                    make_context=context, on_usage=add_usage)
+            return result, None
         except asyncio.CancelledError:
             log.info("turn cancelled in session %s", s.id)
-            return TurnResult("cancelled", "", s.turn_usage, 0), None
-        finally:
-            s.changed()  # records usage, grants and the time of this turn
+            return (result := TurnResult("cancelled", "", s.turn_usage, 0)), None
+        finally:  # records usage, grants, the time of this turn and how it ended (a reload shows it)
+            s.end_turn(checkpoint, result.stop_reason, s.turn_usage)
             self.checkpoints.report(checkpoints, checkpoint, frontend)  # cancelled turns' writes too
 
     async def compact(self, s: Session, frontend: Frontend, *, force: bool = False) -> Compaction | None:

@@ -15,6 +15,7 @@ from .app import PromptOutcome
 from .checkpoints import Checkpoint
 from .checkpoints import RestoreResult as CoreRestoreResult
 from .commands.registry import Command
+from .llm.base import Usage
 from .ports import (
     ChangedFile,
     Compacted,
@@ -42,7 +43,14 @@ def session_info(s: SessionSummary) -> wire.SessionInfo:
 def transcript_entry(e: TranscriptEntry) -> wire.TranscriptEntry:
     return wire.TranscriptEntry(role=e.role, text=e.text, tool_call_id=e.tool_call_id, name=e.name,
                                 status=cast(Any, e.status), turn_id=e.turn_id,
-                                files=[changed_file(f) for f in e.files] if e.role == "changes" else None)
+                                files=[changed_file(f) for f in e.files] if e.role == "changes" else None,
+                                interrupted=e.interrupted or None, stop_reason=cast(Any, e.stop_reason),
+                                usage=usage_info(e.usage) if e.usage is not None else None)
+
+
+def usage_info(u: Usage) -> wire.UsageInfo:
+    return wire.UsageInfo(prompt_tokens=u.prompt_tokens, completion_tokens=u.completion_tokens,
+                          total_tokens=u.total_tokens)
 
 
 def changed_file(f: ChangedFile) -> wire.ChangedFileInfo:

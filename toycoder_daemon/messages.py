@@ -46,6 +46,12 @@ class _AssistantBase(TypedDict):
 
 class AssistantMessage(_AssistantBase, total=False):
     tool_calls: list[ToolCallEntry]
+    interrupted: bool
+    """A reply cut short by a cancel: `content` ends with INTERRUPTED_MARK, which transcripts drop."""
+
+
+INTERRUPTED_MARK = "\n[interrupted by the user]"
+"""Appended to a cut-short reply for the model's sake (it sees that it was stopped); never shown."""
 
 
 class _ToolBase(TypedDict):

@@ -119,6 +119,12 @@ class EmptyResult(Wire):
     pass
 
 
+class UsageInfo(Wire):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
 class TranscriptEntry(Wire):
     role: str
     """user, assistant, tool_call, tool, or changes (after a turn that changed files)."""
@@ -131,17 +137,17 @@ class TranscriptEntry(Wire):
     """For role "changes": the turn's checkpoint id (what toycoder/checkpoint/restore takes)."""
     files: list[ChangedFileInfo] | None = None
     """For role "changes": the turn's net change per file."""
+    interrupted: bool | None = None
+    """For role "assistant": true when a cancel cut the reply short (`text` is what had arrived)."""
+    stop_reason: StopReason | None = None
+    """For role "user": how the turn this prompt started ended (absent while it runs, or if unrecorded)."""
+    usage: UsageInfo | None = None
+    """For role "user": that turn's tokens, sub-agents included (with `stopReason`)."""
 
 
 class SessionLoadResult(Wire):
     session: SessionInfo
     transcript: list[TranscriptEntry]
-
-
-class UsageInfo(Wire):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
 
 
 class SwitchAction(Wire):

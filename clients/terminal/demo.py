@@ -6,8 +6,16 @@ project as package data) so that it works from an installed `toycoder` too.
 """
 
 import sys
+from pathlib import Path
 
-from toycoder_daemon.terminal.cli import main
+# Run from a checkout: the package is two directories up, whether or not it is installed.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 if __name__ == "__main__":
+    try:
+        from toycoder_daemon.terminal.cli import main
+    except ImportError as e:  # this Python lacks ToyCoder's dependencies (rich, ...): say which Python to use
+        sys.stderr.write(f"demo.py: this Python ({sys.executable}) cannot run ToyCoder ({e}); run ./scripts/run, "
+                         "which sets up .venv, or .venv/bin/python clients/terminal/demo.py\n")
+        sys.exit(127)
     sys.exit(main(["--demo", *sys.argv[1:]]))

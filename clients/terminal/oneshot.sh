@@ -4,18 +4,38 @@
 #   clients/terminal/oneshot.sh "What does app.py do?"      # run it in the project's directory
 #
 # The streamed reply goes to stdout, tool activity to stderr. Permission requests are answered by
-# TOYCODER_APPROVE=allow|deny (default deny), questions are declined. Exit status 1 on an error.
-# TOYCODER_DAEMON is the daemon command (default toycoder-daemon); it reads TOYCODER_CONFIG itself.
+# TOYCODER_APPROVE=allow|deny (default deny), questions are declined. Exit status 1 on an error,
+# 127 (and one line) when the daemon cannot start. TOYCODER_DAEMON is the daemon command (default
+# toycoder-daemon, e.g. .venv/bin/toycoder-daemon when it is not on PATH); it reads TOYCODER_CONFIG itself.
 set -uo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 PROMPT" >&2; exit 2; }
 
-coproc DAEMON { exec ${TOYCODER_DAEMON:-toycoder-daemon} 2>/dev/null; }
-pid=$DAEMON_PID
-exec {to}>&"${DAEMON[1]}"- {from}<&"${DAEMON[0]}"-   # our own fds (bash drops DAEMON when it exits)
+read -ra daemon <<<"${TOYCODER_DAEMON:-toycoder-daemon}"
+cannot_start() {
+  echo "oneshot: cannot start the daemon \`${daemon[*]}\` (set TOYCODER_DAEMON, or put toycoder-daemon on PATH)" >&2
+  exit 127
+}
+command -v "${daemon[0]:-}" >/dev/null || cannot_start
+# A daemon that dies at once must not kill us with SIGPIPE on the next write, nor win the race for
+# DAEMON/DAEMON_PID (bash unsets them when the coproc ends): writes then fail quietly, reads see EOF.
+trap '' PIPE
+coproc DAEMON { exec "${daemon[@]}" 2>/dev/null; }
+pid=${DAEMON_PID:-}
+to= from=
+[ -n "${DAEMON[1]:-}" ] && exec {to}>&"${DAEMON[1]}"- {from}<&"${DAEMON[0]}"-   # our own fds (bash drops DAEMON when it exits)
+
+gone() {  # the daemon closed its end: one line saying why, and the exit status
+  local rc=
+  [ -n "$pid" ] && { wait "$pid" 2>/dev/null; rc=$?; }
+  [[ $rc == 126 || $rc == 127 ]] && cannot_start
+  echo "oneshot: the daemon exited${rc:+ (status $rc)}" >&2
+  exit 1
+}
+[ -n "$to" ] || gone   # it ended before we could take its pipes
 
 send() {  # frame a JSON body: Content-Length counts bytes, hence the C locale for ${#1}
   local LC_ALL=C
-  printf 'Content-Length: %d\r\n\r\n%s' "${#1}" "$1" >&"$to"
+  printf 'Content-Length: %d\r\n\r\n%s' "${#1}" "$1" >&"$to" 2>/dev/null
 }
 
 recv() {  # the next frame's body into $msg; fails when the daemon is gone
@@ -66,8 +86,7 @@ call() {  # call ID METHOD PARAMS: send a request, serve what comes, stop at its
       *) [ -n "$id" ] && send "{\"jsonrpc\":\"2.0\",\"id\":$id,\"result\":null}" ;;  # other requests
     esac
   done
-  echo "oneshot: the daemon exited" >&2
-  return 1
+  gone
 }
 
 caps='{"experimental":{"toycoder":{"permissionRequest":true,"askUser":true}}}'

@@ -4,10 +4,13 @@
     rpc_chat.py [--workspace DIR] [--config PATH] [--daemon CMD] [--approve ask|allow|deny] [PROMPT]
 
 Without PROMPT it reads prompts line by line (a blank line or EOF ends). Streamed text goes to
-stdout; tool activity, permission prompts, questions and usage go to stderr.
+stdout; tool activity, permission prompts, questions and usage go to stderr. The daemon is
+`toycoder-daemon` from PATH unless --daemon names another (e.g. .venv/bin/toycoder-daemon); one it
+cannot start is reported in one line, with exit status 127.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import queue
@@ -20,8 +23,11 @@ from pathlib import Path
 
 def send(proc, msg):
     body = json.dumps(msg).encode()
-    proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-    proc.stdin.flush()
+    try:
+        proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        proc.stdin.flush()
+    except BrokenPipeError:
+        pass  # the daemon is gone: the reader sees EOF and call() says so
 
 
 def read_frames(stream, inbox):
@@ -91,7 +97,12 @@ def main():
     ap.add_argument("--approve", choices=["ask", "allow", "deny"], default="ask")
     args = ap.parse_args()
     cmd = shlex.split(args.daemon) + (["--config", args.config] if args.config else [])
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    except OSError as e:  # not found / not executable: one line, the shell's "cannot run" status
+        sys.stderr.write(f"rpc_chat: cannot start the daemon `{cmd[0]}`: {e.strerror or e} "
+                         "(use --daemon CMD, or put toycoder-daemon on PATH)\n")
+        return 127
     inbox, ids = queue.Queue(), iter(range(1, 1 << 31))
     threading.Thread(target=read_frames, args=(proc.stdout, inbox), daemon=True).start()
 
@@ -131,7 +142,8 @@ def main():
             sys.stderr.write(f"\n[{result['stopReason']}; tokens: {u['promptTokens']} in, {u['completionTokens']} out]\n")
     except (EOFError, KeyboardInterrupt):
         pass
-    proc.stdin.close()  # the daemon exits when its stdin closes
+    with contextlib.suppress(BrokenPipeError):
+        proc.stdin.close()  # the daemon exits when its stdin closes
     proc.wait(timeout=10)
     return status
 

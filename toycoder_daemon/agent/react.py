@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol
 
 from .. import safejson
 from ..llm.base import ChatModel, ChatResponse, RetryNotice, ToolCall, Usage
-from ..messages import AssistantMessage, Message, ToolMessage
+from ..messages import INTERRUPTED_MARK, AssistantMessage, Message, ToolMessage
 from ..ports import Frontend, RetryScheduled, TextDelta, ToolCallFinished, ToolCallStarted, UsageReport
 from ..tools.base import ToolContext
 from ..tools.registry import ToolRegistry
@@ -201,7 +201,7 @@ async def run_turn(
     except asyncio.CancelledError:
         # Keep what the person already saw, then make the conversation valid again.
         if partial:
-            messages.append({"role": "assistant", "content": "".join(partial) + "\n[interrupted by the user]"})
+            messages.append({"role": "assistant", "content": "".join(partial) + INTERRUPTED_MARK, "interrupted": True})
         answer_open_tool_calls(messages)
         raise
     except BaseException:

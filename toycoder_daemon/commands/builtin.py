@@ -14,6 +14,10 @@ from .registry import CommandError, CommandRegistry, CommandResult
 commands = CommandRegistry()
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _when(ts: float) -> str:
     return datetime.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
 
@@ -51,7 +55,7 @@ async def sessions(c: CommandContext) -> CommandResult:
         return CommandResult("no sessions yet")
     lines = [
         f"{'*' if r.id == c.session.id else ' '} {r.id}  {_when(r.updated_at)}  "
-        f"{r.message_count:>4} msgs  {r.title or '(untitled)'}"
+        f"{r.message_count:>4} {'msg ' if r.message_count == 1 else 'msgs'}  {r.title or '(untitled)'}"
         for r in rows
     ]
     return CommandResult("\n".join(lines) + "\n(/switch ID resumes one; a unique prefix of the id is enough)")
@@ -67,7 +71,7 @@ async def switch(c: CommandContext) -> CommandResult:
     if len(ids) > 1:
         raise CommandError(f"{c.args[0]!r} matches {len(ids)} sessions: {', '.join(ids)}")
     s = await c.host.load(ids[0])
-    return CommandResult(f"switched to {s.id}: {s.title or '(untitled)'} ({s.message_count} messages)",
+    return CommandResult(f"switched to {s.id}: {s.title or '(untitled)'} ({_count(s.message_count, 'message')})",
                          {"kind": "switch", "sessionId": s.id})
 
 
@@ -125,7 +129,7 @@ async def compact(c: CommandContext) -> CommandResult:
 async def usage(c: CommandContext) -> CommandResult:
     u = c.session.usage
     return CommandResult(f"tokens this session: {u.prompt_tokens} prompt, {u.completion_tokens} completion, "
-                         f"{u.total_tokens} total; {c.session.message_count} messages")
+                         f"{u.total_tokens} total; {_count(c.session.message_count, 'message')}")
 
 
 @commands.add("title", "/title <text>", "Rename this c.session.", ["rename"])

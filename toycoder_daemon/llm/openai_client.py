@@ -166,7 +166,8 @@ class OpenAIChatModel:
                         hint = 0.0  # another key is free: no reason to wait for this one
             except (ConnectionProblem, StreamCut) as e:
                 status, hint = None, None
-                reason = f"connection problem: {e}" if isinstance(e, ConnectionProblem) else f"stream cut: {e}"
+                reason = (f"connection problem at {self._transport.url}: {e}" if isinstance(e, ConnectionProblem)
+                          else f"stream cut: {e}")
             except asyncio.CancelledError:
                 raise
             except StreamErrorEvent as e:  # an error event in the middle of the stream: the provider's hiccup

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..llm.base import Usage
-from ..messages import Message
+from ..messages import INTERRUPTED_MARK, Message
 from ..ports import ChangedFile
 from ..tools.registry import ToolRegistry
 from .conversation import Conversation
@@ -32,6 +32,12 @@ class TranscriptEntry:
     """For role "changes": the checkpoint id (what toycoder/checkpoint/restore takes)."""
     files: tuple[ChangedFile, ...] = ()
     """For role "changes": the turn's net change per file."""
+    interrupted: bool = False
+    """For role "assistant": the reply was cut short by a cancel (`text` is what had arrived)."""
+    stop_reason: str | None = None
+    """For role "user": how the turn this prompt started ended (end_turn, max_steps, cancelled, error)."""
+    usage: Usage | None = None
+    """For role "user": that turn's tokens, sub-agents included."""
 
 
 ChangesOf = Callable[[str], "TranscriptEntry | None"]
@@ -77,6 +83,9 @@ class Session:
     file: SessionFile | None = None
     """The open SessionFile messages and settings are written to (None: a read-only copy)."""
     on_meta_change: Callable[[Session], None] | None = None
+    turn_ends: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Checkpoint id -> {"stopReason", "usage": [prompt, completion, total]} of each turn still in the
+    conversation (pruned with it, so the meta record stays small)."""
 
     @classmethod
     def restore(cls, session_id: str, meta: dict[str, Any], mtime: float, tools: ToolRegistry) -> Session:
@@ -84,6 +93,8 @@ class Session:
         s = cls(id=session_id, title=meta.get("title") or "", tools=tools, created_at=meta.get("createdAt", mtime),
                 updated_at=mtime, provider=meta.get("provider"), model=meta.get("model"),
                 usage=Usage(*(meta.get("usage") or (0, 0, 0))))
+        ends = meta.get("turnEnds")
+        s.turn_ends = dict(ends) if isinstance(ends, dict) else {}
         for name, enabled in (meta.get("toolOverrides") or {}).items():
             if s.tools.get(name):
                 s.tools.set_enabled(name, bool(enabled))
@@ -107,7 +118,16 @@ class Session:
             "id": self.id, "title": self.title, "createdAt": self.created_at, "provider": self.provider,
             "model": self.model, "toolOverrides": self.tool_overrides, "always": sorted(self.tools.gate.always),
             "usage": [self.usage.prompt_tokens, self.usage.completion_tokens, self.usage.total_tokens],
+            "turnEnds": self.turn_ends,
         }
+
+    def end_turn(self, turn_id: str, stop_reason: str, usage: Usage) -> None:
+        """Record how a turn ended, with the session's settings; forget turns compacted away."""
+        present = {m.get("turn") for m in self.messages if m["role"] == "user"}
+        self.turn_ends = {t: e for t, e in self.turn_ends.items() if t in present}
+        self.turn_ends[turn_id] = {"stopReason": stop_reason,
+                                   "usage": [usage.prompt_tokens, usage.completion_tokens, usage.total_tokens]}
+        self.changed()
 
     def add_usage(self, u: Usage) -> None:
         self.usage = self.usage + u
@@ -154,14 +174,21 @@ class Session:
                     close_turn()
                     continue
             if m["role"] == "assistant":
-                if m.get("content"):
-                    out.append(TranscriptEntry("assistant", m["content"] or ""))
+                text = m.get("content") or ""
+                # The flag is stored; older sessions only have the marker at the end of the text.
+                cut = bool(m.get("interrupted")) or text.endswith(INTERRUPTED_MARK)
+                text = text.removesuffix(INTERRUPTED_MARK) if cut else text
+                if text or cut:
+                    out.append(TranscriptEntry("assistant", text, interrupted=cut))
                 for c in m.get("tool_calls") or ():
                     names[c["id"]] = c["function"]["name"]
                     out.append(TranscriptEntry("tool_call", c["function"]["arguments"], c["id"], c["function"]["name"]))
             elif m["role"] == "tool":
                 cid = m.get("tool_call_id", "")
                 out.append(TranscriptEntry("tool", m.get("content") or "", cid, names.get(cid), m.get("status") or None))
+            elif m["role"] == "user" and isinstance(end := self.turn_ends.get(pending or ""), dict):
+                out.append(TranscriptEntry("user", m.get("content") or "", stop_reason=end.get("stopReason"),
+                                           usage=Usage(*(end.get("usage") or (0, 0, 0)))))
             else:
                 out.append(TranscriptEntry(m["role"], m.get("content") or ""))
         close_turn()

@@ -18,8 +18,8 @@ from typing import Any
 from .. import __version__
 from .. import protocol as wire
 from .client import ChatClient, Outcome, stdin_is_tty
-from .rpc import DaemonExited, RpcError
-from .startup import NO_PROVIDER, connect
+from .rpc import DaemonExited, DaemonNotStarted, RpcError
+from .startup import NO_PROVIDER, connect, init_config, path_advice, user_config_path
 
 EXIT_CODES = """exit codes (-p, --demo): 0 answered; 1 error (provider, config, daemon, session); 2 bad usage;
   3 denied (the turn's tool calls were all denied); 4 stopped at the step limit; 130 cancelled (Ctrl-C)
@@ -36,8 +36,7 @@ def provider_configured(config: str | None) -> bool:
     """A key in the environment, or a config file the daemon would read."""
     if config or os.environ.get("TOYCODER_CONFIG") or os.environ.get("OPENAI_API_KEY"):
         return True
-    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    return (base / "toycoder" / "config.yaml").is_file()
+    return user_config_path().is_file()
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -64,6 +63,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--demo", action="store_true", help="the scripted demo: no API key needed")
     ap.add_argument("--daemon", metavar="CMD", help="the daemon command (default: this Python's "
                     "`-m toycoder_daemon`)")
+    ap.add_argument("--init-config", action="store_true", help="write a commented example config to "
+                    "~/.config/toycoder/config.yaml (never over an existing one) and exit")
     ap.add_argument("--version", action="version", version=f"toycoder {__version__}")
     args = ap.parse_args(argv)
     if (args.json or args.verbose) and args.prompt is None:
@@ -95,12 +96,15 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):  # the terminal closed, or kill
         if sig is not None:
             signal.signal(sig, _exit_on_signal)
+    if args.init_config:
+        return init_config()
     if args.demo:
         from .demo import run_demo
 
         return run_demo(args)
     if not provider_configured(args.config):
-        sys.stderr.write(NO_PROVIDER)
+        advice = path_advice()
+        sys.stderr.write(NO_PROVIDER + (f"\n{advice}\n" if advice else ""))
         return 1
     try:
         if args.prompt is not None:
@@ -108,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
         if stdin_is_tty() and sys.stdout.isatty():
             return interactive(args)
         return line_mode(args)
+    except DaemonNotStarted as e:
+        sys.stderr.write(f"toycoder: {e}\n")
+        return 127
     except DaemonExited as e:
         err_console().print(f"toycoder: the daemon exited unexpectedly.\n{e.log}", style="red", markup=False)
         return 1
@@ -273,11 +280,14 @@ def interactive(args: argparse.Namespace) -> int:
 def show_session(view: Any, loaded: dict[str, Any]) -> None:
     from rich.rule import Rule
 
+    from .history import show_transcript
+
     info = loaded["session"]
     title = info.get("title") or "(untitled)"
-    view.console.print(Rule(f"session {info['sessionId'][:8]} · {title} · {info.get('messageCount', 0)} messages",
+    count = info.get("messageCount", 0)
+    view.console.print(Rule(f"session {info['sessionId'][:8]} · {title} · {count} message{'' if count == 1 else 's'}",
                             style="dim"))
-    view.transcript(loaded.get("transcript") or [])
+    show_transcript(view, loaded.get("transcript") or [])
     if loaded.get("transcript"):
         view.console.print(Rule(style="dim"))
 

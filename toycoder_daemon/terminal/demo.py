@@ -18,8 +18,8 @@ import tempfile
 from pathlib import Path
 
 from .client import ChatClient, stdin_is_tty
-from .rpc import DaemonExited, RpcError
-from .startup import NO_PROVIDER, connect
+from .rpc import DaemonExited, DaemonNotStarted, RpcError
+from .startup import NO_PROVIDER, connect, path_advice
 
 HERE = Path(__file__).resolve().parent / "demo"
 SCRIPT = HERE / "script.json"
@@ -69,6 +69,9 @@ def run_demo(args: argparse.Namespace) -> int:
             try:
                 conn, client, _ = connect(args, lambda c: ChatClient(c, view, approve=approve,
                                                                      line_reader=line_reader), env=env)
+            except DaemonNotStarted as e:
+                console.print(f"toycoder: {e}", style="bold red", markup=False)
+                return 127
             except (RpcError, DaemonExited) as e:
                 console.print(f"toycoder: the demo could not start: {e}", style="bold red", markup=False)
                 return 1
@@ -93,6 +96,8 @@ def run_demo(args: argparse.Namespace) -> int:
                                style="bold"))
             console.print(Text(NO_PROVIDER.split("\n", 2)[2].rsplit("\nNo key at hand?", 1)[0].rstrip()),
                           soft_wrap=True)
+            if advice := path_advice():
+                console.print(Text("\n" + advice), soft_wrap=True)
             return outcome.exit_code()
         finally:
             model.terminate()

@@ -9,7 +9,7 @@ scrolls. Elsewhere (a pipe, a file) the text is written as it arrives, without c
 
 from __future__ import annotations
 
-import json
+import contextlib
 import re
 import time
 from collections.abc import Callable
@@ -19,12 +19,11 @@ from typing import Any
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.markdown import Markdown
-from rich.panel import Panel
 from rich.spinner import Spinner
-from rich.syntax import Syntax
 from rich.text import Text
 
 from .changes import changes_line
+from .panels import permission_panel
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 STATUS = {  # tool_result status -> icon, style, word
@@ -33,7 +32,6 @@ STATUS = {  # tool_result status -> icon, style, word
     "denied": ("⊘", "yellow", "denied"),
     "cancelled": ("■", "yellow", "cancelled"),
 }
-MAX_PREVIEW_LINES = 120
 
 
 def split_stable(text: str, force: bool = False) -> tuple[str, str]:
@@ -91,6 +89,8 @@ class _Call:
     spinner: Spinner | None = None
     header_shown: bool = False
     """A header line was printed because a sub-agent's activity follows it."""
+    waited: float = 0.0
+    """Seconds spent waiting for the person's answer while this call ran (not the tool's time)."""
 
 
 class TurnView:
@@ -111,6 +111,7 @@ class TurnView:
         self._at_line_start = True  # plain mode: where the cursor is
         self.started = time.monotonic()
         self.tool_statuses: list[str] = []
+        self._asked_at: float | None = None  # when a permission prompt or question went up
 
     # ---- turn lifecycle -------------------------------------------------------------------------
 
@@ -148,6 +149,10 @@ class TurnView:
             self._live = None
 
     def resume(self) -> None:
+        if self._asked_at is not None:  # the person answered: the calls waiting meanwhile do not count it
+            waited, self._asked_at = time.monotonic() - self._asked_at, None
+            for call in self.calls.values():
+                call.waited += waited
         if self.live_ok and self._live is None:
             self._live = Live(console=self.console, get_renderable=self._tail, auto_refresh=True,
                               refresh_per_second=12, transient=True, redirect_stdout=False, redirect_stderr=False)
@@ -166,7 +171,8 @@ class TurnView:
         for c in running:
             if c.spinner is None:
                 c.spinner = Spinner("dots", style="cyan")
-            c.spinner.text = Text(f"{'  ' * c.depth}{self._title(c)}  {time.monotonic() - c.start:.1f}s", style="dim")
+            c.spinner.text = Text(f"{'  ' * c.depth}{self._title(c)}  {time.monotonic() - c.start - c.waited:.1f}s",
+                                  style="dim")
             parts.append(c.spinner)
         if not running and self.status:
             self._thinking.text = Text(self.status, style="dim")
@@ -235,9 +241,7 @@ class TurnView:
             if not stable:
                 stable, rest = split_stable(self.text, force=True)
             if stable:
-                self.console.print(Markdown(stable))
-                self.console.print()
-                self.text = rest
+                self._print_over_live(rest, Markdown(stable), "")
                 self.committed_in_reply = True
 
     def _estimated_lines(self, text: str) -> int:
@@ -246,13 +250,21 @@ class TurnView:
 
     def commit_text(self) -> None:
         """The reply so far is final: print it for good."""
+        self.committed_in_reply = self.committed_in_reply or bool(self.text.strip())
         if self.live_ok and self.text.strip():
-            self.console.print(Markdown(self.text))
+            self._print_over_live("", Markdown(self.text))
         elif not self.live_ok and not self._at_line_start:
             self.console.file.write("\n")
             self._at_line_start = True
-        self.committed_in_reply = self.committed_in_reply or bool(self.text.strip())
         self.text = ""
+
+    def _print_over_live(self, rest: str, *renderables: Any) -> None:
+        """Print text for good and leave `rest` in the live area. Rich redraws the live area right
+        after a print, from `_tail`: the printed text must be gone from it by then, or it shows
+        twice for a frame. The Live's lock keeps its refresh thread from drawing in between."""
+        with getattr(self._live, "_lock", None) or contextlib.nullcontext():
+            self.text = rest
+            self.console.print(*renderables)
 
     def _tool_call(self, u: dict[str, Any], parent: str | None) -> None:
         if parent:
@@ -290,7 +302,9 @@ class TurnView:
         line.append(icon + " ", style=style)
         line.append(call.name if call.header_shown else self._title(call), style="bold")
         line.append(f"  {word}", style=style)
-        line.append(f" {time.monotonic() - call.start:.1f}s", style="dim")
+        line.append(f" {time.monotonic() - call.start - call.waited:.1f}s", style="dim")
+        if call.waited >= 0.1:
+            line.append(f" · {call.waited:.1f}s waiting for you", style="dim")
         if status == "failed":
             first = next((ln for ln in (u.get("output") or "").splitlines() if ln.strip()), "")
             line.append(": " + short(first, max(20, self.console.width - len(line.plain) - 4)), style="red")
@@ -341,59 +355,22 @@ class TurnView:
         it can be scrolled before the question; page(ansi_text) says whether it was shown."""
         self.commit_text()
         self.pause()
+        self._asked_at = time.monotonic()
         if page is not None and self.console.is_terminal:
             with self.console.capture() as capture:
-                self.console.print(_permission_panel(params, clip=False))
+                self.console.print(permission_panel(params, False, self.console))
             rendered = capture.get()
             lines = rendered.count("\n")
             if lines > self.console.height - 3 and page(rendered):
                 self.note(f"{params.get('title') or params.get('tool')}: {lines} lines shown in the pager",
                           "bold")
                 return
-        self.print(_permission_panel(params, clip=True))
+        self.print(permission_panel(params, True, self.console))
 
     def question(self, params: dict[str, Any]) -> None:
         self.commit_text()
         self.pause()
+        self._asked_at = time.monotonic()
         self.print(Text("? ", style="bold cyan") + Text(params.get("question", ""), style="bold"))
         for i, option in enumerate(params.get("options") or [], 1):
             self.print(Text(f"  {i}. {option}"))
-
-    # ---- history ----------------------------------------------------------------------------------
-
-    def transcript(self, entries: list[dict[str, Any]]) -> None:
-        """A loaded session: what was said and which tools ran."""
-        for e in entries:
-            role, text = e.get("role"), e.get("text") or ""
-            if role == "user":
-                self.print(Text("❯ ", style="bold green") + Text(text, style="bold"))
-            elif role == "assistant" and text.strip():
-                self.print(Markdown(text) if self.live_ok else Text(text))
-            elif role == "tool_call":
-                self.print(Text(f"  · {e.get('name')} {short(text, max(20, self.console.width - 30))}", style="dim"))
-
-
-def _permission_panel(params: dict[str, Any], clip: bool) -> Panel:
-    preview = params.get("preview") or {}
-    cut = _clip if clip else (lambda text: text.rstrip("\n"))
-    body: RenderableType
-    if preview.get("kind") == "diff" and preview.get("diff") is not None:
-        body = Syntax(cut(preview["diff"]), "diff", theme="ansi_dark", background_color="default", word_wrap=True)
-    elif preview.get("kind") == "command":
-        body = Group(Syntax(preview.get("command") or "", "bash", theme="ansi_dark", background_color="default",
-                            word_wrap=True),
-                     Text(f"in {preview.get('cwd') or '.'}", style="dim"))
-    else:
-        body = Text(cut(json.dumps(params.get("arguments"), indent=2, ensure_ascii=False)))
-    level = params.get("level", "")
-    style = "red" if level == "dangerous" else "yellow"
-    return Panel(body, title=Text(f"{params.get('title') or params.get('tool')}", style="bold"),
-                 subtitle=Text(f"{level} · permission needed", style=style), title_align="left",
-                 subtitle_align="left", border_style=style, expand=False)
-
-
-def _clip(text: str, limit: int = MAX_PREVIEW_LINES) -> str:
-    lines = text.splitlines()
-    if len(lines) <= limit:
-        return text.rstrip("\n")
-    return "\n".join(lines[:limit] + [f"… {len(lines) - limit} more lines"])

@@ -37,6 +37,14 @@ class DaemonExited(Exception):
         self.log = log
 
 
+class DaemonNotStarted(Exception):
+    """The daemon command could not be run at all (not found, not executable): exit status 127."""
+
+    def __init__(self, argv: list[str], reason: str):
+        super().__init__(f"cannot start the daemon `{argv[0] if argv else ''}`: {reason}")
+        self.argv = argv
+
+
 def default_daemon_command() -> list[str]:
     """The daemon of this very installation (works without the console script on PATH)."""
     return [sys.executable, "-m", "toycoder_daemon"]
@@ -49,8 +57,12 @@ class Connection:
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the connection; closed in close())
         # start_new_session: Ctrl-C in the terminal signals the client only; the client cancels the
         # turn over the wire and the daemon lives on.
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                                     env=env, cwd=cwd, start_new_session=True)
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                                         env=env, cwd=cwd, start_new_session=True)
+        except OSError as e:
+            self._stderr.close()
+            raise DaemonNotStarted(argv, e.strerror or str(e)) from None
         self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.cancelled_requests: set[Any] = set()
         """Ids of daemon->client requests the daemon withdrew ($/cancelRequest)."""

@@ -146,6 +146,12 @@ export interface SessionIdParams {
   sessionId: string;
 }
 
+export interface UsageInfo {
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+}
+
 export interface TranscriptEntry {
   /** user, assistant, tool_call, tool, or changes (after a turn that changed files). */
   role: string;
@@ -158,6 +164,12 @@ export interface TranscriptEntry {
   turnId?: string;
   /** For role "changes": the turn's net change per file. */
   files?: ChangedFileInfo[];
+  /** For role "assistant": true when a cancel cut the reply short (`text` is what had arrived). */
+  interrupted?: boolean;
+  /** For role "user": how the turn this prompt started ended (absent while it runs, or if unrecorded). */
+  stopReason?: StopReason;
+  /** For role "user": that turn's tokens, sub-agents included (with `stopReason`). */
+  usage?: UsageInfo;
 }
 
 export interface SessionLoadResult {
@@ -170,12 +182,6 @@ export type EmptyResult = Record<string, never>;
 export interface PromptParams {
   sessionId: string;
   text: string;
-}
-
-export interface UsageInfo {
-  promptTokens: number;
-  completionTokens: number;
-  totalTokens: number;
 }
 
 export interface SwitchAction {
