@@ -18,6 +18,7 @@ from typing import Any
 from . import secrets
 from .agent.react import TurnResult, repair_tool_calls, run_turn
 from .agent.subagent import AgentRuntime, Role, subagent_tool
+from .app_models import ModelSettings
 from .checkpoints import Checkpoint, RestoreResult
 from .commands.builtin import commands
 from .commands.context import CommandContext
@@ -26,12 +27,13 @@ from .errors import ConfigError, ProviderError, SessionBusy
 from .factories import ModelFactory, openai_models, subagents, tool_catalog, tool_settings
 from .llm.base import ChatModel, Usage
 from .messages import Message
-from .ports import Compacted, Frontend, ModelsInfo, ProviderSummary, ToolSummary
+from .ports import Compacted, Frontend
 from .prompts.manager import PromptManager
 from .sessions.context import Compaction, compact, needs_compaction
 from .sessions.conversation import Conversation
 from .sessions.session import FileSink, Session, TranscriptEntry
 from .sessions.store import SessionFile, SessionStore, SessionSummary
+from .shared_sessions import Sharing
 from .tools.base import ToolContext
 from .tools.workspace import Workspace
 from .undo import ChangesOfStore, Checkpoints
@@ -49,7 +51,7 @@ class PromptOutcome:
     action: dict[str, Any] | None = None
 
 
-class App:
+class App(ModelSettings):
     def __init__(self, workspace_root: str | Path, config: Config, *, model_factory: ModelFactory | None = None,
                  store: SessionStore | None = None, config_error: ConfigError | None = None,
                  config_path: Path | None = None):
@@ -71,6 +73,7 @@ class App:
         self.store = store or SessionStore(data_dir(), self.workspace.root)
         self.settings = tool_settings(self.config)
         self.checkpoints = Checkpoints(self.store.data_dir, self.workspace.root)
+        self.sharing = Sharing(lambda s, new: s.transcript(ChangesOfStore(self.checkpoints.of(s.id)), new), INTERRUPTED)
         self.live: dict[str, Session] = {}
         self._loading: dict[str, asyncio.Future[Session]] = {}
         self._agents = subagents(self.config, self.prompts)
@@ -127,27 +130,6 @@ class App:
         for agent, description in self._agents:
             s.tools.register(subagent_tool(agent, description, runtime))
 
-    def _require_config(self) -> Config:
-        if self.config_error:
-            raise self.config_error
-        return self.config
-
-    def current_model(self, session: Session | None = None) -> tuple[str, str]:
-        cfg = self._require_config()
-        name, provider = cfg.provider(session.provider if session else None)
-        return name, (session.model if session and session.model else provider.models.default)
-
-    def model_for(self, session: Session | None, role: str | None = None) -> ChatModel:
-        """The session's model, or the provider's model for a role ("fast" for summaries)."""
-        provider_name, model_name = self.current_model(session)
-        if role:
-            model_name = getattr(self.config.providers[provider_name].models, role)
-        key = (provider_name, model_name)
-        model = self._models.get(key)
-        if model is None:
-            model = self._models[key] = self.model_factory(provider_name, model_name)
-        return model
-
     # ---- sessions -----------------------------------------------------------------------------
 
     def _save_meta(self, s: Session) -> None:
@@ -168,6 +150,7 @@ class App:
         s.on_meta_change = self._save_meta
         s.messages = Conversation(self.prompts.system("main"), stored, FileSink(file, s.meta))
         self.live[s.id] = s
+        self.sharing.watch(s)  # its clients hear about turns other daemons make in it
         return s
 
     def new_session(self, title: str | None = None) -> Session:
@@ -184,6 +167,7 @@ class App:
             s, messages = self._restore(session_id, file, meta, stored)
             if messages is not stored:
                 file.rewrite(s.meta(), messages)
+            file.release()  # taken by open() for the repair; from now on only turns hold it
             return self._attach(s, file, messages)
 
     async def load(self, session_id: str) -> Session:
@@ -204,12 +188,13 @@ class App:
             s, messages = self._restore(session_id, file, meta, stored)
             if messages is not stored:
                 await asyncio.to_thread(file.rewrite, s.meta(), messages)
+            file.release()
             return self._attach(s, file, messages)
 
     def _restore(self, session_id: str, file: SessionFile, meta: dict[str, Any],
                  stored: list[Message]) -> tuple[Session, list[Message]]:
         s = self._new(session_id, meta=meta, mtime=file.path.stat().st_mtime)
-        repaired = repair_tool_calls(stored, INTERRUPTED)
+        repaired = repair_tool_calls(stored, INTERRUPTED) if file.held else stored  # else: a turn runs elsewhere
         if repaired is not stored:
             log.info("session %s: answered tool calls left open by an interrupted turn", s.id)
         return s, repaired
@@ -238,6 +223,7 @@ class App:
             if s.file:
                 s.file.close()
             del self.live[session_id]
+            self.sharing.unwatch(session_id)
         self.store.delete(session_id)
         self.checkpoints.delete(session_id)
 
@@ -248,10 +234,12 @@ class App:
         if s.busy:
             raise SessionBusy(session_id)
         model = None if text.lstrip().startswith("/") else self.model_for(s)
+        await self.sharing.begin_turn(s)  # the lock, and what other daemons wrote meanwhile
         turn_id = self.checkpoints.next_turn(s)
         frontend = frontend_for(s.id, turn_id)
         work = self._run_command(s, text, frontend) if model is None else self._run_turn(s, text, model, frontend)
         turn = s.turn = asyncio.ensure_future(work)
+        self.sharing.release_after(s, turn)
         cancelled = (TurnResult("cancelled", "", Usage(), 0), None)
         try:
             result, action = await asyncio.shield(turn)
@@ -340,6 +328,7 @@ class App:
         from .tools.shell import kill_all
 
         kill_all()  # whatever a turn did not manage to stop in time
+        self.sharing.close()
         for s in self.live.values():
             if s.file:
                 s.file.close()
@@ -366,35 +355,9 @@ class App:
         s = await self.load(session_id)
         if s.busy:
             raise SessionBusy(session_id)
+        await self.sharing.begin_turn(s)
         turn_id = self.checkpoints.next_turn(s)  # recorded as a turn of its own, so it can be undone
         frontend = frontend_for(s.id, turn_id) if frontend_for else None
         work = s.turn = asyncio.ensure_future(self.checkpoints.restore(s, turn_ref, paths, force, frontend, turn_id))
+        self.sharing.release_after(s, work)
         return await asyncio.shield(work)  # the files are written either way: the answer says which
-
-    # ---- tools and models ---------------------------------------------------------------------
-
-    def tool_infos(self, session_id: str) -> list[ToolSummary]:
-        s = self.peek(session_id)
-        return [ToolSummary(t.name, t.description, t.level, s.tools.is_enabled(t.name), t.source) for t in s.tools.list()]
-
-    def set_tool_enabled(self, session_id: str, name: str, enabled: bool) -> None:
-        s = self.session(session_id)
-        if s.tools.get(name) is None:
-            raise KeyError(name)
-        s.set_tool_enabled(name, enabled)
-
-    def models_info(self, session_id: str | None) -> ModelsInfo:
-        s = self.peek(session_id) if session_id else None
-        provider, model = self.current_model(s)
-        return ModelsInfo(provider, model, [ProviderSummary(n, p.base_url, p.models.model_dump(), len(p.api_keys))
-                                            for n, p in self.config.providers.items()])
-
-    def set_model(self, session_id: str, provider: str | None, model: str) -> ModelsInfo:
-        s = self.session(session_id)
-        cfg = self._require_config()
-        name, p = cfg.provider(provider or s.provider)
-        s.provider = name
-        s.model = p.models.model_dump().get(model, model)  # "default"/"fast" name a role
-        s.changed()
-        return self.models_info(session_id)
-

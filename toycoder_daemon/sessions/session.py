@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,15 +81,22 @@ class Session:
     @classmethod
     def restore(cls, session_id: str, meta: dict[str, Any], mtime: float, tools: ToolRegistry) -> Session:
         """A session from its stored settings (the last meta record), with `tools` as its registry."""
-        s = cls(id=session_id, title=meta.get("title") or "", tools=tools, created_at=meta.get("createdAt", mtime),
-                updated_at=mtime, provider=meta.get("provider"), model=meta.get("model"),
-                usage=Usage(*(meta.get("usage") or (0, 0, 0))))
-        for name, enabled in (meta.get("toolOverrides") or {}).items():
-            if s.tools.get(name):
-                s.tools.set_enabled(name, bool(enabled))
-                s.tool_overrides[name] = bool(enabled)
-        s.tools.gate.always = {n for n in meta.get("always") or () if s.tools.get(n)}
+        s = cls(id=session_id, title="", tools=tools, created_at=meta.get("createdAt", mtime), updated_at=mtime)
+        s.apply_meta(meta)
         return s
+
+    def apply_meta(self, meta: dict[str, Any]) -> None:
+        """Take stored settings (on restore, or what another daemon wrote since)."""
+        self.title = meta.get("title") or self.title
+        self.provider, self.model = meta.get("provider", self.provider), meta.get("model", self.model)
+        if meta.get("usage"):
+            self.usage = Usage(*meta["usage"])
+        for name, enabled in (meta.get("toolOverrides") or {}).items():
+            if self.tools.get(name):
+                self.tools.set_enabled(name, bool(enabled))
+                self.tool_overrides[name] = bool(enabled)
+        if "always" in meta:
+            self.tools.gate.always = {n for n in meta.get("always") or () if self.tools.get(n)}
 
     @property
     def busy(self) -> bool:
@@ -129,10 +136,12 @@ class Session:
         self.tool_overrides[name] = enabled
         self.changed()
 
-    def transcript(self, changes_of: ChangesOf | None = None) -> list[TranscriptEntry]:
+    def transcript(self, changes_of: ChangesOf | None = None,
+                   messages: Sequence[Message] | None = None) -> list[TranscriptEntry]:
         """Render-ready history: what a client shows when it resumes this session. With
         `changes_of`, each turn that changed files is followed by a `changes` entry (a restore's
-        note to the model shows as the restore's `changes` entry)."""
+        note to the model shows as the restore's `changes` entry). `messages`: render only these
+        (what another daemon added)."""
         out: list[TranscriptEntry] = []
         names: dict[str, str] = {}
         pending: str | None = None  # the checkpoint id of the turn being read
@@ -144,7 +153,7 @@ class Session:
                 out.append(entry)
             pending = None
 
-        for m in self.messages:
+        for m in self.messages if messages is None else messages:
             if m["role"] == "system":
                 continue
             if m["role"] == "user":
