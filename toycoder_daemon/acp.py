@@ -185,6 +185,7 @@ class ToyCoderAgent:
         if app is None:
             app = self.apps[key] = App.open(key, self.config_path)
             app.on_notice = lambda level, message: log.warning("%s", message)  # ACP has no message to show
+            app.sharing.on_changed = functools.partial(self._changed_elsewhere, app)
             self._later(app.start())
             log.info("workspace %s, config %s", app.workspace.root, app.config_path or "(built-in defaults)")
         return app
@@ -195,6 +196,16 @@ class ToyCoderAgent:
             raise RequestError(RESOURCE_NOT_FOUND, f"session not found: {session_id} (not open on this connection: "
                                "use session/new or session/load first)", {"sessionId": session_id})
         return app
+
+    def _changed_elsewhere(self, app: App, session_id: str, entries: list[TranscriptEntry], reset: bool) -> None:
+        """Another daemon added to a session open here: replay what it added (after a rewrite
+        elsewhere there is nothing to add: ACP cannot retract what the client shows)."""
+        if self.owner.get(session_id) is app and not reset:
+            self._later(self._replay(session_id, replay(entries, app)))
+
+    async def _replay(self, session_id: str, updates: list[Any]) -> None:
+        for update in updates:
+            await self.conn.session_update(session_id, update)
 
     async def _announce_commands(self, session_id: str) -> None:
         await self.conn.session_update(session_id, update_available_commands(command_list()))
@@ -223,7 +234,7 @@ class ToyCoderAgent:
     @acp_errors
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any) -> LoadSessionResponse:
         app = self.app_for(cwd)
-        s = app.session(session_id)  # live (and locked) from now on, so it can be continued
+        s = await app.load(session_id)  # open here from now on: it hears turns made elsewhere
         self.owner[s.id] = app
         for update in replay(s.transcript(), app):
             await self.conn.session_update(s.id, update)

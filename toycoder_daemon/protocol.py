@@ -256,9 +256,20 @@ class RetryUpdate(Wire):
     reason: str
 
 
+class SessionChangedUpdate(Wire):
+    """Another daemon (another editor, a script) added to this session while this client had it
+    open; `turnId` of the notification is "" (the turn was not this daemon's)."""
+
+    kind: Literal["session_changed"] = "session_changed"
+    transcript: list[TranscriptEntry]
+    """The new history entries, in order (the same shapes session/load answers)."""
+    reset: bool = False
+    """True: the other daemon rewrote the session (compaction): `transcript` is the whole history."""
+
+
 Update = Annotated[
     TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate
-    | ChangesUpdate,
+    | ChangesUpdate | SessionChangedUpdate,
     Field(discriminator="kind"),
 ]
 

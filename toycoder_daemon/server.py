@@ -35,6 +35,7 @@ from .commands.builtin import commands
 from .editor_frontend import EditorFrontend
 from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound
 from .pygls_adapter import raw_converter
+from .sessions.session import TranscriptEntry
 
 log = logging.getLogger(__name__)
 P = TypeVar("P", bound=BaseModel)
@@ -184,6 +185,7 @@ def on_initialize(ls: ToyCoderServer, params: types.InitializeParams) -> None:
     ls.client_toycoder = experimental.get("toycoder") or {}
     ls.app = App.open(root or os.getcwd(), options.get("configPath") or ls.config_path)
     ls.app.on_notice = ls.show_message
+    ls.app.sharing.on_changed = functools.partial(session_changed, ls)
     log.info("workspace %s, config %s", ls.app.workspace.root, ls.app.config_path or "(built-in defaults)")
 
 
@@ -227,8 +229,14 @@ async def session_list(ls: ToyCoderServer, p: wire.EmptyParams) -> wire.SessionL
     return wire.SessionList(sessions=[to_wire.session_info(s) for s in rows])
 
 
+def session_changed(ls: ToyCoderServer, session_id: str, entries: list[TranscriptEntry], reset: bool) -> None:
+    """Another daemon added to a session this client has open."""
+    update = wire.SessionChangedUpdate(transcript=[to_wire.transcript_entry(e) for e in entries], reset=reset)
+    ls.notify(wire.UPDATE, wire.UpdateParams(session_id=session_id, turn_id="", update=update).dump())
+
+
 async def session_load(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.SessionLoadResult:
-    s = ls.get_app().peek(p.session_id)
+    s = await ls.get_app().load(p.session_id)  # open here from now on: it hears turns made elsewhere
     return wire.SessionLoadResult(session=to_wire.session_info(s.summary()),
                                   transcript=[to_wire.transcript_entry(e) for e in ls.get_app().transcript(s)])
 

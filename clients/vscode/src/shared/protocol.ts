@@ -49,7 +49,7 @@ export type StopReason = 'end_turn' | 'max_steps' | 'cancelled' | 'error' | 'com
 
 export type Decision = 'allow_once' | 'allow_always' | 'reject';
 
-export type Update = TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate | ChangesUpdate;
+export type Update = TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate | ChangesUpdate | SessionChangedUpdate;
 
 export type Action = SwitchAction | QuitAction;
 
@@ -117,6 +117,28 @@ export interface ChangesUpdate {
   files: ChangedFileInfo[];
 }
 
+export interface TranscriptEntry {
+  /** user, assistant, tool_call, tool, or changes (after a turn that changed files). */
+  role: string;
+  text: string;
+  toolCallId?: string;
+  name?: string;
+  /** For role "tool": how the call ended. */
+  status?: ToolStatus;
+  /** For role "changes": the turn's checkpoint id (what toycoder/checkpoint/restore takes). */
+  turnId?: string;
+  /** For role "changes": the turn's net change per file. */
+  files?: ChangedFileInfo[];
+}
+
+export interface SessionChangedUpdate {
+  kind: 'session_changed';
+  /** The new history entries, in order (the same shapes session/load answers). */
+  transcript: TranscriptEntry[];
+  /** True: the other daemon rewrote the session (compaction): `transcript` is the whole history. */
+  reset: boolean;
+}
+
 export interface UpdateParams {
   sessionId: string;
   turnId: string;
@@ -144,20 +166,6 @@ export interface SessionList {
 
 export interface SessionIdParams {
   sessionId: string;
-}
-
-export interface TranscriptEntry {
-  /** user, assistant, tool_call, tool, or changes (after a turn that changed files). */
-  role: string;
-  text: string;
-  toolCallId?: string;
-  name?: string;
-  /** For role "tool": how the call ended. */
-  status?: ToolStatus;
-  /** For role "changes": the turn's checkpoint id (what toycoder/checkpoint/restore takes). */
-  turnId?: string;
-  /** For role "changes": the turn's net change per file. */
-  files?: ChangedFileInfo[];
 }
 
 export interface SessionLoadResult {
