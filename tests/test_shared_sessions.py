@@ -83,3 +83,21 @@ async def test_a_rewrite_elsewhere_is_heard_as_the_whole_history(inproc) -> None
     _, entries, reset = got[-1]
     assert reset and [e.text for e in entries] == ["summary of it all"]
     assert [m.get("content") for m in b.app.session(sid).messages.stored()] == ["summary of it all"]
+
+
+async def test_an_acp_client_gets_a_replay_of_a_turn_made_in_another_daemon(tmp_path, llm, workspace) -> None:
+    from acp import text_block
+    from test_acp import acp_face, new_session
+
+    async with acp_face(tmp_path, llm) as (one, _, _), acp_face(tmp_path, llm) as (two, editor, _):
+        sid = await new_session(one, workspace)
+        await two.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+        llm.add({"text": "Made in one."})
+        await one.prompt(session_id=sid, prompt=[text_block("hello from one")])
+        await editor.wait_for(lambda f: f.get("method") == "session/update"
+                              and f["params"]["update"].get("content", {}).get("text") == "Made in one.")
+        assert editor.text("user_message_chunk") == "hello from one"
+        llm.add({"text": "Two knows.", "expect": {"last_user_contains": "two"}})
+        assert (await two.prompt(session_id=sid, prompt=[text_block("two here")])).stop_reason == "end_turn"
+        sent = [m["content"] for m in llm.requests[-1]["body"]["messages"][1:]]
+        assert sent == ["hello from one", "Made in one.", "two here"]
