@@ -101,3 +101,14 @@ async def test_an_acp_client_gets_a_replay_of_a_turn_made_in_another_daemon(tmp_
         assert (await two.prompt(session_id=sid, prompt=[text_block("two here")])).stop_reason == "end_turn"
         sent = [m["content"] for m in llm.requests[-1]["body"]["messages"][1:]]
         assert sent == ["hello from one", "Made in one.", "two here"]
+
+
+async def test_new_and_switch_close_the_previous_session_in_this_daemon(inproc) -> None:
+    p: InProc = inproc()
+    first = p.new_session("first")  # titled: an untitled empty session is not listed once closed
+    out = await p.command(first, "/new second")
+    second = out.action["sessionId"] if out.action else ""
+    assert second and second != first and first not in p.app.live and second in p.app.live
+    out = await p.command(second, f"/switch {first}")
+    assert out.action == {"kind": "switch", "sessionId": first}
+    assert second not in p.app.live and first in p.app.live

@@ -46,9 +46,12 @@ from acp.schema import (
     PromptCapabilities,
     PromptResponse,
     ResourceContentBlock,
+    ResumeSessionResponse,
     SessionCapabilities,
+    SessionCloseCapabilities,
     SessionInfo,
     SessionListCapabilities,
+    SessionResumeCapabilities,
     TextContentBlock,
     TextResourceContents,
     UnstructuredCommandInput,
@@ -198,15 +201,13 @@ class ToyCoderAgent:
         return app
 
     def _changed_elsewhere(self, app: App, session_id: str, entries: list[TranscriptEntry], reset: bool) -> None:
-        """Another daemon added to a session open here: replay what it added (after a rewrite
-        elsewhere there is nothing to add: ACP cannot retract what the client shows)."""
+        """Another daemon added to a session open here: replay it (ACP cannot retract, so not a rewrite)."""
         if self.owner.get(session_id) is app and not reset:
             self._later(self._replay(session_id, replay(entries, app)))
 
     async def _replay(self, session_id: str, updates: list[Any]) -> None:
         for update in updates:
             await self.conn.session_update(session_id, update)
-
     async def _announce_commands(self, session_id: str) -> None:
         await self.conn.session_update(session_id, update_available_commands(command_list()))
 
@@ -219,7 +220,8 @@ class ToyCoderAgent:
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
                 load_session=True, prompt_capabilities=PromptCapabilities(embedded_context=True),
-                session_capabilities=SessionCapabilities(list=SessionListCapabilities())),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities(), close=SessionCloseCapabilities(),
+                                                         resume=SessionResumeCapabilities())),
             agent_info=Implementation(name="toycoder-daemon", title="ToyCoder", version=__version__),
         )
 
@@ -242,6 +244,22 @@ class ToyCoderAgent:
         return LoadSessionResponse()
 
     @acp_errors
+    async def resume_session(self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any) -> ResumeSessionResponse:
+        """session/load without the replay: the client already shows the history."""
+        app = self.app_for(cwd)
+        s = await app.load(session_id)
+        self.owner[s.id] = app
+        self._later(self._announce_commands(s.id))
+        return ResumeSessionResponse()
+
+    @acp_errors
+    async def close_session(self, session_id: str, **_: Any) -> None:
+        """The client is done with the session here (a running turn is cancelled); it stays on disk."""
+        app = self.app_of(session_id)
+        await app.close_session(session_id)
+        del self.owner[session_id]
+
+    @acp_errors
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any) -> ListSessionsResponse:
         apps = [self.app_for(cwd)] if cwd else list(self.apps.values())
         listed = [(app, await asyncio.to_thread(app.list_sessions)) for app in apps]  # file I/O: off the loop
@@ -257,6 +275,8 @@ class ToyCoderAgent:
     async def prompt(self, prompt: list[Any], session_id: str, **_: Any) -> PromptResponse:
         app = self.app_of(session_id)
         text = prompt_text(prompt, app.workspace.root)
+        if not text.strip():
+            raise RequestError.invalid_params({"prompt": "the prompt is empty"})
         frontends: list[AcpFrontend] = []
 
         caps = self.client_capabilities
@@ -366,7 +386,8 @@ async def serve_acp(out: BinaryIO, config_path: str | None = None, *,
     writer = asyncio.StreamWriter(FrameTransport(out), asyncio.streams.FlowControlMixin(), None, loop)
     agent = ToyCoderAgent(config_path)
     # ToyCoderAgent has the methods we support; the SDK answers method-not-found for the others
-    conn = AgentSideConnection(agent, writer, reader, listening=False)  # type: ignore[arg-type]
+    conn = AgentSideConnection(agent, writer, reader, listening=False,  # type: ignore[arg-type]
+                               use_unstable_protocol=True)  # session/close and session/resume are routed as unstable
     try:
         await conn.listen()
     finally:

@@ -215,6 +215,19 @@ class App(ModelSettings):
         while this daemon has them open."""
         return [r for r in self.store.list() if r.message_count or r.title or r.id in self.live]
 
+    async def close_session(self, session_id: str) -> None:
+        """This daemon stops having the session open (a running turn is cancelled first); it stays
+        on disk, and any daemon (this one too) can load it again."""
+        s = self.live.get(session_id)
+        if s is None:
+            return
+        if s.turn is not None and not s.turn.done():
+            s.turn.cancel()
+            await asyncio.wait([s.turn], timeout=5.0)
+        self.sharing.unwatch(session_id)
+        if self.live.pop(session_id, None) is not None and s.file:
+            s.file.close()
+
     def delete_session(self, session_id: str) -> None:
         s = self.live.get(session_id)
         if s is not None:
@@ -253,6 +266,8 @@ class App(ModelSettings):
                 result, action = await turn
             except asyncio.CancelledError:
                 result, action = cancelled
+        if action and action.get("kind") == "switch" and action.get("sessionId") != s.id:
+            await self.close_session(s.id)  # /new, /switch, /clear: this daemon moves on
         return PromptOutcome(turn_id, result, action)
 
     async def _run_command(self, s: Session, text: str,

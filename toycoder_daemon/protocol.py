@@ -38,6 +38,7 @@ SESSION_NEW = "toycoder/session/new"
 SESSION_LIST = "toycoder/session/list"
 SESSION_LOAD = "toycoder/session/load"
 SESSION_DELETE = "toycoder/session/delete"
+SESSION_CLOSE = "toycoder/session/close"
 PROMPT = "toycoder/prompt"
 CANCEL = "toycoder/cancel"
 TOOLS_LIST = "toycoder/tools/list"
@@ -348,6 +349,7 @@ REQUESTS: tuple[Request, ...] = (
     Request(SESSION_LIST, EmptyParams, SessionList),
     Request(SESSION_LOAD, SessionIdParams, SessionLoadResult),
     Request(SESSION_DELETE, SessionIdParams, EmptyResult),
+    Request(SESSION_CLOSE, SessionIdParams, EmptyResult),
     Request(PROMPT, PromptParams, PromptResult),
     Request(CANCEL, SessionIdParams, CancelResult),
     Request(TOOLS_LIST, SessionIdParams, ToolList),

@@ -246,7 +246,14 @@ async def session_delete(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.Em
     return wire.EmptyResult()
 
 
+async def session_close(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.EmptyResult:
+    await ls.get_app().close_session(p.session_id)
+    return wire.EmptyResult()
+
+
 async def prompt(ls: ToyCoderServer, p: wire.PromptParams) -> wire.PromptResult:
+    if not p.text.strip():
+        raise rpc_error(wire.INVALID_PARAMS, "Invalid params: text: the prompt is empty")
     frontends: list[EditorFrontend] = []
 
     def frontend_for(session_id: str, turn_id: str) -> EditorFrontend:
@@ -310,6 +317,7 @@ HANDLERS: dict[str, Handler] = {
     wire.SESSION_DELETE: session_delete, wire.PROMPT: prompt, wire.CANCEL: cancel, wire.TOOLS_LIST: tools_list,
     wire.TOOLS_SET_ENABLED: tools_set_enabled, wire.COMMANDS_LIST: commands_list, wire.MODELS_LIST: models_list,
     wire.MODELS_SET: models_set, wire.CHECKPOINT_LIST: checkpoint_list, wire.CHECKPOINT_RESTORE: checkpoint_restore,
+    wire.SESSION_CLOSE: session_close,
 }
 """One handler per row of protocol.REQUESTS (make_server refuses a table row without one)."""
 

@@ -13,6 +13,7 @@ export const Methods = {
   sessionList: 'toycoder/session/list',
   sessionLoad: 'toycoder/session/load',
   sessionDelete: 'toycoder/session/delete',
+  sessionClose: 'toycoder/session/close',
   prompt: 'toycoder/prompt',
   cancel: 'toycoder/cancel',
   toolsList: 'toycoder/tools/list',
@@ -363,6 +364,7 @@ export interface Requests {
   'toycoder/session/list': { params: EmptyParams; result: SessionList };
   'toycoder/session/load': { params: SessionIdParams; result: SessionLoadResult };
   'toycoder/session/delete': { params: SessionIdParams; result: EmptyResult };
+  'toycoder/session/close': { params: SessionIdParams; result: EmptyResult };
   'toycoder/prompt': { params: PromptParams; result: PromptResult };
   'toycoder/cancel': { params: SessionIdParams; result: CancelResult };
   'toycoder/tools/list': { params: SessionIdParams; result: ToolList };
