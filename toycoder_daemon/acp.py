@@ -58,7 +58,7 @@ from acp.schema import (
     Usage,
 )
 
-from . import __version__, safejson
+from . import __version__, acp_sessions, safejson
 from . import protocol as wire
 from .acp_frontend import AcpFrontend, locations, tool_kind
 from .app import App
@@ -188,7 +188,7 @@ class ToyCoderAgent:
         if app is None:
             app = self.apps[key] = App.open(key, self.config_path)
             app.on_notice = lambda level, message: log.warning("%s", message)  # ACP has no message to show
-            app.sharing.on_changed = functools.partial(self._changed_elsewhere, app)
+            acp_sessions.hook(app, self.owner, lambda sid, u: self.conn.session_update(sid, u), self._later, replay)
             self._later(app.start())
             log.info("workspace %s, config %s", app.workspace.root, app.config_path or "(built-in defaults)")
         return app
@@ -200,14 +200,6 @@ class ToyCoderAgent:
                                "use session/new or session/load first)", {"sessionId": session_id})
         return app
 
-    def _changed_elsewhere(self, app: App, session_id: str, entries: list[TranscriptEntry], reset: bool) -> None:
-        """Another daemon added to a session open here: replay it (ACP cannot retract, so not a rewrite)."""
-        if self.owner.get(session_id) is app and not reset:
-            self._later(self._replay(session_id, replay(entries, app)))
-
-    async def _replay(self, session_id: str, updates: list[Any]) -> None:
-        for update in updates:
-            await self.conn.session_update(session_id, update)
     async def _announce_commands(self, session_id: str) -> None:
         await self.conn.session_update(session_id, update_available_commands(command_list()))
 

@@ -75,6 +75,10 @@ class App(ModelSettings):
         self.checkpoints = Checkpoints(self.store.data_dir, self.workspace.root)
         self.sharing = Sharing(lambda s, new: s.transcript(ChangesOfStore(self.checkpoints.of(s.id)), new), INTERRUPTED)
         self.live: dict[str, Session] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+        self._titles_shown: dict[str, str] = {}
+        self.on_session_info: Callable[[SessionSummary], None] = lambda summary: None
+        """Set by the wire face: a session's title changed (the prompt's line, the model's, /title)."""
         self._loading: dict[str, asyncio.Future[Session]] = {}
         self._agents = subagents(self.config, self.prompts)
         self.tools = tool_catalog(self.config, self._agents)
@@ -135,6 +139,9 @@ class App(ModelSettings):
     def _save_meta(self, s: Session) -> None:
         if s.file:
             s.file.write_meta(s.meta())
+        if self._titles_shown.get(s.id) != s.title:
+            self._titles_shown[s.id] = s.title
+            self.on_session_info(s.summary())
 
     def _new(self, session_id: str, title: str = "", meta: dict[str, Any] | None = None,
              mtime: float | None = None) -> Session:
@@ -150,6 +157,7 @@ class App(ModelSettings):
         s.on_meta_change = self._save_meta
         s.messages = Conversation(self.prompts.system("main"), stored, FileSink(file, s.meta))
         self.live[s.id] = s
+        self._titles_shown[s.id] = s.title
         self.sharing.watch(s)  # its clients hear about turns other daemons make in it
         return s
 
@@ -266,6 +274,8 @@ class App(ModelSettings):
                 result, action = await turn
             except asyncio.CancelledError:
                 result, action = cancelled
+        if result.stop_reason == "end_turn":
+            self.title_after_first_turn(s, text, result.text)
         if action and action.get("kind") == "switch" and action.get("sessionId") != s.id:
             await self.close_session(s.id)  # /new, /switch, /clear: this daemon moves on
         return PromptOutcome(turn_id, result, action)
@@ -336,7 +346,7 @@ class App(ModelSettings):
     async def shutdown(self, timeout: float = 2.0) -> None:
         """End every turn (which kills their child processes), close files and model clients."""
         turns = [s.turn for s in self.live.values() if s.turn is not None and not s.turn.done()]
-        for t in turns:
+        for t in [*turns, *self._background]:
             t.cancel()
         if turns:
             await asyncio.wait(turns, timeout=timeout)

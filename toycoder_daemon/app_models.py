@@ -1,22 +1,31 @@
-"""The App's per-session settings: which model a session uses, which tools it has enabled. A base
-class of App (app.py), kept apart so the composition root stays small."""
+"""The App's per-session settings: which model a session uses, which tools it has enabled, the
+title the fast model writes after the first turn. A base class of App (app.py), kept apart so the
+composition root stays small."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
 
 from .config import Config
-from .errors import ConfigError
+from .errors import ConfigError, ProviderError, SessionBusy
 from .llm.base import ChatModel
 from .ports import ModelsInfo, ProviderSummary, ToolSummary
 from .sessions.session import Session
+from .sessions.titles import write_title
 
 if TYPE_CHECKING:
     from .factories import ModelFactory
 
 
+log = logging.getLogger(__name__)
+
+
 class ModelSettings:
     config: Config
+    live: dict[str, Session]
+    _background: set[asyncio.Task[Any]]
     config_error: ConfigError | None
     model_factory: ModelFactory
     _models: dict[tuple[str, str], ChatModel]
@@ -47,6 +56,24 @@ class ModelSettings:
         if model is None:
             model = self._models[key] = self.model_factory(provider_name, model_name)
         return model
+
+    def title_after_first_turn(self, s: Session, prompt: str, reply: str) -> None:
+        """The fast model titles the session in the background (the turn has answered already)."""
+        if not self.config.agent.auto_title or s.title_by not in ("", "prompt"):
+            return
+        if sum(1 for m in s.messages if m["role"] == "user") != 1:
+            return
+        task = asyncio.ensure_future(self._write_title(s, prompt, reply))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _write_title(self, s: Session, prompt: str, reply: str) -> None:
+        try:
+            title = await write_title(self.model_for(s, "fast"), prompt, reply)
+            if title and s.title_by != "user" and self.live.get(s.id) is s:  # /title meanwhile wins
+                s.set_title(title, "model")
+        except (ProviderError, ConfigError, SessionBusy) as e:  # busy: another daemon's turn; keep ours
+            log.info("session %s: no title from the model: %s", s.id, e)
 
     # ---- tools and models ---------------------------------------------------------------------
 

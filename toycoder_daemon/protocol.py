@@ -268,9 +268,17 @@ class SessionChangedUpdate(Wire):
     """True: the other daemon rewrote the session (compaction): `transcript` is the whole history."""
 
 
+class SessionInfoUpdate(Wire):
+    """The session's title changed: the first prompt's line, the fast model's title after the first
+    turn, or /title. `turnId` of the notification is ""."""
+
+    kind: Literal["session_info"] = "session_info"
+    session: SessionInfo
+
+
 Update = Annotated[
     TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate
-    | ChangesUpdate | SessionChangedUpdate,
+    | ChangesUpdate | SessionChangedUpdate | SessionInfoUpdate,
     Field(discriminator="kind"),
 ]
 

@@ -36,6 +36,7 @@ from .editor_frontend import EditorFrontend
 from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound
 from .pygls_adapter import raw_converter
 from .sessions.session import TranscriptEntry
+from .sessions.store import SessionSummary
 
 log = logging.getLogger(__name__)
 P = TypeVar("P", bound=BaseModel)
@@ -186,6 +187,7 @@ def on_initialize(ls: ToyCoderServer, params: types.InitializeParams) -> None:
     ls.app = App.open(root or os.getcwd(), options.get("configPath") or ls.config_path)
     ls.app.on_notice = ls.show_message
     ls.app.sharing.on_changed = functools.partial(session_changed, ls)
+    ls.app.on_session_info = functools.partial(session_info_changed, ls)
     log.info("workspace %s, config %s", ls.app.workspace.root, ls.app.config_path or "(built-in defaults)")
 
 
@@ -233,6 +235,11 @@ def session_changed(ls: ToyCoderServer, session_id: str, entries: list[Transcrip
     """Another daemon added to a session this client has open."""
     update = wire.SessionChangedUpdate(transcript=[to_wire.transcript_entry(e) for e in entries], reset=reset)
     ls.notify(wire.UPDATE, wire.UpdateParams(session_id=session_id, turn_id="", update=update).dump())
+
+
+def session_info_changed(ls: ToyCoderServer, summary: SessionSummary) -> None:
+    update = wire.SessionInfoUpdate(session=to_wire.session_info(summary))
+    ls.notify(wire.UPDATE, wire.UpdateParams(session_id=summary.id, turn_id="", update=update).dump())
 
 
 async def session_load(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.SessionLoadResult:

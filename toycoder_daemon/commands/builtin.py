@@ -132,8 +132,7 @@ async def usage(c: CommandContext) -> CommandResult:
 async def title(c: CommandContext) -> CommandResult:
     if not c.raw:
         raise CommandError("give the new title")
-    c.session.title = c.raw[:200]
-    c.session.changed()
+    c.session.set_title(c.raw[:200], "user")  # the model does not rename it after this
     return CommandResult(f"renamed to: {c.session.title}")
 
 

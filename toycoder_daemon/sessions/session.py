@@ -14,8 +14,7 @@ from ..ports import ChangedFile
 from ..tools.registry import ToolRegistry
 from .conversation import Conversation
 from .store import SessionFile, SessionSummary
-
-TITLE_MAX = 60
+from .titles import prompt_title
 
 
 @dataclass(frozen=True)
@@ -77,6 +76,8 @@ class Session:
     file: SessionFile | None = None
     """The open SessionFile messages and settings are written to (None: a read-only copy)."""
     on_meta_change: Callable[[Session], None] | None = None
+    title_by: str = ""
+    """Who wrote the title: "prompt" (its first line), "model" (after the first turn) or "user" (/title)."""
 
     @classmethod
     def restore(cls, session_id: str, meta: dict[str, Any], mtime: float, tools: ToolRegistry) -> Session:
@@ -88,6 +89,7 @@ class Session:
     def apply_meta(self, meta: dict[str, Any]) -> None:
         """Take stored settings (on restore, or what another daemon wrote since)."""
         self.title = meta.get("title") or self.title
+        self.title_by = meta.get("titleBy") or self.title_by
         self.provider, self.model = meta.get("provider", self.provider), meta.get("model", self.model)
         if meta.get("usage"):
             self.usage = Usage(*meta["usage"])
@@ -111,7 +113,8 @@ class Session:
 
     def meta(self) -> dict[str, Any]:
         return {
-            "id": self.id, "title": self.title, "createdAt": self.created_at, "provider": self.provider,
+            "id": self.id, "title": self.title, "titleBy": self.title_by, "createdAt": self.created_at,
+            "provider": self.provider,
             "model": self.model, "toolOverrides": self.tool_overrides, "always": sorted(self.tools.gate.always),
             "usage": [self.usage.prompt_tokens, self.usage.completion_tokens, self.usage.total_tokens],
         }
@@ -126,10 +129,13 @@ class Session:
             self.on_meta_change(self)
 
     def title_from(self, text: str) -> None:
-        if not self.title:
-            line = " ".join(text.split())
-            self.title = line if len(line) <= TITLE_MAX else line[: TITLE_MAX - 1] + "…"
+        if not self.title and (line := prompt_title(text)):
+            self.title, self.title_by = line, "prompt"
             self.changed()
+
+    def set_title(self, title: str, by: str) -> None:
+        self.title, self.title_by = title, by
+        self.changed()
 
     def set_tool_enabled(self, name: str, enabled: bool) -> None:
         self.tools.set_enabled(name, enabled)

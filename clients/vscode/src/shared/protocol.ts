@@ -50,7 +50,7 @@ export type StopReason = 'end_turn' | 'max_steps' | 'cancelled' | 'error' | 'com
 
 export type Decision = 'allow_once' | 'allow_always' | 'reject';
 
-export type Update = TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate | ChangesUpdate | SessionChangedUpdate;
+export type Update = TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate | ChangesUpdate | SessionChangedUpdate | SessionInfoUpdate;
 
 export type Action = SwitchAction | QuitAction;
 
@@ -140,6 +140,19 @@ export interface SessionChangedUpdate {
   reset: boolean;
 }
 
+export interface SessionInfo {
+  sessionId: string;
+  title: string;
+  createdAt: string;
+  updatedAt: string;
+  messageCount: number;
+}
+
+export interface SessionInfoUpdate {
+  kind: 'session_info';
+  session: SessionInfo;
+}
+
 export interface UpdateParams {
   sessionId: string;
   turnId: string;
@@ -149,14 +162,6 @@ export interface UpdateParams {
 
 export interface SessionNewParams {
   title?: string;
-}
-
-export interface SessionInfo {
-  sessionId: string;
-  title: string;
-  createdAt: string;
-  updatedAt: string;
-  messageCount: number;
 }
 
 export type EmptyParams = Record<string, never>;
