@@ -176,6 +176,8 @@ class ToyCoderAgent:
         self._prompts: set[asyncio.Task[Any]] = set()
         self._later = Background().run  # work that goes after the current answer
 
+    set_session_mode = acp_sessions.set_session_mode  # session/set_mode
+
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
 
@@ -223,7 +225,7 @@ class ToyCoderAgent:
         s = app.new_session()
         self.owner[s.id] = app
         self._later(self._announce_commands(s.id))  # queued after the answer
-        return NewSessionResponse(session_id=s.id)
+        return NewSessionResponse(session_id=s.id, modes=acp_sessions.mode_state(s.mode))
 
     @acp_errors
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any) -> LoadSessionResponse:
@@ -233,7 +235,7 @@ class ToyCoderAgent:
         for update in replay(s.transcript(), app):
             await self.conn.session_update(s.id, update)
         self._later(self._announce_commands(s.id))
-        return LoadSessionResponse()
+        return LoadSessionResponse(modes=acp_sessions.mode_state(s.mode))
 
     @acp_errors
     async def resume_session(self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any) -> ResumeSessionResponse:
@@ -242,7 +244,7 @@ class ToyCoderAgent:
         s = await app.load(session_id)
         self.owner[s.id] = app
         self._later(self._announce_commands(s.id))
-        return ResumeSessionResponse()
+        return ResumeSessionResponse(modes=acp_sessions.mode_state(s.mode))
 
     @acp_errors
     async def close_session(self, session_id: str, **_: Any) -> None:

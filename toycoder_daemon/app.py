@@ -76,9 +76,9 @@ class App(ModelSettings):
         self.sharing = Sharing(lambda s, new: s.transcript(ChangesOfStore(self.checkpoints.of(s.id)), new), INTERRUPTED)
         self.live: dict[str, Session] = {}
         self._background: set[asyncio.Task[Any]] = set()
-        self._titles_shown: dict[str, str] = {}
+        self._titles_shown: dict[str, tuple[str, str]] = {}
         self.on_session_info: Callable[[SessionSummary], None] = lambda summary: None
-        """Set by the wire face: a session's title changed (the prompt's line, the model's, /title)."""
+        """Set by the wire face: a session's title (the prompt's line, the model's, /title) or mode changed."""
         self._loading: dict[str, asyncio.Future[Session]] = {}
         self._agents = subagents(self.config, self.prompts)
         self.tools = tool_catalog(self.config, self._agents)
@@ -139,8 +139,8 @@ class App(ModelSettings):
     def _save_meta(self, s: Session) -> None:
         if s.file:
             s.file.write_meta(s.meta())
-        if self._titles_shown.get(s.id) != s.title:
-            self._titles_shown[s.id] = s.title
+        if self._titles_shown.get(s.id) != (s.title, s.mode):
+            self._titles_shown[s.id] = (s.title, s.mode)
             self.on_session_info(s.summary())
 
     def _new(self, session_id: str, title: str = "", meta: dict[str, Any] | None = None,
@@ -157,7 +157,7 @@ class App(ModelSettings):
         s.on_meta_change = self._save_meta
         s.messages = Conversation(self.prompts.system("main"), stored, FileSink(file, s.meta))
         self.live[s.id] = s
-        self._titles_shown[s.id] = s.title
+        self._titles_shown[s.id] = (s.title, s.mode)
         self.sharing.watch(s)  # its clients hear about turns other daemons make in it
         return s
 

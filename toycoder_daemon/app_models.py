@@ -13,6 +13,7 @@ from .errors import ConfigError, ProviderError, SessionBusy
 from .llm.base import ChatModel
 from .ports import ModelsInfo, ProviderSummary, ToolSummary
 from .sessions.session import Session
+from .sessions.store import SessionSummary
 from .sessions.titles import write_title
 
 if TYPE_CHECKING:
@@ -74,6 +75,12 @@ class ModelSettings:
                 s.set_title(title, "model")
         except (ProviderError, ConfigError, SessionBusy) as e:  # busy: another daemon's turn; keep ours
             log.info("session %s: no title from the model: %s", s.id, e)
+
+    def set_mode(self, session_id: str, mode: str) -> SessionSummary:
+        """ValueError for an unknown mode; SessionBusy while another daemon's turn runs."""
+        s = self.session(session_id)
+        s.set_mode(mode)
+        return s.summary()
 
     # ---- tools and models ---------------------------------------------------------------------
 

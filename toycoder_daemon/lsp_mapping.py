@@ -30,13 +30,14 @@ from .ports import (
 )
 from .sessions.session import TranscriptEntry
 from .sessions.store import SessionSummary
+from .tools.permission import MODES
 
 _ACTION: TypeAdapter[wire.SwitchAction | wire.QuitAction] = TypeAdapter(wire.Action)
 
 
 def session_info(s: SessionSummary) -> wire.SessionInfo:
     return wire.SessionInfo(session_id=s.id, title=s.title, created_at=wire.iso_time(s.created_at),
-                            updated_at=wire.iso_time(s.updated_at), message_count=s.message_count)
+                            updated_at=wire.iso_time(s.updated_at), message_count=s.message_count, mode=s.mode)
 
 
 def transcript_entry(e: TranscriptEntry) -> wire.TranscriptEntry:
@@ -178,3 +179,8 @@ def apply_edit_params(uri: str, before: str, after: str, label: str) -> types.Ap
     """workspace/applyEdit's params as pygls sends them (it serialises the method's lsprotocol type)."""
     params = {"label": label, "edit": workspace_edit(uri, before, after)}
     return converters.get_converter().structure(params, types.ApplyWorkspaceEditParams)
+
+
+def available_modes() -> list[dict[str, str]]:
+    """initialize's `availableModes`: the permission modes a session can be in."""
+    return [{"id": m, "name": name, "description": d} for m, (name, d) in MODES.items()]

@@ -39,6 +39,7 @@ SESSION_LIST = "toycoder/session/list"
 SESSION_LOAD = "toycoder/session/load"
 SESSION_DELETE = "toycoder/session/delete"
 SESSION_CLOSE = "toycoder/session/close"
+SESSION_SET_MODE = "toycoder/session/setMode"
 PROMPT = "toycoder/prompt"
 CANCEL = "toycoder/cancel"
 TOOLS_LIST = "toycoder/tools/list"
@@ -77,6 +78,11 @@ class EmptyParams(Wire):
     pass
 
 
+class SetModeParams(Wire):
+    session_id: str = Field(min_length=1)
+    mode: str = Field(min_length=1)
+
+
 class SessionIdParams(Wire):
     session_id: str = Field(min_length=1)
 
@@ -110,6 +116,8 @@ class SessionInfo(Wire):
     created_at: str
     updated_at: str
     message_count: int
+    mode: str | None = None
+    """The permission mode (an id of `availableModes`), for an open session; lists leave it out."""
 
 
 class SessionList(Wire):
@@ -358,6 +366,7 @@ REQUESTS: tuple[Request, ...] = (
     Request(SESSION_LOAD, SessionIdParams, SessionLoadResult),
     Request(SESSION_DELETE, SessionIdParams, EmptyResult),
     Request(SESSION_CLOSE, SessionIdParams, EmptyResult),
+    Request(SESSION_SET_MODE, SetModeParams, SessionInfo),
     Request(PROMPT, PromptParams, PromptResult),
     Request(CANCEL, SessionIdParams, CancelResult),
     Request(TOOLS_LIST, SessionIdParams, ToolList),

@@ -99,7 +99,8 @@ class ToyCoderProtocol(LanguageServerProtocol):
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams):  # type: ignore[no-untyped-def]
         result = yield from super().lsp_initialize(params)
-        result.capabilities.experimental = {"toycoder": {"protocolVersion": wire.PROTOCOL_VERSION}}
+        result.capabilities.experimental = {"toycoder": {"protocolVersion": wire.PROTOCOL_VERSION,
+                                                         "availableModes": to_wire.available_modes()}}
         return result
 
 
@@ -258,6 +259,13 @@ async def session_close(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.Emp
     return wire.EmptyResult()
 
 
+async def session_set_mode(ls: ToyCoderServer, p: wire.SetModeParams) -> wire.SessionInfo:
+    try:
+        return to_wire.session_info(ls.get_app().set_mode(p.session_id, p.mode))
+    except ValueError as e:
+        raise rpc_error(wire.INVALID_PARAMS, f"Invalid params: mode: {e}") from None
+
+
 async def prompt(ls: ToyCoderServer, p: wire.PromptParams) -> wire.PromptResult:
     if not p.text.strip():
         raise rpc_error(wire.INVALID_PARAMS, "Invalid params: text: the prompt is empty")
@@ -324,7 +332,7 @@ HANDLERS: dict[str, Handler] = {
     wire.SESSION_DELETE: session_delete, wire.PROMPT: prompt, wire.CANCEL: cancel, wire.TOOLS_LIST: tools_list,
     wire.TOOLS_SET_ENABLED: tools_set_enabled, wire.COMMANDS_LIST: commands_list, wire.MODELS_LIST: models_list,
     wire.MODELS_SET: models_set, wire.CHECKPOINT_LIST: checkpoint_list, wire.CHECKPOINT_RESTORE: checkpoint_restore,
-    wire.SESSION_CLOSE: session_close,
+    wire.SESSION_CLOSE: session_close, wire.SESSION_SET_MODE: session_set_mode,
 }
 """One handler per row of protocol.REQUESTS (make_server refuses a table row without one)."""
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ToyCoderError
+from ..tools.permission import MODES
 from .context import CommandContext
 from .registry import CommandError, CommandRegistry, CommandResult
 
@@ -134,6 +135,18 @@ async def title(c: CommandContext) -> CommandResult:
         raise CommandError("give the new title")
     c.session.set_title(c.raw[:200], "user")  # the model does not rename it after this
     return CommandResult(f"renamed to: {c.session.title}")
+
+
+@commands.add("mode", "/mode [ask|accept-edits|read-only]", "Show or set this session's permission mode.")
+async def mode(c: CommandContext) -> CommandResult:
+    if not c.args:
+        rows = [f"{'*' if m == c.session.mode else ' '} {m:<13} {d}" for m, (_, d) in MODES.items()]
+        return CommandResult("Modes:\n" + "\n".join(rows))
+    try:
+        c.session.set_mode(c.args[0])
+    except ValueError as e:
+        raise CommandError(str(e)) from None
+    return CommandResult(f"mode: {c.session.mode} ({MODES[c.session.mode][1]})")
 
 
 @commands.add("mcp", "/mcp", "List the MCP servers with their status and tool counts.")

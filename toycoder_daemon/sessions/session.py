@@ -11,6 +11,7 @@ from typing import Any
 from ..llm.base import Usage
 from ..messages import Message
 from ..ports import ChangedFile
+from ..tools.permission import MODES
 from ..tools.registry import ToolRegistry
 from .conversation import Conversation
 from .store import SessionFile, SessionSummary
@@ -97,6 +98,8 @@ class Session:
             if self.tools.get(name):
                 self.tools.set_enabled(name, bool(enabled))
                 self.tool_overrides[name] = bool(enabled)
+        if meta.get("mode") in MODES:
+            self.tools.gate.mode = meta["mode"]
         if "always" in meta:
             self.tools.gate.always = {n for n in meta.get("always") or () if self.tools.get(n)}
 
@@ -109,12 +112,12 @@ class Session:
         return sum(1 for m in self.messages if m["role"] != "system")
 
     def summary(self) -> SessionSummary:
-        return SessionSummary(self.id, self.title, self.created_at, self.updated_at, self.message_count)
+        return SessionSummary(self.id, self.title, self.created_at, self.updated_at, self.message_count, self.mode)
 
     def meta(self) -> dict[str, Any]:
         return {
             "id": self.id, "title": self.title, "titleBy": self.title_by, "createdAt": self.created_at,
-            "provider": self.provider,
+            "provider": self.provider, "mode": self.mode,
             "model": self.model, "toolOverrides": self.tool_overrides, "always": sorted(self.tools.gate.always),
             "usage": [self.usage.prompt_tokens, self.usage.completion_tokens, self.usage.total_tokens],
         }
@@ -132,6 +135,16 @@ class Session:
         if not self.title and (line := prompt_title(text)):
             self.title, self.title_by = line, "prompt"
             self.changed()
+
+    @property
+    def mode(self) -> str:
+        return self.tools.gate.mode
+
+    def set_mode(self, mode: str) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}: one of {', '.join(MODES)}")
+        self.tools.gate.mode = mode
+        self.changed()
 
     def set_title(self, title: str, by: str) -> None:
         self.title, self.title_by = title, by

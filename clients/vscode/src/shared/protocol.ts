@@ -14,6 +14,7 @@ export const Methods = {
   sessionLoad: 'toycoder/session/load',
   sessionDelete: 'toycoder/session/delete',
   sessionClose: 'toycoder/session/close',
+  sessionSetMode: 'toycoder/session/setMode',
   prompt: 'toycoder/prompt',
   cancel: 'toycoder/cancel',
   toolsList: 'toycoder/tools/list',
@@ -146,6 +147,8 @@ export interface SessionInfo {
   createdAt: string;
   updatedAt: string;
   messageCount: number;
+  /** The permission mode (an id of `availableModes`), for an open session; lists leave it out. */
+  mode?: string;
 }
 
 export interface SessionInfoUpdate {
@@ -180,6 +183,11 @@ export interface SessionLoadResult {
 }
 
 export type EmptyResult = Record<string, never>;
+
+export interface SetModeParams {
+  sessionId: string;
+  mode: string;
+}
 
 export interface PromptParams {
   sessionId: string;
@@ -370,6 +378,7 @@ export interface Requests {
   'toycoder/session/load': { params: SessionIdParams; result: SessionLoadResult };
   'toycoder/session/delete': { params: SessionIdParams; result: EmptyResult };
   'toycoder/session/close': { params: SessionIdParams; result: EmptyResult };
+  'toycoder/session/setMode': { params: SetModeParams; result: SessionInfo };
   'toycoder/prompt': { params: PromptParams; result: PromptResult };
   'toycoder/cancel': { params: SessionIdParams; result: CancelResult };
   'toycoder/tools/list': { params: SessionIdParams; result: ToolList };
