@@ -41,19 +41,20 @@ def test_clean_title_takes_plain_short_text_only(reply: str, title: str | None) 
 async def test_the_fast_model_titles_the_session_after_the_first_turn(inproc) -> None:
     p: InProc = inproc(TITLES)
     shown: list[str] = []
-    p.app.on_session_info = lambda summary: shown.append(summary.title)
+    p.app.on_session_info = lambda summary, turn_id: shown.append(summary.title)
     p.script.add({"text": "Use a + b."}, {"text": "Adding two numbers"})
     sid = p.new_session()
     await p.prompt(sid, "```py\nadd(1, 2)\n```\nhow do I add?")
     await eventually(lambda: p.app.session(sid).title == "Adding two numbers", "the model's title")
-    assert shown == ["how do I add?", "Adding two numbers"]
+    assert shown == ["Adding two numbers"]  # the prompt's line is not news to the client
+    meta, _, _ = p.app.store.read(sid)
+    assert meta["titleBy"] == "model"
     assert [c["model"] for c in p.script.calls] == ["fake-model", "fake-fast"]
     assert "how do I add?" in p.script.calls[1]["messages"][-1]["content"]
     p.script.add({"text": "Again."})
     await p.prompt(sid, "and now?")  # only the first turn is titled
     assert [c["model"] for c in p.script.calls] == ["fake-model", "fake-fast", "fake-model"]
-    meta, _, _ = p.app.store.read(sid)
-    assert (meta["title"], meta["titleBy"]) == ("Adding two numbers", "model")
+    assert p.app.session(sid).title == "Adding two numbers"
 
 
 async def test_a_bad_model_title_keeps_the_prompts_line_and_title_wins(inproc) -> None:
@@ -62,7 +63,9 @@ async def test_a_bad_model_title_keeps_the_prompts_line_and_title_wins(inproc) -
     sid = p.new_session()
     await p.prompt(sid, "print a title")
     await eventually(lambda: len(p.script.calls) == 2, "the title request")
-    await p.prompt(sid, "/title Mine")  # a later prompt runs after the title task has settled
+    await p.prompt(sid, "/usage")  # whenever the title task ends, its bad title is never set
+    assert (p.app.session(sid).title, p.app.session(sid).title_by) == ("print a title", "prompt")
+    await p.prompt(sid, "/title Mine")
     assert p.app.session(sid).title == "Mine"
     other = p.new_session()
     await p.prompt(other, "/title Named first")
@@ -86,4 +89,4 @@ async def test_both_faces_push_the_title(start_daemon, tmp_path: Path, llm: Fake
         await conn.prompt(session_id=asid, prompt=[text_block("hello there")])
         await editor.wait_for(lambda f: f.get("params", {}).get("update", {}).get("title") == "Greeting the assistant")
         titles = [u["title"] for u in editor.updates("session_info_update")]
-        assert titles == ["hello there", "Greeting the assistant"]
+        assert titles == ["Greeting the assistant"]

@@ -19,9 +19,9 @@ from acp.schema import (
 from . import protocol as wire
 from .app import App
 from .errors import SessionBusy
+from .modes import MODES
 from .sessions.session import TranscriptEntry
 from .sessions.store import SessionSummary
-from .tools.permission import MODES
 
 Send = Callable[[str, Any], Awaitable[None]]
 Replay = Callable[[list[TranscriptEntry], App], list[Any]]
@@ -41,7 +41,7 @@ def hook(app: App, owner: dict[str, App], send: Send, later: Callable[[Coroutine
 
     shown: dict[str, tuple[str | None, str | None]] = {}
 
-    def info(summary: SessionSummary) -> None:
+    def info(summary: SessionSummary, turn_id: str) -> None:
         if owner.get(summary.id) is not app:
             return
         title, mode = shown.get(summary.id, (None, None))

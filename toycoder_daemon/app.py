@@ -77,8 +77,9 @@ class App(ModelSettings):
         self.live: dict[str, Session] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._titles_shown: dict[str, tuple[str, str]] = {}
-        self.on_session_info: Callable[[SessionSummary], None] = lambda summary: None
-        """Set by the wire face: a session's title (the prompt's line, the model's, /title) or mode changed."""
+        self.on_session_info: Callable[[SessionSummary, str], None] = lambda summary, turn_id: None
+        """Set by the wire face: a session's title (the model's, /title) or mode changed; with the id of
+        the turn that changed it ("" outside a turn)."""
         self._loading: dict[str, asyncio.Future[Session]] = {}
         self._agents = subagents(self.config, self.prompts)
         self.tools = tool_catalog(self.config, self._agents)
@@ -139,9 +140,16 @@ class App(ModelSettings):
     def _save_meta(self, s: Session) -> None:
         if s.file:
             s.file.write_meta(s.meta())
-        if self._titles_shown.get(s.id) != (s.title, s.mode):
-            self._titles_shown[s.id] = (s.title, s.mode)
-            self.on_session_info(s.summary())
+        if not s.busy:  # a turn's change goes out when it ends (prompt), after its own updates
+            self._push_info(s, "")
+
+    def _push_info(self, s: Session, turn_id: str) -> None:
+        """The prompt's line as title is not news (the client sent the prompt): the model's, /title's
+        and a mode change are."""
+        shown = self._titles_shown.get(s.id, ("", ""))
+        self._titles_shown[s.id] = (s.title, s.mode)
+        if shown != (s.title, s.mode) and (s.title_by != "prompt" or shown[1] != s.mode):
+            self.on_session_info(s.summary(), turn_id)
 
     def _new(self, session_id: str, title: str = "", meta: dict[str, Any] | None = None,
              mtime: float | None = None) -> Session:
@@ -274,6 +282,7 @@ class App(ModelSettings):
                 result, action = await turn
             except asyncio.CancelledError:
                 result, action = cancelled
+        self._push_info(s, turn_id)
         if result.stop_reason == "end_turn":
             self.title_after_first_turn(s, text, result.text)
         if action and action.get("kind") == "switch" and action.get("sessionId") != s.id:

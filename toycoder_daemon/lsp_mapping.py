@@ -30,7 +30,6 @@ from .ports import (
 )
 from .sessions.session import TranscriptEntry
 from .sessions.store import SessionSummary
-from .tools.permission import MODES
 
 _ACTION: TypeAdapter[wire.SwitchAction | wire.QuitAction] = TypeAdapter(wire.Action)
 
@@ -179,8 +178,3 @@ def apply_edit_params(uri: str, before: str, after: str, label: str) -> types.Ap
     """workspace/applyEdit's params as pygls sends them (it serialises the method's lsprotocol type)."""
     params = {"label": label, "edit": workspace_edit(uri, before, after)}
     return converters.get_converter().structure(params, types.ApplyWorkspaceEditParams)
-
-
-def available_modes() -> list[dict[str, str]]:
-    """initialize's `availableModes`: the permission modes a session can be in."""
-    return [{"id": m, "name": name, "description": d} for m, (name, d) in MODES.items()]

@@ -277,8 +277,9 @@ class SessionChangedUpdate(Wire):
 
 
 class SessionInfoUpdate(Wire):
-    """The session's title changed: the first prompt's line, the fast model's title after the first
-    turn, or /title. `turnId` of the notification is ""."""
+    """The session's title or mode changed: the fast model's title after the first turn, /title,
+    /mode, setMode (not the first prompt's line). `turnId`: the turn that changed it (sent as it
+    ends), or ""."""
 
     kind: Literal["session_info"] = "session_info"
     session: SessionInfo

@@ -34,6 +34,7 @@ from .checkpoints import UnknownCheckpoint
 from .commands.builtin import commands
 from .editor_frontend import EditorFrontend
 from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound
+from .modes import available_modes
 from .pygls_adapter import raw_converter
 from .sessions.session import TranscriptEntry
 from .sessions.store import SessionSummary
@@ -100,7 +101,7 @@ class ToyCoderProtocol(LanguageServerProtocol):
     def lsp_initialize(self, params: types.InitializeParams):  # type: ignore[no-untyped-def]
         result = yield from super().lsp_initialize(params)
         result.capabilities.experimental = {"toycoder": {"protocolVersion": wire.PROTOCOL_VERSION,
-                                                         "availableModes": to_wire.available_modes()}}
+                                                         "availableModes": available_modes()}}
         return result
 
 
@@ -238,9 +239,9 @@ def session_changed(ls: ToyCoderServer, session_id: str, entries: list[Transcrip
     ls.notify(wire.UPDATE, wire.UpdateParams(session_id=session_id, turn_id="", update=update).dump())
 
 
-def session_info_changed(ls: ToyCoderServer, summary: SessionSummary) -> None:
+def session_info_changed(ls: ToyCoderServer, summary: SessionSummary, turn_id: str) -> None:
     update = wire.SessionInfoUpdate(session=to_wire.session_info(summary))
-    ls.notify(wire.UPDATE, wire.UpdateParams(session_id=summary.id, turn_id="", update=update).dump())
+    ls.notify(wire.UPDATE, wire.UpdateParams(session_id=summary.id, turn_id=turn_id, update=update).dump())
 
 
 async def session_load(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.SessionLoadResult:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ToyCoderError
-from ..tools.permission import MODES
+from ..modes import MODES
 from .context import CommandContext
 from .registry import CommandError, CommandRegistry, CommandResult
 

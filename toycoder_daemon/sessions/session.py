@@ -10,8 +10,8 @@ from typing import Any
 
 from ..llm.base import Usage
 from ..messages import Message
+from ..modes import MODES
 from ..ports import ChangedFile
-from ..tools.permission import MODES
 from ..tools.registry import ToolRegistry
 from .conversation import Conversation
 from .store import SessionFile, SessionSummary

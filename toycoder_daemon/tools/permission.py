@@ -32,12 +32,6 @@ log = logging.getLogger(__name__)
 
 SHELL_META = re.compile(r"[;&|`$<>()\n\r\\]")
 
-MODES: dict[str, tuple[str, str]] = {
-    "ask": ("Ask", "Ask before every file edit and command (safe tools run)"),
-    "accept-edits": ("Accept edits", "Edit files inside the workspace without asking; commands still ask"),
-    "read-only": ("Read only", "No file writes and no commands: read, search and plan only"),
-}
-"""A session's permission mode: id -> (name, description)."""
 EDIT_TOOLS = frozenset({"write_file", "edit_file"})
 
 
