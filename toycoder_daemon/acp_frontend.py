@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -73,6 +74,17 @@ def tool_kind(name: str, app: App) -> str:
 def locations(arguments: Any, root: Path) -> list[ToolCallLocation] | None:
     path = arguments.get("path") if isinstance(arguments, dict) else None
     return [ToolCallLocation(path=str(root / path))] if isinstance(path, str) and path else None
+
+
+def permission_locations(request: PermissionRequest) -> list[ToolCallLocation] | None:
+    """Where a permission request points: the path relative to the root (clients join it with the
+    cwd) and the first changed line of the diff preview."""
+    preview = request.preview or {}
+    path = preview.get("path") or (request.arguments.get("path") if isinstance(request.arguments, dict) else None)
+    if not isinstance(path, str) or not path:
+        return None
+    hunk = re.search(r"^@@ -\d+(?:,\d+)? \+(\d+)", str(preview.get("diff") or ""), re.MULTILINE)
+    return [ToolCallLocation(path=path, line=max(1, int(hunk.group(1))) if hunk else None)]
 
 
 def diff_content(preview: dict[str, Any] | None, root: Path) -> FileEditToolCallContent | None:
@@ -238,7 +250,8 @@ class AcpFrontend:
             content.append(tool_content(text_block(f"$ {preview.get('command')}\n(in {preview.get('cwd')})")))
         call = ToolCallUpdate(tool_call_id=request.tool_call_id, title=request.title, status="pending",
                               kind=tool_kind(request.tool, self.app),  # type: ignore[arg-type]
-                              raw_input=request.arguments, content=content or None)
+                              raw_input=request.arguments, content=content or None,
+                              locations=permission_locations(request))
         try:
             answer = await asyncio.wait_for(
                 self.client.request_permission(self.session_id, call, OPTIONS), self._timeout())
