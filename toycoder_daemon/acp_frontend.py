@@ -25,6 +25,7 @@ from acp import (
 )
 from acp.schema import (
     AcceptElicitationResponse,
+    AgentPlanUpdate,
     AllowedOutcome,
     ElicitationFormSessionMode,
     ElicitationSchema,
@@ -35,6 +36,7 @@ from acp.schema import (
     ToolCallUpdate,
     UsageUpdate,
 )
+from acp.schema import PlanEntry as AcpPlanEntry
 
 from .coalesce import TextCoalescer
 from .ports import (
@@ -44,6 +46,7 @@ from .ports import (
     Event,
     FilesChanged,
     PermissionRequest,
+    PlanUpdated,
     RetryScheduled,
     TextDelta,
     ToolCallFinished,
@@ -295,4 +298,6 @@ _MAPPINGS: dict[type, Callable[[AcpFrontend, Any], Any]] = {
     RetryScheduled: AcpFrontend._retry,
     Compacted: AcpFrontend._compaction,
     FilesChanged: AcpFrontend._changes,
+    PlanUpdated: lambda f, e: AgentPlanUpdate(session_update="plan", entries=[
+        AcpPlanEntry(content=p.content, priority=p.priority, status=p.status) for p in e.entries]),
 }

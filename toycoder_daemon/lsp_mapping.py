@@ -21,6 +21,7 @@ from .ports import (
     Event,
     FilesChanged,
     ModelsInfo,
+    PlanUpdated,
     RetryScheduled,
     TextDelta,
     ToolCallFinished,
@@ -139,6 +140,12 @@ def _compaction(e: Compacted) -> wire.Update:
 @_maps(FilesChanged)
 def _changes(e: FilesChanged) -> wire.Update:
     return wire.ChangesUpdate(files=[changed_file(f) for f in e.files])
+
+
+@_maps(PlanUpdated)
+def _plan(e: PlanUpdated) -> wire.Update:
+    return wire.PlanUpdate(entries=[wire.PlanEntryInfo(content=p.content, priority=p.priority, status=p.status)
+                                    for p in e.entries])
 
 
 def update_payload(event: Event) -> wire.Update:

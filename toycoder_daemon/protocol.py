@@ -265,6 +265,19 @@ class RetryUpdate(Wire):
     reason: str
 
 
+class PlanEntryInfo(Wire):
+    content: str
+    priority: Literal["high", "medium", "low"]
+    status: Literal["pending", "in_progress", "completed"]
+
+
+class PlanUpdate(Wire):
+    """The model's plan (its update_plan tool), whole each time: clients replace what they show."""
+
+    kind: Literal["plan"] = "plan"
+    entries: list[PlanEntryInfo]
+
+
 class SessionChangedUpdate(Wire):
     """Another daemon (another editor, a script) added to this session while this client had it
     open; `turnId` of the notification is "" (the turn was not this daemon's)."""
@@ -287,7 +300,7 @@ class SessionInfoUpdate(Wire):
 
 Update = Annotated[
     TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate
-    | ChangesUpdate | SessionChangedUpdate | SessionInfoUpdate,
+    | ChangesUpdate | SessionChangedUpdate | SessionInfoUpdate | PlanUpdate,
     Field(discriminator="kind"),
 ]
 

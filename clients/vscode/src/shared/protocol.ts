@@ -51,7 +51,7 @@ export type StopReason = 'end_turn' | 'max_steps' | 'cancelled' | 'error' | 'com
 
 export type Decision = 'allow_once' | 'allow_always' | 'reject';
 
-export type Update = TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate | ChangesUpdate | SessionChangedUpdate | SessionInfoUpdate;
+export type Update = TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate | ChangesUpdate | SessionChangedUpdate | SessionInfoUpdate | PlanUpdate;
 
 export type Action = SwitchAction | QuitAction;
 
@@ -154,6 +154,17 @@ export interface SessionInfo {
 export interface SessionInfoUpdate {
   kind: 'session_info';
   session: SessionInfo;
+}
+
+export interface PlanEntryInfo {
+  content: string;
+  priority: 'high' | 'medium' | 'low';
+  status: 'pending' | 'in_progress' | 'completed';
+}
+
+export interface PlanUpdate {
+  kind: 'plan';
+  entries: PlanEntryInfo[];
 }
 
 export interface UpdateParams {
