@@ -17,6 +17,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
              "toycoder_daemon.coalesce", "toycoder_daemon.background", "toycoder_daemon.safejson",
              "toycoder_daemon.modes"),
     "wire": ("toycoder_daemon.protocol", "toycoder_daemon.protocol_base", "toycoder_daemon.protocol_checkpoints",
+             "toycoder_daemon.protocol_sessions",
              "toycoder_daemon.protocol_ts"),
     "llm": ("toycoder_daemon.llm",),
     "config": ("toycoder_daemon.config",),

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-# the shared base and the checkpoint types live beside this module (each under 400 lines);
+# the shared base, the checkpoint and the session types live beside this module (each under 400 lines);
 # re-exported here, so `wire.X` names every wire type
 from .protocol_base import Decision as Decision
 from .protocol_base import Level as Level
@@ -30,6 +30,13 @@ from .protocol_checkpoints import CheckpointList as CheckpointList
 from .protocol_checkpoints import RestoreConflict as RestoreConflict
 from .protocol_checkpoints import RestoreParams as RestoreParams
 from .protocol_checkpoints import RestoreResult as RestoreResult
+from .protocol_sessions import PlanEntryInfo as PlanEntryInfo
+from .protocol_sessions import PlanUpdate as PlanUpdate
+from .protocol_sessions import SessionChangedUpdate as SessionChangedUpdate
+from .protocol_sessions import SessionInfo as SessionInfo
+from .protocol_sessions import SessionInfoUpdate as SessionInfoUpdate
+from .protocol_sessions import SetModeParams as SetModeParams
+from .protocol_sessions import TranscriptEntry as TranscriptEntry
 
 PROTOCOL_VERSION = 1
 
@@ -78,11 +85,6 @@ class EmptyParams(Wire):
     pass
 
 
-class SetModeParams(Wire):
-    session_id: str = Field(min_length=1)
-    mode: str = Field(min_length=1)
-
-
 class SessionIdParams(Wire):
     session_id: str = Field(min_length=1)
 
@@ -110,36 +112,12 @@ class ModelsSetParams(Wire):
 
 # ---- results --------------------------------------------------------------------------------
 
-class SessionInfo(Wire):
-    session_id: str
-    title: str
-    created_at: str
-    updated_at: str
-    message_count: int
-    mode: str | None = None
-    """The permission mode (an id of `availableModes`), for an open session; lists leave it out."""
-
-
 class SessionList(Wire):
     sessions: list[SessionInfo]
 
 
 class EmptyResult(Wire):
     pass
-
-
-class TranscriptEntry(Wire):
-    role: str
-    """user, assistant, tool_call, tool, or changes (after a turn that changed files)."""
-    text: str
-    tool_call_id: str | None = None
-    name: str | None = None
-    status: ToolStatus | None = None
-    """For role "tool": how the call ended."""
-    turn_id: str | None = None
-    """For role "changes": the turn's checkpoint id (what toycoder/checkpoint/restore takes)."""
-    files: list[ChangedFileInfo] | None = None
-    """For role "changes": the turn's net change per file."""
 
 
 class SessionLoadResult(Wire):
@@ -263,39 +241,6 @@ class RetryUpdate(Wire):
     attempt: int
     delay_seconds: float
     reason: str
-
-
-class PlanEntryInfo(Wire):
-    content: str
-    priority: Literal["high", "medium", "low"]
-    status: Literal["pending", "in_progress", "completed"]
-
-
-class PlanUpdate(Wire):
-    """The model's plan (its update_plan tool), whole each time: clients replace what they show."""
-
-    kind: Literal["plan"] = "plan"
-    entries: list[PlanEntryInfo]
-
-
-class SessionChangedUpdate(Wire):
-    """Another daemon (another editor, a script) added to this session while this client had it
-    open; `turnId` of the notification is "" (the turn was not this daemon's)."""
-
-    kind: Literal["session_changed"] = "session_changed"
-    transcript: list[TranscriptEntry]
-    """The new history entries, in order (the same shapes session/load answers)."""
-    reset: bool = False
-    """True: the other daemon rewrote the session (compaction): `transcript` is the whole history."""
-
-
-class SessionInfoUpdate(Wire):
-    """The session's title or mode changed: the fast model's title after the first turn, /title,
-    /mode, setMode (not the first prompt's line). `turnId`: the turn that changed it (sent as it
-    ends), or ""."""
-
-    kind: Literal["session_info"] = "session_info"
-    session: SessionInfo
 
 
 Update = Annotated[
