@@ -69,12 +69,13 @@ def llm() -> Iterator[FakeLLM]:
 
 
 def write_config(path: Path, llm: FakeLLM, *, keys: list[str] | None = None, extra: str = "") -> Path:
+    """auto_title is off: every test scripts each model request (test_titles.py turns it on)."""
     keys = keys or ["test-key-1"]
     path.write_text(
         "providers:\n  openai:\n    api_keys: [" + ", ".join(f'"{k}"' for k in keys) + "]\n"
         f"    base_url: {llm.base_url}\n    models: {{default: fake-model, fast: fake-fast}}\n"
         "default_provider: openai\n"
-        "agent: {max_steps: 16, max_retries: 2, retry_interval: 0.05}\n" + extra
+        "agent: {max_steps: 16, max_retries: 2, retry_interval: 0.05, auto_title: false}\n" + extra
     )
     return path
 

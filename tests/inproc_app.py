@@ -122,7 +122,7 @@ def config_for_tests(extra: dict[str, Any] | None = None) -> Config:
     raw: dict[str, Any] = {
         "providers": {"openai": {"api_keys": ["k1"], "models": {"default": "fake-model", "fast": "fake-fast"}}},
         "default_provider": "openai",
-        "agent": {"max_steps": 16, "max_retries": 2, "retry_interval": 0.05},
+        "agent": {"max_steps": 16, "max_retries": 2, "retry_interval": 0.05, "auto_title": False},
     }
     return Config.model_validate({**raw, **(extra or {})})
 

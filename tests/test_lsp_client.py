@@ -10,6 +10,7 @@ from conftest import write_config
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from toycoder_daemon.modes import available_modes
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 
@@ -42,7 +43,8 @@ async def client(lsp_client: LanguageClient, llm: FakeLLM, workspace: Path, tmp_
 
 async def test_lifecycle_progress_and_streaming(client: LanguageClient, llm: FakeLLM, workspace: Path) -> None:
     assert client.init_result.server_info.name == "toycoder-daemon"  # type: ignore[attr-defined]
-    assert client.init_result.capabilities.experimental == {"toycoder": {"protocolVersion": 1}}  # type: ignore[attr-defined]
+    toycoder = client.init_result.capabilities.experimental["toycoder"]  # type: ignore[attr-defined]
+    assert toycoder == {"protocolVersion": 1, "availableModes": available_modes()}
     llm.add(
         {"delay": 0.3, "text": "Writing it.", "tool_calls": [{"name": "write_file", "arguments": {"path": "out.txt", "content": "x\n"}}]},
         {"text": "Done, wrote out.txt."},

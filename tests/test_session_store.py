@@ -38,8 +38,17 @@ def test_create_append_read_list_delete(store: SessionStore) -> None:
     assert (store.dir / "workspace.txt").read_text().strip().endswith("ws")
     [row] = store.list()
     assert (row.id, row.title, row.message_count) == (sid, "renamed", 2)
+    other, _, _ = store.open(sid)  # open in two daemons at once: only a turn takes the lock
+    assert other.held  # open() repairs under the lock and leaves releasing it to the caller
+    other.release()
+    f.acquire()
+    with pytest.raises(SessionBusy, match="another ToyCoder daemon"):
+        other.acquire()
     with pytest.raises(SessionBusy):
-        store.open(sid)  # this process holds its lock through `f`
+        store.delete(sid)
+    f.release()
+    other.acquire()
+    other.close()
     f.close()
     store.delete(sid)
     assert store.list() == []
@@ -109,3 +118,32 @@ async def test_rewrite_runs_off_the_event_loop(store: SessionStore) -> None:
     await conv.replace_all([user("x")])
     assert threads and threads[0] != "MainThread"
     f.close()
+
+
+def test_read_new_gives_what_another_daemon_appended(store: SessionStore) -> None:
+    sid = store.new_id()
+    a = store.create(sid, {"title": ""})
+    a.append([user("one")])
+    b, _, msgs = store.open(sid)
+    b.release()
+    assert [m["content"] for m in msgs] == ["one"] and not b.changed_elsewhere()
+    a.acquire()
+    a.append([user("two")])
+    a.write_meta({"title": "by a"})
+    with (store.dir / f"{sid}.jsonl").open("ab") as out:
+        out.write(b'{"t": "msg", "m": {"role": "us')  # a's next line, half written
+    assert b.changed_elsewhere()
+    new = b.read_new()
+    assert [m["content"] for m in new.messages] == ["two"] and new.meta["title"] == "by a" and not new.reset
+    a.release()  # as if a was killed: b, holding the lock, cuts the torn line off
+    b.acquire()
+    assert b.read_new().messages == [] and not b.changed_elsewhere()
+    b.append([user("three")])
+    assert not b.changed_elsewhere()  # its own line counts as read
+    assert [m["content"] for m in a.read_new().messages] == ["three"]
+    b.rewrite({"title": "compacted"}, [user("summary")])
+    b.release()
+    new = a.read_new()
+    assert new.reset and [m["content"] for m in new.messages] == ["summary"]
+    a.close()
+    b.close()

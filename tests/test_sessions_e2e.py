@@ -1,4 +1,4 @@
-"""Sessions that last, at the process level: restarts, kill -9 mid-turn, two daemons and the lock.
+"""Sessions that last, at the process level: restarts, kill -9 mid-turn, one session in two daemons.
 Torn lines, repairs and persisted settings: test_sessions.py, in-process."""
 
 from __future__ import annotations
@@ -69,17 +69,38 @@ async def test_kill_9_mid_turn_leaves_a_session_that_continues(start_daemon, llm
     assert llm.violations == []
 
 
-async def test_two_daemons_do_not_share_a_session(start_daemon, llm: FakeLLM) -> None:
-    """A lock keeps a second daemon from writing; reading the history never needs it."""
-    a = await start_daemon()
-    b = await start_daemon()
+async def test_two_daemons_share_a_session(start_daemon, llm: FakeLLM) -> None:
+    """B has the session open all along: it hears A's turn, is refused while A's turn runs (busy
+    elsewhere), and after A is killed mid-turn continues with A's turn (repaired) in its context."""
+    a = await start_daemon(extra=RUN)
+    b = await start_daemon(extra=RUN)
     sid = await new_session(a, title="shared")
-    assert [s["sessionId"] for s in (await b.call("toycoder/session/list", {}))["sessions"]] == [sid]
-    # looking is fine (no lock taken), working in it is not
     assert (await b.call("toycoder/session/load", {"sessionId": sid}))["session"]["title"] == "shared"
+    llm.add({"text": "Hello from A."})
+    await a.call("toycoder/prompt", {"sessionId": sid, "text": "hi from a"})
+
+    def heard() -> list[tuple[str, str]]:
+        return [(e["role"], e["text"]) for u in b.updates(sid) if u["update"]["kind"] == "session_changed"
+                for e in u["update"]["transcript"]]
+
+    await b.wait_for(lambda: len(heard()) == 2, what="B to hear about A's turn")
+    assert heard() == [("user", "hi from a"), ("assistant", "Hello from A.")]
+
+    sleep = sleep_command(176)
+    llm.add({"text": "Waiting.", "tool_calls": [{"name": "run_command", "arguments": {"command": sleep}}]})
+    a.request_future("toycoder/prompt", {"sessionId": sid, "text": "wait a bit"})
+    await a.wait_for(lambda: processes_with(sleep), what="A's command to run")  # mid-turn, mid-tool-call
     with pytest.raises(RpcError) as e:
-        await b.call("toycoder/prompt", {"sessionId": sid, "text": "hi"})
+        await b.call("toycoder/prompt", {"sessionId": sid, "text": "me too"})
     assert e.value.code == -32011 and "another ToyCoder daemon" in e.value.message
-    await a.close()
-    llm.add({"text": "mine now"})
-    assert (await b.call("toycoder/prompt", {"sessionId": sid, "text": "hi"}))["text"] == "mine now"
+    a.proc.send_signal(signal.SIGKILL)
+    await a.proc.wait()
+    kill_process_groups(processes_with(sleep))  # the daemon had no chance to clean up after kill -9
+
+    llm.add({"text": "B carries on."})
+    assert (await b.call("toycoder/prompt", {"sessionId": sid, "text": "me too"}))["text"] == "B carries on."
+    sent = llm.requests[-1]["body"]["messages"][1:]
+    assert [(m["role"], m.get("content")) for m in sent[:4]] == [
+        ("user", "hi from a"), ("assistant", "Hello from A."), ("user", "wait a bit"), ("assistant", "Waiting.")]
+    assert sent[4]["role"] == "tool" and "interrupted" in sent[4]["content"]
+    assert sent[5] == {"role": "user", "content": "me too"} and llm.violations == []

@@ -26,7 +26,9 @@ async def test_initialize_announces_protocol(daemon: Daemon) -> None:
 async def test_initialize_result(start_daemon, workspace) -> None:
     d = await start_daemon(init=False)
     result = await d.initialize(workspace)
-    assert result["capabilities"]["experimental"]["toycoder"] == {"protocolVersion": 1}
+    toycoder = result["capabilities"]["experimental"]["toycoder"]
+    assert toycoder["protocolVersion"] == 1
+    assert [m["id"] for m in toycoder["availableModes"]] == ["ask", "accept-edits", "read-only"]
     assert result["serverInfo"]["name"] == "toycoder-daemon"
 
 

@@ -45,9 +45,12 @@ from acp.schema import (
     PromptCapabilities,
     PromptResponse,
     ResourceContentBlock,
+    ResumeSessionResponse,
     SessionCapabilities,
+    SessionCloseCapabilities,
     SessionInfo,
     SessionListCapabilities,
+    SessionResumeCapabilities,
     TextContentBlock,
     TextResourceContents,
     UnstructuredCommandInput,
@@ -55,7 +58,7 @@ from acp.schema import (
 )
 from pydantic import ValidationError
 
-from . import __version__, safejson
+from . import __version__, acp_sessions, safejson
 from . import protocol as wire
 from .acp_frontend import AcpFrontend, locations, tool_kind
 from .app import App
@@ -177,6 +180,8 @@ class ToyCoderAgent:
         self._prompts: set[asyncio.Task[Any]] = set()
         self._later = Background().run  # work that goes after the current answer
 
+    set_session_mode = acp_sessions.set_session_mode  # session/set_mode
+
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
 
@@ -189,6 +194,7 @@ class ToyCoderAgent:
         if app is None:
             app = self.apps[key] = App.open(key, self.config_path)
             app.on_notice = lambda level, message: log.warning("%s", message)  # ACP has no message to show
+            acp_sessions.hook(app, self.owner, lambda sid, u: self.conn.session_update(sid, u), self._later, replay)
             self._later(app.start())
             log.info("workspace %s, config %s", app.workspace.root, app.config_path or "(built-in defaults)")
         return app
@@ -212,7 +218,8 @@ class ToyCoderAgent:
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
                 load_session=True, prompt_capabilities=PromptCapabilities(embedded_context=True),
-                session_capabilities=SessionCapabilities(list=SessionListCapabilities())),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities(), close=SessionCloseCapabilities(),
+                                                         resume=SessionResumeCapabilities())),
             agent_info=Implementation(name="toycoder-daemon", title="ToyCoder", version=__version__),
         )
 
@@ -222,17 +229,33 @@ class ToyCoderAgent:
         s = app.new_session()
         self.owner[s.id] = app
         self._later(self._announce_commands(s.id))  # queued after the answer
-        return NewSessionResponse(session_id=s.id)
+        return NewSessionResponse(session_id=s.id, modes=acp_sessions.mode_state(s.mode))
 
     @acp_errors
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any) -> LoadSessionResponse:
         app = self.app_for(cwd)
-        s = app.session(session_id)  # live (and locked) from now on, so it can be continued
+        s = await app.load(session_id)  # open here from now on: it hears turns made elsewhere
         self.owner[s.id] = app
         for update in replay(s.transcript(), app):
             await self.conn.session_update(s.id, update)
         self._later(self._announce_commands(s.id))
-        return LoadSessionResponse()
+        return LoadSessionResponse(modes=acp_sessions.mode_state(s.mode))
+
+    @acp_errors
+    async def resume_session(self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any) -> ResumeSessionResponse:
+        """session/load without the replay: the client already shows the history."""
+        app = self.app_for(cwd)
+        s = await app.load(session_id)
+        self.owner[s.id] = app
+        self._later(self._announce_commands(s.id))
+        return ResumeSessionResponse(modes=acp_sessions.mode_state(s.mode))
+
+    @acp_errors
+    async def close_session(self, session_id: str, **_: Any) -> None:
+        """The client is done with the session here (a running turn is cancelled); it stays on disk."""
+        app = self.app_of(session_id)
+        await app.close_session(session_id)
+        del self.owner[session_id]
 
     @acp_errors
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any) -> ListSessionsResponse:
@@ -250,6 +273,8 @@ class ToyCoderAgent:
     async def prompt(self, prompt: list[Any], session_id: str, **_: Any) -> PromptResponse:
         app = self.app_of(session_id)
         text = prompt_text(prompt, app.workspace.root)
+        if not text.strip():
+            raise RequestError.invalid_params({"prompt": "the prompt is empty"})
         frontends: list[AcpFrontend] = []
 
         caps = self.client_capabilities
@@ -359,7 +384,8 @@ async def serve_acp(out: BinaryIO, config_path: str | None = None, *,
     transport = LineTransport(read, FrameTransport(out).write, notifications=ACP_NOTIFICATIONS)
     agent = ToyCoderAgent(config_path)
     # ToyCoderAgent has the methods we support; the SDK answers method-not-found for the others
-    conn = AgentSideConnection(agent, transport, listening=False)  # type: ignore[arg-type]
+    conn = AgentSideConnection(agent, transport, listening=False,  # type: ignore[arg-type]
+                               use_unstable_protocol=True)  # session/close and session/resume are routed as unstable
     quiet_client_mistakes(conn)
     try:
         await conn.listen()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -24,6 +25,7 @@ from acp import (
 )
 from acp.schema import (
     AcceptElicitationResponse,
+    AgentPlanUpdate,
     AllowedOutcome,
     ElicitationFormSessionMode,
     ElicitationSchema,
@@ -34,6 +36,7 @@ from acp.schema import (
     ToolCallUpdate,
     UsageUpdate,
 )
+from acp.schema import PlanEntry as AcpPlanEntry
 
 from .coalesce import TextCoalescer
 from .ports import (
@@ -43,6 +46,7 @@ from .ports import (
     Event,
     FilesChanged,
     PermissionRequest,
+    PlanUpdated,
     RetryScheduled,
     TextDelta,
     ToolCallFinished,
@@ -74,6 +78,17 @@ def tool_kind(name: str, app: App) -> str:
 def locations(arguments: Any, root: Path) -> list[ToolCallLocation] | None:
     path = arguments.get("path") if isinstance(arguments, dict) else None
     return [ToolCallLocation(path=str(root / path))] if isinstance(path, str) and path else None
+
+
+def permission_locations(request: PermissionRequest) -> list[ToolCallLocation] | None:
+    """Where a permission request points: the path relative to the root (clients join it with the
+    cwd) and the first changed line of the diff preview."""
+    preview = request.preview or {}
+    path = preview.get("path") or (request.arguments.get("path") if isinstance(request.arguments, dict) else None)
+    if not isinstance(path, str) or not path:
+        return None
+    hunk = re.search(r"^@@ -\d+(?:,\d+)? \+(\d+)", str(preview.get("diff") or ""), re.MULTILINE)
+    return [ToolCallLocation(path=path, line=max(1, int(hunk.group(1))) if hunk else None)]
 
 
 def diff_content(preview: dict[str, Any] | None, root: Path) -> FileEditToolCallContent | None:
@@ -239,7 +254,8 @@ class AcpFrontend:
             content.append(tool_content(text_block(f"$ {preview.get('command')}\n(in {preview.get('cwd')})")))
         call = ToolCallUpdate(tool_call_id=request.tool_call_id, title=request.title, status="pending",
                               kind=tool_kind(request.tool, self.app),  # type: ignore[arg-type]
-                              raw_input=request.arguments, content=content or None)
+                              raw_input=request.arguments, content=content or None,
+                              locations=permission_locations(request))
         try:
             answer = await reply_within(self.client.request_permission(self.session_id, call, OPTIONS),
                                         self._timeout())
@@ -283,4 +299,6 @@ _MAPPINGS: dict[type, Callable[[AcpFrontend, Any], Any]] = {
     RetryScheduled: AcpFrontend._retry,
     Compacted: AcpFrontend._compaction,
     FilesChanged: AcpFrontend._changes,
+    PlanUpdated: lambda f, e: AgentPlanUpdate(session_update="plan", entries=[
+        AcpPlanEntry(content=p.content, priority=p.priority, status=p.status) for p in e.entries]),
 }

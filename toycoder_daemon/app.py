@@ -18,6 +18,7 @@ from typing import Any
 from . import secrets
 from .agent.react import TurnResult, repair_tool_calls, run_turn
 from .agent.subagent import AgentRuntime, Role, subagent_tool
+from .app_models import ModelSettings
 from .checkpoints import Checkpoint, RestoreResult
 from .commands.builtin import commands
 from .commands.context import CommandContext
@@ -26,12 +27,13 @@ from .errors import ConfigError, ProviderError, SessionBusy
 from .factories import ModelFactory, openai_models, subagents, tool_catalog, tool_settings
 from .llm.base import ChatModel, Usage
 from .messages import Message
-from .ports import Compacted, Frontend, ModelsInfo, ProviderSummary, ToolSummary
+from .ports import Compacted, Frontend
 from .prompts.manager import PromptManager
 from .sessions.context import Compaction, compact, needs_compaction
 from .sessions.conversation import Conversation
 from .sessions.session import FileSink, Session, TranscriptEntry
 from .sessions.store import SessionFile, SessionStore, SessionSummary
+from .shared_sessions import Sharing
 from .tools.base import ToolContext
 from .tools.workspace import Workspace
 from .undo import ChangesOfStore, Checkpoints
@@ -49,7 +51,7 @@ class PromptOutcome:
     action: dict[str, Any] | None = None
 
 
-class App:
+class App(ModelSettings):
     def __init__(self, workspace_root: str | Path, config: Config, *, model_factory: ModelFactory | None = None,
                  store: SessionStore | None = None, config_error: ConfigError | None = None,
                  config_path: Path | None = None):
@@ -71,7 +73,13 @@ class App:
         self.store = store or SessionStore(data_dir(), self.workspace.root)
         self.settings = tool_settings(self.config)
         self.checkpoints = Checkpoints(self.store.data_dir, self.workspace.root)
+        self.sharing = Sharing(lambda s, new: s.transcript(ChangesOfStore(self.checkpoints.of(s.id)), new), INTERRUPTED)
         self.live: dict[str, Session] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+        self._titles_shown: dict[str, tuple[str, str]] = {}
+        self.on_session_info: Callable[[SessionSummary, str], None] = lambda summary, turn_id: None
+        """Set by the wire face: a session's title (the model's, /title) or mode changed; with the id of
+        the turn that changed it ("" outside a turn)."""
         self._loading: dict[str, asyncio.Future[Session]] = {}
         self._agents = subagents(self.config, self.prompts)
         self.tools = tool_catalog(self.config, self._agents)
@@ -127,32 +135,21 @@ class App:
         for agent, description in self._agents:
             s.tools.register(subagent_tool(agent, description, runtime))
 
-    def _require_config(self) -> Config:
-        if self.config_error:
-            raise self.config_error
-        return self.config
-
-    def current_model(self, session: Session | None = None) -> tuple[str, str]:
-        cfg = self._require_config()
-        name, provider = cfg.provider(session.provider if session else None)
-        return name, (session.model if session and session.model else provider.models.default)
-
-    def model_for(self, session: Session | None, role: str | None = None) -> ChatModel:
-        """The session's model, or the provider's model for a role ("fast" for summaries)."""
-        provider_name, model_name = self.current_model(session)
-        if role:
-            model_name = getattr(self.config.providers[provider_name].models, role)
-        key = (provider_name, model_name)
-        model = self._models.get(key)
-        if model is None:
-            model = self._models[key] = self.model_factory(provider_name, model_name)
-        return model
-
     # ---- sessions -----------------------------------------------------------------------------
 
     def _save_meta(self, s: Session) -> None:
         if s.file:
             s.file.write_meta(s.meta())
+        if not s.busy:  # a turn's change goes out when it ends (prompt), after its own updates
+            self._push_info(s, "")
+
+    def _push_info(self, s: Session, turn_id: str) -> None:
+        """The prompt's line as title is not news (the client sent the prompt): the model's, /title's
+        and a mode change are."""
+        shown = self._titles_shown.get(s.id, ("", ""))
+        self._titles_shown[s.id] = (s.title, s.mode)
+        if shown != (s.title, s.mode) and (s.title_by != "prompt" or shown[1] != s.mode):
+            self.on_session_info(s.summary(), turn_id)
 
     def _new(self, session_id: str, title: str = "", meta: dict[str, Any] | None = None,
              mtime: float | None = None) -> Session:
@@ -168,6 +165,8 @@ class App:
         s.on_meta_change = self._save_meta
         s.messages = Conversation(self.prompts.system("main"), stored, FileSink(file, s.meta))
         self.live[s.id] = s
+        self._titles_shown[s.id] = (s.title, s.mode)
+        self.sharing.watch(s)  # its clients hear about turns other daemons make in it
         return s
 
     def new_session(self, title: str | None = None) -> Session:
@@ -184,6 +183,7 @@ class App:
             s, messages = self._restore(session_id, file, meta, stored)
             if messages is not stored:
                 file.rewrite(s.meta(), messages)
+            file.release()  # taken by open() for the repair; from now on only turns hold it
             return self._attach(s, file, messages)
 
     async def load(self, session_id: str) -> Session:
@@ -204,12 +204,13 @@ class App:
             s, messages = self._restore(session_id, file, meta, stored)
             if messages is not stored:
                 await asyncio.to_thread(file.rewrite, s.meta(), messages)
+            file.release()
             return self._attach(s, file, messages)
 
     def _restore(self, session_id: str, file: SessionFile, meta: dict[str, Any],
                  stored: list[Message]) -> tuple[Session, list[Message]]:
         s = self._new(session_id, meta=meta, mtime=file.path.stat().st_mtime)
-        repaired = repair_tool_calls(stored, INTERRUPTED)
+        repaired = repair_tool_calls(stored, INTERRUPTED) if file.held else stored  # else: a turn runs elsewhere
         if repaired is not stored:
             log.info("session %s: answered tool calls left open by an interrupted turn", s.id)
         return s, repaired
@@ -230,6 +231,19 @@ class App:
         while this daemon has them open."""
         return [r for r in self.store.list() if r.message_count or r.title or r.id in self.live]
 
+    async def close_session(self, session_id: str) -> None:
+        """This daemon stops having the session open (a running turn is cancelled first); it stays
+        on disk, and any daemon (this one too) can load it again."""
+        s = self.live.get(session_id)
+        if s is None:
+            return
+        if s.turn is not None and not s.turn.done():
+            s.turn.cancel()
+            await asyncio.wait([s.turn], timeout=5.0)
+        self.sharing.unwatch(session_id)
+        if self.live.pop(session_id, None) is not None and s.file:
+            s.file.close()
+
     def delete_session(self, session_id: str) -> None:
         s = self.live.get(session_id)
         if s is not None:
@@ -238,6 +252,7 @@ class App:
             if s.file:
                 s.file.close()
             del self.live[session_id]
+            self.sharing.unwatch(session_id)
         self.store.delete(session_id)
         self.checkpoints.delete(session_id)
 
@@ -248,10 +263,12 @@ class App:
         if s.busy:
             raise SessionBusy(session_id)
         model = None if text.lstrip().startswith("/") else self.model_for(s)
+        await self.sharing.begin_turn(s)  # the lock, and what other daemons wrote meanwhile
         turn_id = self.checkpoints.next_turn(s)
         frontend = frontend_for(s.id, turn_id)
         work = self._run_command(s, text, frontend) if model is None else self._run_turn(s, text, model, frontend)
         turn = s.turn = asyncio.ensure_future(work)
+        self.sharing.release_after(s, turn)
         cancelled = (TurnResult("cancelled", "", Usage(), 0), None)
         try:
             result, action = await asyncio.shield(turn)
@@ -265,6 +282,11 @@ class App:
                 result, action = await turn
             except asyncio.CancelledError:
                 result, action = cancelled
+        self._push_info(s, turn_id)
+        if result.stop_reason == "end_turn":
+            self.title_after_first_turn(s, text, result.text)
+        if action and action.get("kind") == "switch" and action.get("sessionId") != s.id:
+            await self.close_session(s.id)  # /new, /switch, /clear: this daemon moves on
         return PromptOutcome(turn_id, result, action)
 
     async def _run_command(self, s: Session, text: str,
@@ -333,13 +355,14 @@ class App:
     async def shutdown(self, timeout: float = 2.0) -> None:
         """End every turn (which kills their child processes), close files and model clients."""
         turns = [s.turn for s in self.live.values() if s.turn is not None and not s.turn.done()]
-        for t in turns:
+        for t in [*turns, *self._background]:
             t.cancel()
         if turns:
             await asyncio.wait(turns, timeout=timeout)
         from .tools.shell import kill_all
 
         kill_all()  # whatever a turn did not manage to stop in time
+        self.sharing.close()
         for s in self.live.values():
             if s.file:
                 s.file.close()
@@ -366,35 +389,9 @@ class App:
         s = await self.load(session_id)
         if s.busy:
             raise SessionBusy(session_id)
+        await self.sharing.begin_turn(s)
         turn_id = self.checkpoints.next_turn(s)  # recorded as a turn of its own, so it can be undone
         frontend = frontend_for(s.id, turn_id) if frontend_for else None
         work = s.turn = asyncio.ensure_future(self.checkpoints.restore(s, turn_ref, paths, force, frontend, turn_id))
+        self.sharing.release_after(s, work)
         return await asyncio.shield(work)  # the files are written either way: the answer says which
-
-    # ---- tools and models ---------------------------------------------------------------------
-
-    def tool_infos(self, session_id: str) -> list[ToolSummary]:
-        s = self.peek(session_id)
-        return [ToolSummary(t.name, t.description, t.level, s.tools.is_enabled(t.name), t.source) for t in s.tools.list()]
-
-    def set_tool_enabled(self, session_id: str, name: str, enabled: bool) -> None:
-        s = self.session(session_id)
-        if s.tools.get(name) is None:
-            raise KeyError(name)
-        s.set_tool_enabled(name, enabled)
-
-    def models_info(self, session_id: str | None) -> ModelsInfo:
-        s = self.peek(session_id) if session_id else None
-        provider, model = self.current_model(s)
-        return ModelsInfo(provider, model, [ProviderSummary(n, p.base_url, p.models.model_dump(), len(p.api_keys))
-                                            for n, p in self.config.providers.items()])
-
-    def set_model(self, session_id: str, provider: str | None, model: str) -> ModelsInfo:
-        s = self.session(session_id)
-        cfg = self._require_config()
-        name, p = cfg.provider(provider or s.provider)
-        s.provider = name
-        s.model = p.models.model_dump().get(model, model)  # "default"/"fast" name a role
-        s.changed()
-        return self.models_info(session_id)
-

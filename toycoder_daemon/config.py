@@ -61,6 +61,8 @@ class AgentConfig(_Section):
     """Total time budget for the retries of one model call, seconds."""
     request_timeout: float = Field(default=300.0, gt=0)
     """Timeout of one model request, seconds."""
+    auto_title: bool = True
+    """After a session's first turn, the fast model writes its title (else: the first prompt's line)."""
 
 
 class SessionConfig(_Section):

@@ -14,6 +14,7 @@ from .tools.ask import ask_user
 from .tools.edit import edit_file, write_file
 from .tools.files import list_directory, read_file
 from .tools.permission import PermissionGate
+from .tools.plan import update_plan
 from .tools.registry import ToolRegistry
 from .tools.search import glob_search, grep_search
 from .tools.settings import RunCommandSettings, ToolSettings
@@ -74,7 +75,8 @@ def tool_catalog(config: Config, agents: list[tuple[SubAgent, str]]) -> ToolRegi
     its own sub-agents); the config's permission rules and enabled tools applied."""
     perms = config.permissions
     registry = ToolRegistry(PermissionGate(perms.allow, perms.deny))
-    for t in (read_file, list_directory, glob_search, grep_search, write_file, edit_file, run_command, ask_user):
+    for t in (read_file, list_directory, glob_search, grep_search, write_file, edit_file, run_command, ask_user,
+              update_plan):
         registry.register(t)
     for agent, description in agents:
         registry.register(subagent_tool(agent, description, None))

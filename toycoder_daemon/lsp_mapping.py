@@ -22,6 +22,7 @@ from .ports import (
     Event,
     FilesChanged,
     ModelsInfo,
+    PlanUpdated,
     RetryScheduled,
     TextDelta,
     ToolCallFinished,
@@ -37,7 +38,7 @@ _ACTION: TypeAdapter[wire.SwitchAction | wire.QuitAction] = TypeAdapter(wire.Act
 
 def session_info(s: SessionSummary) -> wire.SessionInfo:
     return wire.SessionInfo(session_id=s.id, title=s.title, created_at=wire.iso_time(s.created_at),
-                            updated_at=wire.iso_time(s.updated_at), message_count=s.message_count)
+                            updated_at=wire.iso_time(s.updated_at), message_count=s.message_count, mode=s.mode)
 
 
 def transcript_entry(e: TranscriptEntry) -> wire.TranscriptEntry:
@@ -147,6 +148,12 @@ def _compaction(e: Compacted) -> wire.Update:
 @_maps(FilesChanged)
 def _changes(e: FilesChanged) -> wire.Update:
     return wire.ChangesUpdate(files=[changed_file(f) for f in e.files])
+
+
+@_maps(PlanUpdated)
+def _plan(e: PlanUpdated) -> wire.Update:
+    return wire.PlanUpdate(entries=[wire.PlanEntryInfo(content=p.content, priority=p.priority, status=p.status)
+                                    for p in e.entries])
 
 
 def update_payload(event: Event) -> wire.Update:

@@ -94,7 +94,24 @@ class FilesChanged:
     kind: str = field(default="changes", init=False)
 
 
-Event = TextDelta | ToolCallStarted | ToolCallFinished | UsageReport | RetryScheduled | Compacted | FilesChanged
+@dataclass(frozen=True)
+class PlanEntry:
+    content: str
+    priority: Literal["high", "medium", "low"]
+    status: Literal["pending", "in_progress", "completed"]
+
+
+@dataclass(frozen=True)
+class PlanUpdated:
+    """The model's plan (update_plan), whole each time."""
+
+    entries: tuple[PlanEntry, ...]
+    parent_tool_call_id: str | None = None
+    kind: str = field(default="plan", init=False)
+
+
+Event = (TextDelta | ToolCallStarted | ToolCallFinished | UsageReport | RetryScheduled | Compacted | FilesChanged
+         | PlanUpdated)
 
 
 @dataclass(frozen=True)

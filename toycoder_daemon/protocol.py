@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-# the shared base and the checkpoint types live beside this module (each under 400 lines);
+# the shared base, the checkpoint and the session types live beside this module (each under 400 lines);
 # re-exported here, so `wire.X` names every wire type
 from .protocol_base import Decision as Decision
 from .protocol_base import Level as Level
@@ -30,6 +30,14 @@ from .protocol_checkpoints import CheckpointList as CheckpointList
 from .protocol_checkpoints import RestoreConflict as RestoreConflict
 from .protocol_checkpoints import RestoreParams as RestoreParams
 from .protocol_checkpoints import RestoreResult as RestoreResult
+from .protocol_sessions import PlanEntryInfo as PlanEntryInfo
+from .protocol_sessions import PlanUpdate as PlanUpdate
+from .protocol_sessions import SessionChangedUpdate as SessionChangedUpdate
+from .protocol_sessions import SessionInfo as SessionInfo
+from .protocol_sessions import SessionInfoUpdate as SessionInfoUpdate
+from .protocol_sessions import SetModeParams as SetModeParams
+from .protocol_sessions import TranscriptEntry as TranscriptEntry
+from .protocol_sessions import UsageInfo as UsageInfo
 
 PROTOCOL_VERSION = 1
 
@@ -38,6 +46,8 @@ SESSION_NEW = "toycoder/session/new"
 SESSION_LIST = "toycoder/session/list"
 SESSION_LOAD = "toycoder/session/load"
 SESSION_DELETE = "toycoder/session/delete"
+SESSION_CLOSE = "toycoder/session/close"
+SESSION_SET_MODE = "toycoder/session/setMode"
 PROMPT = "toycoder/prompt"
 CANCEL = "toycoder/cancel"
 TOOLS_LIST = "toycoder/tools/list"
@@ -103,46 +113,12 @@ class ModelsSetParams(Wire):
 
 # ---- results --------------------------------------------------------------------------------
 
-class SessionInfo(Wire):
-    session_id: str
-    title: str
-    created_at: str
-    updated_at: str
-    message_count: int
-
-
 class SessionList(Wire):
     sessions: list[SessionInfo]
 
 
 class EmptyResult(Wire):
     pass
-
-
-class UsageInfo(Wire):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
-
-
-class TranscriptEntry(Wire):
-    role: str
-    """user, assistant, tool_call, tool, or changes (after a turn that changed files)."""
-    text: str
-    tool_call_id: str | None = None
-    name: str | None = None
-    status: ToolStatus | None = None
-    """For role "tool": how the call ended."""
-    turn_id: str | None = None
-    """For role "changes": the turn's checkpoint id (what toycoder/checkpoint/restore takes)."""
-    files: list[ChangedFileInfo] | None = None
-    """For role "changes": the turn's net change per file."""
-    interrupted: bool | None = None
-    """For role "assistant": true when a cancel cut the reply short (`text` is what had arrived)."""
-    stop_reason: StopReason | None = None
-    """For role "user": how the turn this prompt started ended (absent while it runs, or if unrecorded)."""
-    usage: UsageInfo | None = None
-    """For role "user": that turn's tokens, sub-agents included (with `stopReason`)."""
 
 
 class SessionLoadResult(Wire):
@@ -264,7 +240,7 @@ class RetryUpdate(Wire):
 
 Update = Annotated[
     TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate
-    | ChangesUpdate,
+    | ChangesUpdate | SessionChangedUpdate | SessionInfoUpdate | PlanUpdate,
     Field(discriminator="kind"),
 ]
 
@@ -343,6 +319,8 @@ REQUESTS: tuple[Request, ...] = (
     Request(SESSION_LIST, EmptyParams, SessionList),
     Request(SESSION_LOAD, SessionIdParams, SessionLoadResult),
     Request(SESSION_DELETE, SessionIdParams, EmptyResult),
+    Request(SESSION_CLOSE, SessionIdParams, EmptyResult),
+    Request(SESSION_SET_MODE, SetModeParams, SessionInfo),
     Request(PROMPT, PromptParams, PromptResult),
     Request(CANCEL, SessionIdParams, CancelResult),
     Request(TOOLS_LIST, SessionIdParams, ToolList),

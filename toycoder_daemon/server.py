@@ -34,7 +34,10 @@ from .checkpoints import UnknownCheckpoint
 from .commands.builtin import commands
 from .editor_frontend import EditorFrontend
 from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound
+from .modes import available_modes
 from .pygls_adapter import QuietClientMistakes, raw_converter
+from .sessions.session import TranscriptEntry
+from .sessions.store import SessionSummary
 
 log = logging.getLogger(__name__)
 P = TypeVar("P", bound=BaseModel)
@@ -97,7 +100,8 @@ class ToyCoderProtocol(QuietClientMistakes):
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams):  # type: ignore[no-untyped-def]
         result = yield from super().lsp_initialize(params)
-        result.capabilities.experimental = {"toycoder": {"protocolVersion": wire.PROTOCOL_VERSION}}
+        result.capabilities.experimental = {"toycoder": {"protocolVersion": wire.PROTOCOL_VERSION,
+                                                         "availableModes": available_modes()}}
         return result
 
 
@@ -185,6 +189,8 @@ def on_initialize(ls: ToyCoderServer, params: types.InitializeParams) -> None:
     ls.client_toycoder = experimental.get("toycoder") or {}
     ls.app = App.open(root or os.getcwd(), options.get("configPath") or ls.config_path)
     ls.app.on_notice = ls.show_message
+    ls.app.sharing.on_changed = functools.partial(session_changed, ls)
+    ls.app.on_session_info = functools.partial(session_info_changed, ls)
     log.info("workspace %s, config %s", ls.app.workspace.root, ls.app.config_path or "(built-in defaults)")
 
 
@@ -228,8 +234,19 @@ async def session_list(ls: ToyCoderServer, p: wire.EmptyParams) -> wire.SessionL
     return wire.SessionList(sessions=[to_wire.session_info(s) for s in rows])
 
 
+def session_changed(ls: ToyCoderServer, session_id: str, entries: list[TranscriptEntry], reset: bool) -> None:
+    """Another daemon added to a session this client has open."""
+    update = wire.SessionChangedUpdate(transcript=[to_wire.transcript_entry(e) for e in entries], reset=reset)
+    ls.notify(wire.UPDATE, wire.UpdateParams(session_id=session_id, turn_id="", update=update).dump())
+
+
+def session_info_changed(ls: ToyCoderServer, summary: SessionSummary, turn_id: str) -> None:
+    update = wire.SessionInfoUpdate(session=to_wire.session_info(summary))
+    ls.notify(wire.UPDATE, wire.UpdateParams(session_id=summary.id, turn_id=turn_id, update=update).dump())
+
+
 async def session_load(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.SessionLoadResult:
-    s = ls.get_app().peek(p.session_id)
+    s = await ls.get_app().load(p.session_id)  # open here from now on: it hears turns made elsewhere
     return wire.SessionLoadResult(session=to_wire.session_info(s.summary()),
                                   transcript=[to_wire.transcript_entry(e) for e in ls.get_app().transcript(s)])
 
@@ -239,7 +256,21 @@ async def session_delete(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.Em
     return wire.EmptyResult()
 
 
+async def session_close(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.EmptyResult:
+    await ls.get_app().close_session(p.session_id)
+    return wire.EmptyResult()
+
+
+async def session_set_mode(ls: ToyCoderServer, p: wire.SetModeParams) -> wire.SessionInfo:
+    try:
+        return to_wire.session_info(ls.get_app().set_mode(p.session_id, p.mode))
+    except ValueError as e:
+        raise rpc_error(wire.INVALID_PARAMS, f"Invalid params: mode: {e}") from None
+
+
 async def prompt(ls: ToyCoderServer, p: wire.PromptParams) -> wire.PromptResult:
+    if not p.text.strip():
+        raise rpc_error(wire.INVALID_PARAMS, "Invalid params: text: the prompt is empty")
     frontends: list[EditorFrontend] = []
 
     def frontend_for(session_id: str, turn_id: str) -> EditorFrontend:
@@ -303,6 +334,7 @@ HANDLERS: dict[str, Handler] = {
     wire.SESSION_DELETE: session_delete, wire.PROMPT: prompt, wire.CANCEL: cancel, wire.TOOLS_LIST: tools_list,
     wire.TOOLS_SET_ENABLED: tools_set_enabled, wire.COMMANDS_LIST: commands_list, wire.MODELS_LIST: models_list,
     wire.MODELS_SET: models_set, wire.CHECKPOINT_LIST: checkpoint_list, wire.CHECKPOINT_RESTORE: checkpoint_restore,
+    wire.SESSION_CLOSE: session_close, wire.SESSION_SET_MODE: session_set_mode,
 }
 """One handler per row of protocol.REQUESTS (make_server refuses a table row without one)."""
 

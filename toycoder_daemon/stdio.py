@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from . import __version__, safejson
+from .modes import available_modes
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +173,7 @@ def capabilities(client: dict[str, Any]) -> dict[str, Any]:
         "textDocumentSync": sync,
         "executeCommandProvider": {"commands": []},
         "workspace": {"workspaceFolders": {"supported": True, "changeNotifications": True}, "fileOperations": {}},
-        "experimental": {"toycoder": {"protocolVersion": 1}},
+        "experimental": {"toycoder": {"protocolVersion": 1, "availableModes": available_modes()}},
     }
 
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ToyCoderError
+from ..modes import MODES
 from .context import CommandContext
 from .registry import CommandError, CommandRegistry, CommandResult
 
@@ -136,9 +137,20 @@ async def usage(c: CommandContext) -> CommandResult:
 async def title(c: CommandContext) -> CommandResult:
     if not c.raw:
         raise CommandError("give the new title")
-    c.session.title = c.raw[:200]
-    c.session.changed()
+    c.session.set_title(c.raw[:200], "user")  # the model does not rename it after this
     return CommandResult(f"renamed to: {c.session.title}")
+
+
+@commands.add("mode", "/mode [ask|accept-edits|read-only]", "Show or set this session's permission mode.")
+async def mode(c: CommandContext) -> CommandResult:
+    if not c.args:
+        rows = [f"{'*' if m == c.session.mode else ' '} {m:<13} {d}" for m, (_, d) in MODES.items()]
+        return CommandResult("Modes:\n" + "\n".join(rows))
+    try:
+        c.session.set_mode(c.args[0])
+    except ValueError as e:
+        raise CommandError(str(e)) from None
+    return CommandResult(f"mode: {c.session.mode} ({MODES[c.session.mode][1]})")
 
 
 @commands.add("mcp", "/mcp", "List the MCP servers with their status and tool counts.")

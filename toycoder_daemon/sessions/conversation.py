@@ -71,6 +71,11 @@ class Conversation(Sequence[Message]):
         if self._sink:
             self._sink.append(added)
 
+    def received(self, messages: list[Message], *, whole: bool = False) -> None:
+        """Messages another daemon already stored (so not written again): appended, or with
+        `whole` the stored conversation entire (it rewrote the file)."""
+        self._items = [self._items[0], *messages] if whole else [*self._items, *messages]
+
     async def replace_all(self, messages: list[Message]) -> None:
         """The conversation becomes `messages` (a leading system message replaces the prompt;
         without one the current prompt is kept), and the file is rewritten to match."""

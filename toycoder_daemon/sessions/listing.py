@@ -36,6 +36,8 @@ class SessionSummary:
     created_at: float
     updated_at: float
     message_count: int
+    mode: str | None = None
+    """The permission mode, for an open session (lists leave it out)."""
 
 
 @dataclass

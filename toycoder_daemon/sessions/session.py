@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..llm.base import Usage
 from ..messages import INTERRUPTED_MARK, Message
+from ..modes import MODES
 from ..ports import ChangedFile
 from ..tools.registry import ToolRegistry
 from .conversation import Conversation
 from .store import SessionFile, SessionSummary
-
-TITLE_MAX = 60
+from .titles import prompt_title
 
 
 @dataclass(frozen=True)
@@ -86,21 +86,33 @@ class Session:
     turn_ends: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Checkpoint id -> {"stopReason", "usage": [prompt, completion, total]} of each turn still in the
     conversation (pruned with it, so the meta record stays small)."""
+    title_by: str = ""
+    """Who wrote the title: "prompt" (its first line), "model" (after the first turn) or "user" (/title)."""
 
     @classmethod
     def restore(cls, session_id: str, meta: dict[str, Any], mtime: float, tools: ToolRegistry) -> Session:
         """A session from its stored settings (the last meta record), with `tools` as its registry."""
-        s = cls(id=session_id, title=meta.get("title") or "", tools=tools, created_at=meta.get("createdAt", mtime),
-                updated_at=mtime, provider=meta.get("provider"), model=meta.get("model"),
-                usage=Usage(*(meta.get("usage") or (0, 0, 0))))
-        ends = meta.get("turnEnds")
-        s.turn_ends = dict(ends) if isinstance(ends, dict) else {}
-        for name, enabled in (meta.get("toolOverrides") or {}).items():
-            if s.tools.get(name):
-                s.tools.set_enabled(name, bool(enabled))
-                s.tool_overrides[name] = bool(enabled)
-        s.tools.gate.always = {n for n in meta.get("always") or () if s.tools.get(n)}
+        s = cls(id=session_id, title="", tools=tools, created_at=meta.get("createdAt", mtime), updated_at=mtime)
+        s.apply_meta(meta)
         return s
+
+    def apply_meta(self, meta: dict[str, Any]) -> None:
+        """Take stored settings (on restore, or what another daemon wrote since)."""
+        self.title = meta.get("title") or self.title
+        self.title_by = meta.get("titleBy") or self.title_by
+        self.provider, self.model = meta.get("provider", self.provider), meta.get("model", self.model)
+        if meta.get("usage"):
+            self.usage = Usage(*meta["usage"])
+        for name, enabled in (meta.get("toolOverrides") or {}).items():
+            if self.tools.get(name):
+                self.tools.set_enabled(name, bool(enabled))
+                self.tool_overrides[name] = bool(enabled)
+        if meta.get("mode") in MODES:
+            self.tools.gate.mode = meta["mode"]
+        if "always" in meta:
+            self.tools.gate.always = {n for n in meta.get("always") or () if self.tools.get(n)}
+        if isinstance(meta.get("turnEnds"), dict):
+            self.turn_ends = dict(meta["turnEnds"])
 
     @property
     def busy(self) -> bool:
@@ -111,11 +123,12 @@ class Session:
         return sum(1 for m in self.messages if m["role"] != "system")
 
     def summary(self) -> SessionSummary:
-        return SessionSummary(self.id, self.title, self.created_at, self.updated_at, self.message_count)
+        return SessionSummary(self.id, self.title, self.created_at, self.updated_at, self.message_count, self.mode)
 
     def meta(self) -> dict[str, Any]:
         return {
-            "id": self.id, "title": self.title, "createdAt": self.created_at, "provider": self.provider,
+            "id": self.id, "title": self.title, "titleBy": self.title_by, "createdAt": self.created_at,
+            "provider": self.provider, "mode": self.mode,
             "model": self.model, "toolOverrides": self.tool_overrides, "always": sorted(self.tools.gate.always),
             "usage": [self.usage.prompt_tokens, self.usage.completion_tokens, self.usage.total_tokens],
             "turnEnds": self.turn_ends,
@@ -139,20 +152,35 @@ class Session:
             self.on_meta_change(self)
 
     def title_from(self, text: str) -> None:
-        if not self.title:
-            line = " ".join(text.split())
-            self.title = line if len(line) <= TITLE_MAX else line[: TITLE_MAX - 1] + "…"
+        if not self.title and (line := prompt_title(text)):
+            self.title, self.title_by = line, "prompt"
             self.changed()
+
+    @property
+    def mode(self) -> str:
+        return self.tools.gate.mode
+
+    def set_mode(self, mode: str) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}: one of {', '.join(MODES)}")
+        self.tools.gate.mode = mode
+        self.changed()
+
+    def set_title(self, title: str, by: str) -> None:
+        self.title, self.title_by = title, by
+        self.changed()
 
     def set_tool_enabled(self, name: str, enabled: bool) -> None:
         self.tools.set_enabled(name, enabled)
         self.tool_overrides[name] = enabled
         self.changed()
 
-    def transcript(self, changes_of: ChangesOf | None = None) -> list[TranscriptEntry]:
+    def transcript(self, changes_of: ChangesOf | None = None,
+                   messages: Sequence[Message] | None = None) -> list[TranscriptEntry]:
         """Render-ready history: what a client shows when it resumes this session. With
         `changes_of`, each turn that changed files is followed by a `changes` entry (a restore's
-        note to the model shows as the restore's `changes` entry)."""
+        note to the model shows as the restore's `changes` entry). `messages`: render only these
+        (what another daemon added)."""
         out: list[TranscriptEntry] = []
         names: dict[str, str] = {}
         pending: str | None = None  # the checkpoint id of the turn being read
@@ -164,7 +192,7 @@ class Session:
                 out.append(entry)
             pending = None
 
-        for m in self.messages:
+        for m in self.messages if messages is None else messages:
             if m["role"] == "system":
                 continue
             if m["role"] == "user":

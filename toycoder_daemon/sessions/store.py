@@ -6,9 +6,10 @@
 
 Appending writes one line (cost independent of the session's length). A torn last line (the
 daemon was killed mid-write) is cut off on open and reported in the log. Rewrites (compaction) go
-through a temp file, fsync and os.replace. A `<id>.lock` file held with flock keeps a second daemon
-from writing the same session; it gets SessionBusy instead. Lists come from an index
-(sessions/listing.py).
+through a temp file, fsync and os.replace. A `<id>.lock` file held with flock while a turn (or a
+settings change) writes keeps two daemons from writing at once: the second gets SessionBusy. Between
+turns any daemon may have the session open; each remembers how far it has read (`offset`) and reads
+only what others appended since (`read_new`). Lists come from an index (sessions/listing.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import os
 import threading
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
@@ -45,27 +47,85 @@ def _line(record: dict[str, Any]) -> bytes:
     return safejson.dumps_bytes(record) + b"\n"
 
 
-class SessionFile:
-    """An open session: its lock and its append handle. Rewrites run in a worker thread, so every
-    write takes `_writing`: an append never lands in the file being replaced."""
+def _parse(chunk: bytes, name: str) -> tuple[dict[str, Any], list[Message]]:
+    """Complete lines -> (meta updates, the last meta record winning; messages)."""
+    meta: dict[str, Any] = {}
+    messages: list[Message] = []
+    for number, raw in enumerate(chunk.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            log.warning("%s: unreadable line %d skipped", name, number)
+            continue
+        if rec.get("t") == "meta":
+            meta.update({k: v for k, v in rec.items() if k != "t"})
+        elif rec.get("t") == "msg" and isinstance(rec.get("m"), dict):
+            messages.append(cast(Message, rec["m"]))  # our own records: trusted to have our shapes
+    return meta, messages
 
-    def __init__(self, path: Path, lock_fd: int):
+
+@dataclass
+class Appended:
+    """What other daemons wrote since this one last read. `reset`: the file was rewritten
+    (compaction, a repair), so `messages` is the whole conversation, not an addition."""
+
+    meta: dict[str, Any] = field(default_factory=dict)
+    messages: list[Message] = field(default_factory=list)
+    reset: bool = False
+
+
+class SessionFile:
+    """An open session: its append handle, how far it has been read, and its lock while a turn
+    runs. Rewrites run in a worker thread, so every write takes `_writing`: an append never lands in
+    the file being replaced."""
+
+    def __init__(self, path: Path, lock_path: Path, offset: int = 0):
         self.path = path
-        self._lock_fd = lock_fd
+        self._lock_path = lock_path
+        self._lock_fd = -1
         self._out = _open_append(path)
         self._writing = threading.Lock()
+        self.offset = offset
+        """Bytes of the file this daemon has read or written itself."""
+        self._inode = os.fstat(self._out.fileno()).st_ino
 
-    def append(self, messages: list[Message]) -> None:
-        data = b"".join(_line({"t": "msg", "m": m}) for m in messages)
+    @property
+    def held(self) -> bool:
+        return self._lock_fd >= 0
+
+    def acquire(self) -> None:
+        """Take the session for a turn; SessionBusy while another daemon's turn holds it."""
+        if self._lock_fd < 0:
+            self._lock_fd = _lock(self._lock_path)
+
+    def release(self) -> None:
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)  # releases the flock
+            self._lock_fd = -1
+
+    def _write(self, data: bytes) -> None:
         with self._writing:
+            end = os.fstat(self._out.fileno()).st_size
             self._out.write(data)
             self._out.flush()  # in the OS's hands: survives the daemon being killed
+            if end == self.offset:  # nothing unread before our line: it counts as read
+                self.offset = end + len(data)
+
+    def append(self, messages: list[Message]) -> None:
+        self._write(b"".join(_line({"t": "msg", "m": m}) for m in messages))
 
     def write_meta(self, meta: dict[str, Any]) -> None:
-        data = _line({"t": "meta", **meta})
-        with self._writing:
-            self._out.write(data)
-            self._out.flush()
+        """A settings change: outside a turn it takes the lock for the one write."""
+        if self.held:
+            self._write(_line({"t": "meta", **meta}))
+            return
+        self.acquire()
+        try:
+            self._write(_line({"t": "meta", **meta}))
+        finally:
+            self.release()
 
     def rewrite(self, meta: dict[str, Any], messages: list[Message]) -> None:
         data = _line({"t": "meta", **meta}) + b"".join(_line({"t": "msg", "m": m}) for m in messages)
@@ -75,11 +135,44 @@ class SessionFile:
                 atomic_write(self.path, data, 0o600)
             finally:
                 self._out = _open_append(self.path)
+                self._inode = os.fstat(self._out.fileno()).st_ino
+                self.offset = len(data)
+
+    def changed_elsewhere(self) -> bool:
+        """Cheap (one stat): has another daemon written since we last read?"""
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return False
+        return st.st_ino != self._inode or st.st_size != self.offset
+
+    def read_new(self) -> Appended:
+        """What others wrote since `offset` (complete lines only). With the lock held, a torn last
+        line is a writer that died mid-write: it is cut off. Blocking: async callers use a thread."""
+        with self._writing:
+            if os.stat(self.path).st_ino != self._inode:  # replaced by another daemon's rewrite
+                self._out.close()
+                self._out = _open_append(self.path)
+                self._inode = os.fstat(self._out.fileno()).st_ino
+                meta, messages = _read(self.path, repair=self.held)
+                self.offset = os.fstat(self._out.fileno()).st_size
+                return Appended(meta, messages, reset=True)
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+            complete, newline, torn = data.rpartition(b"\n")
+            consumed = len(complete) + len(newline)
+            if torn and self.held:
+                log.warning("%s: torn last line (%d bytes) cut off; a daemon was probably killed mid-write",
+                            self.path.name, len(torn))
+                os.truncate(self.path, self.offset + consumed)
+            self.offset += consumed
+            meta, messages = _parse(complete, self.path.name)
+            return Appended(meta, messages)
 
     @contextlib.contextmanager
     def closed_on_error(self) -> Iterator[None]:
-        """Close (and so unlock) this file if the block fails: a session that failed to load
-        must not stay locked."""
+        """Close this file if the block fails."""
         try:
             yield
         except BaseException:
@@ -90,36 +183,40 @@ class SessionFile:
         with self._writing:
             if not self._out.closed:
                 self._out.close()
-        if self._lock_fd >= 0:
-            os.close(self._lock_fd)  # releases the flock
-            self._lock_fd = -1
+        self.release()
+
+
+def _lock(lock_path: Path) -> int:
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise SessionBusy(lock_path.stem, "a turn is running elsewhere, in another ToyCoder daemon "
+                                          f"(pid {holder}); try again when it ends") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    return fd
 
 
 def _read(path: Path, repair: bool = True) -> tuple[dict[str, Any], list[Message]]:
+    meta, messages, _ = _read_to(path, repair)
+    return meta, messages
+
+
+def _read_to(path: Path, repair: bool = True) -> tuple[dict[str, Any], list[Message], int]:
     """Parse a session file; a torn last line is skipped, and cut off (when repairing, i.e. with the
     lock held) so the next append starts clean."""
     data = path.read_bytes()
     *complete, torn = data.split(b"\n")  # `torn` is b"" when the file ends with a newline
-    meta: dict[str, Any] = {}
-    messages: list[Message] = []
-    for number, raw in enumerate(complete, 1):
-        if not raw.strip():
-            continue
-        try:
-            rec = json.loads(raw)
-        except ValueError:
-            log.warning("%s: unreadable line %d skipped", path.name, number)
-            continue
-        if rec.get("t") == "meta":
-            meta.update({k: v for k, v in rec.items() if k != "t"})
-        elif rec.get("t") == "msg" and isinstance(rec.get("m"), dict):
-            messages.append(cast(Message, rec["m"]))  # our own records: trusted to have our shapes
+    meta, messages = _parse(b"\n".join(complete), path.name)
     if torn and repair:
         log.warning("%s: torn last line (%d bytes) cut off; the daemon was probably killed mid-write",
                     path.name, len(torn))
         with open(path, "r+b") as f:
             f.truncate(len(data) - len(torn))
-    return meta, messages
+    return meta, messages, len(data) - len(torn)
 
 
 class SessionStore:
@@ -141,17 +238,8 @@ class SessionStore:
             raise SessionNotFound(session_id)
         return self.dir / f"{session_id}.jsonl"
 
-    def _lock(self, session_id: str) -> int:
-        fd = os.open(self.dir / f"{session_id}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
-            os.close(fd)
-            raise SessionBusy(session_id, f"it is open in another ToyCoder daemon (pid {holder})") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
-        return fd
+    def _lock_path(self, session_id: str) -> Path:
+        return self.dir / f"{session_id}.lock"
 
     @staticmethod
     def new_id() -> str:
@@ -159,23 +247,22 @@ class SessionStore:
 
     def create(self, session_id: str, meta: dict[str, Any]) -> SessionFile:
         self._ensure_dir()
-        path = self._path(session_id)
-        lock = self._lock(session_id)
-        f = SessionFile(path, lock)
+        f = SessionFile(self._path(session_id), self._lock_path(session_id))
         f.write_meta(meta)
         return f
 
     def open(self, session_id: str) -> tuple[SessionFile, dict[str, Any], list[Message]]:
+        """The file, its settings and messages; the file holds the lock when no turn runs elsewhere
+        (then the caller may repair, and must `release()`)."""
         path = self._path(session_id)
         if not path.is_file():
             raise SessionNotFound(session_id)
-        lock = self._lock(session_id)
-        try:
-            meta, messages = _read(path)
-            return SessionFile(path, lock), meta, messages
-        except BaseException:
-            os.close(lock)
-            raise
+        f = SessionFile(path, self._lock_path(session_id))
+        with f.closed_on_error():
+            with contextlib.suppress(SessionBusy):
+                f.acquire()  # the caller releases it once it has repaired what a dead turn left
+            meta, messages, f.offset = _read_to(path, repair=f.held)  # a running turn's half line stays
+            return f, meta, messages
 
     def read(self, session_id: str) -> tuple[dict[str, Any], list[Message], float]:
         """(meta, messages, mtime) without the lock: for looking, never for writing."""
@@ -196,9 +283,9 @@ class SessionStore:
         path = self._path(session_id)
         if not path.is_file():
             raise SessionNotFound(session_id)
-        lock = self._lock(session_id)  # refuses while another daemon holds it
+        lock = _lock(self._lock_path(session_id))  # refuses while another daemon's turn runs
         try:
             path.unlink()
-            (self.dir / f"{session_id}.lock").unlink(missing_ok=True)
+            self._lock_path(session_id).unlink(missing_ok=True)
         finally:
             os.close(lock)

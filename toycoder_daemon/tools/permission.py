@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 
 SHELL_META = re.compile(r"[;&|`$<>()\n\r\\]")
 
+EDIT_TOOLS = frozenset({"write_file", "edit_file"})
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -114,6 +116,8 @@ class PermissionGate:
         """Config rules that always refuse a call."""
         self.always: set[str] = set()
         """Tools the person answered "allow_always" for, in this session."""
+        self.mode = "ask"
+        """The session's mode (MODES); sub-agents share their session's gate, so its mode too."""
 
     def fork(self) -> PermissionGate:
         child = PermissionGate()
@@ -182,6 +186,8 @@ class PermissionGate:
             return True  # leaving the sandbox is the person's call every time, past rules and "always"
         if tool.level == "safe" or tool.name in self.always:
             return False
+        if self.mode == "accept-edits" and tool.name in EDIT_TOOLS and self._subject(tool, args, ctx):
+            return False  # a path inside the workspace (outside it, _subject is None and it asks)
         return verdict is None
 
     async def check(self, tool: Tool, request: PermissionRequest, ctx: ToolContext) -> str | None:
@@ -190,6 +196,9 @@ class PermissionGate:
         verdict = self.rule_verdict(tool, args, ctx)
         if verdict and verdict[0] == "deny":
             return f"denied: the configuration forbids this ({verdict[1].text})"
+        if self.mode == "read-only" and tool.level != "safe":
+            return (f"denied: the session is in read-only mode: no file writes and no commands ({tool.name}). "
+                    "Read, search and plan; the user can switch modes with /mode.")
         if not self.must_ask(tool, args, ctx):
             return None
         try:

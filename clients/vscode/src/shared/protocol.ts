@@ -13,6 +13,8 @@ export const Methods = {
   sessionList: 'toycoder/session/list',
   sessionLoad: 'toycoder/session/load',
   sessionDelete: 'toycoder/session/delete',
+  sessionClose: 'toycoder/session/close',
+  sessionSetMode: 'toycoder/session/setMode',
   prompt: 'toycoder/prompt',
   cancel: 'toycoder/cancel',
   toolsList: 'toycoder/tools/list',
@@ -49,7 +51,7 @@ export type StopReason = 'end_turn' | 'max_steps' | 'cancelled' | 'error' | 'com
 
 export type Decision = 'allow_once' | 'allow_always' | 'reject';
 
-export type Update = TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate | ChangesUpdate;
+export type Update = TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate | ChangesUpdate | SessionChangedUpdate | SessionInfoUpdate | PlanUpdate;
 
 export type Action = SwitchAction | QuitAction;
 
@@ -117,35 +119,6 @@ export interface ChangesUpdate {
   files: ChangedFileInfo[];
 }
 
-export interface UpdateParams {
-  sessionId: string;
-  turnId: string;
-  parentToolCallId?: string;
-  update: Update;
-}
-
-export interface SessionNewParams {
-  title?: string;
-}
-
-export interface SessionInfo {
-  sessionId: string;
-  title: string;
-  createdAt: string;
-  updatedAt: string;
-  messageCount: number;
-}
-
-export type EmptyParams = Record<string, never>;
-
-export interface SessionList {
-  sessions: SessionInfo[];
-}
-
-export interface SessionIdParams {
-  sessionId: string;
-}
-
 export interface UsageInfo {
   promptTokens: number;
   completionTokens: number;
@@ -172,12 +145,72 @@ export interface TranscriptEntry {
   usage?: UsageInfo;
 }
 
+export interface SessionChangedUpdate {
+  kind: 'session_changed';
+  /** The new history entries, in order (the same shapes session/load answers). */
+  transcript: TranscriptEntry[];
+  /** True: the other daemon rewrote the session (compaction): `transcript` is the whole history. */
+  reset: boolean;
+}
+
+export interface SessionInfo {
+  sessionId: string;
+  title: string;
+  createdAt: string;
+  updatedAt: string;
+  messageCount: number;
+  /** The permission mode (an id of `availableModes`), for an open session; lists leave it out. */
+  mode?: string;
+}
+
+export interface SessionInfoUpdate {
+  kind: 'session_info';
+  session: SessionInfo;
+}
+
+export interface PlanEntryInfo {
+  content: string;
+  priority: 'high' | 'medium' | 'low';
+  status: 'pending' | 'in_progress' | 'completed';
+}
+
+export interface PlanUpdate {
+  kind: 'plan';
+  entries: PlanEntryInfo[];
+}
+
+export interface UpdateParams {
+  sessionId: string;
+  turnId: string;
+  parentToolCallId?: string;
+  update: Update;
+}
+
+export interface SessionNewParams {
+  title?: string;
+}
+
+export type EmptyParams = Record<string, never>;
+
+export interface SessionList {
+  sessions: SessionInfo[];
+}
+
+export interface SessionIdParams {
+  sessionId: string;
+}
+
 export interface SessionLoadResult {
   session: SessionInfo;
   transcript: TranscriptEntry[];
 }
 
 export type EmptyResult = Record<string, never>;
+
+export interface SetModeParams {
+  sessionId: string;
+  mode: string;
+}
 
 export interface PromptParams {
   sessionId: string;
@@ -361,6 +394,8 @@ export interface Requests {
   'toycoder/session/list': { params: EmptyParams; result: SessionList };
   'toycoder/session/load': { params: SessionIdParams; result: SessionLoadResult };
   'toycoder/session/delete': { params: SessionIdParams; result: EmptyResult };
+  'toycoder/session/close': { params: SessionIdParams; result: EmptyResult };
+  'toycoder/session/setMode': { params: SetModeParams; result: SessionInfo };
   'toycoder/prompt': { params: PromptParams; result: PromptResult };
   'toycoder/cancel': { params: SessionIdParams; result: CancelResult };
   'toycoder/tools/list': { params: SessionIdParams; result: ToolList };

@@ -1,0 +1,114 @@
+"""One session in two daemons (two Apps on one data directory, in-process): only a running turn
+holds the session; a turn sees what the other daemon added; open sessions hear about it. The
+subprocess tier (test_shared_sessions_e2e.py) keeps the wire path and a SIGKILL mid-turn."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from inproc_app import InProc, eventually
+
+from toycoder_daemon.errors import SessionBusy
+from toycoder_daemon.sessions.session import TranscriptEntry
+
+
+def heard(p: InProc) -> list[tuple[str, list[TranscriptEntry], bool]]:
+    got: list[tuple[str, list[TranscriptEntry], bool]] = []
+    p.app.sharing.interval = 0.01
+    p.app.sharing.on_changed = lambda sid, entries, reset: got.append((sid, entries, reset))
+    return got
+
+
+async def test_b_continues_what_a_did_and_hears_about_it(inproc) -> None:
+    a: InProc = inproc()
+    b: InProc = inproc()
+    got = heard(b)
+    sid = a.new_session()
+    await b.app.load(sid)  # open in b all along
+    a.script.add({"text": "The answer is 42."})
+    await a.prompt(sid, "what is the answer?")
+
+    def entries() -> list[tuple[str, str]]:  # heard as the lines land: one update or several
+        return [(e.role, e.text) for _, got_entries, _ in got for e in got_entries]
+
+    await eventually(lambda: len(entries()) == 2, "b to hear about a's turn")
+    assert entries() == [("user", "what is the answer?"), ("assistant", "The answer is 42.")]
+    assert {(changed, reset) for changed, _, reset in got} == {(sid, False)}
+    assert b.app.session(sid).title == "what is the answer?"
+
+    b.script.add({"text": "You asked before."})
+    assert (await b.prompt(sid, "what did I ask?")).result.text == "You asked before."
+    sent = [(m["role"], m.get("content")) for m in b.script.calls[-1]["messages"][1:]]
+    assert sent == [("user", "what is the answer?"), ("assistant", "The answer is 42."), ("user", "what did I ask?")]
+
+    a.script.add({"text": "Three turns."})
+    await a.prompt(sid, "how many?")  # a catches up on b's turn before its own
+    sent = [m.get("content") for m in a.script.calls[-1]["messages"][1:]]
+    assert sent == ["what is the answer?", "The answer is 42.", "what did I ask?", "You asked before.", "how many?"]
+
+
+async def test_a_prompt_during_the_other_daemons_turn_is_busy_elsewhere(inproc) -> None:
+    a: InProc = inproc()
+    b: InProc = inproc()
+    sid = a.new_session()
+    await b.app.load(sid)
+    a.script.add({"text": ["Once upon", " a time"], "chunk_delay": 3600})
+    turn = a.start_prompt(sid, "tell a story")
+    await eventually(lambda: bool(a.frontend.of(sid, "text_delta")), "a's turn to stream")
+    with pytest.raises(SessionBusy, match="another ToyCoder daemon"):
+        await b.prompt(sid, "me too")
+    with pytest.raises(SessionBusy, match="another ToyCoder daemon"):
+        b.app.set_model(sid, None, "fast")  # a settings change takes the lock too
+    assert b.script.calls == []
+    assert a.app.cancel(sid)
+    assert (await asyncio.wait_for(turn, 10)).result.stop_reason == "cancelled"
+    b.script.add({"text": "my turn now"})
+    assert (await b.prompt(sid, "me too")).result.text == "my turn now"
+    assert [m.get("content") for m in b.script.calls[-1]["messages"][1:]][0] == "tell a story"
+
+
+async def test_a_rewrite_elsewhere_is_heard_as_the_whole_history(inproc) -> None:
+    a: InProc = inproc()
+    b: InProc = inproc()
+    got = heard(b)
+    sid = a.new_session()
+    await b.app.load(sid)
+    a.script.add({"text": "one"})
+    await a.prompt(sid, "first")
+    await eventually(lambda: sum(len(e) for _, e, _ in got) == 2, "b to hear the first turn")
+    s = a.app.session(sid)
+    await s.messages.replace_all([{"role": "user", "content": "summary of it all"}])  # as compaction does
+    await eventually(lambda: got[-1][2], "b to hear the rewrite")
+    _, entries, reset = got[-1]
+    assert reset and [e.text for e in entries] == ["summary of it all"]
+    assert [m.get("content") for m in b.app.session(sid).messages.stored()] == ["summary of it all"]
+
+
+async def test_an_acp_client_gets_a_replay_of_a_turn_made_in_another_daemon(tmp_path, llm, workspace) -> None:
+    from acp import text_block
+    from test_acp import acp_face, new_session
+
+    async with acp_face(tmp_path, llm) as (one, _, _), acp_face(tmp_path, llm) as (two, editor, _):
+        sid = await new_session(one, workspace)
+        await two.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+        llm.add({"text": "Made in one."})
+        await one.prompt(session_id=sid, prompt=[text_block("hello from one")])
+        await editor.wait_for(lambda f: f.get("method") == "session/update"
+                              and f["params"]["update"].get("content", {}).get("text") == "Made in one.")
+        assert editor.text("user_message_chunk") == "hello from one"
+        llm.add({"text": "Two knows.", "expect": {"last_user_contains": "two"}})
+        assert (await two.prompt(session_id=sid, prompt=[text_block("two here")])).stop_reason == "end_turn"
+        sent = [m["content"] for m in llm.requests[-1]["body"]["messages"][1:]]
+        assert sent == ["hello from one", "Made in one.", "two here"]
+
+
+async def test_new_and_switch_close_the_previous_session_in_this_daemon(inproc) -> None:
+    p: InProc = inproc()
+    first = p.new_session("first")  # titled: an untitled empty session is not listed once closed
+    out = await p.command(first, "/new second")
+    second = out.action["sessionId"] if out.action else ""
+    assert second and second != first and first not in p.app.live and second in p.app.live
+    out = await p.command(second, f"/switch {first}")
+    assert out.action == {"kind": "switch", "sessionId": first}
+    assert second not in p.app.live and first in p.app.live

@@ -1,0 +1,76 @@
+"""The ACP face's session extras: what it tells a client about its open sessions outside its own
+prompts (turns another daemon made, replayed as the updates the client would have seen; title
+changes as `session_info_update`; mode changes as `current_mode_update`) and session modes."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+from acp import RequestError
+from acp.schema import (
+    CurrentModeUpdate,
+    SessionInfoUpdate,
+    SessionMode,
+    SessionModeState,
+    SetSessionModeResponse,
+)
+
+from . import protocol as wire
+from .app import App
+from .errors import SessionBusy
+from .modes import MODES
+from .sessions.session import TranscriptEntry
+from .sessions.store import SessionSummary
+
+Send = Callable[[str, Any], Awaitable[None]]
+Replay = Callable[[list[TranscriptEntry], App], list[Any]]
+
+
+def hook(app: App, owner: dict[str, App], send: Send, later: Callable[[Coroutine[Any, Any, Any]], Any],
+         replay: Replay) -> None:
+    """Wire `app`'s session events to the client; only sessions open on this connection (`owner`)."""
+
+    async def send_all(session_id: str, updates: list[Any]) -> None:
+        for update in updates:
+            await send(session_id, update)
+
+    def changed(session_id: str, entries: list[TranscriptEntry], reset: bool) -> None:
+        if owner.get(session_id) is app and not reset:  # ACP cannot retract: a rewrite is not replayed
+            later(send_all(session_id, replay(entries, app)))
+
+    shown: dict[str, tuple[str | None, str | None]] = {}
+
+    def info(summary: SessionSummary, turn_id: str) -> None:
+        if owner.get(summary.id) is not app:
+            return
+        title, mode = shown.get(summary.id, (None, None))
+        updates: list[Any] = []
+        if summary.title != title:
+            updates.append(SessionInfoUpdate(session_update="session_info_update", title=summary.title or None,
+                                             updated_at=wire.iso_time(summary.updated_at)))
+        if summary.mode and summary.mode != mode:
+            updates.append(CurrentModeUpdate(session_update="current_mode_update", current_mode_id=summary.mode))
+        shown[summary.id] = (summary.title, summary.mode)
+        later(send_all(summary.id, updates))
+
+    app.sharing.on_changed = changed
+    app.on_session_info = info
+
+
+def mode_state(mode: str) -> SessionModeState:
+    """`modes` of session/new, load and resume."""
+    return SessionModeState(current_mode_id=mode, available_modes=[
+        SessionMode(id=m, name=name, description=d) for m, (name, d) in MODES.items()])
+
+
+async def set_session_mode(agent: Any, session_id: str, mode_id: str, **_: Any) -> SetSessionModeResponse:
+    """session/set_mode (a method of ToyCoderAgent): an unknown mode is -32602."""
+    app: App = agent.app_of(session_id)
+    try:
+        app.set_mode(session_id, mode_id)
+    except ValueError as e:
+        raise RequestError.invalid_params({"modeId": str(e)}) from None
+    except SessionBusy as e:
+        raise RequestError(wire.SESSION_BUSY, str(e), {"sessionId": session_id}) from None
+    return SetSessionModeResponse()
