@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import datetime
 import logging
+import os
 import platform
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,8 @@ from ..errors import ConfigError
 log = logging.getLogger(__name__)
 TEMPLATES = Path(__file__).with_name("templates") / "agents.yaml"
 AGENTS_MD_MAX = 20_000
+PROMPT_INPUT_MAX = 1 << 20
+"""Most bytes read of a prompt input (AGENTS.md is cut at AGENTS_MD_MAX characters anyway)."""
 FIELDS = ("workspace", "platform", "date", "git_branch", "agents_md")
 
 
@@ -43,9 +47,21 @@ def _read_text(path: Path) -> str | None:
     """A prompt input as text; bytes that are not UTF-8 become U+FFFD with a warning (the prompt
     degrades, the session still starts). None when it cannot be read."""
     try:
-        data = path.read_bytes()
+        # O_NONBLOCK + fstat: a FIFO or device named AGENTS.md (or .git/HEAD) is skipped, never
+        # waited on (that would stall session start-up on the event loop)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            log.warning("%s is not a regular file: not read", path)
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(PROMPT_INPUT_MAX)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
