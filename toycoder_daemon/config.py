@@ -37,6 +37,15 @@ class ProviderConfig(_Section):
     """OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 for Ollama."""
     models: ModelNames = Field(default_factory=ModelNames)
     """Model names for the `default` and `fast` roles."""
+    max_tokens: int = Field(default=4096, ge=16)
+    """Output limit of one reply (tokens), sent with every request; a cut reply is continued twice, then ends max_tokens."""
+    model_max_tokens: dict[str, int] = Field(default_factory=dict)
+    """Per-model output limits (model name -> tokens) that override `max_tokens`."""
+    token_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    """Request field that carries the output limit (OpenAI's reasoning models accept only `max_completion_tokens`)."""
+
+    def max_tokens_for(self, model: str) -> int:
+        return self.model_max_tokens.get(model, self.max_tokens)
 
     @field_validator("api_keys", mode="before")
     @classmethod
@@ -69,7 +78,7 @@ class SessionConfig(_Section):
     compress_keep_recent: int = Field(default=8, ge=1)
     """Messages kept verbatim when compacting."""
     max_context_tokens: int = Field(default=100_000, ge=1000)
-    """Estimated token budget that also triggers compaction."""
+    """Estimated token budget that also triggers compaction (at least 1000); a smaller context the server reports wins."""
 
 
 class RunCommandConfig(_Section):

@@ -21,8 +21,9 @@ from ..ports import Frontend, RetryScheduled, TextDelta, ToolCallFinished, ToolC
 from ..tools.base import ToolContext
 from ..tools.registry import ToolRegistry
 
-StopReason = Literal["end_turn", "max_steps", "cancelled", "error", "command"]
-"""`command`: the prompt was a slash command (App answers it without the engine)."""
+StopReason = Literal["end_turn", "max_steps", "max_tokens", "cancelled", "error", "command"]
+"""`command`: the prompt was a slash command (App answers it without the engine). `max_tokens`: the
+reply was still cut by the output limit after MAX_CONTINUATIONS requests to continue it."""
 
 
 class TurnMessages(Protocol):
@@ -40,6 +41,16 @@ CANCELLED_OBSERVATION = "cancelled: the user stopped the turn before this tool c
 TRUNCATED_OBSERVATION = (
     "error: your reply hit the output length limit before its tool calls were complete, so none was run. "
     "Send them again with smaller arguments (e.g. write a big file in several edits)."
+)
+MAX_CONTINUATIONS = 2
+"""Times a reply cut by the output limit (finish_reason "length", no tool calls) is asked to go on."""
+CONTINUE_PROMPT = (
+    "[your reply was cut by the output length limit; continue exactly where it stopped, "
+    "without repeating anything]"
+)
+LENGTH_NOTICE = (
+    "[the reply was cut by the output length limit (max_tokens) and is incomplete; ask for a shorter "
+    "answer, or raise the provider's max_tokens in the config]"
 )
 
 
@@ -153,6 +164,7 @@ async def run_turn(
         frontend.emit(RetryScheduled(notice.attempt, notice.delay_seconds, notice.reason))
 
     step = 0
+    cut_parts: list[str] = []  # the pieces of a reply cut by the output limit, continued so far
     try:
         while step < max_steps:
             step += 1
@@ -165,9 +177,21 @@ async def run_turn(
                     on_usage(resp.usage)
                 frontend.emit(UsageReport(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens))
             resp.tool_calls = unique_call_ids(resp.tool_calls)
+            if not resp.tool_calls and resp.finish_reason == "length":
+                # Cut by the output limit: a cut reply must never read as complete. Ask the model to
+                # go on (the incumbents' "continue"); still cut after that, say so.
+                cut_parts.append(resp.content)
+                if len(cut_parts) <= MAX_CONTINUATIONS and step < max_steps:
+                    messages.append(_assistant_message(resp))
+                    messages.append({"role": "user", "content": CONTINUE_PROMPT})
+                    continue
+                frontend.emit(TextDelta("\n\n" + LENGTH_NOTICE))
+                resp.content = (resp.content + "\n\n" + LENGTH_NOTICE).lstrip()
+                messages.append(_assistant_message(resp))
+                return TurnResult("max_tokens", ("".join(cut_parts) + "\n\n" + LENGTH_NOTICE).lstrip(), usage, step)
             messages.append(_assistant_message(resp))
             if not resp.tool_calls:
-                return TurnResult("end_turn", resp.content, usage, step)
+                return TurnResult("end_turn", "".join(cut_parts) + resp.content, usage, step)
             if resp.finish_reason == "length":
                 # The output limit cut the reply: its last call's arguments may be incomplete, and
                 # running `{}` or half a file would be worse than asking again.

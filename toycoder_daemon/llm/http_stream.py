@@ -49,7 +49,9 @@ def resolve_base_url(base_url: str | None) -> str:
     return (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
 
 
-def encode_request(model: str, messages: Sequence[Message], tools: list[dict[str, Any]] | None) -> bytes:
+def encode_request(model: str, messages: Sequence[Message], tools: list[dict[str, Any]] | None,
+                   extra: dict[str, Any] | None = None) -> bytes:
+    """The request body; `extra` adds fields such as max_tokens (the provider's dialect decides them)."""
     body: dict[str, Any] = {
         "model": model,
         "messages": for_api(messages),
@@ -58,13 +60,16 @@ def encode_request(model: str, messages: Sequence[Message], tools: list[dict[str
     }
     if tools:
         body["tools"] = tools
+    if extra:
+        body.update(extra)
     return json_codec.dumps(body)
 
 
-async def request_body(model: str, messages: Sequence[Message], tools: list[dict[str, Any]] | None) -> bytes:
+async def request_body(model: str, messages: Sequence[Message], tools: list[dict[str, Any]] | None,
+                       extra: dict[str, Any] | None = None) -> bytes:
     if len(messages) > BIG_HISTORY:  # every other session keeps streaming while a big history encodes
-        return await asyncio.to_thread(encode_request, model, messages, tools)
-    return encode_request(model, messages, tools)
+        return await asyncio.to_thread(encode_request, model, messages, tools, extra)
+    return encode_request(model, messages, tools, extra)
 
 
 def preload() -> None:

@@ -106,6 +106,8 @@ class OpenAIChatModel:
         max_retry_delay: float = 30.0,
         max_retry_seconds: float = 120.0,
         request_timeout: float = 300.0,
+        max_tokens: int | None = None,
+        token_field: str = "max_tokens",
     ):
         self.provider = provider
         self.model = model
@@ -116,6 +118,8 @@ class OpenAIChatModel:
         self.max_retry_delay = max_retry_delay
         self.max_retry_seconds = max_retry_seconds
         self.request_timeout = request_timeout
+        self.max_tokens = max_tokens
+        self.token_field = token_field  # OpenAI's newer models take only max_completion_tokens
         self._transport = StreamTransport(base_url, request_timeout)
 
     async def aclose(self) -> None:
@@ -131,7 +135,8 @@ class OpenAIChatModel:
         model: str | None = None,
     ) -> ChatResponse:
         started = time.monotonic()
-        body = await request_body(model or self.model, messages, tools)  # once, for every attempt
+        extra = {self.token_field: self.max_tokens} if self.max_tokens else None
+        body = await request_body(model or self.model, messages, tools, extra)  # once, for every attempt
         attempt = 0
         while True:
             key, wait = self.keys.pick()

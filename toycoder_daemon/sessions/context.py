@@ -92,6 +92,8 @@ async def compact(messages: list[Message], model: ChatModel | None, summarizer_p
             None,
         )
         summary = reply.content.strip()
+        if reply.finish_reason == "length":  # half a summary would silently lose the rest of the history
+            raise RuntimeError("the summary was cut by the output length limit")
         if not summary:
             raise RuntimeError("the model returned an empty summary")
     except Exception as e:  # the fallback must not fail the turn

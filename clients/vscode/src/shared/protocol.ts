@@ -45,7 +45,7 @@ export type Level = 'safe' | 'sensitive' | 'dangerous';
 
 export type ToolStatus = 'completed' | 'failed' | 'denied' | 'cancelled';
 
-export type StopReason = 'end_turn' | 'max_steps' | 'cancelled' | 'error' | 'command';
+export type StopReason = 'end_turn' | 'max_steps' | 'max_tokens' | 'cancelled' | 'error' | 'command';
 
 export type Decision = 'allow_once' | 'allow_always' | 'reject';
 
