@@ -28,7 +28,8 @@ from .llm.base import ChatModel, Usage
 from .messages import Message
 from .ports import Compacted, Frontend, ModelsInfo, ProviderSummary, ToolSummary
 from .prompts.manager import PromptManager
-from .sessions.context import Compaction, compact, needs_compaction
+from .sessions import room
+from .sessions.context import Compaction, compact
 from .sessions.conversation import Conversation
 from .sessions.session import FileSink, Session, TranscriptEntry
 from .sessions.store import SessionFile, SessionStore, SessionSummary
@@ -294,8 +295,8 @@ class App:
             s.title_from(text)
             s.messages.append({"role": "user", "content": text, "turn": checkpoint})
             return await run_turn(
-                model, s.messages, s.tools, frontend,
-                max_steps=self.config.agent.max_steps, make_context=context, on_usage=add_usage,
+                model, s.messages, s.tools, frontend, max_steps=self.config.agent.max_steps, make_context=context,
+                on_usage=add_usage, make_room=room.RoomMaker(s, frontend, model, self.config.session, self.compact),
             ), None
         except asyncio.CancelledError:
             log.info("turn cancelled in session %s", s.id)
@@ -307,7 +308,7 @@ class App:
     async def compact(self, s: Session, frontend: Frontend, *, force: bool = False) -> Compaction | None:
         """Compact the session's context when it is over the thresholds (or when forced)."""
         cfg = self.config.session
-        if not force and not needs_compaction(s.messages, s.context_mark, cfg.max_messages, cfg.max_context_tokens):
+        if not force and not room.over_budget(s, cfg, self._models.get(self.current_model(s))):
             return None
         try:
             model = self.model_for(s, "fast")

@@ -10,12 +10,12 @@ ids are unique within a reply (`unique_call_ids`: duplicates are renamed and run
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from .. import safejson
-from ..llm.base import ChatModel, ChatResponse, RetryNotice, ToolCall, Usage
+from ..llm.base import ChatModel, ChatResponse, ContextOverflow, RetryNotice, ToolCall, Usage
 from ..messages import AssistantMessage, Message, ToolMessage
 from ..ports import Frontend, RetryScheduled, TextDelta, ToolCallFinished, ToolCallStarted, UsageReport
 from ..tools.base import ToolContext
@@ -151,7 +151,11 @@ async def run_turn(
     max_steps: int,
     make_context: Callable[[str], ToolContext],
     on_usage: Callable[[Usage], None] | None = None,
+    make_room: Callable[[ContextOverflow], Awaitable[bool]] | None = None,
 ) -> TurnResult:
+    """`make_room`: called when a request is over the context window; it shrinks the conversation
+    (compaction, trimming) and says whether it did, and then that request is sent once more. Over
+    again, it is called once more (to leave a usable history) and the error is raised."""
     usage = Usage()
     partial: list[str] = []  # text of the reply being streamed, dropped on retry
 
@@ -169,7 +173,18 @@ async def run_turn(
         while step < max_steps:
             step += 1
             partial.clear()
-            resp = await model.stream_chat(list(messages), tools.schemas() or None, on_delta, on_retry)
+            try:
+                resp = await model.stream_chat(list(messages), tools.schemas() or None, on_delta, on_retry)
+            except ContextOverflow as e:
+                # once per step: the same request over the window again means making room did not work
+                if make_room is None or not await make_room(e):
+                    raise
+                partial.clear()
+                try:
+                    resp = await model.stream_chat(list(messages), tools.schemas() or None, on_delta, on_retry)
+                except ContextOverflow as again:
+                    await make_room(again)  # failed for good: leave a history the next prompt fits in
+                    raise
             partial.clear()
             if resp.usage:
                 usage = usage + resp.usage

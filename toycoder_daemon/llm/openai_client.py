@@ -21,8 +21,9 @@ from typing import Any
 from .. import secrets
 from ..errors import ProviderError
 from ..messages import Message
-from .base import ChatResponse, RetryNotice
-from .chunks import ReplyAssembler, StreamCut, StreamErrorEvent
+from . import overflow
+from .base import ChatResponse, ContextOverflow, RetryNotice
+from .chunks import EmptyReply, ReplyAssembler, StreamCut, StreamErrorEvent
 from .http_stream import ConnectionProblem, HTTPStatusFailure, StreamTransport, request_body
 
 log = logging.getLogger(__name__)
@@ -120,6 +121,8 @@ class OpenAIChatModel:
         self.request_timeout = request_timeout
         self.max_tokens = max_tokens
         self.token_field = token_field  # OpenAI's newer models take only max_completion_tokens
+        self.context_tokens: int | None = None
+        """The model's context window, once the server said it (an overflow error, /props, /v1/models)."""
         self._transport = StreamTransport(base_url, request_timeout)
 
     async def aclose(self) -> None:
@@ -161,6 +164,12 @@ class OpenAIChatModel:
                     if len(self.keys):
                         continue  # another key may work; not a retry of the same failure
                     raise ProviderError(self.provider, f"authentication failed ({reason}); check the API key", status) from None
+                if overflow.is_overflow(status, e.body):  # retrying the same prompt cannot help
+                    size = overflow.context_size(e.body)
+                    if size:
+                        self.context_tokens = size
+                    raise ContextOverflow(self.provider, f"the prompt is over the model's context window ({reason})",
+                                          status, size) from None
                 if status not in RETRYABLE_STATUS:
                     raise ProviderError(self.provider, reason, status) from None
                 hint = _retry_after(e)
@@ -169,6 +178,9 @@ class OpenAIChatModel:
                                             self.max_retry_delay))
                     if self.keys.any_ready():
                         hint = 0.0  # another key is free: no reason to wait for this one
+            except EmptyReply:
+                raise ContextOverflow(self.provider, "the server answered with an empty reply, which llama-cpp-python "
+                                      "sends when the prompt is over the model's context window") from None
             except (ConnectionProblem, StreamCut) as e:
                 status, hint = None, None
                 reason = f"connection problem: {e}" if isinstance(e, ConnectionProblem) else f"stream cut: {e}"
