@@ -28,9 +28,8 @@ from .llm.base import ChatModel, Usage
 from .messages import Message
 from .ports import Compacted, Frontend, ModelsInfo, ProviderSummary, ToolSummary
 from .prompts.manager import PromptManager
-from .sessions import room
-from .sessions.context import Compaction, compact
 from .sessions.conversation import Conversation
+from .sessions.room import Compaction, RoomMaker, compact, over_budget  # context.py's compaction, and room after overflows
 from .sessions.session import FileSink, Session, TranscriptEntry
 from .sessions.store import SessionFile, SessionStore, SessionSummary
 from .tools.base import ToolContext
@@ -284,7 +283,7 @@ class App:
 
         def add_usage(u: Usage) -> None:
             s.add_usage(u)
-            s.context_mark = (u.prompt_tokens + u.completion_tokens, len(s.messages) + 1)
+            s.context_mark = (u.prompt_tokens + u.completion_tokens, len(s.messages) + 1) if u.total_tokens else s.context_mark
 
         def context(tool_call_id: str) -> ToolContext:
             return ToolContext(self.workspace, frontend, tool_call_id, self.settings, checkpoints=checkpoints,
@@ -296,7 +295,7 @@ class App:
             s.messages.append({"role": "user", "content": text, "turn": checkpoint})
             return await run_turn(
                 model, s.messages, s.tools, frontend, max_steps=self.config.agent.max_steps, make_context=context,
-                on_usage=add_usage, make_room=room.RoomMaker(s, frontend, model, self.config.session, self.compact),
+                on_usage=add_usage, make_room=RoomMaker(s, frontend, model, self.config.session, self.compact),
             ), None
         except asyncio.CancelledError:
             log.info("turn cancelled in session %s", s.id)
@@ -308,7 +307,7 @@ class App:
     async def compact(self, s: Session, frontend: Frontend, *, force: bool = False) -> Compaction | None:
         """Compact the session's context when it is over the thresholds (or when forced)."""
         cfg = self.config.session
-        if not force and not room.over_budget(s, cfg, self._models.get(self.current_model(s))):
+        if not force and not over_budget(s, cfg, self._models.get(self.current_model(s))):
             return None
         try:
             model = self.model_for(s, "fast")

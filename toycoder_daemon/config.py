@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import ConfigError
 
@@ -25,9 +25,19 @@ class _Section(BaseModel):
 
 class ModelNames(_Section):
     default: str = "gpt-4o"
-    """Model used for the main agent."""
+    """Model used for the main agent ($TOYCODER_MODEL when set and the config does not name one)."""
     fast: str = "gpt-4o-mini"
-    """Cheaper model for summaries and light sub-agents."""
+    """Cheaper model for summaries and light sub-agents ($TOYCODER_FAST_MODEL likewise)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_env(cls, data: Any) -> Any:
+        # the README's TOYCODER_MODEL must work with no config file, or one without `models:`
+        if isinstance(data, dict):
+            for field, var in (("default", "TOYCODER_MODEL"), ("fast", "TOYCODER_FAST_MODEL")):
+                if field not in data and os.environ.get(var):
+                    data = {**data, field: os.environ[var]}
+        return data
 
 
 class ProviderConfig(_Section):
@@ -43,6 +53,13 @@ class ProviderConfig(_Section):
     """Per-model output limits (model name -> tokens) that override `max_tokens`."""
     token_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     """Request field that carries the output limit (OpenAI's reasoning models accept only `max_completion_tokens`)."""
+
+    quirks: list[Literal["empty_content", "no_tool_choice"]] | None = None
+    (
+        "Request quirks: `empty_content` sends `content: \"\"` instead of null on assistant messages with tool calls "
+        "(llama-cpp-python needs it); `no_tool_choice` leaves out `tool_choice: \"auto\"`. Unset: the known quirks "
+        "of the server's kind, found from its Server header and /v1/models."
+    )
 
     def max_tokens_for(self, model: str) -> int:
         return self.model_max_tokens.get(model, self.max_tokens)

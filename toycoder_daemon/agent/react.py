@@ -191,6 +191,10 @@ async def run_turn(
                 if on_usage:
                     on_usage(resp.usage)
                 frontend.emit(UsageReport(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens))
+            else:  # the server sent no usage: count the reply as unknown rather than as 0 tokens
+                usage = usage + Usage(unreported=1)
+                if on_usage:
+                    on_usage(Usage(unreported=1))
             resp.tool_calls = unique_call_ids(resp.tool_calls)
             if not resp.tool_calls and resp.finish_reason == "length":
                 # Cut by the output limit: a cut reply must never read as complete. Ask the model to

@@ -124,8 +124,12 @@ async def compact(c: CommandContext) -> CommandResult:
 @commands.add("usage", "/usage", "Tokens used in this session.")
 async def usage(c: CommandContext) -> CommandResult:
     u = c.session.usage
+    if u.unreported and not u.total_tokens:
+        return CommandResult(f"tokens this session: unknown (the server reports no usage); "
+                             f"{c.session.message_count} messages")
+    missing = f" (and {u.unreported} replies the server reported no usage for)" if u.unreported else ""
     return CommandResult(f"tokens this session: {u.prompt_tokens} prompt, {u.completion_tokens} completion, "
-                         f"{u.total_tokens} total; {c.session.message_count} messages")
+                         f"{u.total_tokens} total{missing}; {c.session.message_count} messages")
 
 
 @commands.add("title", "/title <text>", "Rename this c.session.", ["rename"])

@@ -33,12 +33,15 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    unreported: int = 0
+    """Replies whose server sent no usage (their tokens are unknown, not 0)."""
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.total_tokens + other.total_tokens,
+            self.unreported + other.unreported,
         )
 
 

@@ -107,6 +107,8 @@ TRIM_NOTICE = ("[{cut} characters of this message were cut here: it did not fit 
                "({why}). Ask for a smaller piece if the rest is needed.]")
 TRIM_FLOOR = 400
 """Characters a trimmed message keeps at least (its start and its end)."""
+TRIM_FLOOR_BLIND = 4000
+"""The same without a known window: an empty reply may have had another cause, so short prompts stay whole."""
 
 
 def trim_largest(messages: list[Message], budget_tokens: int | None, why: str) -> tuple[list[Message], int] | None:
@@ -120,10 +122,9 @@ def trim_largest(messages: list[Message], budget_tokens: int | None, why: str) -
     size, index = max(sizes)
     if budget_tokens is not None:
         others = sum(len(json.dumps(m, ensure_ascii=False)) for i, m in enumerate(messages) if i != index)
-        keep = budget_tokens * CHARS_PER_TOKEN - others
+        keep = max(TRIM_FLOOR, budget_tokens * CHARS_PER_TOKEN - others)
     else:
-        keep = size // 4
-    keep = max(TRIM_FLOOR, keep)
+        keep = max(TRIM_FLOOR_BLIND, size // 4)
     if size <= keep:
         return None
     text = messages[index]["content"]

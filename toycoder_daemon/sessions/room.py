@@ -10,7 +10,9 @@ from typing import Protocol
 
 from ..llm.base import ChatModel, ContextOverflow
 from ..ports import Frontend, TextDelta
-from .context import Compaction, needs_compaction, trim_largest
+from .context import Compaction as Compaction
+from .context import compact as compact
+from .context import needs_compaction, trim_largest
 from .session import Session
 
 log = logging.getLogger(__name__)

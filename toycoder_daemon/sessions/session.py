@@ -106,7 +106,8 @@ class Session:
         return {
             "id": self.id, "title": self.title, "createdAt": self.created_at, "provider": self.provider,
             "model": self.model, "toolOverrides": self.tool_overrides, "always": sorted(self.tools.gate.always),
-            "usage": [self.usage.prompt_tokens, self.usage.completion_tokens, self.usage.total_tokens],
+            "usage": [self.usage.prompt_tokens, self.usage.completion_tokens, self.usage.total_tokens,
+                      self.usage.unreported],
         }
 
     def add_usage(self, u: Usage) -> None:
