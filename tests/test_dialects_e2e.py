@@ -109,3 +109,22 @@ async def test_toycoder_model_is_honoured_without_a_config_file(llm: FakeLLM, wo
     finally:
         await d.close()
     assert chat_requests(llm)[0]["body"]["model"] == "smollm2-135m"
+
+
+async def test_models_list_shows_what_the_server_serves(daemon: Daemon, llm: FakeLLM) -> None:
+    listed = await daemon.call("toycoder/models/list", {})
+    current = next(p for p in listed["providers"] if p["name"] == listed["current"]["provider"])
+    assert current["servedModels"] == ["fake-model"]  # the scripted server's /v1/models
+    assert current["models"] == {"default": "fake-model", "fast": "fake-fast"}  # the configured roles still there
+
+
+async def test_model_of_a_name_the_server_does_not_list_warns_but_switches(daemon: Daemon, llm: FakeLLM) -> None:
+    sid = await new_session(daemon)
+    known = await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "/model fake-model"})
+    assert "warning" not in known["text"] and "its server lists: fake-model" in known["text"]
+    odd = await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "/model no-such-model"})
+    assert odd["text"].startswith("warning: the server of 'openai' does not list 'no-such-model' (it lists: fake-model)")
+    assert "current: openai:no-such-model" in odd["text"]  # allowed: some servers accept aliases
+    llm.add({"text": "Hi."})
+    await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "hello"})
+    assert chat_requests(llm)[-1]["body"]["model"] == "no-such-model"

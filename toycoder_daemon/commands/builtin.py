@@ -10,6 +10,7 @@ from typing import Any
 from ..errors import ToyCoderError
 from .context import CommandContext
 from .registry import CommandError, CommandRegistry, CommandResult
+from .served import unknown_model_warning, with_served
 
 commands = CommandRegistry()
 
@@ -105,10 +106,15 @@ async def model(c: CommandContext) -> CommandResult:
         info = c.host.set_model(c.session.id, provider or None, name)
     else:
         info = c.host.models_info(c.session.id)
-    lines = [f"current: {info.provider}:{info.model}"]
+    info = await with_served(c.host, info, c.session, refresh=not c.args)  # showing asks the server again
+    warning = unknown_model_warning(info) if c.args else None
+    lines = [warning] if warning else []
+    lines.append(f"current: {info.provider}:{info.model}")
     for p in info.providers:
         lines.append(f"  {p.name}: default={p.models['default']} fast={p.models['fast']}"
                      f" ({p.key_count} key{'s' if p.key_count != 1 else ''})")
+        if p.served is not None:
+            lines.append(f"    its server lists: {', '.join(p.served) or 'no model'}")
     return CommandResult("\n".join(lines))
 
 

@@ -244,6 +244,8 @@ export interface ProviderInfo {
   models: Record<string, string>;
   /** How many API keys are configured (the keys themselves never leave the daemon). */
   keyCount: number;
+  /** The models the provider's server lists (its /v1/models; the current provider only), when it can. */
+  servedModels?: string[];
 }
 
 export interface ModelsResult {
