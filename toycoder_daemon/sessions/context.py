@@ -111,17 +111,19 @@ TRIM_FLOOR_BLIND = 4000
 """The same without a known window: an empty reply may have had another cause, so short prompts stay whole."""
 
 
-def trim_largest(messages: list[Message], budget_tokens: int | None, why: str) -> tuple[list[Message], int] | None:
+def trim_largest(messages: list[Message], budget_tokens: int | None, why: str,
+                 overhead_chars: int = 0) -> tuple[list[Message], int] | None:
     """The messages with the largest user or tool text cut (its head and tail kept, a notice in the
     middle), and how many characters went; None when nothing is worth cutting. Without a known
-    budget the message keeps a quarter of its text (a retry that still overflows cuts again)."""
+    budget the message keeps a quarter of its text (a retry that still overflows cuts again).
+    `overhead_chars`: what every request carries besides the messages (the tools' schemas)."""
     sizes = [(len(m["content"]), i) for i, m in enumerate(messages)
              if m["role"] in ("user", "tool") and isinstance(m.get("content"), str)]
     if not sizes:
         return None
     size, index = max(sizes)
     if budget_tokens is not None:
-        others = sum(len(json.dumps(m, ensure_ascii=False)) for i, m in enumerate(messages) if i != index)
+        others = overhead_chars + sum(len(json.dumps(m, ensure_ascii=False)) for i, m in enumerate(messages) if i != index)
         keep = max(TRIM_FLOOR, budget_tokens * CHARS_PER_TOKEN - others)
     else:
         keep = max(TRIM_FLOOR_BLIND, size // 4)

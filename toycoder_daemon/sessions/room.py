@@ -4,6 +4,7 @@ keeps a prompt it can only fail on."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Protocol
@@ -67,7 +68,8 @@ class RoomMaker:
         if not hard and (budget is None or not needs_compaction(messages, (0, 0), 1 << 30, budget)):
             return False
         why = f"{window} tokens" if window else "the server refused the request as too long"
-        trimmed = trim_largest(messages, budget, why)
+        tools = len(json.dumps(self.s.tools.schemas()))  # sent with every request, in the window too
+        trimmed = trim_largest(messages, budget, why, tools)
         if trimmed is None:
             return False
         new, cut = trimmed
