@@ -27,5 +27,5 @@ def test_optional_and_defaulted_fields() -> None:
     text = generate()
     assert "  changedPaths?: string[];" in text  # None by default: never sent as null
     assert "  aliases: string[];" in text  # a non-None default is always sent
-    assert "export type StopReason = 'end_turn' | 'max_steps' | 'cancelled' | 'error' | 'command';" in text
+    assert "export type StopReason = 'end_turn' | 'max_steps' | 'max_tokens' | 'cancelled' | 'error' | 'command';" in text
     assert ts_type(dict[str, int]) == "Record<string, number>"

@@ -70,8 +70,8 @@ from .sessions.session import TranscriptEntry
 
 log = logging.getLogger(__name__)
 
-STOP_REASONS = {"end_turn": "end_turn", "max_steps": "max_turn_requests", "cancelled": "cancelled",
-                "command": "end_turn"}
+STOP_REASONS = {"end_turn": "end_turn", "max_steps": "max_turn_requests", "max_tokens": "max_tokens",
+                "cancelled": "cancelled", "command": "end_turn"}
 RESOURCE_NOT_FOUND = -32002
 """ACP's "resource not found", used for an unknown session."""
 ACP_NOTIFICATIONS = frozenset(m for m in AGENT_METHODS.values()

@@ -29,8 +29,8 @@ from .llm.base import ChatModel, Usage
 from .messages import Message
 from .ports import Compacted, Frontend
 from .prompts.manager import PromptManager
-from .sessions.context import Compaction, compact, needs_compaction
 from .sessions.conversation import Conversation
+from .sessions.room import Compaction, RoomMaker, compact, over_budget  # context.py's compaction, and room after overflows
 from .sessions.session import FileSink, Session, TranscriptEntry
 from .sessions.store import SessionFile, SessionStore, SessionSummary
 from .shared_sessions import Sharing
@@ -305,7 +305,7 @@ class App(ModelSettings):
 
         def add_usage(u: Usage) -> None:
             s.add_usage(u)
-            s.context_mark = (u.prompt_tokens + u.completion_tokens, len(s.messages) + 1)
+            s.context_mark = (u.prompt_tokens + u.completion_tokens, len(s.messages) + 1) if u.total_tokens else s.context_mark
 
         def context(tool_call_id: str) -> ToolContext:
             return ToolContext(self.workspace, frontend, tool_call_id, self.settings, checkpoints=checkpoints,
@@ -316,8 +316,9 @@ class App(ModelSettings):
             await self.compact(s, frontend)
             s.title_from(text)
             s.messages.append({"role": "user", "content": text, "turn": checkpoint})
-            result = await run_turn(model, s.messages, s.tools, frontend, max_steps=self.config.agent.max_steps,
-                                    make_context=context, on_usage=add_usage)
+            result = await run_turn(
+                model, s.messages, s.tools, frontend, max_steps=self.config.agent.max_steps, make_context=context,
+                on_usage=add_usage, make_room=RoomMaker(s, frontend, model, self.config.session, self.compact))
             return result, None
         except asyncio.CancelledError:
             log.info("turn cancelled in session %s", s.id)
@@ -329,7 +330,7 @@ class App(ModelSettings):
     async def compact(self, s: Session, frontend: Frontend, *, force: bool = False) -> Compaction | None:
         """Compact the session's context when it is over the thresholds (or when forced)."""
         cfg = self.config.session
-        if not force and not needs_compaction(s.messages, s.context_mark, cfg.max_messages, cfg.max_context_tokens):
+        if not force and not over_budget(s, cfg, self._models.get(self.current_model(s))):
             return None
         try:
             model = self.model_for(s, "fast")

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import ConfigError
 
@@ -25,9 +25,19 @@ class _Section(BaseModel):
 
 class ModelNames(_Section):
     default: str = "gpt-4o"
-    """Model used for the main agent."""
+    """Model used for the main agent ($TOYCODER_MODEL when set and the config does not name one)."""
     fast: str = "gpt-4o-mini"
-    """Cheaper model for summaries and light sub-agents."""
+    """Cheaper model for summaries and light sub-agents ($TOYCODER_FAST_MODEL likewise)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_env(cls, data: Any) -> Any:
+        # the README's TOYCODER_MODEL must work with no config file, or one without `models:`
+        if isinstance(data, dict):
+            for field, var in (("default", "TOYCODER_MODEL"), ("fast", "TOYCODER_FAST_MODEL")):
+                if field not in data and os.environ.get(var):
+                    data = {**data, field: os.environ[var]}
+        return data
 
 
 class ProviderConfig(_Section):
@@ -37,6 +47,22 @@ class ProviderConfig(_Section):
     """OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 for Ollama."""
     models: ModelNames = Field(default_factory=ModelNames)
     """Model names for the `default` and `fast` roles."""
+    max_tokens: int = Field(default=4096, ge=16)
+    """Output limit of one reply (tokens), sent with every request; a cut reply is continued twice, then ends max_tokens."""
+    model_max_tokens: dict[str, int] = Field(default_factory=dict)
+    """Per-model output limits (model name -> tokens) that override `max_tokens`."""
+    token_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    """Request field that carries the output limit (OpenAI's reasoning models accept only `max_completion_tokens`)."""
+
+    quirks: list[Literal["empty_content", "no_tool_choice"]] | None = None
+    (
+        "Request quirks: `empty_content` sends `content: \"\"` instead of null on assistant messages with tool calls "
+        "(llama-cpp-python needs it); `no_tool_choice` leaves out `tool_choice: \"auto\"`. Unset: the known quirks "
+        "of the server's kind, found from its Server header and /v1/models."
+    )
+
+    def max_tokens_for(self, model: str) -> int:
+        return self.model_max_tokens.get(model, self.max_tokens)
 
     @field_validator("api_keys", mode="before")
     @classmethod
@@ -71,7 +97,7 @@ class SessionConfig(_Section):
     compress_keep_recent: int = Field(default=8, ge=1)
     """Messages kept verbatim when compacting."""
     max_context_tokens: int = Field(default=100_000, ge=1000)
-    """Estimated token budget that also triggers compaction."""
+    """Estimated token budget that also triggers compaction (at least 1000); a smaller context the server reports wins."""
 
 
 class RunCommandConfig(_Section):

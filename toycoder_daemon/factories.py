@@ -42,6 +42,7 @@ def openai_models(config: Config) -> ModelFactory:
             provider_name, model_name, provider.base_url, provider.api_keys,
             max_retries=a.max_retries, retry_interval=a.retry_interval, max_retry_delay=a.max_retry_delay,
             max_retry_seconds=a.max_retry_seconds, request_timeout=a.request_timeout,
+            max_tokens=provider.max_tokens_for(model_name), token_field=provider.token_field, quirks=provider.quirks,
         )
 
     return make

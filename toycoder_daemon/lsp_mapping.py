@@ -83,7 +83,8 @@ def command_info(c: Command) -> wire.CommandInfo:
 def models_result(m: ModelsInfo) -> wire.ModelsResult:
     return wire.ModelsResult(
         current=wire.ModelRef(provider=m.provider, model=m.model),
-        providers=[wire.ProviderInfo(name=p.name, base_url=p.base_url, models=p.models, key_count=p.key_count)
+        providers=[wire.ProviderInfo(name=p.name, base_url=p.base_url, models=p.models, key_count=p.key_count,
+                                     served_models=None if p.served is None else list(p.served))
                    for p in m.providers],
     )
 

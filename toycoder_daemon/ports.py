@@ -183,6 +183,8 @@ class ProviderSummary:
     models: dict[str, str]
     key_count: int
     """How many API keys are configured (the keys themselves never leave the daemon)."""
+    served: tuple[str, ...] | None = None
+    """The models the provider's server lists (/v1/models); None when not asked or it cannot list them."""
 
 
 @dataclass(frozen=True)

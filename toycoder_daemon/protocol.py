@@ -185,6 +185,8 @@ class ProviderInfo(Wire):
     models: dict[str, str]
     key_count: int
     """How many API keys are configured (the keys themselves never leave the daemon)."""
+    served_models: list[str] | None = None
+    """The models the provider's server lists (its /v1/models; the current provider only), when it can."""
 
 
 class ModelsResult(Wire):

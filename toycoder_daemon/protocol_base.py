@@ -18,7 +18,7 @@ def iso_time(ts: float) -> str:
 
 Level = Literal["safe", "sensitive", "dangerous"]
 ToolStatus = Literal["completed", "failed", "denied", "cancelled"]
-StopReason = Literal["end_turn", "max_steps", "cancelled", "error", "command"]
+StopReason = Literal["end_turn", "max_steps", "max_tokens", "cancelled", "error", "command"]
 Decision = Literal["allow_once", "allow_always", "reject"]
 
 

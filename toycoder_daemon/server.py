@@ -32,6 +32,7 @@ from .app import App
 from .background import Background
 from .checkpoints import UnknownCheckpoint
 from .commands.builtin import commands
+from .commands.served import with_served
 from .editor_frontend import EditorFrontend
 from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound
 from .modes import available_modes
@@ -308,7 +309,9 @@ async def commands_list(ls: ToyCoderServer, p: wire.EmptyParams) -> wire.Command
 
 
 async def models_list(ls: ToyCoderServer, p: wire.ModelsListParams) -> wire.ModelsResult:
-    return to_wire.models_result(ls.get_app().models_info(p.session_id))
+    app = ls.get_app()  # with what the server itself lists (issue 18)
+    session = app.peek(p.session_id) if p.session_id else None
+    return to_wire.models_result(await with_served(app, app.models_info(p.session_id), session))
 
 
 async def models_set(ls: ToyCoderServer, p: wire.ModelsSetParams) -> wire.ModelsResult:

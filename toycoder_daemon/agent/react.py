@@ -10,19 +10,20 @@ ids are unique within a reply (`unique_call_ids`: duplicates are renamed and run
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from .. import safejson
-from ..llm.base import ChatModel, ChatResponse, RetryNotice, ToolCall, Usage
+from ..llm.base import ChatModel, ChatResponse, ContextOverflow, RetryNotice, ToolCall, Usage
 from ..messages import INTERRUPTED_MARK, AssistantMessage, Message, ToolMessage
 from ..ports import Frontend, RetryScheduled, TextDelta, ToolCallFinished, ToolCallStarted, UsageReport
 from ..tools.base import ToolContext
 from ..tools.registry import ToolRegistry
 
-StopReason = Literal["end_turn", "max_steps", "cancelled", "error", "command"]
-"""`command`: the prompt was a slash command (App answers it without the engine)."""
+StopReason = Literal["end_turn", "max_steps", "max_tokens", "cancelled", "error", "command"]
+"""`command`: the prompt was a slash command (App answers it without the engine). `max_tokens`: the
+reply was still cut by the output limit after MAX_CONTINUATIONS requests to continue it."""
 
 
 class TurnMessages(Protocol):
@@ -40,6 +41,16 @@ CANCELLED_OBSERVATION = "cancelled: the user stopped the turn before this tool c
 TRUNCATED_OBSERVATION = (
     "error: your reply hit the output length limit before its tool calls were complete, so none was run. "
     "Send them again with smaller arguments (e.g. write a big file in several edits)."
+)
+MAX_CONTINUATIONS = 2
+"""Times a reply cut by the output limit (finish_reason "length", no tool calls) is asked to go on."""
+CONTINUE_PROMPT = (
+    "[your reply was cut by the output length limit; continue exactly where it stopped, "
+    "without repeating anything]"
+)
+LENGTH_NOTICE = (
+    "[the reply was cut by the output length limit (max_tokens) and is incomplete; ask for a shorter "
+    "answer, or raise the provider's max_tokens in the config]"
 )
 
 
@@ -140,7 +151,11 @@ async def run_turn(
     max_steps: int,
     make_context: Callable[[str], ToolContext],
     on_usage: Callable[[Usage], None] | None = None,
+    make_room: Callable[[ContextOverflow], Awaitable[bool]] | None = None,
 ) -> TurnResult:
+    """`make_room`: called when a request is over the context window; it shrinks the conversation
+    (compaction, trimming) and says whether it did, and then that request is sent once more. Over
+    again, it is called once more (to leave a usable history) and the error is raised."""
     usage = Usage()
     partial: list[str] = []  # text of the reply being streamed, dropped on retry
 
@@ -153,21 +168,49 @@ async def run_turn(
         frontend.emit(RetryScheduled(notice.attempt, notice.delay_seconds, notice.reason))
 
     step = 0
+    cut_parts: list[str] = []  # the pieces of a reply cut by the output limit, continued so far
     try:
         while step < max_steps:
             step += 1
             partial.clear()
-            resp = await model.stream_chat(list(messages), tools.schemas() or None, on_delta, on_retry)
+            try:
+                resp = await model.stream_chat(list(messages), tools.schemas() or None, on_delta, on_retry)
+            except ContextOverflow as e:
+                # once per step: the same request over the window again means making room did not work
+                if make_room is None or not await make_room(e):
+                    raise
+                partial.clear()
+                try:
+                    resp = await model.stream_chat(list(messages), tools.schemas() or None, on_delta, on_retry)
+                except ContextOverflow as again:
+                    await make_room(again)  # failed for good: leave a history the next prompt fits in
+                    raise
             partial.clear()
             if resp.usage:
                 usage = usage + resp.usage
                 if on_usage:
                     on_usage(resp.usage)
                 frontend.emit(UsageReport(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens))
+            else:  # the server sent no usage: count the reply as unknown rather than as 0 tokens
+                usage = usage + Usage(unreported=1)
+                if on_usage:
+                    on_usage(Usage(unreported=1))
             resp.tool_calls = unique_call_ids(resp.tool_calls)
+            if not resp.tool_calls and resp.finish_reason == "length":
+                # Cut by the output limit: a cut reply must never read as complete. Ask the model to
+                # go on (the incumbents' "continue"); still cut after that, say so.
+                cut_parts.append(resp.content)
+                if len(cut_parts) <= MAX_CONTINUATIONS and step < max_steps:
+                    messages.append(_assistant_message(resp))
+                    messages.append({"role": "user", "content": CONTINUE_PROMPT})
+                    continue
+                frontend.emit(TextDelta("\n\n" + LENGTH_NOTICE))
+                resp.content = (resp.content + "\n\n" + LENGTH_NOTICE).lstrip()
+                messages.append(_assistant_message(resp))
+                return TurnResult("max_tokens", ("".join(cut_parts) + "\n\n" + LENGTH_NOTICE).lstrip(), usage, step)
             messages.append(_assistant_message(resp))
             if not resp.tool_calls:
-                return TurnResult("end_turn", resp.content, usage, step)
+                return TurnResult("end_turn", "".join(cut_parts) + resp.content, usage, step)
             if resp.finish_reason == "length":
                 # The output limit cut the reply: its last call's arguments may be incomplete, and
                 # running `{}` or half a file would be worse than asking again.

@@ -11,6 +11,7 @@ from ..errors import ToyCoderError
 from ..modes import MODES
 from .context import CommandContext
 from .registry import CommandError, CommandRegistry, CommandResult
+from .served import unknown_model_warning, with_served
 
 commands = CommandRegistry()
 
@@ -110,10 +111,15 @@ async def model(c: CommandContext) -> CommandResult:
         info = c.host.set_model(c.session.id, provider or None, name)
     else:
         info = c.host.models_info(c.session.id)
-    lines = [f"current: {info.provider}:{info.model}"]
+    info = await with_served(c.host, info, c.session, refresh=not c.args)  # showing asks the server again
+    warning = unknown_model_warning(info) if c.args else None
+    lines = [warning] if warning else []
+    lines.append(f"current: {info.provider}:{info.model}")
     for p in info.providers:
         lines.append(f"  {p.name}: default={p.models['default']} fast={p.models['fast']}"
                      f" ({p.key_count} key{'s' if p.key_count != 1 else ''})")
+        if p.served is not None:
+            lines.append(f"    its server lists: {', '.join(p.served) or 'no model'}")
     return CommandResult("\n".join(lines))
 
 
@@ -129,8 +135,12 @@ async def compact(c: CommandContext) -> CommandResult:
 @commands.add("usage", "/usage", "Tokens used in this session.")
 async def usage(c: CommandContext) -> CommandResult:
     u = c.session.usage
+    if u.unreported and not u.total_tokens:
+        return CommandResult(f"tokens this session: unknown (the server reports no usage); "
+                             f"{c.session.message_count} messages")
+    missing = f" (and {u.unreported} replies the server reported no usage for)" if u.unreported else ""
     return CommandResult(f"tokens this session: {u.prompt_tokens} prompt, {u.completion_tokens} completion, "
-                         f"{u.total_tokens} total; {_count(c.session.message_count, 'message')}")
+                         f"{u.total_tokens} total{missing}; {_count(c.session.message_count, 'message')}")
 
 
 @commands.add("title", "/title <text>", "Rename this c.session.", ["rename"])

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..llm.base import ChatModel
 from ..ports import Frontend, ModelsInfo
 from ..sessions.context import Compaction
 from ..sessions.session import Session
@@ -42,6 +43,8 @@ class CommandHost(Protocol):
     def models_info(self, session_id: str | None) -> ModelsInfo: ...
 
     def set_model(self, session_id: str, provider: str | None, model: str) -> ModelsInfo: ...
+
+    def model_for(self, session: Session | None, role: str | None = None) -> ChatModel: ...
 
     async def compact(self, s: Session, frontend: Frontend, *, force: bool = False) -> Compaction | None: ...
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .. import safejson
+from ..errors import ProviderError
 from ..messages import Message
 
 API_FIELDS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
@@ -32,12 +33,15 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    unreported: int = 0
+    """Replies whose server sent no usage (their tokens are unknown, not 0)."""
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.total_tokens + other.total_tokens,
+            self.unreported + other.unreported,
         )
 
 
@@ -47,6 +51,15 @@ class ChatResponse:
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
     finish_reason: str | None = None
+
+
+class ContextOverflow(ProviderError):
+    """The prompt does not fit the model's context window. `context_tokens`: the window, when the
+    server said it. The engine makes room (compaction, or trimming) and tries once more."""
+
+    def __init__(self, provider: str, reason: str, status: int | None = None, context_tokens: int | None = None):
+        super().__init__(provider, reason, status)
+        self.context_tokens = context_tokens
 
 
 @dataclass

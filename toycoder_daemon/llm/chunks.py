@@ -19,6 +19,11 @@ class StreamCut(Exception):
     """The stream ended before the model finished its reply."""
 
 
+class EmptyReply(StreamCut):
+    """A 200 whose stream carried no event at all: llama-cpp-python's answer to a prompt over its
+    context window (and to some requests it cannot serve, e.g. streamed tool_choice)."""
+
+
 class StreamErrorEvent(Exception):
     """The provider sent an error event in the middle of the stream."""
 
@@ -91,8 +96,10 @@ class ReplyAssembler:
         self._calls: dict[int, _Slot] = {}
         self.usage: Usage | None = None
         self.finish: str | None = None
+        self.events = 0
 
     def add(self, delta: ChunkDelta) -> None:
+        self.events += 1
         if delta.usage is not None:
             self.usage = delta.usage
         if delta.text:
@@ -113,6 +120,8 @@ class ReplyAssembler:
 
     def reply(self) -> ChatResponse:
         if self.finish is None:
+            if not self.events:
+                raise EmptyReply("the server answered 200 with an empty stream")
             raise StreamCut("the reply ended without a finish_reason")
         tool_calls = [ToolCall(id=c.id or f"call_{i}", name=c.name, arguments="".join(c.arguments))
                       for i, c in sorted(self._calls.items())]

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..messages import Message
-from . import json_codec
+from . import dialect, json_codec
 from .base import for_api
 from .chunks import ChunkDelta, StreamCut, read_chunk
 from .sse import SSEDecoder
@@ -49,22 +49,28 @@ def resolve_base_url(base_url: str | None) -> str:
     return (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
 
 
-def encode_request(model: str, messages: Sequence[Message], tools: list[dict[str, Any]] | None) -> bytes:
+def encode_request(model: str, messages: Sequence[Message], tools: list[dict[str, Any]] | None,
+                   extra: dict[str, Any] | None = None, quirks: frozenset[str] = frozenset()) -> bytes:
+    """The request body; `extra` adds fields such as max_tokens, `quirks` bend it to the server's dialect."""
     body: dict[str, Any] = {
         "model": model,
-        "messages": for_api(messages),
+        "messages": dialect.fix_messages(for_api(messages), quirks),
         "stream": True,
         "stream_options": {"include_usage": True},
     }
     if tools:
         body["tools"] = tools
+        body.update(dialect.request_extras(quirks, True))
+    if extra:
+        body.update(extra)
     return json_codec.dumps(body)
 
 
-async def request_body(model: str, messages: Sequence[Message], tools: list[dict[str, Any]] | None) -> bytes:
+async def request_body(model: str, messages: Sequence[Message], tools: list[dict[str, Any]] | None,
+                       extra: dict[str, Any] | None = None, quirks: frozenset[str] = frozenset()) -> bytes:
     if len(messages) > BIG_HISTORY:  # every other session keeps streaming while a big history encodes
-        return await asyncio.to_thread(encode_request, model, messages, tools)
-    return encode_request(model, messages, tools)
+        return await asyncio.to_thread(encode_request, model, messages, tools, extra, quirks)
+    return encode_request(model, messages, tools, extra, quirks)
 
 
 def preload() -> None:
@@ -86,11 +92,14 @@ class StreamTransport:
     """One connection pool per model; posts chat requests and feeds their chunks to a callback."""
 
     def __init__(self, base_url: str | None, timeout: float):
-        self.url = resolve_base_url(base_url) + "/chat/completions"
+        self.base = resolve_base_url(base_url)
+        self.url = self.base + "/chat/completions"
         self._timeout = timeout
         self._httpx: Any = None
         self._client: Any = None
         self._making = asyncio.Lock()  # two first turns at once must not build two pools
+        self.server: str | None = None
+        """The `Server` header of the last answer (tells llama.cpp from others)."""
         # identity: SSE gains little from compression, and raw reads skip a decoding layer per event
         self._headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
                          "Accept-Encoding": "identity"}
@@ -120,6 +129,16 @@ class StreamTransport:
             await self._client.aclose()
             self._client = None
 
+    async def get_json(self, key: str, url: str, timeout: float = 5.0) -> tuple[int, Any, str | None]:
+        """GET a small JSON document (/v1/models, /props): (status, parsed body or None, Server header)."""
+        http = await self._http()
+        response = await http.get(url, headers={"Authorization": f"Bearer {key}"}, timeout=timeout)
+        try:
+            body: Any = response.json()
+        except ValueError:
+            body = None
+        return response.status_code, body, response.headers.get("server")
+
     async def post(self, key: str, body: bytes, on_chunk: Callable[[ChunkDelta], None]) -> None:
         """Stream one reply to on_chunk. Raises HTTPStatusFailure, ConnectionProblem, StreamCut
         (the body broke or ended mid-event) or StreamErrorEvent (an error event in the stream)."""
@@ -129,8 +148,11 @@ class StreamTransport:
         request = http.build_request("POST", self.url, content=body, headers=headers)
         try:
             response = await http.send(request, stream=True)
+        except hx.ConnectError as e:  # nothing listens there (or DNS/TLS failed): say where
+            raise ConnectionProblem(f"cannot connect to {self.url} ({_refused(e)})") from None
         except hx.TransportError as e:
-            raise ConnectionProblem(str(e) or type(e).__name__) from None
+            raise ConnectionProblem(f"no answer from {self.url} ({type(e).__name__}: {e})") from None
+        self.server = response.headers.get("server")
         try:
             if response.status_code >= 400:
                 raise await _status_failure(response)
@@ -144,11 +166,23 @@ class StreamTransport:
                             return
                         on_chunk(read_chunk(loads(data)))
             except hx.TransportError as e:
-                raise StreamCut(f"{type(e).__name__}: {e}") from None
+                raise StreamCut(f"the connection to {self.url} was dropped mid-reply ({type(e).__name__}: {e})") from None
             if decoder.pending():
                 raise StreamCut("the stream ended in the middle of an event")
         finally:
             await response.aclose()
+
+
+def _refused(e: BaseException) -> str:
+    """The cause under httpx's "All connection attempts failed": refused (nothing listens) or what else."""
+    cause: BaseException | None = e
+    while cause is not None:
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused: is the server running?"
+        if isinstance(cause, OSError) and cause.strerror:
+            return cause.strerror
+        cause = cause.__cause__ or cause.__context__
+    return str(e) or type(e).__name__
 
 
 async def _status_failure(response: Any) -> HTTPStatusFailure:

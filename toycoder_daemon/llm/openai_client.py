@@ -21,8 +21,9 @@ from typing import Any
 from .. import secrets
 from ..errors import ProviderError
 from ..messages import Message
-from .base import ChatResponse, RetryNotice
-from .chunks import ReplyAssembler, StreamCut, StreamErrorEvent
+from . import dialect, overflow
+from .base import ChatResponse, ContextOverflow, RetryNotice
+from .chunks import EmptyReply, ReplyAssembler, StreamCut, StreamErrorEvent
 from .http_stream import ConnectionProblem, HTTPStatusFailure, StreamTransport, request_body
 
 log = logging.getLogger(__name__)
@@ -83,12 +84,18 @@ def _retry_after(exc: HTTPStatusFailure) -> float | None:
 
 
 def _status_reason(exc: HTTPStatusFailure) -> str:
+    """One line: the status and the first line of the server's message (the whole body goes to the
+    debug log; llama-cpp-python answers with a 9-line validation dump)."""
     body = exc.body
+    log.debug("HTTP %s body: %r", exc.status_code, body)
     err = body.get("error", body) if isinstance(body, dict) else None
-    message = err.get("message") if isinstance(err, dict) else None
+    message = err.get("message") if isinstance(err, dict) else err if isinstance(err, str) else None
     if message is None and isinstance(body, str):
-        message = body[:500]  # a proxy's plain-text error page
-    return f"HTTP {exc.status_code}: {message or 'no error message'}"
+        message = body  # a proxy's plain-text error page
+    lines = [line.strip() for line in str(message or "").splitlines() if line.strip()]
+    first = lines[0][:300] if lines else "no error message"
+    more = f" (+{len(lines) - 1} more lines in the debug log)" if len(lines) > 1 else ""
+    return f"HTTP {exc.status_code}: {first}{more}"
 
 
 class OpenAIChatModel:
@@ -106,6 +113,9 @@ class OpenAIChatModel:
         max_retry_delay: float = 30.0,
         max_retry_seconds: float = 120.0,
         request_timeout: float = 300.0,
+        max_tokens: int | None = None,
+        token_field: str = "max_tokens",
+        quirks: Sequence[str] | None = None,
     ):
         self.provider = provider
         self.model = model
@@ -116,6 +126,14 @@ class OpenAIChatModel:
         self.max_retry_delay = max_retry_delay
         self.max_retry_seconds = max_retry_seconds
         self.request_timeout = request_timeout
+        self.max_tokens = max_tokens
+        self.token_field = token_field  # OpenAI's newer models take only max_completion_tokens
+        self.configured_quirks = quirks
+        """None: the known quirks of the server's kind (found from its Server header or /v1/models)."""
+        self.kind: str | None = None
+        self._info: dialect.ServerInfo | None = None
+        self.context_tokens: int | None = None
+        """The model's context window, once the server said it (an overflow error, /props, /v1/models)."""
         self._transport = StreamTransport(base_url, request_timeout)
 
     async def aclose(self) -> None:
@@ -131,9 +149,13 @@ class OpenAIChatModel:
         model: str | None = None,
     ) -> ChatResponse:
         started = time.monotonic()
-        body = await request_body(model or self.model, messages, tools)  # once, for every attempt
+        extra = {self.token_field: self.max_tokens} if self.max_tokens else None
+        quirks, body = None, b""
         attempt = 0
         while True:
+            if quirks != self.quirks():  # once, unless the first answer told the server's kind (e.g. its 500)
+                quirks = self.quirks()
+                body = await request_body(model or self.model, messages, tools, extra, quirks)
             key, wait = self.keys.pick()
             if key is None:
                 raise ProviderError(self.provider, "no usable API key (none configured, or all were rejected with 401)")
@@ -156,6 +178,12 @@ class OpenAIChatModel:
                     if len(self.keys):
                         continue  # another key may work; not a retry of the same failure
                     raise ProviderError(self.provider, f"authentication failed ({reason}); check the API key", status) from None
+                if overflow.is_overflow(status, e.body):  # retrying the same prompt cannot help
+                    size = overflow.context_size(e.body) or await self.learn_window()
+                    if size:
+                        self.context_tokens = size
+                    raise ContextOverflow(self.provider, f"the prompt is over the model's context window ({reason})",
+                                          status, size) from None
                 if status not in RETRYABLE_STATUS:
                     raise ProviderError(self.provider, reason, status) from None
                 hint = _retry_after(e)
@@ -164,6 +192,10 @@ class OpenAIChatModel:
                                             self.max_retry_delay))
                     if self.keys.any_ready():
                         hint = 0.0  # another key is free: no reason to wait for this one
+            except EmptyReply:
+                raise ContextOverflow(self.provider, "the server answered with an empty reply, which llama-cpp-python "
+                                      "sends when the prompt is over the model's context window",
+                                      context_tokens=await self.learn_window()) from None
             except (ConnectionProblem, StreamCut) as e:
                 status, hint = None, None
                 reason = (f"connection problem at {self._transport.url}: {e}" if isinstance(e, ConnectionProblem)
@@ -189,6 +221,41 @@ class OpenAIChatModel:
                 on_retry(RetryNotice(attempt=attempt, delay_seconds=round(delay, 3), reason=reason))
             if delay:
                 await asyncio.sleep(delay)
+
+    def quirks(self) -> frozenset[str]:
+        self.kind = self.kind or dialect.kind_from_header(self._transport.server)
+        return dialect.quirks_for(self.configured_quirks, self.kind)
+
+    async def server_info(self, refresh: bool = False) -> dialect.ServerInfo | None:
+        """What the server's /v1/models says (cached; `refresh` asks again); None when it cannot be asked."""
+        if self._info is not None and not refresh:
+            return self._info
+        key, _ = self.keys.pick()
+        try:
+            status, body, server = await self._transport.get_json(key or "", self._transport.base + "/models")
+            if status >= 400:
+                raise ValueError(f"HTTP {status}")
+            info = dialect.read_models(body, server)
+            if info.kind == "llama.cpp" and not info.windows:
+                _, props, _ = await self._transport.get_json(key or "", self._transport.base.removesuffix("/v1") + "/props")
+                if window := dialect.props_window(props):
+                    info.windows[self.model] = window
+        except Exception as e:  # a server without /v1/models is still usable
+            log.info("provider %s: cannot list models at %s/models: %s", self.provider, self._transport.base, e)
+            return self._info
+        self._info = info
+        if info.kind and self.kind in (None, "uvicorn"):
+            self.kind = info.kind
+        return info
+
+    async def learn_window(self) -> int | None:
+        """The model's context window from the server's metadata, when it has any (llama.cpp and vLLM do)."""
+        info = await self.server_info()
+        if info is not None and not self.context_tokens:
+            # llama.cpp serves one model under any name: its one window is this model's
+            window = info.windows.get(self.model) or (next(iter(info.windows.values())) if len(info.windows) == 1 else None)
+            self.context_tokens = window
+        return self.context_tokens
 
     def _key_index(self, key: str) -> int:
         return self.keys._keys.index(key) + 1

@@ -12,7 +12,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 from ..llm.base import ChatModel
 from ..messages import Message
@@ -92,6 +92,8 @@ async def compact(messages: list[Message], model: ChatModel | None, summarizer_p
             None,
         )
         summary = reply.content.strip()
+        if reply.finish_reason == "length":  # half a summary would silently lose the rest of the history
+            raise RuntimeError("the summary was cut by the output length limit")
         if not summary:
             raise RuntimeError("the model returned an empty summary")
     except Exception as e:  # the fallback must not fail the turn
@@ -99,3 +101,38 @@ async def compact(messages: list[Message], model: ChatModel | None, summarizer_p
         return Compaction("truncate", before, len(recent), system + recent, str(e))
     new: list[Message] = [*system, {"role": "user", "content": SUMMARY_PREFIX + summary}, *recent]
     return Compaction("summary", before, len(new) - len(system), new)
+
+
+TRIM_NOTICE = ("[{cut} characters of this message were cut here: it did not fit the model's context window "
+               "({why}). Ask for a smaller piece if the rest is needed.]")
+TRIM_FLOOR = 400
+"""Characters a trimmed message keeps at least (its start and its end)."""
+TRIM_FLOOR_BLIND = 4000
+"""The same without a known window: an empty reply may have had another cause, so short prompts stay whole."""
+
+
+def trim_largest(messages: list[Message], budget_tokens: int | None, why: str,
+                 overhead_chars: int = 0) -> tuple[list[Message], int] | None:
+    """The messages with the largest user or tool text cut (its head and tail kept, a notice in the
+    middle), and how many characters went; None when nothing is worth cutting. Without a known
+    budget the message keeps a quarter of its text (a retry that still overflows cuts again).
+    `overhead_chars`: what every request carries besides the messages (the tools' schemas)."""
+    sizes = [(len(m["content"]), i) for i, m in enumerate(messages)
+             if m["role"] in ("user", "tool") and isinstance(m.get("content"), str)]
+    if not sizes:
+        return None
+    size, index = max(sizes)
+    if budget_tokens is not None:
+        others = overhead_chars + sum(len(json.dumps(m, ensure_ascii=False)) for i, m in enumerate(messages) if i != index)
+        keep = max(TRIM_FLOOR, budget_tokens * CHARS_PER_TOKEN - others)
+    else:
+        keep = max(TRIM_FLOOR_BLIND, size // 4)
+    if size <= keep:
+        return None
+    text = messages[index]["content"]
+    assert isinstance(text, str)
+    head, tail = text[: keep * 3 // 4], text[len(text) - keep // 4:]
+    notice = TRIM_NOTICE.format(cut=size - len(head) - len(tail), why=why)
+    out = list(messages)
+    out[index] = cast(Message, {**messages[index], "content": f"{head}\n{notice}\n{tail}"})
+    return out, size - len(head) - len(tail)

@@ -130,7 +130,8 @@ class Session:
             "id": self.id, "title": self.title, "titleBy": self.title_by, "createdAt": self.created_at,
             "provider": self.provider, "mode": self.mode,
             "model": self.model, "toolOverrides": self.tool_overrides, "always": sorted(self.tools.gate.always),
-            "usage": [self.usage.prompt_tokens, self.usage.completion_tokens, self.usage.total_tokens],
+            "usage": [self.usage.prompt_tokens, self.usage.completion_tokens, self.usage.total_tokens,
+                      self.usage.unreported],
             "turnEnds": self.turn_ends,
         }
 

@@ -22,7 +22,7 @@ from .rpc import DaemonExited, DaemonNotStarted, RpcError
 from .startup import NO_PROVIDER, connect, init_config, path_advice, user_config_path
 
 EXIT_CODES = """exit codes (-p, --demo): 0 answered; 1 error (provider, config, daemon, session); 2 bad usage;
-  3 denied (the turn's tool calls were all denied); 4 stopped at the step limit; 130 cancelled (Ctrl-C)
+  3 denied (the turn's tool calls were all denied); 4 stopped at the step or output limit; 130 cancelled (Ctrl-C)
 """
 
 def data_dir() -> Path:

@@ -158,7 +158,7 @@ class Outcome:
             return 130
         if self.denied_only:
             return 3
-        if stop == "max_steps":
+        if stop in ("max_steps", "max_tokens"):
             return 4
         return 0
 

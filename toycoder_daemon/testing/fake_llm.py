@@ -53,6 +53,8 @@ Server-side checks (each appends a readable string to ``violations``):
 
 Other violations start with ``request N:``, N being the 1-based position in ``requests``.
 
+``dialect`` (``dialects.Dialect``, settable while serving) plays a real server's differences.
+
 Every request, whatever its path or outcome, is appended to ``requests`` as
 ``{"path", "body" (parsed JSON or None), "headers" (lower-case names)}``.
 
@@ -74,6 +76,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
 
+from . import dialects
 from . import script as steps
 from .replies import error_body, load_script, plan_deltas, tool_call_problems
 
@@ -116,9 +119,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _log(self, status: int | str, detail: str = "") -> None:
         self.server.fake._log(f"{self.command} {self.path} -> {status} {detail}".rstrip())
 
-    def _send_json(self, status: int, obj: dict[str, Any], headers: dict[str, Any] | None = None) -> None:
-        data = json.dumps(obj).encode()
+    def _send_json(self, status: int, obj: dict[str, Any] | None, headers: dict[str, Any] | None = None) -> None:
+        data = b"" if obj is None else json.dumps(obj).encode()  # None: an empty body
         self.send_response(status)
+        self._server_header()
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         for name, value in (headers or {}).items():
@@ -131,6 +135,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._log(status, message)
         self._send_json(status, error_body(status, message, extra), headers)
 
+    def _server_header(self) -> None:
+        if self.server.fake.dialect.server:
+            self.send_header("Server", self.server.fake.dialect.server)
     def _abort(self) -> None:
         # FIN in the middle of a chunked body: the client cannot mistake it for a normal end.
         self.close_connection = True
@@ -144,7 +151,7 @@ class _Handler(BaseHTTPRequestHandler):
         fake._record(path, None, self.headers)
         if path.rstrip("/") in MODELS_PATHS:
             self._log(200)
-            models = [{"id": m, "object": "model", "created": 0, "owned_by": "fake_llm"} for m in fake._models]
+            models = [dialects.model_entry(fake.dialect, m) for m in fake._models]
             self._send_json(200, {"object": "list", "data": models})
         else:
             self._send_error(404, f"fake_llm: no route GET {path}")
@@ -170,6 +177,10 @@ class _Handler(BaseHTTPRequestHandler):
                     "An assistant message with 'tool_calls' must be followed by tool messages responding "
                     "to each 'tool_call_id', and each tool message must answer one of them: "
                     + "; ".join(problems)))
+        verdict = dialects.judge(fake.dialect, body)
+        if verdict is not None:  # the real server's own answer (an empty 200: llama-cpp-python's overflow)
+            self._log(verdict[0], "dialect")
+            return self._send_json(*verdict)
         reply = fake._take_reply(body.get("model"))
         if reply is None:
             with fake._cond:
@@ -189,7 +200,7 @@ class _Handler(BaseHTTPRequestHandler):
                 ra = f.retry_after
                 headers["Retry-After"] = str(int(ra)) if ra.is_integer() else str(ra)
             return self._send_error(f.status, f.message, f.extra, headers)
-        self._answer(fake, n, body, reply)
+        self._answer(fake, n, body, dialects.shape_reply(fake.dialect, body, reply))
 
     def _answer(self, fake: FakeLLM, n: int, body: dict[str, Any], reply: dict[str, Any]) -> None:
         deltas, calls = plan_deltas(reply, fake._new_call_id)
@@ -214,6 +225,7 @@ class _Handler(BaseHTTPRequestHandler):
                 {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}], "usage": usage})
 
         self.send_response(200)
+        self._server_header()
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
@@ -230,7 +242,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._log(200, f"stream dropped after {min(drop, len(deltas))} of {len(deltas)} deltas")
             return self._abort()
         self._event({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
-        if (body.get("stream_options") or {}).get("include_usage"):
+        if (body.get("stream_options") or {}).get("include_usage") and fake.dialect.usage:
             self._event({**head, "choices": [], "usage": usage})
         # [DONE] and the chunked-body terminator in one write.
         self.wfile.write(b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n")
@@ -253,6 +265,7 @@ class FakeLLM:
         self.host, self.port = host, port
         self.check_tool_invariant = check_tool_invariant
         self.model = model
+        self.dialect = dialects.Dialect()
         self.requests: list[dict[str, Any]] = []
         self.violations: list[str] = []
         self.connections = 0  # TCP connections accepted so far (shows keep-alive at work)

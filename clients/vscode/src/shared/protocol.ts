@@ -47,7 +47,7 @@ export type Level = 'safe' | 'sensitive' | 'dangerous';
 
 export type ToolStatus = 'completed' | 'failed' | 'denied' | 'cancelled';
 
-export type StopReason = 'end_turn' | 'max_steps' | 'cancelled' | 'error' | 'command';
+export type StopReason = 'end_turn' | 'max_steps' | 'max_tokens' | 'cancelled' | 'error' | 'command';
 
 export type Decision = 'allow_once' | 'allow_always' | 'reject';
 
@@ -283,6 +283,8 @@ export interface ProviderInfo {
   models: Record<string, string>;
   /** How many API keys are configured (the keys themselves never leave the daemon). */
   keyCount: number;
+  /** The models the provider's server lists (its /v1/models; the current provider only), when it can. */
+  servedModels?: string[];
 }
 
 export interface ModelsResult {

@@ -1,0 +1,80 @@
+"""Making room after a request was over the model's context window: compact the history, and cut the
+largest message when that is not enough (or there was nothing to compact), so that a session never
+keeps a prompt it can only fail on."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from ..llm.base import ChatModel, ContextOverflow
+from ..ports import Frontend, TextDelta
+from .context import Compaction as Compaction
+from .context import compact as compact
+from .context import needs_compaction, trim_largest
+from .session import Session
+
+log = logging.getLogger(__name__)
+
+
+class SessionConfig(Protocol):
+    """What of config.SessionConfig this needs (sessions/ does not import the config layer)."""
+
+    max_messages: int
+    max_context_tokens: int
+
+
+def context_budget(configured: int, model: ChatModel | None) -> int:
+    """Tokens the history may use: the configured budget, or 3/4 of a smaller window the server
+    reported (the rest is for the reply)."""
+    window = getattr(model, "context_tokens", None)
+    return min(configured, window * 3 // 4) if window else configured
+
+
+def over_budget(s: Session, cfg: SessionConfig, model: ChatModel | None) -> bool:
+    """Is the session over the compaction thresholds (a smaller window the server reported wins)?"""
+    return needs_compaction(s.messages, s.context_mark, cfg.max_messages, context_budget(cfg.max_context_tokens, model))
+
+
+class RoomMaker:
+    """run_turn's `make_room` for one turn. The first overflow compacts (forced) and then cuts the
+    largest message if the known window says it is still too big, or always when nothing was
+    compacted; a later one (the retry failed too) cuts hard, so the next prompt does not fail the same way."""
+
+    def __init__(self, s: Session, frontend: Frontend, model: ChatModel, cfg: SessionConfig,
+                 compact: Callable[..., Awaitable[Compaction | None]]):
+        """`compact`: App.compact, called as compact(s, frontend, force=True)."""
+        self.s, self.frontend, self.model, self.compact = s, frontend, model, compact
+        self.configured = cfg.max_context_tokens
+        self.calls = 0
+
+    async def __call__(self, e: ContextOverflow) -> bool:
+        self.calls += 1
+        log.warning("session %s: %s; making room (%d)", self.s.id, e.reason, self.calls)
+        if self.calls > 1:
+            return await self.trim(e, hard=True)
+        compacted = await self.compact(self.s, self.frontend, force=True)
+        trimmed = await self.trim(e, hard=compacted is None)
+        return trimmed or compacted is not None
+
+    async def trim(self, e: ContextOverflow, *, hard: bool) -> bool:
+        """Cut the largest user/tool message to fit the window (without `hard`, only when the known window
+        says the history is still over it); a notice in the message and in the stream says so."""
+        window = e.context_tokens or getattr(self.model, "context_tokens", None)
+        budget = context_budget(self.configured, self.model) if window else None
+        messages = self.s.messages.snapshot()
+        if not hard and (budget is None or not needs_compaction(messages, (0, 0), 1 << 30, budget)):
+            return False
+        why = f"{window} tokens" if window else "the server refused the request as too long"
+        tools = len(json.dumps(self.s.tools.schemas()))  # sent with every request, in the window too
+        trimmed = trim_largest(messages, budget, why, tools)
+        if trimmed is None:
+            return False
+        new, cut = trimmed
+        await self.s.messages.replace_all(new)
+        self.s.context_mark = (0, 0)
+        self.frontend.emit(TextDelta(f"[a message was too long for the model's context window ({why}): "
+                                     f"{cut} characters of it were cut]\n\n"))
+        return True

@@ -1,0 +1,75 @@
+"""How real OpenAI-compatible servers differ from OpenAI, for the scripted server to play (issue 18).
+
+Each was seen on a real server: llama.cpp's llama-server (overflow 400 with `n_ctx`, `n_ctx` in
+/v1/models' meta, `Server: llama.cpp`), llama-cpp-python's server (HTTP 500 on an assistant message
+with `content: null`, an empty 200 on a prompt over its context, `tools` ignored without
+`tool_choice`), and servers that send no usage at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from . import script as steps
+
+EMPTY: tuple[int, None] = (200, None)
+"""judge()'s answer for "a 200 with an empty body"."""
+
+
+@dataclass
+class Dialect:
+    usage: bool = True
+    """False: never send usage, even when the request asks for it."""
+    null_content_500: bool = False
+    """llama-cpp-python: an assistant message with `content: null` is a 500 with a validation dump."""
+    context_chars: int | None = None
+    """Characters of message text over which the request is over the context window."""
+    overflow: Literal["llama.cpp", "empty", "openai"] = "llama.cpp"
+    """How an overflow is answered: llama-server's 400, llama-cpp-python's empty 200, OpenAI's 400."""
+    n_ctx: int = 512
+    """The context window named in the overflow error and in /v1/models' meta (llama.cpp)."""
+    tools_need_choice: bool = False
+    """llama-cpp-python: `tools` without `tool_choice` are ignored (the reply's tool calls are dropped)."""
+    server: str | None = None
+    """The `Server` header of every answer, e.g. "llama.cpp"."""
+
+
+def llama_cpp_overflow(n_prompt: int, n_ctx: int) -> tuple[int, dict[str, Any]]:
+    """llama-server's answer to a prompt over its context (build 0c1e570, seen on the wire)."""
+    return 400, {"error": {"code": 400, "message": f"request ({n_prompt} tokens) exceeds the available context size "
+                           f"({n_ctx} tokens), try increasing it", "type": "exceed_context_size_error",
+                           "n_prompt_tokens": n_prompt, "n_ctx": n_ctx}}
+
+
+def judge(d: Dialect, body: dict[str, Any]) -> tuple[int, dict[str, Any] | None] | None:
+    """What this server answers instead of the scripted reply: (status, JSON body), EMPTY, or None."""
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    if d.null_content_500 and any(m.get("role") == "assistant" and m.get("content") is None for m in messages):
+        return 500, {"error": {"message": "1 validation error for ChatCompletionRequestAssistantMessage\ncontent\n"
+                               "  Input should be a valid string [type=string_type, input_value=None]",
+                               "type": "internal_server_error"}}
+    chars = sum(len(steps.text_of(m.get("content"))) for m in messages)
+    if d.context_chars is not None and chars > d.context_chars:
+        if d.overflow == "empty":
+            return EMPTY
+        if d.overflow == "openai":
+            return 400, {"error": {"message": f"This model's maximum context length is {d.n_ctx} tokens. However, "
+                                   f"your messages resulted in {chars // 4} tokens.", "type": "invalid_request_error",
+                                   "param": "messages", "code": "context_length_exceeded"}}
+        return llama_cpp_overflow(chars // 4, d.n_ctx)
+    return None
+
+
+def shape_reply(d: Dialect, body: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
+    """The scripted reply as this server would send it: tool calls dropped when it ignores tools."""
+    if d.tools_need_choice and body.get("tools") and not body.get("tool_choice") and reply.get("tool_calls"):
+        return {k: v for k, v in reply.items() if k != "tool_calls"} | {"text": reply.get("text") or "I cannot."}
+    return reply
+
+
+def model_entry(d: Dialect, model: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {"id": model, "object": "model", "created": 0, "owned_by": "fake_llm"}
+    if d.server == "llama.cpp":
+        entry |= {"owned_by": "llamacpp", "meta": {"n_ctx": d.n_ctx, "n_ctx_train": 8192}}
+    return entry
