@@ -38,6 +38,7 @@ from acp.schema import (
     ClientCapabilities,
     EmbeddedResourceContentBlock,
     Implementation,
+    InitializeRequest,
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
@@ -65,7 +66,8 @@ from .app import App
 from .background import Background
 from .commands.builtin import commands
 from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound, ToyCoderError
-from .ndjson import LineTransport, stdin_chunks
+from .acp_fast import StdinPump
+from .ndjson import LineTransport
 from .sessions.session import TranscriptEntry
 
 log = logging.getLogger(__name__)
@@ -223,6 +225,15 @@ class ToyCoderAgent:
             agent_info=Implementation(name="toycoder-daemon", title="ToyCoder", version=__version__),
         )
 
+    async def took_initialize(self, params: dict[str, Any]) -> None:
+        """The first `initialize` was answered before the SDK was imported (acp_fast.py): record it."""
+        try:
+            req = InitializeRequest.model_validate(params)
+        except ValidationError as e:  # the fast path checked the shape; the details are the SDK's
+            log.info("answered initialize had odd params: %s", str(e).splitlines()[0])
+            return
+        await self.initialize(req.protocol_version, req.client_capabilities, req.client_info)
+
     @acp_errors
     async def new_session(self, cwd: str, mcp_servers: Any = None, **_: Any) -> NewSessionResponse:
         app = self.app_for(cwd)
@@ -377,12 +388,18 @@ def quiet_client_mistakes(conn: AgentSideConnection) -> None:
 
 
 async def serve_acp(out: BinaryIO, config_path: str | None = None, *,
-                    reader: asyncio.StreamReader | None = None, on_end: Callable[[], None] | None = None) -> int:
-    """Serve ACP on stdin (or `reader`: tests drive the face in-process) and `out` until the input
-    ends; returns the exit code. `on_end` is called when the input ends, before the shutdown."""
-    read = stdin_chunks(asyncio.get_running_loop()) if reader is None else functools.partial(reader.read, 1 << 16)
+                    reader: asyncio.StreamReader | StdinPump | None = None, on_end: Callable[[], None] | None = None,
+                    answered: dict[str, Any] | None = None) -> int:
+    """Serve ACP on stdin (or `reader`: __main__'s pump, or a stream when tests drive the face
+    in-process) and `out` until the input ends; returns the exit code. `answered` holds the params
+    of an `initialize` already answered (acp_fast.py). `on_end` is called when the input ends."""
+    if reader is None:
+        reader = StdinPump()
+    read = reader.read if isinstance(reader, StdinPump) else functools.partial(reader.read, 1 << 16)
     transport = LineTransport(read, FrameTransport(out).write, notifications=ACP_NOTIFICATIONS)
     agent = ToyCoderAgent(config_path)
+    if answered is not None:
+        await agent.took_initialize(answered)
     # ToyCoderAgent has the methods we support; the SDK answers method-not-found for the others
     conn = AgentSideConnection(agent, transport, listening=False,  # type: ignore[arg-type]
                                use_unstable_protocol=True)  # session/close and session/resume are routed as unstable

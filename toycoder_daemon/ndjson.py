@@ -9,13 +9,8 @@ all with id null unless the message had a usable id; the connection keeps servin
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextlib
 import json
 import logging
-import os
-import threading
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
@@ -108,25 +103,6 @@ class LineTransport:
                     return _TOO_LONG
                 return line if line.strip() else None
             self._buf += chunk
-
-
-def stdin_chunks(loop: asyncio.AbstractEventLoop) -> Callable[[], Awaitable[bytes]]:
-    """stdin read on a thread (any kind of stdin works), at most a few chunks ahead of the face: a
-    client that writes faster than we parse is held back by the pipe, not by our memory."""
-    chunks: asyncio.Queue[bytes] = asyncio.Queue(maxsize=4)
-
-    def pump() -> None:
-        try:
-            while chunk := os.read(0, 1 << 16):
-                asyncio.run_coroutine_threadsafe(chunks.put(chunk), loop).result()
-        except (OSError, RuntimeError, concurrent.futures.CancelledError) as e:
-            log.info("stdin: %s", e)
-        finally:
-            with contextlib.suppress(RuntimeError):  # the loop is already closed
-                asyncio.run_coroutine_threadsafe(chunks.put(b""), loop)  # EOF
-
-    threading.Thread(target=pump, name="acp-stdin", daemon=True).start()
-    return chunks.get
 
 
 _TOO_LONG = b"\0too long"
