@@ -61,13 +61,13 @@ from pydantic import ValidationError
 
 from . import __version__, acp_sessions, safejson
 from . import protocol as wire
+from .acp_fast import StdinPump
 from .acp_frontend import AcpFrontend, locations, tool_kind
 from .app import App
 from .background import Background
 from .commands.builtin import commands
 from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound, ToyCoderError
-from .acp_fast import StdinPump
-from .ndjson import LineTransport
+from .ndjson import FrameTransport, LineTransport
 from .sessions.session import TranscriptEntry
 
 log = logging.getLogger(__name__)
@@ -341,34 +341,6 @@ class ToyCoderAgent:
 
 
 # ---- stdio ------------------------------------------------------------------------------------
-
-class FrameTransport(asyncio.WriteTransport):
-    """Writes the SDK's frames to the protocol stream only (like the LSP face's FrameWriter)."""
-
-    def __init__(self, out: BinaryIO):
-        super().__init__()
-        self._out = out
-        self._closing = False
-
-    def write(self, data: bytes) -> None:  # type: ignore[override]
-        if self._closing:
-            return
-        try:
-            self._out.write(data)
-            self._out.flush()
-        except (OSError, ValueError) as e:  # the client closed its end
-            log.info("protocol stream closed: %s", e)
-            self._closing = True
-
-    def is_closing(self) -> bool:
-        return self._closing
-
-    def close(self) -> None:
-        self._closing = True
-
-    def can_write_eof(self) -> bool:
-        return False
-
 
 def quiet_client_mistakes(conn: AgentSideConnection) -> None:
     """A notification with bad params is the client's mistake: one info line, not the SDK's logged

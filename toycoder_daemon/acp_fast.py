@@ -65,6 +65,11 @@ def fast_initialize(line: bytes) -> tuple[bytes, dict[str, Any]] | None:
     return (json.dumps(reply, separators=(",", ":")) + "\n").encode(), params
 
 
+def _settle(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
 class StdinPump:
     """stdin (fd 0) read on a thread from the start; at most `ahead` chunks are held, so a client that
     writes faster than we parse is held back by the pipe, not by our memory. `read` is the async
@@ -100,7 +105,7 @@ class StdinPump:
             loop, fut = self._waiter
             self._waiter = None
             with contextlib.suppress(RuntimeError):  # the loop is already closed
-                loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(None))
+                loop.call_soon_threadsafe(_settle, fut)
 
     def first_line(self) -> bytes | None:
         """Block until the first line is here and return it, leaving it unread; None at EOF before

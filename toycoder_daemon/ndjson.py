@@ -9,10 +9,11 @@ all with id null unless the message had a usable id; the connection keeps servin
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Collection
-from typing import Any
+from typing import Any, BinaryIO
 
 from . import protocol as wire
 from .rpc_checks import refusal
@@ -103,6 +104,34 @@ class LineTransport:
                     return _TOO_LONG
                 return line if line.strip() else None
             self._buf += chunk
+
+
+class FrameTransport(asyncio.WriteTransport):
+    """Writes the SDK's frames to the protocol stream only (like the LSP face's FrameWriter)."""
+
+    def __init__(self, out: BinaryIO):
+        super().__init__()
+        self._out = out
+        self._closing = False
+
+    def write(self, data: bytes) -> None:  # type: ignore[override]
+        if self._closing:
+            return
+        try:
+            self._out.write(data)
+            self._out.flush()
+        except (OSError, ValueError) as e:  # the client closed its end
+            log.info("protocol stream closed: %s", e)
+            self._closing = True
+
+    def is_closing(self) -> bool:
+        return self._closing
+
+    def close(self) -> None:
+        self._closing = True
+
+    def can_write_eof(self) -> bool:
+        return False
 
 
 _TOO_LONG = b"\0too long"
