@@ -9,16 +9,18 @@ acp.py then records that request's client capabilities without a wire message.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
 import os
 import threading
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
+
+if TYPE_CHECKING:  # asyncio itself (~30-80 ms) is imported after the answer, with the SDK
+    import asyncio
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +134,8 @@ class StdinPump:
                 self._chunks.appendleft(rest)
 
     async def read(self) -> bytes:
+        import asyncio
+
         while True:
             with self._cond:
                 if self._chunks:
