@@ -160,3 +160,14 @@ def test_initialize_is_answered_while_the_sdk_import_is_held(tmp_path: Path, wor
         proc.stdin.close()
         proc.wait(timeout=DEFAULT_TIMEOUT)
     assert proc.returncode == 0
+
+
+async def test_the_answered_initialize_is_recorded_as_the_sdk_would() -> None:
+    """The client's capabilities of a fast-answered initialize reach the agent (fs/terminal use them)."""
+    from toycoder_daemon.acp import ToyCoderAgent
+
+    agent = ToyCoderAgent()
+    await agent.took_initialize(PARAMS[1])
+    caps = agent.client_capabilities
+    assert caps is not None and caps.fs.read_text_file and caps.terminal
+    assert caps == acp.schema.InitializeRequest.model_validate(PARAMS[1]).client_capabilities
