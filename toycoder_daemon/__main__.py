@@ -90,13 +90,23 @@ def _serve_lsp(proto_out: BinaryIO, config_path: str | None) -> int:
 
 
 def _serve_acp(proto_out: BinaryIO, config_path: str | None) -> int:
-    """The ACP face: no fast initialize (that is the LSP face's), frames only to proto_out."""
+    """The ACP face, frames only to proto_out; `initialize` answered before the SDK is imported."""
+    from .acp_fast import StdinPump, fast_initialize
+
+    pump = StdinPump()
+    line = pump.first_line()
+    fast = fast_initialize(line) if line is not None else None
+    if fast is not None:
+        proto_out.write(fast[0])
+        proto_out.flush()
+        pump.drop_first_line()
     import asyncio
 
-    from .acp import serve_acp
+    from .acp import serve_acp  # the SDK: ~0.7 s
 
     try:
-        return asyncio.run(serve_acp(proto_out, config_path, on_end=_exit_soon))
+        return asyncio.run(serve_acp(proto_out, config_path, reader=pump, on_end=_exit_soon,
+                                     answered=fast[1] if fast else None))
     except KeyboardInterrupt:
         return 130
 

@@ -38,6 +38,7 @@ from acp.schema import (
     ClientCapabilities,
     EmbeddedResourceContentBlock,
     Implementation,
+    InitializeRequest,
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
@@ -60,12 +61,13 @@ from pydantic import ValidationError
 
 from . import __version__, acp_sessions, safejson
 from . import protocol as wire
+from .acp_fast import StdinPump
 from .acp_frontend import AcpFrontend, locations, tool_kind
 from .app import App
 from .background import Background
 from .commands.builtin import commands
 from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound, ToyCoderError
-from .ndjson import LineTransport, stdin_chunks
+from .ndjson import FrameTransport, LineTransport
 from .sessions.session import TranscriptEntry
 
 log = logging.getLogger(__name__)
@@ -223,6 +225,15 @@ class ToyCoderAgent:
             agent_info=Implementation(name="toycoder-daemon", title="ToyCoder", version=__version__),
         )
 
+    async def took_initialize(self, params: dict[str, Any]) -> None:
+        """The first `initialize` was answered before the SDK was imported (acp_fast.py): record it."""
+        try:
+            req = InitializeRequest.model_validate(params)
+        except ValidationError as e:  # the fast path checked the shape; the details are the SDK's
+            log.info("answered initialize had odd params: %s", str(e).splitlines()[0])
+            return
+        await self.initialize(req.protocol_version, req.client_capabilities, req.client_info)
+
     @acp_errors
     async def new_session(self, cwd: str, mcp_servers: Any = None, **_: Any) -> NewSessionResponse:
         app = self.app_for(cwd)
@@ -331,34 +342,6 @@ class ToyCoderAgent:
 
 # ---- stdio ------------------------------------------------------------------------------------
 
-class FrameTransport(asyncio.WriteTransport):
-    """Writes the SDK's frames to the protocol stream only (like the LSP face's FrameWriter)."""
-
-    def __init__(self, out: BinaryIO):
-        super().__init__()
-        self._out = out
-        self._closing = False
-
-    def write(self, data: bytes) -> None:  # type: ignore[override]
-        if self._closing:
-            return
-        try:
-            self._out.write(data)
-            self._out.flush()
-        except (OSError, ValueError) as e:  # the client closed its end
-            log.info("protocol stream closed: %s", e)
-            self._closing = True
-
-    def is_closing(self) -> bool:
-        return self._closing
-
-    def close(self) -> None:
-        self._closing = True
-
-    def can_write_eof(self) -> bool:
-        return False
-
-
 def quiet_client_mistakes(conn: AgentSideConnection) -> None:
     """A notification with bad params is the client's mistake: one info line, not the SDK's logged
     traceback (requests already get their -32602 answer without one)."""
@@ -377,12 +360,18 @@ def quiet_client_mistakes(conn: AgentSideConnection) -> None:
 
 
 async def serve_acp(out: BinaryIO, config_path: str | None = None, *,
-                    reader: asyncio.StreamReader | None = None, on_end: Callable[[], None] | None = None) -> int:
-    """Serve ACP on stdin (or `reader`: tests drive the face in-process) and `out` until the input
-    ends; returns the exit code. `on_end` is called when the input ends, before the shutdown."""
-    read = stdin_chunks(asyncio.get_running_loop()) if reader is None else functools.partial(reader.read, 1 << 16)
+                    reader: asyncio.StreamReader | StdinPump | None = None, on_end: Callable[[], None] | None = None,
+                    answered: dict[str, Any] | None = None) -> int:
+    """Serve ACP on stdin (or `reader`: __main__'s pump, or a stream when tests drive the face
+    in-process) and `out` until the input ends; returns the exit code. `answered` holds the params
+    of an `initialize` already answered (acp_fast.py). `on_end` is called when the input ends."""
+    if reader is None:
+        reader = StdinPump()
+    read = reader.read if isinstance(reader, StdinPump) else functools.partial(reader.read, 1 << 16)
     transport = LineTransport(read, FrameTransport(out).write, notifications=ACP_NOTIFICATIONS)
     agent = ToyCoderAgent(config_path)
+    if answered is not None:
+        await agent.took_initialize(answered)
     # ToyCoderAgent has the methods we support; the SDK answers method-not-found for the others
     conn = AgentSideConnection(agent, transport, listening=False,  # type: ignore[arg-type]
                                use_unstable_protocol=True)  # session/close and session/resume are routed as unstable

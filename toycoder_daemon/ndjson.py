@@ -10,14 +10,10 @@ all with id null unless the message had a usable id; the connection keeps servin
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import contextlib
 import json
 import logging
-import os
-import threading
 from collections.abc import Awaitable, Callable, Collection
-from typing import Any
+from typing import Any, BinaryIO
 
 from . import protocol as wire
 from .rpc_checks import refusal
@@ -110,23 +106,32 @@ class LineTransport:
             self._buf += chunk
 
 
-def stdin_chunks(loop: asyncio.AbstractEventLoop) -> Callable[[], Awaitable[bytes]]:
-    """stdin read on a thread (any kind of stdin works), at most a few chunks ahead of the face: a
-    client that writes faster than we parse is held back by the pipe, not by our memory."""
-    chunks: asyncio.Queue[bytes] = asyncio.Queue(maxsize=4)
+class FrameTransport(asyncio.WriteTransport):
+    """Writes the SDK's frames to the protocol stream only (like the LSP face's FrameWriter)."""
 
-    def pump() -> None:
+    def __init__(self, out: BinaryIO):
+        super().__init__()
+        self._out = out
+        self._closing = False
+
+    def write(self, data: bytes) -> None:  # type: ignore[override]
+        if self._closing:
+            return
         try:
-            while chunk := os.read(0, 1 << 16):
-                asyncio.run_coroutine_threadsafe(chunks.put(chunk), loop).result()
-        except (OSError, RuntimeError, concurrent.futures.CancelledError) as e:
-            log.info("stdin: %s", e)
-        finally:
-            with contextlib.suppress(RuntimeError):  # the loop is already closed
-                asyncio.run_coroutine_threadsafe(chunks.put(b""), loop)  # EOF
+            self._out.write(data)
+            self._out.flush()
+        except (OSError, ValueError) as e:  # the client closed its end
+            log.info("protocol stream closed: %s", e)
+            self._closing = True
 
-    threading.Thread(target=pump, name="acp-stdin", daemon=True).start()
-    return chunks.get
+    def is_closing(self) -> bool:
+        return self._closing
+
+    def close(self) -> None:
+        self._closing = True
+
+    def can_write_eof(self) -> bool:
+        return False
 
 
 _TOO_LONG = b"\0too long"
