@@ -198,7 +198,8 @@ test('real VS Code: inline review card, non-blocking diff, Accept from the diff 
     await diffEditor.waitFor({ timeout: 30000 });
     const diffTab = page.locator('.tab', { hasText: 'proposed by ToyCoder' });
     await diffTab.first().waitFor({ timeout: 30000 });
-    const modified = diffEditor.locator('.editor.modified .view-lines');
+    // not the deleted-lines zone an inline (narrow) diff editor adds inside the modified side
+    const modified = diffEditor.locator('.editor.modified .view-lines:not(.line-delete)');
     await modified.waitFor({ timeout: 30000 });
     assert.ok(!plain(await modified.textContent()).includes('ROWS.append(120)'), 'the end is not on the first screen');
     await modified.click();

@@ -59,7 +59,7 @@ export function writeConfig(ws: TestWorkspace, baseUrl: string, extra = ''): str
   writeFileSync(path, 'providers:\n  openai:\n    api_keys: ["test-key-1"]\n'
     + `    base_url: ${baseUrl}\n    models: {default: fake-model, fast: fake-fast}\n`
     + 'default_provider: openai\n'
-    + 'agent: {max_steps: 16, max_retries: 2, retry_interval: 0.05}\n' + extra);
+    + 'agent: {max_steps: 16, max_retries: 2, retry_interval: 0.05, auto_title: false}\n' + extra);
   return path;
 }
 
