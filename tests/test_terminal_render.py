@@ -170,3 +170,29 @@ def test_changes_line_singular_and_many_files() -> None:
         "1 file changed +0 \u22124: x.py"
     many = changes_line([{"path": f"f{i}.py", "status": "created", "added": 1, "removed": 0} for i in range(8)])
     assert many == "8 files changed +8 \u22120: f0.py, f1.py, f2.py, f3.py, f4.py, f5.py, 2 more"
+
+
+def test_a_plan_prints_as_a_compact_list_each_time_it_changes() -> None:
+    s = Spy()
+    s.view.begin()
+    s.feed({"kind": "plan", "entries": [
+        {"content": "read calc.py", "priority": "high", "status": "completed"},
+        {"content": "fix average", "priority": "high", "status": "in_progress"},
+        {"content": "run tests", "priority": "low", "status": "pending"}]})
+    s.view.end({"stopReason": "end_turn", "usage": {}})
+    plan = next(p for p in s.printed if p.startswith("plan "))
+    assert plan.splitlines() == ["plan 1/3", "  ✓ read calc.py", "  ▸ fix average !", "  ○ run tests"]
+
+
+def test_session_info_notes_a_new_title_and_mode_once_and_keeps_the_mode() -> None:
+    s = Spy()
+    s.view.set_session({"sessionId": "s", "title": "fix average", "mode": "ask"})
+    s.view.begin()
+    info = {"sessionId": "s", "title": "Fix average() for empty lists", "mode": "ask"}
+    s.feed({"kind": "session_info", "session": info}, {"kind": "session_info", "session": info})
+    s.feed({"kind": "session_info", "session": {**info, "mode": "read-only"}})
+    s.view.end({"stopReason": "end_turn", "usage": {}})
+    assert s.printed.count("title: Fix average() for empty lists") == 1
+    assert "mode: read-only" in s.printed
+    assert not any(p.startswith("mode: ask") for p in s.printed)
+    assert s.view.mode == "read-only"

@@ -245,7 +245,7 @@ def interactive(args: argparse.Namespace) -> int:
         armed = False  # a Ctrl-C at the empty prompt: the next one exits
         while True:
             try:
-                text = editor.prompt(interrupted)
+                text = editor.prompt(interrupted, view.mode)
             except KeyboardInterrupt:
                 if armed:
                     break

@@ -183,6 +183,7 @@ class ChatClient:
     def new_session(self) -> dict[str, Any]:
         info: dict[str, Any] = self.conn.call(wire.SESSION_NEW, {}, on_notification=self.notification)
         self.session_id = info["sessionId"]
+        self.view.set_session(info)
         return info
 
     def load_session(self, session_id: str) -> dict[str, Any]:
@@ -200,6 +201,7 @@ class ChatClient:
                                f"{session_id!r} matches {len(ids)} sessions: {', '.join(ids)}") from None
             loaded = self.conn.call(wire.SESSION_LOAD, {"sessionId": ids[0]}, on_notification=self.notification)
         self.session_id = loaded["session"]["sessionId"]
+        self.view.set_session(loaded["session"])
         return loaded
 
     def set_model(self, spec: str) -> dict[str, Any]:

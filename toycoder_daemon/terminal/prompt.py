@@ -66,7 +66,7 @@ class LineEditor:
     def set_commands(self, commands: list[dict[str, Any]]) -> None:
         self.completer.commands = commands
 
-    def prompt(self, interrupted: Callable[[], bool] | None = None) -> str:
+    def prompt(self, interrupted: Callable[[], bool] | None = None, mode: str = "") -> str:
         """The next line; KeyboardInterrupt for Ctrl-C on an empty line, also when `interrupted()` says
         a Ctrl-C came before prompt_toolkit had the terminal; EOFError for Ctrl-D."""
 
@@ -74,7 +74,9 @@ class LineEditor:
             if interrupted is not None and interrupted():
                 self.session.app.exit(exception=KeyboardInterrupt)
 
-        return self.session.prompt(FormattedText([("ansigreen bold", "❯ ")]), pre_run=pre_run)
+        # the session's mode stands before the arrow; the default (ask) dim, the others stand out
+        tag = [("ansibrightblack" if mode == "ask" else "ansiyellow", f"{mode} ")] if mode else []
+        return self.session.prompt(FormattedText([*tag, ("ansigreen bold", "❯ ")]), pre_run=pre_run)
 
     def ask(self, message: str) -> str:
         """A one-off line (an answer to ask_user): no history, no completion."""

@@ -24,6 +24,7 @@ from rich.text import Text
 
 from .changes import changes_line
 from .panels import permission_panel
+from .plan import plan_text
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 STATUS = {  # tool_result status -> icon, style, word
@@ -112,6 +113,13 @@ class TurnView:
         self.started = time.monotonic()
         self.tool_statuses: list[str] = []
         self._asked_at: float | None = None  # when a permission prompt or question went up
+        self.title = ""
+        self.mode = ""  # the session's permission mode, shown in the prompt
+
+    def set_session(self, info: dict[str, Any]) -> None:
+        """Record the current session's title and mode (new, load, switch) without printing them."""
+        self.title = str(info.get("title") or "")
+        self.mode = str(info.get("mode") or self.mode)
 
     # ---- turn lifecycle -------------------------------------------------------------------------
 
@@ -222,7 +230,22 @@ class TurnView:
         elif kind == "changes":
             self.commit_text()
             self.note(changes_line(u.get("files") or []), "cyan")
+        elif kind == "plan":
+            self.commit_text()
+            self.print(plan_text(u.get("entries") or []))
+        elif kind == "session_info":
+            self._session_info(u.get("session") or {})
         # usage: the running total; the turn's result carries the final one
+
+    def _session_info(self, info: dict[str, Any]) -> None:
+        """A new title (the fast model's, /title) or mode (/mode): say what changed, once."""
+        title, mode = str(info.get("title") or ""), str(info.get("mode") or "")
+        self.commit_text()
+        if title and title != self.title:
+            self.note(f"title: {title}", "cyan")
+        if mode and mode != self.mode:
+            self.note(f"mode: {mode}", "cyan")
+        self.set_session(info)
 
     def _text(self, text: str) -> None:
         self.status = ""

@@ -33,3 +33,7 @@ end, { desc = "ToyCoder: pick a session and switch to it" })
 vim.api.nvim_create_user_command("ToyCoderCheckpoints", function()
   require("toycoder").pick_checkpoint()
 end, { desc = "ToyCoder: pick a turn's checkpoint and restore the files it changed" })
+
+vim.api.nvim_create_user_command("ToyCoderMode", function()
+  require("toycoder").pick_mode()
+end, { desc = "ToyCoder: pick the session's permission mode (ask, accept-edits, read-only)" })

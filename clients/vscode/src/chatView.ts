@@ -15,6 +15,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatSurface
   private ready = false;
   private readyWaiters: Array<() => void> = [];
   private badge: vscode.ViewBadge | undefined;
+  private description = '';
   private readonly visibility = new vscode.EventEmitter<void>();
   /** Shown, hidden, created or disposed. */
   readonly onDidChangeVisibility = this.visibility.event;
@@ -51,6 +52,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatSurface
       }
     });
     view.badge = this.badge;
+    view.description = this.description;
     view.onDidChangeVisibility(() => this.visibility.fire());
     this.visibility.fire();
   }
@@ -63,6 +65,12 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, ChatSurface
   setBadge(badge: vscode.ViewBadge | undefined): void {
     this.badge = badge;
     if (this.view) this.view.badge = badge;
+  }
+
+  /** The session's title and mode, next to the view's name; kept for a view resolved later. */
+  setDescription(text: string): void {
+    this.description = text;
+    if (this.view) this.view.description = text;
   }
 
   /** Messages sent while no webview listens are dropped: a new webview asks for the state on `ready`. */

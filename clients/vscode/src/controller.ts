@@ -6,20 +6,23 @@
 
 import * as vscode from 'vscode';
 import type { DaemonHandlers } from './daemon';
-import { PROPOSAL_SCHEME } from './diffView';
 import { CheckpointDaemon, openChangedFile, restoreTurn } from './changes';
 import { copyCode, insertCode } from './codeBlocks';
 import { DocumentSink, DocumentSync } from './documents';
 import { askPermission, askUser, ShowDiff } from './permission';
 import type { CancelToken, Reviews } from './reviews';
+import { selectionQuestion } from './selection';
+import { ModeDaemon, pickMode, pickSession, SessionHeader } from './sessionHeader';
 import type { RestoreRequest, ToHost, ToWebview } from './shared/messages';
 import type { ProgressValue } from './shared/lsp';
 import type {
-  CommandInfo, PermissionParams, PermissionResult, PromptResult, SessionInfo, SessionLoadResult,
+  CommandInfo, PermissionParams, PermissionResult, PromptResult, SessionInfo, SessionLoadResult, UpdateParams,
 } from './shared/protocol';
 
+export { selectionPrompt } from './selection';
+
 /** What the controller needs of a daemon connection (DaemonClient, or a fake in tests). */
-export interface Daemon extends DocumentSink, CheckpointDaemon {
+export interface Daemon extends DocumentSink, CheckpointDaemon, ModeDaemon {
   readonly running: boolean;
   newSession(title?: string): Promise<SessionInfo>;
   listSessions(): Promise<SessionInfo[]>;
@@ -38,6 +41,8 @@ export interface ChatSurface {
   /** Show and focus the panel; resolves when its webview listens. */
   reveal(): Promise<void>;
   hide(): Promise<void>;
+  /** The view's description: the session's title and mode. */
+  setDescription?(text: string): void;
 }
 
 export interface ControllerOptions {
@@ -54,15 +59,6 @@ function errorMessage(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-/** The prompt for "Ask About Selection": the question, the file, the line range and the code. */
-export function selectionPrompt(question: string, path: string, startLine: number, endLine: number,
-  languageId: string, text: string): string {
-  let fence = '```';
-  while (text.includes(fence)) fence += '`';
-  const range = startLine === endLine ? `line ${startLine}` : `lines ${startLine}-${endLine}`;
-  return `${question.trim() || 'Explain this code.'}\n\nFrom \`${path}\`, ${range}:\n\n${fence}${languageId}\n${text}\n${fence}`;
-}
-
 export class ChatController implements vscode.Disposable {
   private daemon: Daemon | undefined;
   private starting: Promise<Daemon> | undefined;
@@ -76,7 +72,11 @@ export class ChatController implements vscode.Disposable {
   private disposed = false;
   private everStarted = false;
 
-  constructor(private readonly options: ControllerOptions) {}
+  private readonly header: SessionHeader;
+
+  constructor(private readonly options: ControllerOptions) {
+    this.header = new SessionHeader((text) => options.surface.setDescription?.(text));
+  }
 
   get currentSessionId(): string | undefined {
     return this.sessionId;
@@ -107,9 +107,7 @@ export class ChatController implements vscode.Disposable {
     this.post({ type: 'daemon', state: 'starting' });
     let daemon: Daemon | undefined;
     const handlers: DaemonHandlers = {
-      update: (params) => {
-        if (params.sessionId === this.sessionId) this.post({ type: 'update', params });
-      },
+      update: (params) => this.onUpdate(params),
       requestPermission: (params, token) => this.requestPermission(params, token),
       askUser: (params, token) => askUser(params, token),
       progress: (token, value) => this.onProgress(token, value),
@@ -145,6 +143,7 @@ export class ChatController implements vscode.Disposable {
       throw new Error('disposed');
     }
     this.daemon = daemon;
+    this.header.modes = daemon.availableModes ?? [];
     this.everStarted = true;
     this.docSync = new DocumentSync(daemon, this.options.root);
     this.post({ type: 'daemon', state: 'ready' });
@@ -169,6 +168,30 @@ export class ChatController implements vscode.Disposable {
     } catch (e) {
       this.options.log(`[toycoder-vscode] restart failed: ${errorMessage(e)}`);
     }
+  }
+
+  /** The current session's updates: title and mode for the header, a reload for another daemon's turn. */
+  private onUpdate(params: UpdateParams): void {
+    if (params.sessionId !== this.sessionId) return;
+    const u = params.update;
+    if (u.kind === 'session_info') this.header.show(u.session);
+    // another daemon's turn (never during ours: the session is locked while a turn runs): reload
+    else if (u.kind === 'session_changed') void (this.turn ?? this.showSession(params.sessionId).catch(() => undefined));
+    else this.post({ type: 'update', params });
+  }
+
+  /** The view's mode picker: the daemon's modes, set on the current session (created first if need be). */
+  async pickMode(): Promise<void> {
+    const daemon = await this.ensureDaemon();
+    const sessionId = this.sessionId ?? await this.newDaemonSession(daemon);
+    const info = await pickMode(daemon, sessionId, this.header.currentMode);
+    if (info && info.sessionId === this.sessionId) this.header.show(info);
+  }
+
+  private async newDaemonSession(daemon: Daemon): Promise<string> {
+    const info = await daemon.newSession();
+    this.header.show(info);
+    return (this.sessionId = info.sessionId);
   }
 
   private requestPermission(params: PermissionParams, token: CancelToken): Promise<PermissionResult> {
@@ -271,6 +294,7 @@ export class ChatController implements vscode.Disposable {
     const daemon = await this.ensureDaemon();
     const loaded = await daemon.loadSession(sessionId);
     this.sessionId = loaded.session.sessionId;
+    this.header.show(loaded.session);
     this.post({ type: 'transcript', session: loaded.session, entries: loaded.transcript });
   }
 
@@ -286,8 +310,9 @@ export class ChatController implements vscode.Disposable {
     try {
       this.post({ type: 'turnStarted', text });
       const daemon = await this.ensureDaemon();
-      if (!this.sessionId) this.sessionId = (await daemon.newSession()).sessionId;
-      const result = await daemon.prompt(this.sessionId, text);
+      const sessionId = this.sessionId ?? await this.newDaemonSession(daemon);
+      this.header.prompted(text);
+      const result = await daemon.prompt(sessionId, text);
       this.post({ type: 'turnEnded', result });
       await this.follow(result);
     } catch (e) {
@@ -333,23 +358,13 @@ export class ChatController implements vscode.Disposable {
   async newSession(): Promise<void> {
     await this.stopTurn();
     this.sessionId = undefined;
+    this.header.show(null);
     this.post({ type: 'transcript', session: null, entries: [] });
   }
 
   async switchSession(): Promise<void> {
     const daemon = await this.ensureDaemon();
-    const sessions = await daemon.listSessions();
-    if (sessions.length === 0) {
-      void vscode.window.showInformationMessage('ToyCoder: no sessions in this workspace yet.');
-      return;
-    }
-    const items = sessions.map((s) => ({
-      label: s.title || '(untitled)',
-      description: `${s.messageCount} messages · ${s.updatedAt.replace('T', ' ').replace(/\+00:00$|Z$/, ' UTC')}`,
-      detail: s.sessionId === this.sessionId ? `${s.sessionId} (current)` : s.sessionId,
-      sessionId: s.sessionId,
-    }));
-    const pick = await vscode.window.showQuickPick(items, { title: 'ToyCoder: Switch Session', placeHolder: 'Resume a session', matchOnDetail: true });
+    const pick = await pickSession(await daemon.listSessions(), this.sessionId);
     if (!pick) return;
     await this.stopTurn();
     try {
@@ -360,28 +375,10 @@ export class ChatController implements vscode.Disposable {
   }
 
   async askAboutSelection(editor: vscode.TextEditor | undefined): Promise<void> {
-    if (!editor || editor.selection.isEmpty) {
-      void vscode.window.showInformationMessage('ToyCoder: select some code first.');
-      return;
-    }
-    if (editor.document.uri.scheme === PROPOSAL_SCHEME) {
-      // a proposal's text is not a file yet: asking about it would send a path that does not hold it
-      void vscode.window.showInformationMessage('ToyCoder: this is a proposed change, not a file; decide on it in the chat.');
-      return;
-    }
-    const sel = editor.selection;
-    const text = editor.document.getText(sel);
-    const startLine = sel.start.line + 1;
-    const endLine = sel.end.character === 0 && sel.end.line > sel.start.line ? sel.end.line : sel.end.line + 1;
-    const path = vscode.workspace.asRelativePath(editor.document.uri, false);
-    const question = await vscode.window.showInputBox({
-      title: 'ToyCoder: Ask About Selection',
-      prompt: `Your question about ${path}:${startLine}-${endLine}`,
-      placeHolder: 'Explain this code.',
-    });
-    if (question === undefined) return;
+    const text = await selectionQuestion(editor);
+    if (text === undefined) return;
     await this.options.surface.reveal();
-    await this.prompt(selectionPrompt(question, path, startLine, endLine, editor.document.languageId, text));
+    await this.prompt(text);
   }
 
   async dispose(): Promise<void> {

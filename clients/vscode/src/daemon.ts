@@ -29,6 +29,7 @@ import {
   UpdateParams,
 } from './shared/protocol';
 import type { ProgressValue } from './shared/lsp';
+import type { ModeInfo } from './sessionHeader';
 import type { RestoreParams, RestoreResult } from './shared/checkpoints';
 
 export interface DaemonOptions {
@@ -59,7 +60,8 @@ export interface DaemonHandlers {
 }
 
 export interface InitializeResult {
-  capabilities: { experimental?: { toycoder?: { protocolVersion?: number } } } & Record<string, unknown>;
+  capabilities: { experimental?: { toycoder?: { protocolVersion?: number; availableModes?: ModeInfo[] } } }
+    & Record<string, unknown>;
   serverInfo?: { name: string; version?: string };
 }
 
@@ -73,6 +75,8 @@ export class DaemonError extends Error {
 
 export class DaemonClient {
   readonly serverInfo: InitializeResult['serverInfo'];
+  /** The permission modes the daemon offers (the mode picker's items). */
+  readonly availableModes: ModeInfo[];
   private exited = false;
   private exitWaiters: Array<() => void> = [];
 
@@ -83,6 +87,7 @@ export class DaemonClient {
     readonly initializeResult: InitializeResult,
   ) {
     this.serverInfo = initializeResult.serverInfo;
+    this.availableModes = initializeResult.capabilities?.experimental?.toycoder?.availableModes ?? [];
   }
 
   /** Spawn the daemon, wire the handlers, run initialize/initialized. Rejects if it cannot start. */
@@ -220,6 +225,10 @@ export class DaemonClient {
 
   async listSessions(): Promise<SessionInfo[]> {
     return (await this.request<{ sessions: SessionInfo[] }>(Methods.sessionList, {})).sessions;
+  }
+
+  setMode(sessionId: string, mode: string): Promise<SessionInfo> {
+    return this.request(Methods.sessionSetMode, { sessionId, mode });
   }
 
   loadSession(sessionId: string): Promise<SessionLoadResult> {

@@ -116,6 +116,7 @@ export function activate(context: vscode.ExtensionContext): void {
       await view.reveal();
     })),
     vscode.commands.registerCommand('toycoder.cancel', run(() => chat.cancel())),
+    vscode.commands.registerCommand('toycoder.setMode', run(() => chat.pickMode())),
     vscode.commands.registerCommand('toycoder.acceptProposal', decideProposal('allow_once')),
     vscode.commands.registerCommand('toycoder.rejectProposal', decideProposal('reject')),
     vscode.commands.registerCommand('toycoder.showPendingReview', run(async () => {

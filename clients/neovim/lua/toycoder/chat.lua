@@ -17,6 +17,7 @@ local ns = cb.namespace
 local state = {
   status = "", -- short progress text for the winbar
   title = nil, -- short session title shown in the winbar
+  mode = nil, -- the session's permission mode; the winbar shows one that is not the default (ask)
   starting = nil, -- extmark of the "starting ToyCoder…" line
 }
 
@@ -45,6 +46,9 @@ end
 --- The winbar of a window `width` cells wide: the title is cut on its right to fit, never on its left.
 local function winbar_text(width)
   local head = " ToyCoder"
+  if state.mode and state.mode ~= "ask" then -- part of the head: never dropped for the title
+    head = head .. " [" .. state.mode .. "]"
+  end
   local tail = state.status ~= "" and ("  ·  " .. state.status) or ""
   local title = state.title or ""
   if title ~= "" then
@@ -177,6 +181,26 @@ function M.title()
   return state.title
 end
 
+--- The session's mode (SessionInfo.mode), shown in the winbar.
+function M.set_mode(mode)
+  state.mode = type(mode) == "string" and mode or nil
+  refresh_winbars()
+end
+
+function M.mode()
+  return state.mode
+end
+
+--- A session_info update: the daemon's new title or mode.
+function M.session_info(info)
+  if type(info.title) == "string" and info.title ~= "" then
+    M.set_title(info.title)
+  end
+  if info.mode then
+    M.set_mode(info.mode)
+  end
+end
+
 -- ---- the daemon starting ---------------------------------------------------------------------
 
 --- Show (true) or remove (false) the "starting ToyCoder…" line at the end of the chat.
@@ -259,6 +283,7 @@ function M.render_session(loaded, note)
   end)
   local info = loaded.session or {}
   M.set_title(info.title)
+  M.set_mode(info.mode)
   for _, win in ipairs(vim.fn.win_findbuf(cb.buf())) do
     api.nvim_win_set_cursor(win, { api.nvim_buf_line_count(cb.buf()), 0 })
   end

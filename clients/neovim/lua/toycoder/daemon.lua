@@ -258,6 +258,8 @@ function M.start()
       return
     end
     M.server_info = result and result.serverInfo or nil
+    local ours = vim.tbl_get(result or {}, "capabilities", "experimental", "toycoder") or {}
+    M.available_modes = ours.availableModes or {} -- the modes :ToyCoderMode offers
     rpc.notify("initialized", vim.empty_dict())
     status = "ready"
     emit("ready")

@@ -75,11 +75,33 @@ function M.rows(loaded, note)
     end
   end
   local in_reply, last_kind = false, nil
+  local turn = nil -- the user entry of the turn being shown, with what its end shows
+  -- The end of a turn as a live one ends: "cancelled" (an interrupted reply), then its tokens.
+  local function footer()
+    if not turn then
+      return
+    end
+    local notes = {}
+    if turn.stopReason == "cancelled" or turn.interrupted then
+      table.insert(notes, "cancelled")
+    end
+    table.insert(notes, style.tokens_text(turn.usage))
+    for _, n in ipairs(notes) do
+      if last_kind ~= "item" then
+        text("")
+      end
+      virt({ { n, "ToyCoderNotice" } })
+      last_kind = "item"
+    end
+    turn = nil
+  end
   for _, e in ipairs(loaded.transcript or {}) do
     if e.role == "user" then
+      footer()
       vim.list_extend(rows, { { text = "" }, { text = "## You" }, { text = "" } })
       lines(e.text)
       in_reply, last_kind = false, nil
+      turn = { stopReason = e.stopReason, usage = e.usage }
     elseif e.role == "assistant" or e.role == "tool_call" then
       if not in_reply then
         vim.list_extend(rows, { { text = "" }, { text = "## ToyCoder" } })
@@ -91,6 +113,9 @@ function M.rows(loaded, note)
       end
       if e.role == "assistant" then
         lines(e.text)
+        if e.interrupted and turn then
+          turn.interrupted = true
+        end
       else
         local result = results[e.toolCallId or ""] or {}
         local status = result.status
@@ -109,6 +134,7 @@ function M.rows(loaded, note)
       last_kind = "item"
     end
   end
+  footer()
   if note and note ~= "" then
     text("")
     for _, l in ipairs(vim.split(note, "\n", { plain = true })) do

@@ -56,7 +56,24 @@ local function set_status(text)
   pcall(vim.api.nvim_exec_autocmds, "User", { pattern = "ToyCoderStatus", modeline = false })
 end
 
+--- Turns another daemon made in the current session: show the whole transcript again (the
+--- daemon sends what was added; reloading keeps one way of showing a session). Not during our turn.
+local function session_changed(params)
+  if params.sessionId ~= state.session_id or state.busy then
+    return
+  end
+  M.switch(params.sessionId)
+end
+
 daemon.on_notification("toycoder/update", function(params)
+  local kind = (params.update or {}).kind
+  if kind == "session_info" and params.sessionId == state.session_id then
+    chat.session_info(params.update.session or {})
+    return
+  elseif kind == "session_changed" then
+    session_changed(params)
+    return
+  end
   local turn = state.turn
   if not turn or params.sessionId ~= turn.session then
     return
@@ -160,6 +177,7 @@ local function with_session(cb)
     end
     state.session_id = result.sessionId
     chat.set_title(nil)
+    chat.set_mode(result.mode)
     cb(nil, state.session_id)
   end)
 end
@@ -352,6 +370,11 @@ function M.pick_session()
       end
     end)
   end)
+end
+
+--- :ToyCoderMode: pick the session's mode (modes.lua).
+function M.pick_mode()
+  require("toycoder.modes").pick(with_session)
 end
 
 --- :ToyCoderCheckpoints: pick a checkpoint of the current session and restore it.

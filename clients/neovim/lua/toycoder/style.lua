@@ -17,6 +17,9 @@ M.links = {
   ToyCoderStarting = "DiagnosticInfo",
   ToyCoderAdded = "Added",
   ToyCoderRemoved = "Removed",
+  ToyCoderPlanDone = "DiagnosticOk",
+  ToyCoderPlanActive = "DiagnosticInfo",
+  ToyCoderPlanPending = "Comment",
 }
 
 function M.set_highlights()
@@ -88,6 +91,39 @@ function M.changes_chunks(prefix, files)
     { " −" .. removed, "ToyCoderRemoved" },
     { ": " .. M.one_line(table.concat(names, ", "), 200), "ToyCoderToolDetail" },
   }
+end
+
+-- A plan entry's status -> its mark and group (the terminal client uses the same marks).
+local PLAN = {
+  completed = { "✓", "ToyCoderPlanDone" },
+  in_progress = { "▸", "ToyCoderPlanActive" },
+  pending = { "○", "ToyCoderPlanPending" },
+}
+
+--- The virtual-text lines of a plan block: `- plan 1/3`, then one line per entry.
+function M.plan_lines(prefix, entries)
+  local done = 0
+  for _, e in ipairs(entries) do
+    done = done + (e.status == "completed" and 1 or 0)
+  end
+  local list = { { { prefix .. "- ", "ToyCoderNotice" }, { ("plan %d/%d"):format(done, #entries), "ToyCoderToolName" } } }
+  for _, e in ipairs(entries) do
+    local mark = PLAN[e.status] or PLAN.pending
+    local line = { { prefix .. "  " .. mark[1] .. " ", mark[2] }, { M.one_line(e.content, 200), e.status == "completed" and "ToyCoderNotice" or "Normal" } }
+    if e.priority == "high" and e.status ~= "completed" then
+      table.insert(line, { " !", "ToyCoderToolDenied" })
+    end
+    table.insert(list, line)
+  end
+  return list
+end
+
+--- The footer of a turn: its tokens, as live turns end and as restored ones show them.
+function M.tokens_text(u)
+  if type(u) ~= "table" or (u.totalTokens or 0) <= 0 then
+    return nil
+  end
+  return ("tokens: %d prompt, %d completion"):format(u.promptTokens or 0, u.completionTokens or 0)
 end
 
 -- What ask_user's observation starts with when the person answered (toycoder_daemon/tools/ask.py).

@@ -117,6 +117,7 @@ local function drop_reply(c)
 end
 
 local one_line = style.one_line
+local plan -- defined below, used by M.update
 
 -- ---- turns -----------------------------------------------------------------------------------
 
@@ -179,6 +180,41 @@ local function tool_result(turn, u)
   return tool
 end
 
+--- The plan block: shown where the first plan arrived, updated in place by each later one (the
+--- daemon sends the whole plan every time). Lines are added or removed inside the block, never at
+--- its edges, so the marks of the lines around it stay where they are.
+plan = function(turn, c, entries)
+  local list = style.plan_lines(c.prefix, entries)
+  edit(function(buf)
+    local p = turn.plan
+    if not p then
+      begin(c, "item")
+      local row = insert(c, vim.split(string.rep("\n", #list - 1), "\n", { plain = true }))
+      p = { marks = {} }
+      for i = 1, #list do
+        p.marks[i] = new_mark(row + i - 1)
+      end
+      turn.plan = p
+    end
+    local row = mark_row(p.marks[1])
+    local have = #p.marks
+    for i = 2, have do -- the entry lines' marks are made afresh below
+      api.nvim_buf_del_extmark(buf, ns, p.marks[i])
+    end
+    if #list > have then -- new lines after the header
+      local blank = vim.split(string.rep("\n", #list - have - 1), "\n", { plain = true })
+      api.nvim_buf_set_lines(buf, row + 1, row + 1, true, blank)
+    elseif #list < have then
+      api.nvim_buf_set_lines(buf, row + 1, row + 1 + have - #list, true, {})
+    end
+    local marks = {}
+    for i, chunks in ipairs(list) do
+      marks[i] = put_virt(row + i - 1, chunks, i == 1 and p.marks[1] or nil)
+    end
+    p.marks = marks
+  end)
+end
+
 --- A toycoder/update for this turn. Returns the tool entry on tool_result (for auto-reload).
 function M.update(turn, params)
   if turn ~= current or turn.buf ~= cb.current() or not cb.valid() then
@@ -220,6 +256,8 @@ function M.update(turn, params)
     add_item(c, style.changes_chunks(c.prefix, u.files))
   elseif kind == "usage" then
     turn.usage = u
+  elseif kind == "plan" and type(u.entries) == "table" then
+    plan(turn, c, u.entries)
   end
   return nil
 end
@@ -279,9 +317,8 @@ function M.finish(turn, err, result)
   elseif not turn.streamed and text ~= "" then
     append_text(c, text)
   end
-  local u = result.usage
-  if type(u) == "table" and (u.totalTokens or 0) > 0 then
-    local tokens = ("tokens: %d prompt, %d completion"):format(u.promptTokens or 0, u.completionTokens or 0)
+  local tokens = style.tokens_text(result.usage)
+  if tokens then
     add_item(c, notice_chunks(c, tokens))
   end
 end

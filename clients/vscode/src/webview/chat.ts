@@ -9,6 +9,7 @@ import type { CommandInfo, PromptResult, TranscriptEntry, UpdateParams } from '.
 import { h } from './dom';
 import { createMarkdown, createPromptMarkdown } from './markdown';
 import { permissionCard, recordDecision } from './permissionCard';
+import { renderTranscript } from './transcript';
 import { formatFooter, formatUsage, Segment, TurnView } from './turnView';
 
 export class ChatView {
@@ -202,6 +203,9 @@ export class ChatView {
       case 'compaction':
         turn.notice(`Context compacted (${u.strategy}): ${u.before} → ${u.after} messages`, 'compaction', parent);
         break;
+      case 'plan':
+        turn.plan(u.entries);
+        break;
     }
     if (stick) this.scrollToBottom();
   }
@@ -245,24 +249,11 @@ export class ChatView {
       this.conversation.append(empty);
       return;
     }
-    const turns: TurnView[] = [];
-    const start = (prompt: string | null) => {
-      turns.push(new TurnView(this, prompt));
-      this.conversation.append(turns[turns.length - 1].el);
-      return turns[turns.length - 1];
-    };
-    const current = () => turns[turns.length - 1] ?? start(null);
-    for (const entry of entries) {
-      if (entry.role === 'user') {
-        start(entry.text);
-      } else if (entry.role === 'assistant') {
-        current().transcriptAssistant(entry.text);
-      } else if (entry.role === 'tool_call') {
-        current().transcriptToolCall(entry);
-      } else if (entry.role === 'tool') {
-        current().transcriptToolResult(entry);
-      }
-    }
+    const turns = renderTranscript(entries, (prompt) => {
+      const turn = new TurnView(this, prompt);
+      this.conversation.append(turn.el);
+      return turn;
+    });
     for (const turn of turns) turn.finish(); // a call without a result was cut off, as live
     this.flushRender();
     this.scrollToBottom();

@@ -3,8 +3,9 @@
  * tool cards with sub-agent activity nested in them, notices, permission cards, the usage footer).
  */
 
-import type { Level, TranscriptEntry, Update, UsageInfo } from '../shared/protocol';
+import type { Level, PlanEntryInfo, TranscriptEntry, Update, UsageInfo } from '../shared/protocol';
 import { h } from './dom';
+import { fillPlan, planCard } from './planCard';
 import { toolPermission, toolTitle } from './toolTitle';
 
 const MAX_SHOWN = 20000; // characters of a tool's arguments or output shown in its card
@@ -63,6 +64,7 @@ export class TurnView {
   private readonly cards = new Map<string, Card>();
   private readonly trailing = new WeakMap<HTMLElement, Segment>();
   private readonly segments: Segment[] = [];
+  private planEl: HTMLElement | null = null;
 
   constructor(private readonly chat: Renderer, prompt: string | null) {
     this.el = h('div', 'turn');
@@ -122,6 +124,15 @@ export class TurnView {
     }
     const delay = update.delaySeconds ? ` in ${update.delaySeconds.toFixed(1)}s` : '';
     this.notice(`Retrying (attempt ${update.attempt}${delay}): ${update.reason}`, 'retry', parentToolCallId);
+  }
+
+  /** The plan card: where the first plan arrived, its list replaced by each later one. */
+  plan(entries: PlanEntryInfo[]): void {
+    if (!this.planEl) {
+      this.planEl = planCard();
+      this.append(this.body, this.planEl);
+    }
+    fillPlan(this.planEl, entries);
   }
 
   notice(text: string, kind: string, parentToolCallId?: string): void {
@@ -205,12 +216,19 @@ export class TurnView {
   /**
    * A stored reply. Session files written before the daemon stored an interrupted reply's flag end
    * such a reply with its note to the model: that note is not shown; the turn reads as it did live.
+   * Newer ones store the text without it, flag it `interrupted`, and the turn's end (restoredEnd).
    */
   transcriptAssistant(text: string): void {
     const cut = text.endsWith(INTERRUPTED_NOTE);
     const shown = cut ? text.slice(0, -INTERRUPTED_NOTE.length) : text;
     if (shown) this.markdown(shown);
     if (cut) this.notice('Stopped.', 'cancelled');
+  }
+
+  /** A restored turn ends as it did live: "Stopped." after a cancel, then its footer (tokens). */
+  restoredEnd(stopReason: string | undefined, usage: UsageInfo | undefined, interrupted: boolean): void {
+    if (stopReason === 'cancelled' || interrupted) this.notice('Stopped.', 'cancelled');
+    if (usage && stopReason && stopReason !== 'command') this.usage(usage, stopReason);
   }
 
   transcriptToolCall(entry: TranscriptEntry): void {

@@ -25,6 +25,8 @@ class FakeDaemon implements Daemon {
   onPrompt: (sid: string, text: string) => Promise<PromptResult> = async () =>
     ({ turnId: 't', stopReason: 'end_turn', text: 'ok', usage });
   constructor(readonly handlers: DaemonHandlers) {}
+  availableModes = [{ id: 'ask', name: 'Ask' }, { id: 'read-only', name: 'Read only', description: 'No writes' }];
+  async setMode(sid: string, mode: string) { return { ...session(sid), title: 'Named', mode }; }
   async newSession() { return session(`s${this.next++}`); }
   async listSessions() { return [session('s1'), session('old')]; }
   async loadSession(id: string): Promise<SessionLoadResult> {
@@ -347,4 +349,45 @@ test('no restore while a turn runs or before there is a session; a clicked file 
   const opened = calls.filter(([name]) => name === 'window.showTextDocument');
   assert.equal(opened.length, 1);
   assert.equal((opened[0][1][0] as Uri).toString(), 'file:///ws/src/a.py');
+});
+
+test('the view description shows the title and mode; session_info updates it; the mode picker calls setMode', async () => {
+  const { controller, daemons, surface, types } = setup();
+  const described: string[] = [];
+  surface.setDescription = (text) => { described.push(text); };
+  await controller.ensureDaemon();
+  const d = daemons[0];
+  d.newSession = async () => ({ ...session('s1'), title: '', mode: 'ask' });
+  await controller.prompt('```py\nx\n```\nfix the bug please');
+  assert.equal(described[described.length - 1], 'fix the bug please · Ask', 'the first prompt\'s line until the daemon titles it');
+
+  d.handlers.update({ sessionId: 's1', turnId: '', update: { kind: 'session_info', session: { ...session('s1'), title: 'Fix the bug', mode: 'ask' } } });
+  assert.equal(described[described.length - 1], 'Fix the bug · Ask');
+  d.handlers.update({ sessionId: 'other', turnId: '', update: { kind: 'session_info', session: { ...session('other'), title: 'Not ours' } } });
+  assert.equal(described[described.length - 1], 'Fix the bug · Ask');
+  assert.ok(!types().includes('update'), 'session_info is the header\'s, not the conversation\'s');
+
+  let offered: Array<{ label: string; description: string }> = [];
+  (vscode.window as any).showQuickPick = async (items: Array<{ label: string; description: string }>) => {
+    offered = items;
+    return items[1];
+  };
+  await controller.pickMode();
+  assert.deepEqual(offered.map((i) => [i.label, i.description]), [['Ask', 'current'], ['Read only', '']]);
+  assert.equal(described[described.length - 1], 'Named · Read only');
+});
+
+test('session_changed (another daemon\'s turn) reloads the transcript of the current session', async () => {
+  const { controller, daemons, posted } = setup();
+  await controller.prompt('hi');
+  const d = daemons[0];
+  const loads: string[] = [];
+  const load = d.loadSession.bind(d);
+  d.loadSession = async (id: string) => { loads.push(id); return load(id); };
+  posted.length = 0;
+  d.handlers.update({ sessionId: 's1', turnId: '', update: { kind: 'session_changed', transcript: [], reset: false } });
+  d.handlers.update({ sessionId: 'other', turnId: '', update: { kind: 'session_changed', transcript: [], reset: false } });
+  for (let i = 0; i < 50 && !posted.length; i++) await new Promise((r) => setTimeout(r, 5)); // poll, deadline
+  assert.deepEqual(loads, ['s1']);
+  assert.deepEqual(posted.map((m) => m.type), ['transcript']);
 });

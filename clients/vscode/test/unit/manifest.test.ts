@@ -31,7 +31,10 @@ test('the commands, and activation on them or the view', () => {
     'toycoder.acceptProposal': 'ToyCoder: Accept',
     'toycoder.rejectProposal': 'ToyCoder: Reject',
     'toycoder.showPendingReview': 'ToyCoder: Show Pending Permission Request',
+    'toycoder.setMode': 'ToyCoder: Set Mode…',
   });
+  const viewTitle = pkg.contributes.menus['view/title'].find((m: { command: string }) => m.command === 'toycoder.setMode');
+  assert.match(viewTitle.group, /^navigation/, 'the mode picker is a button of the view');
   for (const command of Object.keys(titles)) assert.ok(pkg.activationEvents.includes(`onCommand:${command}`), command);
   assert.ok(pkg.activationEvents.includes('onView:toycoder.chat'));
 });

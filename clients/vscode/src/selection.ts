@@ -1,0 +1,41 @@
+/**
+ * "Ask About Selection": the question about the selected code and the prompt it becomes (the
+ * question, the file, the line range and the code, fenced).
+ */
+
+import * as vscode from 'vscode';
+import { PROPOSAL_SCHEME } from './diffView';
+
+/** The prompt for "Ask About Selection": the question, the file, the line range and the code. */
+export function selectionPrompt(question: string, path: string, startLine: number, endLine: number,
+  languageId: string, text: string): string {
+  let fence = '```';
+  while (text.includes(fence)) fence += '`';
+  const range = startLine === endLine ? `line ${startLine}` : `lines ${startLine}-${endLine}`;
+  return `${question.trim() || 'Explain this code.'}\n\nFrom \`${path}\`, ${range}:\n\n${fence}${languageId}\n${text}\n${fence}`;
+}
+
+/** Ask the question about the selection; the prompt to send, or undefined (nothing selected, dismissed). */
+export async function selectionQuestion(editor: vscode.TextEditor | undefined): Promise<string | undefined> {
+  if (!editor || editor.selection.isEmpty) {
+    void vscode.window.showInformationMessage('ToyCoder: select some code first.');
+    return undefined;
+  }
+  if (editor.document.uri.scheme === PROPOSAL_SCHEME) {
+    // a proposal's text is not a file yet: asking about it would send a path that does not hold it
+    void vscode.window.showInformationMessage('ToyCoder: this is a proposed change, not a file; decide on it in the chat.');
+    return undefined;
+  }
+  const sel = editor.selection;
+  const text = editor.document.getText(sel);
+  const startLine = sel.start.line + 1;
+  const endLine = sel.end.character === 0 && sel.end.line > sel.start.line ? sel.end.line : sel.end.line + 1;
+  const path = vscode.workspace.asRelativePath(editor.document.uri, false);
+  const question = await vscode.window.showInputBox({
+    title: 'ToyCoder: Ask About Selection',
+    prompt: `Your question about ${path}:${startLine}-${endLine}`,
+    placeHolder: 'Explain this code.',
+  });
+  if (question === undefined) return undefined;
+  return selectionPrompt(question, path, startLine, endLine, editor.document.languageId, text);
+}
