@@ -17,6 +17,7 @@ import sysconfig
 from collections.abc import Callable
 from pathlib import Path
 
+from .. import secrets
 from .base import ToolError
 
 # -- finding rg ---------------------------------------------------------------------------------
@@ -57,6 +58,7 @@ async def run_rg(args: list[str], cwd: Path, on_lines: Callable[[list[bytes]], N
         proc = await asyncio.create_subprocess_exec(
             rg, *args, cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            env=secrets.child_env(),  # no child of ours gets the daemon's keys
         )
     except OSError as e:
         _lookup.cache_clear()  # it may have moved: look again next time

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ... import secrets
 from . import landlock
 
 log = logging.getLogger(__name__)
@@ -94,7 +94,7 @@ def _detect() -> Support:
     found: dict[str, object] = {}
     try:
         done = subprocess.run(launcher_argv("--probe"), capture_output=True, text=True, timeout=20,
-                              stdin=subprocess.DEVNULL, env={**os.environ, landlock.SIMULATE_ENV: "0"})
+                              stdin=subprocess.DEVNULL, env={**secrets.child_env(), landlock.SIMULATE_ENV: "0"})
         found = json.loads(done.stdout or "{}")
     except (OSError, subprocess.SubprocessError, ValueError) as e:
         log.warning("sandbox probe failed: %s", e)
