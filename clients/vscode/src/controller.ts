@@ -5,6 +5,7 @@
  */
 
 import * as vscode from 'vscode';
+import { applyWorkspaceEdit } from './applyEdit';
 import type { DaemonHandlers } from './daemon';
 import { CheckpointDaemon, openChangedFile, restoreTurn } from './changes';
 import { copyCode, insertCode } from './codeBlocks';
@@ -111,6 +112,7 @@ export class ChatController implements vscode.Disposable {
       requestPermission: (params, token) => this.requestPermission(params, token),
       askUser: (params, token) => askUser(params, token),
       progress: (token, value) => this.onProgress(token, value),
+      applyEdit: (params) => applyWorkspaceEdit(params, this.options.log),
       showMessage: (type, message) => {
         this.options.log(`[daemon] ${message}`);
         if (type === 1) void vscode.window.showErrorMessage(`ToyCoder: ${message}`);

@@ -28,7 +28,7 @@ import {
   SessionLoadResult,
   UpdateParams,
 } from './shared/protocol';
-import type { ProgressValue } from './shared/lsp';
+import type { ApplyWorkspaceEditParams, ApplyWorkspaceEditResult, ProgressValue } from './shared/lsp';
 import type { ModeInfo } from './sessionHeader';
 import type { RestoreParams, RestoreResult } from './shared/checkpoints';
 
@@ -51,6 +51,8 @@ export interface DaemonHandlers {
   requestPermission(params: PermissionParams, token: CancellationToken): Promise<PermissionResult>;
   askUser(params: AskUserParams, token: CancellationToken): Promise<AskUserResult>;
   progress?(token: string | number, value: ProgressValue): void;
+  /** workspace/applyEdit; given, the client declares `workspace.applyEdit` and open files are edited here. */
+  applyEdit?(params: ApplyWorkspaceEditParams): Promise<ApplyWorkspaceEditResult>;
   /** window/showMessage: 1 error, 2 warning, 3 info, 4 log. */
   showMessage?(type: number, message: string): void;
   /** A line the daemon wrote to stderr. */
@@ -142,6 +144,14 @@ export class DaemonClient {
         return { cancelled: true } satisfies AskUserResult;
       }
     });
+    connection.onRequest('workspace/applyEdit', async (params: ApplyWorkspaceEditParams): Promise<ApplyWorkspaceEditResult> => {
+      if (!handlers.applyEdit) return { applied: false, failureReason: 'this client does not apply edits' };
+      try {
+        return await handlers.applyEdit(params);
+      } catch (e) {
+        return { applied: false, failureReason: e instanceof Error ? e.message : String(e) };
+      }
+    });
     connection.onRequest('window/workDoneProgress/create', () => null);
     connection.onNotification('$/progress', (p: { token: string | number; value: ProgressValue }) =>
       handlers.progress?.(p.token, p.value));
@@ -171,6 +181,7 @@ export class DaemonClient {
       capabilities: {
         experimental: { toycoder: { permissionRequest: true, askUser: true } },
         window: { workDoneProgress: true },
+        ...(handlers.applyEdit ? { workspace: { applyEdit: true } } : {}),
         textDocument: { synchronization: { dynamicRegistration: false, didSave: false } },
       },
     });

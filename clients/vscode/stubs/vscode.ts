@@ -82,6 +82,75 @@ export class Uri {
   }
 }
 
+export class Position {
+  constructor(readonly line: number, readonly character: number) {}
+  isEqual(other: Position): boolean {
+    return this.line === other.line && this.character === other.character;
+  }
+}
+
+export class Range {
+  readonly start: Position;
+  readonly end: Position;
+  constructor(startLine: number, startCharacter: number, endLine: number, endCharacter: number) {
+    this.start = new Position(startLine, startCharacter);
+    this.end = new Position(endLine, endCharacter);
+  }
+  isEqual(other: Range): boolean {
+    return this.start.isEqual(other.start) && this.end.isEqual(other.end);
+  }
+}
+
+/** The replacements of a WorkspaceEdit, in order (what the stub's `workspace.applyEdit` applies). */
+export class WorkspaceEdit {
+  readonly replacements: Array<{ uri: Uri; range: Range; newText: string }> = [];
+  replace(uri: Uri, range: Range, newText: string): void {
+    this.replacements.push({ uri, range, newText });
+  }
+}
+
+/**
+ * An open text document: `edit` changes it as the editor would (version up, dirty, a change event),
+ * `save` clears the dirty flag and counts (`saveResult` says what it answers; a function may throw).
+ */
+export class StubDocument {
+  version = 1;
+  isDirty = false;
+  saves = 0;
+  saveResult: () => boolean = () => true;
+  constructor(readonly uri: Uri, public text: string, readonly languageId = 'plaintext') {}
+  getText(): string {
+    return this.text;
+  }
+  private lines(): string[] {
+    return this.text.split('\n');
+  }
+  validateRange(r: Range): Range {
+    const lines = this.lines();
+    const clamp = (p: Position): [number, number] => {
+      if (p.line >= lines.length) return [lines.length - 1, lines[lines.length - 1].length];
+      return [p.line, Math.min(p.character, lines[p.line].length)];
+    };
+    return new Range(...clamp(r.start), ...clamp(r.end));
+  }
+  offsetAt(p: Position): number {
+    return this.lines().slice(0, p.line).reduce((n, l) => n + l.length + 1, 0) + p.character;
+  }
+  edit(range: Range, newText: string): void {
+    const r = this.validateRange(range);
+    this.text = this.text.slice(0, this.offsetAt(r.start)) + newText + this.text.slice(this.offsetAt(r.end));
+    this.version++;
+    this.isDirty = true;
+    changeDocs.fire({ document: this });
+  }
+  async save(): Promise<boolean> {
+    this.saves++;
+    const saved = this.saveResult();
+    if (saved) this.isDirty = false;
+    return saved;
+  }
+}
+
 export class TabInputText {
   constructor(readonly uri: Uri) {}
 }
@@ -160,6 +229,14 @@ function defaults() {
       onDidChangeTextDocument: changeDocs.event,
       onDidCloseTextDocument: closeDocs.event,
       onDidChangeConfiguration: new EventEmitter<any>().event,
+      // applies to the StubDocuments in textDocuments; false (nothing applied) when one is missing
+      applyEdit: recorder('workspace.applyEdit', async (edit: WorkspaceEdit) => {
+        const docs = edit.replacements.map((r) => workspace.textDocuments
+          .find((d) => d instanceof StubDocument && d.uri.toString() === r.uri.toString()) as StubDocument | undefined);
+        if (docs.some((d) => !d)) return false;
+        edit.replacements.forEach((r, i) => docs[i]!.edit(r.range, r.newText));
+        return true;
+      }),
       openTextDocument: recorder('workspace.openTextDocument', async (uri: Uri) => {
         const text = virtualDocs.get(uri.toString());
         if (text === undefined) throw new Error(`cannot open ${uri.toString()}`);

@@ -7,7 +7,7 @@ import type { ToWebview } from '../../src/shared/messages';
 import { Reviews } from '../../src/reviews';
 import type { RestoreParams, RestoreResult } from '../../src/shared/checkpoints';
 import type { PermissionParams, PromptResult, SessionInfo, SessionLoadResult } from '../../src/shared/protocol';
-import { CancellationTokenSource, Uri, calls, changeDocs, closeDocs, openDocs, resetStub, settings } from '../../stubs/vscode';
+import { CancellationTokenSource, StubDocument, Uri, calls, changeDocs, closeDocs, openDocs, resetStub, settings } from '../../stubs/vscode';
 
 const usage = { promptTokens: 10, completionTokens: 2, totalTokens: 12 };
 
@@ -228,6 +228,21 @@ test('workspace documents are synced in full; files outside the folder are not',
   assert.equal(d.disposed, true);
   openDocs.fire(doc('/ws/late.py', 1, 'after dispose'));
   assert.equal(d.docs.length, 4);
+});
+
+test('workspace/applyEdit from the daemon lands in the open document, whose change is synced back', async () => {
+  const { controller, daemons } = setup();
+  const doc = new StubDocument(Uri.file('/ws/a.py'), 'x = 1\n', 'python');
+  (vscode.workspace as any).textDocuments = [doc];
+  await controller.ensureDaemon();
+  const d = daemons[0];
+  const uri = doc.uri.toString();
+  const result = await d.handlers.applyEdit!({ label: 'ToyCoder: edit a.py', edit: { changes: { [uri]: [
+    { range: { start: { line: 0, character: 4 }, end: { line: 0, character: 5 } }, newText: '2' }] } } });
+  assert.deepEqual(result, { applied: true });
+  assert.equal(doc.getText(), 'x = 2\n');
+  assert.equal(doc.saves, 1, 'it was clean: saved');
+  assert.deepEqual(d.docs, [`open ${uri}`, `change ${uri} 2 x = 2\n`]);
 });
 
 test('work-done progress goes to the window and the panel status line', async () => {
