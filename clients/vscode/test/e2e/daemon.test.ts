@@ -1,18 +1,23 @@
 /**
  * The extension's daemon client (src/daemon.ts) against the real daemon and the scripted model
  * server: streaming, permission (with the diff preview applied by our diff code), ask_user, cancel,
- * $/cancelRequest of a pending question, unsaved buffers, slash commands, sessions, exit.
+ * $/cancelRequest of a pending question, unsaved buffers, edits through the editor (workspace/applyEdit
+ * into stub documents), slash commands, sessions, exit.
  */
 
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import * as vscode from 'vscode';
 import type { CancellationToken } from 'vscode-jsonrpc';
+import { applyWorkspaceEdit } from '../../src/applyEdit';
 import { DaemonClient, DaemonError, DaemonHandlers } from '../../src/daemon';
+import { DocumentSync } from '../../src/documents';
 import type { ProgressValue } from '../../src/shared/lsp';
 import type { AskUserParams, AskUserResult, PermissionParams, PermissionResult, UpdateParams } from '../../src/shared/protocol';
 import { applyUnifiedDiff } from '../../src/unifiedDiff';
+import { StubDocument, Uri } from '../../stubs/vscode';
 import { DAEMON_COMMAND, FakeLlm, makeWorkspace, startFakeLlm, TestWorkspace, waitFor, writeConfig } from '../helpers/env';
 
 interface Harness {
@@ -33,7 +38,7 @@ after(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
 });
 
-async function harness(replies: unknown[]): Promise<Harness> {
+async function harness(replies: unknown[], applyEdit?: DaemonHandlers['applyEdit']): Promise<Harness> {
   const ws = makeWorkspace();
   const llm = await startFakeLlm(ws.dir, replies);
   cleanups.push(() => llm.stop());
@@ -51,6 +56,7 @@ async function harness(replies: unknown[]): Promise<Harness> {
     progress: (token, value) => h.progress.push([token, value]),
     stderr: (line) => h.stderr.push(line),
     exit: (code, signal) => h.exits.push([code, signal]),
+    applyEdit,
   };
   h.client = await DaemonClient.start({
     command: DAEMON_COMMAND, root: ws.root, configPath: writeConfig(ws, llm.baseUrl), env: ws.env, logLevel: 'INFO',
@@ -181,6 +187,51 @@ test('unsaved editor text reaches read_file through didOpen/didChange', async ()
   const out = h.updates.find((u) => u.update.kind === 'tool_result');
   assert.ok(out && out.update.kind === 'tool_result' && out.update.output.includes('UNSAVED EDIT'), diag(h));
   h.client.didClose(uri);
+});
+
+test('workspace/applyEdit: edits to open documents land in them; a clean one is saved, a dirty one keeps its work', async () => {
+  let refuse = false;
+  const h = await harness([
+    { tool_calls: [{ name: 'edit_file', arguments: { path: 'src/app.py', old_string: 'return a + b', new_string: 'return b + a' } }] },
+    { tool_calls: [{ name: 'edit_file', arguments: { path: 'README.md', old_string: 'A tiny project.', new_string: 'A tidy project.' } }] },
+    { tool_calls: [{ name: 'read_file', arguments: { path: 'src/app.py' } }] },
+    { text: 'done', expect: { last_tool_contains: 'return b + a  # mine' } },
+    { tool_calls: [{ name: 'edit_file', arguments: { path: 'src/app.py', old_string: 'b + a', new_string: 'a - b' } }] },
+    { text: 'gave up', expect: { last_tool_contains: 'the user closed it' } },
+  ], (p) => (refuse ? Promise.resolve({ applied: false, failureReason: 'the user closed it' }) : applyWorkspaceEdit(p)));
+  h.permission = async () => ({ decision: 'allow_once' });
+  const appPath = join(h.ws.root, 'src', 'app.py');
+  const readmePath = join(h.ws.root, 'README.md');
+  const app = new StubDocument(Uri.file(appPath), 'def add(a, b):\n    return a + b  # mine\n', 'python');
+  app.isDirty = true;
+  const readme = new StubDocument(Uri.file(readmePath), readFileSync(readmePath, 'utf8'), 'markdown');
+  readme.saveResult = () => { writeFileSync(readmePath, readme.getText()); return true; }; // what VS Code's save does
+  (vscode.workspace as any).textDocuments = [app, readme];
+  const sync = new DocumentSync(h.client, Uri.file(h.ws.root) as unknown as vscode.Uri); // didOpen, then each change
+  try {
+    const sid = (await h.client.newSession()).sessionId;
+    assert.equal((await h.client.prompt(sid, 'swap and tidy')).text, 'done', diag(h));
+    assert.equal(app.getText(), 'def add(a, b):\n    return b + a  # mine\n', 'the edit is on top of the unsaved work');
+    assert.equal(app.isDirty, true);
+    assert.equal(app.saves, 0);
+    assert.equal(readFileSync(appPath, 'utf8'), 'def add(a, b):\n    return a + b\n', 'the daemon did not write the file');
+    assert.equal(readme.saves, 1);
+    assert.equal(readFileSync(readmePath, 'utf8'), '# Demo\nA tidy project.\n');
+    const outputs = h.updates.flatMap((u) => (u.update.kind === 'tool_result' ? [[u.update.status, u.update.output]] : []));
+    assert.equal(outputs.length, 3);
+    for (const [status, output] of outputs.slice(0, 2)) {
+      assert.equal(status, 'completed');
+      assert.match(output, /in the editor's buffer/);
+    }
+    refuse = true;
+    assert.equal((await h.client.prompt(sid, 'subtract')).text, 'gave up', diag(h));
+    const last = h.updates.filter((u) => u.update.kind === 'tool_result').pop()!.update;
+    assert.equal(last.kind === 'tool_result' && last.status, 'failed');
+    assert.equal(app.getText(), 'def add(a, b):\n    return b + a  # mine\n');
+    assert.deepEqual(h.llm.violations(), []);
+  } finally {
+    sync.dispose();
+  }
 });
 
 test('slash commands: /help answers stopReason command, /new answers a switch action, commands/list', async () => {
