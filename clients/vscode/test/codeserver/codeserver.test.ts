@@ -4,7 +4,8 @@
  * card in the chat, read to its last line there and in the diff editor while the request waits
  * (no modal); with the panel hidden a status-bar item brings the card back; Accept in the diff
  * editor's title bar writes the file and closes the diff tab; the card becomes a record; Undo on
- * the turn's changes card removes the file again.
+ * the turn's changes card removes the file again. Then an edit to a file open in the editor with
+ * unsaved changes (workspace/applyEdit) lands in its buffer, which stays unsaved, and Ctrl+Z undoes it.
  * `npm run test:codeserver` installs code-server into .cache/ first (minutes, once).
  */
 
@@ -83,7 +84,7 @@ const TABLE = Array.from({ length: 120 }, (_, i) => `ROWS.append(${i + 1})  # ro
 /** Monaco renders non-breaking spaces. */
 const plain = (text: string | null) => (text ?? '').replace(/\u00a0/g, ' ');
 
-test('real VS Code: inline review card, non-blocking diff, Accept from the diff editor\'s title bar, Undo', { timeout: 25 * 60 * 1000 }, async () => {
+test('real VS Code: inline review card, non-blocking diff, Accept from the diff editor\'s title bar, Undo, edit of a dirty buffer', { timeout: 25 * 60 * 1000 }, async () => {
   // ---- code-server (cached install) and the extension package --------------------------------
   const t0 = Date.now();
   const installed = execFileSync('bash', [join(EXT_ROOT, 'scripts', 'install-code-server.sh')], {
@@ -100,6 +101,8 @@ test('real VS Code: inline review card, non-blocking diff, Accept from the diff 
     { text: "I'll write the table to `src/table.py`.\n", chunk_size: 4, chunk_delay: 0.01,
       tool_calls: [{ name: 'write_file', arguments: { path: 'src/table.py', content: TABLE } }] },
     { text: 'Done: **`src/table.py` has 120 rows**.', chunk_size: 3, chunk_delay: 0.02 },
+    { tool_calls: [{ name: 'edit_file', arguments: { path: 'src/app.py', old_string: 'return a + b', new_string: 'return b + a' } }] },
+    { text: 'Swapped the operands.', expect: { last_tool_contains: "in the editor's buffer" } },
   ]);
   cleanups.push(() => llm.stop());
   const config = writeConfig(ws, llm.baseUrl);
@@ -120,6 +123,7 @@ test('real VS Code: inline review card, non-blocking diff, Accept from the diff 
     'extensions.autoCheckUpdates': false,
     'extensions.autoUpdate': false,
     'update.mode': 'none',
+    'files.autoSave': 'off',
   }, null, 2));
   const csConfig = join(ws.dir, 'code-server.yaml');
   writeFileSync(csConfig, 'auth: none\ncert: false\n');
@@ -250,6 +254,40 @@ test('real VS Code: inline review card, non-blocking diff, Accept from the diff 
     await shown.locator('.changes-card[data-state="restored"]').first().waitFor({ timeout: 30000 });
     await waitFor(() => !existsSync(join(ws.root, 'src', 'table.py')), 'Undo to remove src/table.py', 30000);
     await shot('code-server-undo.png');
+
+    // src/app.py open with unsaved work: the agent's edit goes into that buffer (workspace/applyEdit),
+    // which stays unsaved, the disk untouched; Ctrl+Z in the editor takes the agent's edit back
+    const appPath = join(ws.root, 'src', 'app.py');
+    const onDisk = readFileSync(appPath, 'utf8');
+    await runCommand(page, 'Go to File');
+    await page.locator('.quick-input-widget input').fill('src/app.py');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'app.py' }).first().waitFor({ timeout: 15000 });
+    await page.keyboard.press('Enter');
+    await page.locator('.tab.active', { hasText: 'app.py' }).waitFor({ timeout: 30000 });
+    const editorLines = page.locator('.editor-group-container.active .monaco-editor .view-lines').first();
+    await editorLines.click();
+    await page.keyboard.press('Control+End');
+    await page.keyboard.type('# mine');
+    await page.locator('.tab.active.dirty', { hasText: 'app.py' }).waitFor({ timeout: 15000 });
+    await shown.fill('#prompt', 'Swap the operands in add()');
+    await shown.press('#prompt', 'Enter');
+    const editCard = shown.locator('.permission-card');
+    await editCard.waitFor({ timeout: 60000 });
+    await editCard.locator('button.permission-allow').click();
+    await shown.locator('.assistant .markdown', { hasText: 'Swapped the operands.' }).waitFor({ timeout: 60000 });
+    const bufferShows = async (expected: RegExp, what: string) => {
+      for (let i = 0; !expected.test(plain(await editorLines.textContent())); i++) {
+        assert.ok(i < 100, `${what}: ${plain(await editorLines.textContent())}`);
+        await page.waitForTimeout(100);
+      }
+    };
+    await bufferShows(/return b \+ a.*# mine/, 'the edit is in the buffer, on top of the unsaved work');
+    assert.equal(await page.locator('.tab.active.dirty', { hasText: 'app.py' }).count(), 1, 'the buffer stays unsaved');
+    assert.equal(readFileSync(appPath, 'utf8'), onDisk, 'the file on disk is untouched');
+    await shot('code-server-apply-edit.png');
+    await editorLines.click();
+    await page.keyboard.press('Control+z');
+    await bufferShows(/return a \+ b.*# mine/, 'Ctrl+Z undoes the agent\'s edit and keeps the user\'s');
     assert.deepEqual(llm.violations(), []);
   } catch (e) {
     await shot('code-server-failure.png');
