@@ -3,8 +3,10 @@
  * webview served from a fake origin with its real HTML, CSP, script and stylesheet.
  */
 
+import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { after, afterEach, before } from 'node:test';
 import { Browser, chromium, Page } from 'playwright-core';
 import type { Envelope, ToHost, ToWebview } from '../../src/shared/messages';
 import { chatHtml } from '../../src/webviewHtml';
@@ -237,4 +239,40 @@ export async function openChat(browser: Browser, width = 760, height = 900, them
   }
   if (!ready) throw new Error(`the webview did not post ready; problems: ${problems.join('; ')}`);
   return chat;
+}
+
+export interface ChatOptions {
+  width?: number;
+  height?: number;
+  theme?: ThemeKind;
+  /** Post `daemon: ready` first, as the host does once the daemon is up (default true). */
+  ready?: boolean;
+}
+
+/**
+ * The set-up of a webview test file: one Chromium for the file, and `chat(options)` opening a fresh
+ * chat page. After each test, every page it opened must have had no console errors, CSP violations
+ * or remote requests; the pages are closed. Call once at a file's top level (it registers hooks).
+ */
+export function useChats(): (options?: ChatOptions) => Promise<ChatPage> {
+  let browser: Browser | undefined;
+  const pages: ChatPage[] = [];
+  before(async () => {
+    browser = await launchChromium();
+  });
+  after(async () => {
+    await browser?.close();
+  });
+  afterEach(async () => {
+    const opened = pages.splice(0);
+    for (const chat of opened) await chat.page.close();
+    assert.deepEqual(opened.flatMap((c) => c.problems), [], 'no console errors, CSP violations or remote requests');
+  });
+  return async ({ width = 760, height = 900, theme = 'dark', ready = true }: ChatOptions = {}) => {
+    if (!browser) throw new Error('useChats: chat() is for tests; the browser starts in before()');
+    const c = await openChat(browser, width, height, theme);
+    pages.push(c);
+    if (ready) await c.send({ type: 'daemon', state: 'ready' });
+    return c;
+  };
 }

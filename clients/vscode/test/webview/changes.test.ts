@@ -8,28 +8,13 @@
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, afterEach, before, test } from 'node:test';
-import type { Browser } from 'playwright-core';
+import { test } from 'node:test';
 import type { ChangedFile } from '../../src/shared/checkpoints';
 import type { ToWebview } from '../../src/shared/messages';
-import { ChatPage, launchChromium, openChat } from '../helpers/browser';
+import { ChatPage, useChats } from '../helpers/browser';
 import { ARTIFACTS } from '../helpers/env';
 
-let browser: Browser;
-const pages: ChatPage[] = [];
-
-before(async () => {
-  browser = await launchChromium();
-});
-after(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  for (const chat of pages.splice(0)) {
-    assert.deepEqual(chat.problems, [], 'no console errors, CSP violations or remote requests');
-    await chat.page.close();
-  }
-});
+const chat = useChats();
 
 const FILES: ChangedFile[] = [
   { path: 'calc.py', uri: 'file:///w/calc.py', status: 'modified', added: 7, removed: 3 },
@@ -42,9 +27,7 @@ function changes(turnId: string, files: ChangedFile[]): ToWebview {
 }
 
 async function turnWithChanges(): Promise<ChatPage> {
-  const c = await openChat(browser, 760, 700);
-  pages.push(c);
-  await c.send({ type: 'daemon', state: 'ready' });
+  const c = await chat({ height: 700 });
   await c.send({ type: 'turnStarted', text: 'fix the average' });
   await c.send({ type: 'update', params: { sessionId: 's', turnId: 't-1', update: { kind: 'text_delta', text: 'Fixed it.' } } });
   await c.send(changes('t-1', FILES));
@@ -126,8 +109,7 @@ test('a restore with a conflict shows its reason and Force; forcing posts force 
 });
 
 test('a turn without changed files, or a sub-agent\'s update, adds no card', async () => {
-  const c = await openChat(browser, 760, 700);
-  pages.push(c);
+  const c = await chat({ height: 700, ready: false });
   await c.send({ type: 'turnStarted', text: 'look around' });
   await c.send(changes('t-2', []));
   const sub = changes('t-2', FILES) as ToWebview & { type: 'update' };
@@ -137,8 +119,7 @@ test('a turn without changed files, or a sub-agent\'s update, adds no card', asy
 });
 
 test('a loaded session shows each turn\'s changes card in that turn', async () => {
-  const c = await openChat(browser, 760, 700);
-  pages.push(c);
+  const c = await chat({ height: 700, ready: false });
   await c.send({ type: 'transcript', session: null, entries: [
     { role: 'user', text: 'look around' },
     { role: 'assistant', text: 'Nothing to change.' },

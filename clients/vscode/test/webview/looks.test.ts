@@ -8,35 +8,14 @@
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, afterEach, before, test } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import { test } from 'node:test';
+import type { Page } from 'playwright-core';
 import type { ToWebview } from '../../src/shared/messages';
 import type { PermissionParams, TranscriptEntry, Update } from '../../src/shared/protocol';
-import { ChatPage, launchChromium, openChat, ThemeKind } from '../helpers/browser';
+import { useChats } from '../helpers/browser';
 import { ARTIFACTS } from '../helpers/env';
 
-let browser: Browser;
-const pages: ChatPage[] = [];
-
-before(async () => {
-  browser = await launchChromium();
-});
-after(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  for (const chat of pages.splice(0)) {
-    assert.deepEqual(chat.problems, [], 'no console errors, CSP violations or remote requests');
-    await chat.page.close();
-  }
-});
-
-async function chat(theme: ThemeKind = 'dark', height = 900): Promise<ChatPage> {
-  const c = await openChat(browser, 760, height, theme);
-  pages.push(c);
-  await c.send({ type: 'daemon', state: 'ready' });
-  return c;
-}
+const chat = useChats();
 
 const upd = (update: Update): ToWebview => ({ type: 'update', params: { sessionId: 's', turnId: 's-1', update } });
 const text = (t: string) => upd({ kind: 'text_delta', text: t });
@@ -224,7 +203,7 @@ function pillContrasts(page: Page): Promise<Array<{ what: string; ratio: number;
 
 for (const theme of ['dark', 'light', 'high-contrast'] as const) {
   test(`every pill and badge reads at >= 4.5:1 in ${theme} (screenshot artifact)`, async () => {
-    const c = await chat(theme, 1000);
+    const c = await chat({ theme, height: 1000 });
     const { page } = c;
     await c.send({ type: 'turnStarted', text: 'Show me **average** in `calc.py`' });
     await c.send(text(`It divides by the wrong length:\n\n\`\`\`python\n${PYTHON}\`\`\`\n`));

@@ -8,35 +8,14 @@
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, afterEach, before, test } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import { test } from 'node:test';
+import type { Page } from 'playwright-core';
 import type { ToWebview } from '../../src/shared/messages';
 import type { PermissionParams, Update } from '../../src/shared/protocol';
-import { ChatPage, launchChromium, openChat } from '../helpers/browser';
+import { ChatPage, useChats } from '../helpers/browser';
 import { ARTIFACTS } from '../helpers/env';
 
-let browser: Browser;
-const pages: ChatPage[] = [];
-
-before(async () => {
-  browser = await launchChromium();
-});
-after(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  for (const chat of pages.splice(0)) {
-    assert.deepEqual(chat.problems, [], 'no console errors, CSP violations or remote requests');
-    await chat.page.close();
-  }
-});
-
-async function chat(width = 760, height = 900, theme: 'dark' | 'light' = 'dark'): Promise<ChatPage> {
-  const c = await openChat(browser, width, height, theme);
-  pages.push(c);
-  await c.send({ type: 'daemon', state: 'ready' });
-  return c;
-}
+const chat = useChats();
 
 const upd = (update: Update): ToWebview => ({ type: 'update', params: { sessionId: 's', turnId: 's-1', update } });
 
@@ -181,7 +160,7 @@ test('Open diff keeps the card pending; Accept in the diff editor, Always allow,
 });
 
 test('HTML in a proposal is text; a card outside a turn and showPermission bring it into view', async () => {
-  const c = await chat(760, 500);
+  const c = await chat({ height: 500 });
   const { page } = c;
   const evil: PermissionParams = { ...edit, toolCallId: 'call_x', title: 'edit_file <img src=x onerror="window.__pwned=1">',
     preview: { kind: 'diff', path: '<b>x</b>.py', diff: '--- a/x\n+++ b/x\n@@ -1 +1 @@\n-<script>window.__pwned=2</script>\n+<img src=y onerror="window.__pwned=3">\n' } };
@@ -214,7 +193,7 @@ test('showPermission for a card not drawn yet focuses it when it arrives (a webv
 
 for (const theme of ['dark', 'light'] as const) {
   test(`screenshot of a pending proposal card, ${theme} (artifact)`, async () => {
-    const c = await chat(760, 980, theme);
+    const c = await chat({ height: 980, theme });
     const { page } = c;
     await c.send({ type: 'turnStarted', text: 'average([2, 4, 6]) returns 6.0 instead of 4.0. Fix it and add a table of rows.' });
     await c.send(upd({ kind: 'text_delta', text: 'Found it: `average` divides by `len(numbers) - 1`.\n' }));

@@ -7,35 +7,13 @@
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, afterEach, before, test } from 'node:test';
-import type { Browser } from 'playwright-core';
+import { test } from 'node:test';
 import type { ToWebview } from '../../src/shared/messages';
 import type { PlanEntryInfo, Update } from '../../src/shared/protocol';
-import { ChatPage, launchChromium, openChat } from '../helpers/browser';
+import { useChats } from '../helpers/browser';
 import { ARTIFACTS } from '../helpers/env';
 
-let browser: Browser;
-const pages: ChatPage[] = [];
-
-before(async () => {
-  browser = await launchChromium();
-});
-after(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  for (const chat of pages.splice(0)) {
-    assert.deepEqual(chat.problems, [], 'no console errors, CSP violations or remote requests');
-    await chat.page.close();
-  }
-});
-
-async function chat(): Promise<ChatPage> {
-  const c = await openChat(browser);
-  pages.push(c);
-  await c.send({ type: 'daemon', state: 'ready' });
-  return c;
-}
+const chat = useChats();
 
 const upd = (update: Update): ToWebview => ({ type: 'update', params: { sessionId: 's', turnId: 's-1', update } });
 const usage = { promptTokens: 1234, completionTokens: 56, totalTokens: 1290 };

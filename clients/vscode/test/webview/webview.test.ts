@@ -8,35 +8,13 @@
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, afterEach, before, test } from 'node:test';
-import type { Browser } from 'playwright-core';
+import { test } from 'node:test';
 import type { ToWebview } from '../../src/shared/messages';
 import type { Update } from '../../src/shared/protocol';
-import { ChatPage, launchChromium, openChat } from '../helpers/browser';
+import { useChats } from '../helpers/browser';
 import { ARTIFACTS } from '../helpers/env';
 
-let browser: Browser;
-const pages: ChatPage[] = [];
-
-before(async () => {
-  browser = await launchChromium();
-});
-after(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  for (const chat of pages.splice(0)) {
-    assert.deepEqual(chat.problems, [], 'no console errors, CSP violations or remote requests');
-    await chat.page.close();
-  }
-});
-
-async function chat(): Promise<ChatPage> {
-  const c = await openChat(browser);
-  pages.push(c);
-  await c.send({ type: 'daemon', state: 'ready' });
-  return c;
-}
+const chat = useChats();
 
 const upd = (update: Update, parentToolCallId?: string): ToWebview =>
   ({ type: 'update', params: { sessionId: 's', turnId: 's-1', update, ...(parentToolCallId ? { parentToolCallId } : {}) } });
@@ -234,10 +212,8 @@ test('a resumed session renders its transcript', async () => {
 });
 
 test('screenshot of a realistic conversation (artifact)', async () => {
-  const c = await openChat(browser, 760, 980);
-  pages.push(c);
+  const c = await chat({ height: 980 });
   const { page } = c;
-  await c.send({ type: 'daemon', state: 'ready' });
   await c.send({ type: 'turnStarted', text: 'average([2, 4, 6]) returns 6.0 instead of 4.0. Find the bug and fix it.' });
   await c.send(text("I'll start by looking at the project layout.\n"));
   await c.send(upd({ kind: 'tool_call', toolCallId: 'call_1', name: 'list_directory', title: 'list_directory .', arguments: { path: '.' }, permission: 'safe' }));
