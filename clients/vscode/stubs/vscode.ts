@@ -229,12 +229,14 @@ function defaults() {
       onDidChangeTextDocument: changeDocs.event,
       onDidCloseTextDocument: closeDocs.event,
       onDidChangeConfiguration: new EventEmitter<any>().event,
-      // applies to the StubDocuments in textDocuments; false (nothing applied) when one is missing
+      // applies to the StubDocuments in textDocuments; false (nothing applied) when one is missing.
+      // Last edit first, so each range means the original text, as in VS Code.
       applyEdit: recorder('workspace.applyEdit', async (edit: WorkspaceEdit) => {
-        const docs = edit.replacements.map((r) => workspace.textDocuments
-          .find((d) => d instanceof StubDocument && d.uri.toString() === r.uri.toString()) as StubDocument | undefined);
-        if (docs.some((d) => !d)) return false;
-        edit.replacements.forEach((r, i) => docs[i]!.edit(r.range, r.newText));
+        const planned = edit.replacements.map((r) => ({ ...r, doc: workspace.textDocuments
+          .find((d) => d instanceof StubDocument && d.uri.toString() === r.uri.toString()) as StubDocument | undefined }));
+        if (planned.some((p) => !p.doc)) return false;
+        planned.sort((a, b) => b.doc!.offsetAt(b.range.start) - a.doc!.offsetAt(a.range.start));
+        for (const p of planned) p.doc!.edit(p.range, p.newText);
         return true;
       }),
       openTextDocument: recorder('workspace.openTextDocument', async (uri: Uri) => {
