@@ -60,7 +60,7 @@ from acp.schema import (
 )
 from pydantic import ValidationError
 
-from . import __version__, acp_sessions, safejson
+from . import __version__, acp_fs, acp_sessions, safejson
 from . import protocol as wire
 from .acp_fast import StdinPump
 from .acp_frontend import AcpFrontend, locations, tool_kind
@@ -292,10 +292,11 @@ class ToyCoderAgent:
 
         caps = self.client_capabilities
         can_elicit = bool(caps and caps.elicitation and caps.elicitation.form is not None)
-        can_write = bool(caps and caps.fs and caps.fs.write_text_file)
+        can_read, can_write = acp_fs.declared(caps)
 
         def frontend_for(sid: str, turn_id: str) -> AcpFrontend:
-            frontends.append(AcpFrontend(self.conn, app, sid, can_elicit=can_elicit, can_write=can_write))
+            frontends.append(AcpFrontend(self.conn, app, sid, can_elicit=can_elicit, can_write=can_write,
+                                         can_read=can_read))
             return frontends[-1]
 
         me = asyncio.current_task()
