@@ -28,7 +28,7 @@ def streaming(session_id: str) -> Any:
 
 async def test_delete_removes_the_session_and_unknown_or_busy_ones_are_refused(tmp_path: Path, llm: FakeLLM,
                                                                                workspace: Path) -> None:
-    llm.add({"text": "kept"}, {"text": "word " * 100, "chunk_size": 5, "chunk_delay": 0.05})
+    llm.add({"text": "kept"}, {"text": "word " * 2000, "chunk_size": 5, "chunk_delay": 0.05})  # until cancelled
     async with acp_face(tmp_path, llm) as (conn, editor, _):
         assert editor.frames[0]["result"]["agentCapabilities"]["sessionCapabilities"]["delete"] == {}
         gone, busy = await new_session(conn, workspace), await new_session(conn, workspace)
@@ -76,18 +76,38 @@ async def test_delete_of_a_session_running_a_turn_in_another_daemon_is_refused(t
                                                                                workspace: Path) -> None:
     """Through the real daemon: it deletes what another daemon (the in-process face) is running a turn in
     only once that turn has ended."""
-    llm.add({"text": "word " * 60, "chunk_size": 5, "chunk_delay": 0.05})
+    llm.add({"text": "word " * 2000, "chunk_size": 5, "chunk_delay": 0.05})  # runs until cancelled
     async with acp_face(tmp_path, llm) as (other, other_editor, _), acp_daemon(tmp_path, llm) as (conn, editor, _):
         assert editor.frames[0]["result"]["agentCapabilities"]["sessionCapabilities"]["delete"] == {}
+        await conn.list_sessions(cwd=str(workspace))  # the workspace is open on this connection
         sid = await new_session(other, workspace)
         turn = asyncio.ensure_future(other.prompt(session_id=sid, prompt=[text_block("talk")]))
         await other_editor.wait_for(streaming(sid))
-        await conn.list_sessions(cwd=str(workspace))  # the workspace is open on this connection
         with pytest.raises(RequestError) as elsewhere:
             await delete(conn, sid)
         assert elsewhere.value.code == -32011 and "another ToyCoder daemon" in str(elsewhere.value)
-        assert (await turn).stop_reason == "end_turn"
+        await other.cancel(session_id=sid)
+        assert (await turn).stop_reason == "cancelled"
         assert await delete(conn, sid) == {}
         with pytest.raises(RequestError) as unknown:
             await delete(conn, "no-such-session")
         assert unknown.value.code == -32002
+
+
+async def test_a_refused_delete_leaves_the_session_open_here(tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
+    """Two in-process faces (two Apps: their session locks conflict as two daemons' do). The refusal
+    changes nothing on the deleting side: it still hears the other side's turn."""
+    llm.add({"text": "word " * 2000, "chunk_size": 5, "chunk_delay": 0.05})  # runs until cancelled
+    async with acp_face(tmp_path, llm) as (a, a_editor, _), acp_face(tmp_path, llm) as (b, b_editor, _):
+        sid = await new_session(a, workspace)
+        await b.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+        turn = asyncio.ensure_future(a.prompt(session_id=sid, prompt=[text_block("talk")]))
+        await a_editor.wait_for(streaming(sid))
+        with pytest.raises(RequestError) as elsewhere:
+            await delete(b, sid)
+        assert elsewhere.value.code == -32011
+        await a.cancel(session_id=sid)
+        assert (await turn).stop_reason == "cancelled"
+        await b_editor.wait_for(lambda f: f.get("params", {}).get("update", {}).get("content", {}).get("text")
+                                == "talk")  # a's turn, replayed to b: b still has the session open
+        assert await delete(b, sid) == {}
