@@ -142,6 +142,12 @@ class AllowAll:
     async def apply_edit(self, path: Any, before: str, after: str) -> Any:
         raise AssertionError("no editor edits without the capability")
 
+    async def editor_text(self, path: Any) -> None:
+        return None  # an editor that serves no files (the disk is the truth)
+
+    def writes_all_files(self) -> bool:
+        return False
+
 
 def rss_bytes(pid: int) -> int:
     """A process's resident memory (VmRSS), in bytes."""

@@ -68,6 +68,13 @@ class RecordingFrontend:
         """When set, the editor answers an edit only once this event is set (a slow editor)."""
         self.buffers: dict[Path, str] | None = None
         """The open buffers an applied edit changes (the App's workspace.open_documents)."""
+        self.served: dict[Path, str] | None = None
+        """None: an editor that serves no files; else what it answers editor_text with (an ACP client
+        with fs.readTextFile: its view, unsaved buffers included; a path not in it gets None)."""
+        self.text_asks: list[Path] = []
+        self.writes_all = False
+        """The editor is the source of truth for every file (an ACP client with fs.writeTextFile):
+        an applied edit changes `served`, never the disk."""
 
     def bind(self, session_id: str) -> _Bound:
         return _Bound(self, session_id)
@@ -109,10 +116,20 @@ class _Bound:
         r.edits.append((path, before, after))
         if r.edit_hold is not None:
             await r.edit_hold.wait()
-        if r.editor.applied and r.buffers is not None:
+        if r.editor.applied and r.writes_all and r.served is not None:
+            r.served[path] = after
+        elif r.editor.applied and r.buffers is not None:
             assert r.buffers.get(path) == before, "the edit was made against another text than the buffer's"
             r.buffers[path] = after
         return r.editor
+
+    async def editor_text(self, path: Path) -> str | None:
+        r = self.recorder
+        r.text_asks.append(path)
+        return None if r.served is None else r.served.get(path)
+
+    def writes_all_files(self) -> bool:
+        return self.recorder.writes_all
 
 
 def config_for_tests(extra: dict[str, Any] | None = None) -> Config:

@@ -49,6 +49,7 @@ from acp.schema import (
     ResumeSessionResponse,
     SessionCapabilities,
     SessionCloseCapabilities,
+    SessionDeleteCapabilities,
     SessionInfo,
     SessionListCapabilities,
     SessionResumeCapabilities,
@@ -59,7 +60,7 @@ from acp.schema import (
 )
 from pydantic import ValidationError
 
-from . import __version__, acp_sessions, safejson
+from . import __version__, acp_fs, acp_sessions, safejson
 from . import protocol as wire
 from .acp_fast import StdinPump
 from .acp_frontend import AcpFrontend, locations, tool_kind
@@ -74,8 +75,7 @@ log = logging.getLogger(__name__)
 
 STOP_REASONS = {"end_turn": "end_turn", "max_steps": "max_turn_requests", "max_tokens": "max_tokens",
                 "cancelled": "cancelled", "command": "end_turn"}
-RESOURCE_NOT_FOUND = -32002
-"""ACP's "resource not found", used for an unknown session."""
+RESOURCE_NOT_FOUND = acp_sessions.RESOURCE_NOT_FOUND
 ACP_NOTIFICATIONS = frozenset(m for m in AGENT_METHODS.values()
                               if m == "session/cancel" or m.startswith("document/did"))
 """Client -> agent methods that take no id (a request to one of them is refused with an answer)."""
@@ -183,6 +183,7 @@ class ToyCoderAgent:
         self._later = Background().run  # work that goes after the current answer
 
     set_session_mode = acp_sessions.set_session_mode  # session/set_mode
+    delete_session = acp_sessions.delete_session  # session/delete (routed by acp_sessions.route_delete)
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -221,7 +222,8 @@ class ToyCoderAgent:
             agent_capabilities=AgentCapabilities(
                 load_session=True, prompt_capabilities=PromptCapabilities(embedded_context=True),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities(), close=SessionCloseCapabilities(),
-                                                         resume=SessionResumeCapabilities())),
+                                                         resume=SessionResumeCapabilities(),
+                                                         delete=SessionDeleteCapabilities())),
             agent_info=Implementation(name="toycoder-daemon", title="ToyCoder", version=__version__),
         )
 
@@ -290,10 +292,11 @@ class ToyCoderAgent:
 
         caps = self.client_capabilities
         can_elicit = bool(caps and caps.elicitation and caps.elicitation.form is not None)
-        can_write = bool(caps and caps.fs and caps.fs.write_text_file)
+        can_read, can_write = acp_fs.declared(caps)
 
         def frontend_for(sid: str, turn_id: str) -> AcpFrontend:
-            frontends.append(AcpFrontend(self.conn, app, sid, can_elicit=can_elicit, can_write=can_write))
+            frontends.append(AcpFrontend(self.conn, app, sid, can_elicit=can_elicit, can_write=can_write,
+                                         can_read=can_read))
             return frontends[-1]
 
         me = asyncio.current_task()
@@ -375,6 +378,7 @@ async def serve_acp(out: BinaryIO, config_path: str | None = None, *,
     # ToyCoderAgent has the methods we support; the SDK answers method-not-found for the others
     conn = AgentSideConnection(agent, transport, listening=False,  # type: ignore[arg-type]
                                use_unstable_protocol=True)  # session/close and session/resume are routed as unstable
+    acp_sessions.route_delete(conn, agent)
     quiet_client_mistakes(conn)
     try:
         await conn.listen()

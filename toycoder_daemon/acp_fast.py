@@ -36,7 +36,7 @@ def initialize_result() -> dict[str, Any]:
         "protocolVersion": PROTOCOL_VERSION,
         "agentCapabilities": {
             "loadSession": True, "promptCapabilities": {"embeddedContext": True},
-            "sessionCapabilities": {"list": {}, "resume": {}, "close": {}},
+            "sessionCapabilities": {"list": {}, "delete": {}, "resume": {}, "close": {}},
         },
         "agentInfo": {"name": "toycoder-daemon", "title": "ToyCoder", "version": __version__},
     }

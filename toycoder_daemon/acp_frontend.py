@@ -38,6 +38,7 @@ from acp.schema import (
 )
 from acp.schema import PlanEntry as AcpPlanEntry
 
+from . import acp_fs
 from .coalesce import TextCoalescer
 from .ports import (
     Compacted,
@@ -123,14 +124,17 @@ class AcpClient(Protocol):
     async def request_permission(self, session_id: str, tool_call: Any, options: Any, **kwargs: Any) -> Any: ...
     async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any: ...
     async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> Any: ...
+    async def read_text_file(self, session_id: str, path: str, **kwargs: Any) -> Any: ...
 
 
 class AcpFrontend:
     def __init__(self, client: AcpClient, app: App, session_id: str, *, can_elicit: bool = False,
-                 can_write: bool = False):
+                 can_write: bool = False, can_read: bool = False):
         self.client = client
         self.can_write = can_write
-        """The client offered fs/write_text_file (edits to files open in it can go through it)."""
+        """The client offered fs/write_text_file: every edit goes through it (acp_fs.py)."""
+        self.can_read = can_read
+        """The client offered fs/read_text_file: tools see its buffers (acp_fs.py)."""
         self.can_elicit = can_elicit
         """The client offered form elicitation (ask_user is then asked as a form)."""
         self.app = app
@@ -222,11 +226,18 @@ class AcpFrontend:
     def can_apply_edit(self) -> bool:
         return self.can_write
 
+    def writes_all_files(self) -> bool:
+        return self.can_write
+
+    async def editor_text(self, path: Path) -> str | None:
+        return await acp_fs.read_text(self.client, self.session_id, path) if self.can_read else None
+
     async def apply_edit(self, path: Path, before: str, after: str) -> EditApplied:
         if not self.can_write:
             return EditApplied(False, "the client cannot write files (no fs.writeTextFile capability)")
         try:
-            await self.client.write_text_file(session_id=self.session_id, path=str(path), content=after)
+            await reply_within(self.client.write_text_file(session_id=self.session_id, path=str(path), content=after),
+                               self._timeout())  # as workspace/applyEdit on the LSP face
         except asyncio.CancelledError:
             raise
         except Exception as e:

@@ -1,6 +1,7 @@
 """The ACP face's session extras: what it tells a client about its open sessions outside its own
 prompts (turns another daemon made, replayed as the updates the client would have seen; title
-changes as `session_info_update`; mode changes as `current_mode_update`) and session modes."""
+changes as `session_info_update`; mode changes as `current_mode_update`), session modes, and
+`session/delete` (which SDK 0.12.1 does not route)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from acp import RequestError
+from acp.meta import AGENT_METHODS
 from acp.schema import (
     CurrentModeUpdate,
+    DeleteSessionRequest,
     SessionInfoUpdate,
     SessionMode,
     SessionModeState,
@@ -18,7 +21,7 @@ from acp.schema import (
 
 from . import protocol as wire
 from .app import App
-from .errors import SessionBusy
+from .errors import SessionBusy, SessionNotFound
 from .modes import MODES
 from .sessions.session import TranscriptEntry
 from .sessions.store import SessionSummary
@@ -74,3 +77,36 @@ async def set_session_mode(agent: Any, session_id: str, mode_id: str, **_: Any) 
     except SessionBusy as e:
         raise RequestError(wire.SESSION_BUSY, str(e), {"sessionId": session_id}) from None
     return SetSessionModeResponse()
+
+
+RESOURCE_NOT_FOUND = -32002
+"""ACP's "resource not found", used for an unknown session."""
+
+
+async def delete_session(agent: Any, session_id: str, **_: Any) -> None:
+    """session/delete (a method of ToyCoderAgent), as toycoder/session/delete: refused while a turn
+    runs, here or in another daemon; an unknown id is -32002. The request has no cwd: the session
+    is looked for in the workspaces this connection opened (session/new, load, list with a cwd)."""
+    owner = agent.owner.get(session_id)
+    apps: list[App] = [owner] if owner is not None else list(agent.apps.values())
+    for app in apps:
+        try:
+            app.delete_session(session_id)
+        except SessionNotFound:
+            continue
+        except SessionBusy as e:
+            raise RequestError(wire.SESSION_BUSY, str(e), {"sessionId": session_id}) from None
+        agent.owner.pop(session_id, None)
+        return
+    roots = ", ".join(str(a.workspace.root) for a in agent.apps.values()) or "none yet"
+    raise RequestError(RESOURCE_NOT_FOUND, f"session not found: {session_id} (looked in the workspaces this "
+                       f"connection opened: {roots}; open its workspace with session/list {{cwd}} first)",
+                       {"sessionId": session_id})
+
+
+def route_delete(conn: Any, agent: Any) -> None:
+    """Route session/delete through the SDK's own router (its params validation and -32602), as a
+    later SDK does: 0.12.1 names the method but has no route for it (it answered -32601)."""
+    router = conn._conn._handler  # the reach acp.quiet_client_mistakes makes too; call this before it wraps it
+    router.route_request(AGENT_METHODS["session_delete"], DeleteSessionRequest, agent, "delete_session",
+                         adapt_result=lambda _: {})

@@ -246,14 +246,14 @@ class App(ModelSettings):
 
     def delete_session(self, session_id: str) -> None:
         s = self.live.get(session_id)
+        if s is not None and s.busy:
+            raise SessionBusy(session_id)
+        self.store.delete(session_id)  # refused while another daemon's turn runs: then it stays open here
         if s is not None:
-            if s.busy:
-                raise SessionBusy(session_id)
             if s.file:
                 s.file.close()
-            del self.live[session_id]
+            self.live.pop(session_id, None)
             self.sharing.unwatch(session_id)
-        self.store.delete(session_id)
         self.checkpoints.delete(session_id)
 
     # ---- turns --------------------------------------------------------------------------------

@@ -179,6 +179,12 @@ class EditorFrontend:
     def can_apply_edit(self) -> bool:
         return self.link.client_can_apply_edit()
 
+    async def editor_text(self, path: Path) -> str | None:
+        return None  # open buffers arrive as textDocument/did* (workspace.open_documents)
+
+    def writes_all_files(self) -> bool:
+        return False  # files not open in the editor are written by the daemon
+
     async def apply_edit(self, path: Path, before: str, after: str) -> EditApplied:
         self.flush()
         params = apply_edit_params(path.as_uri(), before, after, f"ToyCoder: edit {path.name}")

@@ -150,6 +150,15 @@ class Frontend(Protocol):
     async def apply_edit(self, path: Path, before: str, after: str) -> EditApplied:
         """Change the editor's buffer of `path` from `before` (its current text) to `after`."""
 
+    async def editor_text(self, path: Path) -> str | None:
+        """The editor's text of `path` as the person sees it (unsaved changes included) when the editor
+        serves files (ACP fs/read_text_file): asked once per file per tool call phase. None when it
+        does not, cannot say, fails or is too slow (then the disk is the truth); never raises."""
+
+    def writes_all_files(self) -> bool:
+        """Every edit goes through apply_edit, not only those of files open in the editor: the editor
+        is the source of truth for the workspace's files (an ACP client with fs.writeTextFile)."""
+
 
 class Recorded(Protocol):
     @property

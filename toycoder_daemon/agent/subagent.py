@@ -108,3 +108,9 @@ class ChildFrontend:
 
     async def apply_edit(self, path: Path, before: str, after: str) -> EditApplied:
         return await self.parent.apply_edit(path, before, after)
+
+    async def editor_text(self, path: Path) -> str | None:
+        return await self.parent.editor_text(path)
+
+    def writes_all_files(self) -> bool:
+        return self.parent.writes_all_files()

@@ -4,7 +4,9 @@ Both compute their change for the permission preview and again when allowed, and
 base changed in between (what was approved is what is written). The change is checkpointed, then
 written atomically (temp file, fsync, os.replace) keeping the file's encoding, BOM, line endings
 and mode; or, for a file open in an editor that can apply edits, sent through the editor so the
-buffer (unsaved work, undo history) gets it.
+buffer (unsaved work, undo history) gets it. An editor that serves files (ACP fs/read_text_file)
+gives the base; one that is the source of truth for every file (ACP fs/write_text_file) gets every
+edit (tools/editor_text.py, ports.Frontend).
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from typing import Annotated, Any
 
 from ..atomic import SymlinkInPath, atomic_write
 from .base import ToolContext, ToolError, tool
+from .editor_text import served_text
 from .safe_fs import open_regular
-from .workspace import OutsideWorkspace
+from .workspace import OutsideWorkspace, unsaved_text
 
 BOM = "\ufeff"
 
@@ -32,7 +35,9 @@ class TextFile:
     bom: bool = False
     exists: bool = True
     in_editor: bool = False
-    """The text is the editor's buffer, and the change goes through the editor (workspace/applyEdit)."""
+    """The change goes through the editor (Frontend.apply_edit); the text is its buffer, if it has one."""
+    tracked: bool = False
+    """The text is an LSP open document (workspace.open_documents): it follows didChange live."""
 
     @property
     def newline(self) -> str:
@@ -94,17 +99,32 @@ def _target(ctx: ToolContext, path: str) -> Path:
         raise ToolError(f"refused: {e}") from None
 
 
-def _base(ctx: ToolContext, p: Path, path: str) -> TextFile:
-    """What the change is made against: the editor's buffer when the file is open there and the
-    editor can apply edits (the change then goes through it); else the disk, refusing to write
-    under unsaved work (a reload would lose it)."""
+async def _served(ctx: ToolContext, path: str) -> str | None:
+    """The text an editor that serves files has of `path` (asked once per phase; None for LSP open
+    documents, read live in _base, and for a path _target refuses: the plan reports that)."""
+    try:
+        p = _target(ctx, path)
+    except ToolError:
+        return None
+    return await served_text(ctx, p)
+
+
+def _base(ctx: ToolContext, p: Path, path: str, served: str | None = None) -> TextFile:
+    """What the change is made against: the editor's text (its LSP open buffer, or the `served` one)
+    when it has the file and can apply edits (the change then goes through it); else the disk,
+    refusing to write under unsaved work (a reload would lose it). An editor that writes all files
+    gets the change whatever the base."""
     disk = load(p)
-    buffer = ctx.workspace.open_documents.get(p)
+    tracked = p in ctx.workspace.open_documents
+    buffer = ctx.workspace.open_documents[p] if tracked else served
+    can_edit = ctx.frontend.can_apply_edit()
     if buffer is None:
+        disk.in_editor = can_edit and ctx.frontend.writes_all_files()
         return disk
-    if ctx.frontend.can_apply_edit():
-        return TextFile(buffer[1:] if buffer.startswith(BOM) else buffer, disk.encoding, disk.bom, in_editor=True)
-    if disk.exists and ctx.workspace.unsaved(p, disk.text) is not None:
+    if can_edit:
+        return TextFile(buffer[1:] if buffer.startswith(BOM) else buffer, disk.encoding, disk.bom, in_editor=True,
+                        tracked=tracked)
+    if disk.exists and unsaved_text(buffer, disk.text) is not None:
         raise ToolError(f"{path} has unsaved changes in the editor; ask the user to save or discard them first")
     return disk
 
@@ -151,16 +171,19 @@ async def _commit(ctx: ToolContext, plan: Plan) -> tuple[Path, TextFile, str, st
         return p, f, text, f"\nnote: {problem}" if problem else ""
 
     async def in_editor(p: Path, f: TextFile, text: str) -> str:
-        if ctx.workspace.open_documents.get(p) not in (f.text, BOM + f.text):  # typed since the plan
+        if f.tracked and ctx.workspace.open_documents.get(p) not in (f.text, BOM + f.text):  # typed since the plan
             raise ToolError(f"{ctx.workspace.relative(p)} changed while waiting for approval; read it again")
-        problem = _record(ctx, p, "before", _encode(f, f.text))  # the buffer, unsaved work included
+        # the editor's text, unsaved work included (a new file: its absence, from the disk)
+        problem = _record(ctx, p, "before", _encode(f, f.text) if f.exists else None)
         result = await ctx.frontend.apply_edit(p, f.text, text)
         if not result.applied:
             raise ToolError(f"the editor did not apply the change to {ctx.workspace.relative(p)}: "
                             f"{result.reason or 'no reason given'}")
-        ctx.workspace.open_documents[p] = text  # until its didChange arrives
+        if f.tracked:
+            ctx.workspace.open_documents[p] = text  # until its didChange arrives
         _record(ctx, p, "after", _encode(f, text))
-        return " in the editor's buffer" + (f"\nnote: {problem}" if problem else "")
+        where = " in the editor's buffer" if f.tracked else " through the editor"
+        return where + (f"\nnote: {problem}" if problem else "")
 
     p, f, text, note = await _to_completion(on_disk)
     if f.in_editor:
@@ -170,9 +193,10 @@ async def _commit(ctx: ToolContext, plan: Plan) -> tuple[Path, TextFile, str, st
 
 # ---- write_file -------------------------------------------------------------------------------
 
-def _plan_write(ctx: ToolContext, path: str, content: str, check: bool = False) -> tuple[Path, TextFile, str]:
+def _plan_write(ctx: ToolContext, path: str, content: str, check: bool = False,
+                served: str | None = None) -> tuple[Path, TextFile, str]:
     p = _target(ctx, path)
-    f = _base(ctx, p, path)
+    f = _base(ctx, p, path, served)
     if check:
         _check_approved(ctx, p, f)
     if f.exists and f.newline == "\r\n" and "\r\n" not in content:
@@ -181,7 +205,8 @@ def _plan_write(ctx: ToolContext, path: str, content: str, check: bool = False) 
 
 
 async def _write_preview(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    p, f, content = await asyncio.to_thread(_plan_write, ctx, args["path"], args["content"])
+    served = await _served(ctx, args["path"])
+    p, f, content = await asyncio.to_thread(_plan_write, ctx, args["path"], args["content"], False, served)
     ctx.approved[p] = (f.exists, f.text)
     rel = ctx.workspace.relative(p)
     return {"kind": "diff", "path": rel, "uri": p.as_uri(), "diff": unified_diff(rel, f.text, content, f.exists)}
@@ -195,7 +220,8 @@ async def write_file(
 ) -> str:
     """Create a file or overwrite it with the given content (parent directories are created).
     Prefer edit_file for changes to an existing file."""
-    p, f, text, note = await _commit(ctx, lambda check: _plan_write(ctx, path, content, check))
+    served = await _served(ctx, path)
+    p, f, text, note = await _commit(ctx, lambda check: _plan_write(ctx, path, content, check, served))
     n = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
     verb = "overwrote" if f.exists else "created"
     return f"{verb} {ctx.workspace.relative(p)} ({n} lines){note}"
@@ -214,9 +240,9 @@ def _closest(text: str, needle: str, n: int = 3) -> str:
 
 
 def _plan_edit(ctx: ToolContext, path: str, old: str, new: str, replace_all: bool,
-               check: bool = False) -> tuple[Path, TextFile, str, int]:
+               check: bool = False, served: str | None = None) -> tuple[Path, TextFile, str, int]:
     p = _target(ctx, path)
-    f = _base(ctx, p, path)
+    f = _base(ctx, p, path, served)
     if check:
         _check_approved(ctx, p, f)
     if not f.exists:
@@ -245,8 +271,10 @@ def _plan_edit(ctx: ToolContext, path: str, old: str, new: str, replace_all: boo
 
 
 async def _edit_preview(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    served = await _served(ctx, args["path"])
     p, f, text, _ = await asyncio.to_thread(
-        _plan_edit, ctx, args["path"], args["old_string"], args["new_string"], bool(args.get("replace_all"))
+        _plan_edit, ctx, args["path"], args["old_string"], args["new_string"], bool(args.get("replace_all")), False,
+        served,
     )
     ctx.approved[p] = (f.exists, f.text)
     rel = ctx.workspace.relative(p)
@@ -265,10 +293,11 @@ async def edit_file(
     included) and only once, unless replace_all is true. Read the file first."""
 
     count = 0
+    served = await _served(ctx, path)
 
     def plan(check: bool) -> tuple[Path, TextFile, str]:
         nonlocal count
-        p, f, text, count = _plan_edit(ctx, path, old_string, new_string, replace_all, check)
+        p, f, text, count = _plan_edit(ctx, path, old_string, new_string, replace_all, check, served)
         return p, f, text
 
     p, _, _, note = await _commit(ctx, plan)

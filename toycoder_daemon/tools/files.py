@@ -14,11 +14,12 @@ from typing import Annotated
 
 from .. import secrets
 from .base import ToolContext, ToolError, tool
+from .editor_text import served_text
 from .escape import NAME_NOTE, escape_surrogates, has_surrogates
 from .line_reader import Line, read_lines
 from .safe_fs import kind, lstat, off_loop, open_directory, open_regular
 from .search_rg import ignored_entries
-from .workspace import OutsideWorkspace
+from .workspace import OutsideWorkspace, unsaved_text
 
 
 def _resolve(ctx: ToolContext, path: str) -> Path:
@@ -106,17 +107,18 @@ async def read_file(
     p = _resolve(ctx, path)
     page = limit if limit and limit > 0 else ctx.settings.read_default_lines
     max_bytes = ctx.settings.read_max_bytes
-    open_in_editor = p in ctx.workspace.open_documents
     st = await off_loop(lstat, p)
-    if not open_in_editor and st is None:
-        raise ToolError(f"file not found: {path}")
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise ToolError(f"{path} is a directory; use list_directory")
+    text = ctx.workspace.open_documents.get(p)  # an LSP editor's open buffer
+    if text is None:
+        text = await served_text(ctx, p)  # an editor that serves files (ACP fs/read_text_file)
+    if text is None and st is None:
+        raise ToolError(f"file not found: {path}")
     buffer = None
-    if open_in_editor:
-        text = ctx.workspace.open_documents[p]
+    if text is not None:
         disk = await off_loop(_small_text, p, text) if st is not None else None
-        buffer = ctx.workspace.unsaved(p, disk)
+        buffer = unsaved_text(text, disk)
     if buffer is not None:
         source = " (the editor's unsaved text, not yet on disk)"
         body, start, end, total = _page((Line(t, 0) for t in buffer.splitlines()), offset, page, max_bytes)

@@ -16,6 +16,14 @@ def _norm(text: str) -> str:
     return text.replace("\r\n", "\n").lstrip("\ufeff").rstrip("\n")
 
 
+def unsaved_text(buffer: str | None, disk_text: str | None) -> str | None:
+    """An editor's text of a file when it differs from the disk's (line endings and a final newline
+    aside: editors report those differently), else None."""
+    if buffer is None or (disk_text is not None and _norm(buffer) == _norm(disk_text)):
+        return None
+    return buffer
+
+
 class Workspace:
     def __init__(self, root: str | os.PathLike[str]):
         self.root = Path(root).resolve()
@@ -52,14 +60,8 @@ class Workspace:
         return raw if raw.is_absolute() else self.root / raw
 
     def unsaved(self, p: Path, disk_text: str | None) -> str | None:
-        """The editor's text of `p` when it differs from the disk's (line endings and a final
-        newline aside: editors report those differently), else None."""
-        buffer = self.open_documents.get(p)
-        if buffer is None:
-            return None
-        if disk_text is not None and _norm(buffer) == _norm(disk_text):
-            return None
-        return buffer
+        """The editor's text of `p` when it differs from the disk's, else None (unsaved_text)."""
+        return unsaved_text(self.open_documents.get(p), disk_text)
 
     def contains(self, p: Path) -> bool:
         return p == self.root or self.root in p.parents

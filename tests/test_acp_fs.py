@@ -1,0 +1,163 @@
+"""The client's file system on the ACP face (acp_fs.py), driven by the ACP SDK's client side: a client
+that declared `fs.readTextFile` is asked for the files the tools read (and so shows its unsaved
+buffers); one that declared `fs.writeTextFile` gets every edit as `fs/write_text_file` and writes
+the disk itself; one that declared neither gets the disk; a failing read falls back to the disk.
+The tool seam itself is tested in-process in test_editor_text.py."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from acp import RequestError, text_block
+from acp.schema import ClientCapabilities, FileSystemCapabilities, ReadTextFileResponse, WriteTextFileResponse
+from test_acp import Editor, acp_daemon, acp_face, new_session
+
+from toycoder_daemon import acp_fs
+from toycoder_daemon.testing.fake_llm import FakeLLM
+
+CALC = "def add(a, b):\n    return a + b\n"
+UNSAVED = CALC + "# typed in the editor, not saved\n"
+BOTH = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=True))
+READ_ONLY = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True))
+
+
+class FsEditor(Editor):
+    """A client with buffers: it serves `buffers` (else the disk) and takes writes into them (a
+    client writes the disk when it saves; this one never does, so the test sees who wrote what)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.buffers: dict[str, str] = {}
+        self.fail_reads = False
+        self.fail_writes = False
+
+    async def read_text_file(self, session_id: str, path: str, line: int | None = None, limit: int | None = None,
+                             **_: Any) -> ReadTextFileResponse:
+        if self.fail_reads:
+            raise RequestError.internal_error({"details": "the editor is having a bad day"})
+        if path in self.buffers:
+            return ReadTextFileResponse(content=self.buffers[path])
+        try:
+            return ReadTextFileResponse(content=Path(path).read_text())
+        except FileNotFoundError:
+            raise RequestError.resource_not_found(path) from None
+
+    async def write_text_file(self, session_id: str, path: str, content: str, **_: Any) -> WriteTextFileResponse:
+        if self.fail_writes:
+            raise RequestError.internal_error({"details": "read-only buffer"})
+        self.buffers[path] = content
+        return WriteTextFileResponse()
+
+
+def edit(path: str, old: str, new: str) -> dict[str, Any]:
+    return {"tool_calls": [{"name": "edit_file", "arguments": {"path": path, "old_string": old, "new_string": new}}]}
+
+
+def read(path: str) -> dict[str, Any]:
+    return {"tool_calls": [{"name": "read_file", "arguments": {"path": path}}]}
+
+
+def tool_outputs(editor: Editor) -> list[str]:
+    return [u["rawOutput"]["output"] for u in editor.updates("tool_call_update") if u.get("rawOutput")]
+
+
+async def test_an_unsaved_buffer_is_read_and_the_edit_goes_to_the_client(tmp_path: Path, llm: FakeLLM,
+                                                                         workspace: Path) -> None:
+    """Through the real daemon: read_file shows what the client serves, the edit is made against it
+    and arrives as fs/write_text_file, and the daemon leaves the disk alone."""
+    calc = (workspace / "calc.py").resolve()
+    calc.write_text(CALC)
+    llm.add(read("calc.py"),
+            {**edit("calc.py", "a + b", "b + a"),
+             "expect": {"last_tool_contains": "# typed in the editor, not saved"}},
+            {"text": "done", "expect": {"last_tool_contains": "edited calc.py through the editor"}})
+    editor = FsEditor()
+    editor.buffers[str(calc)] = UNSAVED
+    async with acp_daemon(tmp_path, llm, caps=BOTH, editor=editor) as (conn, _, _):
+        sid = await new_session(conn, workspace)
+        assert (await conn.prompt(session_id=sid, prompt=[text_block("swap it")])).stop_reason == "end_turn"
+        read_output = tool_outputs(editor)[0]
+        assert "(the editor's unsaved text, not yet on disk)" in read_output
+        assert [r["path"] for r in editor.requests("fs/read_text_file")] == [str(calc)] * 3  # read, preview, write
+        [written] = editor.requests("fs/write_text_file")
+        assert written == {"sessionId": sid, "path": str(calc), "content": UNSAVED.replace("a + b", "b + a")}
+        assert editor.buffers[str(calc)] == UNSAVED.replace("a + b", "b + a")
+        [asked] = editor.requests("session/request_permission")
+        assert "# typed in the editor" in asked["toolCall"]["content"][0]["oldText"]
+    assert calc.read_text() == CALC  # the disk is the client's to write
+    assert llm.violations == []
+
+
+async def test_a_client_without_fs_gets_the_disk(tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
+    calc = (workspace / "calc.py").resolve()
+    calc.write_text(CALC)
+    llm.add(read("calc.py"), {**edit("calc.py", "a + b", "b + a"), "expect": {"last_tool_contains": "return a + b"}},
+            {"text": "done", "expect": {"last_tool_contains": "edited calc.py: replaced 1"}})
+    editor = FsEditor()
+    editor.buffers[str(calc)] = UNSAVED  # held, but the client did not declare fs: never asked
+    async with acp_face(tmp_path, llm, editor=editor) as (conn, _, _):
+        sid = await new_session(conn, workspace)
+        await conn.prompt(session_id=sid, prompt=[text_block("swap it")])
+        assert editor.requests("fs/read_text_file") == editor.requests("fs/write_text_file") == []
+        assert "unsaved" not in tool_outputs(editor)[0]
+    assert calc.read_text() == CALC.replace("a + b", "b + a")
+    assert llm.violations == []
+
+
+async def test_a_failing_read_falls_back_to_the_disk(tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
+    calc = (workspace / "calc.py").resolve()
+    calc.write_text(CALC)
+    llm.add(read("calc.py"), {"text": "read it", "expect": {"last_tool_contains": "return a + b"}})
+    editor = FsEditor()
+    editor.buffers[str(calc)] = UNSAVED
+    editor.fail_reads = True
+    async with acp_face(tmp_path, llm, caps=BOTH, editor=editor) as (conn, _, _):
+        sid = await new_session(conn, workspace)
+        assert (await conn.prompt(session_id=sid, prompt=[text_block("read calc")])).stop_reason == "end_turn"
+        assert len(editor.requests("fs/read_text_file")) == 1  # asked, answered with an error
+        [done] = [u for u in editor.updates("tool_call_update") if u.get("rawOutput")]
+        assert done["status"] == "completed" and "unsaved" not in done["rawOutput"]["output"]
+    assert llm.violations == []
+
+
+async def test_a_reading_client_without_writes_keeps_its_unsaved_buffer_safe(tmp_path: Path, llm: FakeLLM,
+                                                                             workspace: Path) -> None:
+    calc = (workspace / "calc.py").resolve()
+    calc.write_text(CALC)
+    llm.add(edit("calc.py", "a + b", "b + a"),
+            {"text": "blocked", "expect": {"last_tool_contains": "calc.py has unsaved changes in the editor"}})
+    editor = FsEditor()
+    editor.buffers[str(calc)] = UNSAVED
+    async with acp_face(tmp_path, llm, caps=READ_ONLY, editor=editor) as (conn, _, _):
+        sid = await new_session(conn, workspace)
+        await conn.prompt(session_id=sid, prompt=[text_block("swap it")])
+        assert editor.requests("fs/write_text_file") == [] and editor.requests("session/request_permission") == []
+    assert calc.read_text() == CALC
+    assert llm.violations == []
+
+
+async def test_a_write_the_client_refuses_fails_the_call_and_nothing_is_written(tmp_path: Path, llm: FakeLLM,
+                                                                                workspace: Path) -> None:
+    calc = (workspace / "calc.py").resolve()
+    calc.write_text(CALC)
+    llm.add(edit("calc.py", "a + b", "b + a"),
+            {"text": "it refused", "expect": {"last_tool_contains": "the editor did not apply the change to calc.py"}})
+    editor = FsEditor()
+    editor.fail_writes = True
+    async with acp_face(tmp_path, llm, caps=BOTH, editor=editor) as (conn, _, _):
+        sid = await new_session(conn, workspace)
+        await conn.prompt(session_id=sid, prompt=[text_block("swap it")])
+        assert len(editor.requests("fs/write_text_file")) == 1 and editor.buffers == {}
+        assert editor.updates("tool_call_update")[-1]["status"] == "failed"
+    assert calc.read_text() == CALC
+    assert llm.violations == []
+
+
+async def test_a_client_that_does_not_answer_in_time_leaves_the_read_to_the_disk() -> None:
+    class Silent:
+        async def read_text_file(self, **_: Any) -> Any:
+            await asyncio.Event().wait()  # never answers
+
+    assert await acp_fs.read_text(Silent(), "s1", Path("/w/calc.py"), timeout=0.05) is None
