@@ -16,6 +16,7 @@ from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, S
 from helpers import processes_with, unique_marker
 from inproc_app import InProc
 from test_acp import acp_daemon, acp_face
+from test_mcp import http_server  # noqa: F401  (the fixture)
 from waiting import wait_until_async
 
 from toycoder_daemon.acp_mcp import check_raw, specs
@@ -104,6 +105,33 @@ async def test_the_same_servers_again_start_nothing_and_other_servers_replace_th
     await p.app.mcp.set_session_servers(sid, {}, Statuses())
     await gone(second, "the servers to stop when the client gives none")
     assert p.app.mcp_status(sid) is None
+
+
+async def test_an_http_client_server_gets_its_headers(inproc: Any, http_server: Any) -> None:  # noqa: F811
+    url, _ = http_server("--require-header", "X-Toy-Auth=letmein")
+    p: InProc = inproc()
+    sid = p.new_session()
+    statuses = Statuses()
+    await p.app.mcp.set_session_servers(sid, {"web": ClientServer(url=url, headers={"X-Toy-Auth": "letmein"}),
+                                              "noauth": ClientServer(url=url)}, statuses)
+    await p.app.mcp.settle(sid)
+    add = p.app.session(sid).tools.get("mcp__web__add")
+    assert add is not None and add.level == "sensitive" and await add.func(None, a=20, b=22) == "42"
+    assert [(s, st) for s, st, _ in statuses.seen if st != "ready"] == [("noauth", "failed")]
+    rows = {r["name"]: r for r in p.app.mcp_status(sid) or []}
+    assert rows["web"] == {"name": "web", "status": "ready", "tools": 13, "transport": "http", "origin": "client"}
+
+
+async def test_switching_away_stops_the_sessions_servers(inproc: Any) -> None:
+    tag = unique_marker("toycoder-client-mcp")
+    p: InProc = inproc()
+    sid = p.new_session()
+    await p.app.mcp.set_session_servers(sid, {"toy": toy(tag)}, Statuses())
+    await p.app.mcp.settle(sid)
+    assert processes_with(tag)
+    out = await p.command(sid, "/new")
+    assert out.action and out.action["kind"] == "switch"
+    await gone(tag, "the server to stop when /new leaves the session")
 
 
 async def test_a_failing_client_server_is_reported_and_the_session_goes_on(inproc: Any) -> None:
