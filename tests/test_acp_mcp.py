@@ -117,7 +117,8 @@ async def test_an_http_client_server_gets_its_headers(inproc: Any, http_server: 
     await p.app.mcp.settle(sid)
     add = p.app.session(sid).tools.get("mcp__web__add")
     assert add is not None and add.level == "sensitive" and await add.func(None, a=20, b=22) == "42"
-    assert [(s, st) for s, st, _ in statuses.seen if st != "ready"] == [("noauth", "failed")]
+    await wait_until_async(lambda: [(s, st) for s, st, _ in statuses.seen if st != "ready"] == [("noauth", "failed")],
+                           10, "the server refusing us reported failed", describe=lambda: statuses.seen)
     rows = {r["name"]: r for r in p.app.mcp_status(sid) or []}
     assert rows["web"] == {"name": "web", "status": "ready", "tools": 13, "transport": "http", "origin": "client"}
 
@@ -141,6 +142,7 @@ async def test_a_failing_client_server_is_reported_and_the_session_goes_on(inpro
     await p.app.mcp.set_session_servers(sid, {"broken": ClientServer(command="/nonexistent/mcp-server")}, statuses)
     p.script.add({"text": "still fine"})
     assert (await p.prompt(sid, "hi")).result.text == "still fine"
+    await wait_until_async(lambda: statuses.seen, 10, "the failure reported")  # told after it settles
     [(server, status, message)] = statuses.seen
     assert (server, status) == ("broken", "failed") and "/nonexistent/mcp-server" in message
     [row] = p.app.mcp_status(sid) or []
