@@ -118,7 +118,7 @@ async def test_an_http_client_server_gets_its_headers(inproc: Any, http_server: 
     add = p.app.session(sid).tools.get("mcp__web__add")
     assert add is not None and add.level == "sensitive" and await add.func(None, a=20, b=22) == "42"
     await wait_until_async(lambda: [(s, st) for s, st, _ in statuses.seen if st != "ready"] == [("noauth", "failed")],
-                           10, "the server refusing us reported failed", describe=lambda: statuses.seen)
+                           10, "the server refusing us reported failed", describe=lambda: str(statuses.seen))
     rows = {r["name"]: r for r in p.app.mcp_status(sid) or []}
     assert rows["web"] == {"name": "web", "status": "ready", "tools": 13, "transport": "http", "origin": "client"}
 
