@@ -60,7 +60,7 @@ from acp.schema import (
 )
 from pydantic import ValidationError
 
-from . import __version__, acp_fs, acp_sessions, safejson
+from . import __version__, acp_fs, acp_mcp, acp_sessions, safejson
 from . import protocol as wire
 from .acp_fast import StdinPump
 from .acp_frontend import AcpFrontend, locations, tool_kind
@@ -221,6 +221,7 @@ class ToyCoderAgent:
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
                 load_session=True, prompt_capabilities=PromptCapabilities(embedded_context=True),
+                mcp_capabilities=acp_mcp.CAPABILITIES,
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities(), close=SessionCloseCapabilities(),
                                                          resume=SessionResumeCapabilities(),
                                                          delete=SessionDeleteCapabilities())),
@@ -239,8 +240,10 @@ class ToyCoderAgent:
     @acp_errors
     async def new_session(self, cwd: str, mcp_servers: Any = None, **_: Any) -> NewSessionResponse:
         app = self.app_for(cwd)
+        servers = acp_mcp.specs(mcp_servers)  # an unsupported one is refused before a session is made
         s = app.new_session()
         self.owner[s.id] = app
+        await acp_mcp.start(self, app, s.id, servers)
         self._later(self._announce_commands(s.id))  # queued after the answer
         return NewSessionResponse(session_id=s.id, modes=acp_sessions.mode_state(s.mode))
 
@@ -249,6 +252,7 @@ class ToyCoderAgent:
         app = self.app_for(cwd)
         s = await app.load(session_id)  # open here from now on: it hears turns made elsewhere
         self.owner[s.id] = app
+        await acp_mcp.start(self, app, s.id, acp_mcp.specs(mcp_servers))
         for update in replay(s.transcript(), app):
             await self.conn.session_update(s.id, update)
         self._later(self._announce_commands(s.id))
@@ -260,6 +264,7 @@ class ToyCoderAgent:
         app = self.app_for(cwd)
         s = await app.load(session_id)
         self.owner[s.id] = app
+        await acp_mcp.start(self, app, s.id, acp_mcp.specs(mcp_servers))
         self._later(self._announce_commands(s.id))
         return ResumeSessionResponse(modes=acp_sessions.mode_state(s.mode))
 
@@ -380,6 +385,7 @@ async def serve_acp(out: BinaryIO, config_path: str | None = None, *,
                                use_unstable_protocol=True)  # session/close and session/resume are routed as unstable
     acp_sessions.route_delete(conn, agent)
     quiet_client_mistakes(conn)
+    acp_mcp.guard(conn)  # mcpServers the SDK would drop (unknown transports) are refused, not ignored
     try:
         await conn.listen()
     finally:

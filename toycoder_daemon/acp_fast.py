@@ -36,6 +36,7 @@ def initialize_result() -> dict[str, Any]:
         "protocolVersion": PROTOCOL_VERSION,
         "agentCapabilities": {
             "loadSession": True, "promptCapabilities": {"embeddedContext": True},
+            "mcpCapabilities": {"http": True, "sse": False},
             "sessionCapabilities": {"list": {}, "delete": {}, "resume": {}, "close": {}},
         },
         "agentInfo": {"name": "toycoder-daemon", "title": "ToyCoder", "version": __version__},

@@ -29,6 +29,7 @@ from .llm.base import ChatModel, Usage
 from .messages import Message
 from .ports import Compacted, Frontend
 from .prompts.manager import PromptManager
+from .session_mcp import McpHub
 from .sessions.conversation import Conversation
 from .sessions.room import Compaction, RoomMaker, compact, over_budget  # context.py's compaction, and room after overflows
 from .sessions.session import FileSink, Session, TranscriptEntry
@@ -86,12 +87,8 @@ class App(ModelSettings):
         self._models: dict[tuple[str, str], ChatModel] = {}
         self.on_notice: Callable[[str, str], None] = lambda level, message: None
         """Set by the wire face: show a message to the person (level: info|warning|error)."""
-        self.mcp: Any = None
-        if self.config.mcp_servers:
-            from .tools.mcp import McpManager  # the MCP SDK is only imported when servers are configured
-
-            self.mcp = McpManager(self.config.mcp_servers, self.workspace.root, on_status=self._mcp_status)
-            self.tools.add_source(self.mcp.tools)
+        self.mcp = McpHub(self.config.mcp_servers, self.workspace.root, self.tools,
+                          lambda level, message: self.on_notice(level, message))  # the config's and each session's
 
     @classmethod
     def open(cls, workspace_root: str | Path, config_path: str | None = None) -> App:
@@ -106,22 +103,14 @@ class App(ModelSettings):
     async def start(self) -> None:
         """Background start-up after initialize: MCP servers connect and the streaming client's
         imports (~0.1 s) happen while the person types their first prompt."""
-        if self.mcp:
-            await self.mcp.start()
+        await self.mcp.start()
         if not self.config_error:
             from .llm import http_stream, openai_client  # noqa: F401  (loaded now, not in the first turn)
 
             await asyncio.to_thread(http_stream.preload)
 
-    def _mcp_status(self, server: str, status: str, message: str) -> None:
-        if status == "ready":
-            log.info("MCP server %s ready: %s", server, message)
-        else:
-            log.warning("MCP server %s %s: %s", server, status, message)
-            self.on_notice("warning", f"ToyCoder: MCP server '{server}' {status}: {message}")
-
-    def mcp_status(self) -> list[dict[str, Any]] | None:
-        return self.mcp.status() if self.mcp else None
+    def mcp_status(self, session_id: str | None = None) -> list[dict[str, Any]] | None:
+        return self.mcp.status(session_id)
 
     # ---- wiring -------------------------------------------------------------------------------
 
@@ -134,6 +123,7 @@ class App(ModelSettings):
         runtime = AgentRuntime(s.tools, model_for_role, s.add_usage)
         for agent, description in self._agents:
             s.tools.register(subagent_tool(agent, description, runtime))
+        s.tools.add_own_source(self.mcp.tools_of(s.id))  # the MCP servers its ACP client gave, if any
 
     # ---- sessions -----------------------------------------------------------------------------
 
@@ -243,6 +233,7 @@ class App(ModelSettings):
         self.sharing.unwatch(session_id)
         if self.live.pop(session_id, None) is not None and s.file:
             s.file.close()
+        await self.mcp.close_session(session_id)  # the servers its client gave stop with it
 
     def delete_session(self, session_id: str) -> None:
         s = self.live.get(session_id)
@@ -254,6 +245,7 @@ class App(ModelSettings):
                 s.file.close()
             self.live.pop(session_id, None)
             self.sharing.unwatch(session_id)
+            self.mcp.close_later(session_id)
         self.checkpoints.delete(session_id)
 
     # ---- turns --------------------------------------------------------------------------------
@@ -314,6 +306,7 @@ class App(ModelSettings):
         result = TurnResult("error", "", s.turn_usage, 0)  # unless the turn ends otherwise
         try:
             await self.compact(s, frontend)
+            await self.mcp.settle(s.id)  # the client's servers for this session: started or failed
             s.title_from(text)
             s.messages.append({"role": "user", "content": text, "turn": checkpoint})
             result = await run_turn(
@@ -367,8 +360,7 @@ class App(ModelSettings):
         for s in self.live.values():
             if s.file:
                 s.file.close()
-        if self.mcp:
-            await self.mcp.aclose()
+        await self.mcp.aclose()
         for m in self._models.values():
             close = getattr(m, "aclose", None)
             if close:

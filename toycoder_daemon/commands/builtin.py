@@ -165,13 +165,14 @@ async def mode(c: CommandContext) -> CommandResult:
 
 @commands.add("mcp", "/mcp", "List the MCP servers with their status and tool counts.")
 async def mcp(c: CommandContext) -> CommandResult:
-    rows = c.host.mcp_status()
+    rows = c.host.mcp_status(c.session.id)
     if rows is None:
         return CommandResult("no MCP servers configured (mcp_servers: in config.yaml)")
     lines = []
     for st in rows:
         error = f" - {st['error']}" if st.get("error") else ""
-        lines.append(f"{st['name']:<16} {st['status']:<9} {st['tools']:>3} tools  ({st['transport']}){error}")
+        origin = ", from the client" if st.get("origin") == "client" else ""
+        lines.append(f"{st['name']:<16} {st['status']:<9} {st['tools']:>3} tools  ({st['transport']}{origin}){error}")
     return CommandResult("\n".join(lines))
 
 

@@ -48,8 +48,9 @@ class CommandHost(Protocol):
 
     async def compact(self, s: Session, frontend: Frontend, *, force: bool = False) -> Compaction | None: ...
 
-    def mcp_status(self) -> list[dict[str, Any]] | None:
-        """The MCP servers' status rows; None when none is configured."""
+    def mcp_status(self, session_id: str | None = None) -> list[dict[str, Any]] | None:
+        """The MCP servers' status rows: the config's, then those the session's client gave (with
+        `origin: "client"`); None when there are none."""
 
 
 @dataclass

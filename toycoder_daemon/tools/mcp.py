@@ -7,7 +7,8 @@
     await manager.aclose()         # at daemon exit: every server is shut down, no process left behind
 
 `servers` maps names to anything shaped like `McpServerSpec` (mcp_spec.py): the config model
-fits it, so tools/ does not import config. Each server is owned by one long-lived asyncio task
+fits it, so tools/ does not import config; so does session_mcp.ClientServer (the servers an ACP
+client gives one session get a manager of their own, `source="client-mcp"`). Each server is owned by one long-lived asyncio task
 (mcp_server.McpServer); a stdio server's process is spawned by us (mcp_stdio.StdioChild), so its
 PID and process group are ours to stop and reap.
 
@@ -48,7 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -73,19 +74,26 @@ class McpManager:
     """The configured MCP servers: started in the background, their tools offered while ready."""
 
     def __init__(self, servers: Mapping[str, McpServerSpec], workspace_root: Path,
-                 on_status: StatusCallback | None = None):
+                 on_status: StatusCallback | None = None, *, source: str = "mcp", taken: Iterable[str] = ()):
+        """`source` labels the tools (`<source>:<server>`); `taken`: name parts another manager uses, so
+        a session's servers never shadow the config's (a clash gets a hash suffix, as between names)."""
         self.workspace_root = Path(workspace_root)
         self._on_status = on_status
         self._servers: dict[str, McpServer] = {}
-        used: set[str] = set()
+        used: set[str] = set(taken)
         for name, spec in servers.items():
             register_secrets(spec)
             part = sanitize(name)
             if part in used:  # two server names that sanitise alike stay apart
                 part = f"{part}_{short_hash(name)}"
             used.add(part)
-            self._servers[name] = McpServer(name, part, spec, self.workspace_root, self._notify)
+            self._servers[name] = McpServer(name, part, spec, self.workspace_root, self._notify, source=source)
         self._started = False
+
+    @property
+    def parts(self) -> set[str]:
+        """The servers' name parts in tool names (`mcp__<part>__<tool>`)."""
+        return {s.name_part for s in self._servers.values()}
 
     def _notify(self, name: str, status: str, message: str) -> None:
         log.debug("MCP server %s %s: %s", name, status, message)  # the app logs on_status itself

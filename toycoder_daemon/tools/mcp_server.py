@@ -121,8 +121,10 @@ class WatchedReadStream:
 class McpServer:
     """State: "disabled", "starting", "ready", "failed" or "stopped"; `tools` while ready."""
 
-    def __init__(self, name: str, name_part: str, spec: McpServerSpec, workspace_root: Path, notify: Notify):
+    def __init__(self, name: str, name_part: str, spec: McpServerSpec, workspace_root: Path, notify: Notify,
+                 *, source: str = "mcp"):
         self.name = name
+        self.source = source
         self.name_part = name_part
         self.spec = spec
         self.workspace_root = workspace_root
@@ -326,7 +328,7 @@ class McpServer:
             level=self.spec.permission,
             func=call,
             args_model=None,
-            source=f"mcp:{server}",
+            source=f"{self.source}:{server}",
             parameters=object_schema(t.input_schema),
             title=title,
         )

@@ -56,6 +56,8 @@ class ToolRegistry:
     def __init__(self, gate: PermissionGate | None = None):
         self._tools: dict[str, Tool] = {}
         self._sources: list[Callable[[], list[Tool]]] = []
+        self._own_sources: list[Callable[[], list[Tool]]] = []
+        """Sources of this registry alone, not passed on by fork (one session's client MCP servers)."""
         self._overrides: dict[str, bool] = {}
         self.gate = gate or PermissionGate()
 
@@ -80,14 +82,18 @@ class ToolRegistry:
             self._overrides[t.name] = enabled
 
     def add_source(self, source: Callable[[], list[Tool]]) -> None:
-        """A callable giving tools that may change over time (e.g. an MCP server's)."""
+        """A callable giving tools that may change over time (e.g. an MCP server's); forks share it."""
         self._sources.append(source)
 
+    def add_own_source(self, source: Callable[[], list[Tool]]) -> None:
+        """Like add_source, but only this registry offers its tools (forks made later do not)."""
+        self._own_sources.append(source)
+
     def _all(self) -> dict[str, Tool]:
-        if not self._sources:
+        if not self._sources and not self._own_sources:
             return self._tools
         tools = dict(self._tools)
-        for source in self._sources:
+        for source in [*self._sources, *self._own_sources]:
             for t in source():
                 tools.setdefault(t.name, t)
         return tools
