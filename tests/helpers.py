@@ -142,6 +142,9 @@ class AllowAll:
     async def apply_edit(self, path: Any, before: str, after: str) -> Any:
         raise AssertionError("no editor edits without the capability")
 
+    def command_runner(self) -> None:
+        return None  # commands run locally
+
 
 def rss_bytes(pid: int) -> int:
     """A process's resident memory (VmRSS), in bytes."""

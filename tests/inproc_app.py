@@ -16,7 +16,7 @@ from toycoder_daemon.app import App, PromptOutcome
 from toycoder_daemon.config import Config
 from toycoder_daemon.llm.base import ChatModel, ChatResponse, RetryNotice
 from toycoder_daemon.messages import Message
-from toycoder_daemon.ports import Decision, EditApplied, Event, PermissionRequest
+from toycoder_daemon.ports import CommandRunner, Decision, EditApplied, Event, PermissionRequest
 from toycoder_daemon.sessions.store import SessionStore
 from toycoder_daemon.testing.scripted_model import ScriptedModel
 
@@ -68,6 +68,8 @@ class RecordingFrontend:
         """When set, the editor answers an edit only once this event is set (a slow editor)."""
         self.buffers: dict[Path, str] | None = None
         """The open buffers an applied edit changes (the App's workspace.open_documents)."""
+        self.runner: CommandRunner | None = None
+        """Where run_command runs instead of locally (None: locally, as the LSP face)."""
 
     def bind(self, session_id: str) -> _Bound:
         return _Bound(self, session_id)
@@ -113,6 +115,9 @@ class _Bound:
             assert r.buffers.get(path) == before, "the edit was made against another text than the buffer's"
             r.buffers[path] = after
         return r.editor
+
+    def command_runner(self) -> CommandRunner | None:
+        return self.recorder.runner
 
 
 def config_for_tests(extra: dict[str, Any] | None = None) -> Config:

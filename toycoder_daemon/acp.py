@@ -63,6 +63,7 @@ from . import __version__, acp_sessions, safejson
 from . import protocol as wire
 from .acp_fast import StdinPump
 from .acp_frontend import AcpFrontend, locations, tool_kind
+from .acp_terminal import Terminals
 from .app import App
 from .background import Background
 from .commands.builtin import commands
@@ -177,6 +178,8 @@ class ToyCoderAgent:
         self.config_path = config_path
         self.conn: Any = None
         self.client_capabilities: ClientCapabilities | None = None
+        self.terminals: Terminals | None = None
+        """The client's terminals, once it declared them and a turn may use them (acp_terminal)."""
         self.apps: dict[Path, App] = {}
         self.owner: dict[str, App] = {}
         self._prompts: set[asyncio.Task[Any]] = set()
@@ -291,9 +294,12 @@ class ToyCoderAgent:
         caps = self.client_capabilities
         can_elicit = bool(caps and caps.elicitation and caps.elicitation.form is not None)
         can_write = bool(caps and caps.fs and caps.fs.write_text_file)
+        if caps and caps.terminal and self.terminals is None:
+            self.terminals = Terminals(usable=True)
 
         def frontend_for(sid: str, turn_id: str) -> AcpFrontend:
-            frontends.append(AcpFrontend(self.conn, app, sid, can_elicit=can_elicit, can_write=can_write))
+            frontends.append(AcpFrontend(self.conn, app, sid, can_elicit=can_elicit, can_write=can_write,
+                                         terminals=self.terminals))
             return frontends[-1]
 
         me = asyncio.current_task()

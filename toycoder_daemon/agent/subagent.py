@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 
 from ..llm.base import ChatModel, Usage
 from ..messages import Message
-from ..ports import Decision, EditApplied, Event, Frontend, PermissionRequest
+from ..ports import CommandRunner, Decision, EditApplied, Event, Frontend, PermissionRequest
 from ..tools.base import Tool, ToolContext, ToolError
 from ..tools.registry import ToolRegistry
 from .react import run_turn
@@ -108,3 +108,6 @@ class ChildFrontend:
 
     async def apply_edit(self, path: Path, before: str, after: str) -> EditApplied:
         return await self.parent.apply_edit(path, before, after)
+
+    def command_runner(self) -> CommandRunner | None:
+        return self.parent.command_runner()  # a sub-agent of an ACP turn runs commands where its parent does
