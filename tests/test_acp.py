@@ -83,10 +83,11 @@ class Editor:
 
 @asynccontextmanager
 async def acp_face(tmp_path: Path, llm: FakeLLM, *, config: Path | None = None,
-                   caps: ClientCapabilities | None = None) -> AsyncIterator[tuple[Any, Editor, Any]]:
+                   caps: ClientCapabilities | None = None,
+                   editor: Editor | None = None) -> AsyncIterator[tuple[Any, Editor, Any]]:
     """The face in-process, initialized."""
     config = config or write_config(tmp_path / "config.yaml", llm)
-    editor = Editor()
+    editor = editor or Editor()
     async with acp_agent(editor, config, observers=[editor.observe], use_unstable_protocol=caps is not None) as (
             conn, proc):
         editor.conn = conn
@@ -98,10 +99,11 @@ async def acp_face(tmp_path: Path, llm: FakeLLM, *, config: Path | None = None,
 
 @asynccontextmanager
 async def acp_daemon(tmp_path: Path, llm: FakeLLM, *, config: Path | None = None,
-                     caps: ClientCapabilities | None = None) -> AsyncIterator[tuple[Any, Editor, Any]]:
+                     caps: ClientCapabilities | None = None,
+                     editor: Editor | None = None) -> AsyncIterator[tuple[Any, Editor, Any]]:
     """The face as a daemon subprocess, initialized."""
     config = config or write_config(tmp_path / "config.yaml", llm)
-    editor = Editor()
+    editor = editor or Editor()
     log_path = tmp_path / f"daemon-{len(list(tmp_path.glob('daemon-*.log')))}.log"
     with open(log_path, "wb") as log:
         try:

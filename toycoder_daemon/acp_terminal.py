@@ -15,8 +15,9 @@ the tool call (running it again locally could run it twice).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -42,6 +43,21 @@ MIN_OUTPUT_LIMIT = 1 << 20
 
 _late: set[asyncio.Task[None]] = set()
 """Kill-and-release of terminals created after we stopped waiting (kept referenced until done)."""
+
+
+async def _through_cancels(cleanup: Coroutine[Any, Any, None]) -> bool:
+    """Run `cleanup` to its end even when the task is cancelled meanwhile (a cancelled prompt is
+    cancelled again by its request; every step is bounded in time); True if a cancel came."""
+    task = asyncio.ensure_future(cleanup)
+    cancelled = False
+    while True:
+        try:
+            await asyncio.shield(task)
+            return cancelled
+        except asyncio.CancelledError:
+            if task.done():
+                return True
+            cancelled = True
 
 
 class TerminalClient(Protocol):
@@ -81,14 +97,21 @@ class TerminalRunner:
     async def run(self, request: CommandRequest) -> CommandOutput:
         limit = max(MIN_OUTPUT_LIMIT, 4 * request.head_bytes)
         tid = await self._create(request, limit)
+        stopped = False
         try:
             self.show(request.tool_call_id, tid)
             return await self._follow(tid, request)
         except asyncio.CancelledError:
-            await asyncio.shield(self._quietly("kill", self.client.kill_terminal, tid))
+            stopped = True
             raise
         finally:  # always, even cancelled: a terminal we leave is never freed
-            await asyncio.shield(self._quietly("release", self.client.release_terminal, tid))
+            if await _through_cancels(self._end(tid, kill=stopped)):
+                raise asyncio.CancelledError
+
+    async def _end(self, tid: str, *, kill: bool) -> None:
+        if kill:
+            await self._quietly("kill", self.client.kill_terminal, tid)
+        await self._quietly("release", self.client.release_terminal, tid)
 
     async def _create(self, request: CommandRequest, limit: int) -> str:
         program, *args = request.argv
@@ -104,11 +127,11 @@ class TerminalRunner:
         except (RequestError, ValidationError, ValueError, AttributeError) as e:
             self.terminals.usable = False
             raise CommandNotStarted(f"terminal/create failed: {e}") from None
-        except (asyncio.TimeoutError, asyncio.CancelledError) as e:
-            # the client may start it yet: free it as soon as its id is known
-            creating.add_done_callback(self._free_late)
-            if isinstance(e, asyncio.CancelledError):
-                raise
+        except asyncio.CancelledError:  # the client may be starting it: wait (bounded) and free it
+            await _through_cancels(self._free_when_made(creating))
+            raise
+        except asyncio.TimeoutError:
+            creating.add_done_callback(self._free_late)  # if it ever comes
             raise TerminalFailed(f"{self.where} did not answer terminal/create in {CREATE_TIMEOUT:g}s; "
                                  "the command may have started there") from None
 
@@ -151,6 +174,11 @@ class TerminalRunner:
             first[:] = [seen.output]
             if len(seen.output.encode("utf-8")) >= wanted or seen.exit_status is not None:
                 return
+
+    async def _free_when_made(self, creating: asyncio.Future[Any]) -> None:
+        with contextlib.suppress(Exception):
+            made = await reply_within(creating, CLEANUP_TIMEOUT)
+            await self._end(made.terminal_id, kill=True)
 
     def _free_late(self, creating: asyncio.Future[Any]) -> None:
         if creating.cancelled() or creating.exception() is not None:
