@@ -178,8 +178,7 @@ class ToyCoderAgent:
         self.config_path = config_path
         self.conn: Any = None
         self.client_capabilities: ClientCapabilities | None = None
-        self.terminals: Terminals | None = None
-        """The client's terminals, once it declared them and a turn may use them (acp_terminal)."""
+        self.terminals: Terminals | None = None  # set when the client declares terminals (acp_terminal)
         self.apps: dict[Path, App] = {}
         self.owner: dict[str, App] = {}
         self._prompts: set[asyncio.Task[Any]] = set()
@@ -219,6 +218,7 @@ class ToyCoderAgent:
     async def initialize(self, protocol_version: int, client_capabilities: ClientCapabilities | None = None,
                          client_info: Any = None, **_: Any) -> InitializeResponse:
         self.client_capabilities = client_capabilities
+        self.terminals = Terminals(usable=True) if client_capabilities and client_capabilities.terminal else None
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
@@ -294,8 +294,6 @@ class ToyCoderAgent:
         caps = self.client_capabilities
         can_elicit = bool(caps and caps.elicitation and caps.elicitation.form is not None)
         can_write = bool(caps and caps.fs and caps.fs.write_text_file)
-        if caps and caps.terminal and self.terminals is None:
-            self.terminals = Terminals(usable=True)
 
         def frontend_for(sid: str, turn_id: str) -> AcpFrontend:
             frontends.append(AcpFrontend(self.conn, app, sid, can_elicit=can_elicit, can_write=can_write,

@@ -166,7 +166,7 @@ class TerminalRunner:
             delay = min(POLL[1], delay * 2)
             try:
                 seen = await self.client.terminal_output(self.session_id, tid)
-            except (RequestError, ValidationError) as e:
+            except Exception as e:  # only the start is lost: the command's end is still awaited
                 log.debug("terminal/output while running: %s", e)
                 return
             if seen.truncated:
@@ -185,11 +185,7 @@ class TerminalRunner:
             return
         tid = getattr(creating.result(), "terminal_id", None)
         if isinstance(tid, str):
-            async def free() -> None:
-                await self._quietly("kill", self.client.kill_terminal, tid)
-                await self._quietly("release", self.client.release_terminal, tid)
-
-            task = asyncio.ensure_future(free())
+            task = asyncio.ensure_future(self._end(tid, kill=True))
             _late.add(task)
             task.add_done_callback(_late.discard)
 
