@@ -148,6 +148,9 @@ class AllowAll:
     def writes_all_files(self) -> bool:
         return False
 
+    def command_runner(self) -> None:
+        return None  # commands run locally
+
 
 def rss_bytes(pid: int) -> int:
     """A process's resident memory (VmRSS), in bytes."""

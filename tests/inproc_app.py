@@ -16,7 +16,7 @@ from toycoder_daemon.app import App, PromptOutcome
 from toycoder_daemon.config import Config
 from toycoder_daemon.llm.base import ChatModel, ChatResponse, RetryNotice
 from toycoder_daemon.messages import Message
-from toycoder_daemon.ports import Decision, EditApplied, Event, PermissionRequest
+from toycoder_daemon.ports import CommandRunner, Decision, EditApplied, Event, PermissionRequest
 from toycoder_daemon.sessions.store import SessionStore
 from toycoder_daemon.testing.scripted_model import ScriptedModel
 
@@ -75,6 +75,8 @@ class RecordingFrontend:
         self.writes_all = False
         """The editor is the source of truth for every file (an ACP client with fs.writeTextFile):
         an applied edit changes `served`, never the disk."""
+        self.runner: CommandRunner | None = None
+        """Where run_command runs instead of locally (None: locally, as the LSP face)."""
 
     def bind(self, session_id: str) -> _Bound:
         return _Bound(self, session_id)
@@ -130,6 +132,9 @@ class _Bound:
 
     def writes_all_files(self) -> bool:
         return self.recorder.writes_all
+
+    def command_runner(self) -> CommandRunner | None:
+        return self.recorder.runner
 
 
 def config_for_tests(extra: dict[str, Any] | None = None) -> Config:

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import AllowAll
 
 from toycoder_daemon import secrets
 from toycoder_daemon.tools.base import ToolContext
@@ -41,7 +42,7 @@ async def dispatch(ws: Path, name: str, **args: object) -> str:
     reg = ToolRegistry(PermissionGate([name]))
     for t in (grep_search, read_file, run_command):
         reg.register(t, enabled=True)
-    out = await reg.dispatch(name, json.dumps(args), ToolContext(Workspace(ws), None, "c"))  # type: ignore[arg-type]
+    out = await reg.dispatch(name, json.dumps(args), ToolContext(Workspace(ws), AllowAll(), "c"))  # type: ignore[arg-type]
     assert out.status == "completed", out.output
     return out.output
 

@@ -64,6 +64,7 @@ from . import __version__, acp_fs, acp_mcp, acp_sessions, safejson
 from . import protocol as wire
 from .acp_fast import StdinPump
 from .acp_frontend import AcpFrontend, locations, tool_kind
+from .acp_terminal import Terminals
 from .app import App
 from .background import Background
 from .commands.builtin import commands
@@ -177,6 +178,7 @@ class ToyCoderAgent:
         self.config_path = config_path
         self.conn: Any = None
         self.client_capabilities: ClientCapabilities | None = None
+        self.terminals: Terminals | None = None  # set when the client declares terminals (acp_terminal)
         self.apps: dict[Path, App] = {}
         self.owner: dict[str, App] = {}
         self._prompts: set[asyncio.Task[Any]] = set()
@@ -217,6 +219,7 @@ class ToyCoderAgent:
     async def initialize(self, protocol_version: int, client_capabilities: ClientCapabilities | None = None,
                          client_info: Any = None, **_: Any) -> InitializeResponse:
         self.client_capabilities = client_capabilities
+        self.terminals = Terminals(usable=True) if client_capabilities and client_capabilities.terminal else None
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
@@ -301,7 +304,7 @@ class ToyCoderAgent:
 
         def frontend_for(sid: str, turn_id: str) -> AcpFrontend:
             frontends.append(AcpFrontend(self.conn, app, sid, can_elicit=can_elicit, can_write=can_write,
-                                         can_read=can_read))
+                                         can_read=can_read, terminals=self.terminals))
             return frontends[-1]
 
         me = asyncio.current_task()

@@ -32,6 +32,7 @@ from acp.schema import (
     ElicitationStringPropertySchema,
     FileEditToolCallContent,
     PermissionOption,
+    TerminalToolCallContent,
     ToolCallLocation,
     ToolCallUpdate,
     UsageUpdate,
@@ -39,8 +40,10 @@ from acp.schema import (
 from acp.schema import PlanEntry as AcpPlanEntry
 
 from . import acp_fs
+from .acp_terminal import Terminals, terminal_runner
 from .coalesce import TextCoalescer
 from .ports import (
+    CommandRunner,
     Compacted,
     Decision,
     EditApplied,
@@ -129,8 +132,10 @@ class AcpClient(Protocol):
 
 class AcpFrontend:
     def __init__(self, client: AcpClient, app: App, session_id: str, *, can_elicit: bool = False,
-                 can_write: bool = False, can_read: bool = False):
+                 can_write: bool = False, can_read: bool = False, terminals: Terminals | None = None):
         self.client = client
+        self.terminals = terminals
+        """Set when the client declared `terminal`: run_command runs in its terminals."""
         self.can_write = can_write
         """The client offered fs/write_text_file: every edit goes through it (acp_fs.py)."""
         self.can_read = can_read
@@ -145,6 +150,7 @@ class AcpFrontend:
         self._tail: asyncio.Future[None] | None = None
         self._names: dict[str, str] = {}
         self._diffs: dict[str, FileEditToolCallContent] = {}
+        self._terminals: dict[str, TerminalToolCallContent] = {}
 
     # ---- updates ------------------------------------------------------------------------------
 
@@ -201,6 +207,8 @@ class AcpFrontend:
         content: list[Any] = [tool_content(text_block(event.output))]
         if event.status == "completed" and event.tool_call_id in self._diffs:
             content.insert(0, self._diffs.pop(event.tool_call_id))
+        if event.tool_call_id in self._terminals:  # the client keeps showing the released terminal
+            content.insert(0, self._terminals.pop(event.tool_call_id))
         return update_tool_call(event.tool_call_id, status="completed" if event.status == "completed" else "failed",
                                 content=content, raw_output={"status": event.status, "output": event.output})
 
@@ -243,6 +251,14 @@ class AcpFrontend:
         except Exception as e:
             return EditApplied(False, f"the client answered with an error ({type(e).__name__}: {e})")
         return EditApplied(True)
+
+    def command_runner(self) -> CommandRunner | None:
+        return terminal_runner(self.client, self.session_id, self.terminals, self.show_terminal)
+
+    def show_terminal(self, tool_call_id: str, terminal_id: str) -> None:
+        """The running command's terminal in its tool call (the client shows its output live)."""
+        self._terminals[tool_call_id] = TerminalToolCallContent(type="terminal", terminal_id=terminal_id)
+        self.send(update_tool_call(tool_call_id, status="in_progress", content=[self._terminals[tool_call_id]]))
 
     def _compaction(self, event: Compacted) -> Any:
         how = "summarised" if event.strategy == "summary" else "truncated"

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from . import protocol as wire
 from .coalesce import TextCoalescer
 from .lsp_mapping import apply_edit_params, update_payload
-from .ports import Decision, EditApplied, Event, PermissionRequest, TextDelta, ToolCallStarted
+from .ports import CommandRunner, Decision, EditApplied, Event, PermissionRequest, TextDelta, ToolCallStarted
 from .replies import reply_within
 
 log = logging.getLogger(__name__)
@@ -184,6 +184,9 @@ class EditorFrontend:
 
     def writes_all_files(self) -> bool:
         return False  # files not open in the editor are written by the daemon
+
+    def command_runner(self) -> CommandRunner | None:
+        return None  # LSP has no terminals to lend: commands run here
 
     async def apply_edit(self, path: Path, before: str, after: str) -> EditApplied:
         self.flush()

@@ -134,6 +134,47 @@ class EditApplied:
     """Why it was not applied (the editor's failure reason, a timeout, an error reply)."""
 
 
+@dataclass(frozen=True)
+class CommandRequest:
+    """A command for a CommandRunner: `argv` (argv[0] the program) run with exactly `env` in `cwd`."""
+
+    tool_call_id: str
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    """The whole environment the command sees (already without secrets)."""
+    cwd: str
+    timeout: float
+    """Seconds before the runner kills the command."""
+    head_bytes: int
+    """How much of the output's start the caller shows (the runner keeps at least that much)."""
+
+
+@dataclass(frozen=True)
+class CommandOutput:
+    output: str
+    """The output (stdout and stderr together); only its end when `truncated`."""
+    truncated: bool
+    head: str = ""
+    """The start of the output as first seen, when `truncated` (may be shorter than asked, or empty)."""
+    exit_code: int | None = None
+    signal: str | None = None
+    timed_out: bool = False
+
+
+class CommandNotStarted(Exception):
+    """The runner could not start the command (it did not run): run it locally instead."""
+
+
+class CommandRunner(Protocol):
+    """Somewhere else to run a command (the ACP client's terminal), offered by a Frontend."""
+
+    where: str
+    """Said in the observation, e.g. "the client's terminal"."""
+
+    async def run(self, request: CommandRequest) -> CommandOutput:
+        """Run it to the end, kill it on timeout or cancel, leak nothing; raises CommandNotStarted."""
+
+
 class Frontend(Protocol):
     def emit(self, event: Event) -> None:
         """Fire-and-forget: show the event to the person."""
@@ -158,6 +199,9 @@ class Frontend(Protocol):
     def writes_all_files(self) -> bool:
         """Every edit goes through apply_edit, not only those of files open in the editor: the editor
         is the source of truth for the workspace's files (an ACP client with fs.writeTextFile)."""
+
+    def command_runner(self) -> CommandRunner | None:
+        """Where run_command runs instead of a local child process (None: locally)."""
 
 
 class Recorded(Protocol):

@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 
 from ..llm.base import ChatModel, Usage
 from ..messages import Message
-from ..ports import Decision, EditApplied, Event, Frontend, PermissionRequest
+from ..ports import CommandRunner, Decision, EditApplied, Event, Frontend, PermissionRequest
 from ..tools.base import Tool, ToolContext, ToolError
 from ..tools.registry import ToolRegistry
 from .react import run_turn
@@ -114,3 +114,6 @@ class ChildFrontend:
 
     def writes_all_files(self) -> bool:
         return self.parent.writes_all_files()
+
+    def command_runner(self) -> CommandRunner | None:
+        return self.parent.command_runner()  # a sub-agent of an ACP turn runs commands where its parent does

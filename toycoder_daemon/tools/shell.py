@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import signal
+import sys
 import time
 from typing import Annotated, Any
 
 from .. import secrets
+from ..ports import CommandNotStarted, CommandRequest, CommandRunner
 from .base import ToolContext, ToolError, tool
 from .sandbox import command as sandboxing
+
+log = logging.getLogger(__name__)
 
 KILL_GRACE = 2.0
 
@@ -43,10 +48,16 @@ class HeadTail:
         self.head = bytearray()
         self.tail = bytearray()
         self.total = 0
+        self.lost: str | None = None
+        """Why an unknown part of the stream is missing after the head (gap())."""
+
+    def gap(self, why: str) -> None:
+        """What was fed so far is the start; what follows is the end; an unknown middle is lost."""
+        self.lost = why
 
     def feed(self, data: bytes) -> None:
         self.total += len(data)
-        room = self.keep - len(self.head)
+        room = self.keep - len(self.head) if self.lost is None else 0
         if room > 0:
             self.head += data[:room]
             data = data[room:]
@@ -56,7 +67,7 @@ class HeadTail:
                 del self.tail[: len(self.tail) - self.keep]
 
     def text(self) -> str:
-        if self.total <= len(self.head) + len(self.tail):  # all of it is here: one text to clip
+        if self.lost is None and self.total <= len(self.head) + len(self.tail):  # all here: one text to clip
             whole = secrets.clip((self.head + self.tail).decode("utf-8", errors="replace"), self.half, self.half,
                                  in_bytes=True)
             first, last, cut = whole.head, whole.tail, whole.dropped
@@ -66,6 +77,8 @@ class HeadTail:
             first = "".join(secrets.clip(head, self.half, in_bytes=True, cut_after=True)[:2])
             last = "".join(secrets.clip(tail, 0, self.half, in_bytes=True, cut_before=True)[:2])
             cut = self.total - 2 * self.half  # bytes of the stream not shown
+            if self.lost is not None:
+                return f"{first}\n[... output cut from the middle ({self.lost}) ...]\n{last}"
         if cut <= 0:
             return first
         return f"{first}\n[... {cut} bytes of output cut from the middle ...]\n{last}"
@@ -117,9 +130,41 @@ async def run_command(
     except sandboxing.SandboxRefused as e:
         raise ToolError(str(e)) from None
     try:
+        runner = ctx.frontend.command_runner() if sys.platform.startswith("linux") else None  # our launcher: Linux
+        if runner is not None:
+            try:
+                return await _run_elsewhere(runner, run, ctx, command, seconds, limit, started)
+            except CommandNotStarted as e:  # it did not run there: here, as if no runner was offered
+                log.debug("run_command runs locally: %s could not start it (%s)", runner.where, e)
         return await _run(run, ctx, command, seconds, limit, started)
     finally:
         run.cleanup()
+
+
+async def _run_elsewhere(runner: CommandRunner, run: sandboxing.Prepared, ctx: ToolContext, command: str,
+                         seconds: float, limit: int, started: float) -> str:
+    """Through the frontend's runner (the ACP client's terminal), wrapped in our launcher."""
+    out = HeadTail(limit)
+    done = await runner.run(CommandRequest(ctx.tool_call_id, tuple(run.portable()), run.env,
+                                           str(ctx.workspace.root), seconds, out.keep))
+    if done.truncated:  # the runner kept only the end: the start as first seen, then a gap
+        out.feed(done.head.encode("utf-8")[:out.keep])
+        out.gap(f"{runner.where} kept only the end of the output")
+    out.feed(done.output.encode("utf-8"))
+    elapsed = time.monotonic() - started
+    if done.timed_out:
+        status = f"timed out after {seconds:g}s; the command and everything it started were killed"
+    elif done.exit_code is None:
+        status = f"killed by signal {done.signal or 'unknown'} ({elapsed:.1f}s)"
+    else:
+        status = f"exit code {done.exit_code} ({elapsed:.1f}s)"
+    return _observation(run, ctx, command, status, out)
+
+
+def _observation(run: sandboxing.Prepared, ctx: ToolContext, command: str, status: str, out: HeadTail) -> str:
+    body = out.text().rstrip("\n") or "(no output)"
+    notes = run.observation(out.text(), str(ctx.workspace.root))
+    return f"$ {command}\n{status}\n{body}" + (f"\n{notes}" if notes else "")
 
 
 async def _run(run: sandboxing.Prepared, ctx: ToolContext, command: str, seconds: float, limit: int,
@@ -165,10 +210,8 @@ async def _run(run: sandboxing.Prepared, ctx: ToolContext, command: str, seconds
     except asyncio.TimeoutError:
         reader.cancel()
     elapsed = time.monotonic() - started
-    body = out.text().rstrip("\n") or "(no output)"
     if timed_out:
         status = f"timed out after {seconds:g}s; the command and everything it started were killed"
     else:
         status = f"exit code {proc.returncode} ({elapsed:.1f}s)"
-    notes = run.observation(out.text(), str(ctx.workspace.root))
-    return f"$ {command}\n{status}\n{body}" + (f"\n{notes}" if notes else "")
+    return _observation(run, ctx, command, status, out)

@@ -37,6 +37,19 @@ class Prepared:
     tmpdir: str | None = None
     notice: str = ""
     """Said once per daemon when `auto` runs commands unsandboxed."""
+    spec: dict[str, Any] | None = None
+    """The launcher's spec when sandboxed."""
+
+    def portable(self) -> list[str]:
+        """The argv for a terminal we do not spawn (the ACP client's): always our launcher, which
+        drops every variable not in `env` (the client adds its own environment, keys included),
+        applies the sandbox when planned (refusing to run under `required` if it cannot, there as
+        here), and ends the command's whole tree when it is told to stop."""
+        spec = dict(self.spec) if self.spec is not None else {
+            "command": self.command, "writable": [], "readonly": [], "network": True, "landlock": 0,
+            "namespaces": False, "required": False}
+        spec.update(daemon=None, env=sorted(self.env))  # its parent is the client's process, not us
+        return probe.launcher_argv(json.dumps(spec), isolated=True)
 
     def observation(self, output: str, cwd: str) -> str:
         """Notes to append to the command's observation ('' when there is nothing to say)."""
@@ -93,4 +106,4 @@ async def prepare(settings: Any, root: Path, command: str, args: dict[str, Any])
         _said_unavailable = True
         notice = f"note: sandboxed commands keep the network here ({chosen.network_reason})"
         log.warning("run_command cannot turn the network off: %s", chosen.network_reason)
-    return Prepared(probe.launcher_argv(json.dumps(spec)), env, chosen, command, tmpdir, notice)
+    return Prepared(probe.launcher_argv(json.dumps(spec)), env, chosen, command, tmpdir, notice, spec)

@@ -90,6 +90,10 @@ def _wait_for(child: int) -> int:
 
 
 def run(spec: dict[str, Any]) -> int:
+    if spec.get("env") is not None:  # run elsewhere (a client's terminal): only the variables we gave
+        keep = set(spec["env"])
+        for name in [n for n in os.environ if n not in keep]:
+            del os.environ[name]
     # Die with the daemon, even when it is killed outright (then the namespace goes with us).
     contain.prctl(contain.PR_SET_PDEATHSIG, signal.SIGKILL)
     if spec.get("daemon") and os.getppid() != spec["daemon"]:

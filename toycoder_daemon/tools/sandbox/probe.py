@@ -22,8 +22,9 @@ BOOT = (f"import sys; sys.path.insert(0, {_PACKAGE_PARENT!r}); "
 keeps its start-up cost per command low."""
 
 
-def launcher_argv(*args: str) -> list[str]:
-    return [sys.executable, "-S", "-s", "-c", BOOT, *args]
+def launcher_argv(*args: str, isolated: bool = False) -> list[str]:
+    """`isolated` (-I) for an environment not ours (a client's terminal): PYTHON* variables ignored."""
+    return [sys.executable, "-S", "-I" if isolated else "-s", "-c", BOOT, *args]
 
 
 @dataclass(frozen=True)
