@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 from acp import RequestError, text_block
 from conftest import write_config
-from helpers import new_session, tool_results, write_call
+from helpers import kill_process_groups, new_session, processes_with, sleep_command, tool_results, write_call
 from rpc import Daemon
 from test_acp import acp_daemon
 from test_acp import new_session as acp_new_session
+from waiting import DEFAULT_TIMEOUT, wait_until_async
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
@@ -125,18 +126,23 @@ async def test_acp_close_and_resume_through_the_daemon(tmp_path: Path, llm: Fake
             await conn.prompt(session_id=sid, prompt=[text_block("after close")])
         assert e.value.code == -32002
         before = len(editor.updates())
-        await conn.resume_session(cwd=str(workspace), session_id=sid)
-        assert len(editor.updates()) == before  # resumed without a replay
+        await conn.resume_session(cwd=str(workspace), session_id=sid)  # a replay would come before its answer
+        assert not [u for u in editor.updates()[before:] if u["sessionUpdate"].endswith("_message_chunk")]
         llm.add({"text": "Resumed.", "expect": {"last_user_contains": "again"}})
         assert (await conn.prompt(session_id=sid, prompt=[text_block("again")])).stop_reason == "end_turn"
         assert [m["content"] for m in llm.requests[-1]["body"]["messages"][1:]] == ["first", "First answer.", "again"]
 
 
+RUN_SLEEP = "tools: {enabled: [run_command]}\npermissions: {allow: ['run_command(sleep *)']}\n"
+
+
 async def test_acp_two_daemons_on_one_session(tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
     """B has the session open all along: it gets A's turn replayed, is refused (-32011) while A's turn
-    runs, and after A is killed mid-turn (a permission question open) continues with A's turn, its
-    open tool call answered, in its context."""
-    async with acp_daemon(tmp_path, llm) as (a, a_editor, a_proc), acp_daemon(tmp_path, llm) as (b, b_editor, _):
+    runs, and after A is killed mid-turn (mid-tool-call) continues with A's turn, its open tool call
+    answered, in its context."""
+    config = write_config(tmp_path / "run.yaml", llm, extra=RUN_SLEEP)
+    async with acp_daemon(tmp_path, llm, config=config) as (a, _, a_proc), \
+            acp_daemon(tmp_path, llm, config=config) as (b, b_editor, _):
         sid = await acp_new_session(a, workspace)
         await b.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
         llm.add({"text": "Made in A."})
@@ -145,21 +151,17 @@ async def test_acp_two_daemons_on_one_session(tmp_path: Path, llm: FakeLLM, work
                                 == "Made in A.")
         assert b_editor.text("user_message_chunk") == "hello from a"
 
-        never = asyncio.Event()
-
-        async def unanswered(*_: Any, **__: Any) -> Any:  # a person who has not answered yet
-            await never.wait()
-
-        a_editor.request_permission = unanswered  # type: ignore[method-assign]
-        llm.add(write_call("held.txt", "x\n"))
-        turn = asyncio.ensure_future(a.prompt(session_id=sid, prompt=[text_block("write it")]))
-        await a_editor.wait_for(lambda f: f.get("method") == "session/request_permission")
+        sleep = sleep_command(177)
+        llm.add({"tool_calls": [{"name": "run_command", "arguments": {"command": sleep}}]})
+        turn = asyncio.ensure_future(a.prompt(session_id=sid, prompt=[text_block("wait a bit")]))
+        await wait_until_async(lambda: processes_with(sleep), DEFAULT_TIMEOUT, "A's command to run")
         with pytest.raises(RequestError) as busy:
             await b.prompt(session_id=sid, prompt=[text_block("me too")])
         assert busy.value.code == -32011 and "another ToyCoder daemon" in str(busy.value)
 
         a_proc.kill()  # SIGKILL mid-turn: no chance to answer its open tool call or release anything
         await a_proc.wait()
+        kill_process_groups(processes_with(sleep))  # nor to end its command
         turn.cancel()  # its connection is gone: the request ends (cancelled or failed), never answered
         with contextlib.suppress(ConnectionError, asyncio.CancelledError):
             await turn
@@ -167,8 +169,7 @@ async def test_acp_two_daemons_on_one_session(tmp_path: Path, llm: FakeLLM, work
         assert (await b.prompt(session_id=sid, prompt=[text_block("me too")])).stop_reason == "end_turn"
         sent = llm.requests[-1]["body"]["messages"][1:]
         assert [(m["role"], m.get("content")) for m in sent[:3]] == [
-            ("user", "hello from a"), ("assistant", "Made in A."), ("user", "write it")]
-        assert sent[3]["tool_calls"][0]["function"]["name"] == "write_file"
+            ("user", "hello from a"), ("assistant", "Made in A."), ("user", "wait a bit")]
+        assert sent[3]["tool_calls"][0]["function"]["name"] == "run_command"
         assert sent[4]["role"] == "tool" and "interrupted" in sent[4]["content"]
         assert sent[5] == {"role": "user", "content": "me too"} and llm.violations == []
-        assert not (workspace / "held.txt").exists()
