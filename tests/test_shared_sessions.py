@@ -1,6 +1,7 @@
 """One session in two daemons (two Apps on one data directory, in-process): only a running turn
 holds the session; a turn sees what the other daemon added; open sessions hear about it. The
-subprocess tier (test_shared_sessions_e2e.py) keeps the wire path and a SIGKILL mid-turn."""
+subprocess tier (test_sessions_e2e.py on LSP, test_issue15_flows.py on ACP) keeps the wire path
+and a SIGKILL mid-turn."""
 
 from __future__ import annotations
 

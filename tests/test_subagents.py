@@ -35,7 +35,7 @@ async def test_planner_has_its_own_context_and_its_events_are_tagged(inproc) -> 
     assert planner["messages"][1] == {"role": "user", "content": "Add a subtract() function with tests"}
     assert len(planner["messages"]) == 2 and planner["tools"] is None
     tool_msg = [m for m in p.script.calls[2]["messages"] if m["role"] == "tool"][0]
-    assert tool_msg["content"] == "1. Read src/app.py\n2. Add subtract()\n3. Add tests"
+    assert tool_msg["content"].startswith("1. Read src/app.py\n2. Add subtract()\n3. Add tests\n\n[These 3 steps")
     parent = next(e for e in p.frontend.of(sid) if isinstance(e, ToolCallStarted)).tool_call_id
     tagged = [e for e in p.frontend.of(sid, "text_delta") if e.parent_tool_call_id == parent]
     assert "".join(e.text for e in tagged).startswith("1. Read")  # type: ignore[union-attr]

@@ -27,7 +27,7 @@ async def test_planner_has_its_own_context_and_its_events_are_tagged(daemon: Dae
     assert planner_req["messages"][1] == {"role": "user", "content": "Add a subtract() function with tests"}
     assert len(planner_req["messages"]) == 2 and "tools" not in planner_req
     tool_msg = [m for m in llm.requests[2]["body"]["messages"] if m["role"] == "tool"][0]
-    assert tool_msg["content"] == "1. Read src/app.py\n2. Add subtract()\n3. Add tests"
+    assert tool_msg["content"].startswith("1. Read src/app.py\n2. Add subtract()\n3. Add tests\n\n[These 3 steps")
     updates = daemon.updates(sid)
     parent = next(u["update"]["toolCallId"] for u in updates if u["update"]["kind"] == "tool_call")
     tagged = [u for u in updates if u.get("parentToolCallId") == parent]

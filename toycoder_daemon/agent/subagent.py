@@ -6,6 +6,8 @@ permission gate (restricted to the tools it was given), its events reach the edi
 the calling tool call's id, and the tokens it spends count toward the session. What it runs with
 (registry, models, usage sink) is captured when its tool is built for a session, so the
 ToolContext carries no sub-agent plumbing.
+
+The planner's plan seeds the session's plan (`seed_plan`).
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from typing import Annotated, Literal
 
 from ..llm.base import ChatModel, Usage
 from ..messages import Message
-from ..ports import CommandRunner, Decision, EditApplied, Event, Frontend, PermissionRequest
+from ..ports import CommandRunner, Decision, EditApplied, Event, Frontend, PermissionRequest, PlanUpdated
 from ..tools.base import Tool, ToolContext, ToolError
+from ..tools.plan_text import plan_from_text
 from ..tools.registry import ToolRegistry
 from .react import run_turn
 
@@ -36,6 +39,11 @@ class SubAgent:
     """Tool names it may use (the main agent's tools, by name); empty = none."""
     model: Role = "default"
     max_steps: int = 8
+
+    @property
+    def seeds_plan(self) -> bool:
+        """The planner's role (the built-in planner, or a configured agent with `prompt: planner`)."""
+        return self.prompt == "planner"
 
 
 @dataclass(frozen=True)
@@ -77,12 +85,36 @@ def subagent_tool(agent: SubAgent, description: str, runtime: AgentRuntime | Non
     ) -> str:
         if runtime is None:
             raise ToolError(f"the sub-agent {agent.name} cannot run here (no session)")
-        return await run_subagent(agent, runtime, ctx, query, context)
+        answer = await run_subagent(agent, runtime, ctx, query, context)
+        return seed_plan(ctx, answer) if agent.seeds_plan else answer
 
     t = Tool.from_function(call, level="safe", name=agent.name,
                            title=lambda a: f"{agent.name}: {' '.join(str(a.get('query', '')).split())[:80]}")
     t.description, t.source = description, "agent"
     return t
+
+
+def seed_plan(ctx: ToolContext, answer: str) -> str:
+    """Show the planner's steps as the session's plan (all pending) and tell the main agent so;
+    the tool result the main agent reads: the answer, plus that note when there was a plan.
+
+    Why from the planner's text, not from an update_plan call of its own: the planner is one model
+    request without tools, which every model answers, tool calling or not, and a numbered list is
+    what it is asked for and what models write reliably; a plan it would have to send through a
+    tool is lost whenever a model answers in prose instead. So its answer is read as a list
+    (tools/plan_text.py: numbered or bulleted lines; no plan when there are fewer than two) and
+    the PlanUpdated goes out on the planner tool call's own frontend, the main agent's, untagged:
+    it is the session's plan, the one the main agent then keeps with update_plan, not a sub-agent's
+    detail. The note lists the steps as sent, so the main agent's next update_plan can carry them
+    over word for word."""
+    steps = plan_from_text(answer)
+    if not steps:
+        return answer
+    ctx.frontend.emit(PlanUpdated(steps))
+    listed = "\n".join(f"{i}. {s.content} ({s.priority})" for i, s in enumerate(steps, 1))
+    return (f"{answer}\n\n[These {len(steps)} steps are now the session's plan, shown to the user as a checklist, "
+            f"all pending:\n{listed}\nKeep it current with update_plan (the whole list each time): mark a step "
+            "in_progress when you start it and completed when it is done; change the list if the plan changes.]")
 
 
 class ChildFrontend:

@@ -1,0 +1,158 @@
+"""The planner sub-agent's answer seeds the session's plan: its steps (all pending) are shown to the
+person as the plan, untagged, and the main agent is told to keep it with update_plan. Reading plans
+out of the shapes models write, in-process flows, and one run through the real daemon per face."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp import text_block
+from helpers import new_session
+from inproc_app import InProc
+from rpc import Daemon
+from test_acp import acp_daemon
+from test_acp import new_session as acp_new_session
+from test_plan import plan_call
+
+from toycoder_daemon.ports import PlanUpdated, ToolCallStarted
+from toycoder_daemon.testing.fake_llm import FakeLLM
+from toycoder_daemon.tools.plan_text import MAX_CONTENT, MAX_STEPS, plan_from_text
+
+
+def steps(text: str) -> list[tuple[str, str]]:
+    entries = plan_from_text(text)
+    assert all(e.status == "pending" for e in entries)
+    return [(e.content, e.priority) for e in entries]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("1. Read calc.py\n2. Fix the divisor\n3. Run the tests",
+     [("Read calc.py", "medium"), ("Fix the divisor", "medium"), ("Run the tests", "medium")]),
+    ("Here is the plan:\n\n1) Read `calc.py`\n2) Fix it (high)\n\nGood luck.",
+     [("Read `calc.py`", "medium"), ("Fix it", "high")]),
+    ("**1.** **Investigate**: read calc.py [low]\n**2.** Fix [high priority]",
+     [("Investigate: read calc.py", "low"), ("Fix", "high")]),
+    ("Step 1: read the code\nStep 2: change average (priority: high)",
+     [("read the code", "medium"), ("change average", "high")]),
+    # nested details are part of their step, not steps of their own
+    ("1. Investigate\n   - read calc.py\n   - grep callers\n2. Fix\n   1. edit calc.py\n   2. test",
+     [("Investigate", "medium"), ("Fix", "medium")]),
+    # bullets beside a numbered plan are notes
+    ("Notes:\n- the tests are slow\n\n1. Read\n2. Fix", [("Read", "medium"), ("Fix", "medium")]),
+    # the longest list is the plan; a list numbered 1. 1. 1. is one list
+    ("Files:\n1. calc.py\n2. report.py\n\nPlan:\n1. Read calc.py\n2. Edit it\n3. Test it",
+     [("Read calc.py", "medium"), ("Edit it", "medium"), ("Test it", "medium")]),
+    ("1. a step\n1. b step\n1. c step", [("a step", "medium"), ("b step", "medium"), ("c step", "medium")]),
+    # numbered headings when there is no numbered item; their bullets are details
+    ("### 1. Investigate\n- read\n### 2. Fix\n- edit", [("Investigate", "medium"), ("Fix", "medium")]),
+    ("- [ ] read the code\n* [x] fix it\n+ ship", [("read the code", "medium"), ("fix it", "medium"),
+                                                    ("ship", "medium")]),
+    ("```\n1. not a step\n2. code\n```\n1. Read\n2. Fix", [("Read", "medium"), ("Fix", "medium")]),
+    ("\t1. tabbed\n\t2. steps", [("tabbed", "medium"), ("steps", "medium")]),
+])
+def test_plans_are_read_from_the_shapes_models_write(text: str, expected: list[tuple[str, str]]) -> None:
+    assert steps(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "", "Just rename the variable in calc.py; nothing else is needed.",
+    "1. Rename the variable", "- one lone bullet in prose",
+    "* * *\n---\n- \n- ***", "```\n1. code\n2. only\n```",
+])
+def test_no_plan_without_two_steps(text: str) -> None:
+    assert plan_from_text(text) == ()
+
+
+def test_limits_are_the_ones_update_plan_takes() -> None:
+    many = plan_from_text("\n".join(f"{i}. step {i}" for i in range(1, 80)))
+    assert len(many) == MAX_STEPS and many[-1].content == f"step {MAX_STEPS}"
+    long = plan_from_text(f"1. {'x' * 900}\n2. short")
+    assert len(long[0].content) == MAX_CONTENT and long[0].content.endswith("…")
+
+
+PLANNER_ANSWER = "I would do this:\n1. Read src/app.py\n2. Add subtract() (high)\n3. Add tests (low)"
+SEEDED = [("Read src/app.py", "medium", "pending"), ("Add subtract()", "high", "pending"),
+          ("Add tests", "low", "pending")]
+
+
+def planner_call(query: str = "Add a subtract() function with tests") -> dict[str, Any]:
+    return {"text": "Let me plan.", "tool_calls": [{"name": "planner", "arguments": {"query": query}}]}
+
+
+def shown(entries: Any) -> list[tuple[str, str, str]]:
+    return [(e.content, e.priority, e.status) for e in entries]
+
+
+async def test_the_planner_seeds_the_plan_and_the_main_agent_keeps_it(inproc) -> None:
+    p: InProc = inproc()
+    p.script.add(planner_call(), {"text": PLANNER_ANSWER},
+                 plan_call(("Read src/app.py", "in_progress"), ("Add subtract()", "pending"), ("Add tests", "pending")),
+                 {"text": "On it."})
+    sid = p.new_session()
+    await p.prompt(sid, "plan and do a subtract feature")
+    plans = [e for e in p.frontend.of(sid) if isinstance(e, PlanUpdated)]
+    assert [shown(e.entries) for e in plans][0] == SEEDED
+    assert plans[0].parent_tool_call_id is None  # the session's plan, not a detail of the planner's call
+    assert [e.status for e in plans[1].entries] == ["in_progress", "pending", "pending"]
+    # the plan is on screen before the planner's call ends
+    planner_id = next(e for e in p.frontend.of(sid) if isinstance(e, ToolCallStarted)).tool_call_id
+    events = p.frontend.of(sid)
+    finished = next(i for i, e in enumerate(events) if e.kind == "tool_result" and e.tool_call_id == planner_id)
+    assert events.index(plans[0]) < finished
+    result = [m for m in p.script.calls[2]["messages"] if m["role"] == "tool"][0]["content"]
+    assert result.startswith(PLANNER_ANSWER + "\n\n[These 3 steps are now the session's plan")
+    assert "1. Read src/app.py (medium)\n2. Add subtract() (high)\n3. Add tests (low)" in result
+    assert "update_plan" in result
+
+
+async def test_a_plan_in_prose_seeds_nothing_and_is_passed_on_as_it_is(inproc) -> None:
+    p: InProc = inproc()
+    prose = "Rename the helper in src/app.py and update its one caller; nothing else is needed."
+    p.script.add(planner_call(), {"text": prose}, {"text": "Done."})
+    sid = p.new_session()
+    await p.prompt(sid, "plan")
+    assert p.frontend.of(sid, "plan") == []
+    assert [m for m in p.script.calls[2]["messages"] if m["role"] == "tool"][0]["content"] == prose
+
+
+async def test_only_the_planners_role_seeds_the_plan(inproc) -> None:
+    p: InProc = inproc({"agents": {"architect": {"prompt": "planner"}, "explorer": {"max_steps": 2}}})
+    p.script.add({"tool_calls": [{"name": "explorer", "arguments": {"query": "list the steps of the build"}}]},
+                 {"text": "1. setup.py runs\n2. the wheel is built"},
+                 {"tool_calls": [{"name": "architect", "arguments": {"query": "plan the refactor"}}]},
+                 {"text": "1. Split app.py\n2. Move helpers"},
+                 {"text": "ok"})
+    sid = p.new_session()
+    await p.prompt(sid, "go")
+    plans = [e for e in p.frontend.of(sid) if isinstance(e, PlanUpdated)]
+    assert [shown(e.entries) for e in plans] == [[("Split app.py", "medium", "pending"),
+                                                  ("Move helpers", "medium", "pending")]]
+
+
+def planner_script() -> list[dict[str, Any]]:
+    return [planner_call(), {"text": PLANNER_ANSWER},
+            plan_call(("Read src/app.py", "completed"), ("Add subtract()", "in_progress"), ("Add tests", "pending")),
+            {"text": "Working on it."}]
+
+
+async def test_lsp_the_planner_seeds_the_plan(daemon: Daemon, llm: FakeLLM) -> None:
+    llm.add(*planner_script())
+    sid = await new_session(daemon)
+    await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "plan a subtract feature"})
+    plans = [u for u in daemon.updates(sid) if u["update"]["kind"] == "plan"]
+    assert [(e["content"], e["priority"], e["status"]) for e in plans[0]["update"]["entries"]] == SEEDED
+    assert plans[0].get("parentToolCallId") is None
+    assert [e["status"] for e in plans[1]["update"]["entries"]] == ["completed", "in_progress", "pending"]
+    assert len(plans) == 2
+
+
+async def test_acp_the_planner_seeds_the_plan(tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
+    llm.add(*planner_script())
+    async with acp_daemon(tmp_path, llm) as (conn, editor, _):
+        sid = await acp_new_session(conn, workspace)
+        await conn.prompt(session_id=sid, prompt=[text_block("plan a subtract feature")])
+        plans = [u["entries"] for u in editor.updates("plan")]
+        assert [(e["content"], e["priority"], e["status"]) for e in plans[0]] == SEEDED
+        assert [[e["status"] for e in p] for p in plans[1:]] == [["completed", "in_progress", "pending"]]
