@@ -216,7 +216,7 @@ async def test_a_subagents_writes_are_the_turns_and_undone_with_it(inproc, works
 
 
 def test_the_acp_face_offers_the_checkpoint_commands() -> None:
-    from toycoder_daemon.acp import command_list
+    from toycoder_daemon.acp_content import command_list
 
     offered = {c.name: c for c in command_list()}
     assert {"undo", "checkpoints", "restore"} <= set(offered)

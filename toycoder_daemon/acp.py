@@ -16,27 +16,18 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
-from urllib.parse import unquote, urlparse
 
 from acp import (
     PROTOCOL_VERSION,
     RequestError,
-    start_tool_call,
-    text_block,
-    tool_content,
     update_agent_message_text,
-    update_tool_call,
-    update_user_message_text,
 )
 from acp.core import AgentSideConnection
 from acp.helpers import update_available_commands
 from acp.meta import AGENT_METHODS
 from acp.schema import (
     AgentCapabilities,
-    AvailableCommand,
-    AvailableCommandInput,
     ClientCapabilities,
-    EmbeddedResourceContentBlock,
     Implementation,
     InitializeRequest,
     InitializeResponse,
@@ -45,7 +36,6 @@ from acp.schema import (
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
-    ResourceContentBlock,
     ResumeSessionResponse,
     SessionCapabilities,
     SessionCloseCapabilities,
@@ -53,24 +43,20 @@ from acp.schema import (
     SessionInfo,
     SessionListCapabilities,
     SessionResumeCapabilities,
-    TextContentBlock,
-    TextResourceContents,
-    UnstructuredCommandInput,
     Usage,
 )
 from pydantic import ValidationError
 
-from . import __version__, acp_fs, acp_mcp, acp_sessions, safejson
+from . import __version__, acp_fs, acp_mcp, acp_sessions
 from . import protocol as wire
+from .acp_content import command_list, prompt_text, replay
 from .acp_fast import StdinPump
-from .acp_frontend import AcpFrontend, locations, tool_kind
+from .acp_frontend import AcpFrontend
 from .acp_terminal import Terminals
 from .app import App
 from .background import Background
-from .commands.builtin import commands
 from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound, ToyCoderError
 from .ndjson import FrameTransport, LineTransport
-from .sessions.session import TranscriptEntry
 
 log = logging.getLogger(__name__)
 
@@ -99,76 +85,6 @@ def acp_errors(handler: Any) -> Any:
             raise RequestError(wire.CONFIG_ERROR, str(e)) from None
 
     return wrapped
-
-
-def shown_uri(uri: str, root: Path) -> str:
-    """A file URI inside the workspace as a relative path (what the model's tools take)."""
-    parsed = urlparse(uri)
-    if parsed.scheme != "file":
-        return uri
-    p = Path(unquote(parsed.path))
-    return str(p.relative_to(root)) if p == root or root in p.parents else str(p)
-
-
-def prompt_text(blocks: list[Any], root: Path) -> str:
-    """Content blocks -> our prompt text: text as is, resources as `@path` mentions, and the text of
-    embedded resources appended as context. Images and audio are not read (text-only agent)."""
-    pieces: list[str] = []
-    context: list[str] = []
-    for b in blocks:
-        if isinstance(b, TextContentBlock):
-            pieces.append(b.text)
-        elif isinstance(b, ResourceContentBlock):
-            pieces.append(f"@{shown_uri(b.uri, root)}")
-        elif isinstance(b, EmbeddedResourceContentBlock):
-            pieces.append(f"@{shown_uri(b.resource.uri, root)}")
-            if isinstance(b.resource, TextResourceContents):
-                context.append(f'<context uri="{b.resource.uri}">\n{b.resource.text}\n</context>')
-        else:
-            pieces.append(f"[{getattr(b, 'type', 'content')} omitted: ToyCoder reads text only]")
-    text = ""
-    for piece in pieces:  # a mention between two text blocks gets a space on each side
-        if text and piece and not text[-1].isspace() and not piece[0].isspace():
-            text += " "
-        text += piece
-    return text + ("\n\n" + "\n\n".join(context) if context else "")
-
-
-def command_list() -> list[AvailableCommand]:
-    out = []
-    for c in commands.all():
-        hint = c.usage.partition(" ")[2]
-        out.append(AvailableCommand(name=c.name, description=c.help,
-                                    input=AvailableCommandInput(UnstructuredCommandInput(hint=hint)) if hint else None))
-    return out
-
-
-def replay(transcript: list[TranscriptEntry], app: App) -> list[Any]:
-    """A stored conversation as the session/update notifications a client would have seen."""
-    updates: list[Any] = []
-    for entry in transcript:
-        role, text = entry.role, entry.text or ""
-        if role == "user":
-            updates.append(update_user_message_text(text))
-        elif role == "assistant":
-            updates.append(update_agent_message_text(text))
-        elif role == "tool_call":
-            name = entry.name or "tool"
-            try:
-                args: Any = safejson.loads(text)  # deep stored arguments must not stop the load
-            except ValueError:
-                args = text
-            t = app.tools.get(name)
-            title = t.describe_call(args) if t and isinstance(args, dict) else name
-            updates.append(start_tool_call(entry.tool_call_id or "", title, kind=tool_kind(name, app),  # type: ignore[arg-type]
-                                           status="in_progress", raw_input=args,
-                                           locations=locations(args, app.workspace.root)))
-        elif role == "tool":
-            status = entry.status or "completed"
-            updates.append(update_tool_call(entry.tool_call_id or "",
-                                            status="completed" if status == "completed" else "failed",
-                                            content=[tool_content(text_block(text))]))
-    return updates
 
 
 class ToyCoderAgent:
