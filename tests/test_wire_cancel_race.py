@@ -22,7 +22,7 @@ from rpc import Daemon, frame
 from toycoder_daemon.acp_frontend import AcpFrontend
 from toycoder_daemon.editor_frontend import EditorFrontend
 from toycoder_daemon.ports import PermissionRequest
-from toycoder_daemon.replies import _reply_within_310, reply_within
+from toycoder_daemon.reply_wait import _reply_within_310, reply_within
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 ROUNDS = 25

@@ -57,7 +57,7 @@ from .ports import (
     ToolCallStarted,
     UsageReport,
 )
-from .replies import reply_within
+from .reply_wait import reply_within
 
 if TYPE_CHECKING:
     from .app import App

@@ -18,7 +18,7 @@ from typing import Any
 
 from acp.schema import ClientCapabilities
 
-from .replies import reply_within
+from .reply_wait import reply_within
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from acp.schema import EnvVariable
 from pydantic import ValidationError
 
 from .ports import CommandNotStarted, CommandOutput, CommandRequest
-from .replies import reply_within
+from .reply_wait import reply_within
 from .tools.base import ToolError
 
 log = logging.getLogger(__name__)

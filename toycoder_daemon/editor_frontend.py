@@ -14,7 +14,7 @@ from . import protocol as wire
 from .coalesce import TextCoalescer
 from .lsp_mapping import apply_edit_params, update_payload
 from .ports import CommandRunner, Decision, EditApplied, Event, PermissionRequest, TextDelta, ToolCallStarted
-from .replies import reply_within
+from .reply_wait import reply_within
 
 log = logging.getLogger(__name__)
 
