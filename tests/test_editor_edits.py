@@ -1,17 +1,25 @@
 """Edits through the editor and "what was approved is what is written", in-process (issue 11): a
 file open in an editor that can apply edits is changed through it (applied, refused), one that
 cannot keeps the refusal under unsaved work; a base that changes while the permission question is
-open fails the call and leaves the file alone. test_undo_e2e.py keeps the wire round trips."""
+open fails the call and leaves the file alone. Versioned edits (documentChanges) run through the
+LSP face in-process (tests/inproc.py). test_undo_e2e.py keeps the wire round trips."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
+from typing import Any
 
+from helpers import new_session, tool_results
+from inproc import start_daemon_inproc  # noqa: F401  (the LSP face in-process)
 from inproc_app import InProc, eventually
+from rpc import Daemon
 
 from toycoder_daemon.lsp_mapping import workspace_edit
 from toycoder_daemon.ports import EditApplied, PermissionRequest, ToolCallFinished
+from toycoder_daemon.testing.fake_llm import FakeLLM
+from toycoder_daemon.tools.workspace import Workspace
 
 CALC = "def add(a, b):\n    return a + b\n"
 
@@ -135,3 +143,106 @@ def test_the_workspace_edit_replaces_only_what_differs_in_utf16_positions() -> N
     whole = workspace_edit("file:///x.py", "a\n", "a\nb\n")["changes"]["file:///x.py"][0]
     assert whole == {"range": {"start": {"line": 1, "character": 0}, "end": {"line": 1, "character": 0}},
                      "newText": "b\n"}
+
+
+# ---- versioned edits: documentChanges with the buffer's version, over the LSP face -----------------
+
+async def editor(start_daemon: Any, workspace: Path, document_changes: bool) -> Daemon:
+    """A daemon initialized by an editor that applies edits, declaring documentChanges or not."""
+    d: Daemon = await start_daemon(init=False)
+    caps: dict[str, Any] = {"experimental": {"toycoder": {"permissionRequest": True}},
+                            "workspace": {"applyEdit": True, "workspaceEdit": {"documentChanges": document_changes}}}
+    await d.call("initialize", {"processId": os.getpid(), "rootUri": workspace.resolve().as_uri(),
+                                "capabilities": caps, "initializationOptions": {}})
+    d.notify("initialized", {})
+    d.handlers["toycoder/requestPermission"] = lambda p: {"decision": "allow_once"}
+    return d
+
+
+def change(d: Daemon, path: Path, version: int, text: str) -> None:
+    d.notify("textDocument/didChange", {"textDocument": {"uri": path.as_uri(), "version": version},
+                                        "contentChanges": [{"text": text}]})
+
+
+async def edit_over_the_wire(d: Daemon, llm: FakeLLM, call: dict) -> dict:
+    llm.add(call, {"text": "ok"})
+    sid = await new_session(d)
+    await d.call("toycoder/prompt", {"sessionId": sid, "text": "change it"})
+    [r] = tool_results(d, sid)
+    return r
+
+
+async def test_a_client_declaring_document_changes_gets_the_buffer_version_it_was_read_at(
+        start_daemon, llm: FakeLLM, workspace: Path) -> None:
+    calc = (workspace / "calc.py").resolve()
+    calc.write_text(CALC)
+    d = await editor(start_daemon, workspace, document_changes=True)
+    sent: list[dict] = []
+
+    def apply(params: dict) -> dict:  # an editor: applies it, then reports the change (version 5)
+        sent.append(params["edit"])
+        change(d, calc, 5, CALC.replace("a + b", "b + a"))
+        return {"applied": True}
+
+    d.handlers["workspace/applyEdit"] = apply
+    d.notify("textDocument/didOpen", {"textDocument": {"uri": calc.as_uri(), "languageId": "python",
+                                                       "version": 4, "text": CALC}})
+    r = await edit_over_the_wire(d, llm, edit("calc.py", "a + b", "b + a"))
+    assert r["status"] == "completed", r
+    assert sent[0] == {"documentChanges": [{"textDocument": {"uri": calc.as_uri(), "version": 4}, "edits": [
+        {"range": {"start": {"line": 1, "character": 11}, "end": {"line": 1, "character": 16}}, "newText": "b + a"}]}]}
+    r = await edit_over_the_wire(d, llm, edit("calc.py", "b + a", "a * b"))
+    assert r["status"] == "completed", r
+    assert sent[1]["documentChanges"][0]["textDocument"]["version"] == 5  # the didChange's version
+
+
+async def test_without_document_changes_the_edit_is_unversioned(start_daemon, llm: FakeLLM, workspace: Path) -> None:
+    calc = (workspace / "calc.py").resolve()
+    calc.write_text(CALC)
+    d = await editor(start_daemon, workspace, document_changes=False)
+    sent: list[dict] = []
+    d.handlers["workspace/applyEdit"] = lambda p: sent.append(p["edit"]) or {"applied": True}
+    d.notify("textDocument/didOpen", {"textDocument": {"uri": calc.as_uri(), "languageId": "python",
+                                                       "version": 4, "text": CALC}})
+    r = await edit_over_the_wire(d, llm, edit("calc.py", "a + b", "b + a"))
+    assert r["status"] == "completed", r
+    assert list(sent[0]) == ["changes"] and sent[0]["changes"][calc.as_uri()][0]["newText"] == "b + a"
+
+
+async def test_an_edit_refused_as_stale_fails_the_call_asking_to_read_again(
+        start_daemon, llm: FakeLLM, workspace: Path) -> None:
+    calc = (workspace / "calc.py").resolve()
+    calc.write_text(CALC)
+    d = await editor(start_daemon, workspace, document_changes=True)
+    typed = CALC + "# typed\n"
+
+    def keystroke_then_refuse(params: dict) -> dict:  # the buffer moved on: its didChange, then the refusal
+        assert params["edit"]["documentChanges"][0]["textDocument"]["version"] == 1
+        change(d, calc, 2, typed)
+        return {"applied": False, "failureReason": "calc.py changed in the editor; the edit was not applied"}
+
+    d.handlers["workspace/applyEdit"] = keystroke_then_refuse
+    d.notify("textDocument/didOpen", {"textDocument": {"uri": calc.as_uri(), "languageId": "python",
+                                                       "version": 1, "text": CALC}})
+    r = await edit_over_the_wire(d, llm, edit("calc.py", "a + b", "b + a"))
+    assert r["status"] == "failed" and "calc.py changed in the editor while waiting; read it again" in r["output"], r
+    assert calc.read_text() == CALC
+    # a refusal with the buffer where it was is reported as the editor's reason, not as a change
+    d.handlers["workspace/applyEdit"] = lambda p: {"applied": False, "failureReason": "the buffer is read-only"}
+    r = await edit_over_the_wire(d, llm, edit("calc.py", "a + b", "b + a"))
+    assert r["status"] == "failed" and r["output"].endswith(
+        "the editor did not apply the change to calc.py: the buffer is read-only"), r
+
+
+def test_a_version_holds_only_for_the_text_it_numbers(tmp_path: Path) -> None:
+    w = Workspace(tmp_path)
+    p = (tmp_path / "calc.py").resolve()
+    w.set_document(p, CALC, 3)
+    assert w.document_version(p, CALC) == 3 and w.document_state(p) == (CALC, 3)
+    assert w.document_version(p, CALC + "x") is None  # an edit made against other text
+    w.open_documents[p] = CALC + "x"  # the daemon's own write after an applied edit
+    assert w.document_version(p, CALC + "x") is None and w.document_state(p) == (CALC + "x", None)
+    w.set_document(p, CALC + "x", 4)  # its didChange
+    assert w.document_version(p, CALC + "x") == 4
+    w.close_document(p)
+    assert w.document_state(p) == (None, None) and p not in w.document_versions

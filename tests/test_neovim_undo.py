@@ -189,10 +189,17 @@ def test_an_edit_to_a_modified_buffer_goes_through_apply_edit_and_u_undoes_it(ed
     llm.add({"tool_calls": [{"name": "edit_file", "arguments": {"path": "src/app.py", "old_string": "return a + b",
                                                                  "new_string": "return a + b  # checked"}}]},
             {"text": "Edited."})
+    ed.lua("""T.edits = {}
+        local m = require('toycoder.apply_edit')
+        local handle = m.handle
+        m.handle = function(params) table.insert(T.edits, params.edit); return handle(params) end""")
     ed.cmd("ToyCoder mark it checked")
     ed.decide("a")
     ed.wait_idle()
     assert "- [ok] edit_file src/app.py" in ed.chat(), ed.chat()
+    # versioned (the plugin declares documentChanges): the didOpen's, whose text had the unsaved line
+    [sent] = ed.lua("return T.edits")
+    assert [c["textDocument"] for c in sent["documentChanges"]] == [{"uri": app.as_uri(), "version": 0}], sent
     assert buffer_of(ed, app) == ["def add(a, b):", "    return a + b  # checked", "# mine, unsaved"]
     assert ed.lua("return vim.bo[vim.fn.bufnr(...)].modified", str(app)), "the person's unsaved work was saved"
     assert app.read_text() == "def add(a, b):\n    return a + b\n", "the daemon wrote under the buffer"
@@ -200,6 +207,49 @@ def test_an_edit_to_a_modified_buffer_goes_through_apply_edit_and_u_undoes_it(ed
     ed.nv.input("u")
     ed.wait(lambda: buffer_text(ed) == "def add(a, b):\n    return a + b\n# mine, unsaved",
             "u to undo the agent's edit")
+
+
+def versioned(ed: Editor, path: Path, version: int, old: str, new: str) -> dict:
+    """What the plugin answers to a versioned workspace/applyEdit replacing the first `old` in `path`."""
+    return ed.lua("""
+        local path, version, old, new = ...
+        local buf = vim.fn.bufnr(path)
+        local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+        for i, line in ipairs(lines) do
+          local s, e = line:find(old, 1, true)
+          if s then
+            local range = { start = { line = i - 1, character = s - 1 }, ['end'] = { line = i - 1, character = e } }
+            local doc = { uri = vim.uri_from_fname(path), version = version }
+            return require('toycoder.apply_edit').handle({ edit = { documentChanges = {
+              { textDocument = doc, edits = { { range = range, newText = new } } } } } })
+          end
+        end
+        error('no ' .. old .. ' in ' .. path)
+    """, str(path), version, old, new)
+
+
+def test_a_versioned_edit_applies_at_the_version_last_sent_and_is_refused_once_the_buffer_moved_on(
+        editor, workspace: Path) -> None:
+    ed = editor()
+    app = workspace / "src" / "app.py"
+    ed.cmd(f"edit {app}")
+    ed.lua("require('toycoder.daemon').start()")
+    version = "return require('toycoder.documents').version(vim.fn.bufnr(...))"
+    ed.wait(lambda: ed.lua(version, str(app)) == 0, "the didOpen (version 0)")
+    # another language server's version of the buffer (vim.lsp.util.buf_versions) is not ours to check
+    ed.lua("rawset(vim.lsp.util.buf_versions, vim.fn.bufnr(...), 1000)", str(app))
+    assert versioned(ed, app, 0, "a + b", "b + a") == {"applied": True}
+    assert buffer_of(ed, app) == ["def add(a, b):", "    return b + a"]
+    ed.wait(lambda: ed.lua(version, str(app)) == 1, "the edit's didChange (version 1)")
+
+    ed.nv.input("Go# typed<Esc>")  # a keystroke the daemon has not heard of when it sends version 1
+    ed.wait(lambda: len(buffer_of(ed, app)) == 3, "the typed line")
+    refused = versioned(ed, app, 1, "b + a", "a * b")
+    assert refused == {"applied": False, "failureReason": "src/app.py changed in the editor; the edit was not applied"}
+    assert buffer_of(ed, app) == ["def add(a, b):", "    return b + a", "# typed"]
+    assert ed.lua(version, str(app)) == 2, "the refusal did not send the pending change first"
+    assert versioned(ed, app, 2, "b + a", "a * b") == {"applied": True}
+    assert buffer_of(ed, app) == ["def add(a, b):", "    return a * b", "# typed"]
 
 
 def buffer_of(ed: Editor, path: Path) -> list[str]:

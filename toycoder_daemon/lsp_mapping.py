@@ -175,9 +175,11 @@ def _position(text: str, offset: int) -> dict[str, int]:
     return {"line": line, "character": len(col.encode("utf-16-le")) // 2}
 
 
-def workspace_edit(uri: str, before: str, after: str) -> dict[str, Any]:
+def workspace_edit(uri: str, before: str, after: str, version: int | None = None) -> dict[str, Any]:
     """A WorkspaceEdit turning `before` (the buffer's text) into `after`, replacing only the middle
-    that differs, so the editor keeps the cursor and marks elsewhere and undo sees one change."""
+    that differs, so the editor keeps the cursor and marks elsewhere and undo sees one change.
+    With the buffer `version` `before` was read at, a TextDocumentEdit (documentChanges): the
+    editor refuses it if the buffer moved on, even where the range would still fit."""
     start = 0
     limit = min(len(before), len(after))
     while start < limit and before[start] == after[start]:
@@ -187,10 +189,13 @@ def workspace_edit(uri: str, before: str, after: str) -> dict[str, Any]:
         end_b, end_a = end_b - 1, end_a - 1
     edit = {"range": {"start": _position(before, start), "end": _position(before, end_b)},
             "newText": after[start:end_a]}
+    if version is not None:
+        return {"documentChanges": [{"textDocument": {"uri": uri, "version": version}, "edits": [edit]}]}
     return {"changes": {uri: [edit]}}
 
 
-def apply_edit_params(uri: str, before: str, after: str, label: str) -> types.ApplyWorkspaceEditParams:
+def apply_edit_params(uri: str, before: str, after: str, label: str,
+                      version: int | None = None) -> types.ApplyWorkspaceEditParams:
     """workspace/applyEdit's params as pygls sends them (it serialises the method's lsprotocol type)."""
-    params = {"label": label, "edit": workspace_edit(uri, before, after)}
+    params = {"label": label, "edit": workspace_edit(uri, before, after, version)}
     return converters.get_converter().structure(params, types.ApplyWorkspaceEditParams)

@@ -134,6 +134,16 @@ class ToyCoderServer(LanguageServer):
         workspace = getattr(self.client_capabilities, "workspace", None)
         return bool(workspace and workspace.apply_edit)
 
+    def edit_version(self, path: Path, before: str) -> int | None:
+        """The buffer version to send with an edit of `path` made against `before`: None (an
+        unversioned edit) unless the client declared workspace.workspaceEdit.documentChanges and
+        the daemon knows the version of that text."""
+        workspace = getattr(self.client_capabilities, "workspace", None)
+        edit = workspace and workspace.workspace_edit
+        if self.app is None or not (edit and edit.document_changes):
+            return None
+        return self.app.workspace.document_version(path, before)
+
     def supports_progress(self) -> bool:
         window = getattr(self.client_capabilities, "window", None)
         return bool(window and window.work_done_progress)
@@ -211,17 +221,18 @@ def _doc_path(uri: str) -> Path | None:
 
 def did_open(ls: ToyCoderServer, params: types.DidOpenTextDocumentParams) -> None:
     if ls.app and (p := _doc_path(params.text_document.uri)):
-        ls.app.workspace.open_documents[p] = params.text_document.text
+        ls.app.workspace.set_document(p, params.text_document.text, params.text_document.version)
 
 
 def did_change(ls: ToyCoderServer, params: types.DidChangeTextDocumentParams) -> None:
     if ls.app and (p := _doc_path(params.text_document.uri)) and params.content_changes:
-        ls.app.workspace.open_documents[p] = params.content_changes[-1].text  # full sync
+        # full sync; the version is what a versioned workspace/applyEdit is checked against
+        ls.app.workspace.set_document(p, params.content_changes[-1].text, params.text_document.version)
 
 
 def did_close(ls: ToyCoderServer, params: types.DidCloseTextDocumentParams) -> None:
     if ls.app and (p := _doc_path(params.text_document.uri)):
-        ls.app.workspace.open_documents.pop(p, None)
+        ls.app.workspace.close_document(p)
 
 
 # ---- toycoder/* handlers (typed params in, typed results out) ---------------------------------

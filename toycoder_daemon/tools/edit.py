@@ -175,10 +175,15 @@ async def _commit(ctx: ToolContext, plan: Plan) -> tuple[Path, TextFile, str, st
             raise ToolError(f"{ctx.workspace.relative(p)} changed while waiting for approval; read it again")
         # the editor's text, unsaved work included (a new file: its absence, from the disk)
         problem = _record(ctx, p, "before", _encode(f, f.text) if f.exists else None)
+        sent = ctx.workspace.document_state(p)
         result = await ctx.frontend.apply_edit(p, f.text, text)
         if not result.applied:
-            raise ToolError(f"the editor did not apply the change to {ctx.workspace.relative(p)}: "
-                            f"{result.reason or 'no reason given'}")
+            why = result.reason or "no reason given"
+            # an editor refusing a stale edit (its buffer version) reports the change before its answer
+            if f.tracked and ctx.workspace.document_state(p) != sent:
+                raise ToolError(f"{ctx.workspace.relative(p)} changed in the editor while waiting; read it again "
+                                f"(the editor did not apply the change: {why})")
+            raise ToolError(f"the editor did not apply the change to {ctx.workspace.relative(p)}: {why}")
         if f.tracked:
             ctx.workspace.open_documents[p] = text  # until its didChange arrives
         _record(ctx, p, "after", _encode(f, text))

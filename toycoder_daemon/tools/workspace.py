@@ -29,6 +29,35 @@ class Workspace:
         self.root = Path(root).resolve()
         self.open_documents: dict[Path, str] = {}
         """Unsaved editor text of open buffers, by resolved path (fed by textDocument/did*)."""
+        self.document_versions: dict[Path, tuple[int, str]] = {}
+        """The editor's version of an open buffer with the text it numbers: it holds only while
+        open_documents still has that text (the daemon's own write after an applied edit makes it
+        unknown until the editor's didChange arrives)."""
+
+    def set_document(self, p: Path, text: str, version: int | None) -> None:
+        """An open buffer's text as the editor reports it (didOpen/didChange), with its version."""
+        self.open_documents[p] = text
+        if version is None:
+            self.document_versions.pop(p, None)
+        else:
+            self.document_versions[p] = (version, text)
+
+    def close_document(self, p: Path) -> None:
+        self.open_documents.pop(p, None)
+        self.document_versions.pop(p, None)
+
+    def document_version(self, p: Path, text: str) -> int | None:
+        """The editor's version of `p` when its buffer's text is `text` (what an edit is made
+        against), else None: unknown, or the buffer moved on."""
+        known = self.document_versions.get(p)
+        if known is None or known[1] != text or self.open_documents.get(p) != text:
+            return None
+        return known[0]
+
+    def document_state(self, p: Path) -> tuple[str | None, int | None]:
+        """An open buffer's text and version as last reported (None, None: not open)."""
+        text = self.open_documents.get(p)
+        return text, (self.document_version(p, text) if text is not None else None)
 
     def resolve(self, path: str, *, for_write: bool = False) -> Path:
         """Resolve `path` (relative to the root, or absolute) with symlinks followed, refusing

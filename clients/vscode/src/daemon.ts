@@ -67,6 +67,20 @@ export interface InitializeResult {
   serverInfo?: { name: string; version?: string };
 }
 
+/**
+ * The `initialize` capabilities. With an applyEdit handler: `workspace.applyEdit`, and
+ * `workspaceEdit.documentChanges` so edits carry the document version they were made against
+ * (applyEdit.ts refuses a mismatch).
+ */
+export function clientCapabilities(appliesEdits: boolean): Record<string, unknown> {
+  return {
+    experimental: { toycoder: { permissionRequest: true, askUser: true } },
+    window: { workDoneProgress: true },
+    ...(appliesEdits ? { workspace: { applyEdit: true, workspaceEdit: { documentChanges: true } } } : {}),
+    textDocument: { synchronization: { dynamicRegistration: false, didSave: false } },
+  };
+}
+
 /** A JSON-RPC error from the daemon, with its code (see docs/protocol.md "Errors"). */
 export class DaemonError extends Error {
   constructor(message: string, readonly code: number) {
@@ -178,12 +192,7 @@ export class DaemonClient {
       rootPath: root ?? null,
       workspaceFolders: root ? [{ uri: pathToFileURL(root).href, name: root.split(/[\\/]/).pop() || root }] : null,
       initializationOptions: options.configPath ? { configPath: options.configPath } : {},
-      capabilities: {
-        experimental: { toycoder: { permissionRequest: true, askUser: true } },
-        window: { workDoneProgress: true },
-        ...(handlers.applyEdit ? { workspace: { applyEdit: true } } : {}),
-        textDocument: { synchronization: { dynamicRegistration: false, didSave: false } },
-      },
+      capabilities: clientCapabilities(handlers.applyEdit !== undefined),
     });
     init.catch(() => undefined);
     let result: InitializeResult;

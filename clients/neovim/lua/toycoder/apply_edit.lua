@@ -1,6 +1,8 @@
 --- workspace/applyEdit from the daemon: its edit to a file open here goes into the buffer (so the
 --- buffer's undo history has it, unsaved work included) instead of being written behind our back.
 --- A buffer that had no unsaved changes is saved afterwards; a modified one stays modified.
+local documents = require("toycoder.documents")
+
 local M = {}
 
 local api = vim.api
@@ -35,6 +37,34 @@ local function refuse(reason)
   return { applied = false, failureReason = reason }
 end
 
+local function changed(uri)
+  return vim.fn.fnamemodify(vim.uri_to_fname(uri), ":~:.") .. " changed in the editor; the edit was not applied"
+end
+
+--- `edit` with each TextDocumentEdit's version checked against the one documents.lua last sent in
+--- didChange, and then dropped: apply_workspace_edit would compare it with vim.lsp.util.buf_versions
+--- (another numbering, a language server's) and skip the edit. nil and a reason on a mismatch.
+local function check_versions(edit)
+  if not edit.documentChanges then
+    return edit
+  end
+  local out = {}
+  for i, change in ipairs(edit.documentChanges) do
+    local doc = change.textDocument
+    local version = doc and doc.version
+    if version ~= nil and version ~= vim.NIL then
+      local buf = loaded_buffer(doc.uri)
+      if not buf or documents.version(buf) ~= version then
+        documents.flush() -- the daemon gets the newer text before our answer, and so knows why
+        return nil, changed(doc.uri)
+      end
+      change = vim.tbl_extend("force", change, { textDocument = { uri = doc.uri } })
+    end
+    out[i] = change
+  end
+  return vim.tbl_extend("force", edit, { documentChanges = out })
+end
+
 --- The request handler: returns ApplyWorkspaceEditResult.
 function M.handle(params)
   local edit = params and params.edit
@@ -43,6 +73,10 @@ function M.handle(params)
   end
   local uris, err = uris_of(edit)
   if not uris then
+    return refuse(err)
+  end
+  edit, err = check_versions(edit)
+  if not edit then
     return refuse(err)
   end
   local before = {} -- uri -> { buf, modified, tick } of the buffers loaded before the edit
@@ -65,7 +99,7 @@ function M.handle(params)
     -- apply_text_document_edit skips (with a message only) an edit made for an older version of
     -- the buffer: an unchanged changedtick tells us, and the daemon must not think it landed.
     if was and count > 0 and api.nvim_buf_get_changedtick(buf) == was.tick then
-      return refuse(vim.fn.fnamemodify(vim.uri_to_fname(uri), ":~:.") .. " changed in the editor; the edit was not applied")
+      return refuse(changed(uri))
     end
     if not (was and was.modified) then
       local saved, save_err = pcall(api.nvim_buf_call, buf, function()

@@ -243,7 +243,8 @@ function M.start()
     capabilities = {
       experimental = { toycoder = { permissionRequest = true, askUser = true } },
       window = { workDoneProgress = true, showMessage = vim.empty_dict() },
-      workspace = { applyEdit = true }, -- edits to open buffers (apply_edit.lua)
+      -- edits to open buffers (apply_edit.lua), versioned as documents.lua numbers them
+      workspace = { applyEdit = true, workspaceEdit = { documentChanges = true } },
     },
   }
   send("initialize", params, function(err, result)

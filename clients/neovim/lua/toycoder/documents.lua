@@ -129,6 +129,16 @@ local function open(buf)
   })
 end
 
+--- The version the daemon last got for `buf` (didOpen/didChange), or nil: not synced, or changed
+--- since (a debounced didChange not sent yet), so the daemon's version is behind the buffer.
+function M.version(buf)
+  local doc = opened[buf]
+  if not doc or doc.dirty then
+    return nil
+  end
+  return doc.version
+end
+
 --- Send pending changes now (before a prompt, so the turn sees the latest text).
 function M.flush()
   for buf, doc in pairs(opened) do

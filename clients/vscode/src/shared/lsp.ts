@@ -13,7 +13,8 @@ export interface LspPosition { line: number; character: number }
 export interface LspRange { start: LspPosition; end: LspPosition }
 export interface LspTextEdit { range: LspRange; newText: string }
 
-/** A WorkspaceEdit in either form; the daemon sends `changes` (one TextEdit per file). */
+/** A WorkspaceEdit in either form; the daemon sends one TextEdit per file, as `documentChanges` with the
+ * document version when the client declared `workspaceEdit.documentChanges`, else as `changes`. */
 export interface LspWorkspaceEdit {
   changes?: Record<string, LspTextEdit[]>;
   documentChanges?: Array<{ textDocument?: { uri: string; version?: number | null }; edits?: LspTextEdit[]; kind?: string }>;

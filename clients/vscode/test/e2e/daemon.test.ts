@@ -14,7 +14,7 @@ import type { CancellationToken } from 'vscode-jsonrpc';
 import { applyWorkspaceEdit } from '../../src/applyEdit';
 import { DaemonClient, DaemonError, DaemonHandlers } from '../../src/daemon';
 import { DocumentSync } from '../../src/documents';
-import type { ProgressValue } from '../../src/shared/lsp';
+import type { ApplyWorkspaceEditParams, ProgressValue } from '../../src/shared/lsp';
 import type { AskUserParams, AskUserResult, PermissionParams, PermissionResult, UpdateParams } from '../../src/shared/protocol';
 import { applyUnifiedDiff } from '../../src/unifiedDiff';
 import { StubDocument, Uri } from '../../stubs/vscode';
@@ -191,6 +191,7 @@ test('unsaved editor text reaches read_file through didOpen/didChange', async ()
 
 test('workspace/applyEdit: edits to open documents land in them; a clean one is saved, a dirty one keeps its work', async () => {
   let refuse = false;
+  const sent: ApplyWorkspaceEditParams[] = [];
   const h = await harness([
     { tool_calls: [{ name: 'edit_file', arguments: { path: 'src/app.py', old_string: 'return a + b', new_string: 'return b + a' } }] },
     { tool_calls: [{ name: 'edit_file', arguments: { path: 'README.md', old_string: 'A tiny project.', new_string: 'A tidy project.' } }] },
@@ -198,7 +199,10 @@ test('workspace/applyEdit: edits to open documents land in them; a clean one is 
     { text: 'done', expect: { last_tool_contains: 'return b + a  # mine' } },
     { tool_calls: [{ name: 'edit_file', arguments: { path: 'src/app.py', old_string: 'b + a', new_string: 'a - b' } }] },
     { text: 'gave up', expect: { last_tool_contains: 'the user closed it' } },
-  ], (p) => (refuse ? Promise.resolve({ applied: false, failureReason: 'the user closed it' }) : applyWorkspaceEdit(p)));
+  ], (p) => {
+    sent.push(p);
+    return refuse ? Promise.resolve({ applied: false, failureReason: 'the user closed it' }) : applyWorkspaceEdit(p);
+  });
   h.permission = async () => ({ decision: 'allow_once' });
   const appPath = join(h.ws.root, 'src', 'app.py');
   const readmePath = join(h.ws.root, 'README.md');
@@ -211,6 +215,8 @@ test('workspace/applyEdit: edits to open documents land in them; a clean one is 
   try {
     const sid = (await h.client.newSession()).sessionId;
     assert.equal((await h.client.prompt(sid, 'swap and tidy')).text, 'done', diag(h));
+    // versioned: the document version DocumentSync reported when the daemon read the buffer
+    assert.deepEqual(sent[0].edit.documentChanges?.map((c) => c.textDocument?.version), [1]);
     assert.equal(app.getText(), 'def add(a, b):\n    return b + a  # mine\n', 'the edit is on top of the unsaved work');
     assert.equal(app.isDirty, true);
     assert.equal(app.saves, 0);

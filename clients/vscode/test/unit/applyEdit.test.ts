@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { beforeEach, test } from 'node:test';
 import * as vscode from 'vscode';
 import { applyWorkspaceEdit } from '../../src/applyEdit';
+import { clientCapabilities } from '../../src/daemon';
 import type { ApplyWorkspaceEditParams } from '../../src/shared/lsp';
 import { calls, resetStub, StubDocument, Uri } from '../../stubs/vscode';
 
@@ -78,6 +79,11 @@ test('documentChanges: a stale version and file operations are refused; a matchi
   assert.deepEqual(await applyWorkspaceEdit({ edit: { documentChanges: [{ textDocument: { uri: URI, version: 7 }, edits: [edit] }] } }),
     { applied: true });
   assert.equal(doc.getText(), FIXED);
+});
+
+test('initialize declares applyEdit with documentChanges (versioned edits) only when edits are applied here', () => {
+  assert.deepEqual(clientCapabilities(true).workspace, { applyEdit: true, workspaceEdit: { documentChanges: true } });
+  assert.equal(clientCapabilities(false).workspace, undefined);
 });
 
 test('malformed requests are refused with a reason', async () => {
