@@ -24,6 +24,7 @@ from llama_server import ALIAS, LlamaServer, binary
 from rpc import Daemon, RpcError
 
 from toycoder_daemon.agent.react import LENGTH_NOTICE
+from toycoder_daemon.llm.tools_ignored import MARK
 
 pytestmark = pytest.mark.skipif(binary() is None, reason="real-server tier: set TOYCODER_LLAMA_SERVER to a llama.cpp "
                                 "llama-server binary (.ci/run uses ../shared/tools/llama-server)")
@@ -75,6 +76,7 @@ async def test_a_plain_turn_streams_and_reports_usage(llama: LlamaServer, start:
     assert result["text"].strip()
     assert kinds(d, sid).count("text_delta") > 1  # streamed, not one block
     assert result["usage"]["promptTokens"] > 0 and result["usage"]["completionTokens"] > 0
+    assert MARK not in result["text"]  # a real model's ordinary reply raises no "tools ignored" alarm
 
 
 async def test_a_tool_call_is_streamed_run_and_answered(llama: LlamaServer, start: Any, workspace: Path,
