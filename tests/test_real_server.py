@@ -5,9 +5,11 @@ names the binary; `.ci/run` enables it. Generation stays short (small max_tokens
 A 135M model does not decide to call a tool for an ordinary request ("Read notes.txt" gets prose at
 --temp 0), but it copies text well: asked to repeat a call written in the template's own format, it
 writes that call, which llama-server's parser turns into streamed `tool_calls` deltas. That is the
-real server's tool-call path (template, parser, streaming) under test, with the daemon's normal
-system prompt and tools; what the model cannot know is the file's contents, so the marker in the
-next request proves the call ran and was answered."""
+real server's tool-call path (template, parser, streaming) under test. With the daemon's normal system
+prompt and eight tools it wrote a call too, but to list_directory, and the ~1,700-token prompt took
+minutes on a loaded machine; so that test uses a one-line system prompt (prompts_file) and read_file
+alone (tools/setEnabled). The model cannot know the file's contents: the marker in the tool result,
+followed by the model's next reply in the transcript, shows the call ran and was answered."""
 
 from __future__ import annotations
 
