@@ -1,6 +1,7 @@
 """Server dialects and the messages a person reads (issue 18), through the real daemon against the
 scripted server playing what real servers do: no usage, a 500 on `content: null`, tools ignored
-without `tool_choice`; refused and dropped connections; TOYCODER_MODEL without a config file."""
+without `tool_choice`, tool calls left unparsed in the text; refused and dropped connections;
+TOYCODER_MODEL without a config file."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from helpers import new_session
 from rpc import Daemon, RpcError
 
+from toycoder_daemon.llm.tools_ignored import MARK
 from toycoder_daemon.testing.dialects import Dialect
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
@@ -60,6 +62,24 @@ async def test_tools_are_offered_with_tool_choice_auto(daemon: Daemon, llm: Fake
     assert result["text"] == "It adds."
     assert chat_requests(llm)[0]["body"]["tool_choice"] == "auto"
     assert "return a + b" in chat_requests(llm)[1]["body"]["messages"][-1]["content"]  # the call was run
+
+
+async def test_a_server_that_leaves_tool_calls_in_the_text_is_named_once(daemon: Daemon, llm: FakeLLM) -> None:
+    llm.dialect = Dialect(tools_as_text=True)  # e.g. llama.cpp without a tool-capable chat template
+    llm.add({"text": "Hello! I can read your files."}, {"tool_calls": [READ]}, {"tool_calls": [READ]})
+    sid = await new_session(daemon)
+    plain = await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "hi"})
+    assert MARK not in plain["text"]  # ordinary text: no alarm
+    first = await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "what is app.py?"})
+    url = f"{llm.base_url}/chat/completions"
+    assert first["stopReason"] == "end_turn" and first["text"].startswith("<tool_call>")
+    assert f"{MARK} the server at {url} (provider 'openai') sent a tool call as plain text (a <tool_call> tag)" \
+           in first["text"]
+    again = await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "and now?"})
+    assert MARK not in again["text"] and daemon.streamed_text(sid).count(MARK) == 1  # once per session
+    assert not [u for u in daemon.updates(sid) if u["update"]["kind"] == "tool_call"]  # nothing ran
+    await daemon.close()
+    assert (await daemon.stderr_text()).count(f"WARNING toycoder_daemon.agent.react: tools ignored: the server at {url}") == 1
 
 
 async def test_quirks_from_the_config_win(start_daemon, llm: FakeLLM, tmp_path: Path) -> None:

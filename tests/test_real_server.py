@@ -2,9 +2,14 @@
 SmolLM2-135M (tests/llama_server.py). Skipped, with the reason shown, unless TOYCODER_LLAMA_SERVER
 names the binary; `.ci/run` enables it. Generation stays short (small max_tokens, --temp 0).
 
-Not here: a turn whose tool call is run. At --temp 0 this 135M model never emitted a tool call with this
-build and template (about 40 prompts tried, tool_choice auto and required, few-shot histories); the
-streamed tool-call path is covered against the scripted server instead."""
+A 135M model does not decide to call a tool for an ordinary request ("Read notes.txt" gets prose at
+--temp 0), but it copies text well: asked to repeat a call written in the template's own format, it
+writes that call, which llama-server's parser turns into streamed `tool_calls` deltas. That is the
+real server's tool-call path (template, parser, streaming) under test. With the daemon's normal system
+prompt and eight tools it wrote a call too, but to list_directory, and the ~1,700-token prompt took
+minutes on a loaded machine; so that test uses a one-line system prompt (prompts_file) and read_file
+alone (tools/setEnabled). The model cannot know the file's contents: the marker in the tool result,
+followed by the model's next reply in the transcript, shows the call ran and was answered."""
 
 from __future__ import annotations
 
@@ -16,11 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import new_session
+from helpers import new_session, tool_results, unique_marker
 from llama_server import ALIAS, LlamaServer, binary
 from rpc import Daemon, RpcError
 
 from toycoder_daemon.agent.react import LENGTH_NOTICE
+from toycoder_daemon.llm.tools_ignored import MARK
 
 pytestmark = pytest.mark.skipif(binary() is None, reason="real-server tier: set TOYCODER_LLAMA_SERVER to a llama.cpp "
                                 "llama-server binary (.ci/run uses ../shared/tools/llama-server)")
@@ -35,10 +41,12 @@ def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     server.stop()
 
 
-def config(path: Path, base_url: str, *, max_tokens: int = 96, retries: int = 1, extra: str = "") -> Path:
+def config(path: Path, base_url: str, *, max_tokens: int = 96, retries: int = 1, max_steps: int = 16,
+           extra: str = "") -> Path:
     path.write_text(f"providers:\n  local:\n    api_keys: [none]\n    base_url: {base_url}\n"
                     f"    models: {{default: {ALIAS}, fast: {ALIAS}}}\n    max_tokens: {max_tokens}\n"
-                    f"default_provider: local\nagent: {{max_retries: {retries}, retry_interval: 0.5, auto_title: false}}\n" + extra)
+                    f"default_provider: local\nagent: {{max_retries: {retries}, retry_interval: 0.5, auto_title: false, "
+                    f"max_steps: {max_steps}}}\n" + extra)
     return path
 
 
@@ -70,6 +78,34 @@ async def test_a_plain_turn_streams_and_reports_usage(llama: LlamaServer, start:
     assert result["text"].strip()
     assert kinds(d, sid).count("text_delta") > 1  # streamed, not one block
     assert result["usage"]["promptTokens"] > 0 and result["usage"]["completionTokens"] > 0
+    assert MARK not in result["text"]  # a real model's ordinary reply raises no "tools ignored" alarm
+
+
+async def test_a_tool_call_is_streamed_run_and_answered(llama: LlamaServer, start: Any, workspace: Path,
+                                                        tmp_path: Path) -> None:
+    marker = unique_marker("notes")  # only the file holds it: the model can only send it back if the call ran
+    (workspace / "notes.txt").write_text(f"{marker}\n")
+    # A one-line system prompt (a prompts_file override) and read_file the only tool enabled: a prompt of
+    # ~350 tokens instead of ~1,700 on a shared 2-core machine, and the model picks among one tool, not eight
+    prompts = tmp_path / "prompts.yaml"
+    prompts.write_text("main:\n  description: The main agent.\n  system: You are a helpful assistant.\n")
+    d = await start(llama.base_url, max_tokens=48, max_steps=2, extra=f"prompts_file: {prompts}\n")
+    sid = await new_session(d)
+    for t in (await d.call("toycoder/tools/list", {"sessionId": sid}))["tools"]:
+        if t["name"] != "read_file" and t["enabled"]:
+            await d.call("toycoder/tools/setEnabled", {"sessionId": sid, "name": t["name"], "enabled": False})
+    call = '<tool_call>\n{"name": "read_file", "arguments": {"path": "notes.txt"}}\n</tool_call>'
+    result = await d.call("toycoder/prompt", {"sessionId": sid, "text": f"Repeat after me: {call}"}, timeout=240)
+    started = [u["update"] for u in d.updates(sid) if u["update"]["kind"] == "tool_call"]
+    assert started and started[0]["name"] == "read_file" and started[0]["arguments"]["path"] == "notes.txt"
+    assert tool_results(d, sid)[0]["status"] == "completed" and marker in tool_results(d, sid)[0]["output"]
+    assert result["stopReason"] in ("end_turn", "max_tokens", "max_steps")
+    loaded = await d.call("toycoder/session/load", {"sessionId": sid})
+    roles = [e["role"] for e in loaded["transcript"]]
+    assert roles[:3] == ["user", "tool_call", "tool"] and marker in loaded["transcript"][2]["text"]
+    # the result went back to the model: a second request carried it, and its reply is in the history
+    assert roles[3] in ("assistant", "tool_call"), roles
+    print(f"tool-call turn: {result['usage']}, transcript {roles}")
 
 
 async def test_a_context_overflow_is_survived(llama: LlamaServer, start: Any) -> None:

@@ -10,16 +10,20 @@ ids are unique within a reply (`unique_call_ids`: duplicates are renamed and run
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from .. import safejson
+from ..llm import tools_ignored
 from ..llm.base import ChatModel, ChatResponse, ContextOverflow, RetryNotice, ToolCall, Usage
 from ..messages import INTERRUPTED_MARK, AssistantMessage, Message, ToolMessage
 from ..ports import Frontend, RetryScheduled, TextDelta, ToolCallFinished, ToolCallStarted, UsageReport
 from ..tools.base import ToolContext
 from ..tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
 
 StopReason = Literal["end_turn", "max_steps", "max_tokens", "cancelled", "error", "command"]
 """`command`: the prompt was a slash command (App answers it without the engine). `max_tokens`: the
@@ -91,6 +95,18 @@ def _assistant_message(resp: ChatResponse) -> AssistantMessage:
             for tc in resp.tool_calls
         ]
     return msg
+
+
+def _tell_tools_ignored(resp: ChatResponse, messages: TurnMessages, frontend: Frontend) -> None:
+    """Once per conversation (the notice stays in its reply, so a reload remembers it too): the server
+    seems to ignore the tools, which leaves the agent answering without ever looking."""
+    notice = resp.tools_ignored
+    if not notice or any(m["role"] == "assistant" and tools_ignored.MARK in str(m.get("content") or "")
+                         for m in messages):
+        return
+    log.warning("%s", notice.strip("[]"))
+    frontend.emit(TextDelta("\n\n" + notice))
+    resp.content = (resp.content + "\n\n" + notice).lstrip()
 
 
 def _decode(arguments: str) -> Any:
@@ -196,6 +212,7 @@ async def run_turn(
                 if on_usage:
                     on_usage(Usage(unreported=1))
             resp.tool_calls = unique_call_ids(resp.tool_calls)
+            _tell_tools_ignored(resp, messages, frontend)
             if not resp.tool_calls and resp.finish_reason == "length":
                 # Cut by the output limit: a cut reply must never read as complete. Ask the model to
                 # go on (the incumbents' "continue"); still cut after that, say so.

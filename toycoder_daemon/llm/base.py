@@ -51,6 +51,8 @@ class ChatResponse:
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
     finish_reason: str | None = None
+    tools_ignored: str | None = None
+    """The notice to show when this reply says the server ignored the tools offered (tools_ignored.py)."""
 
 
 class ContextOverflow(ProviderError):

@@ -21,7 +21,7 @@ from typing import Any
 from .. import secrets
 from ..errors import ProviderError
 from ..messages import Message
-from . import dialect, overflow
+from . import dialect, overflow, tools_ignored
 from .base import ChatResponse, ContextOverflow, RetryNotice
 from .chunks import EmptyReply, ReplyAssembler, StreamCut, StreamErrorEvent
 from .http_stream import ConnectionProblem, HTTPStatusFailure, StreamTransport, request_body
@@ -132,6 +132,7 @@ class OpenAIChatModel:
         """None: the known quirks of the server's kind (found from its Server header or /v1/models)."""
         self.kind: str | None = None
         self._info: dialect.ServerInfo | None = None
+        self._asked_kind = False
         self.context_tokens: int | None = None
         """The model's context window, once the server said it (an overflow error, /props, /v1/models)."""
         self._transport = StreamTransport(base_url, request_timeout)
@@ -168,7 +169,7 @@ class OpenAIChatModel:
                 await asyncio.sleep(wait)
 
             try:
-                return await self._stream_once(key, body, on_delta or _ignore)
+                reply = await self._stream_once(key, body, on_delta or _ignore)
             except HTTPStatusFailure as e:
                 status = e.status_code
                 reason = _status_reason(e)
@@ -208,6 +209,8 @@ class OpenAIChatModel:
             except Exception as e:  # e.g. a malformed chunk
                 status, hint = None, None
                 reason = f"stream broken: {type(e).__name__}: {e}"
+            else:
+                return await self._check_tools_used(reply, tools)
 
             attempt += 1
             if attempt > self.max_retries:
@@ -221,6 +224,20 @@ class OpenAIChatModel:
                 on_retry(RetryNotice(attempt=attempt, delay_seconds=round(delay, 3), reason=reason))
             if delay:
                 await asyncio.sleep(delay)
+
+    async def _check_tools_used(self, reply: ChatResponse, tools: list[dict[str, Any]] | None) -> ChatResponse:
+        """A reply without tool calls to a request that offered tools: did the server ignore them?"""
+        if not tools or reply.tool_calls:
+            return reply
+        quirks = self.quirks()
+        names = [str((t.get("function") or {}).get("name")) for t in tools]
+        evidence = tools_ignored.unparsed_call(reply.content, names)
+        if evidence is None and "no_tool_choice" in quirks and self.kind in (None, "uvicorn") and not self._asked_kind:
+            self._asked_kind = True  # once: /v1/models tells llama-cpp-python (which drops the tools) from vLLM
+            await self.server_info()
+        if evidence is not None or tools_ignored.dropped_by_quirks(self.kind, quirks):
+            reply.tools_ignored = tools_ignored.notice(self.provider, self._transport.url, evidence)
+        return reply
 
     def quirks(self) -> frozenset[str]:
         self.kind = self.kind or dialect.kind_from_header(self._transport.server)

@@ -3,11 +3,14 @@
 Each was seen on a real server: llama.cpp's llama-server (overflow 400 with `n_ctx`, `n_ctx` in
 /v1/models' meta, `Server: llama.cpp`), llama-cpp-python's server (HTTP 500 on an assistant message
 with `content: null`, an empty 200 on a prompt over its context, `tools` ignored without
-`tool_choice`), and servers that send no usage at all.
+`tool_choice`), and servers that send no usage at all. Also played: a server that does not parse the
+model's tool calls (llama.cpp without a tool-capable template, vLLM without --enable-auto-tool-choice),
+which passes the model's `<tool_call>` text through as the reply.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -31,8 +34,13 @@ class Dialect:
     """The context window named in the overflow error and in /v1/models' meta (llama.cpp)."""
     tools_need_choice: bool = False
     """llama-cpp-python: `tools` without `tool_choice` are ignored (the reply's tool calls are dropped)."""
+    tools_as_text: bool = False
+    """A server that does not parse tool calls: the scripted calls come back as the text the model wrote
+    (Hermes/Qwen `<tool_call>{"name": ..., "arguments": ...}</tool_call>`), finish_reason stop."""
     server: str | None = None
     """The `Server` header of every answer, e.g. "llama.cpp"."""
+    owned_by: str = "fake_llm"
+    """/v1/models' `owned_by`: llama-cpp-python says "me", vLLM "vllm" (llama.cpp: see `server`)."""
 
 
 def llama_cpp_overflow(n_prompt: int, n_ctx: int) -> tuple[int, dict[str, Any]]:
@@ -62,14 +70,20 @@ def judge(d: Dialect, body: dict[str, Any]) -> tuple[int, dict[str, Any] | None]
 
 
 def shape_reply(d: Dialect, body: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
-    """The scripted reply as this server would send it: tool calls dropped when it ignores tools."""
+    """The scripted reply as this server would send it: tool calls dropped when it ignores tools, or
+    left as the model's text when it does not parse them."""
     if d.tools_need_choice and body.get("tools") and not body.get("tool_choice") and reply.get("tool_calls"):
         return {k: v for k, v in reply.items() if k != "tool_calls"} | {"text": reply.get("text") or "I cannot."}
+    if d.tools_as_text and reply.get("tool_calls"):
+        text = "".join(f'<tool_call>\n{{"name": {json.dumps(name)}, "arguments": {args}}}\n</tool_call>'
+                       for _, name, args in steps.tool_calls(reply, lambda: ""))
+        return {k: v for k, v in reply.items() if k not in ("tool_calls", "finish_reason")} | {
+            "text": (reply.get("text") or "") + text}
     return reply
 
 
 def model_entry(d: Dialect, model: str) -> dict[str, Any]:
-    entry: dict[str, Any] = {"id": model, "object": "model", "created": 0, "owned_by": "fake_llm"}
+    entry: dict[str, Any] = {"id": model, "object": "model", "created": 0, "owned_by": d.owned_by}
     if d.server == "llama.cpp":
         entry |= {"owned_by": "llamacpp", "meta": {"n_ctx": d.n_ctx, "n_ctx_train": 8192}}
     return entry

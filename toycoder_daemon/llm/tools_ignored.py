@@ -1,0 +1,94 @@
+"""Noticing that a server ignored the tools it was offered (issue 18), so the person learns why the
+agent never reads or edits anything instead of watching it invent answers.
+
+Two signs, both seen on real servers:
+- the reply's text holds a tool call the server did not parse: a server without tool-call parsing
+  for the model's format (llama.cpp without a tool-capable template, vLLM without
+  --enable-auto-tool-choice) passes the model's `<tool_call>{...}` (Hermes, Qwen), `[TOOL_CALLS]`
+  (Mistral), `functools[...]` (FireFunction), `<function=name>{...}` (Llama 3.1) or bare
+  `{"name": ..., "arguments": ...}` through as text;
+- llama-cpp-python drops `tools` when no `tool_choice` is sent, and the provider's quirks say
+  `no_tool_choice`.
+
+A call only counts when it names one of the offered tools, and a bare JSON call only when it is the
+whole reply: prose that explains tool-call formats is not a sign.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+MARK = "[tools ignored:"
+"""How the notice starts: a conversation that holds it has been told already (once per session)."""
+
+_MARKERS = ("<tool_call>", "<|tool_call|>", "<tool_calls>", "<function_call>", "[TOOL_CALLS]", "functools[",
+            "<|python_tag|>")
+_FUNCTION_TAG = re.compile(r"<function=([A-Za-z0-9_.:-]+)>\s*\{")
+_FENCE = re.compile(r"^```[a-z]*\s*\n?(.*?)\n?```$", re.DOTALL)
+_SCAN_CHARS = 20_000
+"""A reply longer than this is prose, not a call; and the scan stays cheap."""
+
+
+def _is_call(obj: Any, names: frozenset[str] | None) -> bool:
+    """{"name": ..., "arguments"|"parameters": ...}, or that under "function" / "tool_call"; with
+    `names`, the name must be one of them."""
+    if not isinstance(obj, dict):
+        return False
+    inner = obj.get("function") or obj.get("tool_call")
+    if isinstance(inner, dict) and _is_call(inner, names):
+        return True
+    name = obj.get("name")
+    return isinstance(name, str) and (names is None or name in names) and ("arguments" in obj or "parameters" in obj)
+
+
+def _calls(text: str, names: frozenset[str] | None) -> int | None:
+    """Where the JSON call (or list of calls) that `text` starts with (after blanks) ends, or None."""
+    rest = text.lstrip()
+    try:
+        value, end = json.JSONDecoder().raw_decode(rest)
+    except ValueError:
+        return None
+    values = value if isinstance(value, list) else [value]
+    ok = bool(values) and all(_is_call(v, names) for v in values)
+    return end + len(text) - len(rest) if ok else None
+
+
+def unparsed_call(text: str, tool_names: Iterable[str]) -> str | None:
+    """What in a reply's text is a tool call the server left unparsed (e.g. "a <tool_call> tag"), or None."""
+    names = frozenset(tool_names)
+    if not names or not text or len(text) > _SCAN_CHARS:
+        return None
+    for marker in _MARKERS:
+        # after a tool-call tag any call counts (the model may name a tool it was never offered)
+        at = text.find(marker)
+        json_at = at + len(marker) - (1 if marker.endswith("[") else 0)  # functools[ opens the list
+        if at >= 0 and _calls(text[json_at:], None) is not None:
+            return f"a {marker.rstrip('[')} tag"
+    for m in _FUNCTION_TAG.finditer(text):
+        if m.group(1) in names:
+            return "a <function=...> tag"
+    body = text.strip()
+    if fenced := _FENCE.match(body):
+        body = fenced.group(1).strip()
+    if body[:1] in ("{", "[") and _calls(body, names) == len(body):  # the whole reply is the call
+        return 'a JSON {"name", "arguments"} object'
+    return None
+
+
+def dropped_by_quirks(kind: str | None, quirks: frozenset[str]) -> bool:
+    """llama-cpp-python drops the tools of a request without tool_choice, which `no_tool_choice` leaves out."""
+    return kind == "llama-cpp-python" and "no_tool_choice" in quirks
+
+
+def notice(provider: str, url: str, evidence: str | None) -> str:
+    """The one line the person reads: where, what was seen, what to set."""
+    where = f"the server at {url} (provider '{provider}')"
+    if evidence is None:  # dropped_by_quirks
+        return (f"{MARK} {where} is llama-cpp-python, which drops the tools when no tool_choice is sent, and "
+                f"this provider's quirks say no_tool_choice; remove it from providers.{provider}.quirks]")
+    return (f"{MARK} {where} sent a tool call as plain text ({evidence}) instead of parsing it, so nothing was run; "
+            "turn its tool-call parsing on (llama.cpp: --jinja with a tool-capable chat template; vLLM: "
+            "--enable-auto-tool-choice and --tool-call-parser; Ollama: a model with tool support)]")
