@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from helpers import AllowAll
 from waiting import wait_until_async
 
 from toycoder_daemon.agent.react import answer_open_tool_calls, run_turn
@@ -19,7 +20,9 @@ from toycoder_daemon.tools.registry import ToolRegistry
 from toycoder_daemon.tools.workspace import Workspace
 
 
-class Recorder:
+class Recorder(AllowAll):
+    """Records events and permission requests; answers every request with `decision`."""
+
     def __init__(self, decision: str = "allow_once"):
         self.events: list = []
         self.asked: list[PermissionRequest] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import AllowAll
 
 from toycoder_daemon.ports import PermissionRequest
 from toycoder_daemon.tools.base import ToolContext
@@ -14,7 +15,7 @@ from toycoder_daemon.tools.shell import run_command
 from toycoder_daemon.tools.workspace import Workspace
 
 
-class Answer:
+class Answer(AllowAll):
     def __init__(self, decision: str):
         self.decision = decision
         self.asked: list[PermissionRequest] = []
