@@ -29,7 +29,7 @@ from test_acp import Editor, acp_daemon, acp_face, new_session
 from waiting import scaled, wait_until_async
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
-from toycoder_daemon.tools.sandbox import landlock
+from toycoder_daemon.tools.sandbox import landlock, probe
 
 CAPS = ClientCapabilities(terminal=True)
 ENABLED = "tools: {enabled: [run_command]}\n"
@@ -161,7 +161,7 @@ async def test_output_streams_into_the_clients_terminal_and_reaches_the_model(tm
     assert "first\nsecond" in seen
     assert editor.methods() == ["create", "release"]
     made = editor.created[0]
-    assert made["cwd"] == str(workspace.resolve()) and made["limit"] >= 1 << 20
+    assert made["cwd"] == probe.LAUNCH_CWD and made["limit"] >= 1 << 20  # the launcher changes to the workspace
     final = [u for u in editor.updates("tool_call_update") if u.get("status") == "completed"][-1]
     assert final["content"][0] == {"type": "terminal", "terminalId": "term-1"}
     assert "first\nsecond" in final["content"][1]["content"]["text"]
@@ -184,7 +184,7 @@ async def test_the_command_sees_only_our_scrubbed_environment(tmp_path, llm, wor
     assert "ONLY_IN_THE_CLIENT" not in raw  # the client's variables do not reach it either
     assert f"{MARKER_VAR}={os.environ[MARKER_VAR]}" in raw  # the daemon's scrubbed environment does
     made = editor.created[0]
-    assert made["args"][:3] == ["-S", "-I", "-c"] and '"command": "env"' in made["args"][-1]
+    assert made["args"][:3] == ["-I", "-S", "-c"] and '"command": "env"' in made["args"][-1]
     assert "test-key-1" not in str(made) and "OPENAI_API_KEY" not in made["env"]
     assert f"{MARKER_VAR}={os.environ[MARKER_VAR]}" in observation(llm) and "exit code 0" in observation(llm)
     assert editor.methods() == ["create", "release"]

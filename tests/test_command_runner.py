@@ -23,6 +23,7 @@ from toycoder_daemon.ports import CommandNotStarted, CommandOutput, CommandReque
 from toycoder_daemon.tools.base import ToolContext
 from toycoder_daemon.tools.permission import PermissionGate
 from toycoder_daemon.tools.registry import ToolRegistry
+from toycoder_daemon.tools.sandbox import probe
 from toycoder_daemon.tools.shell import run_command
 from toycoder_daemon.tools.workspace import Workspace
 
@@ -65,11 +66,12 @@ async def test_run_command_hands_the_runner_our_launcher_and_scrubbed_environmen
     [req] = runner.requests
     assert out.status == "completed" and out.output.startswith("$ echo hello\nexit code 4 (")
     assert out.output.endswith("\nhello")
-    assert req.tool_call_id == "call-7" and req.cwd == str(tmp_path) and req.timeout == 120.0
+    assert req.tool_call_id == "call-7" and req.cwd == probe.LAUNCH_CWD and req.timeout == 120.0
     assert "SOME_API_KEY" not in req.env and req.env.get("PATH") == os.environ["PATH"]
     spec = json.loads(req.argv[-1])
-    assert req.argv[1:3] == ("-S", "-I") and spec["command"] == "echo hello"
+    assert req.argv[1:3] == ("-I", "-S") and spec["command"] == "echo hello"
     assert spec["env"] == sorted(req.env) and spec["daemon"] is None  # the client's process is its parent
+    assert spec["cwd"] == str(tmp_path)  # where the launcher changes to once the command is confined
 
 
 async def test_a_runner_that_cannot_start_it_leaves_it_to_local_execution(tmp_path) -> None:
