@@ -127,6 +127,8 @@ class Client:
         self.create_gate: asyncio.Event | None = None
         self.exit_gate = asyncio.Event()
         self.fail: dict[str, Exception] = {}
+        self.create_answer: dict[str, Any] | None = None
+        self.ended: list[tuple[str, str]] = []  # (kill or release, terminal id)
 
     async def _call(self, name: str) -> None:
         self.calls.append(name)
@@ -137,6 +139,8 @@ class Client:
         await self._call("create")
         if self.create_gate is not None:
             await self.create_gate.wait()
+        if self.create_answer is not None:  # validated as the SDK validates the client's answer
+            return CreateTerminalResponse.model_validate(self.create_answer)
         return CreateTerminalResponse(terminal_id="t1")
 
     async def terminal_output(self, session_id: str, terminal_id: str) -> Any:
@@ -149,10 +153,12 @@ class Client:
         return WaitForTerminalExitResponse(exit_code=0)
 
     async def kill_terminal(self, session_id: str, terminal_id: str) -> None:
+        self.ended.append(("kill", terminal_id))
         await self._call("kill")
         self.exit_gate.set()
 
     async def release_terminal(self, session_id: str, terminal_id: str) -> None:
+        self.ended.append(("release", terminal_id))
         await self._call("release")
 
 
@@ -227,3 +233,24 @@ async def test_timeout_kills_then_reads_the_exit_and_the_output() -> None:
     done = await runner.run(CommandRequest("c1", ("/bin/sh",), {}, "/", 0.05, 100))
     assert done.timed_out and done.output == "out" and done.exit_code == 0
     assert client.calls[-4:] == ["kill", "wait", "output", "release"]
+
+
+@pytest.mark.parametrize(("answer", "ended"), [
+    ({"terminalId": 7}, [("kill", "7"), ("release", "7")]),  # an id we can still name: freed
+    ({"terminalId": ""}, []),
+    ({}, []),
+])
+async def test_a_malformed_create_success_fails_the_call_and_never_runs_it_locally(
+        tmp_path, answer: dict[str, Any], ended: list[tuple[str, str]]) -> None:
+    """The client answered terminal/create with a success we cannot read: it may have started the
+    command, so running it here too could run it twice (review 469)."""
+    client = Client()
+    client.create_answer = answer
+    runner, shown, terminals = runner_for(client)
+    out = await run(tmp_path, runner, "echo ran >> marker")
+    assert not (tmp_path / "marker").exists(), out.output
+    assert out.status == "failed" and "answered terminal/create with a malformed result" in out.output
+    assert "not run again here" in out.output
+    assert client.calls[0] == "create" and client.calls.count("create") == 1 and shown == []
+    assert client.ended == ended
+    assert terminals.usable is False  # later commands run locally: this client's answers cannot be read
