@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from helpers import AllowAll
 
 from toycoder_daemon import secrets
 from toycoder_daemon.ports import CommandOutput, CommandRequest
+from toycoder_daemon.terminal.rpc import default_daemon_command
 from toycoder_daemon.tools.base import ToolContext
 from toycoder_daemon.tools.permission import PermissionGate
 from toycoder_daemon.tools.registry import ToolRegistry
@@ -119,3 +121,18 @@ def test_the_probe_does_not_import_from_the_daemons_directory(tmp_path: Path, mo
     found = probe._detect()
     assert not marker.exists()
     assert found.platform == sys.platform and found.landlock >= 0
+
+
+@pytest.mark.parametrize("python", [(3, 11), (3, 10)])
+def test_the_terminal_clients_daemon_does_not_import_from_the_workspace(tmp_path: Path, python) -> None:
+    """The daemon itself holds the keys: `python -m` in the workspace would import its json.py."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    marker = tmp_path / "outside-marker"
+    plant(ws, "json", marker)
+    config = tmp_path / "config.yaml"
+    config.write_text("agent: {max_steps: 3}\n")
+    done = subprocess.run([*default_daemon_command(python), "--check-config", "--config", str(config)], cwd=ws,
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert not marker.exists(), done.stderr
+    assert done.returncode == 0 and json.loads(done.stdout)["valid"] is True, done.stderr
