@@ -38,7 +38,7 @@ class Runner:
         return ["runuser", "-u", self.user, "--", *argv] if self.user else argv
 
     def launcher(self, spec: dict[str, Any]) -> list[str]:
-        return self.wrap([self.python, "-S", "-s", "-c", probe.BOOT, json.dumps(spec)])
+        return self.wrap([self.python, *probe.launcher_argv(json.dumps(spec))[1:]])
 
     def support(self) -> probe.Support:
         """What the launcher can do for this runner (probed once per runner: it starts a process)."""
@@ -47,8 +47,8 @@ class Runner:
         return _probed[self.name]
 
     def _probe(self) -> probe.Support:
-        done = subprocess.run(self.wrap([self.python, "-S", "-s", "-c", probe.BOOT, "--probe"]), capture_output=True,
-                              text=True, timeout=30, check=True)
+        done = subprocess.run(self.wrap([self.python, *probe.launcher_argv("--probe")[1:]]), capture_output=True,
+                              text=True, timeout=30, check=True, cwd=probe.LAUNCH_CWD)
         found = json.loads(done.stdout)
         return probe.Support(sys.platform, found["landlock"], found["namespaces"], found["readonlyMounts"])
 
@@ -114,6 +114,7 @@ def spec_for(command: str, box: Box, support: probe.Support, *, namespaces: bool
     assert p.sandboxed, p.describe()
     spec = p.spec(command, support, required=True)
     spec["daemon"] = 0  # not started by a daemon: no parent check
+    spec["cwd"] = str(box.ws)
     spec["namespaces"] = namespaces and support.namespaces
     if landlock_abi is not None:
         spec["landlock"] = landlock_abi
@@ -124,7 +125,7 @@ def spec_for(command: str, box: Box, support: probe.Support, *, namespaces: bool
 
 def run(runner: Runner, box: Box, spec: dict[str, Any], timeout: float = 30) -> subprocess.CompletedProcess[str]:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TMPDIR": str(box.tmp), "LANG": "C"}
-    return subprocess.run(runner.launcher(spec), cwd=box.ws, env=env, capture_output=True, text=True, timeout=timeout,
+    return subprocess.run(runner.launcher(spec), cwd=probe.LAUNCH_CWD, env=env, capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL)
 
 

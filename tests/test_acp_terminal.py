@@ -28,8 +28,9 @@ from helpers import MARKER_VAR, processes_with, sleep_command
 from test_acp import Editor, acp_daemon, acp_face, new_session
 from waiting import scaled, wait_until_async
 
+from toycoder_daemon import secrets
 from toycoder_daemon.testing.fake_llm import FakeLLM
-from toycoder_daemon.tools.sandbox import landlock
+from toycoder_daemon.tools.sandbox import landlock, probe
 
 CAPS = ClientCapabilities(terminal=True)
 ENABLED = "tools: {enabled: [run_command]}\n"
@@ -161,7 +162,7 @@ async def test_output_streams_into_the_clients_terminal_and_reaches_the_model(tm
     assert "first\nsecond" in seen
     assert editor.methods() == ["create", "release"]
     made = editor.created[0]
-    assert made["cwd"] == str(workspace.resolve()) and made["limit"] >= 1 << 20
+    assert made["cwd"] == probe.LAUNCH_CWD and made["limit"] >= 1 << 20  # the launcher changes to the workspace
     final = [u for u in editor.updates("tool_call_update") if u.get("status") == "completed"][-1]
     assert final["content"][0] == {"type": "terminal", "terminalId": "term-1"}
     assert "first\nsecond" in final["content"][1]["content"]["text"]
@@ -184,7 +185,7 @@ async def test_the_command_sees_only_our_scrubbed_environment(tmp_path, llm, wor
     assert "ONLY_IN_THE_CLIENT" not in raw  # the client's variables do not reach it either
     assert f"{MARKER_VAR}={os.environ[MARKER_VAR]}" in raw  # the daemon's scrubbed environment does
     made = editor.created[0]
-    assert made["args"][:3] == ["-S", "-I", "-c"] and '"command": "env"' in made["args"][-1]
+    assert made["args"][:3] == ["-I", "-S", "-c"] and '"command": "env"' in made["args"][-1]
     assert "test-key-1" not in str(made) and "OPENAI_API_KEY" not in made["env"]
     assert f"{MARKER_VAR}={os.environ[MARKER_VAR]}" in observation(llm) and "exit code 0" in observation(llm)
     assert editor.methods() == ["create", "release"]
@@ -278,3 +279,23 @@ async def test_long_output_keeps_head_and_tail_for_the_model(tmp_path, llm, work
     assert seen.index("HEAD-LINE") < seen.index("[... output cut from the middle (the client's terminal kept "
                                                  "only the end of the output) ...]") < seen.index("TAIL-LINE")
     assert "exit code 0" in seen and len(seen) < 40_000
+
+
+async def test_a_redacted_output_is_shown_as_our_text_not_as_the_raw_terminal(tmp_path, llm, workspace,
+                                                                             monkeypatch) -> None:
+    """The client's terminal holds the raw output, and the launcher does not redact it (docs/security.md,
+    "What is not caught"): once the command is done, a tool call whose output had a key redacted
+    shows our redacted text, not the terminal (review 469)."""
+    key = "sk-review-0123456789abcdef"
+    monkeypatch.setattr(secrets, "_values", {key})
+    (workspace / ".env").write_text(f"OPENAI_API_KEY={key}\n")
+    llm.add(run_call("cat .env"), {"text": "ran"})
+    editor = TerminalEditor()
+    async with face(tmp_path, llm, editor) as (conn, _, _):
+        sid = await new_session(conn, workspace)
+        await conn.prompt(session_id=sid, prompt=[text_block("run")])
+    assert key.encode() in editor.terminals["term-1"].raw  # what the live terminal showed: the limit
+    final = [u for u in editor.updates("tool_call_update") if u.get("status") == "completed"][-1]
+    assert [c["type"] for c in final["content"]] == ["content"]
+    assert "OPENAI_API_KEY=***" in final["content"][0]["content"]["text"] and key not in str(final)
+    assert key not in observation(llm) and editor.methods() == ["create", "release"]

@@ -23,6 +23,7 @@ from toycoder_daemon.ports import CommandNotStarted, CommandOutput, CommandReque
 from toycoder_daemon.tools.base import ToolContext
 from toycoder_daemon.tools.permission import PermissionGate
 from toycoder_daemon.tools.registry import ToolRegistry
+from toycoder_daemon.tools.sandbox import probe
 from toycoder_daemon.tools.shell import run_command
 from toycoder_daemon.tools.workspace import Workspace
 
@@ -65,11 +66,12 @@ async def test_run_command_hands_the_runner_our_launcher_and_scrubbed_environmen
     [req] = runner.requests
     assert out.status == "completed" and out.output.startswith("$ echo hello\nexit code 4 (")
     assert out.output.endswith("\nhello")
-    assert req.tool_call_id == "call-7" and req.cwd == str(tmp_path) and req.timeout == 120.0
+    assert req.tool_call_id == "call-7" and req.cwd == probe.LAUNCH_CWD and req.timeout == 120.0
     assert "SOME_API_KEY" not in req.env and req.env.get("PATH") == os.environ["PATH"]
     spec = json.loads(req.argv[-1])
-    assert req.argv[1:3] == ("-S", "-I") and spec["command"] == "echo hello"
+    assert req.argv[1:3] == ("-I", "-S") and spec["command"] == "echo hello"
     assert spec["env"] == sorted(req.env) and spec["daemon"] is None  # the client's process is its parent
+    assert spec["cwd"] == str(tmp_path)  # where the launcher changes to once the command is confined
 
 
 async def test_a_runner_that_cannot_start_it_leaves_it_to_local_execution(tmp_path) -> None:
@@ -125,6 +127,8 @@ class Client:
         self.create_gate: asyncio.Event | None = None
         self.exit_gate = asyncio.Event()
         self.fail: dict[str, Exception] = {}
+        self.create_answer: dict[str, Any] | None = None
+        self.ended: list[tuple[str, str]] = []  # (kill or release, terminal id)
 
     async def _call(self, name: str) -> None:
         self.calls.append(name)
@@ -135,6 +139,8 @@ class Client:
         await self._call("create")
         if self.create_gate is not None:
             await self.create_gate.wait()
+        if self.create_answer is not None:  # validated as the SDK validates the client's answer
+            return CreateTerminalResponse.model_validate(self.create_answer)
         return CreateTerminalResponse(terminal_id="t1")
 
     async def terminal_output(self, session_id: str, terminal_id: str) -> Any:
@@ -147,10 +153,12 @@ class Client:
         return WaitForTerminalExitResponse(exit_code=0)
 
     async def kill_terminal(self, session_id: str, terminal_id: str) -> None:
+        self.ended.append(("kill", terminal_id))
         await self._call("kill")
         self.exit_gate.set()
 
     async def release_terminal(self, session_id: str, terminal_id: str) -> None:
+        self.ended.append(("release", terminal_id))
         await self._call("release")
 
 
@@ -225,3 +233,24 @@ async def test_timeout_kills_then_reads_the_exit_and_the_output() -> None:
     done = await runner.run(CommandRequest("c1", ("/bin/sh",), {}, "/", 0.05, 100))
     assert done.timed_out and done.output == "out" and done.exit_code == 0
     assert client.calls[-4:] == ["kill", "wait", "output", "release"]
+
+
+@pytest.mark.parametrize(("answer", "ended"), [
+    ({"terminalId": 7}, [("kill", "7"), ("release", "7")]),  # an id we can still name: freed
+    ({"terminalId": ""}, []),
+    ({}, []),
+])
+async def test_a_malformed_create_success_fails_the_call_and_never_runs_it_locally(
+        tmp_path, answer: dict[str, Any], ended: list[tuple[str, str]]) -> None:
+    """The client answered terminal/create with a success we cannot read: it may have started the
+    command, so running it here too could run it twice (review 469)."""
+    client = Client()
+    client.create_answer = answer
+    runner, shown, terminals = runner_for(client)
+    out = await run(tmp_path, runner, "echo ran >> marker")
+    assert not (tmp_path / "marker").exists(), out.output
+    assert out.status == "failed" and "answered terminal/create with a malformed result" in out.output
+    assert "not run again here" in out.output
+    assert client.calls[0] == "create" and client.calls.count("create") == 1 and shown == []
+    assert client.ended == ended
+    assert terminals.usable is False  # later commands run locally: this client's answers cannot be read

@@ -207,8 +207,11 @@ class AcpFrontend:
         content: list[Any] = [tool_content(text_block(event.output))]
         if event.status == "completed" and event.tool_call_id in self._diffs:
             content.insert(0, self._diffs.pop(event.tool_call_id))
-        if event.tool_call_id in self._terminals:  # the client keeps showing the released terminal
-            content.insert(0, self._terminals.pop(event.tool_call_id))
+        terminal = self._terminals.pop(event.tool_call_id, None)
+        # The client keeps showing the released terminal, which holds the raw output: when something
+        # was redacted from it (secrets.redact's mark) the final content is our redacted text alone.
+        if terminal is not None and "***" not in event.output:
+            content.insert(0, terminal)
         return update_tool_call(event.tool_call_id, status="completed" if event.status == "completed" else "failed",
                                 content=content, raw_output={"status": event.status, "output": event.output})
 

@@ -6,10 +6,12 @@ content); we wait for its exit with our timeout, polling `terminal/output` meanw
 hold the output's start (the client keeps just the end once its byte limit is reached); on timeout
 or cancel it is killed, and it is released in every case.
 
-Errors: a `terminal/create` the client answers with an error (method not found, a bad answer)
-means the command did not start: CommandNotStarted, run_command runs it locally, and this
-connection stops using terminals (said once, at debug). After the command started, an error fails
-the tool call (running it again locally could run it twice).
+Errors: a `terminal/create` the client answers with a JSON-RPC error (method not found...) means
+the command did not start: CommandNotStarted, run_command runs it locally, and this connection
+stops using terminals (said once, at debug). A success we cannot read (no string terminalId) may
+have started it: the tool call fails (TerminalFailed), the terminal is killed and released when its
+id can be read at all, and this connection stops using terminals. After the command started, an
+error fails the tool call (running it again locally could run it twice).
 """
 
 from __future__ import annotations
@@ -120,13 +122,20 @@ class TerminalRunner:
             self.session_id, program, args, env, request.cwd, limit))
         try:
             made = await reply_within(asyncio.shield(creating), CREATE_TIMEOUT)
-            tid = made.terminal_id
+            tid = getattr(made, "terminal_id", None)
             if not isinstance(tid, str) or not tid:
                 raise ValueError(f"no terminalId in {made!r}")
             return tid
-        except (RequestError, ValidationError, ValueError, AttributeError) as e:
+        except RequestError as e:  # only an error reply says it did not start
             self.terminals.usable = False
             raise CommandNotStarted(f"terminal/create failed: {e}") from None
+        except (ValidationError, ValueError) as e:  # a success we cannot read: it may be running there
+            self.terminals.usable = False
+            if (found := _terminal_id_in(e)) is not None and await _through_cancels(self._end(found, kill=True)):
+                raise asyncio.CancelledError from None
+            raise TerminalFailed(f"{self.where} answered terminal/create with a malformed result ({_short(e)}); "
+                                 "the command may have run there, so it was not run again here (this connection "
+                                 "runs later commands locally)") from None
         except asyncio.CancelledError:  # the client may be starting it: wait (bounded) and free it
             await _through_cancels(self._free_when_made(creating))
             raise
@@ -198,6 +207,23 @@ class TerminalRunner:
         except Exception as e:
             log.info("terminal %s %s: %s", tid, what, e)
             return None
+
+
+def _terminal_id_in(error: Exception) -> str | None:
+    """The terminalId of a malformed terminal/create answer (e.g. a number), to kill and release it."""
+    if isinstance(error, ValidationError):
+        for item in error.errors():
+            value = item.get("input")
+            if item.get("loc") in (("terminalId",), ("terminal_id",)) and isinstance(value, (str, int)) \
+                    and not isinstance(value, bool) and str(value):
+                return str(value)
+    return None
+
+
+def _short(error: Exception) -> str:
+    if isinstance(error, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, i['loc'])) or 'result'}: {i['msg']}" for i in error.errors()[:3])
+    return str(error)[:200]
 
 
 def terminal_runner(client: Any, session_id: str, terminals: Terminals | None,

@@ -45,9 +45,18 @@ class DaemonNotStarted(Exception):
         self.argv = argv
 
 
-def default_daemon_command() -> list[str]:
-    """The daemon of this very installation (works without the console script on PATH)."""
-    return [sys.executable, "-m", "toycoder_daemon"]
+_WITHOUT_CWD = ("import sys; del sys.path[0]; import runpy; "
+                "runpy.run_module('toycoder_daemon', run_name='__main__', alter_sys=True)")
+"""`-m` for Pythons without -P: the current directory ('' at sys.path[0]) is dropped first."""
+
+
+def default_daemon_command(python: tuple[int, int] = sys.version_info[:2]) -> list[str]:
+    """The daemon of this very installation (works without the console script on PATH). Not a bare
+    `-m`: that puts the current directory (usually the workspace) first on sys.path, and a json.py
+    there would run inside the daemon, keys and all."""
+    if python >= (3, 11):
+        return [sys.executable, "-P", "-m", "toycoder_daemon"]
+    return [sys.executable, "-c", _WITHOUT_CWD]
 
 
 class Connection:

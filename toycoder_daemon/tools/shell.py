@@ -146,7 +146,7 @@ async def _run_elsewhere(runner: CommandRunner, run: sandboxing.Prepared, ctx: T
     """Through the frontend's runner (the ACP client's terminal), wrapped in our launcher."""
     out = HeadTail(limit)
     done = await runner.run(CommandRequest(ctx.tool_call_id, tuple(run.portable()), run.env,
-                                           str(ctx.workspace.root), seconds, out.keep))
+                                           run.portable_cwd, seconds, out.keep))
     if done.truncated:  # the runner kept only the end: the start as first seen, then a gap
         out.feed(done.head.encode("utf-8")[:out.keep])
         out.gap(f"{runner.where} kept only the end of the output")
@@ -170,7 +170,7 @@ def _observation(run: sandboxing.Prepared, ctx: ToolContext, command: str, statu
 async def _run(run: sandboxing.Prepared, ctx: ToolContext, command: str, seconds: float, limit: int,
                started: float) -> str:
     spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
-        *run.argv, cwd=str(ctx.workspace.root), stdin=asyncio.subprocess.DEVNULL,
+        *run.argv, cwd=run.cwd, stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=run.env,
         start_new_session=True,
     ))

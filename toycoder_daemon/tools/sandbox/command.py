@@ -39,6 +39,8 @@ class Prepared:
     """Said once per daemon when `auto` runs commands unsandboxed."""
     spec: dict[str, Any] | None = None
     """The launcher's spec when sandboxed."""
+    cwd: str = ""
+    """Where to start `argv`: the workspace for the bare shell, never for the launcher."""
 
     def portable(self) -> list[str]:
         """The argv for a terminal we do not spawn (the ACP client's): always our launcher, which
@@ -47,9 +49,12 @@ class Prepared:
         here), and ends the command's whole tree when it is told to stop."""
         spec = dict(self.spec) if self.spec is not None else {
             "command": self.command, "writable": [], "readonly": [], "network": True, "landlock": 0,
-            "namespaces": False, "required": False}
+            "namespaces": False, "required": False, "cwd": self.cwd}
         spec.update(daemon=None, env=sorted(self.env))  # its parent is the client's process, not us
-        return probe.launcher_argv(json.dumps(spec), isolated=True)
+        return probe.launcher_argv(json.dumps(spec))
+
+    portable_cwd = probe.LAUNCH_CWD
+    """Where the client starts portable(): outside the workspace, as locally."""
 
     def observation(self, output: str, cwd: str) -> str:
         """Notes to append to the command's observation ('' when there is nothing to say)."""
@@ -96,14 +101,16 @@ async def prepare(settings: Any, root: Path, command: str, args: dict[str, Any])
             _said_unavailable = True
             notice = f"note: commands run without a sandbox here ({chosen.unavailable})"
             log.warning("run_command is not sandboxed: %s", chosen.unavailable)
-        return Prepared(["/bin/sh", "-c", command], env, chosen, command, notice=notice)
+        return Prepared(["/bin/sh", "-c", command], env, chosen, command, notice=notice, cwd=str(root))
     tmpdir = tempfile.mkdtemp(prefix="toycoder-cmd-")
     chosen = plan(policy, root, tmpdir, support, args)
     env.update(TMPDIR=tmpdir, TMP=tmpdir, TEMP=tmpdir)
     spec = chosen.spec(command, support, required=policy.mode == "required")
+    spec["cwd"] = str(root)
     notice = ""
     if chosen.network_reason and not _said_unavailable:
         _said_unavailable = True
         notice = f"note: sandboxed commands keep the network here ({chosen.network_reason})"
         log.warning("run_command cannot turn the network off: %s", chosen.network_reason)
-    return Prepared(probe.launcher_argv(json.dumps(spec)), env, chosen, command, tmpdir, notice, spec)
+    return Prepared(probe.launcher_argv(json.dumps(spec)), env, chosen, command, tmpdir, notice, spec,
+                    cwd=probe.LAUNCH_CWD)

@@ -1,7 +1,10 @@
 """The launcher run_command starts instead of /bin/sh: it sets up the sandbox, then execs the shell.
 
-    python -S -s -c BOOT SPEC_JSON      run one command (SPEC: see policy.Plan.spec)
-    python -S -s -c BOOT --probe        print which isolation this kernel and user allow, as JSON
+    python -I -S -c BOOT SPEC_JSON      run one command (SPEC: see policy.Plan.spec, plus "cwd")
+    python -I -S -c BOOT --probe        print which isolation this kernel and user allow, as JSON
+
+It is started outside the workspace (probe.LAUNCH_CWD, isolated flags: nothing there is imported
+before the command is confined) and changes to the command's directory only just before the exec.
 
 A separate process rather than a preexec_fn because the daemon has threads, and forking a threaded
 process then running Python before exec is unsafe. Layout:
@@ -44,6 +47,9 @@ def _run_shell(spec: dict[str, Any]) -> NoReturn:
                 if spec["required"]:
                     os.write(2, f"toycoder sandbox: cannot confine the command: {e}; it did not run\n".encode())
                     os._exit(REFUSED_EXIT)
+        if spec.get("cwd"):  # a directory that is gone fails here: the command does not run elsewhere
+            os.chdir(spec["cwd"])
+            os.environ["PWD"] = spec["cwd"]
         os.execv("/bin/sh", ["/bin/sh", "-c", spec["command"]])
     except BaseException as e:  # never return into the supervisor's code in the child
         os.write(2, f"toycoder sandbox: {e}\n".encode())

@@ -16,15 +16,21 @@ from . import landlock
 log = logging.getLogger(__name__)
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
-BOOT = (f"import sys; sys.path.insert(0, {_PACKAGE_PARENT!r}); "
+BOOT = (f"import sys; sys.path.append({_PACKAGE_PARENT!r}); "
         "from toycoder_daemon.tools.sandbox.launch import main; sys.exit(main(sys.argv[1:]))")
-"""The launcher's entry: -S and -s skip site-packages (the launcher needs only the stdlib), which
-keeps its start-up cost per command low."""
+"""The launcher's entry. It runs before the command is confined, so nothing of the workspace may
+reach its imports: -I keeps the current directory and PYTHON* variables off sys.path (with a bare
+-c, '' is on it and a workspace json.py would be imported unconfined), -S skips site-packages (the
+launcher needs only the stdlib, which also keeps its start-up cost per command low), and our
+package comes after the stdlib."""
+
+LAUNCH_CWD = "/"
+"""Where the launcher is started (never the workspace); it changes to the workspace (spec "cwd")
+just before it execs the shell, after the command is confined."""
 
 
-def launcher_argv(*args: str, isolated: bool = False) -> list[str]:
-    """`isolated` (-I) for an environment not ours (a client's terminal): PYTHON* variables ignored."""
-    return [sys.executable, "-S", "-I" if isolated else "-s", "-c", BOOT, *args]
+def launcher_argv(*args: str) -> list[str]:
+    return [sys.executable, "-I", "-S", "-c", BOOT, *args]
 
 
 @dataclass(frozen=True)
@@ -95,7 +101,7 @@ def _detect() -> Support:
     found: dict[str, object] = {}
     try:
         done = subprocess.run(launcher_argv("--probe"), capture_output=True, text=True, timeout=20,
-                              stdin=subprocess.DEVNULL, env={**secrets.child_env(), landlock.SIMULATE_ENV: "0"})
+                              stdin=subprocess.DEVNULL, cwd=LAUNCH_CWD, env={**secrets.child_env(), landlock.SIMULATE_ENV: "0"})
         found = json.loads(done.stdout or "{}")
     except (OSError, subprocess.SubprocessError, ValueError) as e:
         log.warning("sandbox probe failed: %s", e)
