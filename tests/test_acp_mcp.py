@@ -170,6 +170,8 @@ async def test_daemon_shutdown_stops_every_sessions_servers(inproc: Any) -> None
     ({"name": "half", "command": "/bin/true"}, ["'half'", "args"]),
     ({"type": "http", "name": "web", "headers": []}, ["'web'", "url"]),
     ("not a server", ["not an object"]),
+    ({"type": ["stdio"], "name": "listed", "command": "/bin/true", "args": []}, ["'listed'", "type must be a string"]),
+    ({"type": {"t": 1}, "name": "mapped", "command": "/bin/true", "args": []}, ["'mapped'", "type must be a string"]),
 ])
 def test_unsupported_or_malformed_servers_are_refused(item: Any, says: list[str]) -> None:
     with pytest.raises(RequestError) as e:
