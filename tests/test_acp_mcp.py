@@ -135,6 +135,20 @@ async def test_switching_away_stops_the_sessions_servers(inproc: Any) -> None:
     await gone(tag, "the server to stop when /new leaves the session")
 
 
+async def test_deleting_a_session_stops_its_servers(inproc: Any) -> None:
+    tag, kept = unique_marker("toycoder-client-mcp"), unique_marker("toycoder-client-mcp")
+    p: InProc = inproc()
+    sid, other = p.new_session("doomed"), p.new_session("kept")
+    for session, marker in ((sid, tag), (other, kept)):
+        await p.app.mcp.set_session_servers(session, {"toy": toy(marker)}, Statuses())
+        await p.app.mcp.settle(session)
+    assert processes_with(tag) and processes_with(kept)
+    p.app.delete_session(sid)  # synchronous: the stop runs in a task (McpHub.close_later)
+    await gone(tag, "the deleted session's client server to stop")
+    assert p.app.mcp.pids(sid) == {} and p.app.mcp_status(sid) is None
+    assert processes_with(kept)  # another session's servers are not touched
+
+
 async def test_a_failing_client_server_is_reported_and_the_session_goes_on(inproc: Any) -> None:
     p: InProc = inproc()
     sid = p.new_session()
