@@ -219,6 +219,25 @@ async def test_an_unknown_transport_is_answered_minus_32602_before_the_sdk_drops
         assert listed.sessions == []
 
 
+async def test_new_on_the_acp_face_leaves_the_session_open_with_its_servers(tmp_path: Path, llm: FakeLLM,
+                                                                          workspace: Path) -> None:
+    """/new answers with a note to open the new session: the client still holds this one, so its
+    servers keep running and a later prompt there is offered their tools; session/close stops them."""
+    tag = unique_marker("toycoder-acp-client-mcp")
+    llm.add({"text": "still here"})
+    async with acp_face(tmp_path, llm) as (conn, editor, _):
+        sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[toy_stdio("toy", tag)])).session_id
+        await wait_until_async(lambda: processes_with(tag), 15, "the client's server started")
+        pids = processes_with(tag)
+        assert (await conn.prompt(session_id=sid, prompt=[text_block("/new")])).stop_reason == "end_turn"
+        assert "open session" in editor.text()
+        assert (await conn.prompt(session_id=sid, prompt=[text_block("again")])).stop_reason == "end_turn"
+        assert "mcp__toy__add" in [t["function"]["name"] for t in llm.requests[-1]["body"]["tools"]]
+        assert processes_with(tag) == pids  # the same server, never stopped and started again
+        await conn.close_session(session_id=sid)
+        await gone(tag, "the client's server to stop on session/close")
+
+
 # ---- through the daemon ---------------------------------------------------------------------------
 
 def thoughts(editor: Any) -> str:
