@@ -16,7 +16,7 @@ from toycoder_daemon.app import App, PromptOutcome
 from toycoder_daemon.config import Config
 from toycoder_daemon.llm.base import ChatModel, ChatResponse, RetryNotice
 from toycoder_daemon.messages import Message
-from toycoder_daemon.ports import CommandRunner, Decision, EditApplied, Event, PermissionRequest
+from toycoder_daemon.ports import CommandRunner, Decision, EditApplied, EditorTextUnknown, Event, PermissionRequest
 from toycoder_daemon.sessions.store import SessionStore
 from toycoder_daemon.testing.scripted_model import ScriptedModel
 
@@ -72,6 +72,8 @@ class RecordingFrontend:
         """None: an editor that serves no files; else what it answers editor_text with (an ACP client
         with fs.readTextFile: its view, unsaved buffers included; a path not in it gets None)."""
         self.text_asks: list[Path] = []
+        self.text_error: EditorTextUnknown | None = None
+        """When set, editor_text raises it: an editor that serves files but could not answer."""
         self.writes_all = False
         """The editor is the source of truth for every file (an ACP client with fs.writeTextFile):
         an applied edit changes `served`, never the disk."""
@@ -128,6 +130,8 @@ class _Bound:
     async def editor_text(self, path: Path) -> str | None:
         r = self.recorder
         r.text_asks.append(path)
+        if r.text_error is not None:
+            raise r.text_error
         return None if r.served is None else r.served.get(path)
 
     def writes_all_files(self) -> bool:

@@ -1,7 +1,7 @@
 """The client's file system on the ACP face (acp_fs.py), driven by the ACP SDK's client side: a client
 that declared `fs.readTextFile` is asked for the files the tools read (and so shows its unsaved
 buffers); one that declared `fs.writeTextFile` gets every edit as `fs/write_text_file` and writes
-the disk itself; one that declared neither gets the disk; a failing read falls back to the disk.
+the disk itself; one that declared neither gets the disk; a failing read falls back to the disk for read_file and refuses an edit.
 The tool seam itself is tested in-process in test_editor_text.py."""
 
 from __future__ import annotations
@@ -10,11 +10,13 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
 from acp import RequestError, text_block
 from acp.schema import ClientCapabilities, FileSystemCapabilities, ReadTextFileResponse, WriteTextFileResponse
 from test_acp import Editor, acp_daemon, acp_face, new_session
 
 from toycoder_daemon import acp_fs
+from toycoder_daemon.ports import EditorTextUnknown
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 CALC = "def add(a, b):\n    return a + b\n"
@@ -106,10 +108,15 @@ async def test_a_client_without_fs_gets_the_disk(tmp_path: Path, llm: FakeLLM, w
     assert llm.violations == []
 
 
-async def test_a_failing_read_falls_back_to_the_disk(tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
+async def test_a_failing_read_falls_back_to_the_disk_but_refuses_the_edit(tmp_path: Path, llm: FakeLLM,
+                                                                         workspace: Path) -> None:
+    """read_file may show the disk; an edit may not be made against it: sent as the whole file with
+    fs/write_text_file, it would replace the client's unsaved buffer it could not see."""
     calc = (workspace / "calc.py").resolve()
     calc.write_text(CALC)
-    llm.add(read("calc.py"), {"text": "read it", "expect": {"last_tool_contains": "return a + b"}})
+    llm.add(read("calc.py"), {"text": "read it", "expect": {"last_tool_contains": "return a + b"}},
+            edit("calc.py", "a + b", "b + a"),
+            {"text": "refused", "expect": {"last_tool_contains": "could not get the editor's text of calc.py"}})
     editor = FsEditor()
     editor.buffers[str(calc)] = UNSAVED
     editor.fail_reads = True
@@ -119,6 +126,11 @@ async def test_a_failing_read_falls_back_to_the_disk(tmp_path: Path, llm: FakeLL
         assert len(editor.requests("fs/read_text_file")) == 1  # asked, answered with an error
         [done] = [u for u in editor.updates("tool_call_update") if u.get("rawOutput")]
         assert done["status"] == "completed" and "unsaved" not in done["rawOutput"]["output"]
+        await conn.prompt(session_id=sid, prompt=[text_block("swap it")])
+        assert editor.updates("tool_call_update")[-1]["status"] == "failed"
+        assert editor.requests("fs/write_text_file") == [] and editor.requests("session/request_permission") == []
+        assert editor.buffers[str(calc)] == UNSAVED
+    assert calc.read_text() == CALC
     assert llm.violations == []
 
 
@@ -155,9 +167,29 @@ async def test_a_write_the_client_refuses_fails_the_call_and_nothing_is_written(
     assert llm.violations == []
 
 
-async def test_a_client_that_does_not_answer_in_time_leaves_the_read_to_the_disk() -> None:
-    class Silent:
-        async def read_text_file(self, **_: Any) -> Any:
-            await asyncio.Event().wait()  # never answers
+async def test_what_the_client_answers_to_a_read_is_told_apart() -> None:
+    """-32002 is "no such file" (None: the disk is the truth); anything else is EditorTextUnknown,
+    `replied` when the client answered with an error (tools/editor_text.py decides what follows)."""
 
-    assert await acp_fs.read_text(Silent(), "s1", Path("/w/calc.py"), timeout=0.05) is None
+    class Client:
+        def __init__(self, answer: Any):
+            self.answer = answer
+
+        async def read_text_file(self, **_: Any) -> Any:
+            if self.answer == "silent":
+                await asyncio.Event().wait()  # never answers
+            if isinstance(self.answer, Exception):
+                raise self.answer
+            return self.answer
+
+    path = Path("/w/calc.py")
+    assert await acp_fs.read_text(Client(ReadTextFileResponse(content="x")), "s1", path) == "x"
+    assert await acp_fs.read_text(Client(RequestError.resource_not_found(str(path))), "s1", path) is None
+    for answer, replied, says in [("silent", False, "did not answer within 0.05s"),
+                                  (RequestError.internal_error({"details": "busy"}), True, "busy"),
+                                  (RequestError.method_not_found("fs/read_text_file"), True, "Method not found"),
+                                  (object(), False, "no text"),
+                                  (ConnectionResetError("gone"), False, "ConnectionResetError")]:
+        with pytest.raises(EditorTextUnknown) as e:
+            await acp_fs.read_text(Client(answer), "s1", path, timeout=0.05)
+        assert e.value.replied is replied and says in str(e.value), (answer, str(e.value))

@@ -135,6 +135,20 @@ async def test_switching_away_stops_the_sessions_servers(inproc: Any) -> None:
     await gone(tag, "the server to stop when /new leaves the session")
 
 
+async def test_deleting_a_session_stops_its_servers(inproc: Any) -> None:
+    tag, kept = unique_marker("toycoder-client-mcp"), unique_marker("toycoder-client-mcp")
+    p: InProc = inproc()
+    sid, other = p.new_session("doomed"), p.new_session("kept")
+    for session, marker in ((sid, tag), (other, kept)):
+        await p.app.mcp.set_session_servers(session, {"toy": toy(marker)}, Statuses())
+        await p.app.mcp.settle(session)
+    assert processes_with(tag) and processes_with(kept)
+    p.app.delete_session(sid)  # synchronous: the stop runs in a task (McpHub.close_later)
+    await gone(tag, "the deleted session's client server to stop")
+    assert p.app.mcp.pids(sid) == {} and p.app.mcp_status(sid) is None
+    assert processes_with(kept)  # another session's servers are not touched
+
+
 async def test_a_failing_client_server_is_reported_and_the_session_goes_on(inproc: Any) -> None:
     p: InProc = inproc()
     sid = p.new_session()
@@ -170,6 +184,8 @@ async def test_daemon_shutdown_stops_every_sessions_servers(inproc: Any) -> None
     ({"name": "half", "command": "/bin/true"}, ["'half'", "args"]),
     ({"type": "http", "name": "web", "headers": []}, ["'web'", "url"]),
     ("not a server", ["not an object"]),
+    ({"type": ["stdio"], "name": "listed", "command": "/bin/true", "args": []}, ["'listed'", "type must be a string"]),
+    ({"type": {"t": 1}, "name": "mapped", "command": "/bin/true", "args": []}, ["'mapped'", "type must be a string"]),
 ])
 def test_unsupported_or_malformed_servers_are_refused(item: Any, says: list[str]) -> None:
     with pytest.raises(RequestError) as e:
@@ -201,6 +217,25 @@ async def test_an_unknown_transport_is_answered_minus_32602_before_the_sdk_drops
         assert e.value.code == -32602 and "'ws'" in str(e.value) and "websocket" in str(e.value)
         listed = await conn.list_sessions(cwd=str(workspace))
         assert listed.sessions == []
+
+
+async def test_new_on_the_acp_face_leaves_the_session_open_with_its_servers(tmp_path: Path, llm: FakeLLM,
+                                                                          workspace: Path) -> None:
+    """/new answers with a note to open the new session: the client still holds this one, so its
+    servers keep running and a later prompt there is offered their tools; session/close stops them."""
+    tag = unique_marker("toycoder-acp-client-mcp")
+    llm.add({"text": "still here"})
+    async with acp_face(tmp_path, llm) as (conn, editor, _):
+        sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[toy_stdio("toy", tag)])).session_id
+        await wait_until_async(lambda: processes_with(tag), 15, "the client's server started")
+        pids = processes_with(tag)
+        assert (await conn.prompt(session_id=sid, prompt=[text_block("/new")])).stop_reason == "end_turn"
+        assert "open session" in editor.text()
+        assert (await conn.prompt(session_id=sid, prompt=[text_block("again")])).stop_reason == "end_turn"
+        assert "mcp__toy__add" in [t["function"]["name"] for t in llm.requests[-1]["body"]["tools"]]
+        assert processes_with(tag) == pids  # the same server, never stopped and started again
+        await conn.close_session(session_id=sid)
+        await gone(tag, "the client's server to stop on session/close")
 
 
 # ---- through the daemon ---------------------------------------------------------------------------

@@ -11,9 +11,10 @@ from typing import Any
 from inproc_app import InProc
 from test_editor_edits import CALC, edit, one_call
 
-from toycoder_daemon.ports import EditApplied
+from toycoder_daemon.ports import EditApplied, EditorTextUnknown
 
 UNSAVED = CALC + "# typed, not saved\n"
+BOM_BYTES = "\ufeff".encode()
 
 
 def read(path: str) -> dict[str, Any]:
@@ -107,3 +108,62 @@ async def test_typing_in_the_served_buffer_while_asked_fails_the_edit(inproc, wo
     r = await one_call(p, edit("calc.py", "a + b", "b + a"))
     assert r.status == "failed" and "calc.py changed while waiting for approval; read it again" in r.output
     assert p.frontend.edits == [] and p.frontend.served[calc] == UNSAVED
+
+
+# ---- an editor that serves files but cannot answer ---------------------------------------------
+
+async def test_an_edit_is_refused_when_the_serving_editor_cannot_answer_and_a_read_uses_the_disk(
+        inproc, workspace: Path) -> None:
+    p, calc = served(inproc, workspace, {"calc.py": UNSAVED}, writes=True)
+    p.frontend.text_error = EditorTextUnknown("the client answered with an error: busy", replied=True)
+    r = await one_call(p, edit("calc.py", "a + b", "b + a"))
+    assert r.status == "failed", r.output
+    assert "could not get the editor's text of calc.py (the client answered with an error: busy); try again" in r.output
+    # the disk's text sent as the whole file would have replaced the unsaved buffer: nothing is sent
+    assert p.frontend.edits == [] and p.frontend.requests == [] and p.frontend.served[calc] == UNSAVED
+    assert calc.read_text() == CALC
+    r = await one_call(p, read("calc.py"))
+    assert r.status == "completed" and "return a + b" in r.output and "unsaved" not in r.output
+
+
+async def test_an_error_about_a_file_the_disk_has_not_means_the_editor_has_none(inproc, workspace: Path) -> None:
+    p, _ = served(inproc, workspace, {}, writes=True)
+    new = (workspace / "new.py").resolve()
+    create = {"tool_calls": [{"name": "write_file", "arguments": {"path": "new.py", "content": "x = 1\n"}}]}
+    p.frontend.text_error = EditorTextUnknown("no answer", replied=False)  # a timeout: it may hold a new buffer
+    r = await one_call(p, create)
+    assert r.status == "failed" and "could not get the editor's text of new.py" in r.output and p.frontend.edits == []
+    p.frontend.text_error = EditorTextUnknown("the client answered with an error: not found", replied=True)
+    r = await one_call(p, create)
+    assert r.status == "completed" and "created new.py" in r.output
+    assert p.frontend.edits == [(new, "", "x = 1\n")]
+
+
+# ---- what a whole-file write keeps of the file -----------------------------------------------------
+
+async def test_a_whole_file_write_keeps_the_files_bom(inproc, workspace: Path) -> None:
+    p, calc = served(inproc, workspace, {}, writes=True)
+    calc.write_bytes(BOM_BYTES + CALC.encode())
+    r = await one_call(p, edit("calc.py", "a + b", "b + a"))
+    assert r.status == "completed", r.output
+    assert p.frontend.edits == [(calc, "\ufeff" + CALC, "\ufeff" + CALC.replace("a + b", "b + a"))]
+    # served with its BOM: sent back with it; served without (an editor that hides it): without
+    for shown in ("\ufeff" + UNSAVED, UNSAVED):
+        p.frontend.served = {calc: shown}
+        r = await one_call(p, edit("calc.py", "a + b", "b + a"))
+        assert r.status == "completed" and p.frontend.edits[-1] == (calc, shown, shown.replace("a + b", "b + a"))
+
+
+async def test_a_file_not_in_utf8_is_written_here_in_its_encoding(inproc, workspace: Path) -> None:
+    p, calc = served(inproc, workspace, {}, writes=True)
+    calc.write_bytes("s = 'café'\n".encode("latin-1") + CALC.encode())
+    r = await one_call(p, edit("calc.py", "a + b", "b + a"))
+    assert r.status == "completed", r.output
+    assert "written by the daemon in the file's latin-1 encoding" in r.output
+    assert p.frontend.edits == []  # fs/write_text_file would have re-encoded it as UTF-8
+    assert calc.read_bytes() == "s = 'café'\n".encode("latin-1") + CALC.replace("a + b", "b + a").encode()
+    # its editor text differs from the disk: it is unsaved work the disk write would not keep
+    p.frontend.served = {calc: "s = 'café'\n" + UNSAVED}
+    r = await one_call(p, edit("calc.py", "b + a", "a + b"))
+    assert r.status == "failed" and "calc.py has unsaved changes in the editor" in r.output
+    assert "b + a" in calc.read_bytes().decode("latin-1")

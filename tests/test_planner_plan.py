@@ -1,5 +1,6 @@
 """The planner sub-agent's answer seeds the session's plan: its steps (all pending) are shown to the
-person as the plan, untagged, and the main agent is told to keep it with update_plan. Reading plans
+person as the plan, untagged, and the main agent is told to keep it with update_plan; a plan in
+progress is not replaced (the steps go to the main agent to merge). Reading plans
 out of the shapes models write, in-process flows, and one run through the real daemon per face."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from test_acp import acp_daemon
 from test_acp import new_session as acp_new_session
 from test_plan import plan_call
 
+from toycoder_daemon.agent.subagent import plan_progress
 from toycoder_daemon.ports import PlanUpdated, ToolCallStarted
 from toycoder_daemon.testing.fake_llm import FakeLLM
 from toycoder_daemon.tools.plan_text import MAX_CONTENT, MAX_STEPS, plan_from_text
@@ -105,6 +107,69 @@ async def test_the_planner_seeds_the_plan_and_the_main_agent_keeps_it(inproc) ->
     assert result.startswith(PLANNER_ANSWER + "\n\n[These 3 steps are now the session's plan")
     assert "1. Read src/app.py (medium)\n2. Add subtract() (high)\n3. Add tests (low)" in result
     assert "update_plan" in result
+
+
+def tool_results(p: InProc) -> list[str]:
+    """The tool results in the model's last request."""
+    return [m["content"] for m in p.script.calls[-1]["messages"] if m["role"] == "tool"]
+
+
+async def test_calling_the_planner_mid_task_keeps_the_plan_in_progress(inproc) -> None:
+    """A plan with steps not yet completed is not replaced by the planner's fresh, all-pending one
+    (the person would see their progress wiped): the main agent gets the steps to merge instead,
+    also after the session was closed and loaded again."""
+    p: InProc = inproc()
+    p.script.add(planner_call(), {"text": PLANNER_ANSWER},
+                 plan_call(("Read src/app.py", "completed"), ("Add subtract()", "in_progress"), ("Add tests", "pending")),
+                 {"text": "Halfway."})
+    sid = p.new_session()
+    await p.prompt(sid, "plan and do a subtract feature")
+    await p.app.close_session(sid)  # what follows reads the plan from the stored conversation
+    again = "1. Add subtract()\n2. Add a docstring\n3. Add tests"
+    p.script.add(planner_call("Replan: a docstring is wanted too"), {"text": again},
+                 {"text": "I'll merge them.", "expect": {"last_tool_contains": "already has a plan in progress"}})
+    await p.prompt(sid, "also a docstring")
+    plans = [shown(e.entries) for e in p.frontend.of(sid) if isinstance(e, PlanUpdated)]
+    assert len(plans) == 2 and plans[-1][0][2] == "completed"  # the seed, then the update: no second seed
+    note = tool_results(p)[-1]
+    assert note.startswith(again + "\n\n[The session already has a plan in progress (1/3 completed)")
+    assert "1. Add subtract() (medium)\n2. Add a docstring (medium)\n3. Add tests (medium)" in note
+    assert "merge them into it with update_plan" in note and "now the session's plan" not in note
+
+
+async def test_the_planner_seeds_again_once_the_plan_is_done(inproc) -> None:
+    p: InProc = inproc()
+    p.script.add(planner_call(), {"text": PLANNER_ANSWER}, planner_call("again, before any progress"),
+                 {"text": PLANNER_ANSWER},
+                 plan_call(("Read src/app.py", "completed"), ("Add subtract()", "completed"), ("Add tests", "completed")),
+                 planner_call("the next feature"), {"text": "1. Add multiply()\n2. Test it"}, {"text": "Next."})
+    sid = p.new_session()
+    await p.prompt(sid, "two features")
+    plans = [shown(e.entries) for e in p.frontend.of(sid) if isinstance(e, PlanUpdated)]
+    # seeded; the second call (0/3 done) not shown; all done; the next plan seeded
+    assert [len(x) for x in plans] == [3, 3, 2]
+    assert plans[2] == [("Add multiply()", "medium", "pending"), ("Test it", "medium", "pending")]
+    results = tool_results(p)
+    assert "plan in progress (0/3 completed)" in results[1] and "[These 2 steps are now the session's plan" in results[3]
+
+
+@pytest.mark.parametrize("calls, expected", [
+    ([], None),
+    ([("update_plan", "plan updated: 1/2 completed")], (1, 2)),
+    ([("update_plan", "plan updated: 1/2 completed"), ("update_plan", "error: a plan needs at least one entry")],
+     (1, 2)),  # a refused update showed nothing
+    ([("update_plan", "plan updated: 2/2 completed"), ("planner", "1. a\n2. b\n\n[These 2 steps are now the "
+                                                                  "session's plan, shown ...]")], (0, 2)),
+    ([("read_file", "plan updated: 9/9 completed")], None),  # another tool's output is not the plan
+])
+def test_the_sessions_plan_is_read_from_its_conversation(calls: list[tuple[str, str]],
+                                                        expected: tuple[int, int] | None) -> None:
+    messages: list[Any] = []
+    for i, (name, result) in enumerate(calls):
+        messages.append({"role": "assistant", "content": None,
+                         "tool_calls": [{"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": "{}"}}]})
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": result})
+    assert plan_progress(messages) == expected
 
 
 async def test_a_plan_in_prose_seeds_nothing_and_is_passed_on_as_it_is(inproc) -> None:

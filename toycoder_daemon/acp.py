@@ -227,7 +227,8 @@ class ToyCoderAgent:
         if me:
             self._prompts.add(me)
         try:
-            outcome = await app.prompt(session_id, text, frontend_for)
+            # /new and /switch leave the session open: the client still holds it (and gave its MCP servers)
+            outcome = await app.prompt(session_id, text, frontend_for, close_on_switch=False)
             r = outcome.result
             if r.stop_reason in ("command", "max_steps") and r.text and frontends:
                 frontends[0].send(update_agent_message_text(r.text + self._action_note(outcome.action)))

@@ -2,8 +2,11 @@
 documents and workspace/applyEdit), used when the client declared it in `initialize`:
 
 - `fs.readTextFile`: read_file and the edit tools ask `fs/read_text_file` for a workspace file and
-  so see the client's unsaved buffer (tools/editor_text.py). An error reply, a malformed answer or
-  no answer within READ_TIMEOUT falls back to the disk (logged at debug), never failing the tool.
+  so see the client's unsaved buffer (tools/editor_text.py). "Resource not found" (-32002) means the
+  client has no such file: the disk is the truth. Any other error reply, a malformed answer or no
+  answer within READ_TIMEOUT is EditorTextUnknown: read_file then reads the disk, but an edit is
+  refused (its base would be the disk, and the whole-file write below would replace the client's
+  unsaved buffer).
 - `fs.writeTextFile`: the client is the source of truth for the files (as Zed and Claude Code's ACP
   adapter have it): every write_file/edit_file goes out as `fs/write_text_file`, and the client
   writes the disk (AcpFrontend.apply_edit).
@@ -16,12 +19,15 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from acp import RequestError
 from acp.schema import ClientCapabilities
 
+from .ports import EditorTextUnknown
 from .reply_wait import reply_within
 
 log = logging.getLogger(__name__)
 
+NOT_FOUND = -32002
 READ_TIMEOUT = 5.0
 """Seconds a client gets to answer fs/read_text_file (it reads a buffer or a local file)."""
 
@@ -33,16 +39,26 @@ def declared(caps: ClientCapabilities | None) -> tuple[bool, bool]:
 
 
 async def read_text(client: Any, session_id: str, path: Path, timeout: float = READ_TIMEOUT) -> str | None:
-    """The client's text of `path` (an absolute path); None when it cannot give it in time."""
+    """The client's text of `path` (an absolute path); None when it says it has no such file;
+    EditorTextUnknown when it could not tell us (the caller decides whether the disk will do)."""
     try:
         answer = await reply_within(client.read_text_file(session_id=session_id, path=str(path)), timeout)
     except asyncio.CancelledError:
         raise
-    except Exception as e:  # an error reply (no such file, say), a timeout, the client gone
-        log.debug("fs/read_text_file %s: %s: %s; the disk is read instead", path, type(e).__name__, e)
-        return None
+    except RequestError as e:
+        if e.code == NOT_FOUND:
+            return None
+        said = f"{e}: {e.data}" if e.data else str(e)
+        log.debug("fs/read_text_file %s: error %s: %s", path, e.code, said)
+        raise EditorTextUnknown(f"the client answered with an error: {said:.200}", replied=True) from None
+    except asyncio.TimeoutError:  # (TimeoutError on 3.11+)
+        log.debug("fs/read_text_file %s: no answer within %gs", path, timeout)
+        raise EditorTextUnknown(f"the client did not answer within {timeout:g}s", replied=False) from None
+    except Exception as e:  # the client gone, an answer the SDK could not parse
+        log.debug("fs/read_text_file %s: %s: %s", path, type(e).__name__, e)
+        raise EditorTextUnknown(f"no usable answer from the client ({type(e).__name__})", replied=False) from None
     content = getattr(answer, "content", None)
     if not isinstance(content, str):
-        log.debug("fs/read_text_file %s: an answer without content; the disk is read instead", path)
-        return None
+        log.debug("fs/read_text_file %s: an answer without content", path)
+        raise EditorTextUnknown("the client's answer had no text", replied=False)
     return content

@@ -44,8 +44,10 @@ def check_raw(params: Any) -> None:
         if not isinstance(item, dict):
             raise refused(None, "?", f"an item of mcpServers is not an object: {item!r:.80}")
         name, transport = item.get("name"), item.get("type", "stdio")
+        if not isinstance(transport, str):  # (a list is not hashable: the lookup below would raise)
+            raise refused(name, "?", f"type must be a string, not {transport!r:.80}")
         if transport not in TRANSPORTS:
-            raise refused(name, str(transport), f"the {transport!r} transport is not supported "
+            raise refused(name, transport, f"the {transport!r} transport is not supported "
                           "(ToyCoder connects to stdio and http MCP servers)")
         try:
             TRANSPORTS[transport].model_validate(item)

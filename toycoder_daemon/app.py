@@ -120,7 +120,7 @@ class App(ModelSettings):
         def model_for_role(role: Role) -> ChatModel:
             return self.model_for(s, None if role == "default" else role)
 
-        runtime = AgentRuntime(s.tools, model_for_role, s.add_usage)
+        runtime = AgentRuntime(s.tools, model_for_role, s.add_usage, lambda: s.messages)
         for agent, description in self._agents:
             s.tools.register(subagent_tool(agent, description, runtime))
         s.tools.add_own_source(self.mcp.tools_of(s.id))  # the MCP servers its ACP client gave, if any
@@ -250,7 +250,11 @@ class App(ModelSettings):
 
     # ---- turns --------------------------------------------------------------------------------
 
-    async def prompt(self, session_id: str, text: str, frontend_for: FrontendFactory) -> PromptOutcome:
+    async def prompt(self, session_id: str, text: str, frontend_for: FrontendFactory, *,
+                     close_on_switch: bool = True) -> PromptOutcome:
+        """Run a turn (or a slash command). `close_on_switch=False`: the client keeps the session open
+        after /new, /switch or /clear (an ACP client picks its sessions and ends them with
+        session/close), so its MCP servers and file stay as they are."""
         s = await self.load(session_id)
         if s.busy:
             raise SessionBusy(session_id)
@@ -277,7 +281,7 @@ class App(ModelSettings):
         self._push_info(s, turn_id)
         if result.stop_reason == "end_turn":
             self.title_after_first_turn(s, text, result.text)
-        if action and action.get("kind") == "switch" and action.get("sessionId") != s.id:
+        if close_on_switch and action and action.get("kind") == "switch" and action.get("sessionId") != s.id:
             await self.close_session(s.id)  # /new, /switch, /clear: this daemon moves on
         return PromptOutcome(turn_id, result, action)
 

@@ -165,6 +165,16 @@ class CommandNotStarted(Exception):
     """The runner could not start the command (it did not run): run it locally instead."""
 
 
+class EditorTextUnknown(Exception):
+    """The editor serves files but could not say what it has of one (an error reply, no answer in
+    time, a malformed answer): its buffer may hold unsaved work the disk has not."""
+
+    def __init__(self, reason: str, *, replied: bool):
+        super().__init__(reason)
+        self.replied = replied
+        """It answered (with an error): for a path the disk has not either, it has no such file."""
+
+
 class CommandRunner(Protocol):
     """Somewhere else to run a command (the ACP client's terminal), offered by a Frontend."""
 
@@ -194,7 +204,8 @@ class Frontend(Protocol):
     async def editor_text(self, path: Path) -> str | None:
         """The editor's text of `path` as the person sees it (unsaved changes included) when the editor
         serves files (ACP fs/read_text_file): asked once per file per tool call phase. None when it
-        does not, cannot say, fails or is too slow (then the disk is the truth); never raises."""
+        does not serve files or says it has no such file (the disk is the truth); EditorTextUnknown
+        when it serves files but fails or is too slow (a read may use the disk, an edit may not)."""
 
     def writes_all_files(self) -> bool:
         """Every edit goes through apply_edit, not only those of files open in the editor: the editor

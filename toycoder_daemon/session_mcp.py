@@ -1,13 +1,14 @@
 """The App's MCP servers: the config's, shared by every session, and those an ACP client gives one
 session in session/new, load or resume. Both run on the same McpManager (tools/mcp.py); a client's
 servers are started for that session alone, their tools are in that session's registry only, and
-they stop when the session closes (or is switched away from) and when the daemon exits.
+they stop when the session closes (session/close, delete; /new and /switch on the ACP face leave it
+open, as the client still holds it) and when the daemon exits.
 
     hub = McpHub(config.mcp_servers, root, app.tools, notice)
     s.tools.add_own_source(hub.tools_of(s.id))              # every session (App._session_tools)
     await hub.set_session_servers(s.id, {"files": ClientServer(command=...)}, on_status)
     await hub.settle(s.id)                                  # before a turn: started, or failed
-    await hub.close_session(s.id)                           # session/close, /new, /switch
+    await hub.close_session(s.id)                           # session/close (App.close_session)
     await hub.aclose()                                      # daemon exit: no process left behind
 
 The MCP SDK is imported only when a server is configured or given (it costs start-up time).

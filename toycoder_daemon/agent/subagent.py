@@ -7,12 +7,13 @@ the calling tool call's id, and the tokens it spends count toward the session. W
 (registry, models, usage sink) is captured when its tool is built for a session, so the
 ToolContext carries no sub-agent plumbing.
 
-The planner's plan seeds the session's plan (`seed_plan`).
+The planner's plan seeds the session's plan (`seed_plan`) when it has none in progress.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Literal
@@ -21,6 +22,7 @@ from ..llm.base import ChatModel, Usage
 from ..messages import Message
 from ..ports import CommandRunner, Decision, EditApplied, Event, Frontend, PermissionRequest, PlanUpdated
 from ..tools.base import Tool, ToolContext, ToolError
+from ..tools.plan import progress_of
 from ..tools.plan_text import plan_from_text
 from ..tools.registry import ToolRegistry
 from .react import run_turn
@@ -56,6 +58,8 @@ class AgentRuntime:
     """The session's model for a role."""
     on_usage: Callable[[Usage], None] | None = None
     """Where the tokens the sub-agent spends are counted."""
+    history: Callable[[], Iterable[Message]] = tuple
+    """The session's conversation (the planner reads its current plan there: plan_progress)."""
 
 
 async def run_subagent(agent: SubAgent, runtime: AgentRuntime, ctx: ToolContext, query: str,
@@ -86,7 +90,7 @@ def subagent_tool(agent: SubAgent, description: str, runtime: AgentRuntime | Non
         if runtime is None:
             raise ToolError(f"the sub-agent {agent.name} cannot run here (no session)")
         answer = await run_subagent(agent, runtime, ctx, query, context)
-        return seed_plan(ctx, answer) if agent.seeds_plan else answer
+        return seed_plan(ctx, answer, plan_progress(runtime.history())) if agent.seeds_plan else answer
 
     t = Tool.from_function(call, level="safe", name=agent.name,
                            title=lambda a: f"{agent.name}: {' '.join(str(a.get('query', '')).split())[:80]}")
@@ -94,9 +98,32 @@ def subagent_tool(agent: SubAgent, description: str, runtime: AgentRuntime | Non
     return t
 
 
-def seed_plan(ctx: ToolContext, answer: str) -> str:
+_SEEDED = re.compile(r"\[These (\d+) steps are now the session's plan")
+
+
+def plan_progress(messages: Iterable[Message]) -> tuple[int, int] | None:
+    """(completed, steps) of the session's plan as its conversation has it: the last update_plan
+    that was shown, or planner seed (all pending); None when it has none (or it was compacted away).
+    Read from the conversation, not kept aside, so a reloaded session knows its plan too."""
+    names: dict[str, str] = {}
+    progress = None
+    for m in messages:
+        if m["role"] == "assistant":
+            names.update((c["id"], c["function"]["name"]) for c in m.get("tool_calls") or ())
+        elif m["role"] == "tool":
+            if names.get(m["tool_call_id"]) == "update_plan":
+                progress = progress_of(m["content"]) or progress
+            elif seeded := _SEEDED.search(m["content"]):
+                progress = (0, int(seeded[1]))
+    return progress
+
+
+def seed_plan(ctx: ToolContext, answer: str, current: tuple[int, int] | None = None) -> str:
     """Show the planner's steps as the session's plan (all pending) and tell the main agent so;
     the tool result the main agent reads: the answer, plus that note when there was a plan.
+    `current`: the session's plan (plan_progress); when it has steps not yet completed, the steps
+    are not shown (that would wipe the progress the person sees): the note gives them to the main
+    agent to merge into its plan with update_plan.
 
     Why from the planner's text, not from an update_plan call of its own: the planner is one model
     request without tools, which every model answers, tool calling or not, and a numbered list is
@@ -110,8 +137,12 @@ def seed_plan(ctx: ToolContext, answer: str) -> str:
     steps = plan_from_text(answer)
     if not steps:
         return answer
-    ctx.frontend.emit(PlanUpdated(steps))
     listed = "\n".join(f"{i}. {s.content} ({s.priority})" for i, s in enumerate(steps, 1))
+    if current is not None and current[0] < current[1]:
+        return (f"{answer}\n\n[The session already has a plan in progress ({current[0]}/{current[1]} completed), "
+                f"so these {len(steps)} steps were not shown to the user:\n{listed}\nIf they change the plan, merge "
+                "them into it with update_plan (the whole list, keeping the status of the steps already done).]")
+    ctx.frontend.emit(PlanUpdated(steps))
     return (f"{answer}\n\n[These {len(steps)} steps are now the session's plan, shown to the user as a checklist, "
             f"all pending:\n{listed}\nKeep it current with update_plan (the whole list each time): mark a step "
             "in_progress when you start it and completed when it is done; change the list if the plan changes.]")

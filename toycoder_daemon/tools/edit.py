@@ -5,8 +5,10 @@ base changed in between (what was approved is what is written). The change is ch
 written atomically (temp file, fsync, os.replace) keeping the file's encoding, BOM, line endings
 and mode; or, for a file open in an editor that can apply edits, sent through the editor so the
 buffer (unsaved work, undo history) gets it. An editor that serves files (ACP fs/read_text_file)
-gives the base; one that is the source of truth for every file (ACP fs/write_text_file) gets every
-edit (tools/editor_text.py, ports.Frontend).
+gives the base (an edit is refused when it cannot answer); one that is the source of truth for
+every file (ACP fs/write_text_file) gets every edit as the whole new text, a BOM the file had
+included, except for a file that is not UTF-8: the client would write the text back as UTF-8, so the
+daemon writes it here in its encoding (tools/editor_text.py, ports.Frontend).
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ class TextFile:
     """The change goes through the editor (Frontend.apply_edit); the text is its buffer, if it has one."""
     tracked: bool = False
     """The text is an LSP open document (workspace.open_documents): it follows didChange live."""
+    editor_bom: bool = False
+    """The editor's whole text starts with a BOM: a whole-file write (ACP) sends it back."""
 
     @property
     def newline(self) -> str:
@@ -106,26 +110,34 @@ async def _served(ctx: ToolContext, path: str) -> str | None:
         p = _target(ctx, path)
     except ToolError:
         return None
-    return await served_text(ctx, p)
+    return await served_text(ctx, p, editing=True)
+
+
+def _written_here(ctx: ToolContext, f: TextFile) -> bool:
+    """An editor that writes all files is sent text it writes as UTF-8: another encoding would be lost."""
+    return ctx.frontend.writes_all_files() and f.encoding != "utf-8"
 
 
 def _base(ctx: ToolContext, p: Path, path: str, served: str | None = None) -> TextFile:
     """What the change is made against: the editor's text (its LSP open buffer, or the `served` one)
     when it has the file and can apply edits (the change then goes through it); else the disk,
     refusing to write under unsaved work (a reload would lose it). An editor that writes all files
-    gets the change whatever the base."""
+    gets the change whatever the base, unless the file is not UTF-8 (_written_here)."""
     disk = load(p)
     tracked = p in ctx.workspace.open_documents
     buffer = ctx.workspace.open_documents[p] if tracked else served
-    can_edit = ctx.frontend.can_apply_edit()
+    here = _written_here(ctx, disk)
+    can_edit = ctx.frontend.can_apply_edit() and not here
     if buffer is None:
         disk.in_editor = can_edit and ctx.frontend.writes_all_files()
+        disk.editor_bom = disk.in_editor and disk.bom
         return disk
     if can_edit:
         return TextFile(buffer[1:] if buffer.startswith(BOM) else buffer, disk.encoding, disk.bom, in_editor=True,
-                        tracked=tracked)
+                        tracked=tracked, editor_bom=not tracked and buffer.startswith(BOM))
     if disk.exists and unsaved_text(buffer, disk.text) is not None:
-        raise ToolError(f"{path} has unsaved changes in the editor; ask the user to save or discard them first")
+        also = f" (or the editor reads its {disk.encoding} text differently)" if here else ""
+        raise ToolError(f"{path} has unsaved changes in the editor{also}; ask the user to save or discard them first")
     return disk
 
 
@@ -168,7 +180,11 @@ async def _commit(ctx: ToolContext, plan: Plan) -> tuple[Path, TextFile, str, st
             _record(ctx, p, "after")  # whatever is there now, even after a failure
         if ctx.changed is not None:
             ctx.changed.append(str(p))
-        return p, f, text, f"\nnote: {problem}" if problem else ""
+        note = f"\nnote: {problem}" if problem else ""
+        if _written_here(ctx, f):
+            note += (f"\nnote: written by the daemon in the file's {f.encoding} encoding, not through the "
+                     "editor (it writes files as UTF-8); it may need to reload the file")
+        return p, f, text, note
 
     async def in_editor(p: Path, f: TextFile, text: str) -> str:
         if f.tracked and ctx.workspace.open_documents.get(p) not in (f.text, BOM + f.text):  # typed since the plan
@@ -176,7 +192,8 @@ async def _commit(ctx: ToolContext, plan: Plan) -> tuple[Path, TextFile, str, st
         # the editor's text, unsaved work included (a new file: its absence, from the disk)
         problem = _record(ctx, p, "before", _encode(f, f.text) if f.exists else None)
         sent = ctx.workspace.document_state(p)
-        result = await ctx.frontend.apply_edit(p, f.text, text)
+        lead = BOM if f.editor_bom else ""
+        result = await ctx.frontend.apply_edit(p, lead + f.text, lead + text)
         if not result.applied:
             why = result.reason or "no reason given"
             # an editor refusing a stale edit (its buffer version) reports the change before its answer

@@ -3,6 +3,7 @@ list), shown by the clients as a checklist. Each call sends the whole list."""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
@@ -11,6 +12,7 @@ from ..ports import PlanEntry, PlanUpdated
 from .base import ToolContext, tool
 
 MAX_ENTRIES = 50
+_UPDATED = re.compile(r"plan updated: (\d+)/(\d+) completed")
 
 
 class PlanItem(BaseModel):
@@ -34,3 +36,9 @@ async def update_plan(
     ctx.frontend.emit(PlanUpdated(tuple(PlanEntry(e.content, e.priority, e.status) for e in entries)))
     done = sum(1 for e in entries if e.status == "completed")
     return f"plan updated: {done}/{len(entries)} completed"
+
+
+def progress_of(result: str) -> tuple[int, int] | None:
+    """(completed, steps) from an update_plan result; None for a refused update (nothing was shown)."""
+    m = _UPDATED.fullmatch(result)
+    return (int(m[1]), int(m[2])) if m else None
