@@ -157,6 +157,10 @@ def test_the_typescript_sdk_client_sees_only_schema_valid_frames(tmp_path: Path,
     wait_until(lambda: processes_with(sleep) == [], 10, "the cancelled command to end")
     assert sid in steps["listedBeforeDelete"] and sid not in steps["listedAfterDelete"] and steps["delete"] == {}
     assert len(llm.requests) == 16 and llm.violations == []
+    # the SDK refused nothing the daemon sent: the client's only errors are its answers for the two
+    # new files it has no buffer for (asked before they are written)
+    refused = [(m["id"], m["error"]["code"]) for who, m in frames if who == "client" and "error" in m]
+    assert [code for _, code in refused] == [-32002, -32002], refused
 
     print(f"{report['validated']} frames validated against the ACP schema")
     # the validator catches a real frame broken in one place (so zero violations means something)
