@@ -18,6 +18,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..coalesce import OUTPUT
 from ..messages import Message
 from . import dialect, json_codec
 from .base import for_api
@@ -158,6 +159,7 @@ class StreamTransport:
                 raise await _status_failure(response)
             decoder = SSEDecoder()
             loads = json_codec.loads
+            output = OUTPUT.get()
             try:
                 encoded = response.headers.get("content-encoding", "identity").lower() not in ("", "identity")
                 async for raw in response.aiter_bytes() if encoded else response.aiter_raw():
@@ -165,6 +167,8 @@ class StreamTransport:
                         if data == b"[DONE]":
                             return
                         on_chunk(read_chunk(loads(data)))
+                    if output is not None and output.full():  # the client is not reading: stop reading too
+                        await output.room()
             except hx.TransportError as e:
                 raise StreamCut(f"the connection to {self.url} was dropped mid-reply ({type(e).__name__}: {e})") from None
             if decoder.pending():
