@@ -183,8 +183,8 @@ class StreamTransport:
             await response.aclose()
 
 
-STEP_EVENTS = 32
-"""Events a stream handles before it lets the event loop run others (~0.5 ms): with many sessions
+STEP_EVENTS = 16
+"""Events a stream handles before it lets the event loop run others (~0.3 ms): with many sessions
 streaming, a request waits for one such step per stream, not for each stream's whole backlog."""
 
 
