@@ -21,8 +21,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import glob
+import json
+import math
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -63,7 +66,7 @@ def install_codex() -> None:
 class Setup:
     """Temp dirs, config and argv for every peer; nothing of the user's is read or written."""
 
-    def __init__(self, tmp: Path, llm: PeerLLM, codex: str | None, daemon_root: Path = ROOT):
+    def __init__(self, tmp: Path, llm: PeerLLM, codex: str | None, daemon_root: Path = ROOT, loop_stats: bool = False):
         self.ws = tmp / "ws"
         self.ws.mkdir()
         (self.ws / "README.md").write_text("# bench workspace\n")
@@ -85,9 +88,13 @@ class Setup:
             "session: {max_messages: 1000000, max_context_tokens: 100000000}\n")
         self.data = tmp / "data"
         self.llm = llm
+        self.loop_stats = tmp / "loop-stats.jsonl" if loop_stats else None
+        daemon = [str(HERE / "loop_stats.py")] if loop_stats else ["-m", "toycoder_daemon"]
+        if self.loop_stats:
+            self.env["BENCH_LOOP_STATS"] = str(self.loop_stats)
         self.argv: dict[type[Peer], list[str]] = {
-            ToyLSP: [sys.executable, "-m", "toycoder_daemon", "--config", str(cfg)],
-            ToyACP: [sys.executable, "-m", "toycoder_daemon", "--acp", "--config", str(cfg)],
+            ToyLSP: [sys.executable, *daemon, "--config", str(cfg)],
+            ToyACP: [sys.executable, *daemon, "--acp", "--config", str(cfg)],
         }
         if codex:
             self.argv[Codex] = [codex, "app-server", "-c", 'model_provider="bench"', "-c", f'model="{MODEL}"', "-c",
@@ -150,6 +157,9 @@ async def many_sessions(setup: Setup, kind: type[Peer], tokens: int, sessions: i
                 probes.append((time.perf_counter() - t) * 1000)
                 await asyncio.sleep(0.02)
 
+        timed = setup.loop_stats is not None and not isinstance(peer, Codex)
+        if timed:
+            peer.proc.send_signal(signal.SIGUSR1)  # loop_stats.py: a new window of passes from here
         prober = asyncio.ensure_future(probe())
         cpu0 = peer.cpu_seconds()
         t0 = time.perf_counter()
@@ -162,8 +172,11 @@ async def many_sessions(setup: Setup, kind: type[Peer], tokens: int, sessions: i
         for sid in sids:
             check(peer, sid, tokens)
         firsts = [((t.first_chunk or t0) - t0) * 1000 for t in turns]
-        return {"total": total, "first_p99": p99(firsts), "probe_p99": p99(probes) if probes else float("nan"),
-                "cpu": cpu, "rss": peer.rss_mib()}
+        row = {"total": total, "first_p99": p99(firsts), "probe_p99": p99(probes) if probes else float("nan"),
+               "cpu": cpu, "rss": peer.rss_mib()}
+        if setup.loop_stats is not None:
+            row.update(await loop_passes(peer, setup.loop_stats) if timed else {"pass_cpu": math.nan, "pass_wall": math.nan})
+        return row
     finally:
         await peer.close()
 
@@ -209,6 +222,18 @@ async def big_history_turn(setup: Setup, kind: type[Peer], messages: list[dict[s
         await peer.close()
 
 
+async def loop_passes(peer: Peer, out: Path) -> dict[str, float]:
+    """The event-loop pass p99s (CPU, wall) of the window just measured (bench/loop_stats.py)."""
+    lines = len(out.read_text().splitlines()) if out.exists() else 0
+    peer.proc.send_signal(signal.SIGUSR2)
+    for _ in range(500):  # the daemon appends one line: poll for it (5 s at most)
+        if out.exists() and len(rows := out.read_text().splitlines()) > lines:
+            stats = json.loads(rows[-1])
+            return {"pass_cpu": stats["cpu_p99"], "pass_wall": stats["wall_p99"]}
+        await asyncio.sleep(0.01)
+    raise SystemExit(f"{peer.name}: no loop stats from bench/loop_stats.py")
+
+
 COLS = [("init", "init ms", "{:9.0f}"), ("session", "session ms", "{:9.0f}"), ("first", "1st chunk ms", "{:9.0f}"),
         ("turn", "turn ms", "{:9.0f}"), ("cpu", "turn CPU s", "{:9.2f}"), ("rss", "RSS MiB", "{:9.0f}")]
 HISTORY = [("open", "open ms", "{:9.0f}"), ("first", "1st chunk ms", "{:9.0f}"), ("turn", "turn ms", "{:9.0f}"),
@@ -216,6 +241,7 @@ HISTORY = [("open", "open ms", "{:9.0f}"), ("first", "1st chunk ms", "{:9.0f}"),
            ("rss", "RSS MiB", "{:9.0f}")]
 MANY = [("total", "total s", "{:9.2f}"), ("first_p99", "1st chunk p99 ms", "{:9.0f}"),
         ("probe_p99", "cheap req p99 ms", "{:9.1f}"), ("cpu", "CPU s", "{:9.2f}"), ("rss", "RSS MiB", "{:9.0f}")]
+PASSES = [("pass_cpu", "loop pass CPU p99", "{:9.1f}"), ("pass_wall", "loop pass p99 ms", "{:9.1f}")]
 
 
 def table(title: str, cols: list[tuple[str, str, str]], rows: dict[type[Peer], dict[str, float]]) -> None:
@@ -241,7 +267,7 @@ async def main_async(args: argparse.Namespace) -> int:
               "or set CODEX_BIN); printing our numbers only", file=sys.stderr)
     kinds: list[type[Peer]] = [ToyLSP, ToyACP] + ([Codex] if codex else [])
     with tempfile.TemporaryDirectory(prefix="toycoder-peers-") as tmp, PeerLLM() as llm:
-        setup = Setup(Path(tmp), llm, codex, Path(args.daemon_root).resolve())
+        setup = Setup(Path(tmp), llm, codex, Path(args.daemon_root).resolve(), args.loop_stats)
         print(f"peers: {', '.join(k.name for k in kinds)}; medians of {args.runs} runs after {args.warmup} warm-up, "
               f"interleaved; load average {os.getloadavg()[0]:.2f}")
         for tokens in args.tokens:
@@ -261,7 +287,8 @@ async def main_async(args: argparse.Namespace) -> int:
                 for kind in kinds[r % len(kinds):] + kinds[:r % len(kinds)]:
                     many[kind].append(await many_sessions(setup, kind, args.many_tokens, args.sessions))
             table(f"{args.sessions} sessions streaming {args.many_tokens:,} tokens at once in one process "
-                  f"(medians of {args.many_runs})", MANY, {k: medians(v) for k, v in many.items()})
+                  f"(medians of {args.many_runs})", MANY + (PASSES if args.loop_stats else []),
+                  {k: medians(v) for k, v in many.items()})
         if args.history:
             llm.set_tokens(args.history_tokens)
             messages = history(args.history)
@@ -285,6 +312,8 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=20, help="concurrent sessions (0: skip that case)")
     parser.add_argument("--many-tokens", type=int, default=2000)
     parser.add_argument("--many-runs", type=int, default=3)
+    parser.add_argument("--loop-stats", action="store_true",
+                        help="run our daemons under bench/loop_stats.py: event-loop pass p99s in the 20-session table")
     parser.add_argument("--history", type=int, default=5000, help="messages in the big-history case (0: skip it)")
     parser.add_argument("--history-tokens", type=int, default=200)
     parser.add_argument("--history-runs", type=int, default=3)
