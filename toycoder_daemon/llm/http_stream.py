@@ -169,12 +169,11 @@ class StreamTransport:
                             return
                         on_chunk(read_chunk(loads(data)))
                         budget -= 1
+                        if budget <= 0:  # one network read can hold hundreds of events: let others run
+                            budget = STEP_EVENTS
+                            await asyncio.sleep(0)
                     if output is not None and output.full():  # the client is not reading: stop reading too
                         await output.room()
-                        budget = STEP_EVENTS
-                    elif budget <= 0:  # one network read can hold hundreds of events: let others run
-                        await asyncio.sleep(0)
-                        budget = STEP_EVENTS
             except hx.TransportError as e:
                 raise StreamCut(f"the connection to {self.url} was dropped mid-reply ({type(e).__name__}: {e})") from None
             if decoder.pending():
