@@ -35,7 +35,8 @@ def history(n: int) -> list[dict[str, Any]]:
         msgs.append({"role": "user", "content": f"step {i}: read the file and fix the bug " * 3})
         msgs.append({"role": "assistant", "content": "", "tool_calls": [
             {"id": f"call_{i}", "type": "function", "function": {"name": "read_file", "arguments": f'{{"path": "f{i}.py"}}'}}]})
-        msgs.append({"role": "tool", "tool_call_id": f"call_{i}", "content": "def f():\n    return 1\n" * 10, "status": "ok"})
+        msgs.append({"role": "tool", "tool_call_id": f"call_{i}", "content": "def f():\n    return 1\n" * 10,
+                     "status": "completed"})
         i += 1
     msgs = msgs[: n - 1]
     msgs.append({"role": "user", "content": "say hello"})

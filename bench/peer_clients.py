@@ -13,6 +13,7 @@ import itertools
 import json
 import os
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,6 +122,11 @@ class Peer:
     def start_prompt(self, sid: str, text: str) -> Turn:
         raise NotImplementedError
 
+    async def open_history(self, cwd: str, sid: str, history: list[dict[str, Any]]) -> str:
+        """Open a session holding `history` (chat messages); its id. Ours load `sid`, written to the
+        session store beforehand (peers.write_session); codex resumes a thread given the history."""
+        raise NotImplementedError
+
     async def cheap_request(self, sid: str) -> None:
         """A request that does no model work (its latency shows whether the peer stays responsive)."""
         raise NotImplementedError
@@ -189,6 +195,10 @@ class ToyLSP(Peer):
     async def cheap_request(self, sid: str) -> None:
         await self.call("toycoder/tools/list", {"sessionId": sid})
 
+    async def open_history(self, cwd: str, sid: str, history: list[dict[str, Any]]) -> str:
+        await self.call("toycoder/session/load", {"sessionId": sid})
+        return sid
+
     def on_notification(self, now: float, method: str, params: dict[str, Any]) -> None:
         if method == "toycoder/update" and params.get("update", {}).get("kind") == "text_delta":
             self._chunk(params.get("sessionId"), now, params["update"]["text"])
@@ -214,17 +224,43 @@ class ToyACP(Peer):
     async def cheap_request(self, sid: str) -> None:
         await self.call("session/list", {})
 
+    async def open_history(self, cwd: str, sid: str, history: list[dict[str, Any]]) -> str:
+        await self.call("session/resume", {"sessionId": sid, "cwd": cwd, "mcpServers": []})  # no replay: like codex
+        return sid
+
     def on_notification(self, now: float, method: str, params: dict[str, Any]) -> None:
         update = params.get("update") or {}
         if method == "session/update" and update.get("sessionUpdate") == "agent_message_chunk":
             self._chunk(params.get("sessionId"), now, (update.get("content") or {}).get("text", ""))
 
 
+def response_items(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Chat messages as the Responses API items codex keeps a thread's history in (the system
+    message becomes a developer message)."""
+    items: list[dict[str, Any]] = []
+    for m in history:
+        role = m["role"]
+        if role == "tool":
+            items.append({"type": "function_call_output", "call_id": m["tool_call_id"], "output": m["content"]})
+            continue
+        if m.get("content"):
+            kind = "output_text" if role == "assistant" else "input_text"
+            items.append({"type": "message", "role": "developer" if role == "system" else role,
+                          "content": [{"type": kind, "text": m["content"]}]})
+        for tc in m.get("tool_calls") or []:
+            items.append({"type": "function_call", "name": tc["function"]["name"],
+                          "arguments": tc["function"]["arguments"], "call_id": tc["id"]})
+    return items
+
+
 class Codex(Peer):
     name = "codex app-server"
+    experimental = False
+    """Ask for the experimental API (thread/resume's `history`, for open_history)."""
 
     async def initialize(self, cwd: str) -> float:
-        t, _ = await self.call("initialize", {"clientInfo": {"name": "toycoder-bench", "version": "0"}})
+        caps = {"capabilities": {"experimentalApi": True}} if self.experimental else {}
+        t, _ = await self.call("initialize", {"clientInfo": {"name": "toycoder-bench", "version": "0"}, **caps})
         self.send({"method": "initialized"})
         return t - self.spawned
 
@@ -240,6 +276,14 @@ class Codex(Peer):
 
     async def cheap_request(self, sid: str) -> None:
         await self.call("thread/loaded/list", {})
+
+    async def open_history(self, cwd: str, sid: str, history: list[dict[str, Any]]) -> str:
+        """thread/resume with `history`: the thread starts from the given items instead of a rollout
+        file (app-server 0.171's documented way to hand it a history; the alternative, `path`, reads
+        a rollout file we would have to write in codex's private format)."""
+        _, r = await self.call("thread/resume", {"threadId": str(uuid.uuid4()), "history": response_items(history),
+                                                 "cwd": cwd, "approvalPolicy": "never", "sandbox": "read-only"})
+        return str(r["thread"]["id"])
 
     def on_notification(self, now: float, method: str, params: dict[str, Any]) -> None:
         if method == "item/agentMessage/delta":

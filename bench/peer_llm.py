@@ -117,6 +117,7 @@ def _responses_events(n: int) -> list[bytes]:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # 20+ sessions connect at once: the default backlog (5) drops connections under load
     tokens = 10
     requests = 0
     request_bytes = 0

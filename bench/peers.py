@@ -5,12 +5,15 @@ init ms (spawn -> initialize answered), session ms (new session), 1st chunk ms (
 streamed text), turn ms (prompt -> turn end), turn CPU s (the peer process, /proc), RSS after the
 turn. Medians of --runs after --warmup, then ours/codex ratios per column (< 1: we are ahead).
 The concurrency case runs --sessions sessions streaming at once in one process per peer, with a
-cheap request (tools/list, session/list, thread/loaded/list) every 20 ms meanwhile.
+cheap request (tools/list, session/list, thread/loaded/list) every 20 ms meanwhile. The history
+case (--history N) opens a session of N messages in a fresh process per peer (ours: a session file
+loaded, compaction off; codex: thread/resume given the same history as Responses items) and times
+one prompt in it.
 
 codex: `--install-codex` puts npm @openai/codex@0.171.0 into bench/.peers/ (gitignored, never a
 project dependency); CODEX_BIN points at another binary. Without it, only our rows are printed.
 
-Run:  .venv/bin/python bench/peers.py [--tokens 2000,20000] [--runs 5] [--warmup 1] [--sessions 20] [--quick]
+Run:  .venv/bin/python bench/peers.py [--tokens 2000,20000] [--runs 5] [--warmup 1] [--sessions 20] [--history 5000] [--quick]
 """
 
 from __future__ import annotations
@@ -18,8 +21,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import glob
+import json
+import math
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -31,6 +37,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+from big_history import history  # noqa: E402
 from peer_clients import Codex, Peer, ToyACP, ToyLSP  # noqa: E402
 from peer_llm import PeerLLM  # noqa: E402
 
@@ -59,7 +66,7 @@ def install_codex() -> None:
 class Setup:
     """Temp dirs, config and argv for every peer; nothing of the user's is read or written."""
 
-    def __init__(self, tmp: Path, llm: PeerLLM, codex: str | None, daemon_root: Path = ROOT):
+    def __init__(self, tmp: Path, llm: PeerLLM, codex: str | None, daemon_root: Path = ROOT, loop_stats: bool = False):
         self.ws = tmp / "ws"
         self.ws.mkdir()
         (self.ws / "README.md").write_text("# bench workspace\n")
@@ -76,15 +83,24 @@ class Setup:
         cfg.write_text(
             "providers:\n  openai:\n    api_keys: [\"bench-key\"]\n"
             f"    base_url: {llm.base_url}\n    models: {{default: {MODEL}, fast: {MODEL}}}\n"
-            "default_provider: openai\nagent: {max_steps: 4, max_retries: 0}\n")
+            "default_provider: openai\nagent: {max_steps: 4, max_retries: 0, auto_title: false}\n"
+            # compaction off (the history case); codex is told the same below
+            "session: {max_messages: 1000000, max_context_tokens: 100000000}\n")
+        self.data = tmp / "data"
+        self.llm = llm
+        self.loop_stats = tmp / "loop-stats.jsonl" if loop_stats else None
+        daemon = [str(HERE / "loop_stats.py")] if loop_stats else ["-m", "toycoder_daemon"]
+        if self.loop_stats:
+            self.env["BENCH_LOOP_STATS"] = str(self.loop_stats)
         self.argv: dict[type[Peer], list[str]] = {
-            ToyLSP: [sys.executable, "-m", "toycoder_daemon", "--config", str(cfg)],
-            ToyACP: [sys.executable, "-m", "toycoder_daemon", "--acp", "--config", str(cfg)],
+            ToyLSP: [sys.executable, *daemon, "--config", str(cfg)],
+            ToyACP: [sys.executable, *daemon, "--acp", "--config", str(cfg)],
         }
         if codex:
             self.argv[Codex] = [codex, "app-server", "-c", 'model_provider="bench"', "-c", f'model="{MODEL}"', "-c",
                                 f'model_providers.bench={{name="bench",base_url="{llm.base_url}",'
-                                'wire_api="responses",env_key="BENCH_KEY"}']
+                                'wire_api="responses",env_key="BENCH_KEY"}',
+                                "-c", "model_context_window=100000000", "-c", "model_auto_compact_token_limit=100000000"]
 
     async def spawn(self, kind: type[Peer]) -> Peer:
         peer: Peer = await kind.spawn(self.argv[kind], self.env, str(self.ws))
@@ -141,6 +157,9 @@ async def many_sessions(setup: Setup, kind: type[Peer], tokens: int, sessions: i
                 probes.append((time.perf_counter() - t) * 1000)
                 await asyncio.sleep(0.02)
 
+        timed = setup.loop_stats is not None and not isinstance(peer, Codex)
+        if timed:
+            peer.proc.send_signal(signal.SIGUSR1)  # loop_stats.py: a new window of passes from here
         prober = asyncio.ensure_future(probe())
         cpu0 = peer.cpu_seconds()
         t0 = time.perf_counter()
@@ -153,16 +172,76 @@ async def many_sessions(setup: Setup, kind: type[Peer], tokens: int, sessions: i
         for sid in sids:
             check(peer, sid, tokens)
         firsts = [((t.first_chunk or t0) - t0) * 1000 for t in turns]
-        return {"total": total, "first_p99": p99(firsts), "probe_p99": p99(probes) if probes else float("nan"),
-                "cpu": cpu, "rss": peer.rss_mib()}
+        row = {"total": total, "first_p99": p99(firsts), "probe_p99": p99(probes) if probes else float("nan"),
+               "cpu": cpu, "rss": peer.rss_mib()}
+        if setup.loop_stats is not None:
+            row.update(await loop_passes(peer, setup.loop_stats) if timed else {"pass_cpu": math.nan, "pass_wall": math.nan})
+        return row
     finally:
         await peer.close()
 
 
+def write_session(setup: Setup, messages: list[dict[str, object]]) -> str:
+    """A stored session of ours holding `messages` (what the daemon loads); its id."""
+    sys.path.insert(0, str(ROOT))
+    from toycoder_daemon.sessions.store import SessionStore
+
+    store = SessionStore(setup.data, setup.ws.resolve())
+    sid = store.new_id()
+    f = store.create(sid, {"id": sid, "title": "big history", "titleBy": "user"})
+    f.append(messages)  # type: ignore[arg-type]
+    f.close()
+    return sid
+
+
+async def big_history_turn(setup: Setup, kind: type[Peer], messages: list[dict[str, object]]) -> dict[str, float]:
+    """A fresh process opens an N-message session and is prompted once in it (the prompt is the
+    history's last message; the rest is the session)."""
+    sid = write_session(setup, messages[:-1]) if kind is not Codex else ""
+    peer = await setup.spawn(kind)
+    try:
+        if isinstance(peer, Codex):
+            peer.experimental = True
+        await peer.initialize(str(setup.ws))
+        t = time.perf_counter()
+        sid = await peer.open_history(str(setup.ws), sid, messages[:-1])  # type: ignore[arg-type]
+        opened = time.perf_counter() - t
+        sent = setup.llm.stats()["request_bytes"]
+        cpu0 = peer.cpu_seconds()
+        turn = peer.start_prompt(sid, str(messages[-1]["content"]))
+        await asyncio.wait_for(turn.done.wait(), 300)
+        cpu = peer.cpu_seconds() - cpu0
+        body = setup.llm.stats()["request_bytes"] - sent
+        again = peer.start_prompt(sid, "and again")  # the same session, warm: no first-turn set-up
+        await asyncio.wait_for(again.done.wait(), 300)
+        assert turn.first_chunk and turn.ended and again.first_chunk
+        return {"open": opened * 1000, "first": (turn.first_chunk - turn.started) * 1000,
+                "turn": (turn.ended - turn.started) * 1000, "cpu": cpu,
+                "again": (again.first_chunk - again.started) * 1000, "mb": body / 1e6, "rss": peer.rss_mib()}
+    finally:
+        await peer.close()
+
+
+async def loop_passes(peer: Peer, out: Path) -> dict[str, float]:
+    """The event-loop pass p99s (CPU, wall) of the window just measured (bench/loop_stats.py)."""
+    lines = len(out.read_text().splitlines()) if out.exists() else 0
+    peer.proc.send_signal(signal.SIGUSR2)
+    for _ in range(500):  # the daemon appends one line: poll for it (5 s at most)
+        if out.exists() and len(rows := out.read_text().splitlines()) > lines:
+            stats = json.loads(rows[-1])
+            return {"pass_cpu": stats["cpu_p99"], "pass_wall": stats["wall_p99"]}
+        await asyncio.sleep(0.01)
+    raise SystemExit(f"{peer.name}: no loop stats from bench/loop_stats.py")
+
+
 COLS = [("init", "init ms", "{:9.0f}"), ("session", "session ms", "{:9.0f}"), ("first", "1st chunk ms", "{:9.0f}"),
         ("turn", "turn ms", "{:9.0f}"), ("cpu", "turn CPU s", "{:9.2f}"), ("rss", "RSS MiB", "{:9.0f}")]
+HISTORY = [("open", "open ms", "{:9.0f}"), ("first", "1st chunk ms", "{:9.0f}"), ("turn", "turn ms", "{:9.0f}"),
+           ("cpu", "turn CPU s", "{:9.2f}"), ("again", "2nd prompt 1st ms", "{:9.0f}"), ("mb", "request MB", "{:9.2f}"),
+           ("rss", "RSS MiB", "{:9.0f}")]
 MANY = [("total", "total s", "{:9.2f}"), ("first_p99", "1st chunk p99 ms", "{:9.0f}"),
         ("probe_p99", "cheap req p99 ms", "{:9.1f}"), ("cpu", "CPU s", "{:9.2f}"), ("rss", "RSS MiB", "{:9.0f}")]
+PASSES = [("pass_cpu", "loop pass CPU p99", "{:9.1f}"), ("pass_wall", "loop pass p99 ms", "{:9.1f}")]
 
 
 def table(title: str, cols: list[tuple[str, str, str]], rows: dict[type[Peer], dict[str, float]]) -> None:
@@ -188,7 +267,7 @@ async def main_async(args: argparse.Namespace) -> int:
               "or set CODEX_BIN); printing our numbers only", file=sys.stderr)
     kinds: list[type[Peer]] = [ToyLSP, ToyACP] + ([Codex] if codex else [])
     with tempfile.TemporaryDirectory(prefix="toycoder-peers-") as tmp, PeerLLM() as llm:
-        setup = Setup(Path(tmp), llm, codex, Path(args.daemon_root).resolve())
+        setup = Setup(Path(tmp), llm, codex, Path(args.daemon_root).resolve(), args.loop_stats)
         print(f"peers: {', '.join(k.name for k in kinds)}; medians of {args.runs} runs after {args.warmup} warm-up, "
               f"interleaved; load average {os.getloadavg()[0]:.2f}")
         for tokens in args.tokens:
@@ -208,7 +287,19 @@ async def main_async(args: argparse.Namespace) -> int:
                 for kind in kinds[r % len(kinds):] + kinds[:r % len(kinds)]:
                     many[kind].append(await many_sessions(setup, kind, args.many_tokens, args.sessions))
             table(f"{args.sessions} sessions streaming {args.many_tokens:,} tokens at once in one process "
-                  f"(medians of {args.many_runs})", MANY, {k: medians(v) for k, v in many.items()})
+                  f"(medians of {args.many_runs})", MANY + (PASSES if args.loop_stats else []),
+                  {k: medians(v) for k, v in many.items()})
+        if args.history:
+            llm.set_tokens(args.history_tokens)
+            messages = history(args.history)
+            hist: dict[type[Peer], list[dict[str, float]]] = {k: [] for k in kinds}
+            for r in range(args.warmup + args.history_runs):
+                for kind in kinds[r % len(kinds):] + kinds[:r % len(kinds)]:
+                    m = await big_history_turn(setup, kind, messages)
+                    if r >= args.warmup:
+                        hist[kind].append(m)
+            table(f"a prompt in a {args.history:,}-message session (compaction off), {args.history_tokens:,}-token reply, "
+                  f"fresh process (medians of {args.history_runs})", HISTORY, {k: medians(v) for k, v in hist.items()})
     print(f"\nload average after: {os.getloadavg()[0]:.2f} (a busy machine inflates wall times; read CPU and ratios)")
     return 0
 
@@ -221,13 +312,18 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=20, help="concurrent sessions (0: skip that case)")
     parser.add_argument("--many-tokens", type=int, default=2000)
     parser.add_argument("--many-runs", type=int, default=3)
+    parser.add_argument("--loop-stats", action="store_true",
+                        help="run our daemons under bench/loop_stats.py: event-loop pass p99s in the 20-session table")
+    parser.add_argument("--history", type=int, default=5000, help="messages in the big-history case (0: skip it)")
+    parser.add_argument("--history-tokens", type=int, default=200)
+    parser.add_argument("--history-runs", type=int, default=3)
     parser.add_argument("--daemon-root", default=str(ROOT),
                         help="the source tree whose toycoder_daemon runs (e.g. an older checkout, for before/after)")
     parser.add_argument("--install-codex", action="store_true", help=f"npm install {CODEX_PKG} into bench/.peers/ first")
     parser.add_argument("--quick", action="store_true", help="smoke run: --tokens 2000 --runs 2 --warmup 0 --many-runs 1")
     args = parser.parse_args()
     if args.quick:
-        args.tokens, args.runs, args.warmup, args.many_runs = "2000", 2, 0, 1
+        args.tokens, args.runs, args.warmup, args.many_runs, args.history_runs = "2000", 2, 0, 1, 1
     args.tokens = [int(t) for t in str(args.tokens).split(",") if t]
     if args.install_codex:
         install_codex()

@@ -9,6 +9,7 @@ Linux only (/proc), as the rest of the suite.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import uuid
@@ -160,6 +161,12 @@ def rss_bytes(pid: int) -> int:
     raise AssertionError(f"no VmRSS for {pid}")
 
 
-def blocked_in_pipe_write(pid: int) -> bool:
-    """The process's main thread sleeps in write(2) on a full pipe (anon_pipe_write on 6.x)."""
-    return Path(f"/proc/{pid}/task/{pid}/wchan").read_text().strip().endswith("pipe_write")
+def pipe_writers(pid: int) -> list[int]:
+    """The process's threads (ids; the main thread's is the pid) that sleep in write(2) on a full
+    pipe (anon_pipe_write on 6.x)."""
+    found = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError):  # the thread ended meanwhile
+            if Path(f"/proc/{pid}/task/{tid}/wchan").read_text().strip().endswith("pipe_write"):
+                found.append(int(tid))
+    return found

@@ -1,7 +1,8 @@
-"""Backpressure (issue 13, "Also"): a client that stops reading stdout while a turn streams. The
-rule (docs/security.md, "Wire"): the daemon's frame writes block, so it stops taking the model's
-stream while the pipe is full and holds nothing beyond the pipe and one frame; nothing is queued
-for the client. When the client reads again everything arrives, in order, and the turn ends.
+"""Backpressure (issue 13, "Also"; issue 17): a client that stops reading stdout while a turn streams.
+The rule (docs/protocol.md, "Backpressure"): frames are queued in order and written by one writer
+thread; above a bounded queue the streaming turn waits (it stops taking the model's stream), while
+the daemon goes on taking and answering other requests. When the client reads again everything
+arrives, in order, and the turns end. When stdin closes the daemon exits even with a stuck writer.
 A real process and a real pipe, because the pipe filling up is the point."""
 
 from __future__ import annotations
@@ -17,15 +18,16 @@ from typing import Any
 
 import pytest
 from conftest import write_config
-from helpers import blocked_in_pipe_write, rss_bytes
+from helpers import pipe_writers, rss_bytes
 from waiting import wait_until
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 ROOT = Path(__file__).resolve().parent.parent
 REPLY = "".join(f"{i:07d} " for i in range(500_000))  # 4 MB of text
-CHUNK = 64  # ~62,000 deltas: a queue of frames would hold far more than the text itself
+CHUNK = 64  # ~62,000 deltas: an unbounded queue of frames would hold far more than the text itself
 GROWTH_LIMIT = 40 * 1024 * 1024
+SECOND = "the second session's reply"
 
 
 def unread(fd: int) -> int:
@@ -80,59 +82,112 @@ class Client:
                 on_message(msg)
 
 
+def start(c: Client, face: str, workspace: Path, sessions: int) -> list[str]:
+    """initialize and open `sessions` sessions; their ids."""
+    if face == "lsp":
+        c.send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"processId": None, "rootUri": workspace.as_uri(), "capabilities": {}}})
+        c.answer(1)
+        c.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+    else:
+        c.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
+        c.answer(1)
+    sids = []
+    for n in range(sessions):
+        if face == "lsp":
+            c.send({"jsonrpc": "2.0", "id": 100 + n, "method": "toycoder/session/new", "params": {}})
+        else:
+            c.send({"jsonrpc": "2.0", "id": 100 + n, "method": "session/new",
+                    "params": {"cwd": str(workspace), "mcpServers": []}})
+        sids.append(c.answer(100 + n)["result"]["sessionId"])
+    return sids
+
+
+def prompt(c: Client, face: str, msg_id: int, sid: str, text: str) -> None:
+    if face == "lsp":
+        c.send({"jsonrpc": "2.0", "id": msg_id, "method": "toycoder/prompt", "params": {"sessionId": sid, "text": text}})
+    else:
+        c.send({"jsonrpc": "2.0", "id": msg_id, "method": "session/prompt",
+                "params": {"sessionId": sid, "prompt": [{"type": "text", "text": text}]}})
+
+
+def stuck_writer(c: Client, fd: int) -> list[int]:
+    """Wait until the daemon's writer thread sleeps on the full pipe; the blocked threads."""
+    return wait_until(lambda: pipe_writers(c.proc.pid), 60, "the daemon's writer to block on stdout",
+                      describe=lambda: f"{unread(fd)} bytes unread")
+
+
+def stop(c: Client) -> None:
+    assert c.proc.stdin is not None
+    if not c.proc.stdin.closed:
+        c.proc.stdin.close()
+    try:
+        c.proc.wait(10)
+    except subprocess.TimeoutExpired:
+        c.proc.kill()
+        c.proc.wait()
+
+
 @pytest.mark.parametrize("face", ["lsp", "acp"])
-def test_a_client_that_stops_reading_holds_the_turn_not_the_memory(face: str, tmp_path: Path, llm: FakeLLM,
-                                                                   workspace: Path) -> None:
-    llm.add({"text": REPLY, "chunk_size": CHUNK})
+def test_a_client_that_stops_reading_holds_its_turns_not_the_daemon_nor_the_memory(
+        face: str, tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
+    llm.add({"text": REPLY, "chunk_size": CHUNK}, {"text": SECOND})
     cfg = write_config(tmp_path / "config.yaml", llm)
     with open(tmp_path / "daemon.log", "wb") as log:
         c = Client(["--config", str(cfg)] + (["--acp"] if face == "acp" else []), face == "lsp", log)
         try:
-            if face == "lsp":
-                c.send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                        "params": {"processId": None, "rootUri": workspace.as_uri(), "capabilities": {}}})
-                c.answer(1)
-                c.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
-                c.send({"jsonrpc": "2.0", "id": 2, "method": "toycoder/session/new", "params": {}})
-                sid = c.answer(2)["result"]["sessionId"]
-                c.send({"jsonrpc": "2.0", "id": 3, "method": "toycoder/prompt", "params": {"sessionId": sid,
-                                                                                          "text": "talk"}})
-            else:
-                c.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
-                c.answer(1)
-                c.send({"jsonrpc": "2.0", "id": 2, "method": "session/new",
-                        "params": {"cwd": str(workspace), "mcpServers": []}})
-                sid = c.answer(2)["result"]["sessionId"]
-                c.send({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-                        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "talk"}]}})
+            first, second = start(c, face, workspace, 2)
             baseline = rss_bytes(c.proc.pid)
+            prompt(c, face, 3, first, "talk")
             assert c.proc.stdout is not None
             fd = c.proc.stdout.fileno()
-            # the client reads nothing: the pipe fills up and the daemon's writes block
-            wait_until(lambda: blocked_in_pipe_write(c.proc.pid), 60, "the daemon to block on stdout",
-                       describe=lambda: f"{unread(fd)} bytes unread")
+            # the client reads nothing: the pipe fills up and the writer thread blocks, not the loop
+            writers = stuck_writer(c, fd)
+            assert c.proc.pid not in writers
             held = unread(fd)
-            samples = rss_while_stuck(c.proc.pid)  # the daemon stays stuck while we do not read; its memory with it
-            assert blocked_in_pipe_write(c.proc.pid) and unread(fd) == held and c.proc.poll() is None
+            samples = rss_while_stuck(c.proc.pid)  # the turn stays held while we do not read; the memory with it
+            assert pipe_writers(c.proc.pid) and unread(fd) == held and c.proc.poll() is None
             assert max(samples) - baseline < GROWTH_LIMIT
-            text: list[str] = []
+            # still not reading: the daemon takes another request meanwhile (its turn reaches the model)
+            prompt(c, face, 4, second, "and you?")
+            wait_until(lambda: len(llm.requests) >= 2, 30, "the second prompt to reach the model")
+            assert unread(fd) == held and pipe_writers(c.proc.pid)
+            text: dict[str, list[str]] = {first: [], second: []}
+            answers: dict[int, dict[str, Any]] = {}
 
             def collect(msg: dict[str, Any]) -> None:
                 p = msg.get("params") or {}
                 u = p.get("update") or {}
                 if u.get("kind") == "text_delta":
-                    text.append(u["text"])
+                    text[p["sessionId"]].append(u["text"])
                 elif u.get("sessionUpdate") == "agent_message_chunk":
-                    text.append(u["content"]["text"])
+                    text[p["sessionId"]].append(u["content"]["text"])
+                elif "method" not in msg and msg.get("id") in (3, 4):
+                    answers[msg["id"]] = msg
 
-            answer = c.answer(3, collect)  # reading again: everything arrives and the turn ends
-            assert answer["result"]["stopReason"] == "end_turn"
-            assert "".join(text) == REPLY
+            while len(answers) < 2:  # reading again: everything arrives and both turns end
+                collect(c.read())
+            assert [answers[i]["result"]["stopReason"] for i in (3, 4)] == ["end_turn", "end_turn"]
+            assert "".join(text[first]) == REPLY
+            assert "".join(text[second]) == SECOND
         finally:
+            stop(c)
+
+
+@pytest.mark.parametrize("face", ["lsp", "acp"])
+def test_the_daemon_exits_when_stdin_closes_even_while_its_writer_is_stuck(
+        face: str, tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
+    llm.add({"text": REPLY, "chunk_size": CHUNK})
+    cfg = write_config(tmp_path / "config.yaml", llm)
+    with open(tmp_path / "daemon.log", "wb") as log:
+        c = Client(["--config", str(cfg)] + (["--acp"] if face == "acp" else []), face == "lsp", log)
+        try:
+            (sid,) = start(c, face, workspace, 1)
+            prompt(c, face, 3, sid, "talk")
+            assert c.proc.stdout is not None
+            stuck_writer(c, c.proc.stdout.fileno())
             assert c.proc.stdin is not None
             c.proc.stdin.close()
-            try:
-                c.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                c.proc.kill()
-                c.proc.wait()
+            assert c.proc.wait(10) == 0  # within the exit grace, not killed
+        finally:
+            stop(c)

@@ -79,11 +79,12 @@ def _serve_lsp(proto_out: BinaryIO, config_path: str | None) -> int:
     answered = fast_initialize(body, proto_out)  # before the ~0.4 s of pygls imports below
     import asyncio
 
+    from .outbox import Outbox
     from .rpc_io import serve
     from .server import make_server
 
     try:
-        return asyncio.run(serve(make_server(config_path), inbox, proto_out, answered_initialize=answered,
+        return asyncio.run(serve(make_server(config_path), inbox, Outbox(proto_out), answered_initialize=answered,
                                  on_end=_exit_soon))
     except KeyboardInterrupt:
         return 130
@@ -103,9 +104,10 @@ def _serve_acp(proto_out: BinaryIO, config_path: str | None) -> int:
     import asyncio
 
     from .acp import serve_acp  # the SDK: ~0.7 s
+    from .outbox import Outbox
 
     try:
-        return asyncio.run(serve_acp(proto_out, config_path, reader=pump, on_end=_exit_soon,
+        return asyncio.run(serve_acp(Outbox(proto_out), config_path, reader=pump, on_end=_exit_soon,
                                      answered=fast[1] if fast else None))
     except KeyboardInterrupt:
         return 130

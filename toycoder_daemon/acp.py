@@ -55,8 +55,10 @@ from .acp_frontend import AcpFrontend
 from .acp_terminal import Terminals
 from .app import App
 from .background import Background
+from .coalesce import OUTPUT
 from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound, ToyCoderError
 from .ndjson import FrameTransport, LineTransport
+from .outbox import Outbox
 
 log = logging.getLogger(__name__)
 
@@ -287,16 +289,24 @@ def quiet_client_mistakes(conn: AgentSideConnection) -> None:
     conn._conn._handler = handler
 
 
-async def serve_acp(out: BinaryIO, config_path: str | None = None, *,
+async def serve_acp(out: BinaryIO | Outbox, config_path: str | None = None, *,
                     reader: asyncio.StreamReader | StdinPump | None = None, on_end: Callable[[], None] | None = None,
                     answered: dict[str, Any] | None = None) -> int:
     """Serve ACP on stdin (or `reader`: __main__'s pump, or a stream when tests drive the face
     in-process) and `out` until the input ends; returns the exit code. `answered` holds the params
-    of an `initialize` already answered (acp_fast.py). `on_end` is called when the input ends."""
+    of an `initialize` already answered (acp_fast.py). `on_end` is called when the input ends.
+    With an Outbox (the daemon's stdout) frames are written by its thread, under the backpressure
+    rule (outbox.py)."""
     if reader is None:
         reader = StdinPump()
     read = reader.read if isinstance(reader, StdinPump) else functools.partial(reader.read, 1 << 16)
-    transport = LineTransport(read, FrameTransport(out).write, notifications=ACP_NOTIFICATIONS)
+    outbox = out if isinstance(out, Outbox) else None
+    if outbox is not None:
+        OUTPUT.set(outbox)  # the SDK's tasks (and so the turns) start from this task's context
+        if isinstance(reader, StdinPump):
+            reader.gate = outbox.wait_input
+    transport = LineTransport(read, FrameTransport(out).write,  # type: ignore[arg-type]  # Outbox is file-like
+                              notifications=ACP_NOTIFICATIONS)
     agent = ToyCoderAgent(config_path)
     if answered is not None:
         await agent.took_initialize(answered)
@@ -317,4 +327,7 @@ async def serve_acp(out: BinaryIO, config_path: str | None = None, *,
             await asyncio.wait_for(conn.close(), 2.0)
         except asyncio.TimeoutError:
             log.warning("ACP connection did not close in time")
+        if outbox is not None:  # what is queued goes out (the client may still read) within the exit grace
+            outbox.close()
+            await asyncio.to_thread(outbox.drain, 1.0)
     return 0

@@ -15,6 +15,7 @@ import logging
 import os
 import threading
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
@@ -85,11 +86,19 @@ class StdinPump:
         self._chunks: deque[bytes] = deque()
         self._eof = False
         self._waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None
+        self.gate: Callable[[], None] | None = None
+        """Called (on the pump's thread) before each read: blocks while the output queue is over its
+        hard limit (outbox.py), so a client that does not read is held back by its own pipe."""
         threading.Thread(target=self._pump, name="acp-stdin", daemon=True).start()
 
     def _pump(self) -> None:
         try:
-            while chunk := os.read(self._fd, 1 << 16):
+            while True:
+                if self.gate is not None:
+                    self.gate()
+                chunk = os.read(self._fd, 1 << 16)
+                if not chunk:
+                    break
                 with self._cond:
                     self._cond.wait_for(lambda: len(self._chunks) < self._ahead)
                     self._chunks.append(chunk)

@@ -1,13 +1,29 @@
 """Text deltas coalesced for the wire: buffered, then sent when the event loop next gets control
 (i.e. when the model stream actually waits on the network), when the stream they belong to
 changes, or before any other event. A burst of chunks from one network read becomes one message;
-a slow stream still shows each chunk at once. Both faces (LSP and ACP) use it."""
+a slow stream still shows each chunk at once. Both faces (LSP and ACP) use it.
+
+`OUTPUT` is the other half of writing to the wire: the face's outgoing queue (outbox.py), which a
+streaming turn waits on while it is full, so a client that stops reading holds back the turn, not
+the daemon (docs/protocol.md, "Backpressure")."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Hashable
-from typing import Any
+from contextvars import ContextVar
+from typing import Any, Protocol
+
+
+class Output(Protocol):
+    def full(self) -> bool:
+        """Over the limit: a producing turn should await `room()` before taking more of its stream."""
+
+    async def room(self) -> None: ...
+
+
+OUTPUT: ContextVar[Output | None] = ContextVar("toycoder_output", default=None)
+"""Set by a face for every task it runs; None (in-process tests, the terminal) means no limit."""
 
 
 class TextCoalescer:

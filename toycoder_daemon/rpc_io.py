@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import logging
 from collections.abc import Callable
@@ -19,6 +20,8 @@ from lsprotocol.types import METHOD_TO_TYPES
 from pygls.exceptions import JsonRpcException
 
 from . import protocol as wire
+from .coalesce import OUTPUT
+from .outbox import Outbox
 from .pygls_adapter import initialize_without_reply
 from .rpc_checks import refusal
 from .stdio import FrameWriter, Inbox
@@ -104,22 +107,30 @@ class Dispatcher:
                 self.error(msg_id, wire.INTERNAL_ERROR, "Internal error (see the daemon log)")
 
 
-async def serve(server: Any, inbox: Inbox, stdout: BinaryIO, *, answered_initialize: bool = False,
+async def serve(server: Any, inbox: Inbox, stdout: BinaryIO | Outbox, *, answered_initialize: bool = False,
                 on_end: Callable[[], None] | None = None) -> int:
     """Serve until stdin closes or `exit` arrives; returns the process exit code. `on_end` is
     called as soon as the input ends (from the reader thread at EOF: even a stuck loop cannot
-    delay it), e.g. to bound how long the process may take to exit."""
+    delay it), e.g. to bound how long the process may take to exit. With an Outbox (the daemon's
+    stdout) frames are written by its thread and the backpressure rule applies; a plain stream
+    (in-process tests) is written on the loop."""
     loop = asyncio.get_running_loop()
     stopped = asyncio.Event()
-    writer = FrameWriter(stdout)
+    outbox = stdout if isinstance(stdout, Outbox) else None
+    writer = FrameWriter(stdout)  # type: ignore[arg-type]  # an Outbox is the file-like FrameWriter needs
     server.protocol.set_writer(writer)
     dispatcher = Dispatcher(server, writer, stopped.set, answered_initialize)
+    if outbox is not None:
+        OUTPUT.set(outbox)
+    context = contextvars.copy_context()  # the reader thread's callbacks (and the tasks they start) see OUTPUT
 
     def deliver(body: bytes | None, problem: str | None) -> None:
         if body is None and problem is None and on_end is not None:
             on_end()
+        elif outbox is not None:
+            outbox.wait_input()  # a client that does not read its answers: stop reading its requests
         with contextlib.suppress(RuntimeError):  # the loop is already closed
-            loop.call_soon_threadsafe(dispatcher.frame, body, problem)
+            loop.call_soon_threadsafe(dispatcher.frame, body, problem, context=context.copy())
 
     inbox.attach(deliver)
     await stopped.wait()
@@ -128,4 +139,7 @@ async def serve(server: Any, inbox: Inbox, stdout: BinaryIO, *, answered_initial
     log.info("shutting down")
     if server.app is not None:
         await server.app.shutdown()
+    if outbox is not None:  # what is queued goes out (the client may still read) within the exit grace
+        outbox.close()
+        await asyncio.to_thread(outbox.drain, 1.0)
     return 0
