@@ -76,15 +76,14 @@ def _serve_lsp(proto_out: BinaryIO, config_path: str | None) -> int:
 
     inbox = start_reader(sys.stdin.buffer)
     body, _ = inbox.first()
-    answered = fast_initialize(body, proto_out)  # before the ~0.4 s of pygls imports below
+    answered = fast_initialize(body, proto_out)  # before the ~0.3 s of the App's imports and pygls'
     import asyncio
 
-    from .rpc_io import serve
-    from .server import make_server
+    from .lsp_early import serve_lsp  # the App: pygls is imported while the first session is answered
 
     try:
-        return asyncio.run(serve(make_server(config_path), inbox, proto_out, answered_initialize=answered,
-                                 on_end=_exit_soon))
+        return asyncio.run(serve_lsp(inbox, proto_out, config_path, answered=body if answered else None,
+                                     on_end=_exit_soon))
     except KeyboardInterrupt:
         return 130
 
