@@ -17,6 +17,7 @@ from typing import Any
 import acp
 import pytest
 from conftest import write_config
+from helpers import held_import
 from waiting import DEFAULT_TIMEOUT, wait_until
 
 from toycoder_daemon.acp import serve_acp
@@ -113,30 +114,13 @@ def test_pump_first_line_is_none_at_eof_without_a_newline() -> None:
     os.close(r)
 
 
-SHIM = '''"""Test stand-in: importing `acp` waits for a release file, then imports the real SDK."""
-import os, sys, time
-open(os.environ["ACP_SHIM_ENTERED"], "w").close()
-while not os.path.exists(os.environ["ACP_SHIM_RELEASE"]):
-    time.sleep(0.01)
-here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
-del sys.modules["acp"]
-import acp as real
-sys.modules["acp"] = real
-'''
-
-
 def test_initialize_is_answered_while_the_sdk_import_is_held(tmp_path: Path, workspace: Path,
                                                             llm: FakeLLM) -> None:
     """A stand-in `acp` package first on the path holds the SDK import until the test releases it:
     the answer to initialize arrives meanwhile, and a session/new sent meanwhile waits and is
     answered once the SDK is in."""
-    shim = tmp_path / "shim"
-    (shim / "acp").mkdir(parents=True)
-    (shim / "acp" / "__init__.py").write_text(SHIM)
-    entered, release = tmp_path / "entered", tmp_path / "release"
-    env = dict(os.environ, ACP_SHIM_ENTERED=str(entered), ACP_SHIM_RELEASE=str(release),
-               PYTHONPATH=os.pathsep.join([str(shim), str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    held, entered, release = held_import(tmp_path, "acp")
+    env = {**os.environ, **held}
     config = write_config(tmp_path / "config.yaml", llm)
     proc = subprocess.Popen([sys.executable, "-m", "toycoder_daemon", "--acp", "--config", str(config)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)

@@ -66,7 +66,11 @@ class _AfterPygls:
         self._tasks.run(self._later(work))
 
     async def _later(self, work: Coroutine[Any, Any, Any]) -> None:
-        await self.ready.wait()
+        try:
+            await self.ready.wait()
+        except BaseException:  # shut down before pygls was in: the work never starts
+            work.close()
+            raise
         await work
 
 
