@@ -101,11 +101,11 @@ def _serve_acp(proto_out: BinaryIO, config_path: str | None) -> int:
         pump.drop_first_line()
     import asyncio
 
-    from .acp import serve_acp  # the SDK: ~0.7 s
+    from .acp_early import serve  # the App: the SDK (~0.7 s) is imported while the first session is answered
 
     try:
-        return asyncio.run(serve_acp(proto_out, config_path, reader=pump, on_end=_exit_soon,
-                                     answered=fast[1] if fast else None))
+        return asyncio.run(serve(pump, proto_out, config_path, answered=fast[1] if fast else None,
+                                 on_end=_exit_soon))
     except KeyboardInterrupt:
         return 130
 

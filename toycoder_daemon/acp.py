@@ -194,12 +194,21 @@ class ToyCoderAgent:
         key = p.resolve()
         app = self.apps.get(key)
         if app is None:
-            app = self.apps[key] = App.open(key, self.config_path)
+            app = App.open(key, self.config_path)
+            self.adopt({key: app}, {})
+        return app
+
+    def adopt(self, apps: dict[Path, App], sessions: dict[str, App]) -> None:
+        """Wire Apps (and sessions) opened here, or by acp_early.py before the SDK was in."""
+        for key, app in apps.items():
+            self.apps[key] = app
             app.on_notice = lambda level, message: log.warning("%s", message)  # ACP has no message to show
             acp_sessions.hook(app, self.owner, lambda sid, u: self.conn.session_update(sid, u), self._later, replay)
             self._later(app.start())
             log.info("workspace %s, config %s", app.workspace.root, app.config_path or "(built-in defaults)")
-        return app
+        self.owner.update(sessions)
+        for session_id in sessions:
+            self._later(self._announce_commands(session_id))
 
     def app_of(self, session_id: str) -> App:
         app = self.owner.get(session_id)
@@ -361,10 +370,10 @@ def quiet_client_mistakes(conn: AgentSideConnection) -> None:
 
 async def serve_acp(out: BinaryIO, config_path: str | None = None, *,
                     reader: asyncio.StreamReader | StdinPump | None = None, on_end: Callable[[], None] | None = None,
-                    answered: dict[str, Any] | None = None) -> int:
+                    answered: dict[str, Any] | None = None, prepare: Callable[[ToyCoderAgent], Any] = lambda agent: None) -> int:
     """Serve ACP on stdin (or `reader`: __main__'s pump, or a stream when tests drive the face
-    in-process) and `out` until the input ends; returns the exit code. `answered` holds the params
-    of an `initialize` already answered (acp_fast.py). `on_end` is called when the input ends."""
+    in-process) and `out` until the input ends (then `on_end` is called); returns the exit code.
+    `answered`: the params of an `initialize` already answered (acp_fast.py); `prepare` gets the agent first."""
     if reader is None:
         reader = StdinPump()
     read = reader.read if isinstance(reader, StdinPump) else functools.partial(reader.read, 1 << 16)
@@ -376,6 +385,7 @@ async def serve_acp(out: BinaryIO, config_path: str | None = None, *,
     conn = AgentSideConnection(agent, transport, listening=False,  # type: ignore[arg-type]
                                use_unstable_protocol=True)  # session/close and session/resume are routed as unstable
     quiet_client_mistakes(conn)
+    prepare(agent)  # acp_early.py: what it opened before the SDK was in
     try:
         await conn.listen()
     finally:

@@ -114,7 +114,7 @@ class EarlyLsp:
         self.ended = asyncio.Event()
         """The input ended with nothing left for pygls."""
         self._first = True
-        self._tasks = Background()
+        self._answering: set[asyncio.Task[None]] = set()
 
     def frame(self, body: bytes | None, problem: str | None) -> None:
         if self._first:  # the answered initialize: pygls still sets itself up from it
@@ -143,8 +143,15 @@ class EarlyLsp:
             return True
         if method not in REQUESTS or "id" not in obj:
             return False
-        self._tasks.run(self._answer(REQUESTS[method], obj["id"], obj.get("params")))
+        task = asyncio.ensure_future(self._answer(REQUESTS[method], obj["id"], obj.get("params")))
+        self._answering.add(task)
+        task.add_done_callback(self._answering.discard)
         return True
+
+    async def drain(self) -> None:
+        """The answers still being made are written (the input ended; the client may still read)."""
+        if self._answering:
+            await asyncio.wait(set(self._answering))
 
     async def _answer(self, request: wire.Request, msg_id: Any, params: Any) -> None:
         try:
@@ -202,6 +209,7 @@ async def serve_lsp(inbox: Inbox, out: BinaryIO, config_path: str | None, *, ans
     await asyncio.wait({importing, ended}, return_when=asyncio.FIRST_COMPLETED)
     if not importing.done():  # the input ended before pygls was needed
         on_end()
+        await early.drain()
         await host.app.shutdown()
         return 0
     ended.cancel()
