@@ -2,8 +2,9 @@
 
 Per token count, each run spawns every peer fresh, in rotating order (interleaved), and times:
 init ms (spawn -> initialize answered), session ms (new session), 1st chunk ms (prompt -> first
-streamed text), turn ms (prompt -> turn end), turn CPU s (the peer process, /proc), RSS after the
-turn. Medians of --runs after --warmup, then ours/codex ratios per column (< 1: we are ahead).
+streamed text), spawn->chunk ms (spawn -> first streamed text: what a person waits in all),
+turn ms (prompt -> turn end), turn CPU s (the peer process, /proc), RSS after the turn.
+Medians of --runs after --warmup, then ours/codex ratios per column (< 1: we are ahead).
 The concurrency case runs --sessions sessions streaming at once in one process per peer, with a
 cheap request (tools/list, session/list, thread/loaded/list) every 20 ms meanwhile.
 
@@ -116,6 +117,7 @@ async def one_turn(setup: Setup, kind: type[Peer], tokens: int) -> dict[str, flo
         check(peer, sid, tokens)
         assert turn.first_chunk is not None and turn.ended is not None
         return {"init": init * 1000, "session": session * 1000, "first": (turn.first_chunk - turn.started) * 1000,
+                "spawn_first": (turn.first_chunk - peer.spawned) * 1000,
                 "turn": (turn.ended - turn.started) * 1000, "cpu": cpu1 - cpu0, "rss": peer.rss_mib()}
     finally:
         await peer.close()
@@ -160,6 +162,7 @@ async def many_sessions(setup: Setup, kind: type[Peer], tokens: int, sessions: i
 
 
 COLS = [("init", "init ms", "{:9.0f}"), ("session", "session ms", "{:9.0f}"), ("first", "1st chunk ms", "{:9.0f}"),
+        ("spawn_first", "spawn->chunk ms", "{:9.0f}"),
         ("turn", "turn ms", "{:9.0f}"), ("cpu", "turn CPU s", "{:9.2f}"), ("rss", "RSS MiB", "{:9.0f}")]
 MANY = [("total", "total s", "{:9.2f}"), ("first_p99", "1st chunk p99 ms", "{:9.0f}"),
         ("probe_p99", "cheap req p99 ms", "{:9.1f}"), ("cpu", "CPU s", "{:9.2f}"), ("rss", "RSS MiB", "{:9.0f}")]
