@@ -270,3 +270,18 @@ async def test_what_early_does_not_answer_goes_back_to_the_sdk_in_order(msg: Any
     assert ours == b"" and not early.ended and early.sessions == {}
     early.hand_back()
     assert await early.pump.read() == line(msg) + rest  # untouched, for the SDK
+
+
+def test_input_ending_before_the_sdk_still_gets_its_answers(tmp_path: Path, workspace: Path, llm: FakeLLM) -> None:
+    """initialize and session/new, then the end of input at once: both answered, exit 0, the SDK
+    import still held (never needed)."""
+    held, entered, release = held_import(tmp_path, "acp")
+    config = write_config(tmp_path / "config.yaml", llm)
+    request = line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": PARAMS[0]}) + line(
+        {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": str(workspace), "mcpServers": []}})
+    proc = subprocess.run([sys.executable, "-m", "toycoder_daemon", "--acp", "--config", str(config)], cwd=ROOT,
+                          input=request, capture_output=True, env={**os.environ, **held}, timeout=DEFAULT_TIMEOUT)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
+    answers = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert [a["id"] for a in answers] == [1, 2] and answers[1]["result"]["sessionId"]
+    assert not release.exists()

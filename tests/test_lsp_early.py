@@ -236,3 +236,22 @@ def test_session_new_is_answered_while_lsprotocol_is_held(tmp_path: Path, worksp
         proc.wait(timeout=DEFAULT_TIMEOUT)
     assert proc.returncode == 0
 
+
+
+def test_input_ending_before_pygls_still_gets_its_answers(tmp_path: Path, workspace: Path, llm: FakeLLM) -> None:
+    """A client that sends initialize and a session request and closes its end at once (a script)
+    gets both answers and the daemon exits 0, without waiting for pygls (its import stays held)."""
+    env, entered, release = held_import(tmp_path, "lsprotocol")
+    config = write_config(tmp_path / "config.yaml", llm)
+    stored = App.open(workspace, str(config))
+    sid = stored.new_session("kept").id
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "toycoder/session/list", "params": {}}
+    proc = subprocess.run([sys.executable, "-m", "toycoder_daemon", "--config", str(config)], cwd=ROOT,
+                          input=encode_frame(initialize(workspace, config)) + encode_frame(INITIALIZED)
+                          + encode_frame(listing), capture_output=True, env={**os.environ, **env},
+                          timeout=DEFAULT_TIMEOUT)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
+    bodies = [json.loads(b.partition(b"\r\n\r\n")[2]) for b in proc.stdout.split(b"Content-Length")[1:]]
+    assert [b["id"] for b in bodies] == [0, 1]
+    assert [s["sessionId"] for s in bodies[1]["result"]["sessions"]] == [sid]
+    assert not release.exists()
