@@ -12,6 +12,7 @@ the App wants shown meanwhile, and its start-up work, wait for pygls too.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import Callable, Coroutine
@@ -201,7 +202,8 @@ async def serve_lsp(inbox: Inbox, out: BinaryIO, config_path: str | None, *, ans
     loop = asyncio.get_running_loop()
 
     def deliver(body: bytes | None, problem: str | None) -> None:
-        loop.call_soon_threadsafe(early.frame, body, problem)
+        with contextlib.suppress(RuntimeError):  # the loop is already closed
+            loop.call_soon_threadsafe(early.frame, body, problem)
 
     inbox.attach(deliver)
     importing = asyncio.ensure_future(asyncio.to_thread(_import_pygls))
