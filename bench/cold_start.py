@@ -14,8 +14,9 @@ Every process gets HOME and TOYCODER_DATA_DIR pointing at temp dirs; the daemon 
 whose provider points at an unused local port (nothing is contacted), or, with --defaults, no
 --config at all (built-in defaults).
 
-Run:  .venv/bin/python bench/cold_start.py [--runs 10] [--defaults] [--tree DIR]
-(--tree times another checkout's daemon with the same script, e.g. an older commit for before/after.)
+Run:  .venv/bin/python bench/cold_start.py [--runs 10] [--defaults] [--tree DIR] [--against DIR]
+(--tree times another checkout's daemon with the same script, e.g. an older commit for before/after;
+--against times a second checkout's daemon in the same rotation, so before/after share the load.)
 """
 
 from __future__ import annotations
@@ -141,6 +142,7 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=1, help="warm-up runs of each, not counted (default 1)")
     parser.add_argument("--defaults", action="store_true", help="start the daemon without --config")
     parser.add_argument("--tree", type=Path, default=ROOT, help="the checkout whose daemon is timed (default: this one)")
+    parser.add_argument("--against", type=Path, help="another checkout whose daemon is timed in the same rotation")
     args = parser.parse_args()
     if args.runs < 1:
         parser.error("--runs must be >= 1")
@@ -152,8 +154,11 @@ def main() -> int:
         home.mkdir()
         env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
                "TOYCODER_DATA_DIR": str(tmpd / "data"), "PYTHONPATH": str(args.tree.resolve())}
-        for var in ("TOYCODER_CONFIG", "OPENAI_API_KEY", "OPENAI_BASE_URL", "PYTHONSTARTUP"):
+        for var in ("TOYCODER_CONFIG", "OPENAI_API_KEY", "OPENAI_BASE_URL", "PYTHONSTARTUP", "PYTHONDONTWRITEBYTECODE"):
             env.pop(var, None)
+        # bytecode as an installed daemon has it (pip compiles at install): the warm-up run compiles
+        # into the temp dir, so no measured run pays ~0.2 s of compiling and the trees stay clean
+        env["PYTHONPYCACHEPREFIX"] = str(tmpd / "pycache")
         daemon_args: list[str] = []
         if not args.defaults:
             cfg = tmpd / "config.yaml"
@@ -172,6 +177,12 @@ def main() -> int:
         ]
         rows = {"LSP daemon": ("LSP spawn -> initialize answer", "LSP spawn -> first session/new answer"),
                 "ACP daemon": ("ACP spawn -> initialize answer", "ACP spawn -> first session/new answer")}
+        if args.against:
+            other = {**env, "PYTHONPATH": str(args.against.resolve())}
+            cases += [("LSP daemon, against", lambda: time_daemon(daemon_args, other, ws)),
+                      ("ACP daemon, against", lambda: time_acp(daemon_args, other, ws))]
+            rows.update({f"{face} daemon, against": (f"  against: {face} initialize", f"  against: {face} session/new")
+                         for face in ("LSP", "ACP")})
         times: dict[str, list[float]] = {}
         for i in range(args.warmup + args.runs):
             k = i % len(cases)
@@ -185,7 +196,8 @@ def main() -> int:
     base = med(times['python -c "pass"'])
     print(f"cold_start: {args.runs} runs each (+{args.warmup} warm-up), rotating order, "
           f"daemon {'with built-in defaults' if args.defaults else 'with --config (unused provider URL)'}, "
-          f"tree {args.tree.resolve()}, load {os.getloadavg()[0]:.2f}")
+          f"tree {args.tree.resolve()}" + (f", against {args.against.resolve()}" if args.against else "")
+          + f", load {os.getloadavg()[0]:.2f}")
     print(f"{'':46}{'median':>8} {'min':>8} {'max':>8} {'-pass':>8}")
     for name, ts in times.items():
         print(f"{name + ' ms':46}{med(ts) * 1000:8.1f} {min(ts) * 1000:8.1f} {max(ts) * 1000:8.1f}"

@@ -170,3 +170,30 @@ def pipe_writers(pid: int) -> list[int]:
             if Path(f"/proc/{pid}/task/{tid}/wchan").read_text().strip().endswith("pipe_write"):
                 found.append(int(tid))
     return found
+
+
+_HELD_IMPORT = '''"""Test stand-in: importing {package} waits for a release file, then imports the real one."""
+import os, sys, time
+open(os.environ["HELD_IMPORT_ENTERED"], "w").close()
+while not os.path.exists(os.environ["HELD_IMPORT_RELEASE"]):
+    time.sleep(0.01)
+here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+del sys.modules["{package}"]
+import {package} as real
+sys.modules["{package}"] = real
+'''
+
+
+def held_import(tmp: Path, package: str) -> tuple[dict[str, str], Path, Path]:
+    """A stand-in `package` first on a daemon's path whose import waits until the test releases it:
+    (the environment to start the daemon with, the file that says the import began, the file to
+    create to release it). The honest way to show what a process does before a heavy import is in."""
+    shim = tmp / "held-import"
+    (shim / package).mkdir(parents=True)
+    (shim / package / "__init__.py").write_text(_HELD_IMPORT.format(package=package))
+    entered, release = tmp / f"{package}-entered", tmp / f"{package}-release"
+    root = Path(__file__).resolve().parent.parent
+    env = {"HELD_IMPORT_ENTERED": str(entered), "HELD_IMPORT_RELEASE": str(release),
+           "PYTHONPATH": os.pathsep.join([str(shim), str(root), os.environ.get("PYTHONPATH", "")])}
+    return env, entered, release

@@ -17,10 +17,15 @@ from typing import Any
 import acp
 import pytest
 from conftest import write_config
+from helpers import held_import
+from inproc_app import eventually
 from waiting import DEFAULT_TIMEOUT, wait_until
 
 from toycoder_daemon.acp import serve_acp
+from toycoder_daemon.acp_early import EarlyAcp
 from toycoder_daemon.acp_fast import PROTOCOL_VERSION, StdinPump, fast_initialize
+from toycoder_daemon.app import App
+from toycoder_daemon.ndjson import encode_line
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,49 +118,54 @@ def test_pump_first_line_is_none_at_eof_without_a_newline() -> None:
     os.close(r)
 
 
-SHIM = '''"""Test stand-in: importing `acp` waits for a release file, then imports the real SDK."""
-import os, sys, time
-open(os.environ["ACP_SHIM_ENTERED"], "w").close()
-while not os.path.exists(os.environ["ACP_SHIM_RELEASE"]):
-    time.sleep(0.01)
-here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
-del sys.modules["acp"]
-import acp as real
-sys.modules["acp"] = real
-'''
-
-
-def test_initialize_is_answered_while_the_sdk_import_is_held(tmp_path: Path, workspace: Path,
-                                                            llm: FakeLLM) -> None:
+def test_first_session_is_answered_while_the_sdk_import_is_held(tmp_path: Path, workspace: Path,
+                                                                 llm: FakeLLM) -> None:
     """A stand-in `acp` package first on the path holds the SDK import until the test releases it:
-    the answer to initialize arrives meanwhile, and a session/new sent meanwhile waits and is
-    answered once the SDK is in."""
-    shim = tmp_path / "shim"
-    (shim / "acp").mkdir(parents=True)
-    (shim / "acp" / "__init__.py").write_text(SHIM)
-    entered, release = tmp_path / "entered", tmp_path / "release"
-    env = dict(os.environ, ACP_SHIM_ENTERED=str(entered), ACP_SHIM_RELEASE=str(release),
-               PYTHONPATH=os.pathsep.join([str(shim), str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    initialize, session/new and session/list are answered meanwhile (acp_early.py); a request for the
+    SDK (session/set_mode) and what follows it wait, in order, and are answered once the SDK is in,
+    for the session opened before it; the session's commands are announced then."""
+    held, entered, release = held_import(tmp_path, "acp")
+    env = {**os.environ, **held}
     config = write_config(tmp_path / "config.yaml", llm)
     proc = subprocess.Popen([sys.executable, "-m", "toycoder_daemon", "--acp", "--config", str(config)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
     lines: queue.Queue[bytes] = queue.Queue()
     assert proc.stdout is not None and proc.stdin is not None
     threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+
+    def send(*msgs: dict[str, Any]) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(b"".join(line(m) for m in msgs))
+        proc.stdin.flush()
+
+    def read() -> dict[str, Any]:
+        return json.loads(lines.get(timeout=DEFAULT_TIMEOUT))  # type: ignore[no-any-return]
+
     try:
         request = line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": PARAMS[1]})
-        proc.stdin.write(request + line({"jsonrpc": "2.0", "id": 2, "method": "session/new",
-                                         "params": {"cwd": str(workspace), "mcpServers": []}}))
-        proc.stdin.flush()
-        answer = json.loads(lines.get(timeout=DEFAULT_TIMEOUT))
-        assert answer == json.loads(fast_initialize(request.rstrip(b"\n"))[0])  # type: ignore[index]
+        proc.stdin.write(request)
+        send({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": str(workspace), "mcpServers": []}})
+        assert read() == json.loads(fast_initialize(request.rstrip(b"\n"))[0])  # type: ignore[index]
+        new = read()
+        assert new["id"] == 2 and new["result"]["modes"]["currentModeId"] == "ask"
+        sid = new["result"]["sessionId"]
+        send({"jsonrpc": "2.0", "id": 3, "method": "session/list", "params": {}})
+        assert [s["sessionId"] for s in read()["result"]["sessions"]] == [sid]
         wait_until(entered.exists, what="the daemon to start importing the SDK")
-        assert lines.empty() and not release.exists()  # session/new waits for the SDK
+        assert not release.exists()  # all of that while the SDK import was held
+        send({"jsonrpc": "2.0", "id": 4, "method": "session/set_mode", "params": {"sessionId": sid, "modeId": "read-only"}},
+             {"jsonrpc": "2.0", "id": 5, "method": "session/list", "params": {}})
         release.touch()
-        while (msg := json.loads(lines.get(timeout=DEFAULT_TIMEOUT))).get("id") != 2:
-            assert "id" not in msg, msg  # only notifications come before the answer
-        assert msg["result"]["sessionId"]
+        seen: list[dict[str, Any]] = []
+
+        def update_kinds() -> list[str]:
+            return [m["params"]["update"]["sessionUpdate"] for m in seen if m.get("method") == "session/update"]
+
+        while not ({4, 5} <= {m.get("id") for m in seen} and "available_commands_update" in update_kinds()):
+            seen.append(read())  # the commands of the session opened early are announced once the SDK is in
+        answers = {m["id"]: m for m in seen if "id" in m}
+        assert "error" not in answers[4], answers[4]
+        assert [s["sessionId"] for s in answers[5]["result"]["sessions"]] == [sid]
     finally:
         proc.stdin.close()
         proc.wait(timeout=DEFAULT_TIMEOUT)
@@ -171,3 +181,107 @@ async def test_the_answered_initialize_is_recorded_as_the_sdk_would() -> None:
     caps = agent.client_capabilities
     assert caps is not None and caps.fs.read_text_file and caps.terminal
     assert caps == acp.schema.InitializeRequest.model_validate(PARAMS[1]).client_capabilities
+
+
+def by_id(output: bytes) -> dict[Any, bytes]:
+    """The response lines of a face's output, by id, as written."""
+    return {json.loads(x)["id"]: x + b"\n" for x in output.splitlines() if "method" not in json.loads(x)}
+
+
+async def sdk_answers(request: bytes, ids: set[Any]) -> bytes:
+    """What the SDK path answers to these lines, the input kept open until every id is answered."""
+    reader = asyncio.StreamReader()
+    reader.feed_data(request)
+    chunks: list[bytes] = []
+
+    class Out:
+        def write(self, data: bytes) -> None:
+            chunks.append(data)
+
+        def flush(self) -> None:
+            pass
+
+    task = asyncio.ensure_future(serve_acp(Out(), None, reader=reader))  # type: ignore[arg-type]
+    await eventually(lambda: ids <= set(by_id(b"".join(chunks))), "the SDK path's answers")
+    reader.feed_eof()
+    await task
+    return b"".join(chunks)
+
+
+async def early_answer(request: bytes) -> tuple[bytes, EarlyAcp]:
+    """What acp_early.py answers to these lines before the SDK is in (the input then ends)."""
+    r, w = os.pipe()
+    pump = StdinPump(r)
+    os.write(w, request)
+    os.close(w)
+    chunks: list[bytes] = []
+
+    class Out:
+        def write(self, data: bytes) -> None:
+            chunks.append(data)
+
+        def flush(self) -> None:
+            pass
+
+    early = EarlyAcp(pump, Out(), None)  # type: ignore[arg-type]
+    await early.run()
+    await early.drain()
+    os.close(r)
+    for app in early.apps.values():
+        await app.shutdown()
+    return b"".join(chunks), early
+
+
+async def test_early_session_answers_equal_the_sdk_answers(workspace: Path) -> None:
+    stored = App.open(workspace)
+    s = stored.new_session("a stored one")
+    s.messages.append({"role": "user", "content": "hello ü \U0001f600"})
+    await stored.shutdown()
+    requests = b"".join(line(m) for m in [
+        {"jsonrpc": "2.0", "id": 1, "method": "session/list", "params": {}},
+        {"jsonrpc": "2.0", "id": "two", "method": "session/list", "params": {"cwd": str(workspace)}},
+    ])
+    ours, early = await early_answer(requests)
+    assert early.ended
+    assert by_id(ours) == by_id(await sdk_answers(requests, {1, "two"}))  # byte for byte
+    assert json.loads(by_id(ours)["two"])["result"]["sessions"][0]["title"] == "a stored one"
+    new = line({"jsonrpc": "2.0", "id": 3, "method": "session/new", "params": {"cwd": str(workspace), "mcpServers": []}})
+    ours, early = await early_answer(new)
+    theirs = json.loads(by_id(await sdk_answers(new, {3}))[3])
+    mine = json.loads(by_id(ours)[3])
+    assert list(early.sessions) == [mine["result"]["sessionId"]]
+    mine["result"]["sessionId"] = theirs["result"]["sessionId"]  # each its own id; all else equal, key order too
+    assert encode_line(mine) == encode_line(theirs) and list(mine["result"]) == list(theirs["result"])
+    assert json.dumps(mine) == json.dumps(theirs)
+
+
+@pytest.mark.parametrize("msg", [
+    {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "relative", "mcpServers": []}},
+    {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/", "mcpServers": [{"name": "x"}]}},
+    {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/"}},
+    {"jsonrpc": "2.0", "id": 1, "method": "session/list", "params": {"cwd": 5}},
+    {"jsonrpc": "2.0", "id": 1, "method": "session/load", "params": {"cwd": "/", "sessionId": "x", "mcpServers": []}},
+    {"jsonrpc": "2.0", "method": "session/new", "params": {"cwd": "/", "mcpServers": []}},
+    [1, 2],
+])
+async def test_what_early_does_not_answer_goes_back_to_the_sdk_in_order(msg: Any) -> None:
+    rest = line({"jsonrpc": "2.0", "id": 9, "method": "session/list", "params": {}})
+    ours, early = await early_answer(line(msg) + rest)
+    assert ours == b"" and not early.ended and early.sessions == {}
+    early.hand_back()
+    assert await early.pump.read() == line(msg) + rest  # untouched, for the SDK
+
+
+def test_input_ending_before_the_sdk_still_gets_its_answers(tmp_path: Path, workspace: Path, llm: FakeLLM) -> None:
+    """initialize and session/new, then the end of input at once: both answered, exit 0, the SDK
+    import still held (never needed)."""
+    held, entered, release = held_import(tmp_path, "acp")
+    config = write_config(tmp_path / "config.yaml", llm)
+    request = line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": PARAMS[0]}) + line(
+        {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": str(workspace), "mcpServers": []}})
+    proc = subprocess.run([sys.executable, "-m", "toycoder_daemon", "--acp", "--config", str(config)], cwd=ROOT,
+                          input=request, capture_output=True, env={**os.environ, **held}, timeout=DEFAULT_TIMEOUT)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
+    answers = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert [a["id"] for a in answers] == [1, 2] and answers[1]["result"]["sessionId"]
+    assert not release.exists()

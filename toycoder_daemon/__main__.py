@@ -76,16 +76,15 @@ def _serve_lsp(proto_out: BinaryIO, config_path: str | None) -> int:
 
     inbox = start_reader(sys.stdin.buffer)
     body, _ = inbox.first()
-    answered = fast_initialize(body, proto_out)  # before the ~0.4 s of pygls imports below
+    answered = fast_initialize(body, proto_out)  # before the ~0.3 s of the App's imports and pygls'
     import asyncio
 
+    from .lsp_early import serve_lsp  # the App: pygls is imported while the first session is answered
     from .outbox import Outbox
-    from .rpc_io import serve
-    from .server import make_server
 
     try:
-        return asyncio.run(serve(make_server(config_path), inbox, Outbox(proto_out), answered_initialize=answered,
-                                 on_end=_exit_soon))
+        return asyncio.run(serve_lsp(inbox, Outbox(proto_out), config_path, answered=body if answered else None,
+                                     on_end=_exit_soon))
     except KeyboardInterrupt:
         return 130
 
@@ -103,12 +102,12 @@ def _serve_acp(proto_out: BinaryIO, config_path: str | None) -> int:
         pump.drop_first_line()
     import asyncio
 
-    from .acp import serve_acp  # the SDK: ~0.7 s
+    from .acp_early import serve  # the App: the SDK (~0.7 s) is imported while the first session is answered
     from .outbox import Outbox
 
     try:
-        return asyncio.run(serve_acp(Outbox(proto_out), config_path, reader=pump, on_end=_exit_soon,
-                                     answered=fast[1] if fast else None))
+        return asyncio.run(serve(pump, Outbox(proto_out), config_path, answered=fast[1] if fast else None,
+                                 on_end=_exit_soon))
     except KeyboardInterrupt:
         return 130
 

@@ -58,7 +58,7 @@ from .background import Background
 from .coalesce import OUTPUT
 from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound, ToyCoderError
 from .ndjson import FrameTransport, LineTransport
-from .outbox import Outbox
+from .outbox import Outbox, written
 
 log = logging.getLogger(__name__)
 
@@ -115,12 +115,21 @@ class ToyCoderAgent:
         key = p.resolve()
         app = self.apps.get(key)
         if app is None:
-            app = self.apps[key] = App.open(key, self.config_path)
+            app = App.open(key, self.config_path)
+            self.adopt({key: app}, {})
+        return app
+
+    def adopt(self, apps: dict[Path, App], sessions: dict[str, App]) -> None:
+        """Wire Apps (and sessions) opened here, or by acp_early.py before the SDK was in."""
+        for key, app in apps.items():
+            self.apps[key] = app
             app.on_notice = lambda level, message: log.warning("%s", message)  # ACP has no message to show
             acp_sessions.hook(app, self.owner, lambda sid, u: self.conn.session_update(sid, u), self._later, replay)
             self._later(app.start())
             log.info("workspace %s, config %s", app.workspace.root, app.config_path or "(built-in defaults)")
-        return app
+        self.owner.update(sessions)
+        for session_id in sessions:
+            self._later(self._announce_commands(session_id))
 
     def app_of(self, session_id: str) -> App:
         app = self.owner.get(session_id)
@@ -291,10 +300,11 @@ def quiet_client_mistakes(conn: AgentSideConnection) -> None:
 
 async def serve_acp(out: BinaryIO | Outbox, config_path: str | None = None, *,
                     reader: asyncio.StreamReader | StdinPump | None = None, on_end: Callable[[], None] | None = None,
-                    answered: dict[str, Any] | None = None) -> int:
+                    answered: dict[str, Any] | None = None, prepare: Callable[[ToyCoderAgent], Any] = lambda agent: None) -> int:
     """Serve ACP on stdin (or `reader`: __main__'s pump, or a stream when tests drive the face
     in-process) and `out` until the input ends; returns the exit code. `answered` holds the params
-    of an `initialize` already answered (acp_fast.py). `on_end` is called when the input ends.
+    of an `initialize` already answered (acp_fast.py). `on_end` is called when the input ends;
+    `prepare` gets the agent first.
     With an Outbox (the daemon's stdout) frames are written by its thread, under the backpressure
     rule (outbox.py)."""
     if reader is None:
@@ -316,6 +326,7 @@ async def serve_acp(out: BinaryIO | Outbox, config_path: str | None = None, *,
     acp_sessions.route_delete(conn, agent)
     quiet_client_mistakes(conn)
     acp_mcp.guard(conn)  # mcpServers the SDK would drop (unknown transports) are refused, not ignored
+    prepare(agent)  # acp_early.py: what it opened before the SDK was in
     try:
         await conn.listen()
     finally:
@@ -327,7 +338,5 @@ async def serve_acp(out: BinaryIO | Outbox, config_path: str | None = None, *,
             await asyncio.wait_for(conn.close(), 2.0)
         except asyncio.TimeoutError:
             log.warning("ACP connection did not close in time")
-        if outbox is not None:  # what is queued goes out (the client may still read) within the exit grace
-            outbox.close()
-            await asyncio.to_thread(outbox.drain, 1.0)
+        await written(out)  # what is queued goes out (the client may still read) within the exit grace
     return 0

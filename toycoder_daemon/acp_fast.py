@@ -143,6 +143,13 @@ class StdinPump:
             if rest:
                 self._chunks.appendleft(rest)
 
+    def unread(self, data: bytes) -> None:
+        """Put bytes read ahead back in front (acp_early.py hands what it did not answer to the SDK)."""
+        if data:
+            with self._cond:
+                self._chunks.appendleft(data)
+                self._wake()
+
     async def read(self) -> bytes:
         import asyncio
 

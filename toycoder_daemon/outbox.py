@@ -128,3 +128,11 @@ class Outbox:
                     for loop, fut in waiters:
                         with contextlib.suppress(RuntimeError):  # that loop is closed
                             loop.call_soon_threadsafe(_settle, fut)
+
+
+async def written(out: object, timeout: float = 1.0) -> None:
+    """At the end of serving: what an Outbox holds goes out (the client may still read) within
+    `timeout`; a plain stream is written already."""
+    if isinstance(out, Outbox):
+        out.close()
+        await asyncio.to_thread(out.drain, timeout)

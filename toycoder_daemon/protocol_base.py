@@ -24,7 +24,7 @@ Decision = Literal["allow_once", "allow_always", "reject"]
 
 class Wire(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore",
-                              use_attribute_docstrings=True)
+                              use_attribute_docstrings=True, defer_build=True)
 
     def dump(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")

@@ -21,7 +21,7 @@ from pygls.exceptions import JsonRpcException
 
 from . import protocol as wire
 from .coalesce import OUTPUT
-from .outbox import Outbox
+from .outbox import Outbox, written
 from .pygls_adapter import initialize_without_reply
 from .rpc_checks import refusal
 from .stdio import FrameWriter, Inbox
@@ -139,7 +139,5 @@ async def serve(server: Any, inbox: Inbox, stdout: BinaryIO | Outbox, *, answere
     log.info("shutting down")
     if server.app is not None:
         await server.app.shutdown()
-    if outbox is not None:  # what is queued goes out (the client may still read) within the exit grace
-        outbox.close()
-        await asyncio.to_thread(outbox.drain, 1.0)
+    await written(stdout)  # what is queued goes out (the client may still read) within the exit grace
     return 0

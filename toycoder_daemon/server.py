@@ -12,14 +12,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from lsprotocol import types
-from pydantic import BaseModel, ValidationError
-from pydantic_core import PydanticSerializationError
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import lsp_method
@@ -34,48 +31,17 @@ from .checkpoints import UnknownCheckpoint
 from .commands.builtin import commands
 from .commands.served import with_served
 from .editor_frontend import EditorFrontend
-from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound
+from .lsp_calls import RpcError, call, on_initialized, session_list, session_load, session_new, workspace_root
 from .modes import available_modes
 from .pygls_adapter import QuietClientMistakes, raw_converter
 from .sessions.session import TranscriptEntry
 from .sessions.store import SessionSummary
 
 log = logging.getLogger(__name__)
-P = TypeVar("P", bound=BaseModel)
 
 
 def rpc_error(code: int, message: str) -> JsonRpcException:
     return JsonRpcException(message=message, code=code)
-
-
-def parse(model: type[P], params: Any) -> P:
-    if params is None or params == []:  # Lua and others encode an empty object as []
-        params = {}
-    if not isinstance(params, dict):
-        raise rpc_error(wire.INVALID_PARAMS, f"Invalid params: expected an object, got {type(params).__name__}")
-    try:
-        return model.model_validate(params)
-    except ValidationError as e:
-        err = e.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "(params)"
-        raise rpc_error(wire.INVALID_PARAMS, f"Invalid params: {field}: {err['msg']}") from None
-
-
-CORE_ERRORS: dict[type[Exception], int] = {SessionNotFound: wire.SESSION_NOT_FOUND, SessionBusy: wire.SESSION_BUSY,
-                                           ProviderError: wire.PROVIDER_ERROR, ConfigError: wire.CONFIG_ERROR}
-
-
-def dump_result(request: wire.Request, result: Any) -> dict[str, Any]:
-    """The handler's result through the declared Result type; anything else is our bug."""
-    try:
-        if not isinstance(result, request.result):
-            raise TypeError(f"expected {request.result.__name__}, got {type(result).__name__}")
-        dumped: dict[str, Any] = result.model_dump(by_alias=True, exclude_none=True, mode="json", warnings="error")
-        return dumped
-    except (TypeError, PydanticSerializationError) as e:
-        log.error("bad result for %s: %s", request.method, e)
-        raise rpc_error(wire.INTERNAL_ERROR, f"Internal error: the daemon built a bad {request.method} result "
-                        "(see the daemon log)") from None
 
 
 Handler = Callable[["ToyCoderServer", Any], Awaitable[wire.Wire]]
@@ -86,13 +52,10 @@ def bind(request: wire.Request, handler: Handler) -> Callable[[ToyCoderServer, A
 
     @functools.wraps(handler)
     async def feature(ls: ToyCoderServer, params: Any) -> dict[str, Any]:
-        p = parse(request.params, params)
         try:
-            result = await handler(ls, p)
-        except tuple(CORE_ERRORS) as e:
-            code = next(c for t, c in CORE_ERRORS.items() if isinstance(e, t))
-            raise rpc_error(code, str(e)) from None
-        return dump_result(request, result)
+            return await call(request, handler, ls, params)
+        except RpcError as e:
+            raise rpc_error(e.code, e.message) from None
 
     return feature
 
@@ -192,24 +155,16 @@ class ToyCoderServer(LanguageServer):
 # ---- lifecycle --------------------------------------------------------------------------------
 
 def on_initialize(ls: ToyCoderServer, params: types.InitializeParams) -> None:
-    root = ls.workspace.root_path
-    if not root and params.workspace_folders:
-        root = to_fs_path(params.workspace_folders[0].uri)
     options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
     experimental = params.capabilities.experimental if isinstance(params.capabilities.experimental, dict) else {}
     ls.client_toycoder = experimental.get("toycoder") or {}
-    ls.app = App.open(root or os.getcwd(), options.get("configPath") or ls.config_path)
+    if ls.app is None:  # else lsp_early.py opened it from these params while pygls loaded
+        root = workspace_root(params.root_uri, params.root_path, [f.uri for f in params.workspace_folders or []])
+        ls.app = App.open(root, options.get("configPath") or ls.config_path)
     ls.app.on_notice = ls.show_message
     ls.app.sharing.on_changed = functools.partial(session_changed, ls)
     ls.app.on_session_info = functools.partial(session_info_changed, ls)
     log.info("workspace %s, config %s", ls.app.workspace.root, ls.app.config_path or "(built-in defaults)")
-
-
-def on_initialized(ls: ToyCoderServer, params: Any) -> None:
-    app = ls.get_app()
-    if app.config_error:
-        ls.show_message("error", str(app.config_error))
-    ls.background.run(app.start())
 
 
 # ---- open documents: read_file shows the editor's text, unsaved changes included -------------
@@ -237,15 +192,6 @@ def did_close(ls: ToyCoderServer, params: types.DidCloseTextDocumentParams) -> N
 
 # ---- toycoder/* handlers (typed params in, typed results out) ---------------------------------
 
-async def session_new(ls: ToyCoderServer, p: wire.SessionNewParams) -> wire.SessionInfo:
-    return to_wire.session_info(ls.get_app().new_session(p.title).summary())
-
-
-async def session_list(ls: ToyCoderServer, p: wire.EmptyParams) -> wire.SessionList:
-    rows = await asyncio.to_thread(ls.get_app().list_sessions)  # file I/O: never on the event loop
-    return wire.SessionList(sessions=[to_wire.session_info(s) for s in rows])
-
-
 def session_changed(ls: ToyCoderServer, session_id: str, entries: list[TranscriptEntry], reset: bool) -> None:
     """Another daemon added to a session this client has open."""
     update = wire.SessionChangedUpdate(transcript=[to_wire.transcript_entry(e) for e in entries], reset=reset)
@@ -255,12 +201,6 @@ def session_changed(ls: ToyCoderServer, session_id: str, entries: list[Transcrip
 def session_info_changed(ls: ToyCoderServer, summary: SessionSummary, turn_id: str) -> None:
     update = wire.SessionInfoUpdate(session=to_wire.session_info(summary))
     ls.notify(wire.UPDATE, wire.UpdateParams(session_id=summary.id, turn_id=turn_id, update=update).dump())
-
-
-async def session_load(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.SessionLoadResult:
-    s = await ls.get_app().load(p.session_id)  # open here from now on: it hears turns made elsewhere
-    return wire.SessionLoadResult(session=to_wire.session_info(s.summary()),
-                                  transcript=[to_wire.transcript_entry(e) for e in ls.get_app().transcript(s)])
 
 
 async def session_delete(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.EmptyResult:

@@ -78,8 +78,12 @@ def preload() -> None:
     """Import what the first streamed turn needs (~0.1 s), for a background thread after initialize.
     The openai SDK (~0.5 s) is not on the streaming path any more: preloading it is wasted CPU."""
     hx = _httpx()
-    # the client's transport imports the connection layer only when the first client is made (~45 ms)
+    # the client's transport imports the connection layer only when the first client is made (~45 ms),
+    # and that layer its async backend only when the first connection opens (~30 ms, in the first turn)
     importlib.import_module("httpcore2" if hx.__name__ == "httpx2" else "httpcore")
+    for name in ("anyio._backends._asyncio", "anyio.streams.stapled", "anyio.streams.memory", "anyio.lowlevel"):
+        with contextlib.suppress(ImportError):  # another anyio: the first connection imports its own
+            importlib.import_module(name)
 
 
 def _httpx() -> Any:

@@ -1,0 +1,227 @@
+"""The LSP face of a new process while pygls loads: the first session is answered without it.
+
+stdio.py answers `initialize` before anything heavy is imported. pygls and lsprotocol then take
+~0.4-0.8 s to import, and sessions need neither: so the App is opened here from the answered
+initialize's params, pygls is imported on a thread, and meanwhile `initialized` and the session
+requests (lsp_calls.EARLY) are handled by the same functions pygls runs later, on the same App.
+The first frame nothing here handles, and every frame after it, waits (in order) for pygls, so
+nothing overtakes. Answers are written as pygls writes them (tests compare the bytes). Messages
+the App wants shown meanwhile, and its start-up work, wait for pygls too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Callable, Coroutine
+from typing import Any, BinaryIO
+
+from . import protocol as wire
+from .app import App
+from .background import Background
+from .lsp_calls import EARLY, RpcError, call, on_initialized, workspace_root
+from .outbox import Outbox, written
+from .rpc_checks import refusal
+from .stdio import FrameWriter, Inbox
+
+log = logging.getLogger(__name__)
+
+REQUESTS = {r.method: r for r in wire.REQUESTS if r.method in EARLY}
+Held = Callable[[Any], None]
+
+
+def pygls_frame(message: dict[str, Any]) -> bytes:
+    """One frame as pygls' JsonRPCProtocol._send_data writes it (headers and JSON alike)."""
+    body = json.dumps(message)  # ASCII (ensure_ascii), so its length in characters is in bytes
+    return (f"Content-Length: {len(body)}\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n"
+            f"{body}").encode()
+
+
+def app_params(params: Any) -> tuple[str, str | None] | None:
+    """(workspace root, config path) from `initialize` params, as server.on_initialize reads them;
+    None when they are not plain enough to be sure pygls reads them the same (pygls then opens the
+    App itself)."""
+    if not isinstance(params, dict):
+        return None
+    root_uri, root_path, folders = params.get("rootUri"), params.get("rootPath"), params.get("workspaceFolders")
+    options = params.get("initializationOptions")
+    config = options.get("configPath") if isinstance(options, dict) else None
+    if not all(v is None or isinstance(v, str) for v in (root_uri, root_path, config)):
+        return None
+    if folders is not None and not (isinstance(folders, list) and all(
+            isinstance(f, dict) and isinstance(f.get("uri"), str) and isinstance(f.get("name"), str) for f in folders)):
+        return None
+    return workspace_root(root_uri, root_path, [f["uri"] for f in folders or []]), config or None
+
+
+class _AfterPygls:
+    """The host's `background`: start-up work (MCP, the model client's imports) waits until pygls is
+    in, off the path of the first answers and out of the way of the import thread."""
+
+    def __init__(self) -> None:
+        self.ready = asyncio.Event()
+        self._tasks = Background()
+
+    def run(self, work: Coroutine[Any, Any, Any]) -> None:
+        self._tasks.run(self._later(work))
+
+    async def _later(self, work: Coroutine[Any, Any, Any]) -> None:
+        try:
+            await self.ready.wait()
+        except BaseException:  # shut down before pygls was in: the work never starts
+            work.close()
+            raise
+        await work
+
+
+class EarlyHost:
+    """lsp_calls.Host before the pygls server exists. What the App or a handler wants to tell the
+    client is held and handed to the server once it has set itself up (`release`)."""
+
+    def __init__(self, app: App):
+        self.app = app
+        self.background = _AfterPygls()
+        self.held: list[Held] = []
+        app.on_notice = lambda level, message: self.held.append(lambda ls: ls.app.on_notice(level, message))
+        app.on_session_info = lambda *a: self.held.append(lambda ls: ls.app.on_session_info(*a))
+        app.sharing.on_changed = lambda *a: self.held.append(lambda ls: ls.app.sharing.on_changed(*a))
+
+    def get_app(self) -> App:
+        return self.app
+
+    def show_message(self, level: str, message: str) -> None:
+        self.held.append(lambda ls: ls.show_message(level, message))
+
+    def release(self, server: Any) -> None:
+        held, self.held = self.held, []
+        for send in held:
+            send(server)
+        self.background.ready.set()
+
+
+class EarlyLsp:
+    """Frames on the event loop, in order, until pygls is in: the ones lsp_calls handles are handled;
+    the rest, from the first one not handled here on, go to `later` for pygls."""
+
+    NOTIFICATIONS = frozenset({"initialized"})
+
+    def __init__(self, host: EarlyHost, write: Callable[[bytes], None], later: Inbox):
+        self.host = host
+        self.write = write
+        """Where answers go (the server's writer once pygls is in)."""
+        self.later = later
+        self.deferring = False
+        self.ended = asyncio.Event()
+        """The input ended with nothing left for pygls."""
+        self._first = True
+        self._answering: set[asyncio.Task[None]] = set()
+
+    def frame(self, body: bytes | None, problem: str | None) -> None:
+        if self._first:  # the answered initialize: pygls still sets itself up from it
+            self._first = False
+            self.later.put(body, problem)
+            return
+        if not self.deferring:
+            if body is None and problem is None:
+                self.ended.set()
+                return
+            if body is not None and self._handled(body):
+                return
+        self.deferring = True
+        self.later.put(body, problem)
+
+    def _handled(self, body: bytes) -> bool:
+        try:
+            obj = json.loads(body)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            return False  # rpc_io answers it
+        if refusal(obj, self.NOTIFICATIONS) is not None:
+            return False
+        method = obj.get("method")
+        if method == "initialized" and "id" not in obj:
+            on_initialized(self.host, obj.get("params"))
+            return True
+        if method not in REQUESTS or "id" not in obj:
+            return False
+        task = asyncio.ensure_future(self._answer(REQUESTS[method], obj["id"], obj.get("params")))
+        self._answering.add(task)
+        task.add_done_callback(self._answering.discard)
+        return True
+
+    async def drain(self) -> None:
+        """The answers still being made are written (the input ended; the client may still read)."""
+        if self._answering:
+            await asyncio.wait(set(self._answering))
+
+    async def _answer(self, request: wire.Request, msg_id: Any, params: Any) -> None:
+        try:
+            result = await call(request, EARLY[request.method], self.host, params)
+            reply: dict[str, Any] = {"id": msg_id, "jsonrpc": "2.0", "result": result}
+        except RpcError as e:  # pygls' key order for errors
+            reply = {"error": {"code": e.code, "message": e.message}, "jsonrpc": "2.0", "id": msg_id}
+        except Exception:
+            log.exception("unhandled error in %s", request.method)
+            reply = {"error": {"code": wire.INTERNAL_ERROR, "message": "Internal error (see the daemon log)"},
+                     "jsonrpc": "2.0", "id": msg_id}
+        self.write(pygls_frame(reply))
+
+
+class _Later(Inbox):
+    """The frames for pygls; once it attaches (its queued frames scheduled first, the answered
+    initialize among them), `then` runs."""
+
+    def __init__(self, then: Callable[[], None]):
+        super().__init__()
+        self._then = then
+
+    def attach(self, target: Callable[[Any, Any], None]) -> None:
+        super().attach(target)
+        asyncio.get_running_loop().call_soon(self._then)
+
+
+def _import_pygls() -> tuple[Any, Any]:
+    from . import rpc_io, server
+
+    return rpc_io, server
+
+
+async def serve_lsp(inbox: Inbox, out: BinaryIO | Outbox, config_path: str | None, *, answered: bytes | None,
+                    on_end: Callable[[], None]) -> int:
+    """Serve the LSP face. `answered`: the body of the `initialize` stdio.fast_initialize answered."""
+    opened = app_params(json.loads(answered).get("params")) if answered is not None else None
+    if opened is None:
+        rpc_io, server = _import_pygls()
+        return int(await rpc_io.serve(server.make_server(config_path), inbox, out,
+                                      answered_initialize=answered is not None, on_end=on_end))
+    root, config = opened
+    host = EarlyHost(App.open(root, config or config_path))
+    writer = FrameWriter(out)  # type: ignore[arg-type]  # an Outbox is the file-like FrameWriter needs
+    later = _Later(lambda: host.release(full))
+    early = EarlyLsp(host, writer.write, later)
+    loop = asyncio.get_running_loop()
+
+    def deliver(body: bytes | None, problem: str | None) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is already closed
+            loop.call_soon_threadsafe(early.frame, body, problem)
+
+    inbox.attach(deliver)
+    importing = asyncio.ensure_future(asyncio.to_thread(_import_pygls))
+    ended = asyncio.ensure_future(early.ended.wait())
+    await asyncio.wait({importing, ended}, return_when=asyncio.FIRST_COMPLETED)
+    if not importing.done():  # the input ended before pygls was needed
+        on_end()
+        await early.drain()
+        await written(out)
+        await host.app.shutdown()
+        return 0
+    ended.cancel()
+    rpc_io, server = importing.result()
+    full = server.make_server(config_path)
+    full.app = host.app  # server.on_initialize adopts it
+    early.deferring = True
+    early.write = lambda data: full.protocol.writer.write(data)  # one writer from now on
+    if early.ended.is_set():
+        later.put(None, None)
+    return int(await rpc_io.serve(full, later, out, answered_initialize=True, on_end=on_end))
