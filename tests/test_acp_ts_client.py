@@ -127,8 +127,7 @@ def test_the_typescript_sdk_client_sees_only_schema_valid_frames(tmp_path: Path,
     assert report["buffers"][str(calc)] == UNSAVED.replace("a + b", "b + a") and calc.read_text() == CALC
     asked = sent("session/request_permission")
     [where] = asked[0]["toolCall"]["locations"]
-    # the change is on line 2; the daemon sends the hunk's first line (1, with its context): see the report
-    assert where["path"] == "calc.py" and where["line"] in (1, 2)
+    assert where == {"path": "calc.py", "line": 2}  # the changed line (not the hunk's start)
     assert [a["toolCall"]["kind"] for a in asked] == ["edit", "execute", "other", "execute"]
     # the terminal ran the command; the MCP tool answered
     terminals = [u for u in updates("tool_call_update") if any(c["type"] == "terminal" for c in u.get("content") or [])]

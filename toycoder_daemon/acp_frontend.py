@@ -91,8 +91,27 @@ def permission_locations(request: PermissionRequest) -> list[ToolCallLocation] |
     path = preview.get("path") or (request.arguments.get("path") if isinstance(request.arguments, dict) else None)
     if not isinstance(path, str) or not path:
         return None
-    hunk = re.search(r"^@@ -\d+(?:,\d+)? \+(\d+)", str(preview.get("diff") or ""), re.MULTILINE)
-    return [ToolCallLocation(path=path, line=max(1, int(hunk.group(1))) if hunk else None)]
+    return [ToolCallLocation(path=path, line=first_changed_line(str(preview.get("diff") or "")))]
+
+
+def first_changed_line(diff: str) -> int | None:
+    """The new file's line of the diff's first change: its first hunk's start plus the context
+    lines before the first `+`/`-` line. A deletion at the end points at the last line left."""
+    lines = iter(diff.splitlines())
+    for line in lines:
+        hunk = re.match(r"@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))?", line)
+        if hunk:
+            break
+    else:
+        return None
+    start, count = int(hunk.group(1)), int(hunk.group(2) or 1)
+    at = start
+    for line in lines:
+        if line[:1] in ("+", "-"):
+            break
+        at += line.startswith(" ")  # a context line ("\\ No newline ..." is not one)
+    last = start + count - 1  # the hunk's last line in the new file
+    return max(1, min(at, last) if count else start)
 
 
 def diff_content(preview: dict[str, Any] | None, root: Path) -> FileEditToolCallContent | None:
