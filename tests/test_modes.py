@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from acp import RequestError, text_block
+from conftest import write_config
 from helpers import new_session, write_call
 from inproc import start_daemon_inproc  # noqa: F401  (in-process LSP face)
 from inproc_app import InProc
@@ -108,3 +109,24 @@ async def test_acp_modes(tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
                               and f["params"].get("update", {}).get("currentModeId") == "read-only")
         loaded = await conn.load_session(cwd=str(workspace), session_id=other, mcp_servers=[])
         assert loaded.modes is not None and loaded.modes.current_mode_id == "read-only"
+
+
+async def test_acp_pushes_a_mode_only_when_it_changed(tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
+    """The title's session_info_update comes alone (the mode the session was opened with is not news),
+    and a mode change after a load does not repeat the title the client already has."""
+    config = write_config(tmp_path / "config.yaml", llm)
+    config.write_text(config.read_text().replace("auto_title: false", "auto_title: true"))
+    llm.add({"text": "Hello."}, {"text": "Greeting the agent"})
+    async with acp_face(tmp_path, llm, config=config) as (conn, editor, _):
+        sid = await acp_new_session(conn, workspace)
+        await conn.prompt(session_id=sid, prompt=[text_block("hello there")])
+        await editor.wait_for(lambda f: f.get("params", {}).get("update", {}).get("title") == "Greeting the agent")
+        await conn.set_session_mode(session_id=sid, mode_id="read-only")
+        await editor.wait_for(lambda f: f.get("params", {}).get("update", {}).get("currentModeId") == "read-only")
+        # updates go out in order: an "ask" pushed with the title would be before this one
+        assert [u["currentModeId"] for u in editor.updates("current_mode_update")] == ["read-only"]
+        await conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+        await conn.set_session_mode(session_id=sid, mode_id="accept-edits")
+        await editor.wait_for(lambda f: f.get("params", {}).get("update", {}).get("currentModeId") == "accept-edits")
+        assert [u["title"] for u in editor.updates("session_info_update")] == ["Greeting the agent"]
+        assert [u["currentModeId"] for u in editor.updates("current_mode_update")] == ["read-only", "accept-edits"]

@@ -99,6 +99,8 @@ class ToyCoderAgent:
         self.terminals: Terminals | None = None  # set when the client declares terminals (acp_terminal)
         self.apps: dict[Path, App] = {}
         self.owner: dict[str, App] = {}
+        self.told: acp_sessions.Told = {}
+        """What the client was last told of each open session's title and mode (acp_sessions.hook)."""
         self._prompts: set[asyncio.Task[Any]] = set()
         self._later = Background().run  # work that goes after the current answer
 
@@ -124,11 +126,13 @@ class ToyCoderAgent:
         for key, app in apps.items():
             self.apps[key] = app
             app.on_notice = lambda level, message: log.warning("%s", message)  # ACP has no message to show
-            acp_sessions.hook(app, self.owner, lambda sid, u: self.conn.session_update(sid, u), self._later, replay)
+            acp_sessions.hook(app, self.owner, lambda sid, u: self.conn.session_update(sid, u), self._later, replay,
+                              self.told)
             self._later(app.start())
             log.info("workspace %s, config %s", app.workspace.root, app.config_path or "(built-in defaults)")
         self.owner.update(sessions)
-        for session_id in sessions:
+        for session_id, app in sessions.items():
+            acp_sessions.opened(self.told, app.peek(session_id))
             self._later(self._announce_commands(session_id))
 
     def app_of(self, session_id: str) -> App:
@@ -173,6 +177,7 @@ class ToyCoderAgent:
         servers = acp_mcp.specs(mcp_servers)  # an unsupported one is refused before a session is made
         s = app.new_session()
         self.owner[s.id] = app
+        acp_sessions.opened(self.told, s)
         await acp_mcp.start(self, app, s.id, servers)
         self._later(self._announce_commands(s.id))  # queued after the answer
         return NewSessionResponse(session_id=s.id, modes=acp_sessions.mode_state(s.mode))
@@ -182,6 +187,7 @@ class ToyCoderAgent:
         app = self.app_for(cwd)
         s = await app.load(session_id)  # open here from now on: it hears turns made elsewhere
         self.owner[s.id] = app
+        acp_sessions.opened(self.told, s)
         await acp_mcp.start(self, app, s.id, acp_mcp.specs(mcp_servers))
         for update in replay(s.transcript(), app):
             await self.conn.session_update(s.id, update)
@@ -194,6 +200,7 @@ class ToyCoderAgent:
         app = self.app_for(cwd)
         s = await app.load(session_id)
         self.owner[s.id] = app
+        acp_sessions.opened(self.told, s)
         await acp_mcp.start(self, app, s.id, acp_mcp.specs(mcp_servers))
         self._later(self._announce_commands(s.id))
         return ResumeSessionResponse(modes=acp_sessions.mode_state(s.mode))
@@ -204,6 +211,7 @@ class ToyCoderAgent:
         app = self.app_of(session_id)
         await app.close_session(session_id)
         del self.owner[session_id]
+        self.told.pop(session_id, None)
 
     @acp_errors
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any) -> ListSessionsResponse:

@@ -23,15 +23,25 @@ from . import protocol as wire
 from .app import App
 from .errors import SessionBusy, SessionNotFound
 from .modes import MODES
-from .sessions.session import TranscriptEntry
+from .sessions.session import Session, TranscriptEntry
 from .sessions.store import SessionSummary
 
 Send = Callable[[str, Any], Awaitable[None]]
 Replay = Callable[[list[TranscriptEntry], App], list[Any]]
 
 
+Told = dict[str, tuple[str | None, str | None]]
+"""Session id -> the (title, mode) its client was last told (opening it says both)."""
+
+
+def opened(told: Told, s: Session) -> None:
+    """A session was made, loaded or resumed here: its answer told the client its mode (and it has
+    the title from the session list), so only a change of either is news."""
+    told[s.id] = (s.title, s.mode)
+
+
 def hook(app: App, owner: dict[str, App], send: Send, later: Callable[[Coroutine[Any, Any, Any]], Any],
-         replay: Replay) -> None:
+         replay: Replay, told: Told) -> None:
     """Wire `app`'s session events to the client; only sessions open on this connection (`owner`)."""
 
     async def send_all(session_id: str, updates: list[Any]) -> None:
@@ -42,19 +52,17 @@ def hook(app: App, owner: dict[str, App], send: Send, later: Callable[[Coroutine
         if owner.get(session_id) is app and not reset:  # ACP cannot retract: a rewrite is not replayed
             later(send_all(session_id, replay(entries, app)))
 
-    shown: dict[str, tuple[str | None, str | None]] = {}
-
     def info(summary: SessionSummary, turn_id: str) -> None:
         if owner.get(summary.id) is not app:
             return
-        title, mode = shown.get(summary.id, (None, None))
+        title, mode = told.get(summary.id, (None, None))
         updates: list[Any] = []
         if summary.title != title:
             updates.append(SessionInfoUpdate(session_update="session_info_update", title=summary.title or None,
                                              updated_at=wire.iso_time(summary.updated_at)))
         if summary.mode and summary.mode != mode:
             updates.append(CurrentModeUpdate(session_update="current_mode_update", current_mode_id=summary.mode))
-        shown[summary.id] = (summary.title, summary.mode)
+        told[summary.id] = (summary.title, summary.mode)
         later(send_all(summary.id, updates))
 
     app.sharing.on_changed = changed
@@ -97,6 +105,7 @@ async def delete_session(agent: Any, session_id: str, **_: Any) -> None:
         except SessionBusy as e:
             raise RequestError(wire.SESSION_BUSY, str(e), {"sessionId": session_id}) from None
         agent.owner.pop(session_id, None)
+        agent.told.pop(session_id, None)
         return
     roots = ", ".join(str(a.workspace.root) for a in agent.apps.values()) or "none yet"
     raise RequestError(RESOURCE_NOT_FOUND, f"session not found: {session_id} (looked in the workspaces this "
