@@ -14,6 +14,10 @@ from typing import Any, Literal, Protocol
 Decision = Literal["allow_once", "allow_always", "reject"]
 ToolStatus = Literal["completed", "failed", "denied", "cancelled"]
 Level = Literal["safe", "sensitive", "dangerous"]
+StopReason = Literal["end_turn", "max_steps", "max_tokens", "cancelled", "error", "command"]
+"""How a turn ended (agent/react.py). `command`: the prompt was a slash command (App answers it
+without the engine). `max_tokens`: the reply was still cut by the output limit after
+MAX_CONTINUATIONS requests to continue it."""
 
 
 @dataclass(frozen=True)

@@ -13,21 +13,17 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from .. import safejson
 from ..llm import tools_ignored
 from ..llm.base import ChatModel, ChatResponse, ContextOverflow, RetryNotice, ToolCall, Usage
 from ..messages import INTERRUPTED_MARK, AssistantMessage, Message, ToolMessage
-from ..ports import Frontend, RetryScheduled, TextDelta, ToolCallFinished, ToolCallStarted, UsageReport
+from ..ports import Frontend, RetryScheduled, StopReason, TextDelta, ToolCallFinished, ToolCallStarted, UsageReport
 from ..tools.base import ToolContext
 from ..tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
-
-StopReason = Literal["end_turn", "max_steps", "max_tokens", "cancelled", "error", "command"]
-"""`command`: the prompt was a slash command (App answers it without the engine). `max_tokens`: the
-reply was still cut by the output limit after MAX_CONTINUATIONS requests to continue it."""
 
 
 class TurnMessages(Protocol):

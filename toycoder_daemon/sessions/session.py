@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from ..llm.base import Usage
 from ..messages import INTERRUPTED_MARK, Message
 from ..modes import MODES
-from ..ports import ChangedFile
+from ..ports import ChangedFile, StopReason, ToolStatus
 from ..tools.registry import ToolRegistry
 from .conversation import Conversation
 from .store import SessionFile, SessionSummary
@@ -42,6 +43,37 @@ class TranscriptEntry:
 
 ChangesOf = Callable[[str], "TranscriptEntry | None"]
 """A turn's checkpoint id -> its `changes` entry (None when it changed no file)."""
+
+log = logging.getLogger(__name__)
+
+
+def _known_status(value: Any) -> str | None:
+    """A stored tool result's status as the faces know them: one this version does not know (a
+    hand-edited file, another version's) reads as "completed", the call did return."""
+    if not value:
+        return None
+    if value in get_args(ToolStatus):
+        return str(value)
+    log.debug("a tool result's unknown status %.80r read as 'completed'", value)
+    return "completed"
+
+
+def _stored_usage(value: Any) -> Usage:
+    """Stored token counts ([prompt, completion, total, unreported], a prefix of it); anything else
+    (hand-edited) reads as none rather than failing the load."""
+    if isinstance(value, list) and len(value) <= 4 and all(type(n) is int for n in value):
+        return Usage(*value)
+    log.debug("unreadable stored usage %.80r read as none", value)
+    return Usage()
+
+
+def _known_stop(value: Any) -> str | None:
+    """A stored turn end's stop reason; one this version does not know reads as unrecorded."""
+    if value in get_args(StopReason):
+        return str(value)
+    if value is not None:
+        log.debug("a turn's unknown stop reason %.80r left out", value)
+    return None
 
 
 class FileSink:
@@ -102,7 +134,7 @@ class Session:
         self.title_by = meta.get("titleBy") or self.title_by
         self.provider, self.model = meta.get("provider", self.provider), meta.get("model", self.model)
         if meta.get("usage"):
-            self.usage = Usage(*meta["usage"])
+            self.usage = _stored_usage(meta["usage"])
         for name, enabled in (meta.get("toolOverrides") or {}).items():
             if self.tools.get(name):
                 self.tools.set_enabled(name, bool(enabled))
@@ -214,10 +246,10 @@ class Session:
                     out.append(TranscriptEntry("tool_call", c["function"]["arguments"], c["id"], c["function"]["name"]))
             elif m["role"] == "tool":
                 cid = m.get("tool_call_id", "")
-                out.append(TranscriptEntry("tool", m.get("content") or "", cid, names.get(cid), m.get("status") or None))
+                out.append(TranscriptEntry("tool", m.get("content") or "", cid, names.get(cid), _known_status(m.get("status"))))
             elif m["role"] == "user" and isinstance(end := self.turn_ends.get(pending or ""), dict):
-                out.append(TranscriptEntry("user", m.get("content") or "", stop_reason=end.get("stopReason"),
-                                           usage=Usage(*(end.get("usage") or (0, 0, 0)))))
+                out.append(TranscriptEntry("user", m.get("content") or "", stop_reason=_known_stop(end.get("stopReason")),
+                                           usage=_stored_usage(end.get("usage") or [])))
             else:
                 out.append(TranscriptEntry(m["role"], m.get("content") or ""))
         close_turn()
