@@ -16,7 +16,7 @@ from rpc import RpcError
 from test_acp import acp_face
 from test_acp import new_session as acp_new_session
 
-from toycoder_daemon.ports import ToolCallFinished
+from toycoder_daemon.ports import ToolCallFinished, ToolCallStarted
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 RUN = {"tools": {"enabled": ["run_command"]}}
@@ -37,6 +37,7 @@ async def test_read_only_refuses_writes_and_commands_without_asking(inproc, work
     await p.prompt(sid, "try")
     assert p.frontend.requests == [] and not (workspace / "new.txt").exists()
     assert [r.status for r in results(p, sid)] == ["denied", "denied", "completed"]
+    assert announced(p, sid) == [("write_file", False), ("run_command", False), ("read_file", False)]
     assert "read-only mode" in p.script.calls[1]["messages"][-1]["content"]
 
 
@@ -49,6 +50,7 @@ async def test_accept_edits_writes_without_asking_but_commands_still_ask(inproc,
     assert (workspace / "new.txt").read_text() == "x\n"
     assert [r.tool for r in p.frontend.requests] == ["run_command"]  # rejected by default
     assert [r.status for r in results(p, sid)] == ["completed", "denied"]
+    assert announced(p, sid) == [("write_file", False), ("run_command", True)]
 
 
 async def test_mode_is_stored_and_unknown_modes_are_refused(inproc, tmp_path: Path, workspace: Path) -> None:
@@ -130,3 +132,44 @@ async def test_acp_pushes_a_mode_only_when_it_changed(tmp_path: Path, llm: FakeL
         await editor.wait_for(lambda f: f.get("params", {}).get("update", {}).get("currentModeId") == "accept-edits")
         assert [u["title"] for u in editor.updates("session_info_update")] == ["Greeting the agent"]
         assert [u["currentModeId"] for u in editor.updates("current_mode_update")] == ["read-only", "accept-edits"]
+
+
+def announced(p: InProc, sid: str) -> list[tuple[str, bool]]:
+    """Each tool call as announced: its tool and whether the gate will ask about it."""
+    return [(e.name, e.will_ask) for e in p.frontend.of(sid) if isinstance(e, ToolCallStarted)]
+
+
+async def test_a_read_only_refusal_comes_before_the_preview(inproc, workspace: Path) -> None:
+    """The mode refuses first: the editor is not asked for the file (no preview is made for a call
+    that cannot run) and the call is not announced as one that will ask."""
+    p: InProc = inproc()
+    p.frontend.served = {}  # an editor that serves files (an ACP client with fs.readTextFile)
+    (workspace / "calc.py").write_text("x = 1\n")
+    sid = p.new_session()
+    p.app.set_mode(sid, "read-only")
+    p.script.add({"tool_calls": [{"name": "edit_file", "arguments": {
+        "path": "calc.py", "old_string": "1", "new_string": "2"}}]}, {"text": "refused"})
+    await p.prompt(sid, "edit it")
+    assert p.frontend.text_asks == [] and p.frontend.requests == []
+    assert announced(p, sid) == [("edit_file", False)]
+    [result] = results(p, sid)
+    assert result.status == "denied" and "read-only mode" in result.output
+
+
+async def test_calls_are_announced_as_asking_only_when_the_gate_will_ask(inproc, workspace: Path) -> None:
+    p: InProc = inproc(RUN)
+    p.frontend.decisions = ["allow_always"]
+    sid = p.new_session()
+    p.script.add(write_call("a.txt", "1\n"), write_call("b.txt", "2\n"), RUN_CALL,
+                 {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
+                 {"tool_calls": [{"name": "write_file", "arguments": {"path": "c.txt"}}]},  # invalid: no content
+                 {"text": "done"})
+    await p.prompt(sid, "go")
+    p.app.set_mode(sid, "accept-edits")
+    p.script.add(RUN_CALL, {"text": "done"})
+    await p.prompt(sid, "go on")
+    # asked and allowed always; then always allowed; the command asks (rejected); a safe read; a
+    # call that fails validation; in accept-edits the command still asks
+    assert announced(p, sid) == [("write_file", True), ("write_file", False), ("run_command", True),
+                                 ("read_file", False), ("write_file", False), ("run_command", True)]
+    assert [r.tool for r in p.frontend.requests] == ["write_file", "run_command", "run_command"]

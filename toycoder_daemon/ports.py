@@ -35,6 +35,9 @@ class ToolCallStarted:
     arguments: Any
     permission: Level
     parent_tool_call_id: str | None = None
+    will_ask: bool = False
+    """The permission gate will ask the person before it runs (the tool's level alone does not say:
+    modes, rules, "always" and refusals decide)."""
     kind: str = field(default="tool_call", init=False)
 
 

@@ -236,8 +236,9 @@ async def run_turn(
                 t = tools.get(tc.name)
                 args = _decode(tc.arguments)
                 title = t.describe_call(args) if t and isinstance(args, dict) else tc.name
-                frontend.emit(ToolCallStarted(tc.id, tc.name, title, args, t.level if t else "safe"))
                 ctx = make_context(tc.id)
+                frontend.emit(ToolCallStarted(tc.id, tc.name, title, args, t.level if t else "safe",
+                                              will_ask=tools.will_ask(tc.name, tc.arguments, ctx)))
                 try:
                     outcome = await tools.dispatch(tc.name, tc.arguments, ctx)
                 except asyncio.CancelledError:

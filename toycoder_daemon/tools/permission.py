@@ -190,15 +190,27 @@ class PermissionGate:
             return False  # a path inside the workspace (outside it, _subject is None and it asks)
         return verdict is None
 
-    async def check(self, tool: Tool, request: PermissionRequest, ctx: ToolContext) -> str | None:
-        """None to go ahead, or the observation telling the model why not."""
-        args = request.arguments if isinstance(request.arguments, dict) else {}
+    def refusal(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str | None:
+        """Why the call is refused without asking (a deny rule, the read-only mode), else None. The
+        registry checks this before it prepares a preview: a refused call reads nothing for one."""
         verdict = self.rule_verdict(tool, args, ctx)
         if verdict and verdict[0] == "deny":
             return f"denied: the configuration forbids this ({verdict[1].text})"
         if self.mode == "read-only" and tool.level != "safe":
             return (f"denied: the session is in read-only mode: no file writes and no commands ({tool.name}). "
                     "Read, search and plan; the user can switch modes with /mode.")
+        return None
+
+    def will_ask(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> bool:
+        """Whether `check` will ask the person about this call (not refused first, not let through)."""
+        return self.refusal(tool, args, ctx) is None and self.must_ask(tool, args, ctx)
+
+    async def check(self, tool: Tool, request: PermissionRequest, ctx: ToolContext) -> str | None:
+        """None to go ahead, or the observation telling the model why not."""
+        args = request.arguments if isinstance(request.arguments, dict) else {}
+        refused = self.refusal(tool, args, ctx)
+        if refused is not None:
+            return refused
         if not self.must_ask(tool, args, ctx):
             return None
         try:

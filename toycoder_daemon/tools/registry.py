@@ -136,6 +136,18 @@ class ToolRegistry:
             return t, None, f"the arguments of {name} must be a JSON object, got {type(args).__name__}"
         return t, args, None
 
+    def will_ask(self, name: str, raw_arguments: str, ctx: ToolContext) -> bool:
+        """Whether dispatching this call will ask the person (the faces announce it so: ACP's
+        `pending`); False when it runs, or fails or is refused, without asking."""
+        t, args, problem = self.parse(name, raw_arguments)
+        if problem or t is None or args is None or not self.is_enabled(name):
+            return False
+        try:
+            t.validate(args)
+        except ValidationError:
+            return False
+        return self.gate.will_ask(t, args, ctx)
+
     async def dispatch(self, name: str, raw_arguments: str, ctx: ToolContext) -> ToolOutcome:
         t, args, problem = self.parse(name, raw_arguments)
         if problem or t is None or args is None:
@@ -147,6 +159,9 @@ class ToolRegistry:
             call_args = t.validate(args)
         except ValidationError as e:
             return ToolOutcome("failed", f"error: invalid arguments for {name}: {_format_validation(e)}")
+        refused = self.gate.refusal(t, args, ctx)
+        if refused is not None:  # before the preview: nothing is read for a call that cannot run
+            return ToolOutcome("denied", refused)
         preview = None
         if t.preview and self.gate.must_ask(t, args, ctx):
             try:  # an edit that cannot apply fails now, without bothering the person
