@@ -193,3 +193,50 @@ async def test_what_the_client_answers_to_a_read_is_told_apart() -> None:
         with pytest.raises(EditorTextUnknown) as e:
             await acp_fs.read_text(Client(answer), "s1", path, timeout=0.05)
         assert e.value.replied is replied and says in str(e.value), (answer, str(e.value))
+
+
+def frame_at(editor: Editor, method: str, update: str | None = None) -> int:
+    """Where the first frame the daemon sent of this method (and session/update kind) is."""
+    return editor.index(lambda f: f.get("method") == method
+                        and (update is None or f["params"]["update"]["sessionUpdate"] == update))
+
+
+@pytest.mark.parametrize("mode, status", [("ask", "pending"), ("accept-edits", "in_progress")])
+async def test_the_client_hears_of_an_edit_before_it_is_asked_for_its_files(
+        tmp_path: Path, llm: FakeLLM, workspace: Path, mode: str, status: str) -> None:
+    """The tool call is announced (pending only when it will be asked about) before the daemon reads
+    or writes the client's files for it."""
+    calc = (workspace / "calc.py").resolve()
+    calc.write_text(CALC)
+    llm.add(edit("calc.py", "a + b", "b + a"), {"text": "done"})
+    editor = FsEditor()
+    async with acp_face(tmp_path, llm, caps=BOTH, editor=editor) as (conn, _, _):
+        sid = await new_session(conn, workspace)
+        await conn.set_session_mode(session_id=sid, mode_id=mode)
+        await conn.prompt(session_id=sid, prompt=[text_block("swap it")])
+        [call] = editor.updates("tool_call")
+        assert call["status"] == status
+        assert frame_at(editor, "session/update", "tool_call") < frame_at(editor, "fs/read_text_file") \
+            < frame_at(editor, "fs/write_text_file")
+        assert len(editor.requests("session/request_permission")) == (mode == "ask")
+        assert editor.updates("tool_call_update")[-1]["status"] == "completed"
+        assert editor.buffers[str(calc)] == CALC.replace("a + b", "b + a")
+    assert llm.violations == []
+
+
+async def test_read_only_refuses_an_edit_without_reading_the_clients_file(tmp_path: Path, llm: FakeLLM,
+                                                                          workspace: Path) -> None:
+    calc = (workspace / "calc.py").resolve()
+    calc.write_text(CALC)
+    llm.add(edit("calc.py", "a + b", "b + a"), {"text": "refused", "expect": {"last_tool_contains": "read-only mode"}})
+    editor = FsEditor()
+    async with acp_face(tmp_path, llm, caps=BOTH, editor=editor) as (conn, _, _):
+        sid = await new_session(conn, workspace)
+        await conn.set_session_mode(session_id=sid, mode_id="read-only")
+        await conn.prompt(session_id=sid, prompt=[text_block("swap it")])
+        assert editor.requests("fs/read_text_file") == editor.requests("session/request_permission") == []
+        [call] = editor.updates("tool_call")
+        [done] = editor.updates("tool_call_update")
+        assert call["status"] == "in_progress"  # never pending: nobody is asked about it
+        assert done["status"] == "failed" and "read-only mode" in done["rawOutput"]["output"]
+    assert llm.violations == []

@@ -143,6 +143,16 @@ def test_the_typescript_sdk_client_sees_only_schema_valid_frames(tmp_path: Path,
     assert [u["currentModeId"] for u in updates("current_mode_update")] == ["read-only", "accept-edits"]  # changes only
     assert steps["new"]["modes"]["currentModeId"] == "ask"
     assert not any(str(p).endswith("read-only.txt") for p in report["buffers"])
+    # each mode's write starts at once (nothing asks about it): refused in read-only before the file is
+    # read, and announced before its file is read in accept-edits
+    calls = {u["rawInput"]["path"]: u for u in updates("tool_call") if u["kind"] == "edit"}
+    assert calls["read-only.txt"]["status"] == calls["accept-edits.txt"]["status"] == "in_progress"
+    assert not any(r["path"].endswith("read-only.txt") for r in sent("fs/read_text_file"))
+    announced = next(i for i, (_, m) in enumerate(frames) if m.get("method") == "session/update"
+                     and m["params"]["update"].get("toolCallId") == calls["accept-edits.txt"]["toolCallId"])
+    read = next(i for i, (_, m) in enumerate(frames) if m.get("method") == "fs/read_text_file"
+                and m["params"]["path"].endswith("accept-edits.txt"))
+    assert announced < read
     assert report["buffers"][str(workspace.resolve() / "accept-edits.txt")] == "x\n"
     assert not (workspace / "read-only.txt").exists() and not (workspace / "accept-edits.txt").exists()
     # close, resume, load (a replay), cancel in the terminal, delete
@@ -155,10 +165,10 @@ def test_the_typescript_sdk_client_sees_only_schema_valid_frames(tmp_path: Path,
     wait_until(lambda: processes_with(sleep) == [], 10, "the cancelled command to end")
     assert sid in steps["listedBeforeDelete"] and sid not in steps["listedAfterDelete"] and steps["delete"] == {}
     assert len(llm.requests) == 16 and llm.violations == []
-    # the SDK refused nothing the daemon sent: the client's only errors are its answers for the two
-    # new files it has no buffer for (asked before they are written)
+    # the SDK refused nothing the daemon sent: the client's only error is its answer for the new file
+    # it has no buffer for (asked before it is written; read-only.txt is refused before any read)
     refused = [(m["id"], m["error"]["code"]) for who, m in frames if who == "client" and "error" in m]
-    assert [code for _, code in refused] == [-32002, -32002], refused
+    assert [code for _, code in refused] == [-32002], refused
 
     print(f"{report['validated']} frames validated against the ACP schema")
     # the validator catches a real frame broken in one place (so zero violations means something)

@@ -218,7 +218,9 @@ class AcpFrontend:
             title = f"{self._names.get(event.parent_tool_call_id, 'sub-agent')} › {title}"
         return start_tool_call(
             event.tool_call_id, title, kind=tool_kind(event.name, self.app),  # type: ignore[arg-type]
-            status="in_progress" if event.permission == "safe" else "pending",
+            # pending: awaiting the person's approval (it comes with the permission request); a call
+            # that is not asked about (safe, a mode, a rule, "always", refused) starts at once
+            status="pending" if event.will_ask else "in_progress",
             raw_input=event.arguments, locations=locations(event.arguments, self.app.workspace.root),
         )
 
@@ -260,11 +262,15 @@ class AcpFrontend:
         return self.can_write
 
     async def editor_text(self, path: Path) -> str | None:
-        return await acp_fs.read_text(self.client, self.session_id, path) if self.can_read else None
+        if not self.can_read:
+            return None
+        await self.drain()  # the client hears of the tool call before it is asked for its files
+        return await acp_fs.read_text(self.client, self.session_id, path)
 
     async def apply_edit(self, path: Path, before: str, after: str) -> EditApplied:
         if not self.can_write:
             return EditApplied(False, "the client cannot write files (no fs.writeTextFile capability)")
+        await self.drain()
         try:
             await reply_within(self.client.write_text_file(session_id=self.session_id, path=str(path), content=after),
                                self._timeout())  # as workspace/applyEdit on the LSP face
@@ -275,7 +281,7 @@ class AcpFrontend:
         return EditApplied(True)
 
     def command_runner(self) -> CommandRunner | None:
-        return terminal_runner(self.client, self.session_id, self.terminals, self.show_terminal)
+        return terminal_runner(self.client, self.session_id, self.terminals, self.show_terminal, before=self.drain)
 
     def show_terminal(self, tool_call_id: str, terminal_id: str) -> None:
         """The running command's terminal in its tool call (the client shows its output live)."""

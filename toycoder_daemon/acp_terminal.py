@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -89,14 +89,18 @@ class TerminalRunner:
     where = "the client's terminal"
 
     def __init__(self, client: TerminalClient, session_id: str, terminals: Terminals,
-                 show: Callable[[str, str], None]):
+                 show: Callable[[str, str], None], before: Callable[[], Awaitable[None]] | None = None):
         self.client = client
         self.session_id = session_id
         self.terminals = terminals
         self.show = show
         """show(tool_call_id, terminal_id): put the terminal into the tool call's content."""
+        self.before = before
+        """Awaited before terminal/create: the updates sent so far (the tool call) go out first."""
 
     async def run(self, request: CommandRequest) -> CommandOutput:
+        if self.before is not None:
+            await self.before()
         limit = max(MIN_OUTPUT_LIMIT, 4 * request.head_bytes)
         tid = await self._create(request, limit)
         stopped = False
@@ -227,9 +231,10 @@ def _short(error: Exception) -> str:
 
 
 def terminal_runner(client: Any, session_id: str, terminals: Terminals | None,
-                    show: Callable[[str, str], None]) -> TerminalRunner | None:
+                    show: Callable[[str, str], None],
+                    before: Callable[[], Awaitable[None]] | None = None) -> TerminalRunner | None:
     """The runner when the client declared terminals and they have not failed on this connection."""
     if terminals is None or not terminals.usable:
         return None
-    return TerminalRunner(client, session_id, terminals, show)
+    return TerminalRunner(client, session_id, terminals, show, before)
 
