@@ -5,6 +5,7 @@ persisted; LSP toycoder/session/setMode and ACP session/set_mode."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from acp import RequestError, text_block
@@ -139,21 +140,26 @@ def announced(p: InProc, sid: str) -> list[tuple[str, bool]]:
     return [(e.name, e.will_ask) for e in p.frontend.of(sid) if isinstance(e, ToolCallStarted)]
 
 
-async def test_a_read_only_refusal_comes_before_the_preview(inproc, workspace: Path) -> None:
-    """The mode refuses first: the editor is not asked for the file (no preview is made for a call
-    that cannot run) and the call is not announced as one that will ask."""
-    p: InProc = inproc()
+@pytest.mark.parametrize("mode, extra, reason", [
+    ("read-only", None, "read-only mode"),
+    ("ask", {"permissions": {"deny": ["edit_file(calc.py)"]}}, "the configuration forbids this"),
+])
+async def test_a_refusal_comes_before_the_preview(inproc, workspace: Path, mode: str, extra: dict[str, Any] | None,
+                                                  reason: str) -> None:
+    """The mode or a deny rule refuses first: the editor is not asked for the file (no preview is
+    made for a call that cannot run) and the call is not announced as one that will ask."""
+    p: InProc = inproc(extra)
     p.frontend.served = {}  # an editor that serves files (an ACP client with fs.readTextFile)
     (workspace / "calc.py").write_text("x = 1\n")
     sid = p.new_session()
-    p.app.set_mode(sid, "read-only")
+    p.app.set_mode(sid, mode)
     p.script.add({"tool_calls": [{"name": "edit_file", "arguments": {
         "path": "calc.py", "old_string": "1", "new_string": "2"}}]}, {"text": "refused"})
     await p.prompt(sid, "edit it")
     assert p.frontend.text_asks == [] and p.frontend.requests == []
     assert announced(p, sid) == [("edit_file", False)]
     [result] = results(p, sid)
-    assert result.status == "denied" and "read-only mode" in result.output
+    assert result.status == "denied" and reason in result.output
 
 
 async def test_calls_are_announced_as_asking_only_when_the_gate_will_ask(inproc, workspace: Path) -> None:
