@@ -238,7 +238,7 @@ async def run_turn(
                 title = t.describe_call(args) if t and isinstance(args, dict) else tc.name
                 ctx = make_context(tc.id)
                 frontend.emit(ToolCallStarted(tc.id, tc.name, title, args, t.level if t else "safe",
-                                              will_ask=tools.will_ask(tc.name, tc.arguments, ctx)))
+                                              will_ask=tools.will_ask(tc.name, args, ctx)))
                 try:
                     outcome = await tools.dispatch(tc.name, tc.arguments, ctx)
                 except asyncio.CancelledError:

@@ -136,11 +136,11 @@ class ToolRegistry:
             return t, None, f"the arguments of {name} must be a JSON object, got {type(args).__name__}"
         return t, args, None
 
-    def will_ask(self, name: str, raw_arguments: str, ctx: ToolContext) -> bool:
-        """Whether dispatching this call will ask the person (the faces announce it so: ACP's
-        `pending`); False when it runs, or fails or is refused, without asking."""
-        t, args, problem = self.parse(name, raw_arguments)
-        if problem or t is None or args is None or not self.is_enabled(name):
+    def will_ask(self, name: str, args: Any, ctx: ToolContext) -> bool:
+        """Whether dispatching this call (its decoded arguments) will ask the person (the faces
+        announce it so: ACP's `pending`); False when it runs, or fails or is refused, without asking."""
+        t = self.get(name)
+        if t is None or not isinstance(args, dict) or not self.is_enabled(name):
             return False
         try:
             t.validate(args)
