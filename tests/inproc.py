@@ -38,8 +38,11 @@ class _Feed:
 
     def __init__(self, reader: asyncio.StreamReader):
         self.reader = reader
+        self.closed = False
 
     def write(self, data: bytes) -> int:
+        if self.closed:  # as a pipe whose reader is gone: what is written after the close is lost
+            return len(data)
         self.reader.feed_data(data)
         return len(data)
 
@@ -47,6 +50,7 @@ class _Feed:
         pass
 
     def close(self) -> None:
+        self.closed = True
         if not self.reader.at_eof():
             self.reader.feed_eof()
 
@@ -119,9 +123,9 @@ async def acp_agent(editor: Any, config: Path, *, observers: list[Any] | None = 
     to_agent = asyncio.StreamReader(limit=1 << 26)
     to_client = asyncio.StreamReader(limit=1 << 26)
     task = asyncio.ensure_future(serve_acp(_Feed(to_client), str(config), reader=to_agent))  # type: ignore[arg-type]
-    writer = asyncio.StreamWriter(FrameTransport(_Feed(to_agent)), asyncio.streams.FlowControlMixin(),  # type: ignore[arg-type]
+    stdin = _Feed(to_agent)  # the client's writes and the test's close share one end, as on a pipe
+    writer = asyncio.StreamWriter(FrameTransport(stdin), asyncio.streams.FlowControlMixin(),  # type: ignore[arg-type]
                                   None, loop)
-    stdin = _AcpStdin(to_agent)
     conn = ClientSideConnection(editor, writer, to_client, observers=observers or [],
                                 use_unstable_protocol=use_unstable_protocol)
     proc = InProcess(task, stdin, to_client, lambda: None)  # type: ignore[arg-type]
@@ -133,18 +137,6 @@ async def acp_agent(editor: Any, config: Path, *, observers: list[Any] | None = 
             await asyncio.wait_for(proc.wait(), 10)
         finally:
             await conn.close()
-
-
-class _AcpStdin:
-    def __init__(self, reader: asyncio.StreamReader):
-        self._reader = reader
-
-    def write(self, data: bytes) -> None:
-        self._reader.feed_data(data)
-
-    def close(self) -> None:
-        if not self._reader.at_eof():
-            self._reader.feed_eof()
 
 
 @pytest.fixture(name="start_daemon")
