@@ -15,7 +15,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "base": ("toycoder_daemon", "toycoder_daemon.ports", "toycoder_daemon.messages", "toycoder_daemon.errors",
              "toycoder_daemon.secrets", "toycoder_daemon.atomic", "toycoder_daemon.logs",
              "toycoder_daemon.coalesce", "toycoder_daemon.background", "toycoder_daemon.safejson",
-             "toycoder_daemon.modes"),
+             "toycoder_daemon.modes", "toycoder_daemon.field_docs"),
     "wire": ("toycoder_daemon.protocol", "toycoder_daemon.protocol_base", "toycoder_daemon.protocol_checkpoints",
              "toycoder_daemon.protocol_sessions",
              "toycoder_daemon.protocol_ts"),
