@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from toycoder_daemon import field_docs
+from toycoder_daemon import deferred_models, field_docs
 
 
 def imported_by(code: str) -> list[str]:
@@ -77,6 +77,20 @@ def test_skipped_drops_docstrings_only_for_the_named_package_and_is_undone(tmp_p
     assert inside.model_fields["size"].description is None
     assert root.model_fields["size"].description is None
     assert other.model_fields["size"].description == "How big."
+
+
+def test_deferred_builds_the_named_package_models_on_first_use_and_is_undone(tmp_path: Path) -> None:
+    from pydantic._internal import _config
+
+    before = _config.ConfigWrapper.__dict__["for_model"]
+    with deferred_models.deferred("fakelazy"):
+        lazy = _define("fakelazy.schema", tmp_path)
+        eager = _define("fakelazyother", tmp_path)
+    assert _config.ConfigWrapper.__dict__["for_model"] is before
+    assert not lazy.__pydantic_complete__ and eager.__pydantic_complete__
+    assert lazy.model_validate({"size": 3}).model_dump() == {"size": 3}  # built now, as usual
+    assert lazy.__pydantic_complete__
+    assert _define("fakelazy.later", tmp_path).__pydantic_complete__
 
 
 class _Inner(BaseModel):
