@@ -19,8 +19,9 @@ from .errors import ConfigError
 
 
 class _Section(BaseModel):
-    # The docstring under each field is its documentation (docs/config.md is generated from it).
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    # The docstring under each field is its documentation (docs/config.md is generated from it, through
+    # field_docs.document: not read at class creation, which would cost every new process ~10 ms).
+    model_config = ConfigDict(extra="forbid")
 
 
 class ModelNames(_Section):
@@ -162,7 +163,7 @@ class AgentDecl(_Section):
 
 
 class McpServerConfig(BaseModel):
-    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="allow")
     command: str | None = None
     """Program of a stdio server (or give `url`)."""
     args: list[str] = Field(default_factory=list)
@@ -355,6 +356,9 @@ def reference() -> str:
             shown = "" if default is None else f"`{json.dumps(default)}`"
             rows.append(f"| `{key}` | {kind(ann)} | {shown} | {f.description or ''} |")
 
+    from .field_docs import document
+
+    document([Config])
     walk(Config, "")
     return ("# Configuration reference\n\n"
             "Generated from `toycoder_daemon/config.py` (`python -m toycoder_daemon.config`); "

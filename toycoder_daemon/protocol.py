@@ -356,6 +356,9 @@ def wire_models() -> list[type[Wire]]:
 
 def json_schema() -> dict[str, Any]:
     """JSON Schema of every wire type (by name), and under "methods" which types each method takes."""
+    from .field_docs import document
+
+    document(wire_models())
     out: dict[str, Any] = {m.__name__: m.model_json_schema(by_alias=True) for m in wire_models()}
     methods: dict[str, Any] = {}
     for r in REQUESTS:

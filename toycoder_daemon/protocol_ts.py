@@ -16,6 +16,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 
 from . import protocol as wire
+from .field_docs import document
 
 ALIASES: dict[str, Any] = {"Level": wire.Level, "ToolStatus": wire.ToolStatus, "StopReason": wire.StopReason,
                            "Decision": wire.Decision, "Update": wire.Update, "Action": wire.Action,
@@ -103,6 +104,7 @@ def interface(model: type[BaseModel]) -> str:
 
 def _models() -> list[type[BaseModel]]:
     """Every model reachable from the table, dependencies first (stable order)."""
+    document(wire.wire_models())  # their fields' docstrings become the TS comments
     out: dict[type[BaseModel], None] = {}
 
     def visit(tp: Any) -> None:

@@ -15,12 +15,14 @@ import os
 import signal
 import sys
 import time
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from .. import secrets
 from ..ports import CommandNotStarted, CommandRequest, CommandRunner
 from .base import ToolContext, ToolError, tool
-from .sandbox import command as sandboxing
+
+if TYPE_CHECKING:
+    from .sandbox.command import Prepared
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +101,8 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
 
 async def _command_preview(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     # The policy rides in the command text too (as a shell comment) so every client shows it today.
+    from .sandbox import command as sandboxing  # here: a new process' first turn rarely needs it (~5 ms)
+
     policy = await sandboxing.preview(ctx.settings, ctx.workspace.root, args)
     return {"kind": "command", "command": f"{args['command']}\n# {policy}", "cwd": str(ctx.workspace.root),
             "sandbox": policy}
@@ -125,6 +129,8 @@ async def run_command(
     default, ceiling, limit = s.command_timeout, s.command_max_timeout, s.output_max_bytes
     seconds = min(timeout if timeout and timeout > 0 else default, ceiling)
     started = time.monotonic()
+    from .sandbox import command as sandboxing
+
     try:
         run = await sandboxing.prepare(s, ctx.workspace.root, command, {"sandbox": sandbox, "network": network})
     except sandboxing.SandboxRefused as e:
@@ -141,7 +147,7 @@ async def run_command(
         run.cleanup()
 
 
-async def _run_elsewhere(runner: CommandRunner, run: sandboxing.Prepared, ctx: ToolContext, command: str,
+async def _run_elsewhere(runner: CommandRunner, run: Prepared, ctx: ToolContext, command: str,
                          seconds: float, limit: int, started: float) -> str:
     """Through the frontend's runner (the ACP client's terminal), wrapped in our launcher."""
     out = HeadTail(limit)
@@ -161,13 +167,13 @@ async def _run_elsewhere(runner: CommandRunner, run: sandboxing.Prepared, ctx: T
     return _observation(run, ctx, command, status, out)
 
 
-def _observation(run: sandboxing.Prepared, ctx: ToolContext, command: str, status: str, out: HeadTail) -> str:
+def _observation(run: Prepared, ctx: ToolContext, command: str, status: str, out: HeadTail) -> str:
     body = out.text().rstrip("\n") or "(no output)"
     notes = run.observation(out.text(), str(ctx.workspace.root))
     return f"$ {command}\n{status}\n{body}" + (f"\n{notes}" if notes else "")
 
 
-async def _run(run: sandboxing.Prepared, ctx: ToolContext, command: str, seconds: float, limit: int,
+async def _run(run: Prepared, ctx: ToolContext, command: str, seconds: float, limit: int,
                started: float) -> str:
     spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
         *run.argv, cwd=run.cwd, stdin=asyncio.subprocess.DEVNULL,

@@ -1,0 +1,123 @@
+"""What a new process imports before its first answers (issue 17): the modules the first session and
+turn never need stay out, and field docstrings are read only where the docs are generated."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from toycoder_daemon import deferred_models, field_docs
+
+
+def imported_by(code: str) -> list[str]:
+    p = subprocess.run([sys.executable, "-c", f"{code}\nimport sys; print(sorted(sys.modules))"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    modules: list[str] = eval(p.stdout)
+    return modules
+
+
+def test_the_early_faces_import_no_sandbox_sdk_or_http_client() -> None:
+    modules = imported_by("import toycoder_daemon.lsp_early, toycoder_daemon.acp_early")
+    assert "toycoder_daemon.app" in modules and "toycoder_daemon.tools.shell" in modules
+    heavy = [m for m in modules if m.startswith(("toycoder_daemon.tools.sandbox", "pygls", "lsprotocol", "acp",
+                                                 "httpx", "openai", "mcp"))]
+    assert heavy == []
+
+
+def test_models_do_not_read_their_field_docstrings_when_created() -> None:
+    # pydantic would read the source of every class (use_attribute_docstrings): ~25 ms per process
+    code = ("import pydantic._internal._fields as f\n"
+            "seen = []\n"
+            "orig = f._update_fields_from_docstrings\n"
+            "f._update_fields_from_docstrings = lambda cls, *a, **k: (seen.append(cls.__module__), orig(cls, *a, **k))\n"
+            "import toycoder_daemon.lsp_early, toycoder_daemon.acp_early\n"
+            "print([m for m in seen if m.startswith('toycoder_daemon')])\n"
+            "import sys; sys.exit(0)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "[]"
+
+
+def _define(module: str, tmp: Path) -> type[BaseModel]:
+    """A model class defined in a module named `module`, from a file (pydantic reads docstrings from source)."""
+    path = tmp / f"{module.replace('.', '_')}.py"
+    path.write_text(
+        "from pydantic import BaseModel, ConfigDict\n"
+        "class Thing(BaseModel):\n"
+        "    model_config = ConfigDict(use_attribute_docstrings=True)\n"
+        "    size: int = 0\n"
+        '    """How big."""\n')
+    spec = importlib.util.spec_from_file_location(module, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[module] = mod
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        del sys.modules[module]
+    thing: type[BaseModel] = mod.Thing
+    return thing
+
+
+def test_skipped_drops_docstrings_only_for_the_named_package_and_is_undone(tmp_path: Path) -> None:
+    import pydantic._internal._fields as fields
+
+    before = fields._update_fields_from_docstrings
+    with field_docs.skipped("fakesdk"):
+        inside = _define("fakesdk.schema", tmp_path)
+        root = _define("fakesdk", tmp_path)
+        other = _define("fakesdkextra.schema", tmp_path)  # a name sharing the prefix is another package
+    assert fields._update_fields_from_docstrings is before
+    assert _define("fakesdk.later", tmp_path).model_fields["size"].description == "How big."
+    assert inside.model_fields["size"].description is None
+    assert root.model_fields["size"].description is None
+    assert other.model_fields["size"].description == "How big."
+
+
+def test_deferred_builds_the_named_package_models_on_first_use_and_is_undone(tmp_path: Path) -> None:
+    from pydantic._internal import _config
+
+    before = _config.ConfigWrapper.__dict__["for_model"]
+    with deferred_models.deferred("fakelazy"):
+        lazy = _define("fakelazy.schema", tmp_path)
+        eager = _define("fakelazyother", tmp_path)
+    assert _config.ConfigWrapper.__dict__["for_model"] is before
+    assert not lazy.__pydantic_complete__ and eager.__pydantic_complete__
+    assert lazy.model_validate({"size": 3}).model_dump() == {"size": 3}  # built now, as usual
+    assert lazy.__pydantic_complete__
+    assert _define("fakelazy.later", tmp_path).__pydantic_complete__
+
+
+class _Inner(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+    depth: int = 1
+    """How deep,
+    in lines."""
+
+
+class _Outer(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+    inner: _Inner
+    """The inner one."""
+    named: str = "x"
+    """Given twice."""
+
+
+class _Sub(_Outer):
+    named: str = "y"
+
+
+def test_document_fills_descriptions_as_pydantic_would_and_the_schema_carries_them() -> None:
+    _Outer.model_json_schema()  # built before: the rebuild must still reach the nested schema
+    field_docs.document([_Sub, _Outer])
+    assert _Inner.model_fields["depth"].description == "How deep,\nin lines."
+    assert _Outer.model_fields["named"].description == "Given twice."
+    assert _Sub.model_fields["named"].description is None  # redeclared without a docstring
+    schema = _Outer.model_json_schema()
+    assert schema["properties"]["inner"]["description"] == "The inner one."
+    assert schema["$defs"]["_Inner"]["properties"]["depth"]["description"] == "How deep,\nin lines."
