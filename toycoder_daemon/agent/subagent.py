@@ -105,11 +105,12 @@ def subagent_tool(agent: SubAgent, description: str, runtime: AgentRuntime | Non
 _SEEDED = re.compile(r"\[These (\d+) steps are now the session's plan")
 
 
-def plan_progress(messages: Iterable[Message], planners: Collection[str]) -> tuple[int, int] | None:
+def plan_progress(messages: Iterable[Message], planners: Collection[str] = ("planner",)) -> tuple[int, int] | None:
     """(completed, steps) of the session's plan as its conversation has it: the last update_plan
     that was shown, or planner seed (all pending); None when it has none (or it was compacted away).
     Read from the conversation, not kept aside, so a reloaded session knows its plan too.
-    `planners`: the tools whose results may hold a seed note (a grep or read_file can quote one)."""
+    `planners`: the tools whose results may hold a seed note (a grep or read_file can quote one);
+    by default the built-in planner."""
     names: dict[str, str] = {}
     progress = None
     for m in messages:
