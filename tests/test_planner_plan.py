@@ -161,6 +161,9 @@ async def test_the_planner_seeds_again_once_the_plan_is_done(inproc) -> None:
     ([("update_plan", "plan updated: 2/2 completed"), ("planner", "1. a\n2. b\n\n[These 2 steps are now the "
                                                                   "session's plan, shown ...]")], (0, 2)),
     ([("read_file", "plan updated: 9/9 completed")], None),  # another tool's output is not the plan
+    # nor is a grep hit, transcript or log that quotes the planner's note
+    ([("grep", "subagent.py:146: return (f\"{answer}\\n\\n[These 3 steps are now the session's plan, shown")], None),
+    ([("architect", "1. a\n2. b\n\n[These 2 steps are now the session's plan, shown ...]")], (0, 2)),  # planner role
 ])
 def test_the_sessions_plan_is_read_from_its_conversation(calls: list[tuple[str, str]],
                                                         expected: tuple[int, int] | None) -> None:
@@ -169,7 +172,29 @@ def test_the_sessions_plan_is_read_from_its_conversation(calls: list[tuple[str, 
         messages.append({"role": "assistant", "content": None,
                          "tool_calls": [{"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": "{}"}}]})
         messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": result})
-    assert plan_progress(messages) == expected
+    assert plan_progress(messages, {"planner", "architect"}) == expected
+
+
+async def test_a_quoted_planner_note_does_not_stop_the_next_seed(inproc, workspace: Path) -> None:
+    (workspace / "transcript.md").write_text("[These 3 steps are now the session's plan, shown to the user]\n")
+    p: InProc = inproc()
+    p.script.add({"tool_calls": [{"name": "read_file", "arguments": {"path": "transcript.md"}}]},
+                 planner_call(), {"text": PLANNER_ANSWER}, {"text": "Planned."})
+    sid = p.new_session()
+    await p.prompt(sid, "read the transcript, then plan")
+    assert [shown(e.entries) for e in p.frontend.of(sid) if isinstance(e, PlanUpdated)] == [SEEDED]
+
+
+async def test_a_seed_by_another_planner_role_agent_is_the_plan_in_progress(inproc) -> None:
+    p: InProc = inproc({"agents": {"architect": {"prompt": "planner"}}})
+    p.script.add({"tool_calls": [{"name": "architect", "arguments": {"query": "plan the refactor"}}]},
+                 {"text": "1. Split app.py\n2. Move helpers"},
+                 planner_call(), {"text": PLANNER_ANSWER}, {"text": "ok"})
+    sid = p.new_session()
+    await p.prompt(sid, "go")
+    plans = [shown(e.entries) for e in p.frontend.of(sid) if isinstance(e, PlanUpdated)]
+    assert plans == [[("Split app.py", "medium", "pending"), ("Move helpers", "medium", "pending")]]
+    assert "already has a plan in progress (0/2 completed)" in tool_results(p)[-1]
 
 
 async def test_a_plan_in_prose_seeds_nothing_and_is_passed_on_as_it_is(inproc) -> None:

@@ -25,6 +25,8 @@ READ = {"name": "read_file", "arguments": {"path": "src/app.py"}}
     ('<tool_call>\n{"name": "read_file", "arguments": {"path": "a.py"}}\n</tool_call>', "a <tool_call> tag"),
     ('Let me look.\n<tool_call>\n{"name": "list_directory", "arguments": {}}\n</tool_call>', "a <tool_call> tag"),
     ('<tool_call>{"name": "search_web", "arguments": {"q": "x"}}</tool_call>', "a <tool_call> tag"),  # a made-up tool
+    ('<think>\nThe user wants a search.\n</think>\n\n<tool_call>\n{"name": "search_web", "arguments": {}}\n</tool_call>',
+     "a <tool_call> tag"),  # after its reasoning, the reply opens with the call
     ('[TOOL_CALLS][{"name": "read_file", "arguments": {"path": "a.py"}}]', "a [TOOL_CALLS] tag"),
     ('functools[{"name": "read_file", "arguments": {"path": "a.py"}}]', "a functools tag"),
     ('<|python_tag|>{"name": "read_file", "parameters": {"path": "a.py"}}', "a <|python_tag|> tag"),
@@ -50,6 +52,14 @@ def test_a_tool_call_left_in_the_text_is_seen(text: str, seen: str) -> None:
     '```python\nprint({"name": "read_file", "arguments": {}})\n```',
     '[1, 2, 3]',
     '<tool_call> is how this format opens a call; </tool_call> closes it.',
+    # a format explained in prose: an example naming another tool on its own line, or any tool mid-line or fenced
+    ("Qwen and Hermes models wrap a call in tags, for example:\n\n"
+     '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n\n'
+     "The server's parser turns that into a tool_calls entry."),
+    'Mistral emits `[TOOL_CALLS] [{"name": "search", "arguments": {"q": "x"}}]` as plain tokens.',
+    'Mistral emits `[TOOL_CALLS] [{"name": "read_file", "arguments": {"path": "a.py"}}]` as plain tokens.',
+    'Llama 3.1 writes `<function=read_file>{"path": "a.py"}</function>` for a call.',
+    'For example:\n```\n<tool_call>\n{"name": "read_file", "arguments": {}}\n</tool_call>\n```\nis a Hermes call.',
     "{ not json at all }",
 ])
 def test_ordinary_text_raises_no_alarm(text: str) -> None:

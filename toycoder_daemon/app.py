@@ -120,7 +120,8 @@ class App(ModelSettings):
         def model_for_role(role: Role) -> ChatModel:
             return self.model_for(s, None if role == "default" else role)
 
-        runtime = AgentRuntime(s.tools, model_for_role, s.add_usage, lambda: s.messages)
+        planners = frozenset(agent.name for agent, _ in self._agents if agent.seeds_plan)
+        runtime = AgentRuntime(s.tools, model_for_role, s.add_usage, lambda: s.messages, planners)
         for agent, description in self._agents:
             s.tools.register(subagent_tool(agent, description, runtime))
         s.tools.add_own_source(self.mcp.tools_of(s.id))  # the MCP servers its ACP client gave, if any

@@ -13,7 +13,7 @@ The planner's plan seeds the session's plan (`seed_plan`) when it has none in pr
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Literal
@@ -60,6 +60,8 @@ class AgentRuntime:
     """Where the tokens the sub-agent spends are counted."""
     history: Callable[[], Iterable[Message]] = tuple
     """The session's conversation (the planner reads its current plan there: plan_progress)."""
+    planners: frozenset[str] = frozenset()
+    """The session's plan-seeding sub-agents by tool name: only their results can hold a seeded plan."""
 
 
 async def run_subagent(agent: SubAgent, runtime: AgentRuntime, ctx: ToolContext, query: str,
@@ -90,7 +92,9 @@ def subagent_tool(agent: SubAgent, description: str, runtime: AgentRuntime | Non
         if runtime is None:
             raise ToolError(f"the sub-agent {agent.name} cannot run here (no session)")
         answer = await run_subagent(agent, runtime, ctx, query, context)
-        return seed_plan(ctx, answer, plan_progress(runtime.history())) if agent.seeds_plan else answer
+        if not agent.seeds_plan:
+            return answer
+        return seed_plan(ctx, answer, plan_progress(runtime.history(), runtime.planners | {agent.name}))
 
     t = Tool.from_function(call, level="safe", name=agent.name,
                            title=lambda a: f"{agent.name}: {' '.join(str(a.get('query', '')).split())[:80]}")
@@ -101,10 +105,12 @@ def subagent_tool(agent: SubAgent, description: str, runtime: AgentRuntime | Non
 _SEEDED = re.compile(r"\[These (\d+) steps are now the session's plan")
 
 
-def plan_progress(messages: Iterable[Message]) -> tuple[int, int] | None:
+def plan_progress(messages: Iterable[Message], planners: Collection[str] = ("planner",)) -> tuple[int, int] | None:
     """(completed, steps) of the session's plan as its conversation has it: the last update_plan
     that was shown, or planner seed (all pending); None when it has none (or it was compacted away).
-    Read from the conversation, not kept aside, so a reloaded session knows its plan too."""
+    Read from the conversation, not kept aside, so a reloaded session knows its plan too.
+    `planners`: the tools whose results may hold a seed note (a grep or read_file can quote one);
+    by default the built-in planner."""
     names: dict[str, str] = {}
     progress = None
     for m in messages:
@@ -113,7 +119,7 @@ def plan_progress(messages: Iterable[Message]) -> tuple[int, int] | None:
         elif m["role"] == "tool":
             if names.get(m["tool_call_id"]) == "update_plan":
                 progress = progress_of(m["content"]) or progress
-            elif seeded := _SEEDED.search(m["content"]):
+            elif names.get(m["tool_call_id"]) in planners and (seeded := _SEEDED.search(m["content"])):
                 progress = (0, int(seeded[1]))
     return progress
 

@@ -10,15 +10,18 @@ Two signs, both seen on real servers:
 - llama-cpp-python drops `tools` when no `tool_choice` is sent, and the provider's quirks say
   `no_tool_choice`.
 
-A call only counts when it names one of the offered tools, and a bare JSON call only when it is the
-whole reply: prose that explains tool-call formats is not a sign.
+Prose that explains tool-call formats is not a sign. A tag counts only where a call stands: opening
+the reply (after blanks or a <think> block), where any tool name counts (a model may call a tool it was
+never offered), or starting a later line outside ``` fences, where the call must name an offered tool
+(an example in prose names some other tool); mid-line, as in `backticks`, it never counts. A bare
+JSON call counts only when it is the whole reply.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 MARK = "[tools ignored:"
@@ -27,6 +30,7 @@ MARK = "[tools ignored:"
 _MARKERS = ("<tool_call>", "<|tool_call|>", "<tool_calls>", "<function_call>", "[TOOL_CALLS]", "functools[",
             "<|python_tag|>")
 _FUNCTION_TAG = re.compile(r"<function=([A-Za-z0-9_.:-]+)>\s*\{")
+_THINK = re.compile(r"\s*<think>.*?</think>", re.DOTALL)
 _FENCE = re.compile(r"^```[a-z]*\s*\n?(.*?)\n?```$", re.DOTALL)
 _SCAN_CHARS = 20_000
 """A reply longer than this is prose, not a call; and the scan stays cheap."""
@@ -56,19 +60,33 @@ def _calls(text: str, names: frozenset[str] | None) -> int | None:
     return end + len(text) - len(rest) if ok else None
 
 
+def _line_starts(text: str) -> Iterator[tuple[int, bool]]:
+    """Where a call may start: each line's first character outside ``` fences, and whether that line
+    opens the reply (its first non-blank line after a leading <think> block)."""
+    think = _THINK.match(text)
+    at = think.end() if think else 0
+    fenced = opened = False
+    for line in text[at:].splitlines(keepends=True):
+        stripped = line.lstrip()
+        if stripped.startswith("```"):
+            fenced, opened = not fenced, True
+        elif stripped and not fenced:
+            yield at + len(line) - len(stripped), not opened
+            opened = True
+        at += len(line)
+
+
 def unparsed_call(text: str, tool_names: Iterable[str]) -> str | None:
     """What in a reply's text is a tool call the server left unparsed (e.g. "a <tool_call> tag"), or None."""
     names = frozenset(tool_names)
     if not names or not text or len(text) > _SCAN_CHARS:
         return None
-    for marker in _MARKERS:
-        # after a tool-call tag any call counts (the model may name a tool it was never offered)
-        at = text.find(marker)
-        json_at = at + len(marker) - (1 if marker.endswith("[") else 0)  # functools[ opens the list
-        if at >= 0 and _calls(text[json_at:], None) is not None:
-            return f"a {marker.rstrip('[')} tag"
-    for m in _FUNCTION_TAG.finditer(text):
-        if m.group(1) in names:
+    for at, opens in _line_starts(text):
+        for marker in _MARKERS:
+            json_at = at + len(marker) - (1 if marker.endswith("[") else 0)  # functools[ opens the list
+            if text.startswith(marker, at) and _calls(text[json_at:], None if opens else names) is not None:
+                return f"a {marker.rstrip('[')} tag"
+        if (m := _FUNCTION_TAG.match(text, at)) and m.group(1) in names:
             return "a <function=...> tag"
     body = text.strip()
     if fenced := _FENCE.match(body):
