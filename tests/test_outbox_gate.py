@@ -68,7 +68,7 @@ def test_hung_up_sees_a_closed_pipe_even_with_unread_data() -> None:
     os.close(r)
 
 
-def test_the_gate_lets_the_reader_go_when_its_input_closes_and_holds_it_otherwise() -> None:
+def test_the_gate_lets_the_reader_go_when_its_input_closes_or_the_client_reads_again() -> None:
     r, box = stuck_outbox()
     rfd, wfd = os.pipe()
     results: list[bool] = []
@@ -77,9 +77,12 @@ def test_the_gate_lets_the_reader_go_when_its_input_closes_and_holds_it_otherwis
     os.close(wfd)  # the client closes stdin, still reading nothing
     wait_until(lambda: results, 10, "the gate to let the reader go at the hangup")
     assert results == [False] and box.queued >= box.hard_limit
-    drain(r)  # reading again opens the gate for an input still open
-    rfd2, wfd2 = os.pipe()
-    assert box.wait_input(rfd2) is True
+    rfd2, wfd2 = os.pipe()  # an input still open
+    t = threading.Thread(target=lambda: results.append(box.wait_input(rfd2)), daemon=True)
+    t.start()
+    drain(r)  # the client reads again: the queue goes below the hard limit
+    wait_until(lambda: len(results) == 2, 10, "the gate to open as the queue drains")
+    assert results == [False, True] and box.queued < box.hard_limit
     for fd in (rfd, rfd2, wfd2):
         os.close(fd)
 
