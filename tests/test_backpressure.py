@@ -214,26 +214,35 @@ def held_back(c: Client, frame: bytes) -> bool:
     return False
 
 
+@pytest.mark.parametrize("face", ["lsp", "acp"])
 def test_over_the_hard_limit_the_client_is_held_back_and_stdin_closing_still_ends_the_daemon(
-        tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
+        face: str, tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
     """Review 2: the gate ran on the event loop (the daemon froze, the reader was never held) and
     hid the end of input (the daemon lived on as long as the client kept stdout open)."""
     cfg = write_config(tmp_path / "config.yaml", llm)
     stored = App.open(workspace, str(cfg))
     s = stored.new_session("big")
-    s.messages.append({"role": "user", "content": "x" * (3 << 20)})  # each session/load answer carries it
+    s.messages.append({"role": "user", "content": "x" * (3 << 20)})  # each load's answer (or replay) carries it
     asyncio.run(stored.shutdown())
     with open(tmp_path / "daemon.log", "wb") as log:
-        c = Client(["--config", str(cfg)], True, log)
+        c = Client(["--config", str(cfg)] + (["--acp"] if face == "acp" else []), face == "lsp", log)
         try:
-            start(c, "lsp", workspace, 0)
-            for i in range(4):  # ~12 MiB of answers, none read: over the 8 MiB hard limit
-                c.send({"jsonrpc": "2.0", "id": 10 + i, "method": "toycoder/session/load", "params": {"sessionId": s.id}})
+            start(c, face, workspace, 0)
+            for i in range(4):  # ~12 MiB out, none read: over the 8 MiB hard limit
+                if face == "lsp":
+                    c.send({"jsonrpc": "2.0", "id": 10 + i, "method": "toycoder/session/load",
+                            "params": {"sessionId": s.id}})
+                else:
+                    c.send({"jsonrpc": "2.0", "id": 10 + i, "method": "session/load",
+                            "params": {"sessionId": s.id, "cwd": str(workspace), "mcpServers": []}})
             assert c.proc.stdout is not None
             stuck_writer(c, c.proc.stdout.fileno())
-            notification = json.dumps({"jsonrpc": "2.0", "method": "$/setTrace", "params": {"value": "off"}}).encode()
-            wait_until(lambda: held_back(c, b"Content-Length: %d\r\n\r\n%s" % (len(notification), notification)),
-                       30, "the daemon to stop reading stdin")
+            if face == "lsp":  # a notification that asks for nothing
+                body = json.dumps({"jsonrpc": "2.0", "method": "$/setTrace", "params": {"value": "off"}}).encode()
+                frame = b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+            else:
+                frame = json.dumps({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": s.id}}).encode() + b"\n"
+            wait_until(lambda: held_back(c, frame), 30, "the daemon to stop reading stdin")
             assert c.proc.stdin is not None
             c.proc.stdin.close()  # and still reads nothing
             assert c.proc.wait(scaled(10)) == 0  # within the exit grace, not killed
