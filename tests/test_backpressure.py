@@ -2,13 +2,17 @@
 The rule (docs/protocol.md, "Backpressure"): frames are queued in order and written by one writer
 thread; above a bounded queue the streaming turn waits (it stops taking the model's stream), while
 the daemon goes on taking and answering other requests. When the client reads again everything
-arrives, in order, and the turns end. When stdin closes the daemon exits even with a stuck writer.
-A real process and a real pipe, because the pipe filling up is the point."""
+arrives, in order, and the turns end. A client that sends requests and reads no answers is held
+back by its own pipe. When stdin closes the daemon exits even with a stuck writer, also over the
+hard limit. A real process and a real pipe, because the pipe filling up is the point (the gate's
+logic in-process: test_outbox_gate.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import json
+import os
 import subprocess
 import sys
 import termios
@@ -19,8 +23,9 @@ from typing import Any
 import pytest
 from conftest import write_config
 from helpers import pipe_writers, rss_bytes
-from waiting import wait_until
+from waiting import scaled, wait_until
 
+from toycoder_daemon.app import App
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -189,5 +194,57 @@ def test_the_daemon_exits_when_stdin_closes_even_while_its_writer_is_stuck(
             assert c.proc.stdin is not None
             c.proc.stdin.close()
             assert c.proc.wait(10) == 0  # within the exit grace, not killed
+        finally:
+            stop(c)
+
+
+def held_back(c: Client, frame: bytes) -> bool:
+    """Write `frame` over and over without blocking until stdin's pipe is full (True): the daemon
+    stopped reading it. False when it took them all (call again)."""
+    assert c.proc.stdin is not None
+    fd = c.proc.stdin.fileno()
+    os.set_blocking(fd, False)
+    try:
+        for _ in range(256):
+            os.write(fd, frame)  # under PIPE_BUF: written whole or not at all
+    except BlockingIOError:
+        return True
+    finally:
+        os.set_blocking(fd, True)
+    return False
+
+
+@pytest.mark.parametrize("face", ["lsp", "acp"])
+def test_over_the_hard_limit_the_client_is_held_back_and_stdin_closing_still_ends_the_daemon(
+        face: str, tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
+    """Review 2: the gate ran on the event loop (the daemon froze, the reader was never held) and
+    hid the end of input (the daemon lived on as long as the client kept stdout open)."""
+    cfg = write_config(tmp_path / "config.yaml", llm)
+    stored = App.open(workspace, str(cfg))
+    s = stored.new_session("big")
+    s.messages.append({"role": "user", "content": "x" * (3 << 20)})  # each load's answer (or replay) carries it
+    asyncio.run(stored.shutdown())
+    with open(tmp_path / "daemon.log", "wb") as log:
+        c = Client(["--config", str(cfg)] + (["--acp"] if face == "acp" else []), face == "lsp", log)
+        try:
+            start(c, face, workspace, 0)
+            for i in range(4):  # ~12 MiB out, none read: over the 8 MiB hard limit
+                if face == "lsp":
+                    c.send({"jsonrpc": "2.0", "id": 10 + i, "method": "toycoder/session/load",
+                            "params": {"sessionId": s.id}})
+                else:
+                    c.send({"jsonrpc": "2.0", "id": 10 + i, "method": "session/load",
+                            "params": {"sessionId": s.id, "cwd": str(workspace), "mcpServers": []}})
+            assert c.proc.stdout is not None
+            stuck_writer(c, c.proc.stdout.fileno())
+            if face == "lsp":  # a notification that asks for nothing
+                body = json.dumps({"jsonrpc": "2.0", "method": "$/setTrace", "params": {"value": "off"}}).encode()
+                frame = b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+            else:
+                frame = json.dumps({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": s.id}}).encode() + b"\n"
+            wait_until(lambda: held_back(c, frame), 30, "the daemon to stop reading stdin")
+            assert c.proc.stdin is not None
+            c.proc.stdin.close()  # and still reads nothing
+            assert c.proc.wait(scaled(10)) == 0  # within the exit grace, not killed
         finally:
             stop(c)

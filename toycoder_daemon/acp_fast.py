@@ -86,16 +86,17 @@ class StdinPump:
         self._chunks: deque[bytes] = deque()
         self._eof = False
         self._waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None
-        self.gate: Callable[[], None] | None = None
-        """Called (on the pump's thread) before each read: blocks while the output queue is over its
-        hard limit (outbox.py), so a client that does not read is held back by its own pipe."""
+        self.gate: Callable[[int | None], object] | None = None
+        """Called (on the pump's thread) with the fd before each read: blocks while the output queue
+        is over its hard limit (Outbox.wait_input), so a client that does not read is held back by
+        its own pipe; it lets the pump read on once stdin is closed, so EOF is still seen."""
         threading.Thread(target=self._pump, name="acp-stdin", daemon=True).start()
 
     def _pump(self) -> None:
         try:
             while True:
                 if self.gate is not None:
-                    self.gate()
+                    self.gate(self._fd)
                 chunk = os.read(self._fd, 1 << 16)
                 if not chunk:
                     break

@@ -189,7 +189,11 @@ def _import_pygls() -> tuple[Any, Any]:
 
 async def serve_lsp(inbox: Inbox, out: BinaryIO | Outbox, config_path: str | None, *, answered: bytes | None,
                     on_end: Callable[[], None]) -> int:
-    """Serve the LSP face. `answered`: the body of the `initialize` stdio.fast_initialize answered."""
+    """Serve the LSP face. `answered`: the body of the `initialize` stdio.fast_initialize answered.
+    With an Outbox, the thread that feeds `inbox` is gated by it from now on, whichever path the
+    frames then take (the backpressure rule, docs/protocol.md)."""
+    if isinstance(out, Outbox):
+        inbox.gate = out.wait_input
     opened = app_params(json.loads(answered).get("params")) if answered is not None else None
     if opened is None:
         rpc_io, server = _import_pygls()

@@ -3,8 +3,9 @@
 The event loop never blocks on a client that does not read. The queue is bounded by the rule in
 docs/protocol.md ("Backpressure"): above `limit` bytes queued, streaming turns wait (the model's
 stream is read through `coalesce.OUTPUT`, which awaits `room()`) while answers and other frames are
-still queued; above `hard_limit` the face stops reading input (`wait_input`), so a client that
-sends requests without reading their answers is held back by its own pipe, not by our memory.
+still queued; above `hard_limit` the thread that reads stdin stops reading (`wait_input`, never on
+the event loop), so a client that sends requests without reading their answers is held back by its
+own pipe, not by our memory; it still sees stdin close (`hung_up`), so the daemon can exit.
 Standard library only: the ACP face's fast start uses it before the SDK is imported.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import select
 import threading
 from collections import deque
 from typing import BinaryIO
@@ -25,6 +27,24 @@ HARD_LIMIT = 8 << 20
 """Bytes queued above which no more input is read."""
 BATCH = 1 << 16
 """Small frames are joined into writes of up to this size (fewer syscalls, same order)."""
+HANGUP_CHECK = 0.1
+"""Seconds between looks at the input for a hangup while `wait_input` holds the reader."""
+_HANGUP = 0
+if hasattr(select, "poll"):
+    _HANGUP = select.POLLHUP | select.POLLERR | select.POLLNVAL | getattr(select, "POLLRDHUP", 0)
+
+
+def hung_up(fd: int) -> bool:
+    """The input's writers are all gone (a pipe reports POLLHUP even with unread data left, a
+    socket POLLRDHUP), or the fd is closed: what is left can be read to EOF without blocking."""
+    if not _HANGUP:  # no poll(2) (Windows): the gate then waits for the queue alone
+        return False
+    poller = select.poll()
+    poller.register(fd, _HANGUP)
+    try:
+        return any(events & _HANGUP for _, events in poller.poll(0))
+    except OSError:
+        return True
 
 
 def _settle(fut: asyncio.Future[None]) -> None:
@@ -78,10 +98,17 @@ class Outbox:
             self._waiters.append((loop, fut))
         await fut
 
-    def wait_input(self) -> None:
-        """For the stdin reader thread: block while the queue is over `hard_limit`."""
+    def wait_input(self, fd: int | None = None) -> bool:
+        """For the thread that reads stdin (never the event loop: it would stop the daemon), before
+        it reads: block while the queue is over `hard_limit`. `fd` is that input: once its client
+        closed it, return False at once, so the reader reads on to EOF and the face exits even
+        though the client reads nothing (without `fd`, only the queue is waited for)."""
         with self._cond:
-            self._cond.wait_for(lambda: self.queued < self.hard_limit or self.broken or self._closed)
+            while not (self.queued < self.hard_limit or self.broken or self._closed):
+                if fd is not None and hung_up(fd):
+                    return False
+                self._cond.wait(HANGUP_CHECK if fd is not None else None)
+            return True
 
     def drain(self, timeout: float) -> bool:
         """Block until everything queued is written (False on timeout); for shutting down."""

@@ -113,7 +113,8 @@ async def serve(server: Any, inbox: Inbox, stdout: BinaryIO | Outbox, *, answere
     called as soon as the input ends (from the reader thread at EOF: even a stuck loop cannot
     delay it), e.g. to bound how long the process may take to exit. With an Outbox (the daemon's
     stdout) frames are written by its thread and the backpressure rule applies; a plain stream
-    (in-process tests) is written on the loop."""
+    (in-process tests) is written on the loop. `deliver` may run on the loop (lsp_early hands
+    frames over from there), so it never waits: the reader thread's gate is serve_lsp's."""
     loop = asyncio.get_running_loop()
     stopped = asyncio.Event()
     outbox = stdout if isinstance(stdout, Outbox) else None
@@ -127,8 +128,6 @@ async def serve(server: Any, inbox: Inbox, stdout: BinaryIO | Outbox, *, answere
     def deliver(body: bytes | None, problem: str | None) -> None:
         if body is None and problem is None and on_end is not None:
             on_end()
-        elif outbox is not None:
-            outbox.wait_input()  # a client that does not read its answers: stop reading its requests
         with contextlib.suppress(RuntimeError):  # the loop is already closed
             loop.call_soon_threadsafe(dispatcher.frame, body, problem, context=context.copy())
 

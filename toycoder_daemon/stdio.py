@@ -44,9 +44,10 @@ def _skip(stdin: BinaryIO, n: int) -> bool:
     return True
 
 
-def read_frames(stdin: BinaryIO, deliver: Deliver) -> None:
+def read_frames(stdin: BinaryIO, deliver: Deliver, gate: Callable[[], object] = lambda: None) -> None:
     """Blocking loop (run on a thread): deliver(body, None) per frame, deliver(None, problem) for a
-    refused frame, and deliver(None, None) once at EOF.
+    refused frame, and deliver(None, None) once at EOF. `gate()` is called before each frame is read
+    and may block (the face's backpressure, Inbox.wait_input).
 
     A frame refused for its size has its body skipped (read and dropped in chunks), so the next
     frame is read normally. When a header cannot be trusted at all (not a number, absurdly large),
@@ -54,6 +55,7 @@ def read_frames(stdin: BinaryIO, deliver: Deliver) -> None:
     skipped body does not end with a newline, so the next header is glued to it)."""
     try:
         while True:
+            gate()
             length: int | None = None
             skip = 0
             refused: str | None = None
@@ -102,10 +104,21 @@ def read_frames(stdin: BinaryIO, deliver: Deliver) -> None:
 class Inbox:
     """Frames from the reader thread, held in order until the event loop attaches."""
 
-    def __init__(self) -> None:
+    def __init__(self, fd: int | None = None) -> None:
         self._cond = threading.Condition()
         self._pending: list[tuple[Any, Any]] = []
         self._target: Deliver | None = None
+        self.fd = fd
+        """The input the reader thread reads, if it has an fd."""
+        self.gate: Callable[[int | None], object] | None = None
+        """Set by the face writing to an Outbox (Outbox.wait_input): the reader thread calls it with
+        `fd` before it reads each frame, so a client that reads no answers is held back by its own
+        pipe. Only ever called on that thread: the event loop never waits for the client."""
+
+    def wait_input(self) -> None:
+        gate = self.gate
+        if gate is not None:
+            gate(self.fd)
 
     def put(self, body: Any, problem: Any) -> None:
         with self._cond:
@@ -132,8 +145,13 @@ class Inbox:
 
 
 def start_reader(stdin: BinaryIO) -> Inbox:
-    inbox = Inbox()
-    threading.Thread(target=read_frames, args=(stdin, inbox.put), name="stdin-reader", daemon=True).start()
+    try:
+        fd: int | None = stdin.fileno()
+    except (OSError, ValueError):  # io.UnsupportedOperation is both: an in-memory stream
+        fd = None
+    inbox = Inbox(fd)
+    threading.Thread(target=read_frames, args=(stdin, inbox.put, inbox.wait_input), name="stdin-reader",
+                     daemon=True).start()
     return inbox
 
 
