@@ -43,21 +43,27 @@ def line(msg: dict[str, Any]) -> bytes:
     return json.dumps(msg).encode() + b"\n"
 
 
+class Collected:
+    """A face's output stream, kept in memory."""
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.chunks.append(data)
+
+    def flush(self) -> None:
+        pass
+
+
 async def sdk_answer(request: bytes) -> bytes:
     """What the face answers when the request goes through the SDK (the path without the fast start)."""
     reader = asyncio.StreamReader()
     reader.feed_data(request)
     reader.feed_eof()
-    chunks: list[bytes] = []
-
-    class Out:
-        def write(self, data: bytes) -> None:
-            chunks.append(data)
-
-        def flush(self) -> None:
-            pass
-
-    await serve_acp(Out(), None, reader=reader)  # type: ignore[arg-type]
+    out = Collected()
+    chunks = out.chunks
+    await serve_acp(out, None, reader=reader)  # type: ignore[arg-type]
     return b"".join(chunks)
 
 
@@ -192,16 +198,9 @@ async def sdk_answers(request: bytes, ids: set[Any]) -> bytes:
     """What the SDK path answers to these lines, the input kept open until every id is answered."""
     reader = asyncio.StreamReader()
     reader.feed_data(request)
-    chunks: list[bytes] = []
-
-    class Out:
-        def write(self, data: bytes) -> None:
-            chunks.append(data)
-
-        def flush(self) -> None:
-            pass
-
-    task = asyncio.ensure_future(serve_acp(Out(), None, reader=reader))  # type: ignore[arg-type]
+    out = Collected()
+    chunks = out.chunks
+    task = asyncio.ensure_future(serve_acp(out, None, reader=reader))  # type: ignore[arg-type]
     await eventually(lambda: ids <= set(by_id(b"".join(chunks))), "the SDK path's answers")
     reader.feed_eof()
     await task
@@ -214,16 +213,9 @@ async def early_answer(request: bytes) -> tuple[bytes, EarlyAcp]:
     pump = StdinPump(r)
     os.write(w, request)
     os.close(w)
-    chunks: list[bytes] = []
-
-    class Out:
-        def write(self, data: bytes) -> None:
-            chunks.append(data)
-
-        def flush(self) -> None:
-            pass
-
-    early = EarlyAcp(pump, Out(), None)  # type: ignore[arg-type]
+    out = Collected()
+    chunks = out.chunks
+    early = EarlyAcp(pump, out, None)  # type: ignore[arg-type]
     await early.run()
     await early.drain()
     os.close(r)
