@@ -239,8 +239,9 @@ async def test_session_load_replays_the_history_in_a_new_daemon(tmp_path, llm, w
         answered = max(i for i, f in enumerate(editor.frames) if "result" in f)  # the answer to session/load
         replayed = [f["params"]["update"] for f in editor.frames[:answered] if f.get("method") == "session/update"]
         assert [u["sessionUpdate"] for u in replayed] == [
-            "user_message_chunk", "tool_call", "tool_call_update", "agent_message_chunk"]
+            "user_message_chunk", "tool_call", "tool_call_update", "agent_message_chunk", "session_info_update"]
         assert replayed[0]["content"]["text"] == "read app.py"
+        assert replayed[4]["title"] == "read app.py"  # the client may have loaded by id, without the list
         assert replayed[1]["toolCallId"] == call_id and replayed[1]["kind"] == "read"
         assert replayed[1]["rawInput"] == {"path": "src/app.py"}
         assert replayed[2]["status"] == "completed" and "return a + b" in replayed[2]["content"][0]["content"]["text"]

@@ -115,8 +115,9 @@ async def test_acp_modes(tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
 
 
 async def test_acp_pushes_a_mode_only_when_it_changed(tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
-    """The title's session_info_update comes alone (the mode the session was opened with is not news),
-    and a mode change after a load does not repeat the title the client already has."""
+    """The title's session_info_update comes alone (the mode the session was opened with is not news);
+    a load tells the title once (a client may load by a stored id, without the list), and a mode
+    change after it does not repeat it."""
     config = write_config(tmp_path / "config.yaml", llm)
     config.write_text(config.read_text().replace("auto_title: false", "auto_title: true"))
     llm.add({"text": "Hello."}, {"text": "Greeting the agent"})
@@ -131,7 +132,7 @@ async def test_acp_pushes_a_mode_only_when_it_changed(tmp_path: Path, llm: FakeL
         await conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
         await conn.set_session_mode(session_id=sid, mode_id="accept-edits")
         await editor.wait_for(lambda f: f.get("params", {}).get("update", {}).get("currentModeId") == "accept-edits")
-        assert [u["title"] for u in editor.updates("session_info_update")] == ["Greeting the agent"]
+        assert [u["title"] for u in editor.updates("session_info_update")] == ["Greeting the agent"] * 2
         assert [u["currentModeId"] for u in editor.updates("current_mode_update")] == ["read-only", "accept-edits"]
 
 

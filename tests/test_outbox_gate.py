@@ -145,3 +145,25 @@ async def test_acp_pump_reads_to_eof_when_stdin_closes_over_the_hard_limit() -> 
     finally:
         drain(r)
     os.close(rfd)
+
+
+async def test_acp_early_phase_holds_the_reader_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the SDK still loads, stdin is held back by the same rule (as serve_lsp does from its first line)."""
+    from toycoder_daemon import acp_early
+
+    sdk = threading.Event()
+    monkeypatch.setattr(acp_early, "_import_sdk", lambda: sdk.wait(scaled(30)) and None)  # an SDK still loading
+    r, box = stuck_outbox(WatchedOutbox)
+    rfd, wfd = os.pipe()
+    pump = StdinPump(rfd)
+    task = asyncio.ensure_future(acp_early.serve(pump, box, None, answered=None, on_end=lambda: None))
+    await asyncio.sleep(0)  # serve starts (and wires its gate) before the client writes
+    try:
+        os.write(wfd, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/list", "params": {}}).encode() + b"\n")
+        await asyncio.to_thread(wait_until, box.held.is_set, scaled(10), "the reader held at the gate")
+        assert box.gated_threads and "MainThread" not in box.gated_threads
+    finally:
+        sdk.set()
+        task.cancel()
+        os.close(wfd)
+        drain(r)

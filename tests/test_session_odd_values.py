@@ -78,3 +78,12 @@ async def test_acp_session_load_tolerates_them(tmp_path: Path, llm: FakeLLM, wor
         [result] = [u for u in editor.updates("tool_call_update") if u["toolCallId"] == "c1"]
         assert result["status"] == "completed" and result["content"][0]["content"]["text"] == "# readme"
         assert (await conn.prompt(session_id=sid, prompt=[text_block("go on")])).stop_reason == "end_turn"
+
+
+def test_a_newer_versions_longer_usage_keeps_the_counts_this_version_knows() -> None:
+    """One more count stored by a later version must not read (and be saved back) as none."""
+    from toycoder_daemon.llm.base import Usage
+    from toycoder_daemon.sessions.session import _stored_usage
+
+    assert _stored_usage([1200, 300, 1500, 0, 7]) == Usage(1200, 300, 1500, 0)
+    assert _stored_usage([1200, "x"]) == Usage()  # not numbers: none, as before

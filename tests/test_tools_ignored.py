@@ -33,6 +33,8 @@ READ = {"name": "read_file", "arguments": {"path": "src/app.py"}}
     ('<function=read_file>{"path": "a.py"}</function>', "a <function=...> tag"),
     ('{"name": "read_file", "arguments": {"path": "a.py"}}', 'a JSON {"name", "arguments"} object'),
     ('```json\n{"name": "read_file", "parameters": {"path": "a.py"}}\n```', 'a JSON {"name", "arguments"} object'),
+    ('```xml\n<tool_call>\n{"name": "read_file", "arguments": {"path": "a.py"}}\n</tool_call>\n```',
+     "a <tool_call> tag"),  # the whole reply one fence: its body is the reply
     ('[{"name": "read_file", "arguments": {}}, {"name": "list_directory", "arguments": {}}]',
      'a JSON {"name", "arguments"} object'),
     ('{"tool_call": {"name": "read_file", "arguments": {"path": "a.py"}}}', 'a JSON {"name", "arguments"} object'),

@@ -187,9 +187,9 @@ class ToyCoderAgent:
         app = self.app_for(cwd)
         s = await app.load(session_id)  # open here from now on: it hears turns made elsewhere
         self.owner[s.id] = app
-        acp_sessions.opened(self.told, s)
+        title = acp_sessions.opened(self.told, s)
         await acp_mcp.start(self, app, s.id, acp_mcp.specs(mcp_servers))
-        for update in replay(s.transcript(), app):
+        for update in replay(s.transcript(), app) + title:
             await self.conn.session_update(s.id, update)
         self._later(self._announce_commands(s.id))
         return LoadSessionResponse(modes=acp_sessions.mode_state(s.mode))
@@ -200,7 +200,7 @@ class ToyCoderAgent:
         app = self.app_for(cwd)
         s = await app.load(session_id)
         self.owner[s.id] = app
-        acp_sessions.opened(self.told, s)
+        acp_sessions.opened(self.told, s)  # the client shows the session already, its title included
         await acp_mcp.start(self, app, s.id, acp_mcp.specs(mcp_servers))
         self._later(self._announce_commands(s.id))
         return ResumeSessionResponse(modes=acp_sessions.mode_state(s.mode))

@@ -153,6 +153,8 @@ async def serve(pump: StdinPump, out: BinaryIO | Outbox, config_path: str | None
                 on_end: Callable[[], None]) -> int:
     """The ACP face: early answers until the SDK is in, then acp.serve_acp with the rest."""
     early = EarlyAcp(pump, out, config_path)
+    if isinstance(out, Outbox):
+        pump.gate = out.wait_input  # the backpressure rule from the first read, as serve_lsp has it
     importing = asyncio.ensure_future(asyncio.to_thread(_import_sdk))
     reading = asyncio.ensure_future(early.run())
     await asyncio.wait({importing, reading}, return_when=asyncio.FIRST_COMPLETED)

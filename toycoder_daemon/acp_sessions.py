@@ -34,10 +34,13 @@ Told = dict[str, tuple[str | None, str | None]]
 """Session id -> the (title, mode) its client was last told (opening it says both)."""
 
 
-def opened(told: Told, s: Session) -> None:
-    """A session was made, loaded or resumed here: its answer told the client its mode (and it has
-    the title from the session list), so only a change of either is news."""
+def opened(told: Told, s: Session) -> list[Any]:
+    """A session was made, loaded or resumed here: its answer tells the client its mode. Returns
+    what a load sends after the replay: the title, when there is one (a client that loads by a
+    stored id, without the session list, has it from nowhere else). From then on only a change of
+    either is news."""
     told[s.id] = (s.title, s.mode)
+    return [SessionInfoUpdate(session_update="session_info_update", title=s.title)] if s.title else []
 
 
 def hook(app: App, owner: dict[str, App], send: Send, later: Callable[[Coroutine[Any, Any, Any]], Any],

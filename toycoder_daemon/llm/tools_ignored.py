@@ -81,6 +81,8 @@ def unparsed_call(text: str, tool_names: Iterable[str]) -> str | None:
     names = frozenset(tool_names)
     if not names or not text or len(text) > _SCAN_CHARS:
         return None
+    if whole := _FENCE.match(text.strip()):  # the whole reply is one fence: its body is the reply
+        text = whole.group(1)
     for at, opens in _line_starts(text):
         for marker in _MARKERS:
             json_at = at + len(marker) - (1 if marker.endswith("[") else 0)  # functools[ opens the list

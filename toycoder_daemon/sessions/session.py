@@ -59,10 +59,11 @@ def _known_status(value: Any) -> str | None:
 
 
 def _stored_usage(value: Any) -> Usage:
-    """Stored token counts ([prompt, completion, total, unreported], a prefix of it); anything else
+    """Stored token counts ([prompt, completion, total, unreported], a prefix of it; counts a newer
+    version adds after those are ignored, not lost by reading all as none); anything else
     (hand-edited) reads as none rather than failing the load."""
-    if isinstance(value, list) and len(value) <= 4 and all(type(n) is int for n in value):
-        return Usage(*value)
+    if isinstance(value, list) and all(type(n) is int for n in value):
+        return Usage(*value[:4])
     log.debug("unreadable stored usage %.80r read as none", value)
     return Usage()
 
