@@ -136,3 +136,19 @@ def test_the_terminal_clients_daemon_does_not_import_from_the_workspace(tmp_path
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert not marker.exists(), done.stderr
     assert done.returncode == 0 and json.loads(done.stdout)["valid"] is True, done.stderr
+
+
+@pytest.mark.parametrize("module", ["json", "argparse"])
+def test_a_plain_python_m_daemon_in_the_workspace_imports_nothing_from_it(tmp_path: Path, module: str) -> None:
+    """An editor configured with `[python, "-m", "toycoder_daemon"]` starts it in the workspace: the
+    daemon drops the current directory from sys.path before importing anything else."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    marker = tmp_path / "outside-marker"
+    plant(ws, module, marker)
+    config = tmp_path / "config.yaml"
+    config.write_text("agent: {max_steps: 3}\n")
+    done = subprocess.run([sys.executable, "-m", "toycoder_daemon", "--check-config", "--config", str(config)], cwd=ws,
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert not marker.exists(), done.stderr
+    assert done.returncode == 0 and json.loads(done.stdout)["valid"] is True, done.stderr

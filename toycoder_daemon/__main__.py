@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import os
 import sys
-import threading
-from typing import BinaryIO
+
+# `python -m toycoder_daemon` puts the current directory (an editor's workspace) first on sys.path,
+# so a json.py or argparse.py there would run inside the daemon, keys and all. Our package is in
+# already (its modules come from its own __path__); nothing else may come from there.
+if sys.path and not getattr(sys.flags, "safe_path", False) and sys.path[0] in ("", os.getcwd()):
+    del sys.path[0]
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import threading  # noqa: E402
+from typing import BinaryIO  # noqa: E402
 
 
 def _protect_stdout() -> BinaryIO:
