@@ -12,6 +12,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Awaitable, Callable, Coroutine
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -20,6 +21,7 @@ from pydantic_core import PydanticSerializationError
 from . import lsp_mapping as to_wire
 from . import protocol as wire
 from .app import App
+from .editor_frontend import EditorFrontend, EditorLink
 from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound
 
 log = logging.getLogger(__name__)
@@ -47,6 +49,10 @@ class Host(Protocol):
     def get_app(self) -> App: ...
 
     def show_message(self, level: str, message: str) -> None: ...
+
+
+class TurnHost(Host, EditorLink, Protocol):
+    """A host a turn runs on: its EditorFrontends talk to the client through it."""
 
 
 def parse(model: type[P], params: Any) -> P:
@@ -131,7 +137,56 @@ async def session_load(ls: Host, p: wire.SessionIdParams) -> wire.SessionLoadRes
                                   transcript=[to_wire.transcript_entry(e) for e in ls.get_app().transcript(s)])
 
 
-EARLY: dict[str, Callable[[Host, Any], Awaitable[wire.Wire]]] = {
+async def prompt(ls: TurnHost, p: wire.PromptParams) -> wire.PromptResult:
+    if not p.text.strip():
+        raise RpcError(wire.INVALID_PARAMS, "Invalid params: text: the prompt is empty")
+    frontends: list[EditorFrontend] = []
+
+    def frontend_for(session_id: str, turn_id: str) -> EditorFrontend:
+        f = EditorFrontend(ls, session_id, turn_id)
+        f.begin_progress()
+        frontends.append(f)
+        return f
+
+    try:
+        outcome = await ls.get_app().prompt(p.session_id, p.text, frontend_for)
+    finally:
+        for f in frontends:  # every update reaches the client before the answer does
+            f.end_progress("done")
+    return to_wire.prompt_result(outcome)
+
+
+async def cancel(ls: Host, p: wire.SessionIdParams) -> wire.CancelResult:
+    return wire.CancelResult(cancelled=ls.get_app().cancel(p.session_id))
+
+
+# ---- open documents: read_file shows the editor's text, unsaved changes included -------------
+# pygls hands these its lsprotocol structures, the early path plain dicts: both pass the fields.
+
+def _doc_path(uri: str) -> Path | None:
+    from pygls.uris import to_fs_path  # a small module: no lsprotocol
+
+    fs = to_fs_path(uri)
+    return Path(fs).resolve() if fs else None
+
+
+def document_opened(app: App | None, uri: str, text: str, version: int | None) -> None:
+    if app and (p := _doc_path(uri)):
+        app.workspace.set_document(p, text, version)
+
+
+def document_changed(app: App | None, uri: str, texts: list[str], version: int | None) -> None:
+    if app and (p := _doc_path(uri)) and texts:
+        # full sync; the version is what a versioned workspace/applyEdit is checked against
+        app.workspace.set_document(p, texts[-1], version)
+
+
+def document_closed(app: App | None, uri: str) -> None:
+    if app and (p := _doc_path(uri)):
+        app.workspace.close_document(p)
+
+
+EARLY: dict[str, Callable[[Any, Any], Awaitable[wire.Wire]]] = {
     wire.SESSION_NEW: session_new, wire.SESSION_LIST: session_list, wire.SESSION_LOAD: session_load,
 }
 """The requests lsp_early.py answers while pygls loads (server.HANDLERS has them too)."""

@@ -20,7 +20,6 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import lsp_method
-from pygls.uris import to_fs_path
 
 from . import __version__
 from . import lsp_mapping as to_wire
@@ -31,7 +30,20 @@ from .checkpoints import UnknownCheckpoint
 from .commands.builtin import commands
 from .commands.served import with_served
 from .editor_frontend import EditorFrontend
-from .lsp_calls import RpcError, call, on_initialized, session_list, session_load, session_new, workspace_root
+from .lsp_calls import (
+    RpcError,
+    call,
+    cancel,
+    document_changed,
+    document_closed,
+    document_opened,
+    on_initialized,
+    prompt,
+    session_list,
+    session_load,
+    session_new,
+    workspace_root,
+)
 from .modes import available_modes
 from .pygls_adapter import QuietClientMistakes, raw_converter
 from .sessions.session import TranscriptEntry
@@ -169,25 +181,18 @@ def on_initialize(ls: ToyCoderServer, params: types.InitializeParams) -> None:
 
 # ---- open documents: read_file shows the editor's text, unsaved changes included -------------
 
-def _doc_path(uri: str) -> Path | None:
-    fs = to_fs_path(uri)
-    return Path(fs).resolve() if fs else None
-
-
 def did_open(ls: ToyCoderServer, params: types.DidOpenTextDocumentParams) -> None:
-    if ls.app and (p := _doc_path(params.text_document.uri)):
-        ls.app.workspace.set_document(p, params.text_document.text, params.text_document.version)
+    d = params.text_document
+    document_opened(ls.app, d.uri, d.text, d.version)
 
 
 def did_change(ls: ToyCoderServer, params: types.DidChangeTextDocumentParams) -> None:
-    if ls.app and (p := _doc_path(params.text_document.uri)) and params.content_changes:
-        # full sync; the version is what a versioned workspace/applyEdit is checked against
-        ls.app.workspace.set_document(p, params.content_changes[-1].text, params.text_document.version)
+    document_changed(ls.app, params.text_document.uri, [c.text for c in params.content_changes],
+                     params.text_document.version)
 
 
 def did_close(ls: ToyCoderServer, params: types.DidCloseTextDocumentParams) -> None:
-    if ls.app and (p := _doc_path(params.text_document.uri)):
-        ls.app.workspace.close_document(p)
+    document_closed(ls.app, params.text_document.uri)
 
 
 # ---- toycoder/* handlers (typed params in, typed results out) ---------------------------------
@@ -218,29 +223,6 @@ async def session_set_mode(ls: ToyCoderServer, p: wire.SetModeParams) -> wire.Se
         return to_wire.session_info(ls.get_app().set_mode(p.session_id, p.mode))
     except ValueError as e:
         raise rpc_error(wire.INVALID_PARAMS, f"Invalid params: mode: {e}") from None
-
-
-async def prompt(ls: ToyCoderServer, p: wire.PromptParams) -> wire.PromptResult:
-    if not p.text.strip():
-        raise rpc_error(wire.INVALID_PARAMS, "Invalid params: text: the prompt is empty")
-    frontends: list[EditorFrontend] = []
-
-    def frontend_for(session_id: str, turn_id: str) -> EditorFrontend:
-        f = EditorFrontend(ls, session_id, turn_id)
-        f.begin_progress()
-        frontends.append(f)
-        return f
-
-    try:
-        outcome = await ls.get_app().prompt(p.session_id, p.text, frontend_for)
-    finally:
-        for f in frontends:  # every update reaches the client before the answer does
-            f.end_progress("done")
-    return to_wire.prompt_result(outcome)
-
-
-async def cancel(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.CancelResult:
-    return wire.CancelResult(cancelled=ls.get_app().cancel(p.session_id))
 
 
 async def tools_list(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.ToolList:
