@@ -23,6 +23,8 @@ from . import protocol as wire
 from .app import App
 from .editor_frontend import EditorFrontend, EditorLink
 from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound
+from .sessions.session import TranscriptEntry
+from .sessions.store import SessionSummary
 
 log = logging.getLogger(__name__)
 P = TypeVar("P", bound=BaseModel)
@@ -49,6 +51,10 @@ class Host(Protocol):
     def get_app(self) -> App: ...
 
     def show_message(self, level: str, message: str) -> None: ...
+
+
+class Notifier(Protocol):
+    def notify(self, method: str, params: Any) -> None: ...
 
 
 class TurnHost(Host, EditorLink, Protocol):
@@ -137,6 +143,17 @@ async def session_load(ls: Host, p: wire.SessionIdParams) -> wire.SessionLoadRes
                                   transcript=[to_wire.transcript_entry(e) for e in ls.get_app().transcript(s)])
 
 
+def session_changed(ls: Notifier, session_id: str, entries: list[TranscriptEntry], reset: bool) -> None:
+    """Another daemon added to a session this client has open."""
+    update = wire.SessionChangedUpdate(transcript=[to_wire.transcript_entry(e) for e in entries], reset=reset)
+    ls.notify(wire.UPDATE, wire.UpdateParams(session_id=session_id, turn_id="", update=update).dump())
+
+
+def session_info_changed(ls: Notifier, summary: SessionSummary, turn_id: str) -> None:
+    update = wire.SessionInfoUpdate(session=to_wire.session_info(summary))
+    ls.notify(wire.UPDATE, wire.UpdateParams(session_id=summary.id, turn_id=turn_id, update=update).dump())
+
+
 async def prompt(ls: TurnHost, p: wire.PromptParams) -> wire.PromptResult:
     if not p.text.strip():
         raise RpcError(wire.INVALID_PARAMS, "Invalid params: text: the prompt is empty")
@@ -188,5 +205,7 @@ def document_closed(app: App | None, uri: str) -> None:
 
 EARLY: dict[str, Callable[[Any, Any], Awaitable[wire.Wire]]] = {
     wire.SESSION_NEW: session_new, wire.SESSION_LIST: session_list, wire.SESSION_LOAD: session_load,
+    wire.CANCEL: cancel,
 }
-"""The requests lsp_early.py answers while pygls loads (server.HANDLERS has them too)."""
+"""The requests lsp_early.py answers while pygls loads (server.HANDLERS has them too); `prompt` as
+well, on an EditorLink of its own (lsp_early_link.py)."""

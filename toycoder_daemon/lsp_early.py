@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 from collections.abc import Callable, Coroutine
@@ -21,14 +22,27 @@ from typing import Any, BinaryIO
 from . import protocol as wire
 from .app import App
 from .background import Background
-from .lsp_calls import EARLY, RpcError, call, on_initialized, workspace_root
+from .lsp_calls import (
+    EARLY,
+    RpcError,
+    call,
+    document_changed,
+    document_closed,
+    document_opened,
+    on_initialized,
+    prompt,
+    session_changed,
+    session_info_changed,
+    workspace_root,
+)
+from .lsp_early_link import EarlyLink, plain_capabilities
 from .outbox import Outbox, written
 from .rpc_checks import refusal
 from .stdio import FrameWriter, Inbox
 
 log = logging.getLogger(__name__)
 
-REQUESTS = {r.method: r for r in wire.REQUESTS if r.method in EARLY}
+REQUESTS = {r.method: r for r in wire.REQUESTS if r.method in EARLY or r.method == wire.PROMPT}
 Held = Callable[[Any], None]
 
 
@@ -101,14 +115,53 @@ class EarlyHost:
         self.background.ready.set()
 
 
+REQUEST_CANCELLED = -32800
+"""pygls' answer to a request a $/cancelRequest cancelled (JsonRpcRequestCancelled)."""
+DOCUMENTS = ("textDocument/didOpen", "textDocument/didChange", "textDocument/didClose")
+
+
+def document(app: App, method: str, params: Any) -> bool:
+    """An open document's news, handled here when its params are what pygls structures without a
+    complaint; anything else is left to pygls (which answers odd ones its own way)."""
+    doc = params.get("textDocument") if isinstance(params, dict) else None
+    uri, version = (doc.get("uri"), doc.get("version")) if isinstance(doc, dict) else (None, None)
+    if not isinstance(uri, str):
+        return False
+    if method == "textDocument/didClose":
+        document_closed(app, uri)
+        return True
+    if not isinstance(version, int) or isinstance(version, bool):
+        return False
+    if method == "textDocument/didOpen":
+        text, language = doc.get("text"), doc.get("languageId")  # type: ignore[union-attr]
+        if not (isinstance(text, str) and isinstance(language, str)):
+            return False
+        document_opened(app, uri, text, version)
+        return True
+    changes = params.get("contentChanges")
+    if not (isinstance(changes, list) and changes and all(
+            isinstance(c, dict) and set(c) == {"text"} and isinstance(c["text"], str) for c in changes)):
+        return False  # ranged changes or none: pygls' structures decide
+    document_changed(app, uri, [c["text"] for c in changes], version)
+    return True
+
+
 class EarlyLsp:
     """Frames on the event loop, in order, until pygls is in: the ones lsp_calls handles are handled;
-    the rest, from the first one not handled here on, go to `later` for pygls."""
+    the rest, from the first one not handled here on, go to `later` for pygls. For the daemon's life
+    (pygls never knew them) the client's responses to an early turn's requests go to its `link`, and
+    a $/cancelRequest for an early request cancels it, as pygls cancels its own."""
 
-    NOTIFICATIONS = frozenset({"initialized"})
+    NOTIFICATIONS = frozenset({"initialized", *DOCUMENTS})
 
-    def __init__(self, host: EarlyHost, write: Callable[[bytes], None], later: Inbox):
+    def __init__(self, host: EarlyHost, write: Callable[[bytes], None], later: Inbox,
+                 link_for: Callable[[EarlyLsp], EarlyLink] | None = None):
         self.host = host
+        self.link = link_for(self) if link_for else None
+        """A prompt's EditorLink here; None (the client's capabilities were odd): prompts wait for pygls."""
+        if self.link:  # an early turn's session news goes out in its place among the turn's updates
+            host.app.on_session_info = functools.partial(session_info_changed, self.link)
+            host.app.sharing.on_changed = functools.partial(session_changed, self.link)
         self.write = write
         """Where answers go (the server's writer once pygls is in)."""
         self.later = later
@@ -116,12 +169,19 @@ class EarlyLsp:
         self.ended = asyncio.Event()
         """The input ended with nothing left for pygls."""
         self._first = True
-        self._answering: set[asyncio.Task[None]] = set()
+        self._answering: dict[asyncio.Task[None], Any] = {}
+        """The early requests being answered, with their ids."""
+        self._cancelled: set[asyncio.Task[None]] = set()
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.write(pygls_frame(message))
 
     def frame(self, body: bytes | None, problem: str | None) -> None:
         if self._first:  # the answered initialize: pygls still sets itself up from it
             self._first = False
             self.later.put(body, problem)
+            return
+        if body is not None and (self._answering or (self.link and self.link.pending)) and self._ours(body):
             return
         if not self.deferring:
             if body is None and problem is None:
@@ -132,6 +192,27 @@ class EarlyLsp:
         self.deferring = True
         self.later.put(body, problem)
 
+    def _ours(self, body: bytes) -> bool:
+        """A response to the link's request, or a $/cancelRequest for an early request: taken here,
+        whatever waits for pygls (neither is anything pygls could act on)."""
+        try:
+            obj = json.loads(body)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            return False
+        if refusal(obj) is not None:
+            return False
+        if "method" not in obj:
+            return self.link is not None and self.link.response(obj)
+        params = obj.get("params")
+        if obj.get("method") != "$/cancelRequest" or "id" in obj or not isinstance(params, dict):
+            return False
+        task = next((t for t, i in self._answering.items() if i == params.get("id") and not t.done()), None)
+        if task is None:
+            return False
+        self._cancelled.add(task)
+        task.cancel()
+        return True
+
     def _handled(self, body: bytes) -> bool:
         try:
             obj = json.loads(body)
@@ -139,16 +220,22 @@ class EarlyLsp:
             return False  # rpc_io answers it
         if refusal(obj, self.NOTIFICATIONS) is not None:
             return False
-        method = obj.get("method")
+        method, params = obj.get("method"), obj.get("params")
         if method == "initialized" and "id" not in obj:
-            on_initialized(self.host, obj.get("params"))
+            on_initialized(self.host, params)
             return True
-        if method not in REQUESTS or "id" not in obj:
+        if method in DOCUMENTS and "id" not in obj:
+            return document(self.host.app, method, params)
+        if method not in REQUESTS or "id" not in obj or (method == wire.PROMPT and self.link is None):
             return False
-        task = asyncio.ensure_future(self._answer(REQUESTS[method], obj["id"], obj.get("params")))
-        self._answering.add(task)
-        task.add_done_callback(self._answering.discard)
+        task = asyncio.ensure_future(self._answer(REQUESTS[method], obj["id"], params))
+        self._answering[task] = obj["id"]
+        task.add_done_callback(self._done)
         return True
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._answering.pop(task, None)
+        self._cancelled.discard(task)
 
     async def drain(self) -> None:
         """The answers still being made are written (the input ended; the client may still read)."""
@@ -157,15 +244,24 @@ class EarlyLsp:
 
     async def _answer(self, request: wire.Request, msg_id: Any, params: Any) -> None:
         try:
-            result = await call(request, EARLY[request.method], self.host, params)
+            if request.method == wire.PROMPT:
+                assert self.link is not None  # _handled leaves prompts to pygls without one
+                result = await call(request, prompt, self.link, params)
+            else:
+                result = await call(request, EARLY[request.method], self.host, params)
             reply: dict[str, Any] = {"id": msg_id, "jsonrpc": "2.0", "result": result}
         except RpcError as e:  # pygls' key order for errors
             reply = {"error": {"code": e.code, "message": e.message}, "jsonrpc": "2.0", "id": msg_id}
+        except asyncio.CancelledError:
+            if asyncio.current_task() not in self._cancelled:
+                raise  # shutting down
+            reply = {"error": {"code": REQUEST_CANCELLED, "message": f'Request with id "{msg_id}" is canceled'},
+                     "jsonrpc": "2.0", "id": msg_id}
         except Exception:
             log.exception("unhandled error in %s", request.method)
             reply = {"error": {"code": wire.INTERNAL_ERROR, "message": "Internal error (see the daemon log)"},
                      "jsonrpc": "2.0", "id": msg_id}
-        self.write(pygls_frame(reply))
+        self.send(reply)
 
 
 class _Later(Inbox):
@@ -203,7 +299,9 @@ async def serve_lsp(inbox: Inbox, out: BinaryIO | Outbox, config_path: str | Non
     host = EarlyHost(App.open(root, config or config_path))
     writer = FrameWriter(out)  # type: ignore[arg-type]  # an Outbox is the file-like FrameWriter needs
     later = _Later(lambda: host.release(full))
-    early = EarlyLsp(host, writer.write, later)
+    caps = plain_capabilities(json.loads(answered)["params"]) if answered is not None else None
+    early = EarlyLsp(host, writer.write, later,
+                     None if caps is None else lambda e: EarlyLink(host, caps, e.send))
     loop = asyncio.get_running_loop()
 
     def deliver(body: bytes | None, problem: str | None) -> None:

@@ -39,6 +39,8 @@ from .lsp_calls import (
     document_opened,
     on_initialized,
     prompt,
+    session_changed,
+    session_info_changed,
     session_list,
     session_load,
     session_new,
@@ -46,8 +48,6 @@ from .lsp_calls import (
 )
 from .modes import available_modes
 from .pygls_adapter import QuietClientMistakes, raw_converter
-from .sessions.session import TranscriptEntry
-from .sessions.store import SessionSummary
 
 log = logging.getLogger(__name__)
 
@@ -196,17 +196,6 @@ def did_close(ls: ToyCoderServer, params: types.DidCloseTextDocumentParams) -> N
 
 
 # ---- toycoder/* handlers (typed params in, typed results out) ---------------------------------
-
-def session_changed(ls: ToyCoderServer, session_id: str, entries: list[TranscriptEntry], reset: bool) -> None:
-    """Another daemon added to a session this client has open."""
-    update = wire.SessionChangedUpdate(transcript=[to_wire.transcript_entry(e) for e in entries], reset=reset)
-    ls.notify(wire.UPDATE, wire.UpdateParams(session_id=session_id, turn_id="", update=update).dump())
-
-
-def session_info_changed(ls: ToyCoderServer, summary: SessionSummary, turn_id: str) -> None:
-    update = wire.SessionInfoUpdate(session=to_wire.session_info(summary))
-    ls.notify(wire.UPDATE, wire.UpdateParams(session_id=summary.id, turn_id=turn_id, update=update).dump())
-
 
 async def session_delete(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.EmptyResult:
     ls.get_app().delete_session(p.session_id)
