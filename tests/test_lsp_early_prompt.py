@@ -273,3 +273,20 @@ def test_a_prompt_is_answered_while_lsprotocol_is_held(tmp_path: Path, workspace
         proc.stdin.close()
         proc.wait(timeout=DEFAULT_TIMEOUT)
     assert proc.returncode == 0
+
+
+async def test_input_ending_ends_an_early_turn(workspace: Path, tmp_path: Path, llm: FakeLLM) -> None:
+    """Closing stdin before pygls is in ends the turn (as on the pygls path): its answer is written
+    without waiting for a permission nobody can give."""
+    config = write_config(tmp_path / "config.yaml", llm)
+    llm.add(write_call("never.txt", "x"))
+    out, e, later = start(workspace, config)
+    sid = e.host.app.new_session("t").id
+    e.frame(body(prompt(1, sid)), None)
+    await eventually(lambda: len(asked(out, "toycoder/requestPermission")) == 1, "the permission request")
+    e.frame(None, None)
+    assert e.ended.is_set()
+    await e.drain()
+    assert answered(out, 1)["result"]["stopReason"] == "cancelled"  # type: ignore[index]
+    assert not (workspace / "never.txt").exists()
+    await e.host.app.shutdown()

@@ -2,10 +2,12 @@
 
 stdio.py answers `initialize` before anything heavy is imported. pygls and lsprotocol then take
 ~0.4-0.8 s to import, and sessions need neither: so the App is opened here from the answered
-initialize's params, pygls is imported on a thread, and meanwhile `initialized` and the session
-requests (lsp_calls.EARLY) are handled by the same functions pygls runs later, on the same App.
+initialize's params, pygls is imported on a thread, and meanwhile `initialized`, the session
+requests, `toycoder/cancel` (lsp_calls.EARLY), `toycoder/prompt` (on lsp_early_link's EditorLink) and
+plain open-document news are handled by the same functions pygls runs later, on the same App.
 The first frame nothing here handles, and every frame after it, waits (in order) for pygls, so
-nothing overtakes. Answers are written as pygls writes them (tests compare the bytes). Messages
+nothing overtakes; only the client's responses to an early turn's requests, and $/cancelRequest for
+an early request, are taken here whenever they come (pygls never knew those ids). Answers are written as pygls writes them (tests compare the bytes). Messages
 the App wants shown meanwhile, and its start-up work, wait for pygls too.
 """
 
@@ -172,6 +174,7 @@ class EarlyLsp:
         self._answering: dict[asyncio.Task[None], Any] = {}
         """The early requests being answered, with their ids."""
         self._cancelled: set[asyncio.Task[None]] = set()
+        self._turns: set[asyncio.Task[None]] = set()
 
     def send(self, message: dict[str, Any]) -> None:
         self.write(pygls_frame(message))
@@ -209,9 +212,12 @@ class EarlyLsp:
         task = next((t for t, i in self._answering.items() if i == params.get("id") and not t.done()), None)
         if task is None:
             return False
+        self._cancel(task)
+        return True
+
+    def _cancel(self, task: asyncio.Task[None]) -> None:
         self._cancelled.add(task)
         task.cancel()
-        return True
 
     def _handled(self, body: bytes) -> bool:
         try:
@@ -230,15 +236,21 @@ class EarlyLsp:
             return False
         task = asyncio.ensure_future(self._answer(REQUESTS[method], obj["id"], params))
         self._answering[task] = obj["id"]
+        if method == wire.PROMPT:
+            self._turns.add(task)
         task.add_done_callback(self._done)
         return True
 
     def _done(self, task: asyncio.Task[None]) -> None:
         self._answering.pop(task, None)
         self._cancelled.discard(task)
+        self._turns.discard(task)
 
     async def drain(self) -> None:
-        """The answers still being made are written (the input ended; the client may still read)."""
+        """The answers still being made are written (the input ended; the client may still read);
+        closing stdin ends every turn, as on the pygls path, so a turn's answer is its cancelled end."""
+        for task in list(self._turns):
+            self._cancel(task)
         if self._answering:
             await asyncio.wait(set(self._answering))
 
