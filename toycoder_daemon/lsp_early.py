@@ -7,8 +7,9 @@ requests, `toycoder/cancel` (lsp_calls.EARLY), `toycoder/prompt` (on lsp_early_l
 plain open-document news are handled by the same functions pygls runs later, on the same App.
 The first frame nothing here handles, and every frame after it, waits (in order) for pygls, so
 nothing overtakes; only the client's responses to an early turn's requests, and $/cancelRequest for
-an early request, are taken here whenever they come (pygls never knew those ids). Answers are written as pygls writes them (tests compare the bytes). Messages
-the App wants shown meanwhile, and its start-up work, wait for pygls too.
+an early request, are taken here whenever they come (pygls never knew those ids). Answers are
+written as pygls writes them (tests compare the bytes). Messages the App wants shown meanwhile, and
+its start-up work, wait for pygls too.
 """
 
 from __future__ import annotations
