@@ -203,7 +203,10 @@ def test_a_prompt_is_answered_while_lsprotocol_is_held(tmp_path: Path, workspace
     the next early-started turn (the same App)."""
     env, entered, release = held_import(tmp_path, "lsprotocol")
     config = write_config(tmp_path / "config.yaml", llm)
-    llm.add(write_call("one.txt", "1"), write_call("two.txt", "2"), write_call("three.txt", "3"), {"text": "written"})
+    llm.add(write_call("one.txt", "1"), write_call("two.txt", "2"), write_call("three.txt", "3"), {"text": "written"},
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]}, {"text": "read"})
+    (workspace / "notes.txt").write_text("on disk\n")
+    notes = (workspace / "notes.txt").resolve().as_uri()
     proc = subprocess.Popen([sys.executable, "-m", "toycoder_daemon", "--config", str(config)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             env={**os.environ, **env}, cwd=ROOT)
@@ -244,6 +247,8 @@ def test_a_prompt_is_answered_while_lsprotocol_is_held(tmp_path: Path, workspace
         send(INITIALIZED)
         send({"jsonrpc": "2.0", "id": 1, "method": "toycoder/session/new", "params": {}})
         sid = until(lambda m: m.get("id") == 1)["result"]["sessionId"]
+        send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": notes, "languageId": "text", "version": 1, "text": "opened early\n"}}})
         send(prompt(2, sid))
         first = until(lambda m: m.get("method") == "toycoder/requestPermission")
         wait_until(entered.exists, what="the daemon to start importing lsprotocol")
@@ -269,6 +274,14 @@ def test_a_prompt_is_answered_while_lsprotocol_is_held(tmp_path: Path, workspace
         updates = [m["params"]["update"]["kind"] for m in seen if m.get("method") == "toycoder/update"
                    and m["params"]["turnId"] == answer["result"]["turnId"]]
         assert updates.count("tool_result") == 2 and "text_delta" in updates
+        # pygls, in now, takes news of a document opened before it was (it keeps its own copy)
+        send({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
+            "textDocument": {"uri": notes, "version": 2},
+            "contentChanges": [{"text": "changed after the hand-over\n"}]}})
+        send(prompt(7, sid, "read notes"))
+        read = until(lambda m: m.get("method") == "toycoder/update" and m["params"]["update"]["kind"] == "tool_result")
+        assert "changed after the hand-over" in read["params"]["update"]["output"]
+        assert until(lambda m: m.get("id") == 7 and "method" not in m)["result"]["text"] == "read"
     finally:
         proc.stdin.close()
         proc.wait(timeout=DEFAULT_TIMEOUT)
@@ -290,3 +303,32 @@ async def test_input_ending_ends_an_early_turn(workspace: Path, tmp_path: Path, 
     assert answered(out, 1)["result"]["stopReason"] == "cancelled"  # type: ignore[index]
     assert not (workspace / "never.txt").exists()
     await e.host.app.shutdown()
+
+
+async def test_a_prompt_cancelled_in_the_same_read_is_answered(workspace: Path, tmp_path: Path, llm: FakeLLM) -> None:
+    """Esc at once: the $/cancelRequest arrives before the answering task's first step; pygls answers
+    such a request -32800, and so does the early path (it used to answer nothing)."""
+    config = write_config(tmp_path / "config.yaml", llm)
+    out, e, _ = start(workspace, config)
+    sid = e.host.app.new_session("t").id
+    try:
+        e.frame(body(prompt(1, sid)), None)
+        e.frame(body({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 1}}), None)
+        await eventually(lambda: answered(out, 1) is not None, "the cancelled prompt's answer")
+        assert answered(out, 1)["error"]["code"] == -32800  # type: ignore[index]
+    finally:
+        await e.host.app.shutdown()
+
+
+async def test_a_version_pygls_refuses_is_left_to_it(workspace: Path, tmp_path: Path, llm: FakeLLM) -> None:
+    """Versions are int32 in lsprotocol: one outside it is not taken early (pygls drops it as malformed)."""
+    config = write_config(tmp_path / "config.yaml", llm)
+    out, e, _ = start(workspace, config)
+    path = (workspace / "src" / "app.py").resolve()
+    try:
+        for version, text in ((2**31 - 1, "taken\n"), (2**31, "left to pygls\n")):
+            e.frame(body({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+                "uri": path.as_uri(), "languageId": "python", "version": version, "text": text}}}), None)
+        assert e.host.app.workspace.open_documents[path] == "taken\n" and e.deferring  # the second: for pygls
+    finally:
+        await e.host.app.shutdown()

@@ -133,8 +133,8 @@ def document(app: App, method: str, params: Any) -> bool:
     if method == "textDocument/didClose":
         document_closed(app, uri)
         return True
-    if not isinstance(version, int) or isinstance(version, bool):
-        return False
+    if not isinstance(version, int) or isinstance(version, bool) or not -2**31 <= version < 2**31:
+        return False  # pygls' structures take an int32 only
     if method == "textDocument/didOpen":
         text, language = doc.get("text"), doc.get("languageId")  # type: ignore[union-attr]
         if not (isinstance(text, str) and isinstance(language, str)):
@@ -172,6 +172,8 @@ class EarlyLsp:
         self.ended = asyncio.Event()
         """The input ended with nothing left for pygls."""
         self._first = True
+        self.documents: dict[str, tuple[str, int, str]] = {}
+        """Documents opened here: uri -> (languageId, version, text)."""
         self._answering: dict[asyncio.Task[None], Any] = {}
         """The early requests being answered, with their ids."""
         self._cancelled: set[asyncio.Task[None]] = set()
@@ -232,7 +234,10 @@ class EarlyLsp:
             on_initialized(self.host, params)
             return True
         if method in DOCUMENTS and "id" not in obj:
-            return document(self.host.app, method, params)
+            if not document(self.host.app, method, params):
+                return False
+            self._track(method, params)
+            return True
         if method not in REQUESTS or "id" not in obj or (method == wire.PROMPT and self.link is None):
             return False
         task = asyncio.ensure_future(self._answer(REQUESTS[method], obj["id"], params))
@@ -242,8 +247,22 @@ class EarlyLsp:
         task.add_done_callback(self._done)
         return True
 
+    def _track(self, method: str, params: dict[str, Any]) -> None:
+        """pygls keeps its own copy of the open documents and refuses a didChange of one it was not
+        told about: what was opened here is handed to it when it takes over (`documents`)."""
+        doc = params["textDocument"]
+        if method == "textDocument/didClose":
+            self.documents.pop(doc["uri"], None)
+        elif method == "textDocument/didOpen":
+            self.documents[doc["uri"]] = (doc["languageId"], doc["version"], doc["text"])
+        elif doc["uri"] in self.documents:
+            self.documents[doc["uri"]] = (self.documents[doc["uri"]][0], doc["version"], params["contentChanges"][-1]["text"])
+
     def _done(self, task: asyncio.Task[None]) -> None:
-        self._answering.pop(task, None)
+        msg_id = self._answering.pop(task, None)
+        if task.cancelled() and task in self._cancelled:  # cancelled before its first step: _answer never ran
+            self.send({"error": {"code": REQUEST_CANCELLED, "message": f'Request with id "{msg_id}" is canceled'},
+                       "jsonrpc": "2.0", "id": msg_id})
         self._cancelled.discard(task)
         self._turns.discard(task)
 
@@ -335,6 +354,7 @@ async def serve_lsp(inbox: Inbox, out: BinaryIO | Outbox, config_path: str | Non
     rpc_io, server = importing.result()
     full = server.make_server(config_path)
     full.app = host.app  # server.on_initialize adopts it
+    full.early_documents = early.documents  # and gives pygls what was opened meanwhile
     early.deferring = True
     early.write = lambda data: full.protocol.writer.write(data)  # one writer from now on
     if early.ended.is_set():

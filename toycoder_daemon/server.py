@@ -93,6 +93,8 @@ class ToyCoderServer(LanguageServer):
         self.config_path = config_path
         self.app: App | None = None
         self.client_toycoder: dict[str, Any] = {}
+        self.early_documents: dict[str, tuple[str, int, str]] = {}
+        """Documents lsp_early.py took (didOpen) before pygls was in: uri -> (languageId, version, text)."""
         self.background = Background()
 
     def get_app(self) -> App:
@@ -173,6 +175,8 @@ def on_initialize(ls: ToyCoderServer, params: types.InitializeParams) -> None:
     if ls.app is None:  # else lsp_early.py opened it from these params while pygls loaded
         root = workspace_root(params.root_uri, params.root_path, [f.uri for f in params.workspace_folders or []])
         ls.app = App.open(root, options.get("configPath") or ls.config_path)
+    for uri, (language, version, text) in ls.early_documents.items():  # pygls refuses news of documents it never saw
+        ls.workspace.put_text_document(types.TextDocumentItem(uri=uri, language_id=language, version=version, text=text))
     ls.app.on_notice = ls.show_message
     ls.app.sharing.on_changed = functools.partial(session_changed, ls)
     ls.app.on_session_info = functools.partial(session_info_changed, ls)
