@@ -430,3 +430,15 @@ def test_delete_forgets_the_sessions_checkpoints(ws: Path, data: Path) -> None:
     store.delete()
     assert not store.dir.exists() and store.list() == []
     assert store_for(data, ws).list() == []
+
+
+def test_a_turn_number_wins_over_a_session_id_that_starts_with_it(ws: Path, data: Path) -> None:
+    """Session ids are hex: `/restore 3` in session 3ab... means its turn 3, not every turn."""
+    store = store_for(data, ws)
+    ids = [store.begin_turn(f"3ab-{n}", f"turn {n}") for n in (1, 2, 3)]
+    for n, t in enumerate(ids, 1):
+        agent_write(store, t, ws, "a.txt", f"{n}\n".encode())
+    assert store.resolve("3") == ids[2] and store.resolve("1") == ids[0]
+    assert store.resolve("3ab-2") == ids[1]
+    with pytest.raises(UnknownCheckpoint, match="matches 3 turns"):
+        store.resolve("3a")  # a prefix still has to be unique

@@ -288,13 +288,16 @@ class CheckpointStore:
             return [c for key in turn.before if (c := self._change(turn, key)) is not None] if turn else []
 
     def resolve(self, ref: str) -> str:
-        """A turn id from an exact id, a unique prefix of one, or a turn number (the part after the
-        last "-": `/restore 3`)."""
+        """A turn id from an exact id, a turn number (the part after the last "-": `/restore 3`), or a
+        unique prefix of one. A number wins over prefixes: session ids are hex, so `3` may also begin
+        every turn id of a session whose id starts with a 3."""
         ref = ref.strip()
         if ref in self._by_id:
             return ref
         with self._lock:
-            hits = [t.id for t in self.turns if t.on_disk and (t.id.startswith(ref) or t.id.endswith(f"-{ref}"))]
+            hits = [t.id for t in self.turns if t.on_disk and t.id.endswith(f"-{ref}")]
+            if not hits:
+                hits = [t.id for t in self.turns if t.on_disk and t.id.startswith(ref)]
         if len(hits) == 1 and ref:
             return hits[0]
         raise UnknownCheckpoint(ref, f"it matches {len(hits)} turns" if len(hits) > 1 else
