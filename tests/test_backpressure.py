@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from conftest import write_config
-from helpers import pipe_writers, rss_bytes
+from helpers import held_import, pipe_writers, rss_bytes
 from waiting import scaled, wait_until
 
 from toycoder_daemon.app import App
@@ -52,9 +52,10 @@ def rss_while_stuck(pid: int, samples: int = 25, every: float = 0.04) -> list[in
 
 
 class Client:
-    def __init__(self, args: list[str], framed: bool, log: Any):
+    def __init__(self, args: list[str], framed: bool, log: Any, env: dict[str, str] | None = None):
         self.proc = subprocess.Popen([sys.executable, "-m", "toycoder_daemon", *args], cwd=ROOT,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                     env={**os.environ, **(env or {})})
         self.framed = framed
 
     def send(self, msg: dict[str, Any]) -> None:
@@ -133,13 +134,17 @@ def stop(c: Client) -> None:
         c.proc.wait()
 
 
-@pytest.mark.parametrize("face", ["lsp", "acp"])
+@pytest.mark.parametrize("face", ["lsp", "lsp-early", "acp"])
 def test_a_client_that_stops_reading_holds_its_turns_not_the_daemon_nor_the_memory(
         face: str, tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
+    """lsp-early: pygls' import is held, so the turns are the early ones (lsp_early.py), which follow
+    the same rule."""
     llm.add({"text": REPLY, "chunk_size": CHUNK}, {"text": SECOND})
     cfg = write_config(tmp_path / "config.yaml", llm)
+    env = held_import(tmp_path, "lsprotocol")[0] if face == "lsp-early" else None
+    face = "lsp" if face == "lsp-early" else face
     with open(tmp_path / "daemon.log", "wb") as log:
-        c = Client(["--config", str(cfg)] + (["--acp"] if face == "acp" else []), face == "lsp", log)
+        c = Client(["--config", str(cfg)] + (["--acp"] if face == "acp" else []), face == "lsp", log, env)
         try:
             first, second = start(c, face, workspace, 2)
             baseline = rss_bytes(c.proc.pid)

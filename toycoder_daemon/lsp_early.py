@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import json
 import logging
@@ -25,6 +26,7 @@ from typing import Any, BinaryIO
 from . import protocol as wire
 from .app import App
 from .background import Background
+from .coalesce import OUTPUT
 from .lsp_calls import (
     EARLY,
     RpcError,
@@ -335,10 +337,13 @@ async def serve_lsp(inbox: Inbox, out: BinaryIO | Outbox, config_path: str | Non
     early = EarlyLsp(host, writer.write, later,
                      None if caps is None else lambda e: EarlyLink(host, caps, e.send))
     loop = asyncio.get_running_loop()
+    if isinstance(out, Outbox):
+        OUTPUT.set(out)  # an early turn waits for room in the queue as any turn does (the backpressure rule)
+    context = contextvars.copy_context()  # the reader thread's callbacks (and the turns they start) see it
 
     def deliver(body: bytes | None, problem: str | None) -> None:
         with contextlib.suppress(RuntimeError):  # the loop is already closed
-            loop.call_soon_threadsafe(early.frame, body, problem)
+            loop.call_soon_threadsafe(early.frame, body, problem, context=context.copy())
 
     inbox.attach(deliver)
     importing = asyncio.ensure_future(asyncio.to_thread(_import_pygls))
