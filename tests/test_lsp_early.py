@@ -181,40 +181,47 @@ def test_odd_initialize_params_leave_the_app_to_pygls(workspace: Path) -> None:
         assert app_params(odd) is None
 
 
-def test_session_new_is_answered_while_lsprotocol_is_held(tmp_path: Path, workspace: Path, llm: FakeLLM) -> None:
-    """lsprotocol (what pygls is built on) cannot be imported until the test says so: initialize and
-    session/new are answered meanwhile; a request for pygls waits, and is answered once it is in."""
-    env, entered, release = held_import(tmp_path, "lsprotocol")
-    config = write_config(tmp_path / "config.yaml", llm)
-    proc = subprocess.Popen([sys.executable, "-m", "toycoder_daemon", "--config", str(config)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            env={**os.environ, **env}, cwd=ROOT)
-    assert proc.stdin is not None and proc.stdout is not None
+class HeldDaemon:
+    """A real daemon whose `lsprotocol` import waits until the test creates `release` (so pygls
+    cannot be in): its frames arrive in `frames`, read on a thread."""
 
-    frames: queue.Queue[dict[str, Any]] = queue.Queue()
+    def __init__(self, tmp_path: Path, config: Path):
+        env, self.entered, self.release = held_import(tmp_path, "lsprotocol")
+        self.proc = subprocess.Popen([sys.executable, "-m", "toycoder_daemon", "--config", str(config)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env={**os.environ, **env}, cwd=ROOT)
+        self.frames: queue.Queue[dict[str, Any]] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
 
-    def reader() -> None:
-        assert proc.stdout is not None
+    def _read(self) -> None:
+        out = self.proc.stdout
+        assert out is not None
         while True:
             length = 0
-            while line := proc.stdout.readline():
+            while line := out.readline():
                 if not line.strip():
                     break
                 if line.lower().startswith(b"content-length:"):
                     length = int(line.split(b":")[1])
             if not line:
                 return
-            frames.put(json.loads(proc.stdout.read(length)))
+            self.frames.put(json.loads(out.read(length)))
 
-    threading.Thread(target=reader, daemon=True).start()
+    def send(self, msg: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(encode_frame(msg))
+        self.proc.stdin.flush()
+
+
+def test_session_new_is_answered_while_lsprotocol_is_held(tmp_path: Path, workspace: Path, llm: FakeLLM) -> None:
+    """lsprotocol (what pygls is built on) cannot be imported until the test says so: initialize and
+    session/new are answered meanwhile; a request for pygls waits, and is answered once it is in."""
+    config = write_config(tmp_path / "config.yaml", llm)
+    d = HeldDaemon(tmp_path, config)
+    proc, send, entered, release = d.proc, d.send, d.entered, d.release
 
     def read() -> dict[str, Any]:
-        return frames.get(timeout=DEFAULT_TIMEOUT)
-
-    def send(msg: dict[str, Any]) -> None:
-        assert proc.stdin is not None
-        proc.stdin.write(encode_frame(msg))
-        proc.stdin.flush()
+        return d.frames.get(timeout=DEFAULT_TIMEOUT)
 
     try:
         send(initialize(workspace, config))
@@ -232,6 +239,7 @@ def test_session_new_is_answered_while_lsprotocol_is_held(tmp_path: Path, worksp
         assert [a["id"] for a in answers] == [2, 3] and answers[0]["result"]["commands"]
         assert [s["sessionId"] for s in answers[1]["result"]["sessions"]] == [first["result"]["sessionId"]]
     finally:
+        assert proc.stdin is not None
         proc.stdin.close()
         proc.wait(timeout=DEFAULT_TIMEOUT)
     assert proc.returncode == 0

@@ -6,18 +6,13 @@ In-process, plus one run through a real daemon whose lsprotocol import is held."
 from __future__ import annotations
 
 import json
-import os
-import queue
-import subprocess
-import sys
-import threading
 from pathlib import Path
 from typing import Any
 
 from conftest import write_config
-from helpers import held_import, write_call
+from helpers import write_call
 from inproc_app import eventually
-from test_lsp_early import INITIALIZED, ROOT, Capture, body, initialize, queued
+from test_lsp_early import INITIALIZED, Capture, HeldDaemon, body, initialize, queued
 from waiting import DEFAULT_TIMEOUT, wait_until
 
 from toycoder_daemon.app import App
@@ -25,7 +20,7 @@ from toycoder_daemon.lsp_early import EarlyHost, EarlyLsp, app_params
 from toycoder_daemon.lsp_early_link import EarlyLink, plain_capabilities
 from toycoder_daemon.rpc_io import Dispatcher
 from toycoder_daemon.server import make_server
-from toycoder_daemon.stdio import FrameWriter, Inbox, encode_frame
+from toycoder_daemon.stdio import FrameWriter, Inbox
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 CAPS = {"experimental": {"toycoder": {"permissionRequest": True}}, "window": {"workDoneProgress": True}}
@@ -201,45 +196,21 @@ def test_a_prompt_is_answered_while_lsprotocol_is_held(tmp_path: Path, workspace
     """Through a real daemon: a turn's text and a permission round trip while pygls cannot be in;
     its second permission is answered after the hand-over; then toycoder/cancel through pygls ends
     the next early-started turn (the same App)."""
-    env, entered, release = held_import(tmp_path, "lsprotocol")
     config = write_config(tmp_path / "config.yaml", llm)
     llm.add(write_call("one.txt", "1"), write_call("two.txt", "2"), write_call("three.txt", "3"), {"text": "written"},
             {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]}, {"text": "read"})
     (workspace / "notes.txt").write_text("on disk\n")
     notes = (workspace / "notes.txt").resolve().as_uri()
-    proc = subprocess.Popen([sys.executable, "-m", "toycoder_daemon", "--config", str(config)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            env={**os.environ, **env}, cwd=ROOT)
-    assert proc.stdin is not None and proc.stdout is not None
-    frames: queue.Queue[dict[str, Any]] = queue.Queue()
-
-    def reader() -> None:
-        assert proc.stdout is not None
-        while True:
-            length = 0
-            while line := proc.stdout.readline():
-                if not line.strip():
-                    break
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            if not line:
-                return
-            frames.put(json.loads(proc.stdout.read(length)))
-
-    threading.Thread(target=reader, daemon=True).start()
+    d = HeldDaemon(tmp_path, config)
+    proc, send, entered, release = d.proc, d.send, d.entered, d.release
     seen: list[dict[str, Any]] = []
 
     def until(test: Any) -> dict[str, Any]:
         while True:
-            m = frames.get(timeout=DEFAULT_TIMEOUT)
+            m = d.frames.get(timeout=DEFAULT_TIMEOUT)
             seen.append(m)
             if test(m):
                 return m
-
-    def send(msg: dict[str, Any]) -> None:
-        assert proc.stdin is not None
-        proc.stdin.write(encode_frame(msg))
-        proc.stdin.flush()
 
     try:
         send(init(workspace, config))
@@ -283,6 +254,7 @@ def test_a_prompt_is_answered_while_lsprotocol_is_held(tmp_path: Path, workspace
         assert "changed after the hand-over" in read["params"]["update"]["output"]
         assert until(lambda m: m.get("id") == 7 and "method" not in m)["result"]["text"] == "read"
     finally:
+        assert proc.stdin is not None
         proc.stdin.close()
         proc.wait(timeout=DEFAULT_TIMEOUT)
     assert proc.returncode == 0
