@@ -3,15 +3,17 @@ writes confined, .git read-only, network off, no process left behind."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from helpers import processes_with
+from helpers import alive, processes_with
 from sandbox_helpers import (
     Box,
     Runner,
@@ -185,15 +187,10 @@ def test_a_killed_daemon_takes_the_command_with_it(runner: Runner, box: Box, nam
     """The launcher dies with its parent (the daemon), even a SIGKILLed one, and its namespace with it."""
     a, b, c = unique_sleep(), unique_sleep(), unique_sleep()
     spec, _ = spec_for(BACKGROUND.format(a=a, b=b, tail=f"sleep {c}"), box, runner.support(), namespaces=namespaces)
-    import json
-
-    fake_daemon = ("import json, os, subprocess, sys; spec = json.loads(sys.argv[1]); spec['daemon'] = os.getpid(); "
-                   "subprocess.Popen(sys.argv[2:] + [json.dumps(spec)], start_new_session=True); "
-                   "import time; time.sleep(600)")
     argv = runner.launcher(spec)[:-1]
     if runner.user:
         argv = argv[4:]  # run the whole fake daemon as the user instead
-    parent = subprocess.Popen(runner.wrap([runner.python, "-c", fake_daemon, json.dumps(spec), *argv]),
+    parent = subprocess.Popen(runner.wrap([runner.python, "-c", FAKE_DAEMON, json.dumps(spec), *argv]),
                               cwd=box.ws, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
     markers = [f"sleep {a}", f"sleep {b}", f"sleep {c}"]
     try:
@@ -210,3 +207,55 @@ def test_the_launcher_refuses_rather_than_run_unconfined_when_required(runner: R
     done = run(runner, box, spec)
     assert done.returncode == launch.REFUSED_EXIT and "it did not run" in done.stderr
     assert not (box.ws / "made.txt").exists()
+
+
+
+# The launcher with its init held just after the fork, before the init arms its death signal: the
+# window in which a SIGKILLed daemon used to leave the init running the command with no parent.
+HELD_INIT = """import os, sys, time
+sys.path.append(sys.argv.pop(1))
+from toycoder_daemon.tools.sandbox import contain, launch
+forked, go, launcher = sys.argv.pop(1), sys.argv.pop(1), os.getpid()
+arm = contain.prctl
+def held(option, value):
+    if option == contain.PR_SET_PDEATHSIG and os.getpid() == 1:  # in the init, just forked
+        with open(forked + ".new", "w") as f:
+            f.write(str(launcher))
+        os.rename(forked + ".new", forked)
+        while not os.path.exists(go):
+            time.sleep(0.01)
+    arm(option, value)
+contain.prctl = held
+sys.exit(launch.main(sys.argv[1:]))
+"""
+FAKE_DAEMON = ("import json, os, subprocess, sys; spec = json.loads(sys.argv[1]); spec['daemon'] = os.getpid(); "
+               "subprocess.Popen(sys.argv[2:] + [json.dumps(spec)], start_new_session=True); "
+               "import time; time.sleep(600)")
+
+
+def test_a_daemon_killed_while_the_init_starts_takes_the_command_with_it() -> None:
+    runner = Runner("root" if os.geteuid() == 0 else "current user")
+    if not runner.support().namespaces:
+        pytest.skip("no PID namespaces here: there is no init")
+    box = Box.make(None)
+    a, c = unique_sleep(), unique_sleep()
+    spec, _ = spec_for(f"touch ran; setsid sleep {a} & sleep {c}", box, runner.support())
+    forked, go = box.tmp / "forked", box.tmp / "go"
+    package = str(Path(launch.__file__).resolve().parents[3])
+    launcher = [sys.executable, "-I", "-S", "-c", HELD_INIT, package, str(forked), str(go)]
+    parent = subprocess.Popen([sys.executable, "-c", FAKE_DAEMON, json.dumps(spec), *launcher], cwd="/",
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
+    markers = [f"sleep {a}", f"sleep {c}"]  # the launcher and its init carry them too (in the spec)
+    try:
+        wait_until(forked.exists, what="the launcher to fork its init")
+        os.killpg(parent.pid, signal.SIGKILL)
+        parent.wait(timeout=15)
+        launcher_pid = int(forked.read_text())
+        # the launcher dies of its death signal; only then does the init go on to arm its own
+        wait_until(lambda: not alive(launcher_pid), what="the launcher to die with its daemon")
+        go.touch()
+        assert wait_until(lambda: not any(processes_with(m) for m in markers), what="the init to end")
+        assert not (box.ws / "ran").exists(), "the command ran after its daemon had died"
+    finally:
+        kill_markers(*markers)
+        box.remove()

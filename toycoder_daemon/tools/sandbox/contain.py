@@ -38,6 +38,15 @@ def prctl(option: int, value: int) -> None:
     _check(_libc().prctl(option, value, 0, 0, 0), f"prctl({option})")
 
 
+def writer_gone(fd: int) -> bool:
+    """Whether every write end of the pipe `fd` reads from is closed (its holder has exited)."""
+    os.set_blocking(fd, False)
+    try:
+        return os.read(fd, 1) == b""
+    except BlockingIOError:  # open and empty
+        return False
+
+
 def enter_namespaces(*, network: bool) -> set[str]:
     """Unshare PID, mount and (unless network) network namespaces; an unprivileged process takes a
     user namespace too, mapping itself to its own ids. Returns the names entered, empty when the

@@ -122,17 +122,26 @@ def run(spec: dict[str, Any]) -> int:
     spec["block_tcp"] = not spec["network"] and "network" not in entered
     if "pid" not in entered:
         return _supervise(spec, init=False)
+    # The init arms its own death signal after the fork; a launcher killed before that sends none
+    # (the init would run the command unsupervised), so the init also checks a pipe only the
+    # launcher holds open. A dying process closes its files before it signals its children.
+    launcher_r, launcher_w = os.pipe()
     init = os.fork()
     if init == 0:
         try:
+            os.close(launcher_w)
             contain.prctl(contain.PR_SET_PDEATHSIG, signal.SIGKILL)
+            if contain.writer_gone(launcher_r):
+                os._exit(137)  # the launcher (so the daemon) died before the signal was armed
+            os.close(launcher_r)
             if os.getpid() != 1:  # kill(-1) below must only ever reach the namespace
                 raise OSError("not the init of a new PID namespace")
             os._exit(_supervise(spec, init=True))
         except BaseException as e:
             os.write(2, f"toycoder sandbox: {e}\n".encode())
             os._exit(127)
-    return _wait_for(init)
+    os.close(launcher_r)
+    return _wait_for(init)  # launcher_w stays open until this process ends
 
 
 def probe() -> dict[str, Any]:
