@@ -13,6 +13,7 @@ import contextlib
 import os
 import signal
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,18 +63,27 @@ def child_processes(parent: int, needle: str = "") -> list[int]:
     return found
 
 
-def processes_with(marker: str) -> list[int]:
-    """Live (not zombie) processes whose command line contains `marker` (a unique string)."""
-    found = []
-    needle = marker.encode()
+def _command_lines() -> Iterator[tuple[int, bytes]]:
+    """(pid, raw NUL-separated argv) of every process we may read."""
     for pid in _live_pids():
         try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+            yield pid, Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             continue
-        if needle in cmdline and not _is_zombie(pid):
-            found.append(pid)
-    return found
+
+
+def processes_with(marker: str) -> list[int]:
+    """Live (not zombie) processes whose command line contains `marker` (a unique string)."""
+    needle = marker.encode()
+    return [pid for pid, raw in _command_lines() if needle in raw.replace(b"\0", b" ") and not _is_zombie(pid)]
+
+
+def processes_running(command: str) -> list[int]:
+    """Live processes whose own argv is `command` (words split on spaces): the program itself
+    running, not a process that only carries the words in an argument (a `sh -c` line, the sandbox
+    launcher's spec), which exists before the program has started and after it has ended."""
+    argv = command.encode().replace(b" ", b"\0") + b"\0"
+    return [pid for pid, raw in _command_lines() if raw == argv and not _is_zombie(pid)]
 
 
 def processes_of_test(marker: str) -> list[int]:

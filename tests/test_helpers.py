@@ -14,6 +14,7 @@ from helpers import (
     child_processes,
     kill_process_groups,
     processes_of_test,
+    processes_running,
     processes_with,
     sleep_command,
     unique_marker,
@@ -80,6 +81,20 @@ def test_a_unique_sleep_is_found_and_its_group_killed() -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_running_command_is_told_from_a_process_that_only_names_it() -> None:
+    command = sleep_command(60)
+    proc = subprocess.Popen(["sh", "-c", f"{command}; :"], start_new_session=True)  # `; :` keeps sh forking
+    try:
+        sleep = wait_until(lambda: processes_running(command), what="the sleep")
+        assert len(sleep) == 1 and sleep[0] != proc.pid
+        assert sorted(processes_with(command)) == sorted([proc.pid, sleep[0]])  # the shell names it too
+        program, longer = command.split()[0], command + " x"  # only the whole argv matches
+        assert processes_running(program) == [] and processes_running(longer) == []
+    finally:
+        kill_process_groups([proc.pid])
+        proc.wait()
 
 
 def test_processes_of_test_finds_what_this_test_started_and_only_that(process_marker: str) -> None:

@@ -65,7 +65,7 @@ def sleep_then_assert(name: str, lines: list[str]) -> list[Finding]:
 
 # A fixed string names every run's processes alike: look processes up by a per-test unique marker
 # (helpers.sleep_command, helpers.unique_marker), never by a literal.
-FIXED_TAG = re.compile(r"\bprocesses_with\(\s*f?[\"']")
+FIXED_TAG = re.compile(r"\bprocesses_(with|running)\(\s*f?[\"']")
 
 
 def fixed_tag(name: str, lines: list[str]) -> list[Finding]:
@@ -81,7 +81,7 @@ def proc_outside_helpers(name: str, lines: list[str]) -> list[Finding]:
 
 # The helpers that used to be copied into several files live in helpers.py (and Daemon/Editor
 # wait methods delegate to waiting.py).
-SHARED_DEFINITIONS = re.compile(r"^\s*(async\s+def\s+new_session\(d\b|def\s+processes_with\(|class\s+AllowAll\b|"
+SHARED_DEFINITIONS = re.compile(r"^\s*(async\s+def\s+new_session\(d\b|def\s+processes_(with|running)\(|class\s+AllowAll\b|"
                                 r"def\s+(wait_until|wait_until_async)\(|def\s+write_call\()")
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import alive, processes_with
+from helpers import alive, processes_running, processes_with
 from sandbox_helpers import (
     Box,
     Runner,
@@ -171,7 +171,7 @@ def test_a_cancelled_command_leaves_nothing(runner: Runner, box: Box, namespaces
                             stderr=subprocess.DEVNULL, start_new_session=True)
     markers = [f"sleep {a}", f"sleep {b}", f"sleep {c}"]
     try:
-        assert wait_until(lambda: all(processes_with(m) for m in markers)), "the command started its sleeps"
+        assert wait_until(lambda: all(processes_running(m) for m in markers)), "the command started its sleeps"
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=15)
         assert wait_until(lambda: not any(processes_with(m) for m in markers))
@@ -194,7 +194,7 @@ def test_a_killed_daemon_takes_the_command_with_it(runner: Runner, box: Box, nam
                               cwd=box.ws, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
     markers = [f"sleep {a}", f"sleep {b}", f"sleep {c}"]
     try:
-        assert wait_until(lambda: all(processes_with(m) for m in markers)), "the command started its sleeps"
+        assert wait_until(lambda: all(processes_running(m) for m in markers)), "the command started its sleeps"
         os.killpg(parent.pid, signal.SIGKILL)
         parent.wait(timeout=15)
         assert wait_until(lambda: not any(processes_with(m) for m in markers))
