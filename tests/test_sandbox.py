@@ -182,9 +182,10 @@ def test_a_cancelled_command_leaves_nothing(runner: Runner, box: Box, namespaces
             proc.wait()
 
 
-@pytest.mark.parametrize("namespaces", [True], ids=["pid-namespace"])
+@pytest.mark.parametrize("namespaces", [True, False], ids=["pid-namespace", "subreaper"])
 def test_a_killed_daemon_takes_the_command_with_it(runner: Runner, box: Box, namespaces: bool) -> None:
-    """The launcher dies with its parent (the daemon), even a SIGKILLed one, and its namespace with it."""
+    """The launcher dies with its parent (the daemon), even a SIGKILLed one, and its namespace with it;
+    without namespaces it kills its tree first (its death signal is then SIGTERM, which it handles)."""
     a, b, c = unique_sleep(), unique_sleep(), unique_sleep()
     spec, _ = spec_for(BACKGROUND.format(a=a, b=b, tail=f"sleep {c}"), box, runner.support(), namespaces=namespaces)
     argv = runner.launcher(spec)[:-1]

@@ -14,7 +14,8 @@ process then running Python before exec is unsafe. Layout:
         /bin/sh -c COMMAND   (Landlock applied just before exec)
 
 Without namespaces the launcher itself is the init-like supervisor: a child subreaper that kills
-and reaps its whole tree when the shell ends or when it is told to stop.
+and reaps its whole tree when the shell ends, when it is told to stop, or when the daemon dies
+(its death signal is then SIGTERM, handled, rather than SIGKILL).
 """
 
 from __future__ import annotations
@@ -32,6 +33,13 @@ if TYPE_CHECKING:
 
 REFUSED_EXIT = 125
 """Exit status when the sandbox was required but could not be applied (the command did not run)."""
+_STOPS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def _daemon_gone(spec: dict[str, Any]) -> bool:
+    """Whether the daemon that started us has died (checked after arming a death signal: a parent
+    that dies before the arming sends none). Under a client's terminal there is no daemon to check."""
+    return bool(spec.get("daemon")) and os.getppid() != spec["daemon"]
 
 
 def _run_shell(spec: dict[str, Any]) -> NoReturn:
@@ -58,16 +66,25 @@ def _run_shell(spec: dict[str, Any]) -> NoReturn:
 
 def _supervise(spec: dict[str, Any], *, init: bool) -> int:
     """Start the shell, wait for it, then kill and reap everything else; the shell's status."""
-    shell = os.fork()
-    if shell == 0:
-        _run_shell(spec)
 
     def stop(signum: int, _frame: Any) -> None:
         contain.kill_and_reap(pid_namespace_init=init)
         os._exit(128 + signum)
 
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    # Before the fork: a stop that comes while the shell starts still ends its tree.
+    for sig in _STOPS:
         signal.signal(sig, stop)
+    if not init:
+        # No namespace ends this tree when we are SIGKILLed, so the daemon's death (even a SIGKILL)
+        # must reach us as a signal `stop` handles; the daemon must still be there once it is armed.
+        contain.prctl(contain.PR_SET_PDEATHSIG, signal.SIGTERM)
+        if _daemon_gone(spec):
+            return 137
+    shell = os.fork()
+    if shell == 0:
+        for sig in _STOPS:  # the supervisor's handler is not the shell's
+            signal.signal(sig, signal.SIG_DFL)
+        _run_shell(spec)
     while True:
         pid, status = os.waitpid(-1, 0)  # also reaps orphans handed to us meanwhile
         if pid == shell:
@@ -88,7 +105,7 @@ def _wait_for(child: int) -> int:
         contain.kill_and_reap(pid_namespace_init=False)
         os._exit(128 + signum)
 
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    for sig in _STOPS:
         signal.signal(sig, stop)
     _, status = os.waitpid(child, 0)
     code = os.waitstatus_to_exitcode(status)
@@ -100,9 +117,10 @@ def run(spec: dict[str, Any]) -> int:
         keep = set(spec["env"])
         for name in [n for n in os.environ if n not in keep]:
             del os.environ[name]
-    # Die with the daemon, even when it is killed outright (then the namespace goes with us).
+    # Die with the daemon, even when it is killed outright (then the namespace goes with us; without
+    # one, _supervise re-arms this as SIGTERM, which it handles by killing the command's tree first).
     contain.prctl(contain.PR_SET_PDEATHSIG, signal.SIGKILL)
-    if spec.get("daemon") and os.getppid() != spec["daemon"]:
+    if _daemon_gone(spec):
         return 137  # the daemon is already gone
     contain.prctl(contain.PR_SET_CHILD_SUBREAPER, 1)
     entered: set[str] = set()
