@@ -24,7 +24,7 @@ from acp.schema import (
     WaitForTerminalExitResponse,
 )
 from conftest import write_config
-from helpers import MARKER_VAR, processes_with, sleep_command
+from helpers import MARKER_VAR, processes_running, processes_with, sleep_command
 from test_acp import Editor, acp_daemon, acp_face, new_session
 from waiting import scaled, wait_until_async
 
@@ -231,7 +231,7 @@ async def test_cancel_mid_command_kills_and_releases(tmp_path, llm, workspace) -
         sid = await new_session(conn, workspace)
         turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("run")]))
         await editor.wait_for(terminal_shown)
-        await wait_until_async(lambda: processes_with(sleep), scaled(10), "the command running")
+        await wait_until_async(lambda: processes_running(sleep), scaled(10), "the command running")
         await conn.cancel(session_id=sid)
         assert (await asyncio.wait_for(turn, scaled(10))).stop_reason == "cancelled"
         assert editor.methods() == ["create", "kill", "release"]

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from acp import RequestError, text_block
 from conftest import write_config
-from helpers import kill_process_groups, new_session, processes_with, sleep_command, tool_results, write_call
+from helpers import kill_process_groups, new_session, processes_running, processes_with, sleep_command, tool_results, write_call
 from rpc import Daemon
 from test_acp import acp_daemon
 from test_acp import new_session as acp_new_session
@@ -154,7 +154,7 @@ async def test_acp_two_daemons_on_one_session(tmp_path: Path, llm: FakeLLM, work
         sleep = sleep_command(177)
         llm.add({"tool_calls": [{"name": "run_command", "arguments": {"command": sleep}}]})
         turn = asyncio.ensure_future(a.prompt(session_id=sid, prompt=[text_block("wait a bit")]))
-        await wait_until_async(lambda: processes_with(sleep), DEFAULT_TIMEOUT, "A's command to run")
+        await wait_until_async(lambda: processes_running(sleep), DEFAULT_TIMEOUT, "A's command to run")
         with pytest.raises(RequestError) as busy:
             await b.prompt(session_id=sid, prompt=[text_block("me too")])
         assert busy.value.code == -32011 and "another ToyCoder daemon" in str(busy.value)

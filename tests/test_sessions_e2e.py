@@ -7,7 +7,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from helpers import kill_process_groups, new_session, processes_with, sleep_command
+from helpers import kill_process_groups, new_session, processes_running, processes_with, sleep_command
 from rpc import RpcError
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
@@ -53,7 +53,7 @@ async def test_kill_9_mid_turn_leaves_a_session_that_continues(start_daemon, llm
     llm.add({"text": "Waiting.", "tool_calls": [{"name": "run_command", "arguments": {"command": sleep}}]})
     sid = await new_session(a)
     a.request_future("toycoder/prompt", {"sessionId": sid, "text": "wait a bit"})
-    await a.wait_for(lambda: processes_with(sleep), what="the command to run")  # mid-turn, mid-tool-call
+    await a.wait_for(lambda: processes_running(sleep), what="the command to run")  # mid-turn, mid-tool-call
     a.proc.send_signal(signal.SIGKILL)
     await a.proc.wait()
     kill_process_groups(processes_with(sleep))  # the daemon had no chance to clean up after kill -9
@@ -89,7 +89,7 @@ async def test_two_daemons_share_a_session(start_daemon, llm: FakeLLM) -> None:
     sleep = sleep_command(176)
     llm.add({"text": "Waiting.", "tool_calls": [{"name": "run_command", "arguments": {"command": sleep}}]})
     a.request_future("toycoder/prompt", {"sessionId": sid, "text": "wait a bit"})
-    await a.wait_for(lambda: processes_with(sleep), what="A's command to run")  # mid-turn, mid-tool-call
+    await a.wait_for(lambda: processes_running(sleep), what="A's command to run")  # mid-turn, mid-tool-call
     with pytest.raises(RpcError) as e:
         await b.call("toycoder/prompt", {"sessionId": sid, "text": "me too"})
     assert e.value.code == -32011 and "another ToyCoder daemon" in e.value.message

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from helpers import new_session, processes_with, sleep_command
+from helpers import new_session, processes_running, processes_with, sleep_command
 from helpers import tool_results as results
 from rpc import Daemon
 from waiting import scaled
@@ -68,7 +68,7 @@ async def test_cancel_kills_a_running_command(start_daemon, llm: FakeLLM) -> Non
     llm.add(command(sleep))
     sid = await new_session(d)
     _, fut = d.request_future("toycoder/prompt", {"sessionId": sid, "text": "sleep"})
-    await d.wait_for(lambda: processes_with(sleep), timeout=30, what="the command to start")
+    await d.wait_for(lambda: processes_running(sleep), timeout=30, what="the command to start")
     await d.call("toycoder/cancel", {"sessionId": sid})
     assert (await asyncio.wait_for(fut, scaled(30)))["result"]["stopReason"] == "cancelled"
     assert results(d, sid)[0]["status"] == "cancelled", d.updates(sid)
@@ -148,7 +148,7 @@ async def test_cancel_right_as_the_command_starts_leaves_nothing(start_daemon, l
         llm.add(command(sleep))
         sid = await new_session(d)
         _, fut = d.request_future("toycoder/prompt", {"sessionId": sid, "text": "sleep"})
-        await d.wait_for(lambda sleep=sleep: processes_with(sleep), timeout=30, what="the command to start")
+        await d.wait_for(lambda sleep=sleep: processes_running(sleep), timeout=30, what="the command to start")
         await d.call("toycoder/cancel", {"sessionId": sid})
         assert (await asyncio.wait_for(fut, scaled(30)))["result"]["stopReason"] == "cancelled"
         await d.wait_for(lambda sleep=sleep: processes_with(sleep) == [], what=f"command {i} to be gone")
