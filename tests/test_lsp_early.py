@@ -20,7 +20,8 @@ from inproc_app import eventually
 from waiting import DEFAULT_TIMEOUT, wait_until
 
 from toycoder_daemon.app import App
-from toycoder_daemon.lsp_early import EarlyHost, EarlyLsp, app_params, pygls_frame
+from toycoder_daemon.lsp_early import EarlyHost, EarlyLsp, pygls_frame
+from toycoder_daemon.lsp_early_link import app_params
 from toycoder_daemon.rpc_io import Dispatcher
 from toycoder_daemon.server import make_server
 from toycoder_daemon.stdio import FrameWriter, Inbox, encode_frame
