@@ -153,6 +153,7 @@ async def test_messages_and_start_up_wait_for_the_server(workspace: Path, tmp_pa
     e.frame(body(INITIALIZED), None)
     host.app.on_notice("warning", "an MCP server failed")
     assert host.held and not host.background.ready.is_set()
+    assert host.needed.is_set()  # what is held asks for pygls at once (lsp_early.py: "needed")
 
     class Server:
         shown: list[tuple[str, str]] = []
