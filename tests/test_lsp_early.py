@@ -20,7 +20,8 @@ from inproc_app import eventually
 from waiting import DEFAULT_TIMEOUT, wait_until
 
 from toycoder_daemon.app import App
-from toycoder_daemon.lsp_early import EarlyHost, EarlyLsp, app_params, pygls_frame
+from toycoder_daemon.lsp_early import EarlyHost, EarlyLsp, pygls_frame
+from toycoder_daemon.lsp_early_link import app_params
 from toycoder_daemon.rpc_io import Dispatcher
 from toycoder_daemon.server import make_server
 from toycoder_daemon.stdio import FrameWriter, Inbox, encode_frame
@@ -152,6 +153,7 @@ async def test_messages_and_start_up_wait_for_the_server(workspace: Path, tmp_pa
     e.frame(body(INITIALIZED), None)
     host.app.on_notice("warning", "an MCP server failed")
     assert host.held and not host.background.ready.is_set()
+    assert host.needed.is_set()  # what is held asks for pygls at once (lsp_early.py: "needed")
 
     class Server:
         shown: list[tuple[str, str]] = []

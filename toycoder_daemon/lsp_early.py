@@ -1,15 +1,26 @@
 """The LSP face of a new process while pygls loads: the first session is answered without it.
 
 stdio.py answers `initialize` before anything heavy is imported. pygls and lsprotocol then take
-~0.4-0.8 s to import, and sessions need neither: so the App is opened here from the answered
-initialize's params, pygls is imported on a thread, and meanwhile `initialized`, the session
-requests, `toycoder/cancel` (lsp_calls.EARLY), `toycoder/prompt` (on lsp_early_link's EditorLink) and
-plain open-document news are handled by the same functions pygls runs later, on the same App.
-The first frame nothing here handles, and every frame after it, waits (in order) for pygls, so
-nothing overtakes; only the client's responses to an early turn's requests, and $/cancelRequest for
-an early request, are taken here whenever they come (pygls never knew those ids). Answers are
-written as pygls writes them (tests compare the bytes). Messages the App wants shown meanwhile, and
-its start-up work, wait for pygls too.
+~0.3-0.8 s of CPU to import, and sessions need neither: so the App is opened here from the answered
+initialize's params, and `initialized`, the session requests, `toycoder/cancel` (lsp_calls.EARLY),
+`toycoder/prompt` (on lsp_early_link's EditorLink) and plain open-document news are handled by the
+same functions pygls runs later, on the same App. The first frame nothing here handles, and every
+frame after it, waits (in order) for pygls, so nothing overtakes; only the client's responses to an
+early turn's requests, and $/cancelRequest for an early request, are taken here whenever they come
+(pygls never knew those ids). Answers are written as pygls writes them (tests compare the bytes).
+
+pygls is imported on a thread (it holds the GIL most of that time, so a turn beside it reaches its
+first chunk ~100 ms later) when it is *needed* or when the process is *idle*, whichever is first:
+- needed: the first frame left to it (a request not answered here, a ranged didChange, a malformed
+  frame...), or a message the App wants shown (held for pygls to write: a config error, notices).
+  At once, also during an early turn, so a long turn (tool calls, a permission wait) starves nothing.
+- idle: no early request running and no frame for QUIET seconds. In an editor the import runs while
+  the person types the first prompt; a script's back-to-back initialize, session, prompt get their
+  turn first. If the input ends before either, nothing is imported and the process ends.
+The App's start-up work (App.start: the config's MCP servers, the model client's imports) and its
+messages wait for pygls to be in, so they never compete with an early turn either: an early turn runs
+without the config's MCP tools (it never had them at its first step: they start after the import);
+a prompt that comes once the process was idle goes to pygls, after App.start began, as before.
 """
 
 from __future__ import annotations
@@ -20,6 +31,7 @@ import contextvars
 import functools
 import json
 import logging
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any, BinaryIO
 
@@ -38,9 +50,8 @@ from .lsp_calls import (
     prompt,
     session_changed,
     session_info_changed,
-    workspace_root,
 )
-from .lsp_early_link import EarlyLink, plain_capabilities
+from .lsp_early_link import EarlyLink, app_params, plain_capabilities
 from .outbox import Outbox, written
 from .rpc_checks import refusal
 from .stdio import FrameWriter, Inbox
@@ -56,23 +67,6 @@ def pygls_frame(message: dict[str, Any]) -> bytes:
     body = json.dumps(message)  # ASCII (ensure_ascii), so its length in characters is in bytes
     return (f"Content-Length: {len(body)}\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n"
             f"{body}").encode()
-
-
-def app_params(params: Any) -> tuple[str, str | None] | None:
-    """(workspace root, config path) from `initialize` params, as server.on_initialize reads them;
-    None when they are not plain enough to be sure pygls reads them the same (pygls then opens the
-    App itself)."""
-    if not isinstance(params, dict):
-        return None
-    root_uri, root_path, folders = params.get("rootUri"), params.get("rootPath"), params.get("workspaceFolders")
-    options = params.get("initializationOptions")
-    config = options.get("configPath") if isinstance(options, dict) else None
-    if not all(v is None or isinstance(v, str) for v in (root_uri, root_path, config)):
-        return None
-    if folders is not None and not (isinstance(folders, list) and all(
-            isinstance(f, dict) and isinstance(f.get("uri"), str) and isinstance(f.get("name"), str) for f in folders)):
-        return None
-    return workspace_root(root_uri, root_path, [f["uri"] for f in folders or []]), config or None
 
 
 class _AfterPygls:
@@ -97,21 +91,28 @@ class _AfterPygls:
 
 class EarlyHost:
     """lsp_calls.Host before the pygls server exists. What the App or a handler wants to tell the
-    client is held and handed to the server once it has set itself up (`release`)."""
+    client is held and handed to the server once it has set itself up (`release`); holding it says
+    pygls is `needed`."""
 
     def __init__(self, app: App):
         self.app = app
         self.background = _AfterPygls()
         self.held: list[Held] = []
-        app.on_notice = lambda level, message: self.held.append(lambda ls: ls.app.on_notice(level, message))
-        app.on_session_info = lambda *a: self.held.append(lambda ls: ls.app.on_session_info(*a))
-        app.sharing.on_changed = lambda *a: self.held.append(lambda ls: ls.app.sharing.on_changed(*a))
+        self.needed = asyncio.Event()
+        """pygls is wanted now: a frame was left to it, or a message waits for it."""
+        app.on_notice = lambda level, message: self._hold(lambda ls: ls.app.on_notice(level, message))
+        app.on_session_info = lambda *a: self._hold(lambda ls: ls.app.on_session_info(*a))
+        app.sharing.on_changed = lambda *a: self._hold(lambda ls: ls.app.sharing.on_changed(*a))
+
+    def _hold(self, send: Held) -> None:
+        self.held.append(send)
+        self.needed.set()
 
     def get_app(self) -> App:
         return self.app
 
     def show_message(self, level: str, message: str) -> None:
-        self.held.append(lambda ls: ls.show_message(level, message))
+        self._hold(lambda ls: ls.show_message(level, message))
 
     def release(self, server: Any) -> None:
         held, self.held = self.held, []
@@ -180,11 +181,14 @@ class EarlyLsp:
         """The early requests being answered, with their ids."""
         self._cancelled: set[asyncio.Task[None]] = set()
         self._turns: set[asyncio.Task[None]] = set()
+        self._last = time.monotonic()
+        """When the last frame came or the last early request ended (`wanted`'s quiet period)."""
 
     def send(self, message: dict[str, Any]) -> None:
         self.write(pygls_frame(message))
 
     def frame(self, body: bytes | None, problem: str | None) -> None:
+        self._last = time.monotonic()
         if self._first:  # the answered initialize: pygls still sets itself up from it
             self._first = False
             self.later.put(body, problem)
@@ -198,6 +202,7 @@ class EarlyLsp:
             if body is not None and self._handled(body):
                 return
         self.deferring = True
+        self.host.needed.set()
         self.later.put(body, problem)
 
     def _ours(self, body: bytes) -> bool:
@@ -267,6 +272,21 @@ class EarlyLsp:
                        "jsonrpc": "2.0", "id": msg_id})
         self._cancelled.discard(task)
         self._turns.discard(task)
+        self._last = time.monotonic()
+
+    async def wanted(self, quiet: float) -> None:
+        """Returns when pygls is needed, or once no early request has run and no frame has come for
+        `quiet` seconds (the rule in the module's docstring)."""
+        needed = asyncio.ensure_future(self.host.needed.wait())
+        try:
+            while not needed.done():
+                left = self._last + quiet - time.monotonic()
+                if not self._answering and left <= 0:
+                    return
+                await asyncio.wait({needed, *self._answering}, timeout=None if self._answering else left,
+                                   return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            needed.cancel()
 
     async def drain(self) -> None:
         """The answers still being made are written (the input ended; the client may still read);
@@ -311,6 +331,12 @@ class _Later(Inbox):
         asyncio.get_running_loop().call_soon(self._then)
 
 
+QUIET = 0.15
+"""Seconds without a frame (and no early work) after which the process counts as idle. Longer than a
+client's pause between its start-up requests (an answer's round trip, a few ms even in Neovim's Lua),
+shorter than anyone types a prompt in: the ~0.3 s import is over before the first prompt comes."""
+
+
 def _import_pygls() -> tuple[Any, Any]:
     from . import rpc_io, server
 
@@ -318,15 +344,17 @@ def _import_pygls() -> tuple[Any, Any]:
 
 
 async def serve_lsp(inbox: Inbox, out: BinaryIO | Outbox, config_path: str | None, *, answered: bytes | None,
-                    on_end: Callable[[], None]) -> int:
+                    on_end: Callable[[], None], importer: Callable[[], tuple[Any, Any]] = _import_pygls,
+                    quiet: float = QUIET) -> int:
     """Serve the LSP face. `answered`: the body of the `initialize` stdio.fast_initialize answered.
     With an Outbox, the thread that feeds `inbox` is gated by it from now on, whichever path the
-    frames then take (the backpressure rule, docs/protocol.md)."""
+    frames then take (the backpressure rule, docs/protocol.md). `importer` (run on a thread when
+    pygls is wanted) returns the modules rpc_io and server; `quiet`: see QUIET."""
     if isinstance(out, Outbox):
         inbox.gate = out.wait_input
     opened = app_params(json.loads(answered).get("params")) if answered is not None else None
     if opened is None:
-        rpc_io, server = _import_pygls()
+        rpc_io, server = importer()
         return int(await rpc_io.serve(server.make_server(config_path), inbox, out,
                                       answered_initialize=answered is not None, on_end=on_end))
     root, config = opened
@@ -346,10 +374,14 @@ async def serve_lsp(inbox: Inbox, out: BinaryIO | Outbox, config_path: str | Non
             loop.call_soon_threadsafe(early.frame, body, problem, context=context.copy())
 
     inbox.attach(deliver)
-    importing = asyncio.ensure_future(asyncio.to_thread(_import_pygls))
     ended = asyncio.ensure_future(early.ended.wait())
-    await asyncio.wait({importing, ended}, return_when=asyncio.FIRST_COMPLETED)
-    if not importing.done():  # the input ended before pygls was needed
+    wanted = asyncio.ensure_future(early.wanted(quiet))
+    await asyncio.wait({wanted, ended}, return_when=asyncio.FIRST_COMPLETED)
+    importing = None if ended.done() else asyncio.ensure_future(asyncio.to_thread(importer))
+    if importing:
+        await asyncio.wait({importing, ended}, return_when=asyncio.FIRST_COMPLETED)
+    if importing is None or not importing.done():  # the input ended before pygls was in
+        wanted.cancel()
         on_end()
         await early.drain()
         await written(out)

@@ -1,7 +1,8 @@
 """The EditorLink of a turn that starts before pygls is in (lsp_early.py): the same frames the pygls
 server writes for a turn (updates, permission and edit requests, $/progress), written through the
 early path's writer (pygls' own once it is in), and the client's responses to its requests routed
-back here by id, before and after the hand-over (pygls never knew those ids)."""
+back here by id, before and after the hand-over (pygls never knew those ids). Also what the early
+path reads of the answered `initialize`'s params, where they are plain enough to read as pygls does."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .app import App
-from .lsp_calls import Host, RpcError, Runner
+from .lsp_calls import Host, RpcError, Runner, workspace_root
 
 # LSP's own methods: pygls writes their lsprotocol message types, whose keys come in this order
 _TYPED_REQUESTS = frozenset({"window/showMessageRequest", "window/workDoneProgress/create", "workspace/applyEdit"})
@@ -32,6 +33,23 @@ def _dicts(value: Any, *keys: str) -> bool:
             return False
         value = (value or {}).get(key)
     return value is None or isinstance(value, dict)
+
+
+def app_params(params: Any) -> tuple[str, str | None] | None:
+    """(workspace root, config path) from `initialize` params, as server.on_initialize reads them;
+    None when they are not plain enough to be sure pygls reads them the same (pygls then opens the
+    App itself)."""
+    if not isinstance(params, dict):
+        return None
+    root_uri, root_path, folders = params.get("rootUri"), params.get("rootPath"), params.get("workspaceFolders")
+    options = params.get("initializationOptions")
+    config = options.get("configPath") if isinstance(options, dict) else None
+    if not all(v is None or isinstance(v, str) for v in (root_uri, root_path, config)):
+        return None
+    if folders is not None and not (isinstance(folders, list) and all(
+            isinstance(f, dict) and isinstance(f.get("uri"), str) and isinstance(f.get("name"), str) for f in folders)):
+        return None
+    return workspace_root(root_uri, root_path, [f["uri"] for f in folders or []]), config or None
 
 
 def plain_capabilities(params: dict[str, Any]) -> dict[str, Any] | None:

@@ -1,0 +1,209 @@
+"""When a new LSP process imports pygls (lsp_early.py's docstring): only once it is needed (a frame
+left to it, a message held for it) or the process is idle (no early work, no frame for `quiet`
+seconds), never beside an early turn. In-process through serve_lsp with its `importer` seam (the
+importer records that it was called and waits for the test), plus a real daemon with a configured
+MCP server whose lsprotocol import is held. No timing is asserted: bench/peers.py measures it."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from conftest import write_config
+from helpers import processes_with, unique_marker, write_call
+from inproc_app import eventually
+from test_lsp_early import INITIALIZED, Capture, HeldDaemon, body
+from test_lsp_early_prompt import answered, asked, init, messages, prompt, reply
+from waiting import DEFAULT_TIMEOUT, scaled, wait_until
+
+from toycoder_daemon.app import App
+from toycoder_daemon.lsp_early import serve_lsp
+from toycoder_daemon.stdio import Inbox
+from toycoder_daemon.testing.fake_llm import FakeLLM
+
+SERVER = Path(__file__).parent / "mcp_servers" / "toy_server.py"
+NEVER_IDLE = 3600.0
+"""A quiet period no test reaches: only a need can start the import."""
+
+
+class Importer:
+    """serve_lsp's importer: says it was called, then waits for the test before importing."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.go = threading.Event()
+
+    def __call__(self) -> tuple[Any, Any]:
+        self.started.set()
+        assert self.go.wait(scaled(DEFAULT_TIMEOUT)), "the test never let the import go on"
+        from toycoder_daemon import rpc_io, server
+
+        return rpc_io, server
+
+
+class Served:
+    """serve_lsp in-process: frames in through an Inbox, frames out into a Capture."""
+
+    def __init__(self, workspace: Path, config: Path, quiet: float, first: list[dict[str, Any]]):
+        self.inbox, self.out, self.importer = Inbox(), Capture(), Importer()
+        initialize = body(init(workspace, config))
+        for msg in [initialize, *map(body, first)]:  # queued before serve_lsp attaches: one read
+            self.inbox.put(msg, None)
+        self.task = asyncio.ensure_future(serve_lsp(self.inbox, self.out, None, answered=initialize,
+                                                    on_end=lambda: None, importer=self.importer, quiet=quiet))
+
+    def send(self, msg: dict[str, Any]) -> None:
+        self.inbox.put(body(msg), None)
+
+    async def end(self) -> int:
+        self.importer.go.set()
+        self.inbox.put(None, None)
+        return await asyncio.wait_for(self.task, scaled(DEFAULT_TIMEOUT))
+
+
+async def stored_session(workspace: Path, config: Path) -> str:
+    app = App.open(workspace, str(config))
+    sid = app.new_session("t").id
+    await app.shutdown()
+    return sid
+
+
+async def test_the_import_waits_for_an_early_turn_then_starts_when_idle(
+        workspace: Path, tmp_path: Path, llm: FakeLLM) -> None:
+    """With no quiet period at all, the import still does not start while an early turn waits for
+    a permission; when the turn has ended it starts without any frame, and pygls then serves."""
+    config = write_config(tmp_path / "config.yaml", llm)
+    sid = await stored_session(workspace, config)
+    llm.add(write_call("one.txt", "1"), {"text": "written"})
+    s = Served(workspace, config, 0.0, [INITIALIZED, prompt(1, sid)])
+    await eventually(lambda: len(asked(s.out, "toycoder/requestPermission")) == 1, "the permission request")
+    assert not s.importer.started.is_set()  # idle at once would have started it long before
+    s.send(reply(asked(s.out, "toycoder/requestPermission")[0]["id"], {"decision": "allow_once"}))
+    await eventually(lambda: answered(s.out, 1) is not None, "the early turn's answer")
+    assert answered(s.out, 1)["result"]["text"] == "written"  # type: ignore[index]
+    await eventually(s.importer.started.is_set, "the import, once the process is idle")
+    s.importer.go.set()
+    s.send({"jsonrpc": "2.0", "id": 2, "method": "toycoder/commands/list", "params": {}})
+    await eventually(lambda: answered(s.out, 2) is not None, "pygls' answer")
+    assert answered(s.out, 2)["result"]["commands"]  # type: ignore[index]
+    assert await s.end() == 0
+
+
+async def test_a_frame_for_pygls_during_an_early_turn_starts_the_import(
+        workspace: Path, tmp_path: Path, llm: FakeLLM) -> None:
+    """A request the early path leaves to pygls starts the import at once, mid-turn, and is answered
+    by pygls while the turn still waits for its permission; the turn then ends as usual."""
+    config = write_config(tmp_path / "config.yaml", llm)
+    sid = await stored_session(workspace, config)
+    llm.add(write_call("one.txt", "1"), {"text": "written"})
+    s = Served(workspace, config, NEVER_IDLE, [INITIALIZED, prompt(1, sid)])
+    await eventually(lambda: len(asked(s.out, "toycoder/requestPermission")) == 1, "the permission request")
+    assert not s.importer.started.is_set()
+    s.send({"jsonrpc": "2.0", "id": 2, "method": "toycoder/commands/list", "params": {}})
+    await eventually(s.importer.started.is_set, "the import a frame for pygls starts")
+    s.importer.go.set()
+    await eventually(lambda: answered(s.out, 2) is not None, "pygls' answer during the turn")
+    assert answered(s.out, 2)["result"]["commands"] and answered(s.out, 1) is None  # type: ignore[index]
+    s.send(reply(asked(s.out, "toycoder/requestPermission")[0]["id"], {"decision": "allow_once"}))
+    await eventually(lambda: answered(s.out, 1) is not None, "the turn's answer after the hand-over")
+    assert answered(s.out, 1)["result"]["text"] == "written"  # type: ignore[index]
+    assert (workspace / "one.txt").read_text() == "1"
+    assert await s.end() == 0
+
+
+async def test_idle_starts_the_import_without_any_frame(workspace: Path, tmp_path: Path, llm: FakeLLM) -> None:
+    """Only the answered initialize came (not even `initialized`): the quiet period passes and the
+    import starts."""
+    config = write_config(tmp_path / "config.yaml", llm)
+    s = Served(workspace, config, 0.05, [])
+    await eventually(s.importer.started.is_set, "the import of an idle process")
+    assert await s.end() == 0
+
+
+async def test_a_held_message_starts_the_import_and_arrives_after_it(workspace: Path, tmp_path: Path) -> None:
+    """A broken config: the error shown at `initialized` waits for pygls, so it is a need (the
+    process never idles into it here), and it reaches the client once pygls is in."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("providers: [not, a, mapping]\n")
+    s = Served(workspace, bad, NEVER_IDLE, [INITIALIZED])
+    await eventually(s.importer.started.is_set, "the import the held message starts")
+    assert not [m for m in messages(s.out) if m.get("method") == "window/showMessage"]
+    s.importer.go.set()
+    await eventually(lambda: any(m.get("method") == "window/showMessage" for m in messages(s.out)), "the message")
+    shown = [m["params"] for m in messages(s.out) if m.get("method") == "window/showMessage"]
+    assert shown[0]["type"] == 1 and "bad.yaml" in shown[0]["message"]
+    assert await s.end() == 0
+
+
+async def test_input_ending_before_anything_wanted_pygls_imports_nothing(
+        workspace: Path, tmp_path: Path, llm: FakeLLM) -> None:
+    """The early answer is written and serve_lsp returns without ever calling the importer."""
+    config = write_config(tmp_path / "config.yaml", llm)
+    s = Served(workspace, config, NEVER_IDLE, [INITIALIZED, {"jsonrpc": "2.0", "id": 1,
+                                                              "method": "toycoder/session/list", "params": {}}])
+    await eventually(lambda: answered(s.out, 1) is not None, "the early answer")
+    s.inbox.put(None, None)
+    assert await asyncio.wait_for(s.task, scaled(DEFAULT_TIMEOUT)) == 0
+    assert not s.importer.started.is_set()
+
+
+def test_mcp_servers_start_once_pygls_is_in_and_reach_the_next_turn(
+        tmp_path: Path, workspace: Path, llm: FakeLLM) -> None:
+    """Through a real daemon with a configured MCP server and lsprotocol held: an early turn runs
+    without it (start-up work waits for pygls, which an early turn does not start); after the turn
+    the idle process imports pygls with no frame sent, the server starts once pygls is in, and the
+    next prompt (pygls' now) offers its tools to the model."""
+    tag = unique_marker("toycoder-lsp-idle-mcp")
+    config = write_config(tmp_path / "config.yaml", llm, extra=(
+        f"mcp_servers:\n  toy: {{command: {sys.executable}, args: [{SERVER}, --tag, {tag}], permission: safe}}\n"))
+    llm.add(write_call("one.txt", "1"), {"text": "written"}, {"text": "with tools"})
+    d = HeldDaemon(tmp_path, config)
+
+    def until(test: Any) -> dict[str, Any]:
+        while not test(m := d.frames.get(timeout=DEFAULT_TIMEOUT)):
+            pass
+        return m
+
+    def offered(request: dict[str, Any]) -> set[str]:
+        return {t["function"]["name"] for t in request["body"].get("tools", [])}
+
+    try:
+        d.send(init(workspace, config))
+        until(lambda m: m.get("id") == 0)
+        d.send(INITIALIZED)
+        d.send({"jsonrpc": "2.0", "id": 1, "method": "toycoder/session/new", "params": {}})
+        d.send({"jsonrpc": "2.0", "id": 2, "method": "toycoder/session/list", "params": {}})
+        sid = until(lambda m: m.get("id") == 1)["result"]["sessionId"]
+        d.send(prompt(3, sid))
+        permission = until(lambda m: m.get("method") == "toycoder/requestPermission")
+        assert not d.entered.exists() and processes_with(tag) == []
+        d.send(reply(permission["id"], {"decision": "allow_once"}))
+        assert until(lambda m: m.get("id") == 3 and "method" not in m)["result"]["text"] == "written"
+        assert "write_file" in offered(llm.requests[0]) and "mcp__toy__add" not in offered(llm.requests[0])
+        wait_until(d.entered.exists, what="the idle daemon to start importing lsprotocol")
+        assert processes_with(tag) == []  # start-up work waits until pygls is in
+        d.release.touch()
+        wait_until(lambda: processes_with(tag), what="the MCP server to start once pygls is in")
+        msg_id = 10
+
+        def tools() -> bool:
+            nonlocal msg_id
+            msg_id += 1
+            d.send({"jsonrpc": "2.0", "id": msg_id, "method": "toycoder/tools/list", "params": {"sessionId": sid}})
+            answer = until(lambda m: m.get("id") == msg_id and "method" not in m)
+            return "mcp__toy__add" in {t["name"] for t in answer["result"]["tools"]}
+
+        wait_until(tools, what="the MCP server's tools", interval=0.1)
+        d.send(prompt(4, sid, "add"))
+        assert until(lambda m: m.get("id") == 4 and "method" not in m)["result"]["text"] == "with tools"
+        assert "mcp__toy__add" in offered(llm.requests[-1])
+    finally:
+        assert d.proc.stdin is not None
+        d.proc.stdin.close()
+        d.proc.wait(timeout=DEFAULT_TIMEOUT)
+    assert d.proc.returncode == 0
+    wait_until(lambda: processes_with(tag) == [], what="the MCP server to exit with the daemon")
+
