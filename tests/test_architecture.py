@@ -31,7 +31,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "app": ("toycoder_daemon.app", "toycoder_daemon.app_models", "toycoder_daemon.factories", "toycoder_daemon.undo",
             "toycoder_daemon.shared_sessions", "toycoder_daemon.session_mcp"),
     "faces": ("toycoder_daemon.server", "toycoder_daemon.editor_frontend", "toycoder_daemon.acp",
-              "toycoder_daemon.acp_frontend", "toycoder_daemon.acp_sessions", "toycoder_daemon.acp_fast",
+              "toycoder_daemon.acp_frontend", "toycoder_daemon.acp_client", "toycoder_daemon.acp_sessions", "toycoder_daemon.acp_fast",
               "toycoder_daemon.acp_fs", "toycoder_daemon.acp_terminal", "toycoder_daemon.acp_content", "toycoder_daemon.acp_mcp", "toycoder_daemon.stdio",
               "toycoder_daemon.rpc_io", "toycoder_daemon.__main__", "toycoder_daemon.lsp_mapping",
               "toycoder_daemon.pygls_adapter", "toycoder_daemon.ndjson", "toycoder_daemon.rpc_checks", "toycoder_daemon.outbox",

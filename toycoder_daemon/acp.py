@@ -20,10 +20,8 @@ from typing import Any, BinaryIO
 from acp import (
     PROTOCOL_VERSION,
     RequestError,
-    update_agent_message_text,
 )
 from acp.core import AgentSideConnection
-from acp.helpers import update_available_commands
 from acp.meta import AGENT_METHODS
 from acp.schema import (
     AgentCapabilities,
@@ -47,9 +45,9 @@ from acp.schema import (
 )
 from pydantic import ValidationError
 
-from . import __version__, acp_fs, acp_mcp, acp_sessions
+from . import __version__, acp_client, acp_fs, acp_mcp, acp_sessions
 from . import protocol as wire
-from .acp_content import command_list, prompt_text, replay
+from .acp_content import commands_update, prompt_text, replay
 from .acp_fast import StdinPump
 from .acp_frontend import AcpFrontend
 from .acp_terminal import Terminals
@@ -89,12 +87,33 @@ def acp_errors(handler: Any) -> Any:
     return wrapped
 
 
+class SdkClient:
+    """acp_client.RawClient over the SDK connection's JSON-RPC layer (`conn._conn`, pinned 0.12.1):
+    the dicts go out as they are, with no model built or validated per update."""
+
+    def __init__(self, conn: AgentSideConnection):
+        self._rpc = conn._conn
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        await self._rpc.send_notification(method, params)
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        try:
+            return await self._rpc.send_request(method, params)
+        except RequestError as e:
+            raise acp_client.ClientError(e.code, str(e), e.data) from None
+
+    async def session_update(self, session_id: str, update: dict[str, Any]) -> None:
+        await self.notify(acp_client.SESSION_UPDATE, {"sessionId": session_id, "update": update})
+
+
 class ToyCoderAgent:
     """The acp.Agent implementation: one small method per ACP method."""
 
     def __init__(self, config_path: str | None = None):
         self.config_path = config_path
         self.conn: Any = None
+        self.raw: SdkClient = None  # type: ignore[assignment]  # set with conn
         self.client_capabilities: ClientCapabilities | None = None
         self.terminals: Terminals | None = None  # set when the client declares terminals (acp_terminal)
         self.apps: dict[Path, App] = {}
@@ -109,6 +128,7 @@ class ToyCoderAgent:
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
+        self.raw = SdkClient(conn)
 
     def app_for(self, cwd: str) -> App:
         p = Path(cwd)
@@ -126,7 +146,7 @@ class ToyCoderAgent:
         for key, app in apps.items():
             self.apps[key] = app
             app.on_notice = lambda level, message: log.warning("%s", message)  # ACP has no message to show
-            acp_sessions.hook(app, self.owner, lambda sid, u: self.conn.session_update(sid, u), self._later, replay,
+            acp_sessions.hook(app, self.owner, lambda sid, u: self.raw.session_update(sid, u), self._later, replay,
                               self.told)
             self._later(app.start())
             log.info("workspace %s, config %s", app.workspace.root, app.config_path or "(built-in defaults)")
@@ -143,7 +163,7 @@ class ToyCoderAgent:
         return app
 
     async def _announce_commands(self, session_id: str) -> None:
-        await self.conn.session_update(session_id, update_available_commands(command_list()))
+        await self.raw.session_update(session_id, commands_update())
 
     # ---- lifecycle and sessions ---------------------------------------------------------------
 
@@ -190,7 +210,7 @@ class ToyCoderAgent:
         title = acp_sessions.opened(self.told, s)
         await acp_mcp.start(self, app, s.id, acp_mcp.specs(mcp_servers))
         for update in replay(s.transcript(), app) + title:
-            await self.conn.session_update(s.id, update)
+            await self.raw.session_update(s.id, update)
         self._later(self._announce_commands(s.id))
         return LoadSessionResponse(modes=acp_sessions.mode_state(s.mode))
 
@@ -238,7 +258,7 @@ class ToyCoderAgent:
         can_read, can_write = acp_fs.declared(caps)
 
         def frontend_for(sid: str, turn_id: str) -> AcpFrontend:
-            frontends.append(AcpFrontend(self.conn, app, sid, can_elicit=can_elicit, can_write=can_write,
+            frontends.append(AcpFrontend(self.raw, app, sid, can_elicit=can_elicit, can_write=can_write,
                                          can_read=can_read, terminals=self.terminals))
             return frontends[-1]
 
@@ -250,7 +270,7 @@ class ToyCoderAgent:
             outcome = await app.prompt(session_id, text, frontend_for, close_on_switch=False)
             r = outcome.result
             if r.stop_reason in ("command", "max_steps") and r.text and frontends:
-                frontends[0].send(update_agent_message_text(r.text + self._action_note(outcome.action)))
+                frontends[0].send(acp_client.chunk(r.text + self._action_note(outcome.action)))
         finally:
             for f in frontends:  # every update reaches the client before the answer does
                 await f.drain()

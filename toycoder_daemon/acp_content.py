@@ -8,24 +8,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from acp import (
-    start_tool_call,
-    text_block,
-    tool_content,
-    update_agent_message_text,
-    update_tool_call,
-    update_user_message_text,
-)
 from acp.schema import (
-    AvailableCommand,
-    AvailableCommandInput,
     EmbeddedResourceContentBlock,
     ResourceContentBlock,
     TextContentBlock,
     TextResourceContents,
-    UnstructuredCommandInput,
 )
 
+from . import acp_client as wire
 from . import safejson
 from .acp_frontend import locations, tool_kind
 from .app import App
@@ -66,24 +56,24 @@ def prompt_text(blocks: list[Any], root: Path) -> str:
     return text + ("\n\n" + "\n\n".join(context) if context else "")
 
 
-def command_list() -> list[AvailableCommand]:
+def commands_update() -> dict[str, Any]:
+    """The available_commands_update announcing our slash commands."""
     out = []
     for c in commands.all():
         hint = c.usage.partition(" ")[2]
-        out.append(AvailableCommand(name=c.name, description=c.help,
-                                    input=AvailableCommandInput(UnstructuredCommandInput(hint=hint)) if hint else None))
-    return out
+        out.append({"name": c.name, "description": c.help, **({"input": {"hint": hint}} if hint else {})})
+    return {"availableCommands": out, "sessionUpdate": "available_commands_update"}
 
 
-def replay(transcript: list[TranscriptEntry], app: App) -> list[Any]:
+def replay(transcript: list[TranscriptEntry], app: App) -> list[dict[str, Any]]:
     """A stored conversation as the session/update notifications a client would have seen."""
-    updates: list[Any] = []
+    updates: list[dict[str, Any]] = []
     for entry in transcript:
         role, text = entry.role, entry.text or ""
         if role == "user":
-            updates.append(update_user_message_text(text))
+            updates.append(wire.chunk(text, "user_message_chunk"))
         elif role == "assistant":
-            updates.append(update_agent_message_text(text))
+            updates.append(wire.chunk(text))
         elif role == "tool_call":
             name = entry.name or "tool"
             try:
@@ -92,12 +82,11 @@ def replay(transcript: list[TranscriptEntry], app: App) -> list[Any]:
                 args = text
             t = app.tools.get(name)
             title = t.describe_call(args) if t and isinstance(args, dict) else name
-            updates.append(start_tool_call(entry.tool_call_id or "", title, kind=tool_kind(name, app),  # type: ignore[arg-type]
-                                           status="in_progress", raw_input=args,
-                                           locations=locations(args, app.workspace.root)))
+            updates.append(wire.tool_call(entry.tool_call_id or "", title, tool_kind(name, app), "in_progress",
+                                          args, locations(args, app.workspace.root)))
         elif role == "tool":
             status = entry.status or "completed"
-            updates.append(update_tool_call(entry.tool_call_id or "",
-                                            status="completed" if status == "completed" else "failed",
-                                            content=[tool_content(text_block(text))]))
+            updates.append(wire.tool_call_update(entry.tool_call_id or "",
+                                                 "completed" if status == "completed" else "failed",
+                                                 [wire.text_content(text)]))
     return updates

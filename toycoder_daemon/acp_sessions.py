@@ -11,9 +11,7 @@ from typing import Any
 from acp import RequestError
 from acp.meta import AGENT_METHODS
 from acp.schema import (
-    CurrentModeUpdate,
     DeleteSessionRequest,
-    SessionInfoUpdate,
     SessionMode,
     SessionModeState,
     SetSessionModeResponse,
@@ -40,7 +38,7 @@ def opened(told: Told, s: Session) -> list[Any]:
     stored id, without the session list, has it from nowhere else). From then on only a change of
     either is news."""
     told[s.id] = (s.title, s.mode)
-    return [SessionInfoUpdate(session_update="session_info_update", title=s.title)] if s.title else []
+    return [{"title": s.title, "sessionUpdate": "session_info_update"}] if s.title else []
 
 
 def hook(app: App, owner: dict[str, App], send: Send, later: Callable[[Coroutine[Any, Any, Any]], Any],
@@ -61,10 +59,10 @@ def hook(app: App, owner: dict[str, App], send: Send, later: Callable[[Coroutine
         title, mode = told.get(summary.id, (None, None))
         updates: list[Any] = []
         if summary.title != title:
-            updates.append(SessionInfoUpdate(session_update="session_info_update", title=summary.title or None,
-                                             updated_at=wire.iso_time(summary.updated_at)))
+            info = {"title": summary.title, "updatedAt": wire.iso_time(summary.updated_at)}
+            updates.append({**{k: v for k, v in info.items() if v}, "sessionUpdate": "session_info_update"})
         if summary.mode and summary.mode != mode:
-            updates.append(CurrentModeUpdate(session_update="current_mode_update", current_mode_id=summary.mode))
+            updates.append({"currentModeId": summary.mode, "sessionUpdate": "current_mode_update"})
         told[summary.id] = (summary.title, summary.mode)
         later(send_all(summary.id, updates))
 
