@@ -8,13 +8,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from acp.schema import (
-    EmbeddedResourceContentBlock,
-    ResourceContentBlock,
-    TextContentBlock,
-    TextResourceContents,
-)
-
 from . import acp_client as wire
 from . import safejson
 from .acp_frontend import locations, tool_kind
@@ -32,22 +25,29 @@ def shown_uri(uri: str, root: Path) -> str:
     return str(p.relative_to(root)) if p == root or root in p.parents else str(p)
 
 
+def _get(value: Any, key: str) -> Any:
+    """A block's field: the SDK's models (the SDK path) or their JSON dicts (acp_early.py)."""
+    return value.get(key) if isinstance(value, dict) else getattr(value, key, None)
+
+
 def prompt_text(blocks: list[Any], root: Path) -> str:
     """Content blocks -> our prompt text: text as is, resources as `@path` mentions, and the text of
     embedded resources appended as context. Images and audio are not read (text-only agent)."""
     pieces: list[str] = []
     context: list[str] = []
     for b in blocks:
-        if isinstance(b, TextContentBlock):
-            pieces.append(b.text)
-        elif isinstance(b, ResourceContentBlock):
-            pieces.append(f"@{shown_uri(b.uri, root)}")
-        elif isinstance(b, EmbeddedResourceContentBlock):
-            pieces.append(f"@{shown_uri(b.resource.uri, root)}")
-            if isinstance(b.resource, TextResourceContents):
-                context.append(f'<context uri="{b.resource.uri}">\n{b.resource.text}\n</context>')
+        kind = _get(b, "type")
+        if kind == "text":
+            pieces.append(_get(b, "text"))
+        elif kind == "resource_link":
+            pieces.append(f"@{shown_uri(_get(b, 'uri'), root)}")
+        elif kind == "resource":
+            resource = _get(b, "resource")
+            pieces.append(f"@{shown_uri(_get(resource, 'uri'), root)}")
+            if isinstance(text := _get(resource, "text"), str):  # a text resource (a blob has none)
+                context.append(f'<context uri="{_get(resource, "uri")}">\n{text}\n</context>')
         else:
-            pieces.append(f"[{getattr(b, 'type', 'content')} omitted: ToyCoder reads text only]")
+            pieces.append(f"[{kind or 'content'} omitted: ToyCoder reads text only]")
     text = ""
     for piece in pieces:  # a mention between two text blocks gets a space on each side
         if text and piece and not text[-1].isspace() and not piece[0].isspace():
