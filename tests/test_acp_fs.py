@@ -16,6 +16,7 @@ from acp.schema import ClientCapabilities, FileSystemCapabilities, ReadTextFileR
 from test_acp import Editor, acp_daemon, acp_face, new_session
 
 from toycoder_daemon import acp_fs
+from toycoder_daemon.acp_client import ClientError
 from toycoder_daemon.ports import EditorTextUnknown
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
@@ -175,7 +176,7 @@ async def test_what_the_client_answers_to_a_read_is_told_apart() -> None:
         def __init__(self, answer: Any):
             self.answer = answer
 
-        async def read_text_file(self, **_: Any) -> Any:
+        async def request(self, method: str, params: dict[str, Any]) -> Any:
             if self.answer == "silent":
                 await asyncio.Event().wait()  # never answers
             if isinstance(self.answer, Exception):
@@ -183,12 +184,15 @@ async def test_what_the_client_answers_to_a_read_is_told_apart() -> None:
             return self.answer
 
     path = Path("/w/calc.py")
-    assert await acp_fs.read_text(Client(ReadTextFileResponse(content="x")), "s1", path) == "x"
-    assert await acp_fs.read_text(Client(RequestError.resource_not_found(str(path))), "s1", path) is None
+    assert await acp_fs.read_text(Client({"content": "x"}), "s1", path) == "x"
+    assert await acp_fs.read_text(Client(ClientError(-32002, "Resource not found", {"uri": str(path)})), "s1",
+                                  path) is None
     for answer, replied, says in [("silent", False, "did not answer within 0.05s"),
-                                  (RequestError.internal_error({"details": "busy"}), True, "busy"),
-                                  (RequestError.method_not_found("fs/read_text_file"), True, "Method not found"),
+                                  (ClientError(-32603, "Internal error", {"details": "busy"}), True, "busy"),
+                                  (ClientError(-32601, "Method not found", {"method": "fs/read_text_file"}), True,
+                                   "Method not found"),
                                   (object(), False, "no text"),
+                                  ({"content": 7}, False, "no text"),
                                   (ConnectionResetError("gone"), False, "ConnectionResetError")]:
         with pytest.raises(EditorTextUnknown) as e:
             await acp_fs.read_text(Client(answer), "s1", path, timeout=0.05)

@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import RequestError
-from acp.schema import ReadTextFileResponse, WriteTextFileResponse
 from inproc_app import InProc, eventually
 
+from toycoder_daemon.acp_client import ClientError
 from toycoder_daemon.acp_frontend import AcpFrontend
 from toycoder_daemon.acp_terminal import Terminals
 from toycoder_daemon.ports import CommandNotStarted, CommandRequest, ToolCallStarted
@@ -27,22 +26,17 @@ class HeldClient:
         self.calls: list[str] = []
         self.release = asyncio.Event()
 
-    async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
-        self.calls.append(f"update {update.session_update} (started)")
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        kind = params["update"]["sessionUpdate"]
+        self.calls.append(f"update {kind} (started)")
         await self.release.wait()
-        self.calls.append(f"update {update.session_update}")
+        self.calls.append(f"update {kind}")
 
-    async def read_text_file(self, session_id: str, path: str, **_: Any) -> ReadTextFileResponse:
-        self.calls.append("fs/read_text_file")
-        return ReadTextFileResponse(content="x = 1\n")
-
-    async def write_text_file(self, session_id: str, path: str, content: str, **_: Any) -> WriteTextFileResponse:
-        self.calls.append("fs/write_text_file")
-        return WriteTextFileResponse()
-
-    async def create_terminal(self, *_: Any, **__: Any) -> Any:
-        self.calls.append("terminal/create")
-        raise RequestError.method_not_found("terminal/create")  # not started: the command would run locally
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        self.calls.append(method)
+        if method == "terminal/create":  # not started: the command would run locally
+            raise ClientError(-32601, "Method not found", {"method": method})
+        return {"content": "x = 1\n"} if method == "fs/read_text_file" else {}
 
 
 def read(f: AcpFrontend, path: Path) -> Awaitable[Any]:

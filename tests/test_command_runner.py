@@ -11,12 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import RequestError
-from acp.schema import CreateTerminalResponse, TerminalOutputResponse, WaitForTerminalExitResponse
 from helpers import AllowAll
 from inproc_app import InProc, eventually
 
 from toycoder_daemon import secrets
+from toycoder_daemon.acp_client import ClientError
 from toycoder_daemon.acp_terminal import TerminalFailed, TerminalRunner, Terminals, terminal_runner
 from toycoder_daemon.agent.subagent import ChildFrontend
 from toycoder_daemon.ports import CommandNotStarted, CommandOutput, CommandRequest
@@ -135,22 +134,27 @@ class Client:
         if name in self.fail:
             raise self.fail[name]
 
-    async def create_terminal(self, session_id: str, command: str, *args: Any, **kw: Any) -> Any:
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        """acp_client.RawClient: terminal/<x> goes to the method below."""
+        named = {"create": self.create_terminal, "output": self.terminal_output,
+                 "wait_for_exit": self.wait_for_terminal_exit, "kill": self.kill_terminal,
+                 "release": self.release_terminal}[method.removeprefix("terminal/")]
+        return await (named(params) if method == "terminal/create" else named(params["sessionId"], params["terminalId"]))
+
+    async def create_terminal(self, params: dict[str, Any]) -> Any:
         await self._call("create")
         if self.create_gate is not None:
             await self.create_gate.wait()
-        if self.create_answer is not None:  # validated as the SDK validates the client's answer
-            return CreateTerminalResponse.model_validate(self.create_answer)
-        return CreateTerminalResponse(terminal_id="t1")
+        return self.create_answer if self.create_answer is not None else {"terminalId": "t1"}
 
     async def terminal_output(self, session_id: str, terminal_id: str) -> Any:
         await self._call("output")
-        return TerminalOutputResponse(output="out", truncated=False)
+        return {"output": "out", "truncated": False}
 
     async def wait_for_terminal_exit(self, session_id: str, terminal_id: str) -> Any:
         await self._call("wait")
         await self.exit_gate.wait()
-        return WaitForTerminalExitResponse(exit_code=0)
+        return {"exitCode": 0}
 
     async def kill_terminal(self, session_id: str, terminal_id: str) -> None:
         self.ended.append(("kill", terminal_id))
@@ -211,7 +215,7 @@ async def test_cancelled_twice_it_still_kills_and_releases() -> None:
 
 async def test_create_answered_with_an_error_is_not_started_and_terminals_stop() -> None:
     client = Client()
-    client.fail["create"] = RequestError.method_not_found("terminal/create")
+    client.fail["create"] = ClientError(-32601, "Method not found", {"method": "terminal/create"})
     runner, _, terminals = runner_for(client)
     with pytest.raises(CommandNotStarted):
         await runner.run(REQUEST)
@@ -220,7 +224,7 @@ async def test_create_answered_with_an_error_is_not_started_and_terminals_stop()
 
 async def test_an_error_after_the_start_fails_the_call_and_releases() -> None:
     client = Client()
-    client.fail["wait"] = RequestError.internal_error({"why": "terminal crashed"})
+    client.fail["wait"] = ClientError(-32603, "Internal error", {"why": "terminal crashed"})
     runner, _, terminals = runner_for(client)
     with pytest.raises(TerminalFailed, match="failed while the command ran"):
         await runner.run(REQUEST)

@@ -216,11 +216,11 @@ async def test_a_subagents_writes_are_the_turns_and_undone_with_it(inproc, works
 
 
 def test_the_acp_face_offers_the_checkpoint_commands() -> None:
-    from toycoder_daemon.acp_content import command_list
+    from toycoder_daemon.acp_content import commands_update
 
-    offered = {c.name: c for c in command_list()}
+    offered = {c["name"]: c for c in commands_update()["availableCommands"]}
     assert {"undo", "checkpoints", "restore"} <= set(offered)
-    assert offered["restore"].input is not None  # takes the turn as input
+    assert offered["restore"].get("input") is not None  # takes the turn as input
 
 
 async def test_a_cancelled_restore_still_finishes_and_tells_the_model(inproc, workspace: Path, monkeypatch) -> None:

@@ -20,10 +20,8 @@ from typing import Any, BinaryIO
 from acp import (
     PROTOCOL_VERSION,
     RequestError,
-    update_agent_message_text,
 )
 from acp.core import AgentSideConnection
-from acp.helpers import update_available_commands
 from acp.meta import AGENT_METHODS
 from acp.schema import (
     AgentCapabilities,
@@ -35,35 +33,32 @@ from acp.schema import (
     LoadSessionResponse,
     NewSessionResponse,
     PromptCapabilities,
-    PromptResponse,
     ResumeSessionResponse,
     SessionCapabilities,
     SessionCloseCapabilities,
     SessionDeleteCapabilities,
     SessionInfo,
     SessionListCapabilities,
+    SessionModeState,
     SessionResumeCapabilities,
-    Usage,
 )
 from pydantic import ValidationError
 
-from . import __version__, acp_fs, acp_mcp, acp_sessions
+from . import __version__, acp_client, acp_fs, acp_mcp, acp_sessions, acp_turn
 from . import protocol as wire
-from .acp_content import command_list, prompt_text, replay
+from .acp_content import commands_update, replay
+from .acp_early_link import Replies
 from .acp_fast import StdinPump
-from .acp_frontend import AcpFrontend
 from .acp_terminal import Terminals
 from .app import App
 from .background import Background
 from .coalesce import OUTPUT
-from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound, ToyCoderError
+from .errors import ToyCoderError
 from .ndjson import FrameTransport, LineTransport
 from .outbox import Outbox, written
 
 log = logging.getLogger(__name__)
 
-STOP_REASONS = {"end_turn": "end_turn", "max_steps": "max_turn_requests", "max_tokens": "max_tokens",
-                "cancelled": "cancelled", "command": "end_turn"}
 RESOURCE_NOT_FOUND = acp_sessions.RESOURCE_NOT_FOUND
 ACP_NOTIFICATIONS = frozenset(m for m in AGENT_METHODS.values()
                               if m == "session/cancel" or m.startswith("document/did"))
@@ -77,16 +72,36 @@ def acp_errors(handler: Any) -> Any:
     async def wrapped(*args: Any, **kwargs: Any) -> Any:
         try:
             return await handler(*args, **kwargs)
-        except SessionNotFound as e:
-            raise RequestError(RESOURCE_NOT_FOUND, str(e), {"sessionId": e.session_id}) from None
-        except SessionBusy as e:
-            raise RequestError(wire.SESSION_BUSY, str(e), {"sessionId": e.session_id}) from None
-        except ProviderError as e:
-            raise RequestError(wire.PROVIDER_ERROR, str(e), {"provider": e.provider}) from None
-        except ConfigError as e:
-            raise RequestError(wire.CONFIG_ERROR, str(e)) from None
+        except ToyCoderError as e:
+            if (error := acp_turn.core_error(e)) is None:
+                raise
+            raise RequestError(*error) from None
 
     return wrapped
+
+
+class SdkClient:
+    """acp_client.RawClient over the SDK connection's JSON-RPC layer (`conn._conn`, pinned 0.12.1):
+    the dicts go out as they are, with no model built or validated per update."""
+
+    def __init__(self, conn: AgentSideConnection):
+        self._rpc = conn._conn
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        await self._rpc.send_notification(method, params)
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        try:
+            return await self._rpc.send_request(method, params)
+        except RequestError as e:
+            raise acp_client.ClientError(e.code, str(e), e.data) from None
+
+    def ids_after(self, used: int) -> None:
+        """Request ids below `used` were acp_early's (the client's answers to them go there)."""
+        self._rpc._next_request_id = max(self._rpc._next_request_id, used)
+
+    async def session_update(self, session_id: str, update: dict[str, Any]) -> None:
+        await self.notify(acp_client.SESSION_UPDATE, {"sessionId": session_id, "update": update})
 
 
 class ToyCoderAgent:
@@ -95,7 +110,9 @@ class ToyCoderAgent:
     def __init__(self, config_path: str | None = None):
         self.config_path = config_path
         self.conn: Any = None
+        self.raw: SdkClient = None  # type: ignore[assignment]  # set with conn
         self.client_capabilities: ClientCapabilities | None = None
+        self.caps = acp_turn.Caps()
         self.terminals: Terminals | None = None  # set when the client declares terminals (acp_terminal)
         self.apps: dict[Path, App] = {}
         self.owner: dict[str, App] = {}
@@ -109,6 +126,7 @@ class ToyCoderAgent:
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
+        self.raw = SdkClient(conn)
 
     def app_for(self, cwd: str) -> App:
         p = Path(cwd)
@@ -121,19 +139,24 @@ class ToyCoderAgent:
             self.adopt({key: app}, {})
         return app
 
-    def adopt(self, apps: dict[Path, App], sessions: dict[str, App]) -> None:
-        """Wire Apps (and sessions) opened here, or by acp_early.py before the SDK was in."""
+    def adopt(self, apps: dict[Path, App], sessions: dict[str, App], *, started: bool = False,
+              turns: list[asyncio.Task[Any]] | None = None) -> None:
+        """Wire Apps (and sessions) opened here, or by acp_early.py before the SDK was in (`started`:
+        it started them and announced the sessions' commands; `turns`: its prompts still running)."""
+        self._prompts.update(turns or [])
         for key, app in apps.items():
             self.apps[key] = app
             app.on_notice = lambda level, message: log.warning("%s", message)  # ACP has no message to show
-            acp_sessions.hook(app, self.owner, lambda sid, u: self.conn.session_update(sid, u), self._later, replay,
+            acp_sessions.hook(app, self.owner, lambda sid, u: self.raw.session_update(sid, u), self._later, replay,
                               self.told)
-            self._later(app.start())
+            if not started:
+                self._later(app.start())
             log.info("workspace %s, config %s", app.workspace.root, app.config_path or "(built-in defaults)")
         self.owner.update(sessions)
         for session_id, app in sessions.items():
             acp_sessions.opened(self.told, app.peek(session_id))
-            self._later(self._announce_commands(session_id))
+            if not started:
+                self._later(self._announce_commands(session_id))
 
     def app_of(self, session_id: str) -> App:
         app = self.owner.get(session_id)
@@ -143,7 +166,7 @@ class ToyCoderAgent:
         return app
 
     async def _announce_commands(self, session_id: str) -> None:
-        await self.conn.session_update(session_id, update_available_commands(command_list()))
+        await self.raw.session_update(session_id, commands_update())
 
     # ---- lifecycle and sessions ---------------------------------------------------------------
 
@@ -151,6 +174,10 @@ class ToyCoderAgent:
                          client_info: Any = None, **_: Any) -> InitializeResponse:
         self.client_capabilities = client_capabilities
         self.terminals = Terminals(usable=True) if client_capabilities and client_capabilities.terminal else None
+        caps = client_capabilities
+        can_read, can_write = acp_fs.declared(caps)
+        self.caps = acp_turn.Caps(elicit=bool(caps and caps.elicitation and caps.elicitation.form is not None),
+                                  read=can_read, write=can_write)
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
@@ -180,7 +207,7 @@ class ToyCoderAgent:
         acp_sessions.opened(self.told, s)
         await acp_mcp.start(self, app, s.id, servers)
         self._later(self._announce_commands(s.id))  # queued after the answer
-        return NewSessionResponse(session_id=s.id, modes=acp_sessions.mode_state(s.mode))
+        return NewSessionResponse(session_id=s.id, modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)))
 
     @acp_errors
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any) -> LoadSessionResponse:
@@ -190,9 +217,9 @@ class ToyCoderAgent:
         title = acp_sessions.opened(self.told, s)
         await acp_mcp.start(self, app, s.id, acp_mcp.specs(mcp_servers))
         for update in replay(s.transcript(), app) + title:
-            await self.conn.session_update(s.id, update)
+            await self.raw.session_update(s.id, update)
         self._later(self._announce_commands(s.id))
-        return LoadSessionResponse(modes=acp_sessions.mode_state(s.mode))
+        return LoadSessionResponse(modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)))
 
     @acp_errors
     async def resume_session(self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any) -> ResumeSessionResponse:
@@ -203,7 +230,7 @@ class ToyCoderAgent:
         acp_sessions.opened(self.told, s)  # the client shows the session already, its title included
         await acp_mcp.start(self, app, s.id, acp_mcp.specs(mcp_servers))
         self._later(self._announce_commands(s.id))
-        return ResumeSessionResponse(modes=acp_sessions.mode_state(s.mode))
+        return ResumeSessionResponse(modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)))
 
     @acp_errors
     async def close_session(self, session_id: str, **_: Any) -> None:
@@ -226,49 +253,18 @@ class ToyCoderAgent:
     # ---- turns --------------------------------------------------------------------------------
 
     @acp_errors
-    async def prompt(self, prompt: list[Any], session_id: str, **_: Any) -> PromptResponse:
+    async def prompt(self, prompt: list[Any], session_id: str, **_: Any) -> dict[str, Any]:
         app = self.app_of(session_id)
-        text = prompt_text(prompt, app.workspace.root)
-        if not text.strip():
-            raise RequestError.invalid_params({"prompt": "the prompt is empty"})
-        frontends: list[AcpFrontend] = []
-
-        caps = self.client_capabilities
-        can_elicit = bool(caps and caps.elicitation and caps.elicitation.form is not None)
-        can_read, can_write = acp_fs.declared(caps)
-
-        def frontend_for(sid: str, turn_id: str) -> AcpFrontend:
-            frontends.append(AcpFrontend(self.conn, app, sid, can_elicit=can_elicit, can_write=can_write,
-                                         can_read=can_read, terminals=self.terminals))
-            return frontends[-1]
-
         me = asyncio.current_task()
         if me:
             self._prompts.add(me)
         try:
-            # /new and /switch leave the session open: the client still holds it (and gave its MCP servers)
-            outcome = await app.prompt(session_id, text, frontend_for, close_on_switch=False)
-            r = outcome.result
-            if r.stop_reason in ("command", "max_steps") and r.text and frontends:
-                frontends[0].send(update_agent_message_text(r.text + self._action_note(outcome.action)))
+            return await acp_turn.run_prompt(app, session_id, prompt, self.raw, self.caps, self.terminals)
+        except acp_turn.EmptyPrompt as e:
+            raise RequestError.invalid_params({"prompt": str(e)}) from None
         finally:
-            for f in frontends:  # every update reaches the client before the answer does
-                await f.drain()
             if me:
                 self._prompts.discard(me)
-        u = r.usage
-        return PromptResponse(stop_reason=STOP_REASONS.get(r.stop_reason, "end_turn"),  # type: ignore[arg-type]
-                              usage=Usage(total_tokens=u.total_tokens, input_tokens=u.prompt_tokens,
-                                          output_tokens=u.completion_tokens))
-
-    @staticmethod
-    def _action_note(action: dict[str, Any] | None) -> str:
-        """ACP lets the client, not the agent, pick the session: say what to do instead."""
-        if not action:
-            return ""
-        if action.get("kind") == "switch":
-            return f"\n(open session {action['sessionId']} from your editor's session list to continue there)"
-        return "\n(close the agent from your editor to quit)"
 
     async def cancel(self, session_id: str, **_: Any) -> None:
         app = self.owner.get(session_id)
@@ -307,7 +303,7 @@ def quiet_client_mistakes(conn: AgentSideConnection) -> None:
 
 
 async def serve_acp(out: BinaryIO | Outbox, config_path: str | None = None, *,
-                    reader: asyncio.StreamReader | StdinPump | None = None, on_end: Callable[[], None] | None = None,
+                    reader: asyncio.StreamReader | StdinPump | Replies | None = None, on_end: Callable[[], None] | None = None,
                     answered: dict[str, Any] | None = None, prepare: Callable[[ToyCoderAgent], Any] = lambda agent: None) -> int:
     """Serve ACP on stdin (or `reader`: __main__'s pump, or a stream when tests drive the face
     in-process) and `out` until the input ends; returns the exit code. `answered` holds the params
@@ -317,7 +313,7 @@ async def serve_acp(out: BinaryIO | Outbox, config_path: str | None = None, *,
     rule (outbox.py)."""
     if reader is None:
         reader = StdinPump()
-    read = reader.read if isinstance(reader, StdinPump) else functools.partial(reader.read, 1 << 16)
+    read = functools.partial(reader.read, 1 << 16) if isinstance(reader, asyncio.StreamReader) else reader.read
     outbox = out if isinstance(out, Outbox) else None
     if outbox is not None:
         OUTPUT.set(outbox)  # the SDK's tasks (and so the turns) start from this task's context

@@ -8,24 +8,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from acp import (
-    start_tool_call,
-    text_block,
-    tool_content,
-    update_agent_message_text,
-    update_tool_call,
-    update_user_message_text,
-)
-from acp.schema import (
-    AvailableCommand,
-    AvailableCommandInput,
-    EmbeddedResourceContentBlock,
-    ResourceContentBlock,
-    TextContentBlock,
-    TextResourceContents,
-    UnstructuredCommandInput,
-)
-
+from . import acp_client as wire
 from . import safejson
 from .acp_frontend import locations, tool_kind
 from .app import App
@@ -42,22 +25,29 @@ def shown_uri(uri: str, root: Path) -> str:
     return str(p.relative_to(root)) if p == root or root in p.parents else str(p)
 
 
+def _get(value: Any, key: str) -> Any:
+    """A block's field: the SDK's models (the SDK path) or their JSON dicts (acp_early.py)."""
+    return value.get(key) if isinstance(value, dict) else getattr(value, key, None)
+
+
 def prompt_text(blocks: list[Any], root: Path) -> str:
     """Content blocks -> our prompt text: text as is, resources as `@path` mentions, and the text of
     embedded resources appended as context. Images and audio are not read (text-only agent)."""
     pieces: list[str] = []
     context: list[str] = []
     for b in blocks:
-        if isinstance(b, TextContentBlock):
-            pieces.append(b.text)
-        elif isinstance(b, ResourceContentBlock):
-            pieces.append(f"@{shown_uri(b.uri, root)}")
-        elif isinstance(b, EmbeddedResourceContentBlock):
-            pieces.append(f"@{shown_uri(b.resource.uri, root)}")
-            if isinstance(b.resource, TextResourceContents):
-                context.append(f'<context uri="{b.resource.uri}">\n{b.resource.text}\n</context>')
+        kind = _get(b, "type")
+        if kind == "text":
+            pieces.append(_get(b, "text"))
+        elif kind == "resource_link":
+            pieces.append(f"@{shown_uri(_get(b, 'uri'), root)}")
+        elif kind == "resource":
+            resource = _get(b, "resource")
+            pieces.append(f"@{shown_uri(_get(resource, 'uri'), root)}")
+            if isinstance(text := _get(resource, "text"), str):  # a text resource (a blob has none)
+                context.append(f'<context uri="{_get(resource, "uri")}">\n{text}\n</context>')
         else:
-            pieces.append(f"[{getattr(b, 'type', 'content')} omitted: ToyCoder reads text only]")
+            pieces.append(f"[{kind or 'content'} omitted: ToyCoder reads text only]")
     text = ""
     for piece in pieces:  # a mention between two text blocks gets a space on each side
         if text and piece and not text[-1].isspace() and not piece[0].isspace():
@@ -66,24 +56,24 @@ def prompt_text(blocks: list[Any], root: Path) -> str:
     return text + ("\n\n" + "\n\n".join(context) if context else "")
 
 
-def command_list() -> list[AvailableCommand]:
+def commands_update() -> dict[str, Any]:
+    """The available_commands_update announcing our slash commands."""
     out = []
     for c in commands.all():
         hint = c.usage.partition(" ")[2]
-        out.append(AvailableCommand(name=c.name, description=c.help,
-                                    input=AvailableCommandInput(UnstructuredCommandInput(hint=hint)) if hint else None))
-    return out
+        out.append({"name": c.name, "description": c.help, **({"input": {"hint": hint}} if hint else {})})
+    return {"availableCommands": out, "sessionUpdate": "available_commands_update"}
 
 
-def replay(transcript: list[TranscriptEntry], app: App) -> list[Any]:
+def replay(transcript: list[TranscriptEntry], app: App) -> list[dict[str, Any]]:
     """A stored conversation as the session/update notifications a client would have seen."""
-    updates: list[Any] = []
+    updates: list[dict[str, Any]] = []
     for entry in transcript:
         role, text = entry.role, entry.text or ""
         if role == "user":
-            updates.append(update_user_message_text(text))
+            updates.append(wire.chunk(text, "user_message_chunk"))
         elif role == "assistant":
-            updates.append(update_agent_message_text(text))
+            updates.append(wire.chunk(text))
         elif role == "tool_call":
             name = entry.name or "tool"
             try:
@@ -92,12 +82,11 @@ def replay(transcript: list[TranscriptEntry], app: App) -> list[Any]:
                 args = text
             t = app.tools.get(name)
             title = t.describe_call(args) if t and isinstance(args, dict) else name
-            updates.append(start_tool_call(entry.tool_call_id or "", title, kind=tool_kind(name, app),  # type: ignore[arg-type]
-                                           status="in_progress", raw_input=args,
-                                           locations=locations(args, app.workspace.root)))
+            updates.append(wire.tool_call(entry.tool_call_id or "", title, tool_kind(name, app), "in_progress",
+                                          args, locations(args, app.workspace.root)))
         elif role == "tool":
             status = entry.status or "completed"
-            updates.append(update_tool_call(entry.tool_call_id or "",
-                                            status="completed" if status == "completed" else "failed",
-                                            content=[tool_content(text_block(text))]))
+            updates.append(wire.tool_call_update(entry.tool_call_id or "",
+                                                 "completed" if status == "completed" else "failed",
+                                                 [wire.text_content(text)]))
     return updates

@@ -13,32 +13,9 @@ import logging
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from acp import (
-    start_tool_call,
-    text_block,
-    tool_content,
-    update_agent_message_text,
-    update_agent_thought_text,
-    update_tool_call,
-)
-from acp.schema import (
-    AcceptElicitationResponse,
-    AgentPlanUpdate,
-    AllowedOutcome,
-    ElicitationFormSessionMode,
-    ElicitationSchema,
-    ElicitationStringPropertySchema,
-    FileEditToolCallContent,
-    PermissionOption,
-    TerminalToolCallContent,
-    ToolCallLocation,
-    ToolCallUpdate,
-    UsageUpdate,
-)
-from acp.schema import PlanEntry as AcpPlanEntry
-
+from . import acp_client as wire
 from . import acp_fs
 from .acp_terminal import Terminals, terminal_runner
 from .coalesce import TextCoalescer
@@ -66,9 +43,9 @@ log = logging.getLogger(__name__)
 
 KINDS = {"read_file": "read", "list_directory": "read", "glob_search": "search", "grep_search": "search",
          "write_file": "edit", "edit_file": "edit", "run_command": "execute"}
-OPTIONS = [PermissionOption(option_id="allow_once", name="Allow", kind="allow_once"),
-           PermissionOption(option_id="allow_always", name="Always allow", kind="allow_always"),
-           PermissionOption(option_id="reject_once", name="Reject", kind="reject_once")]
+OPTIONS = [{"optionId": "allow_once", "name": "Allow", "kind": "allow_once"},
+           {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
+           {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"}]
 
 
 def tool_kind(name: str, app: App) -> str:
@@ -79,19 +56,19 @@ def tool_kind(name: str, app: App) -> str:
     return "think" if t is not None and t.source == "agent" else "other"
 
 
-def locations(arguments: Any, root: Path) -> list[ToolCallLocation] | None:
+def locations(arguments: Any, root: Path) -> list[dict[str, Any]] | None:
     path = arguments.get("path") if isinstance(arguments, dict) else None
-    return [ToolCallLocation(path=str(root / path))] if isinstance(path, str) and path else None
+    return [wire.location(str(root / path))] if isinstance(path, str) and path else None
 
 
-def permission_locations(request: PermissionRequest) -> list[ToolCallLocation] | None:
+def permission_locations(request: PermissionRequest) -> list[dict[str, Any]] | None:
     """Where a permission request points: the path relative to the root (clients join it with the
     cwd) and the first changed line of the diff preview."""
     preview = request.preview or {}
     path = preview.get("path") or (request.arguments.get("path") if isinstance(request.arguments, dict) else None)
     if not isinstance(path, str) or not path:
         return None
-    return [ToolCallLocation(path=path, line=first_changed_line(str(preview.get("diff") or "")))]
+    return [wire.location(path, first_changed_line(str(preview.get("diff") or "")))]
 
 
 def first_changed_line(diff: str) -> int | None:
@@ -114,7 +91,7 @@ def first_changed_line(diff: str) -> int | None:
     return max(1, min(at, last) if count else start)
 
 
-def diff_content(preview: dict[str, Any] | None, root: Path) -> FileEditToolCallContent | None:
+def diff_content(preview: dict[str, Any] | None, root: Path) -> dict[str, Any] | None:
     """ACP's diff (old and new text) from our unified-diff preview: the hunks' lines, not the whole
     file (the client shows it; it is not applied). A new file has no old text."""
     if not preview or preview.get("kind") != "diff":
@@ -135,22 +112,11 @@ def diff_content(preview: dict[str, Any] | None, root: Path) -> FileEditToolCall
                 old.append(line[1:])
             if line[0] != "-":
                 new.append(line[1:])
-    return FileEditToolCallContent(type="diff", path=str(root / preview.get("path", "")),
-                                   old_text=None if created else "".join(old), new_text="".join(new))
-
-
-class AcpClient(Protocol):
-    """What a turn needs of the ACP connection (the SDK's AgentSideConnection has these)."""
-
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None: ...
-    async def request_permission(self, session_id: str, tool_call: Any, options: Any, **kwargs: Any) -> Any: ...
-    async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any: ...
-    async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> Any: ...
-    async def read_text_file(self, session_id: str, path: str, **kwargs: Any) -> Any: ...
+    return wire.diff(str(root / preview.get("path", "")), None if created else "".join(old), "".join(new))
 
 
 class AcpFrontend:
-    def __init__(self, client: AcpClient, app: App, session_id: str, *, can_elicit: bool = False,
+    def __init__(self, client: wire.RawClient, app: App, session_id: str, *, can_elicit: bool = False,
                  can_write: bool = False, can_read: bool = False, terminals: Terminals | None = None):
         self.client = client
         self.terminals = terminals
@@ -165,11 +131,11 @@ class AcpFrontend:
         self.session_id = session_id
         # a sub-agent's text (it has a parent tool call) is its thinking
         self._text = TextCoalescer(lambda thought, text: self.send(
-            (update_agent_thought_text if thought else update_agent_message_text)(text)))
+            wire.chunk(text, "agent_thought_chunk" if thought else "agent_message_chunk")))
         self._tail: asyncio.Future[None] | None = None
         self._names: dict[str, str] = {}
-        self._diffs: dict[str, FileEditToolCallContent] = {}
-        self._terminals: dict[str, TerminalToolCallContent] = {}
+        self._diffs: dict[str, dict[str, Any]] = {}
+        self._terminals: dict[str, dict[str, Any]] = {}
 
     # ---- updates ------------------------------------------------------------------------------
 
@@ -185,7 +151,7 @@ class AcpFrontend:
     def flush(self) -> None:
         self._text.flush()
 
-    def send(self, update: Any) -> None:
+    def send(self, update: dict[str, Any]) -> None:
         """Queue a session/update behind the ones before it."""
         prev = self._tail
 
@@ -193,7 +159,7 @@ class AcpFrontend:
             if prev is not None:
                 await asyncio.wait({prev})
             try:
-                await self.client.session_update(self.session_id, update)
+                await self.client.notify(wire.SESSION_UPDATE, {"sessionId": self.session_id, "update": update})
             except Exception as e:  # the client went away: nothing to show it on
                 log.debug("session/update not sent: %s", e)
 
@@ -216,8 +182,8 @@ class AcpFrontend:
         title = event.title
         if event.parent_tool_call_id:
             title = f"{self._names.get(event.parent_tool_call_id, 'sub-agent')} › {title}"
-        return start_tool_call(
-            event.tool_call_id, title, kind=tool_kind(event.name, self.app),  # type: ignore[arg-type]
+        return wire.tool_call(
+            event.tool_call_id, title, kind=tool_kind(event.name, self.app),
             # pending: awaiting the person's approval (it comes with the permission request); a call
             # that is not asked about (safe, a mode, a rule, "always", refused) starts at once
             status="pending" if event.will_ask else "in_progress",
@@ -225,7 +191,7 @@ class AcpFrontend:
         )
 
     def _tool_result(self, event: ToolCallFinished) -> Any:
-        content: list[Any] = [tool_content(text_block(event.output))]
+        content = [wire.text_content(event.output)]
         if event.status == "completed" and event.tool_call_id in self._diffs:
             content.insert(0, self._diffs.pop(event.tool_call_id))
         terminal = self._terminals.pop(event.tool_call_id, None)
@@ -233,8 +199,8 @@ class AcpFrontend:
         # was redacted from it (secrets.redact's mark) the final content is our redacted text alone.
         if terminal is not None and "***" not in event.output:
             content.insert(0, terminal)
-        return update_tool_call(event.tool_call_id, status="completed" if event.status == "completed" else "failed",
-                                content=content, raw_output={"status": event.status, "output": event.output})
+        return wire.tool_call_update(event.tool_call_id, "completed" if event.status == "completed" else "failed",
+                                     content, raw_output={"status": event.status, "output": event.output})
 
     def _usage(self, event: UsageReport) -> Any:
         if event.parent_tool_call_id:
@@ -242,18 +208,19 @@ class AcpFrontend:
         s = self.app.live.get(self.session_id)
         used = s.context_mark[0] if s and s.context_mark[0] else event.total_tokens
         size = max(used, self.app.config.session.max_context_tokens)
-        return UsageUpdate(session_update="usage_update", used=used, size=size)
+        return {"used": used, "size": size, "sessionUpdate": "usage_update"}
 
     def _retry(self, event: RetryScheduled) -> Any:
-        return update_agent_thought_text(
+        return wire.chunk(
             f"\n[model request failed ({event.reason}); retry {event.attempt} in {event.delay_seconds:g}s; "
-            "the partial reply above is discarded]\n")
+            "the partial reply above is discarded]\n", "agent_thought_chunk")
 
     def _changes(self, event: FilesChanged) -> Any:
         if event.parent_tool_call_id:
             return None
         shown = ", ".join(f"{f.path} ({f.status})" for f in event.files)
-        return update_agent_thought_text(f"\n[{len(event.files)} file(s) changed: {shown}; /undo restores them]\n")
+        return wire.chunk(f"\n[{len(event.files)} file(s) changed: {shown}; /undo restores them]\n",
+                          "agent_thought_chunk")
 
     def can_apply_edit(self) -> bool:
         return self.can_write
@@ -272,8 +239,9 @@ class AcpFrontend:
             return EditApplied(False, "the client cannot write files (no fs.writeTextFile capability)")
         await self.drain()
         try:
-            await reply_within(self.client.write_text_file(session_id=self.session_id, path=str(path), content=after),
-                               self._timeout())  # as workspace/applyEdit on the LSP face
+            await reply_within(self.client.request("fs/write_text_file", {
+                "sessionId": self.session_id, "path": str(path), "content": after}),
+                self._timeout())  # as workspace/applyEdit on the LSP face
         except asyncio.CancelledError:
             raise
         except Exception as e:
@@ -285,12 +253,12 @@ class AcpFrontend:
 
     def show_terminal(self, tool_call_id: str, terminal_id: str) -> None:
         """The running command's terminal in its tool call (the client shows its output live)."""
-        self._terminals[tool_call_id] = TerminalToolCallContent(type="terminal", terminal_id=terminal_id)
-        self.send(update_tool_call(tool_call_id, status="in_progress", content=[self._terminals[tool_call_id]]))
+        self._terminals[tool_call_id] = wire.terminal(terminal_id)
+        self.send(wire.tool_call_update(tool_call_id, "in_progress", [self._terminals[tool_call_id]]))
 
     def _compaction(self, event: Compacted) -> Any:
         how = "summarised" if event.strategy == "summary" else "truncated"
-        return update_agent_thought_text(f"[context {how}: {event.before} -> {event.after} messages]\n")
+        return wire.chunk(f"[context {how}: {event.before} -> {event.after} messages]\n", "agent_thought_chunk")
 
     # ---- questions to the person --------------------------------------------------------------
 
@@ -300,30 +268,27 @@ class AcpFrontend:
     async def confirm(self, request: PermissionRequest) -> Decision:
         await self.drain()  # the client knows the tool call before it is asked about it
         preview = request.preview or {}
-        content: list[Any] = []
+        content: list[dict[str, Any]] = []
         diff = diff_content(preview, self.app.workspace.root)
         if diff is not None:
             self._diffs[request.tool_call_id] = diff
             content.append(diff)
         elif preview.get("kind") == "command":
-            content.append(tool_content(text_block(f"$ {preview.get('command')}\n(in {preview.get('cwd')})")))
-        call = ToolCallUpdate(tool_call_id=request.tool_call_id, title=request.title, status="pending",
-                              kind=tool_kind(request.tool, self.app),  # type: ignore[arg-type]
-                              raw_input=request.arguments, content=content or None,
-                              locations=permission_locations(request))
+            content.append(wire.text_content(f"$ {preview.get('command')}\n(in {preview.get('cwd')})"))
+        call = wire.permission_call(request.tool_call_id, request.title, tool_kind(request.tool, self.app),
+                                    request.arguments, content, permission_locations(request))
+        params = {"sessionId": self.session_id, "toolCall": call, "options": OPTIONS}
         try:
-            answer = await reply_within(self.client.request_permission(self.session_id, call, OPTIONS),
-                                        self._timeout())
+            answer = await reply_within(self.client.request("session/request_permission", params), self._timeout())
+            choice = wire.permission_choice(answer)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # timeout, error reply, malformed answer, client gone: not a yes
             log.info("permission for %s not granted (%s: %s)", request.title, type(e).__name__, e)
             return "reject"
-        outcome = answer.outcome
-        choice = outcome.option_id if isinstance(outcome, AllowedOutcome) else "cancelled"
         decision: Decision = choice if choice in ("allow_once", "allow_always") else "reject"  # type: ignore[assignment]
         if decision != "reject":
-            self.send(update_tool_call(request.tool_call_id, status="in_progress"))
+            self.send(wire.tool_call_update(request.tool_call_id, "in_progress"))
         return decision
 
     async def ask(self, question: str, options: list[str] | None) -> str | None:
@@ -331,19 +296,20 @@ class AcpFrontend:
         if not self.can_elicit:
             return None
         await self.drain()
-        field = ElicitationStringPropertySchema(type="string", title="Answer", enum=options or None)
-        mode = ElicitationFormSessionMode(session_id=self.session_id, requested_schema=ElicitationSchema(
-            properties={"answer": field}, required=["answer"]))
+        field: dict[str, Any] = {"title": "Answer", "enum": options} if options else {"title": "Answer"}
+        field["type"] = "string"
+        params = {"sessionId": self.session_id, "message": question, "mode": "form",
+                  "requestedSchema": {"properties": {"answer": field}, "required": ["answer"]}}
         try:
-            reply = await reply_within(self.client.create_elicitation(question, mode), self._timeout())
+            reply = await reply_within(self.client.request("elicitation/create", params), self._timeout())
         except asyncio.CancelledError:
             raise
         except Exception as e:
             log.info("question not answered (%s: %s)", type(e).__name__, e)
             return None
-        if isinstance(reply, AcceptElicitationResponse) and reply.content and reply.content.get("answer") is not None:
-            return str(reply.content["answer"])
-        return None
+        content = reply.get("content") if isinstance(reply, dict) and reply.get("action") == "accept" else None
+        answer = content.get("answer") if isinstance(content, dict) else None
+        return None if answer is None or isinstance(answer, dict) else str(answer)
 
 
 # text deltas are coalesced in emit(), before this table is consulted
@@ -354,6 +320,6 @@ _MAPPINGS: dict[type, Callable[[AcpFrontend, Any], Any]] = {
     RetryScheduled: AcpFrontend._retry,
     Compacted: AcpFrontend._compaction,
     FilesChanged: AcpFrontend._changes,
-    PlanUpdated: lambda f, e: AgentPlanUpdate(session_update="plan", entries=[
-        AcpPlanEntry(content=p.content, priority=p.priority, status=p.status) for p in e.entries]),
+    PlanUpdated: lambda f, e: {"entries": [{"content": p.content, "priority": p.priority, "status": p.status}
+                                           for p in e.entries], "sessionUpdate": "plan"},
 }

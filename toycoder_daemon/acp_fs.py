@@ -19,9 +19,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from acp import RequestError
-from acp.schema import ClientCapabilities
-
+from .acp_client import ClientError, RawClient
 from .ports import EditorTextUnknown
 from .reply_wait import reply_within
 
@@ -32,20 +30,22 @@ READ_TIMEOUT = 5.0
 """Seconds a client gets to answer fs/read_text_file (it reads a buffer or a local file)."""
 
 
-def declared(caps: ClientCapabilities | None) -> tuple[bool, bool]:
-    """(can read, can write): what the client declared of fs/read_text_file and fs/write_text_file."""
+def declared(caps: Any) -> tuple[bool, bool]:
+    """(can read, can write): what the client declared of fs/read_text_file and fs/write_text_file
+    (`caps`: the SDK's ClientCapabilities, or None)."""
     fs = caps.fs if caps else None
     return bool(fs and fs.read_text_file), bool(fs and fs.write_text_file)
 
 
-async def read_text(client: Any, session_id: str, path: Path, timeout: float = READ_TIMEOUT) -> str | None:
+async def read_text(client: RawClient, session_id: str, path: Path, timeout: float = READ_TIMEOUT) -> str | None:
     """The client's text of `path` (an absolute path); None when it says it has no such file;
     EditorTextUnknown when it could not tell us (the caller decides whether the disk will do)."""
     try:
-        answer = await reply_within(client.read_text_file(session_id=session_id, path=str(path)), timeout)
+        answer = await reply_within(client.request("fs/read_text_file", {"sessionId": session_id, "path": str(path)}),
+                                    timeout)
     except asyncio.CancelledError:
         raise
-    except RequestError as e:
+    except ClientError as e:
         if e.code == NOT_FOUND:
             return None
         said = f"{e}: {e.data}" if e.data else str(e)
@@ -54,10 +54,10 @@ async def read_text(client: Any, session_id: str, path: Path, timeout: float = R
     except asyncio.TimeoutError:  # (TimeoutError on 3.11+)
         log.debug("fs/read_text_file %s: no answer within %gs", path, timeout)
         raise EditorTextUnknown(f"the client did not answer within {timeout:g}s", replied=False) from None
-    except Exception as e:  # the client gone, an answer the SDK could not parse
+    except Exception as e:  # the client gone
         log.debug("fs/read_text_file %s: %s: %s", path, type(e).__name__, e)
         raise EditorTextUnknown(f"no usable answer from the client ({type(e).__name__})", replied=False) from None
-    content = getattr(answer, "content", None)
+    content = answer.get("content") if isinstance(answer, dict) else None
     if not isinstance(content, str):
         log.debug("fs/read_text_file %s: an answer without content", path)
         raise EditorTextUnknown("the client's answer had no text", replied=False)

@@ -12,10 +12,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from acp import RequestError, update_agent_thought_text
+from acp import RequestError
 from acp.schema import HttpMcpServer, McpCapabilities, McpServerStdio
 from pydantic import BaseModel, ValidationError
 
+from . import acp_client
 from .app import App
 from .session_mcp import ClientServer
 
@@ -94,12 +95,12 @@ def specs(mcp_servers: list[Any] | None) -> dict[str, ClientServer]:
 async def start(agent: Any, app: App, session_id: str, servers: dict[str, ClientServer]) -> None:
     """The session's client servers are `servers` from now on (the same ones keep running). A server
     that fails or stops is told to the client as an agent thought (and logged); the session goes on.
-    `agent` is the ToyCoderAgent: its `owner`, `conn` and `_later` (sent after the current answer)."""
+    `agent` is the ToyCoderAgent: its `owner`, `raw` and `_later` (sent after the current answer)."""
 
     def on_status(server: str, status: str, message: str) -> None:
         if status == "ready" or agent.owner.get(session_id) is not app:  # closed meanwhile: nobody to tell
             return
         text = f"MCP server '{server}' (from the client) {status}: {message}\n"
-        agent._later(agent.conn.session_update(session_id, update_agent_thought_text(text)))
+        agent._later(agent.raw.session_update(session_id, acp_client.chunk(text, "agent_thought_chunk")))
 
     await app.mcp.set_session_servers(session_id, servers, on_status)

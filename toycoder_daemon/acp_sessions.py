@@ -1,23 +1,13 @@
 """The ACP face's session extras: what it tells a client about its open sessions outside its own
 prompts (turns another daemon made, replayed as the updates the client would have seen; title
 changes as `session_info_update`; mode changes as `current_mode_update`), session modes, and
-`session/delete` (which SDK 0.12.1 does not route)."""
+`session/delete` (which SDK 0.12.1 does not route). The SDK is imported where it is used: `opened`
+and `hook` also serve sessions acp_early.py opened before it was in."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
-
-from acp import RequestError
-from acp.meta import AGENT_METHODS
-from acp.schema import (
-    CurrentModeUpdate,
-    DeleteSessionRequest,
-    SessionInfoUpdate,
-    SessionMode,
-    SessionModeState,
-    SetSessionModeResponse,
-)
+from typing import TYPE_CHECKING, Any
 
 from . import protocol as wire
 from .app import App
@@ -25,6 +15,9 @@ from .errors import SessionBusy, SessionNotFound
 from .modes import MODES
 from .sessions.session import Session, TranscriptEntry
 from .sessions.store import SessionSummary
+
+if TYPE_CHECKING:
+    from acp.schema import SetSessionModeResponse
 
 Send = Callable[[str, Any], Awaitable[None]]
 Replay = Callable[[list[TranscriptEntry], App], list[Any]]
@@ -40,7 +33,7 @@ def opened(told: Told, s: Session) -> list[Any]:
     stored id, without the session list, has it from nowhere else). From then on only a change of
     either is news."""
     told[s.id] = (s.title, s.mode)
-    return [SessionInfoUpdate(session_update="session_info_update", title=s.title)] if s.title else []
+    return [{"title": s.title, "sessionUpdate": "session_info_update"}] if s.title else []
 
 
 def hook(app: App, owner: dict[str, App], send: Send, later: Callable[[Coroutine[Any, Any, Any]], Any],
@@ -61,10 +54,10 @@ def hook(app: App, owner: dict[str, App], send: Send, later: Callable[[Coroutine
         title, mode = told.get(summary.id, (None, None))
         updates: list[Any] = []
         if summary.title != title:
-            updates.append(SessionInfoUpdate(session_update="session_info_update", title=summary.title or None,
-                                             updated_at=wire.iso_time(summary.updated_at)))
+            info = {"title": summary.title, "updatedAt": wire.iso_time(summary.updated_at)}
+            updates.append({**{k: v for k, v in info.items() if v}, "sessionUpdate": "session_info_update"})
         if summary.mode and summary.mode != mode:
-            updates.append(CurrentModeUpdate(session_update="current_mode_update", current_mode_id=summary.mode))
+            updates.append({"currentModeId": summary.mode, "sessionUpdate": "current_mode_update"})
         told[summary.id] = (summary.title, summary.mode)
         later(send_all(summary.id, updates))
 
@@ -72,14 +65,17 @@ def hook(app: App, owner: dict[str, App], send: Send, later: Callable[[Coroutine
     app.on_session_info = info
 
 
-def mode_state(mode: str) -> SessionModeState:
-    """`modes` of session/new, load and resume."""
-    return SessionModeState(current_mode_id=mode, available_modes=[
-        SessionMode(id=m, name=name, description=d) for m, (name, d) in MODES.items()])
+def mode_state(mode: str) -> dict[str, Any]:
+    """`modes` of session/new, load and resume, as the SDK dumps its SessionModeState."""
+    return {"currentModeId": mode,
+            "availableModes": [{"id": m, "name": name, "description": d} for m, (name, d) in MODES.items()]}
 
 
 async def set_session_mode(agent: Any, session_id: str, mode_id: str, **_: Any) -> SetSessionModeResponse:
     """session/set_mode (a method of ToyCoderAgent): an unknown mode is -32602."""
+    from acp import RequestError
+    from acp.schema import SetSessionModeResponse
+
     app: App = agent.app_of(session_id)
     try:
         app.set_mode(session_id, mode_id)
@@ -98,6 +94,8 @@ async def delete_session(agent: Any, session_id: str, **_: Any) -> None:
     """session/delete (a method of ToyCoderAgent), as toycoder/session/delete: refused while a turn
     runs, here or in another daemon; an unknown id is -32002. The request has no cwd: the session
     is looked for in the workspaces this connection opened (session/new, load, list with a cwd)."""
+    from acp import RequestError
+
     owner = agent.owner.get(session_id)
     apps: list[App] = [owner] if owner is not None else list(agent.apps.values())
     for app in apps:
@@ -119,6 +117,9 @@ async def delete_session(agent: Any, session_id: str, **_: Any) -> None:
 def route_delete(conn: Any, agent: Any) -> None:
     """Route session/delete through the SDK's own router (its params validation and -32602), as a
     later SDK does: 0.12.1 names the method but has no route for it (it answered -32601)."""
+    from acp.meta import AGENT_METHODS
+    from acp.schema import DeleteSessionRequest
+
     router = conn._conn._handler  # the reach acp.quiet_client_mistakes makes too; call this before it wraps it
     router.route_request(AGENT_METHODS["session_delete"], DeleteSessionRequest, agent, "delete_session",
                          adapt_result=lambda _: {})

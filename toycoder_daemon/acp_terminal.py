@@ -21,12 +21,9 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from acp import RequestError
-from acp.schema import EnvVariable
-from pydantic import ValidationError
-
+from .acp_client import ClientError, MalformedReply, RawClient, field
 from .ports import CommandNotStarted, CommandOutput, CommandRequest
 from .reply_wait import reply_within
 from .tools.base import ToolError
@@ -62,16 +59,13 @@ async def _through_cancels(cleanup: Coroutine[Any, Any, None]) -> bool:
             cancelled = True
 
 
-class TerminalClient(Protocol):
-    """The client methods used (the SDK's AgentSideConnection has them)."""
+@dataclass
+class Output:
+    """A terminal/output answer."""
 
-    async def create_terminal(self, session_id: str, command: str, args: list[str] | None = None,
-                              env: list[EnvVariable] | None = None, cwd: str | None = None,
-                              output_byte_limit: int | None = None, **kwargs: Any) -> Any: ...
-    async def terminal_output(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any: ...
-    async def wait_for_terminal_exit(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any: ...
-    async def kill_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any: ...
-    async def release_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any: ...
+    output: str
+    truncated: bool
+    exited: bool
 
 
 @dataclass
@@ -88,7 +82,7 @@ class TerminalFailed(ToolError):
 class TerminalRunner:
     where = "the client's terminal"
 
-    def __init__(self, client: TerminalClient, session_id: str, terminals: Terminals,
+    def __init__(self, client: RawClient, session_id: str, terminals: Terminals,
                  show: Callable[[str, str], None], before: Callable[[], Awaitable[None]] | None = None):
         self.client = client
         self.session_id = session_id
@@ -116,28 +110,47 @@ class TerminalRunner:
 
     async def _end(self, tid: str, *, kill: bool) -> None:
         if kill:
-            await self._quietly("kill", self.client.kill_terminal, tid)
-        await self._quietly("release", self.client.release_terminal, tid)
+            await self._quietly("kill", tid)
+        await self._quietly("release", tid)
+
+    def _call(self, method: str, tid: str) -> Coroutine[Any, Any, Any]:
+        """terminal/kill, release, output or wait_for_exit."""
+        return self.client.request(f"terminal/{method}", {"sessionId": self.session_id, "terminalId": tid})
+
+    async def _output(self, tid: str) -> Output:
+        got = await self._call("output", tid)
+        return Output(field(got, "output", str, "terminal/output"), field(got, "truncated", bool, "terminal/output"),
+                      isinstance(got.get("exitStatus"), dict))
+
+    async def _exit(self, tid: str) -> tuple[int | None, str | None]:
+        """(exit code, signal) of terminal/wait_for_exit; values it cannot read are None, as the SDK has it."""
+        got = await self._call("wait_for_exit", tid)
+        if not isinstance(got, dict):
+            raise MalformedReply(f"terminal/wait_for_exit: the result is not an object: {str(got)[:100]}")
+        code, signal = got.get("exitCode"), got.get("signal")
+        return (code if isinstance(code, int) and not isinstance(code, bool) and code >= 0 else None,
+                signal if isinstance(signal, str) else None)
 
     async def _create(self, request: CommandRequest, limit: int) -> str:
         program, *args = request.argv
-        env = [EnvVariable(name=k, value=v) for k, v in request.env.items()]
-        creating = asyncio.ensure_future(self.client.create_terminal(
-            self.session_id, program, args, env, request.cwd, limit))
+        env = [{"name": k, "value": v} for k, v in request.env.items()]
+        creating = asyncio.ensure_future(self.client.request("terminal/create", {
+            "sessionId": self.session_id, "command": program, "args": args, "env": env, "cwd": request.cwd,
+            "outputByteLimit": limit}))
         try:
             made = await reply_within(asyncio.shield(creating), CREATE_TIMEOUT)
-            tid = getattr(made, "terminal_id", None)
-            if not isinstance(tid, str) or not tid:
-                raise ValueError(f"no terminalId in {made!r}")
+            tid = _terminal_id(made)
+            if not tid:
+                raise MalformedReply(f"no terminalId in {str(made)[:100]}")
             return tid
-        except RequestError as e:  # only an error reply says it did not start
+        except ClientError as e:  # only an error reply says it did not start
             self.terminals.usable = False
             raise CommandNotStarted(f"terminal/create failed: {e}") from None
-        except (ValidationError, ValueError) as e:  # a success we cannot read: it may be running there
+        except MalformedReply as e:  # a success we cannot read: it may be running there
             self.terminals.usable = False
-            if (found := _terminal_id_in(e)) is not None and await _through_cancels(self._end(found, kill=True)):
+            if (found := _terminal_id(made, loose=True)) and await _through_cancels(self._end(found, kill=True)):
                 raise asyncio.CancelledError from None
-            raise TerminalFailed(f"{self.where} answered terminal/create with a malformed result ({_short(e)}); "
+            raise TerminalFailed(f"{self.where} answered terminal/create with a malformed result ({e}); "
                                  "the command may have run there, so it was not run again here (this connection "
                                  "runs later commands locally)") from None
         except asyncio.CancelledError:  # the client may be starting it: wait (bounded) and free it
@@ -154,22 +167,20 @@ class TerminalRunner:
         timed_out = False
         try:
             try:
-                status = await reply_within(self.client.wait_for_terminal_exit(self.session_id, tid), request.timeout)
+                code, signal = await reply_within(self._exit(tid), request.timeout)
             except asyncio.TimeoutError:
                 timed_out = True
-                await self._quietly("kill", self.client.kill_terminal, tid)
-                status = await self._quietly("wait after kill", self.client.wait_for_terminal_exit, tid)
-        except (RequestError, ValidationError) as e:
+                await self._quietly("kill", tid)
+                code, signal = await self._quietly("wait_for_exit", tid, self._exit) or (None, None)
+        except (ClientError, MalformedReply) as e:
             raise TerminalFailed(f"{self.where} failed while the command ran: {e}") from None
         finally:
             poller.cancel()
         try:
-            last = await reply_within(self.client.terminal_output(self.session_id, tid), CLEANUP_TIMEOUT)
-        except (RequestError, ValidationError, asyncio.TimeoutError) as e:
+            last = await reply_within(self._output(tid), CLEANUP_TIMEOUT)
+        except (ClientError, MalformedReply, asyncio.TimeoutError) as e:
             raise TerminalFailed(f"{self.where} did not give the command's output: {e}") from None
-        code = getattr(status, "exit_code", None) if status is not None else None
-        signal = getattr(status, "signal", None) if status is not None else None
-        return CommandOutput(last.output, bool(last.truncated), first[0] if first else "", code, signal, timed_out)
+        return CommandOutput(last.output, last.truncated, first[0] if first else "", code, signal, timed_out)
 
     async def _poll_head(self, tid: str, wanted: int, first: list[str]) -> None:
         """Poll until the output holds `wanted` bytes (or the client truncated it: too late)."""
@@ -178,34 +189,36 @@ class TerminalRunner:
             await asyncio.sleep(delay)
             delay = min(POLL[1], delay * 2)
             try:
-                seen = await self.client.terminal_output(self.session_id, tid)
+                seen = await self._output(tid)
             except Exception as e:  # only the start is lost: the command's end is still awaited
                 log.debug("terminal/output while running: %s", e)
                 return
             if seen.truncated:
                 return
             first[:] = [seen.output]
-            if len(seen.output.encode("utf-8")) >= wanted or seen.exit_status is not None:
+            if len(seen.output.encode("utf-8")) >= wanted or seen.exited:
                 return
 
     async def _free_when_made(self, creating: asyncio.Future[Any]) -> None:
         with contextlib.suppress(Exception):
-            made = await reply_within(creating, CLEANUP_TIMEOUT)
-            await self._end(made.terminal_id, kill=True)
+            tid = _terminal_id(await reply_within(creating, CLEANUP_TIMEOUT))
+            if tid:
+                await self._end(tid, kill=True)
 
     def _free_late(self, creating: asyncio.Future[Any]) -> None:
         if creating.cancelled() or creating.exception() is not None:
             return
-        tid = getattr(creating.result(), "terminal_id", None)
-        if isinstance(tid, str):
+        tid = _terminal_id(creating.result())
+        if tid:
             task = asyncio.ensure_future(self._end(tid, kill=True))
             _late.add(task)
             task.add_done_callback(_late.discard)
 
-    async def _quietly(self, what: str, method: Callable[..., Any], tid: str) -> Any:
-        """A cleanup step: bounded in time; a failure is logged, not raised (the others still run)."""
+    async def _quietly(self, what: str, tid: str, read: Callable[[str], Awaitable[Any]] | None = None) -> Any:
+        """A cleanup step (terminal/`what`, its answer read by `read`): bounded in time; a failure is
+        logged, not raised (the others still run)."""
         try:
-            return await reply_within(method(self.session_id, tid), CLEANUP_TIMEOUT)
+            return await reply_within(read(tid) if read else self._call(what, tid), CLEANUP_TIMEOUT)
         except asyncio.CancelledError:
             raise
         except Exception as e:
@@ -213,24 +226,16 @@ class TerminalRunner:
             return None
 
 
-def _terminal_id_in(error: Exception) -> str | None:
-    """The terminalId of a malformed terminal/create answer (e.g. a number), to kill and release it."""
-    if isinstance(error, ValidationError):
-        for item in error.errors():
-            value = item.get("input")
-            if item.get("loc") in (("terminalId",), ("terminal_id",)) and isinstance(value, (str, int)) \
-                    and not isinstance(value, bool) and str(value):
-                return str(value)
-    return None
+def _terminal_id(made: Any, *, loose: bool = False) -> str | None:
+    """The terminalId of a terminal/create answer; `loose`: also a number (a malformed answer's id,
+    to kill and release it)."""
+    tid = made.get("terminalId") if isinstance(made, dict) else None
+    if loose and isinstance(tid, int) and not isinstance(tid, bool):
+        return str(tid)
+    return tid if isinstance(tid, str) and tid else None
 
 
-def _short(error: Exception) -> str:
-    if isinstance(error, ValidationError):
-        return "; ".join(f"{'.'.join(map(str, i['loc'])) or 'result'}: {i['msg']}" for i in error.errors()[:3])
-    return str(error)[:200]
-
-
-def terminal_runner(client: Any, session_id: str, terminals: Terminals | None,
+def terminal_runner(client: RawClient, session_id: str, terminals: Terminals | None,
                     show: Callable[[str, str], None],
                     before: Callable[[], Awaitable[None]] | None = None) -> TerminalRunner | None:
     """The runner when the client declared terminals and they have not failed on this connection."""

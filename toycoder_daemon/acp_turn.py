@@ -1,0 +1,122 @@
+"""`session/prompt` on the ACP face, on either path: ToyCoderAgent.prompt (the SDK's) and
+acp_early.py (before the SDK is imported) run the same turn here, over an acp_client.RawClient,
+and answer with the same result dict; core errors become the same JSON-RPC errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import acp_client
+from . import protocol as wire
+from .acp_content import prompt_text
+from .acp_frontend import AcpFrontend
+from .acp_sessions import RESOURCE_NOT_FOUND
+from .acp_terminal import Terminals
+from .app import App
+from .errors import ConfigError, ProviderError, SessionBusy, SessionNotFound
+
+STOP_REASONS = {"end_turn": "end_turn", "max_steps": "max_turn_requests", "max_tokens": "max_tokens",
+                "cancelled": "cancelled", "command": "end_turn"}
+
+
+class EmptyPrompt(ValueError):
+    """The prompt has no text (-32602 on the SDK path)."""
+
+
+@dataclass(frozen=True)
+class Caps:
+    """What the client declared in `initialize` that a turn uses."""
+
+    elicit: bool = False
+    read: bool = False
+    write: bool = False
+
+
+def core_error(e: Exception) -> tuple[int, str, Any] | None:
+    """(code, message, data) of the JSON-RPC error for a core error; None for anything else."""
+    if isinstance(e, SessionNotFound):
+        return RESOURCE_NOT_FOUND, str(e), {"sessionId": e.session_id}
+    if isinstance(e, SessionBusy):
+        return wire.SESSION_BUSY, str(e), {"sessionId": e.session_id}
+    if isinstance(e, ProviderError):
+        return wire.PROVIDER_ERROR, str(e), {"provider": e.provider}
+    if isinstance(e, ConfigError):
+        return wire.CONFIG_ERROR, str(e), None
+    return None
+
+
+def action_note(action: dict[str, Any] | None) -> str:
+    """ACP lets the client, not the agent, pick the session: say what to do instead."""
+    if not action:
+        return ""
+    if action.get("kind") == "switch":
+        return f"\n(open session {action['sessionId']} from your editor's session list to continue there)"
+    return "\n(close the agent from your editor to quit)"
+
+
+async def run_prompt(app: App, session_id: str, blocks: list[Any], client: acp_client.RawClient, caps: Caps,
+                     terminals: Terminals | None) -> dict[str, Any]:
+    """One turn: its updates go to `client`, all of them before the result (as the SDK dumps
+    PromptResponse) is returned. EmptyPrompt, or the core's errors (core_error), are raised."""
+    text = prompt_text(blocks, app.workspace.root)
+    if not text.strip():
+        raise EmptyPrompt("the prompt is empty")
+    frontends: list[AcpFrontend] = []
+
+    def frontend_for(sid: str, turn_id: str) -> AcpFrontend:
+        frontends.append(AcpFrontend(client, app, sid, can_elicit=caps.elicit, can_write=caps.write,
+                                     can_read=caps.read, terminals=terminals))
+        return frontends[-1]
+
+    try:
+        # /new and /switch leave the session open: the client still holds it (and gave its MCP servers)
+        outcome = await app.prompt(session_id, text, frontend_for, close_on_switch=False)
+        r = outcome.result
+        if r.stop_reason in ("command", "max_steps") and r.text and frontends:
+            frontends[0].send(acp_client.chunk(r.text + action_note(outcome.action)))
+    finally:
+        for f in frontends:  # every update reaches the client before the answer does
+            await f.drain()
+    u = r.usage
+    return {"stopReason": STOP_REASONS.get(r.stop_reason, "end_turn"),
+            "usage": {"totalTokens": u.total_tokens, "inputTokens": u.prompt_tokens,
+                      "outputTokens": u.completion_tokens}}
+
+
+def _flag(value: Any) -> bool | None:
+    """A declared boolean (None: absent); anything else is not plain."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    raise ValueError(value)
+
+
+def _keys(value: Any, allowed: set[str]) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not set(value) <= allowed | {"_meta"}:
+        raise ValueError(value)
+    return value
+
+
+def plain_caps(params: dict[str, Any] | None) -> tuple[Caps, bool] | None:
+    """(Caps, terminal declared) from the params of the `initialize` acp_fast.py answered, read as
+    the SDK reads them; None when they are not plain enough to be sure it would (a turn then waits
+    for the SDK: it records no capabilities at all for params its models refuse)."""
+    if params is None:
+        return None
+    try:
+        info = _keys(params.get("clientInfo"), {"name", "title", "version"})
+        if info and not (isinstance(info.get("name"), str) and isinstance(info.get("version"), str)
+                         and isinstance(info.get("title"), (str, type(None)))):
+            return None
+        caps = _keys(params.get("clientCapabilities"), {"fs", "terminal", "elicitation"})
+        fs = _keys(caps.get("fs"), {"readTextFile", "writeTextFile"})
+        elicitation = _keys(caps.get("elicitation"), {"form", "url"})
+        form = elicitation.get("form")
+        _keys(form, set()), _keys(elicitation.get("url"), set())
+        return Caps(elicit="elicitation" in caps and caps["elicitation"] is not None and form is not None,
+                    read=bool(_flag(fs.get("readTextFile"))), write=bool(_flag(fs.get("writeTextFile")))), \
+            bool(_flag(caps.get("terminal")))
+    except ValueError:
+        return None
