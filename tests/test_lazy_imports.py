@@ -29,11 +29,12 @@ def test_the_early_faces_import_no_sandbox_sdk_or_http_client() -> None:
     assert heavy == []
 
 
-def test_the_early_faces_leave_the_shell_analysis_and_the_search_layer_to_their_first_use() -> None:
+def test_the_early_faces_leave_the_shell_analysis_the_search_layer_and_difflib_to_their_first_use() -> None:
     modules = imported_by("import toycoder_daemon.lsp_early, toycoder_daemon.acp_early")
     assert "toycoder_daemon.tools.permission" in modules and "toycoder_daemon.tools.search" in modules
     late = [m for m in modules if m.startswith(("toycoder_daemon.tools.shell_programs", "toycoder_daemon.tools.shell_words",
-                                                 "toycoder_daemon.tools.search_rg", "toycoder_daemon.tools.search_scope"))]
+                                                 "toycoder_daemon.tools.search_rg", "toycoder_daemon.tools.search_scope",
+                                                 "difflib"))]
     assert late == []
 
 
