@@ -29,6 +29,31 @@ def test_the_early_faces_import_no_sandbox_sdk_or_http_client() -> None:
     assert heavy == []
 
 
+def test_the_early_faces_leave_the_shell_analysis_the_search_layer_and_difflib_to_their_first_use() -> None:
+    modules = imported_by("import toycoder_daemon.lsp_early, toycoder_daemon.acp_early")
+    assert "toycoder_daemon.tools.permission" in modules and "toycoder_daemon.tools.search" in modules
+    late = [m for m in modules if m.startswith(("toycoder_daemon.tools.shell_programs", "toycoder_daemon.tools.shell_words",
+                                                 "toycoder_daemon.tools.search_rg", "toycoder_daemon.tools.search_scope",
+                                                 "difflib"))]
+    assert late == []
+
+
+def test_no_tool_argument_model_is_built_by_opening_an_app_and_offering_its_tools(tmp_path: Path) -> None:
+    # the first turn offers the shipped schemas (tools/schemas.json); models wait for the first call
+    code = ("import os, sys\n"
+            f"os.environ['TOYCODER_DATA_DIR'] = {str(tmp_path / 'data')!r}\n"
+            "from toycoder_daemon.app import App\n"
+            "from toycoder_daemon.config import Config\n"
+            "from toycoder_daemon.tools import arg_schemas\n"
+            f"app = App({str(tmp_path)!r}, Config())\n"
+            "s = app.new_session()\n"
+            "assert len(s.tools.schemas()) >= 9\n"
+            "print(sorted(arg_schemas._models))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "[]"
+
+
 def test_models_do_not_read_their_field_docstrings_when_created() -> None:
     # pydantic would read the source of every class (use_attribute_docstrings): ~25 ms per process
     code = ("import pydantic._internal._fields as f\n"

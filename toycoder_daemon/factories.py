@@ -10,6 +10,7 @@ from .config import Config
 from .errors import ProviderError
 from .llm.base import ChatModel
 from .prompts.manager import PromptManager
+from .tools import arg_schemas
 from .tools.ask import ask_user
 from .tools.edit import edit_file, write_file
 from .tools.files import list_directory, read_file
@@ -71,13 +72,22 @@ def subagents(config: Config, prompts: PromptManager) -> list[tuple[SubAgent, st
     return out
 
 
+BUILTIN_TOOLS = (read_file, list_directory, glob_search, grep_search, write_file, edit_file, run_command, ask_user,
+                 update_plan)
+
+
+def tool_schema_file() -> str:
+    """tools/schemas.json as the built-in tools and the sub-agents' tool make it now."""
+    agent = subagent_tool(SubAgent("planner", "planner", "", [], "default", 1), "", None)
+    return arg_schemas.generate({t.name: t.args for t in (*BUILTIN_TOOLS, agent) if t.args is not None})
+
+
 def tool_catalog(config: Config, agents: list[tuple[SubAgent, str]]) -> ToolRegistry:
     """The app's registry: built-in tools and unbound sub-agents (each session forks it and binds
     its own sub-agents); the config's permission rules and enabled tools applied."""
     perms = config.permissions
     registry = ToolRegistry(PermissionGate(perms.allow, perms.deny))
-    for t in (read_file, list_directory, glob_search, grep_search, write_file, edit_file, run_command, ask_user,
-              update_plan):
+    for t in BUILTIN_TOOLS:
         registry.register(t)
     for agent, description in agents:
         registry.register(subagent_tool(agent, description, None))
@@ -85,3 +95,7 @@ def tool_catalog(config: Config, agents: list[tuple[SubAgent, str]]) -> ToolRegi
         if registry.get(name):
             registry.set_enabled(name, True)
     return registry
+
+
+if __name__ == "__main__":  # regenerate tools/schemas.json after changing a tool's parameters
+    arg_schemas.SCHEMA_FILE.write_text(tool_schema_file(), encoding="utf-8")

@@ -29,7 +29,6 @@ import os
 import shutil
 import threading
 import time
-from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
@@ -273,6 +272,8 @@ class CheckpointStore:
             if a is None or b is None:
                 self._stats[cache_key] = None
             else:
+                from difflib import SequenceMatcher  # a turn's changes only: not in every new process
+
                 added = removed = 0
                 for op, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
                     if op != "equal":

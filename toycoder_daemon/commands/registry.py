@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
@@ -61,6 +60,8 @@ class CommandRegistry:
         name, _, rest = text.strip().lstrip("/").partition(" ")
         cmd = self.get(name)
         if cmd is None:
+            import difflib  # a mistyped command only: not in every new process
+
             close = difflib.get_close_matches(name, list(self._names), n=1, cutoff=0.5)
             hint = f"; did you mean /{close[0]}?" if close else ""
             return CommandResult(f"unknown command /{name}{hint} (/help lists them)")

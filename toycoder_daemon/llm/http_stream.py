@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import importlib
 import os
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -74,9 +76,10 @@ async def request_body(model: str, messages: Sequence[Message], tools: list[dict
     return encode_request(model, messages, tools, extra, quirks)
 
 
-def preload() -> None:
-    """Import what the first streamed turn needs (~0.1 s), for a background thread after initialize.
-    The openai SDK (~0.5 s) is not on the streaming path any more: preloading it is wasted CPU."""
+def preload(base_urls: Sequence[str | None] = ()) -> None:
+    """Import what the first streamed turn needs (~0.1 s), for a background thread after initialize,
+    and load the CA store when one of these providers is reached over TLS (~50 ms, else paid by the
+    first turn). The openai SDK (~0.5 s) is not on the streaming path any more: preloading it is wasted CPU."""
     hx = _httpx()
     # the client's transport imports the connection layer only when the first client is made (~45 ms),
     # and that layer its async backend only when the first connection opens (~30 ms, in the first turn)
@@ -84,6 +87,30 @@ def preload() -> None:
     for name in ("anyio._backends._asyncio", "anyio.streams.stapled", "anyio.streams.memory", "anyio.lowlevel"):
         with contextlib.suppress(ImportError):  # another anyio: the first connection imports its own
             importlib.import_module(name)
+    if any(_verifies(resolve_base_url(url)) for url in base_urls):
+        tls_context()
+
+
+def _verifies(url: str) -> bool:
+    # a plain-http URL (a local proxy, a fake) has no TLS to verify: no CA store to load
+    return not url.startswith("http://")
+
+
+_tls_once = threading.Lock()  # preload's thread and a first turn's may ask at once: one CA store load
+
+
+@functools.cache
+def _tls_context() -> Any:
+    make = getattr(_httpx(), "create_ssl_context", None)
+    return make() if make is not None else True
+
+
+def tls_context() -> Any:
+    """The verifying TLS context the HTTP library makes for a client by default (its CA store, from
+    the environment's SSL_CERT_FILE / SSL_CERT_DIR or the system's), made once per process and
+    shared by every model's client; True (the library makes its own) where it cannot be made so."""
+    with _tls_once:
+        return _tls_context()
 
 
 def _httpx() -> Any:
@@ -119,15 +146,15 @@ class StreamTransport:
         async with self._making:
             if self._client is not None:
                 return self._client
-            # the import (~70 ms) and the CA store (~50 ms) load in a worker thread, not on the loop
+            # the import (~70 ms) and the CA store (~50 ms; preload may have loaded it) in a worker thread, not on the loop
             # every session shares
             self._client = await asyncio.to_thread(self._make_client)
             return self._client
 
     def _make_client(self) -> Any:
         self._httpx = _httpx()
-        # a plain-http URL (a local proxy, a fake) has no TLS to verify: skip loading the CA store
-        return self._httpx.AsyncClient(timeout=self._timeout, verify=not self.url.startswith("http://"))
+        verify = tls_context() if _verifies(self.url) else False
+        return self._httpx.AsyncClient(timeout=self._timeout, verify=verify)
 
     async def aclose(self) -> None:
         if self._client is not None:

@@ -26,11 +26,14 @@ PROMPT_INPUT_MAX = 1 << 20
 FIELDS = ("workspace", "platform", "date", "git_branch", "agents_md")
 
 
-def _load_roles(path: Path) -> dict[str, dict[str, Any]]:
+def _load_roles(path: Path, *, ours: bool = False) -> dict[str, dict[str, Any]]:
     import yaml
 
+    # our own file with libyaml when present (~2 ms less per process); a person's file with the
+    # pure-Python loader, whose messages and depth limit the config's errors are written for
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader) if ours else yaml.SafeLoader
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=loader) or {}
     except (OSError, ValueError, yaml.YAMLError) as e:  # ValueError: not UTF-8
         raise ConfigError(f"prompts file {path}: cannot load it: {e}") from None
     except RecursionError:
@@ -81,7 +84,7 @@ def git_branch(root: Path) -> str:
 class PromptManager:
     def __init__(self, workspace: Path, user_file: str | None = None):
         self.workspace = workspace
-        self.roles = _load_roles(TEMPLATES)
+        self.roles = _load_roles(TEMPLATES, ours=True)
         source = {role: TEMPLATES for role in self.roles}
         if user_file:
             path = Path(user_file).expanduser()

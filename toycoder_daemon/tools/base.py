@@ -5,7 +5,8 @@
         '''Read a text file.'''
 
 The first parameter is the ToolContext; the rest become the model-facing schema (pydantic
-validates the model's arguments against it, and a bad argument is reported to the model).
+validates the model's arguments against it, and a bad argument is reported to the model). The
+model and the schema are made when first needed (arg_schemas.py), not when the tool is defined.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel
 
 from ..ports import CheckpointRecorder, Frontend, Level
+from . import arg_schemas
+from .arg_schemas import ArgField, ArgSpec
 from .settings import ToolSettings
 from .workspace import Workspace
 
@@ -44,19 +47,14 @@ class ToolContext:
     """(existed, text) each preview showed the change against: the write checks it is still so."""
 
 
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-def _field(annotation: Any, default: Any) -> tuple[Any, Any]:
-    """Turn `Annotated[T, "description"]` into (T, Field(description=...))."""
+def _field(name: str, annotation: Any, default: Any) -> ArgField:
+    """Turn `Annotated[T, "description"]` into T with that description."""
     description = None
     if get_origin(annotation) is Annotated:
         base, *meta = get_args(annotation)
         description = next((m for m in meta if isinstance(m, str)), None)
         annotation = base
-    required = default is inspect.Parameter.empty
-    return annotation, Field(... if required else default, description=description)
+    return ArgField(name, annotation, ... if default is inspect.Parameter.empty else default, description)
 
 
 @dataclass
@@ -66,7 +64,8 @@ class Tool:
     level: Level
     func: Callable[..., Awaitable[Any]]
     args_model: type[BaseModel] | None
-    """Validates the model's arguments; None for tools that bring their own JSON schema (MCP)."""
+    """Validates the model's arguments; None for tools that bring their own JSON schema (MCP), and
+    for a function's tool until its first call (made from `args`)."""
     source: str = "builtin"
     parameters: dict[str, Any] | None = None
     """A JSON schema given as is (MCP tools); otherwise it is derived from args_model."""
@@ -74,6 +73,8 @@ class Tool:
     """Short human label for a call, e.g. "read_file src/app.py"."""
     preview: Callable[[ToolContext, dict[str, Any]], Awaitable[dict[str, Any] | None]] | None = None
     """What the person sees before allowing the call (a diff, a command); may raise ToolError."""
+    args: ArgSpec | None = None
+    """A function's parameters, from which its argument model and schema are made."""
 
     @classmethod
     def from_function(
@@ -82,11 +83,10 @@ class Tool:
     ) -> Tool:
         hints = get_type_hints(func, include_extras=True)
         params = list(inspect.signature(func).parameters.values())[1:]  # skip ctx
-        fields = {p.name: _field(hints.get(p.name, Any), p.default) for p in params}
-        model = create_model(f"{func.__name__}_args", __base__=_Args, **fields)  # type: ignore[call-overload]
+        spec = ArgSpec(f"{func.__name__}_args", tuple(_field(p.name, hints.get(p.name, Any), p.default) for p in params))
         doc = " ".join((func.__doc__ or "").split())  # source line breaks are not meant for the model
-        return cls(name=name or func.__name__, description=doc, level=level, func=func, args_model=model, title=title,
-                   preview=preview)
+        return cls(name=name or func.__name__, description=doc, level=level, func=func, args_model=None, title=title,
+                   preview=preview, args=spec)
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI `tools` entry (built once: tools do not change)."""
@@ -94,12 +94,11 @@ class Tool:
         if cached is None:
             if self.parameters is not None:
                 params = self.parameters
+            elif self.args is not None:
+                params = arg_schemas.schema(self.args)
             else:
                 assert self.args_model is not None
-                params = self.args_model.model_json_schema()
-                params.pop("title", None)
-                for prop in params.get("properties", {}).values():
-                    prop.pop("title", None)
+                params = arg_schemas.titled_off(self.args_model.model_json_schema())
             cached = {"type": "function", "function": {"name": self.name, "description": self.description,
                                                        "parameters": params}}
             self.__dict__["_schema"] = cached
@@ -108,7 +107,9 @@ class Tool:
     def validate(self, args: dict[str, Any]) -> dict[str, Any]:
         """The arguments to call func with; raises pydantic's ValidationError when they are wrong."""
         if self.args_model is None:
-            return args
+            if self.args is None:
+                return args
+            self.args_model = arg_schemas.model(self.args)
         return self.args_model.model_validate(args).model_dump()
 
     def describe_call(self, args: dict[str, Any]) -> str:

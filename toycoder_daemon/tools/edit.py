@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,6 +75,8 @@ def save(p: Path, f: TextFile, text: str) -> None:
 
 
 def unified_diff(rel: str, before: str, after: str, existed: bool = True) -> str:
+    import difflib  # previews only: not in every new process
+
     lines = difflib.unified_diff(
         before.splitlines(keepends=True), after.splitlines(keepends=True),
         fromfile=f"a/{rel}" if existed else "/dev/null", tofile=f"b/{rel}",
@@ -252,6 +253,8 @@ async def write_file(
 # ---- edit_file --------------------------------------------------------------------------------
 
 def _closest(text: str, needle: str, n: int = 3) -> str:
+    import difflib
+
     lines = text.splitlines()
     first = next((ln for ln in needle.splitlines() if ln.strip()), needle).strip()
     scored = sorted(

@@ -18,7 +18,6 @@ from .editor_text import served_text
 from .escape import NAME_NOTE, escape_surrogates, has_surrogates
 from .line_reader import Line, read_lines
 from .safe_fs import kind, lstat, off_loop, open_directory, open_regular
-from .search_rg import ignored_entries
 from .workspace import OutsideWorkspace, unsaved_text
 
 
@@ -192,7 +191,10 @@ async def list_directory(
     max_entries = ctx.settings.list_max_entries if ctx.settings else 500
     rel = ctx.workspace.relative(p)
     names = await off_loop(_names, p)
-    # rg says which entries the ignore rules hide (search_rg.py: the same rules as the searches).
+    # rg says which entries the ignore rules hide (search_rg.py: the same rules as the searches);
+    # imported here, as the searches do: not in every new process
+    from .search_rg import ignored_entries
+
     hidden = await ignored_entries(ctx.workspace.root, "" if rel == "." else Path(rel).as_posix(),
                                    [n for n in names if n != ".git"])
     ignored = len(hidden)

@@ -22,11 +22,10 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .shell_programs import DELETERS, Invocation, invocations
-
 if TYPE_CHECKING:
     from ..ports import PermissionRequest
     from .base import Tool, ToolContext
+    from .shell_programs import Invocation
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +91,8 @@ def program_verdict(pattern: str, inv: Invocation) -> str | None:
     """"deny" when the program and its arguments meet a deny pattern, "ask" when they might or the
     program is not known for certain, else None. The pattern's first word names the program (a
     path in it counts by its basename, like the command's)."""
+    from .shell_programs import DELETERS
+
     words = pattern.split()
     if not words:
         return None
@@ -161,6 +162,9 @@ class PermissionGate:
                 return "deny", rule
         command_rules = [r for r in self.deny if r.tool == tool.name and r.pattern is not None]
         if subject and subject[0] == "command" and command_rules:
+            # the shell analysis (~7 ms to import) only for a command under a deny rule
+            from .shell_programs import Invocation, invocations
+
             try:
                 programs = invocations(subject[1], ctx.workspace.root)
             except Exception as e:  # a fault in the analysis must not let the command through

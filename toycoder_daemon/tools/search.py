@@ -12,15 +12,16 @@ the searched directory, but never re-include an ignored file (rg's `-g` would).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from .. import secrets
 from .base import ToolContext, ToolError, tool
 from .escape import NAME_NOTE, escape_surrogates, has_surrogates
 from .search_results import LINE_MAX_CHARS, TRUNCATED_MARK, Hits, TopPaths
-from .search_rg import Walk, grep, list_files
-from .search_scope import glob_filter
 from .workspace import OutsideWorkspace
+
+if TYPE_CHECKING:
+    from .search_rg import Walk
 
 GLOB_MAX_RESULTS = 200
 """Most paths glob_search lists."""
@@ -34,6 +35,10 @@ DEFAULT_OUTPUT_MAX_BYTES = 30_000
 
 def _walk(ctx: ToolContext, path: str, glob: str | None) -> tuple[str, Walk]:
     """The workspace-relative path asked for ("" = the root) and what rg walks."""
+    # the rg layer (~6 ms to import) when a search first runs, not in every new process
+    from .search_rg import Walk
+    from .search_scope import glob_filter
+
     try:
         p = ctx.workspace.resolve(path or ".")
     except OutsideWorkspace as e:
@@ -105,6 +110,8 @@ async def glob_search(
     when there are more."""
     asked, walk = _walk(ctx, path, pattern)
     top = TopPaths(GLOB_MAX_RESULTS)
+    from .search_rg import list_files
+
     async with walk:
         await list_files(walk, top)
     if top.total == 0:
@@ -132,6 +139,8 @@ async def grep_search(
     limit = max(1, min(int(max_results), GREP_MAX_RESULTS))
     asked, walk = _walk(ctx, path, glob)
     hits = Hits(limit)
+    from .search_rg import grep
+
     async with walk:
         await grep(walk, pattern, case_sensitive, hits)
     shown, total = hits.result()
