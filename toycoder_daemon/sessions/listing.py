@@ -138,7 +138,8 @@ class SessionIndex:
             return
         try:
             entries, sid = self._entries, path.stem
-            if entries is None or path.parent != self.dir or st.st_size != start + len(data):
+            if (entries is None or path.parent != self.dir or st.st_size != start + len(data)
+                    or not data.endswith(b"\n")):
                 return
             entry = entries.get(sid)
             if entry is None and start == 0:
@@ -147,8 +148,8 @@ class SessionIndex:
                 return
             out = _Entry(st.st_ino, st.st_size, st.st_mtime_ns, entry.offset, entry.title, entry.created_at,
                          entry.count, entry.tail)
-            for raw in data.splitlines(keepends=True):
-                _take(out, raw)
+            for raw in data[:-1].split(b"\n"):  # lines as _scan reads them (split at b"\n" only)
+                _take(out, raw + b"\n")
             entries[sid] = out
             self._unsaved += len(data)
         finally:
