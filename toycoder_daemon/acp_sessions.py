@@ -84,8 +84,7 @@ of it SessionInfo)."""
 
 
 async def warm() -> None:
-    """Build SESSION_MODELS, one per loop pass, so no request waits for them (in the daemon, where
-    the SDK's shared parts are built by then, each takes 0.3-8 ms)."""
+    """Build SESSION_MODELS, one per loop pass (none takes over ~10 ms), so no request waits for it."""
     for name in SESSION_MODELS:
         getattr(schema, name).model_rebuild()
         await asyncio.sleep(0)
