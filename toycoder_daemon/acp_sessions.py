@@ -1,16 +1,14 @@
 """The ACP face's session extras: what it tells a client about its open sessions outside its own
 prompts (turns another daemon made, replayed as the updates the client would have seen; title
-changes as `session_info_update`; mode changes as `current_mode_update`), session modes,
-`session/delete` (which SDK 0.12.1 does not route), and the SDK models every session uses built
-before its first prompt (`warm`)."""
+changes as `session_info_update`; mode changes as `current_mode_update`), session modes, and
+`session/delete` (which SDK 0.12.1 does not route)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from acp import RequestError, schema
+from acp import RequestError
 from acp.meta import AGENT_METHODS
 from acp.schema import (
     CurrentModeUpdate,
@@ -72,22 +70,6 @@ def hook(app: App, owner: dict[str, App], send: Send, later: Callable[[Coroutine
 
     app.sharing.on_changed = changed
     app.on_session_info = info
-    later(warm())  # here: hook runs as the face takes on a workspace, before that workspace's first prompt
-
-
-SESSION_MODELS = ("PromptRequest", "PromptResponse", "TextContentBlock", "AgentMessageChunk", "UsageUpdate", "Usage",
-                  "ListSessionsRequest", "SessionInfo", "ListSessionsResponse")
-"""The SDK models of a prompt, its streamed text and its end, and of session/list. The SDK's models
-are built on first use (deferred_models.py): unbuilt, the first prompt, the first streamed chunk and
-the first list each built theirs on the event loop while other sessions streamed (~25 ms in all, 9
-of it SessionInfo)."""
-
-
-async def warm() -> None:
-    """Build SESSION_MODELS, one per loop pass (none takes over ~10 ms), so no request waits for it."""
-    for name in SESSION_MODELS:
-        getattr(schema, name).model_rebuild()
-        await asyncio.sleep(0)
 
 
 def mode_state(mode: str) -> SessionModeState:
