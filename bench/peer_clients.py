@@ -128,7 +128,13 @@ class Peer:
         raise NotImplementedError
 
     async def cheap_request(self, sid: str) -> None:
-        """A request that does no model work (its latency shows whether the peer stays responsive)."""
+        """A request that does no model work and no disk I/O (its latency shows whether the peer
+        stays responsive)."""
+        raise NotImplementedError
+
+    async def list_request(self, sid: str) -> None:
+        """The stored-session list (reads the session store: a slow one under load is a complaint
+        of its own)."""
         raise NotImplementedError
 
     def on_notification(self, now: float, method: str, params: dict[str, Any]) -> None:
@@ -195,6 +201,9 @@ class ToyLSP(Peer):
     async def cheap_request(self, sid: str) -> None:
         await self.call("toycoder/tools/list", {"sessionId": sid})
 
+    async def list_request(self, sid: str) -> None:
+        await self.call("toycoder/session/list", {})
+
     async def open_history(self, cwd: str, sid: str, history: list[dict[str, Any]]) -> str:
         await self.call("toycoder/session/load", {"sessionId": sid})
         return sid
@@ -222,6 +231,14 @@ class ToyACP(Peer):
         return turn
 
     async def cheap_request(self, sid: str) -> None:
+        """ACP has no request answered from memory like tools/list: `authenticate` (we advertise no
+        auth methods) is answered -32601 by the SDK's router, so this times the face's request path
+        itself (stdin, transport, the SDK's task per message, the answer's write) with no work."""
+        _, msg = await self.request("authenticate", {"methodId": "none"})
+        if msg.get("error", {}).get("code") != -32601:
+            raise RuntimeError(f"{self.name}: authenticate answered {msg}")
+
+    async def list_request(self, sid: str) -> None:
         await self.call("session/list", {})
 
     async def open_history(self, cwd: str, sid: str, history: list[dict[str, Any]]) -> str:
@@ -276,6 +293,9 @@ class Codex(Peer):
 
     async def cheap_request(self, sid: str) -> None:
         await self.call("thread/loaded/list", {})
+
+    async def list_request(self, sid: str) -> None:
+        await self.call("thread/list", {})
 
     async def open_history(self, cwd: str, sid: str, history: list[dict[str, Any]]) -> str:
         """thread/resume with `history`: the thread starts from the given items instead of a rollout

@@ -6,7 +6,9 @@ streamed text), spawn->chunk ms (spawn -> first streamed text: what a person wai
 turn ms (prompt -> turn end), turn CPU s (the peer process, /proc), RSS after the turn.
 Medians of --runs after --warmup, then ours/codex ratios per column (< 1: we are ahead).
 The concurrency case runs --sessions sessions streaming at once in one process per peer, with a
-cheap request (tools/list, session/list, thread/loaded/list) every 20 ms meanwhile. The history
+cheap request (no disk I/O: tools/list, ACP authenticate answered -32601 by the SDK, codex
+thread/loaded/list) and a session list (toycoder/session/list, session/list, thread/list) every
+20 ms each meanwhile. The history
 case (--history N) opens a session of N messages in a fresh process per peer (ours: a session file
 loaded, compaction off; codex: thread/resume given the same history as Responses items) and times
 one prompt in it.
@@ -32,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -153,19 +156,21 @@ async def many_sessions(setup: Setup, kind: type[Peer], tokens: int, sessions: i
         await peer.initialize(str(setup.ws))
         sids = [await peer.new_session(str(setup.ws)) for _ in range(sessions)]
         probes: list[float] = []
+        lists: list[float] = []
         stop = asyncio.Event()
 
-        async def probe() -> None:
+        async def probe(request: Callable[[str], Awaitable[None]], times: list[float]) -> None:
             while not stop.is_set():
                 t = time.perf_counter()
-                await peer.cheap_request(sids[0])
-                probes.append((time.perf_counter() - t) * 1000)
+                await request(sids[0])
+                times.append((time.perf_counter() - t) * 1000)
                 await asyncio.sleep(0.02)
 
         timed = setup.loop_stats is not None and not isinstance(peer, Codex)
         if timed:
             peer.proc.send_signal(signal.SIGUSR1)  # loop_stats.py: a new window of passes from here
-        prober = asyncio.ensure_future(probe())
+        probers = [asyncio.ensure_future(probe(peer.cheap_request, probes)),
+                   asyncio.ensure_future(probe(peer.list_request, lists))]
         cpu0 = peer.cpu_seconds()
         t0 = time.perf_counter()
         turns = [peer.start_prompt(sid, PROMPT) for sid in sids]
@@ -173,11 +178,12 @@ async def many_sessions(setup: Setup, kind: type[Peer], tokens: int, sessions: i
         total = time.perf_counter() - t0
         cpu = peer.cpu_seconds() - cpu0
         stop.set()
-        await prober
+        await asyncio.gather(*probers)
         for sid in sids:
             check(peer, sid, tokens)
         firsts = [((t.first_chunk or t0) - t0) * 1000 for t in turns]
         row = {"total": total, "first_p99": p99(firsts), "probe_p99": p99(probes) if probes else float("nan"),
+               "list_p99": p99(lists) if lists else float("nan"),
                "cpu": cpu, "rss": peer.rss_mib()}
         if setup.loop_stats is not None:
             row.update(await loop_passes(peer, setup.loop_stats) if timed else {"pass_cpu": math.nan, "pass_wall": math.nan})
@@ -246,7 +252,8 @@ HISTORY = [("open", "open ms", "{:9.0f}"), ("first", "1st chunk ms", "{:9.0f}"),
            ("cpu", "turn CPU s", "{:9.2f}"), ("again", "2nd prompt 1st ms", "{:9.0f}"), ("mb", "request MB", "{:9.2f}"),
            ("rss", "RSS MiB", "{:9.0f}")]
 MANY = [("total", "total s", "{:9.2f}"), ("first_p99", "1st chunk p99 ms", "{:9.0f}"),
-        ("probe_p99", "cheap req p99 ms", "{:9.1f}"), ("cpu", "CPU s", "{:9.2f}"), ("rss", "RSS MiB", "{:9.0f}")]
+        ("probe_p99", "cheap req p99 ms", "{:9.1f}"), ("list_p99", "list req p99 ms", "{:9.1f}"),
+        ("cpu", "CPU s", "{:9.2f}"), ("rss", "RSS MiB", "{:9.0f}")]
 PASSES = [("pass_cpu", "loop pass CPU p99", "{:9.1f}"), ("pass_wall", "loop pass p99 ms", "{:9.1f}")]
 
 

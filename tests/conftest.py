@@ -7,6 +7,7 @@ its tmp_path, ports are chosen by the OS, and processes are found and killed by 
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -120,3 +121,25 @@ async def inproc(tmp_path: Path, workspace: Path) -> AsyncIterator[Callable[...,
     yield make
     for p in made:
         await p.close()
+
+
+@pytest.fixture
+def scans(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, bool]]:
+    """Every file scan the index makes: (start offset, end offset, ran on an event loop)."""
+    from toycoder_daemon.sessions import listing
+
+    seen: list[tuple[int, int, bool]] = []
+    real = listing._scan
+
+    def recording(path: Path, entry: Any, st: Any) -> Any:
+        try:
+            asyncio.get_running_loop()
+            on_loop = True
+        except RuntimeError:
+            on_loop = False
+        out = real(path, entry, st)
+        seen.append((entry.offset, out.offset, on_loop))
+        return out
+
+    monkeypatch.setattr(listing, "_scan", recording)
+    return seen

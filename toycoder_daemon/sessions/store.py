@@ -81,8 +81,10 @@ class SessionFile:
     runs. Rewrites run in a worker thread, so every write takes `_writing`: an append never lands in
     the file being replaced."""
 
-    def __init__(self, path: Path, lock_path: Path, offset: int = 0):
+    def __init__(self, path: Path, lock_path: Path, offset: int = 0, index: SessionIndex | None = None):
         self.path = path
+        self._index = index
+        """Told what this file appends, so lists need not read it back (sessions/listing.py)."""
         self._lock_path = lock_path
         self._lock_fd = -1
         self._out = _open_append(path)
@@ -112,6 +114,8 @@ class SessionFile:
             self._out.flush()  # in the OS's hands: survives the daemon being killed
             if end == self.offset:  # nothing unread before our line: it counts as read
                 self.offset = end + len(data)
+            if self._index is not None:
+                self._index.note_write(self.path, end, data, os.fstat(self._out.fileno()))
 
     def append(self, messages: list[Message]) -> None:
         self._write(b"".join(_line({"t": "msg", "m": m}) for m in messages))
@@ -247,7 +251,7 @@ class SessionStore:
 
     def create(self, session_id: str, meta: dict[str, Any]) -> SessionFile:
         self._ensure_dir()
-        f = SessionFile(self._path(session_id), self._lock_path(session_id))
+        f = SessionFile(self._path(session_id), self._lock_path(session_id), index=self._index)
         f.write_meta(meta)
         return f
 
@@ -257,7 +261,7 @@ class SessionStore:
         path = self._path(session_id)
         if not path.is_file():
             raise SessionNotFound(session_id)
-        f = SessionFile(path, self._lock_path(session_id))
+        f = SessionFile(path, self._lock_path(session_id), index=self._index)
         with f.closed_on_error():
             with contextlib.suppress(SessionBusy):
                 f.acquire()  # the caller releases it once it has repaired what a dead turn left
