@@ -49,6 +49,15 @@ def alive(pid: int) -> bool:
     return not _is_zombie(pid)
 
 
+def proc_dir(pid: int) -> str:
+    """The /proc entry of `pid` (opened as a pidfd by tests that signal through one)."""
+    return f"/proc/{pid}"
+
+
+def parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
 def child_processes(parent: int, needle: str = "") -> list[int]:
     """Live children of `parent` (a process this test started) whose command line contains `needle`."""
     found = []

@@ -24,6 +24,11 @@ from toycoder_daemon.tools.sandbox import probe
 from toycoder_daemon.tools.sandbox.policy import Plan, Policy, plan
 
 _probed: dict[str, probe.Support] = {}
+FAKE_DAEMON = ("import json, os, subprocess, sys; spec = json.loads(sys.argv[1]); spec['daemon'] = os.getpid(); "
+               "subprocess.Popen(sys.argv[2:] + [json.dumps(spec)], start_new_session=True); "
+               "import time; time.sleep(600)")
+"""`python -c FAKE_DAEMON SPEC LAUNCHER_ARGV...`: a stand-in daemon that starts the launcher (in a
+session of its own, as run_command does) with itself as the spec's daemon, then waits to be killed."""
 
 
 @dataclass

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from helpers import alive, processes_running, processes_with
 from sandbox_helpers import (
+    FAKE_DAEMON,
     Box,
     Runner,
     kill_markers,
@@ -229,9 +230,6 @@ def held(option, value):
 contain.prctl = held
 sys.exit(launch.main(sys.argv[1:]))
 """
-FAKE_DAEMON = ("import json, os, subprocess, sys; spec = json.loads(sys.argv[1]); spec['daemon'] = os.getpid(); "
-               "subprocess.Popen(sys.argv[2:] + [json.dumps(spec)], start_new_session=True); "
-               "import time; time.sleep(600)")
 
 
 def test_a_daemon_killed_while_the_init_starts_takes_the_command_with_it() -> None:

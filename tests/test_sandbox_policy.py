@@ -104,11 +104,27 @@ def test_landlock_rights_degrade_by_abi() -> None:
         assert not landlock.write_rights(abi) & (landlock.FS_READ_FILE | landlock.FS_READ_DIR | landlock.FS_EXECUTE)
 
 
+def test_scopes_follow_the_abi_and_the_network() -> None:
+    assert landlock.scopes(5, network=False) == 0  # the kernel would refuse a scoped ruleset
+    assert landlock.scopes(6, network=True) == landlock.SCOPE_SIGNAL
+    assert landlock.scopes(7, network=False) == landlock.SCOPE_SIGNAL | landlock.SCOPE_ABSTRACT_UNIX_SOCKET
+
+
+@pytest.mark.parametrize("support, exposed", [
+    (FULL, False), (probe.Support("linux", 5, True, True), False), (probe.Support("linux", 6, False, False), False),
+    (probe.Support("linux", 5, False, False), True), (NO_NAMESPACES_OLD_KERNEL, True)])
+def test_reports_say_when_a_command_can_signal_its_supervisor(support: probe.Support, exposed: bool) -> None:
+    report = support.report()
+    assert report["signalsScoped"] == (support.landlock >= 6)
+    assert bool(report["supervisorExposed"]) == exposed
+    assert ("NOT against a hostile command" in support.summary()) == exposed
+
+
 def test_the_simulation_switch_hides_landlock(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(landlock.SIMULATE_ENV, "1")
     assert landlock.abi_version() == 0
     with pytest.raises(landlock.LandlockError):
-        landlock.restrict(["/tmp"], abi=0, block_tcp=False)
+        landlock.restrict(["/tmp"], abi=0, block_tcp=False, network=False)
 
 
 WS = "/work/ws"

@@ -20,6 +20,7 @@ from .policy import Plan, Policy, escalation, plan
 log = logging.getLogger(__name__)
 
 _said_unavailable = False
+_said_exposed = False
 _recent_blocks: OrderedDict[str, str] = OrderedDict()
 """command -> what the sandbox blocked last time, shown as the "why" of an escalation request."""
 
@@ -87,7 +88,7 @@ async def preview(settings: Any, root: Path, args: dict[str, Any]) -> str:
 
 async def prepare(settings: Any, root: Path, command: str, args: dict[str, Any]) -> Prepared:
     """Raises SandboxRefused when the policy requires a sandbox this machine cannot give."""
-    global _said_unavailable
+    global _said_unavailable, _said_exposed
     policy = Policy.from_settings(settings)
     support = await _support()
     env = secrets.child_env()
@@ -112,5 +113,9 @@ async def prepare(settings: Any, root: Path, command: str, args: dict[str, Any])
         _said_unavailable = True
         notice = f"note: sandboxed commands keep the network here ({chosen.network_reason})"
         log.warning("run_command cannot turn the network off: %s", chosen.network_reason)
+    if support.supervisor_exposed and not _said_exposed:
+        _said_exposed = True
+        log.warning("sandboxed commands can stop or kill their supervisor and outlive the daemon here: %s",
+                    support.supervisor_exposed)
     return Prepared(probe.launcher_argv(json.dumps(spec)), env, chosen, command, tmpdir, notice, spec,
                     cwd=probe.LAUNCH_CWD)

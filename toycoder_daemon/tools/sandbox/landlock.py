@@ -1,8 +1,13 @@
 """Landlock through ctypes: write access only beneath given roots, optionally no TCP connect/bind.
 
 Only write-type rights are *handled*, so reads and execution stay unrestricted. Each right is used
-only from the ABI that introduced it (REFER from 2, TRUNCATE from 3, TCP from 4): on an older
-kernel the rule degrades to what it can express instead of failing. Linux only; the syscall numbers
+only from the ABI that introduced it (REFER from 2, TRUNCATE from 3, TCP from 4, scopes from 6): on
+an older kernel the rule degrades to what it can express instead of failing.
+
+Scopes (ABI 6) confine the command to its own domain: it cannot signal a process outside it (its
+supervisor, the daemon, the editor) and, with the network off, cannot connect to an abstract unix
+socket bound outside it (a session bus, an X server, other daemons). They restrict the confined
+side only: the command still signals its own children, and processes outside still signal it. Linux only; the syscall numbers
 are the same on every architecture (they were added after the tables were unified).
 """
 
@@ -34,6 +39,9 @@ FS_REFER = 1 << 13  # ABI 2
 FS_TRUNCATE = 1 << 14  # ABI 3
 NET_BIND_TCP = 1 << 0  # ABI 4
 NET_CONNECT_TCP = 1 << 1
+SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0  # ABI 6
+SCOPE_SIGNAL = 1 << 1
+SCOPE_ABI = 6
 
 _WRITE_ABI1 = (FS_WRITE_FILE | FS_REMOVE_DIR | FS_REMOVE_FILE | FS_MAKE_CHAR | FS_MAKE_DIR | FS_MAKE_REG
                | FS_MAKE_SOCK | FS_MAKE_FIFO | FS_MAKE_BLOCK | FS_MAKE_SYM)
@@ -86,17 +94,28 @@ def write_rights(abi: int) -> int:
     return rights
 
 
-def restrict(writable: list[str], *, abi: int, block_tcp: bool) -> None:
+def scopes(abi: int, *, network: bool) -> int:
+    """What this ABI can scope: signals always, abstract unix sockets only with the network off (a
+    fresh network namespace already has none of the host's; where there is none, reaching a session
+    bus or another daemon is the kind of talking to the outside that `network: false` denies)."""
+    if abi < SCOPE_ABI:
+        return 0
+    return SCOPE_SIGNAL | (0 if network else SCOPE_ABSTRACT_UNIX_SOCKET)
+
+
+def restrict(writable: list[str], *, abi: int, block_tcp: bool, network: bool) -> None:
     """Confine this process (and what it execs) to writing beneath `writable`; with block_tcp and
-    ABI >= 4, also forbid every TCP connect and bind. Raises LandlockError when it cannot."""
+    ABI >= 4, also forbid every TCP connect and bind; from ABI 6 also scope signals and (without
+    `network`) abstract unix sockets to its own domain. Raises LandlockError when it cannot."""
     if abi < 1:
         raise LandlockError(0, "the kernel has no Landlock")
     libc = _libc()
     libc.syscall.restype = ctypes.c_long
     handled_fs = write_rights(abi)
     net = block_tcp and abi >= 4
-    attr = _RulesetAttr(handled_fs, NET_BIND_TCP | NET_CONNECT_TCP if net else 0, 0)
-    size = 8 if abi < 4 else 16  # the struct grew with the ABI: pass only what this kernel knows
+    attr = _RulesetAttr(handled_fs, NET_BIND_TCP | NET_CONNECT_TCP if net else 0, scopes(abi, network=network))
+    # The struct grew with the ABI: pass only what this kernel knows.
+    size = 8 if abi < 4 else 16 if abi < SCOPE_ABI else 24
     ruleset = libc.syscall(ctypes.c_long(SYS_CREATE_RULESET), ctypes.byref(attr), ctypes.c_size_t(size),
                            ctypes.c_uint32(0))
     if ruleset < 0:

@@ -50,7 +50,8 @@ def _run_shell(spec: dict[str, Any]) -> NoReturn:
             os._exit(REFUSED_EXIT)
         if spec["landlock"]:
             try:
-                landlock.restrict(spec["writable"], abi=spec["landlock"], block_tcp=spec["block_tcp"])
+                landlock.restrict(spec["writable"], abi=spec["landlock"], block_tcp=spec["block_tcp"],
+                                  network=spec["network"])
             except OSError as e:
                 if spec["required"]:
                     os.write(2, f"toycoder sandbox: cannot confine the command: {e}; it did not run\n".encode())

@@ -55,6 +55,15 @@ class Support:
             return "Landlock TCP rules"
         return None
 
+    @property
+    def supervisor_exposed(self) -> str | None:
+        """Why a hostile command could stop or kill what supervises it (and then outlive the
+        daemon), or None: a PID namespace hides every process outside it, Landlock ABI 6 scopes
+        signals to the sandbox; without either the command may signal any process of its user."""
+        if self.namespaces or self.landlock >= landlock.SCOPE_ABI:
+            return None
+        return f"no PID namespace and Landlock ABI {self.landlock} < {landlock.SCOPE_ABI} cannot scope signals"
+
     def missing(self) -> str | None:
         """Why commands cannot be sandboxed here, or None."""
         if not self.linux:
@@ -67,7 +76,8 @@ class Support:
         return {
             "available": self.missing() is None, "platform": self.platform, "landlockAbi": self.landlock,
             "network": self.network_isolation, "processes": "PID namespace" if self.namespaces else "subreaper",
-            "gitReadOnly": self.readonly_mounts, "problem": self.missing(),
+            "gitReadOnly": self.readonly_mounts, "signalsScoped": self.landlock >= landlock.SCOPE_ABI,
+            "supervisorExposed": self.supervisor_exposed, "problem": self.missing(),
         }
 
     def summary(self) -> str:
@@ -75,8 +85,10 @@ class Support:
         if problem:
             return f"sandbox: unavailable ({problem}); commands run unsandboxed under `auto`, refused under `required`"
         network = self.network_isolation or "nothing (unsupported)"
+        exposed = self.supervisor_exposed
+        guard = f" (NOT against a hostile command: {exposed})" if exposed else ""
         return (f"sandbox: Landlock ABI {self.landlock}, network off via {network}, "
-                f"processes contained by {'a PID namespace' if self.namespaces else 'a subreaper'}, "
+                f"processes contained by {'a PID namespace' if self.namespaces else 'a subreaper'}{guard}, "
                 f".git read-only {'yes' if self.readonly_mounts else 'no (no mount namespace)'}")
 
 

@@ -1,0 +1,147 @@
+"""Signals and the sandbox: a sandboxed command cannot signal its supervisor (or anything else
+outside the sandbox) nor reach abstract unix sockets outside it while the network is off, yet it
+still signals its own children and the daemon still signals it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from helpers import parent_of, proc_dir, processes_running, processes_with
+from sandbox_helpers import FAKE_DAEMON, Box, Runner, kill_markers, run, spec_for, unique_sleep
+from waiting import wait_until
+
+from toycoder_daemon.tools.sandbox import landlock
+
+ABI = landlock.abi_version() if sys.platform.startswith("linux") else 0
+pytestmark = pytest.mark.skipif(ABI < 1, reason="the sandbox needs Linux with Landlock")
+needs_scoping = pytest.mark.skipif(
+    ABI < landlock.SCOPE_ABI,
+    reason=f"Landlock ABI {ABI} < {landlock.SCOPE_ABI}: this kernel cannot scope signals or abstract sockets "
+           "(docs/security.md says what that leaves open); NOT a pass")
+MODES = pytest.mark.parametrize("namespaces", [True, False], ids=["pid-namespace", "subreaper"])
+
+
+@pytest.fixture
+def runner() -> Runner:
+    return Runner("root" if os.geteuid() == 0 else "current user")
+
+
+@pytest.fixture
+def box() -> Iterator[Box]:
+    b = Box.make(None)
+    yield b
+    b.remove()
+
+
+def _under_fake_daemon(runner: Runner, box: Box, spec: dict[str, object]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-c", FAKE_DAEMON, json.dumps(spec), *runner.launcher(spec)[:-1]],
+                            cwd=box.ws, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
+
+
+@needs_scoping
+@pytest.mark.parametrize("how", ["KILL", "STOP"])
+def test_a_command_cannot_signal_its_supervisor_and_outlive_a_killed_daemon(runner: Runner, box: Box,
+                                                                              how: str) -> None:
+    """The reviewer's escape: without namespaces the launcher is the supervisor, outside the
+    command's Landlock domain. `kill -KILL $PPID` used to kill it (no clean-up ran) and `kill -STOP
+    $PPID` froze it (the SIGTERM of the daemon's death stayed pending), so a setsid'd child and the
+    shell outlived a SIGKILLed daemon."""
+    a, c = unique_sleep(), unique_sleep()
+    refused = box.tmp / "refused"
+    command = f"setsid sleep {a} >/dev/null 2>&1 & kill -{how} $PPID 2>/dev/null || touch {refused}; sleep {c}"
+    spec, _ = spec_for(command, box, runner.support(), namespaces=False)
+    parent = _under_fake_daemon(runner, box, spec)
+    markers = [f"sleep {a}", f"sleep {c}"]  # the launcher carries them too (in its spec)
+    try:
+        wait_until(lambda: all(processes_running(m) for m in markers), what="the command to start its sleeps")
+        os.killpg(parent.pid, signal.SIGKILL)
+        parent.wait(timeout=15)
+        wait_until(lambda: not any(processes_with(m) for m in markers),
+                   what="the command's tree and its launcher to end with the daemon")
+        assert refused.exists(), f"kill -{how} $PPID was not refused"
+    finally:
+        kill_markers(*markers)
+
+
+@needs_scoping
+@MODES
+def test_a_command_cannot_signal_a_process_outside(runner: Runner, box: Box, namespaces: bool) -> None:
+    """The daemon, the editor, any process of the user: by pid (without a PID namespace they are visible) and through a pidfd of its /proc entry (in a
+    PID namespace the host's /proc is still mounted)."""
+    outsider = subprocess.Popen(["sleep", unique_sleep()], start_new_session=True)
+    try:
+        pid = outsider.pid
+        command = (f"kill -TERM {pid} 2>/dev/null && echo by-pid; python3 -c \"import os, signal; "
+                   f"fd = os.open('{proc_dir(pid)}', os.O_RDONLY); signal.pidfd_send_signal(fd, 15); print('by-pidfd')\"; "
+                   "echo done")
+        spec, _ = spec_for(command, box, runner.support(), namespaces=namespaces)
+        done = run(runner, box, spec)
+        assert done.stdout == "done\n", done.stdout + done.stderr
+        assert outsider.poll() is None
+    finally:
+        outsider.kill()
+        outsider.wait()
+
+
+@MODES
+def test_a_command_still_signals_its_own_children(runner: Runner, box: Box, namespaces: bool) -> None:
+    a = unique_sleep()
+    command = f"sleep {a} & child=$!; setsid sleep {a} & kill -TERM $child $!; wait $child; echo status=$?"
+    spec, _ = spec_for(command, box, runner.support(), namespaces=namespaces)
+    try:
+        done = run(runner, box, spec)
+        assert done.stdout == "status=143\n", done.stdout + done.stderr
+        assert "kill" not in done.stderr
+    finally:
+        kill_markers(f"sleep {a}")
+
+
+@MODES
+def test_the_daemon_still_signals_the_command(runner: Runner, box: Box, namespaces: bool) -> None:
+    """Scoping restricts the sandboxed side only: a signal from outside reaches the shell itself."""
+    sleeping = f"sleep {unique_sleep()}"
+    got = box.tmp / "got"
+    command = f"trap 'touch {got}; exit 7' USR1; {sleeping} & wait"
+    spec, _ = spec_for(command, box, runner.support(), namespaces=namespaces)
+    proc = subprocess.Popen(runner.launcher(spec), cwd="/", stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        (sleep,) = wait_until(lambda: processes_running(sleeping), what="the command to start")
+        os.kill(parent_of(sleep), signal.SIGUSR1)  # the shell
+        assert proc.wait(timeout=15) == 7
+        assert got.exists()
+    finally:
+        kill_markers(sleeping)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+CONNECT_ABSTRACT = ("python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('\\0{name}'); "
+                    "print('connected')\"")
+
+
+@needs_scoping
+@pytest.mark.parametrize("namespaces", [True, False], ids=["netns", "landlock-tcp"])
+def test_abstract_unix_sockets_outside_follow_the_network_setting(runner: Runner, box: Box, namespaces: bool) -> None:
+    """A session bus or X server listens on an abstract socket: with the network off the command
+    cannot reach it (a fresh network namespace has none; without one, Landlock scopes them)."""
+    name = f"toycoder-test-{uuid.uuid4().hex}"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind("\0" + name)
+        server.listen(4)
+        spec, _ = spec_for(CONNECT_ABSTRACT.format(name=name), box, runner.support(), namespaces=namespaces)
+        off = run(runner, box, spec)
+        assert "connected" not in off.stdout and off.returncode != 0, off.stdout
+        spec, _ = spec_for(CONNECT_ABSTRACT.format(name=name), box, runner.support(), namespaces=namespaces,
+                           network=True)
+        on = run(runner, box, spec)
+        assert on.stdout == "connected\n", on.stderr
