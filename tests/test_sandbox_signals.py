@@ -1,6 +1,7 @@
 """Signals and the sandbox: a sandboxed command cannot signal its supervisor (or anything else
 outside the sandbox) nor reach abstract unix sockets outside it while the network is off, yet it
-still signals its own children and the daemon still signals it."""
+still signals its own children and the daemon still signals it; and it runs with SIGPIPE and
+SIGXFSZ at their defaults."""
 
 from __future__ import annotations
 
@@ -145,3 +146,16 @@ def test_abstract_unix_sockets_outside_follow_the_network_setting(runner: Runner
                            network=True)
         on = run(runner, box, spec)
         assert on.stdout == "connected\n", on.stderr
+
+
+@MODES
+def test_sigpipe_and_sigxfsz_are_not_ignored_in_the_command(runner: Runner, box: Box, namespaces: bool) -> None:
+    """Python ignores both at start-up and exec keeps an ignored disposition: `yes | head -n1` then
+    printed "Broken pipe" errors, and a file over its size limit failed with EFBIG instead of killing."""
+    spec, _ = spec_for("grep SigIgn /proc/self/status; yes | head -n1", box, runner.support(), namespaces=namespaces)
+    done = run(runner, box, spec)
+    ignored_line, first = done.stdout.splitlines()
+    ignored = int(ignored_line.split()[1], 16)
+    assert not ignored & (1 << (signal.SIGPIPE - 1)), ignored_line
+    assert not ignored & (1 << (signal.SIGXFSZ - 1)), ignored_line
+    assert (first, done.stderr, done.returncode) == ("y", "", 0)

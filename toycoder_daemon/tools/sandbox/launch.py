@@ -56,6 +56,10 @@ def _run_shell(spec: dict[str, Any]) -> NoReturn:
                 if spec["required"]:
                     os.write(2, f"toycoder sandbox: cannot confine the command: {e}; it did not run\n".encode())
                     os._exit(REFUSED_EXIT)
+        # Python ignores both at start-up and exec keeps that: `yes | head -1` would not die of SIGPIPE
+        # (it prints "Broken pipe" errors) and a write past RLIMIT_FSIZE would not kill.
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
         if spec.get("cwd"):  # a directory that is gone fails here: the command does not run elsewhere
             os.chdir(spec["cwd"])
             os.environ["PWD"] = spec["cwd"]
