@@ -5,6 +5,7 @@ SIGXFSZ at their defaults."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -13,13 +14,19 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from helpers import parent_of, proc_dir, processes_running, processes_with
+from helpers import AllowAll, parent_of, proc_dir, processes_running, processes_with
 from sandbox_helpers import FAKE_DAEMON, Box, Runner, kill_markers, run, spec_for, unique_sleep
 from waiting import wait_until
 
-from toycoder_daemon.tools.sandbox import landlock
+from toycoder_daemon.tools import shell
+from toycoder_daemon.tools.base import ToolContext
+from toycoder_daemon.tools.permission import PermissionGate
+from toycoder_daemon.tools.registry import ToolRegistry
+from toycoder_daemon.tools.sandbox import landlock, probe
+from toycoder_daemon.tools.workspace import Workspace
 
 ABI = landlock.abi_version() if sys.platform.startswith("linux") else 0
 pytestmark = pytest.mark.skipif(ABI < 1, reason="the sandbox needs Linux with Landlock")
@@ -159,3 +166,26 @@ def test_sigpipe_and_sigxfsz_are_not_ignored_in_the_command(runner: Runner, box:
     assert not ignored & (1 << (signal.SIGPIPE - 1)), ignored_line
     assert not ignored & (1 << (signal.SIGXFSZ - 1)), ignored_line
     assert (first, done.stderr, done.returncode) == ("y", "", 0)
+
+
+async def test_the_daemons_exit_lets_a_subreaper_launcher_end_what_left_the_group(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """shell.kill_all (the daemon's exit) used to KILL every command's group: without a PID
+    namespace that killed the launcher before it could end a setsid'd child, which kept running."""
+    monkeypatch.setattr(probe, "_cached", probe.Support(sys.platform, ABI, False, False))
+    a, c = unique_sleep(), unique_sleep()
+    markers = [f"sleep {a}", f"sleep {c}"]
+    registry = ToolRegistry(PermissionGate(["run_command"]))
+    registry.register(shell.run_command, enabled=True)
+    call = json.dumps({"command": f"setsid sleep {a} >/dev/null 2>&1 & sleep {c}"})
+    turn = asyncio.ensure_future(registry.dispatch("run_command", call, ToolContext(Workspace(tmp_path), AllowAll(), "c1")))
+    try:
+        assert await asyncio.to_thread(wait_until, lambda: all(processes_running(m) for m in markers),
+                                       what="the command to start its sleeps")
+        shell.kill_all()
+        await asyncio.to_thread(wait_until, lambda: not any(processes_with(m) for m in markers),
+                                what="the launcher to end its whole tree")
+        await asyncio.wait_for(turn, 15)
+    finally:
+        turn.cancel()
+        kill_markers(*markers)

@@ -28,13 +28,16 @@ log = logging.getLogger(__name__)
 
 KILL_GRACE = 2.0
 
-_live_groups: set[int] = set()
-"""Process groups of commands still running; the daemon kills them all when it exits."""
+_live_groups: dict[int, int] = {}
+"""Process groups of commands still running, with the signal that ends each when the daemon exits."""
 
 
 def kill_all() -> None:
-    for pgid in list(_live_groups):
-        _kill_group(pgid, signal.SIGKILL)
+    """A sandboxed command's group gets TERM, not KILL: its launcher then ends the whole tree, also
+    what left the group (setsid), and the daemon's death would TERM it anyway. A KILL would cut that
+    clean-up short, and without a PID namespace nothing else ends what left the group."""
+    for pgid, sig in list(_live_groups.items()):
+        _kill_group(pgid, sig)
     _live_groups.clear()
 
 
@@ -188,7 +191,7 @@ async def _run(run: Prepared, ctx: ToolContext, command: str, seconds: float, li
         _kill_group(proc.pid, signal.SIGKILL)
         await proc.wait()
         raise
-    _live_groups.add(proc.pid)
+    _live_groups[proc.pid] = signal.SIGTERM if run.spec is not None else signal.SIGKILL
     out = HeadTail(limit)
 
     async def pump() -> None:
@@ -205,12 +208,12 @@ async def _run(run: Prepared, ctx: ToolContext, command: str, seconds: float, li
         await _stop(proc)
     except asyncio.CancelledError:
         await asyncio.shield(_stop(proc))
-        _live_groups.discard(proc.pid)
+        _live_groups.pop(proc.pid, None)
         reader.cancel()
         raise
     # Background children still hold the pipe open: the command is over, so they go too.
     _kill_group(proc.pid, signal.SIGKILL)
-    _live_groups.discard(proc.pid)
+    _live_groups.pop(proc.pid, None)
     try:
         await asyncio.wait_for(reader, KILL_GRACE)
     except asyncio.TimeoutError:
