@@ -15,7 +15,9 @@ process then running Python before exec is unsafe. Layout:
 
 Without namespaces the launcher itself is the init-like supervisor: a child subreaper that kills
 and reaps its whole tree when the shell ends, when it is told to stop, or when the daemon dies
-(its death signal is then SIGTERM, handled, rather than SIGKILL).
+(its death signal is then SIGTERM, handled, rather than SIGKILL). The command cannot signal the
+supervisor from Landlock ABI 6 (its domain is scoped); below that, a hostile command without
+namespaces can stop or kill it and outlive the daemon (docs/security.md, probe.supervisor_exposed).
 """
 
 from __future__ import annotations
