@@ -94,11 +94,24 @@ def _kill_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
+def _kill_tree(root: int) -> None:
+    """KILL every process below `root`, in or out of its group. A sandbox launcher without a PID
+    namespace is a subreaper, so what the command started and left the group (setsid) is still below
+    it, and would outlive a KILL of the group that cut the launcher's own clean-up short."""
+    from .sandbox.contain import descendants  # only on this rare path
+
+    for pid in descendants(root):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
 async def _stop(proc: asyncio.subprocess.Process) -> None:
     """TERM the group, then KILL whatever is still there."""
     _kill_group(proc.pid, signal.SIGTERM)
     with contextlib.suppress(asyncio.TimeoutError):
         await asyncio.wait_for(proc.wait(), KILL_GRACE)
+    if proc.returncode is None:  # still there after the grace: its tree first, while it is below it
+        await asyncio.to_thread(_kill_tree, proc.pid)
     _kill_group(proc.pid, signal.SIGKILL)
 
 
