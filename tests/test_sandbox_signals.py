@@ -6,6 +6,7 @@ SIGXFSZ at their defaults."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -13,7 +14,7 @@ import socket
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -170,33 +171,36 @@ def test_sigpipe_and_sigxfsz_are_not_ignored_in_the_command(runner: Runner, box:
     assert (first, done.stderr, done.returncode) == ("y", "", 0)
 
 
-def _start_in_subreaper_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                             command: str) -> asyncio.Future[object]:
-    """run_command in process, sandboxed as on a kernel without user namespaces."""
+@contextlib.asynccontextmanager
+async def _a_setsid_child_in_subreaper_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                            ) -> AsyncIterator[tuple[asyncio.Future[object], list[str]]]:
+    """run_command in process, sandboxed as on a kernel without user namespaces, running a child that
+    left the group (setsid) and a sleep of the shell's own: (the tool call, the sleeps' markers)."""
     monkeypatch.setattr(probe, "_cached", probe.Support(sys.platform, ABI, False, False))
     registry = ToolRegistry(PermissionGate(["run_command"]))
     registry.register(shell.run_command, enabled=True)
-    call = json.dumps({"command": command})
-    return asyncio.ensure_future(registry.dispatch("run_command", call, ToolContext(Workspace(tmp_path), AllowAll(), "c1")))
+    a, c = unique_sleep(), unique_sleep()
+    markers = [f"sleep {a}", f"sleep {c}"]
+    call = json.dumps({"command": f"setsid sleep {a} >/dev/null 2>&1 & sleep {c}"})
+    turn = asyncio.ensure_future(registry.dispatch("run_command", call, ToolContext(Workspace(tmp_path), AllowAll(), "c1")))
+    try:
+        assert await asyncio.to_thread(wait_until, lambda: all(processes_running(m) for m in markers),
+                                       what="the command to start its sleeps")
+        yield turn, markers
+    finally:
+        turn.cancel()
+        kill_markers(*markers)
 
 
 async def test_the_daemons_exit_lets_a_subreaper_launcher_end_what_left_the_group(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """shell.kill_all (the daemon's exit) used to KILL every command's group: without a PID
     namespace that killed the launcher before it could end a setsid'd child, which kept running."""
-    a, c = unique_sleep(), unique_sleep()
-    markers = [f"sleep {a}", f"sleep {c}"]
-    turn = _start_in_subreaper_mode(tmp_path, monkeypatch, f"setsid sleep {a} >/dev/null 2>&1 & sleep {c}")
-    try:
-        assert await asyncio.to_thread(wait_until, lambda: all(processes_running(m) for m in markers),
-                                       what="the command to start its sleeps")
+    async with _a_setsid_child_in_subreaper_mode(tmp_path, monkeypatch) as (turn, markers):
         shell.kill_all()
         await asyncio.to_thread(wait_until, lambda: not any(processes_with(m) for m in markers),
                                 what="the launcher to end its whole tree")
         await asyncio.wait_for(turn, 15)
-    finally:
-        turn.cancel()
-        kill_markers(*markers)
 
 
 # A launcher whose clean-up never finishes (as when a command forks faster than it kills).
@@ -216,16 +220,9 @@ async def test_a_cancel_that_must_kill_the_launcher_kills_its_tree_first(tmp_pat
     monkeypatch.setattr(probe, "launcher_argv", lambda *args: [sys.executable, "-I", "-S", "-c", STUCK_CLEANUP,
                                                                package, *args])
     monkeypatch.setattr(shell, "KILL_GRACE", 0.3)
-    a, c = unique_sleep(), unique_sleep()
-    markers = [f"sleep {a}", f"sleep {c}"]
-    turn = _start_in_subreaper_mode(tmp_path, monkeypatch, f"setsid sleep {a} >/dev/null 2>&1 & sleep {c}")
-    try:
-        assert await asyncio.to_thread(wait_until, lambda: all(processes_running(m) for m in markers),
-                                       what="the command to start its sleeps")
+    async with _a_setsid_child_in_subreaper_mode(tmp_path, monkeypatch) as (turn, markers):
         turn.cancel()
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(turn, 15)
         await asyncio.to_thread(wait_until, lambda: not any(processes_with(m) for m in markers),
                                 what="the daemon to end the stuck launcher's whole tree")
-    finally:
-        kill_markers(*markers)
