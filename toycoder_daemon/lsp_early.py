@@ -333,8 +333,10 @@ async def serve_lsp(inbox: Inbox, out: BinaryIO | Outbox, config_path: str | Non
     context = contextvars.copy_context()  # the reader thread's callbacks (and the turns they start) see it
 
     def deliver(body: bytes | None, problem: str | None) -> None:
-        if body is None and problem is None:  # the exit timer starts at once, as on rpc_io's path, even
-            on_end()  # while frames wait for pygls (they are still answered if it is in within the grace)
+        # the end of input starts the exit timer at once, as on rpc_io's path, even while frames wait
+        # for pygls (they are still answered if it is in within the grace)
+        if body is None and problem is None:
+            on_end()
         with contextlib.suppress(RuntimeError):  # the loop is already closed
             loop.call_soon_threadsafe(early.frame, body, problem, context=context.copy())
 
