@@ -1,17 +1,20 @@
 """When a new LSP process imports pygls (lsp_early.py's docstring): only once it is needed (a frame
-left to it, a message held for it) or the process is idle (no early work, no frame for `quiet`
-seconds), never beside an early turn. In-process through serve_lsp with its `importer` seam (the
+left to it, a message held for it) or the process is idle (no early request for `quiet` seconds,
+whatever document news comes), never beside an early turn; only the first prompt runs early, and
+not once the import has started; the end of input calls on_end at once. In-process through serve_lsp with its `importer` seam (the
 importer records that it was called and waits for the test), plus a real daemon with a configured
 MCP server whose lsprotocol import is held. No timing is asserted: bench/peers.py measures it."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import sys
 import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import write_config
 from helpers import processes_with, unique_marker, write_call
 from inproc_app import eventually
@@ -19,8 +22,9 @@ from test_lsp_early import INITIALIZED, Capture, HeldDaemon, body
 from test_lsp_early_prompt import answered, asked, init, messages, prompt, reply
 from waiting import DEFAULT_TIMEOUT, scaled, wait_until
 
+from toycoder_daemon import lsp_early
 from toycoder_daemon.app import App
-from toycoder_daemon.lsp_early import serve_lsp
+from toycoder_daemon.lsp_early import EarlyLsp, serve_lsp
 from toycoder_daemon.stdio import Inbox
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
@@ -49,11 +53,13 @@ class Served:
 
     def __init__(self, workspace: Path, config: Path, quiet: float, first: list[dict[str, Any]]):
         self.inbox, self.out, self.importer = Inbox(), Capture(), Importer()
+        self.input_ended = threading.Event()
+        """serve_lsp called on_end (in the daemon: the exit timer starts)."""
         initialize = body(init(workspace, config))
         for msg in [initialize, *map(body, first)]:  # queued before serve_lsp attaches: one read
             self.inbox.put(msg, None)
         self.task = asyncio.ensure_future(serve_lsp(self.inbox, self.out, None, answered=initialize,
-                                                    on_end=lambda: None, importer=self.importer, quiet=quiet))
+                                                    on_end=self.input_ended.set, importer=self.importer, quiet=quiet))
 
     def send(self, msg: dict[str, Any]) -> None:
         self.inbox.put(body(msg), None)
@@ -207,3 +213,100 @@ def test_mcp_servers_start_once_pygls_is_in_and_reach_the_next_turn(
     assert d.proc.returncode == 0
     wait_until(lambda: processes_with(tag) == [], what="the MCP server to exit with the daemon")
 
+
+
+async def test_only_the_first_prompt_runs_early(workspace: Path, tmp_path: Path, llm: FakeLLM) -> None:
+    """Back-to-back prompts, the next sent as soon as the first is answered (so the process is never
+    idle): the second is a frame for pygls, so it starts the import and is answered once pygls is in."""
+    config = write_config(tmp_path / "config.yaml", llm)
+    sid = await stored_session(workspace, config)
+    llm.add({"text": "early"}, {"text": "from pygls"})
+    s = Served(workspace, config, NEVER_IDLE, [INITIALIZED, prompt(1, sid)])
+    await eventually(lambda: answered(s.out, 1) is not None, "the early turn's answer")
+    assert not s.importer.started.is_set()
+    s.send(prompt(2, sid))
+    await eventually(lambda: s.importer.started.is_set() or answered(s.out, 2) is not None, "the second prompt")
+    assert s.importer.started.is_set() and answered(s.out, 2) is None and len(llm.requests) == 1
+    s.importer.go.set()
+    await eventually(lambda: answered(s.out, 2) is not None, "pygls' answer to the second prompt")
+    assert answered(s.out, 2)["result"]["text"] == "from pygls"  # type: ignore[index]
+    assert await s.end() == 0
+
+
+async def test_open_document_news_does_not_postpone_the_import(workspace: Path, tmp_path: Path, llm: FakeLLM) -> None:
+    """A person typing (a full-text didChange far more often than the quiet period): the import
+    starts anyway, and the changes are still taken meanwhile."""
+    config = write_config(tmp_path / "config.yaml", llm)
+    uri = (workspace / "README.md").as_uri()
+    s = Served(workspace, config, 0.3, [INITIALIZED, {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
+        "textDocument": {"uri": uri, "languageId": "markdown", "version": 1, "text": "x"}}}])
+    versions = itertools.count(2)
+
+    async def typing() -> None:
+        while not s.importer.started.is_set():
+            s.send({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
+                "textDocument": {"uri": uri, "version": next(versions)}, "contentChanges": [{"text": "typed"}]}})
+            await asyncio.sleep(0.01)
+
+    typist = asyncio.ensure_future(typing())
+    try:
+        await eventually(s.importer.started.is_set, "the import while the person types")
+    finally:
+        typist.cancel()
+    assert next(versions) > 3  # it did type meanwhile
+    assert await s.end() == 0
+
+
+@pytest.fixture
+def early_paths(monkeypatch: pytest.MonkeyPatch) -> list[EarlyLsp]:
+    """The EarlyLsp serve_lsp makes, to see where a frame went (here, or on to pygls)."""
+    made: list[EarlyLsp] = []
+
+    class Recorded(EarlyLsp):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(lsp_early, "EarlyLsp", Recorded)
+    return made
+
+
+async def test_a_prompt_once_the_import_started_is_pygls(
+        workspace: Path, tmp_path: Path, llm: FakeLLM, early_paths: list[EarlyLsp]) -> None:
+    """The idle process started the import; the first prompt comes while it runs: it waits for pygls
+    (which starts App.start first) instead of running beside the import without the MCP tools."""
+    config = write_config(tmp_path / "config.yaml", llm)
+    sid = await stored_session(workspace, config)
+    llm.add({"text": "from pygls"})
+    s = Served(workspace, config, 0.05, [INITIALIZED])
+    await eventually(s.importer.started.is_set, "the import of an idle process")
+    s.send(prompt(1, sid))
+    early = early_paths[0]
+    await eventually(lambda: early.deferring or llm.requests, "the prompt taken here or left to pygls")
+    assert early.deferring and not llm.requests and answered(s.out, 1) is None
+    s.importer.go.set()
+    await eventually(lambda: answered(s.out, 1) is not None, "pygls' answer")
+    assert answered(s.out, 1)["result"]["text"] == "from pygls"  # type: ignore[index]
+    assert await s.end() == 0
+
+
+async def test_input_ending_while_frames_wait_for_pygls(workspace: Path, tmp_path: Path, llm: FakeLLM) -> None:
+    """The client ends its input while a request waits for the (held) import: on_end (the daemon's
+    exit timer) is called at once and the early turn ends with its cancelled answer, without waiting
+    for pygls; pygls, in within the grace, still answers the request queued before the end."""
+    config = write_config(tmp_path / "config.yaml", llm)
+    sid = await stored_session(workspace, config)
+    llm.add(write_call("never.txt", "x"))
+    s = Served(workspace, config, NEVER_IDLE, [INITIALIZED, prompt(1, sid)])
+    await eventually(lambda: len(asked(s.out, "toycoder/requestPermission")) == 1, "the permission request")
+    s.send({"jsonrpc": "2.0", "id": 2, "method": "toycoder/commands/list", "params": {}})
+    await eventually(s.importer.started.is_set, "the import the request starts")
+    s.inbox.put(None, None)
+    await eventually(s.input_ended.is_set, "on_end while the import is held")
+    await eventually(lambda: answered(s.out, 1) is not None, "the early turn's cancelled answer")
+    assert answered(s.out, 1)["result"]["stopReason"] == "cancelled"  # type: ignore[index]
+    assert not s.importer.go.is_set() and answered(s.out, 2) is None
+    s.importer.go.set()
+    assert await asyncio.wait_for(s.task, scaled(DEFAULT_TIMEOUT)) == 0
+    assert answered(s.out, 2)["result"]["commands"]  # type: ignore[index]
+    assert not (workspace / "never.txt").exists()

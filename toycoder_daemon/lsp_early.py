@@ -3,24 +3,32 @@
 stdio.py answers `initialize` before anything heavy is imported. pygls and lsprotocol then take
 ~0.3-0.8 s of CPU to import, and sessions need neither: so the App is opened here from the answered
 initialize's params, and `initialized`, the session requests, `toycoder/cancel` (lsp_calls.EARLY),
-`toycoder/prompt` (on lsp_early_link's EditorLink) and plain open-document news are handled by the
-same functions pygls runs later, on the same App. The first frame nothing here handles, and every
-frame after it, waits (in order) for pygls, so nothing overtakes; only the client's responses to an
-early turn's requests, and $/cancelRequest for an early request, are taken here whenever they come
-(pygls never knew those ids). Answers are written as pygls writes them (tests compare the bytes).
+the process's first `toycoder/prompt` (on lsp_early_link's EditorLink) and plain open-document news
+are handled by the same functions pygls runs later, on the same App. The first frame nothing here
+handles, and every frame after it, waits (in order) for pygls, so nothing overtakes; only the
+client's responses to an early turn's requests, and $/cancelRequest for an early request, are taken
+here whenever they come (pygls never knew those ids). Answers are written as pygls writes them.
+
+Only the first prompt runs here, and only if it comes before the import starts: any later prompt
+(the first one's turn running or ended) and any prompt once the import has started is a frame left
+to pygls (so it starts the import if that had not started, and waits for it in order).
 
 pygls is imported on a thread (it holds the GIL most of that time, so a turn beside it reaches its
 first chunk ~100 ms later) when it is *needed* or when the process is *idle*, whichever is first:
-- needed: the first frame left to it (a request not answered here, a ranged didChange, a malformed
-  frame...), or a message the App wants shown (held for pygls to write: a config error, notices).
-  At once, also during an early turn, so a long turn (tool calls, a permission wait) starves nothing.
-- idle: no early request running and no frame for QUIET seconds. In an editor the import runs while
-  the person types the first prompt; a script's back-to-back initialize, session, prompt get their
-  turn first. If the input ends before either, nothing is imported and the process ends.
+- needed: the first frame left to it (a request not answered here, a second prompt, a ranged
+  didChange, a malformed frame...), or a message the App wants shown (held for pygls to write: a
+  config error, notices). At once, also during an early turn, so a long turn starves nothing.
+- idle: for QUIET seconds no early request has run and none (nor `initialized`) has come; open-
+  document news does not count (it costs nothing to take here; an editor sends it at each edit). So
+  in an editor the import starts QUIET after the session requests, while the person types the first
+  prompt; a script's back-to-back initialize, session, prompt get their turn first, and the import
+  starts QUIET after that turn ends. If the input ends before either, nothing is imported.
 The App's start-up work (App.start: the config's MCP servers, the model client's imports) and its
-messages wait for pygls to be in, so they never compete with an early turn either: an early turn runs
-without the config's MCP tools (it never had them at its first step: they start after the import);
-a prompt that comes once the process was idle goes to pygls, after App.start began, as before.
+messages wait for pygls to be in, so they never compete with an early turn: the early turn runs
+without the config's MCP tools (they start after the import); every later prompt goes to pygls,
+after App.start began. When the input ends while frames wait for pygls, `on_end` (the exit timer)
+runs at once and early turns are cancelled, as on rpc_io's path; the waiting frames are still
+answered if pygls is in within the exit grace.
 """
 
 from __future__ import annotations
@@ -39,19 +47,8 @@ from . import protocol as wire
 from .app import App
 from .background import Background
 from .coalesce import OUTPUT
-from .lsp_calls import (
-    EARLY,
-    RpcError,
-    call,
-    document_changed,
-    document_closed,
-    document_opened,
-    on_initialized,
-    prompt,
-    session_changed,
-    session_info_changed,
-)
-from .lsp_early_link import EarlyLink, app_params, plain_capabilities
+from .lsp_calls import EARLY, RpcError, call, on_initialized, prompt, session_changed, session_info_changed
+from .lsp_early_link import DOCUMENTS, Documents, EarlyLink, app_params, document, plain_capabilities
 from .outbox import Outbox, written
 from .rpc_checks import refusal
 from .stdio import FrameWriter, Inbox
@@ -123,33 +120,6 @@ class EarlyHost:
 
 REQUEST_CANCELLED = -32800
 """pygls' answer to a request a $/cancelRequest cancelled (JsonRpcRequestCancelled)."""
-DOCUMENTS = ("textDocument/didOpen", "textDocument/didChange", "textDocument/didClose")
-
-
-def document(app: App, method: str, params: Any) -> bool:
-    """An open document's news, handled here when its params are what pygls structures without a
-    complaint; anything else is left to pygls (which answers odd ones its own way)."""
-    doc = params.get("textDocument") if isinstance(params, dict) else None
-    uri, version = (doc.get("uri"), doc.get("version")) if isinstance(doc, dict) else (None, None)
-    if not isinstance(uri, str):
-        return False
-    if method == "textDocument/didClose":
-        document_closed(app, uri)
-        return True
-    if not isinstance(version, int) or isinstance(version, bool) or not -2**31 <= version < 2**31:
-        return False  # pygls' structures take an int32 only
-    if method == "textDocument/didOpen":
-        text, language = doc.get("text"), doc.get("languageId")  # type: ignore[union-attr]
-        if not (isinstance(text, str) and isinstance(language, str)):
-            return False
-        document_opened(app, uri, text, version)
-        return True
-    changes = params.get("contentChanges")
-    if not (isinstance(changes, list) and changes and all(
-            isinstance(c, dict) and set(c) == {"text"} and isinstance(c["text"], str) for c in changes)):
-        return False  # ranged changes or none: pygls' structures decide
-    document_changed(app, uri, [c["text"] for c in changes], version)
-    return True
 
 
 class EarlyLsp:
@@ -175,20 +145,21 @@ class EarlyLsp:
         self.ended = asyncio.Event()
         """The input ended with nothing left for pygls."""
         self._first = True
-        self.documents: dict[str, tuple[str, int, str]] = {}
-        """Documents opened here: uri -> (languageId, version, text)."""
+        self.documents: Documents = {}
+        self.first_prompt = self.link is not None
+        """A prompt may still run here: until one has, and until the import starts (serve_lsp)."""
         self._answering: dict[asyncio.Task[None], Any] = {}
         """The early requests being answered, with their ids."""
         self._cancelled: set[asyncio.Task[None]] = set()
         self._turns: set[asyncio.Task[None]] = set()
         self._last = time.monotonic()
-        """When the last frame came or the last early request ended (`wanted`'s quiet period)."""
+        """When the last early request or `initialized` came or an early request ended (`wanted`'s
+        quiet period); open-document news does not count."""
 
     def send(self, message: dict[str, Any]) -> None:
         self.write(pygls_frame(message))
 
     def frame(self, body: bytes | None, problem: str | None) -> None:
-        self._last = time.monotonic()
         if self._first:  # the answered initialize: pygls still sets itself up from it
             self._first = False
             self.later.put(body, problem)
@@ -201,6 +172,9 @@ class EarlyLsp:
                 return
             if body is not None and self._handled(body):
                 return
+        if body is None and problem is None:  # closing stdin ends every turn, also while pygls loads
+            for task in list(self._turns):
+                self._cancel(task)
         self.deferring = True
         self.host.needed.set()
         self.later.put(body, problem)
@@ -238,32 +212,21 @@ class EarlyLsp:
             return False
         method, params = obj.get("method"), obj.get("params")
         if method == "initialized" and "id" not in obj:
+            self._last = time.monotonic()
             on_initialized(self.host, params)
             return True
-        if method in DOCUMENTS and "id" not in obj:
-            if not document(self.host.app, method, params):
-                return False
-            self._track(method, params)
-            return True
-        if method not in REQUESTS or "id" not in obj or (method == wire.PROMPT and self.link is None):
+        if method in DOCUMENTS and "id" not in obj:  # free to take: they keep no quiet period going
+            return document(self.host.app, self.documents, method, params)
+        if method not in REQUESTS or "id" not in obj or (method == wire.PROMPT and not self.first_prompt):
             return False
+        self._last = time.monotonic()
         task = asyncio.ensure_future(self._answer(REQUESTS[method], obj["id"], params))
         self._answering[task] = obj["id"]
         if method == wire.PROMPT:
+            self.first_prompt = False  # only the process's first prompt runs here
             self._turns.add(task)
         task.add_done_callback(self._done)
         return True
-
-    def _track(self, method: str, params: dict[str, Any]) -> None:
-        """pygls keeps its own copy of the open documents and refuses a didChange of one it was not
-        told about: what was opened here is handed to it when it takes over (`documents`)."""
-        doc = params["textDocument"]
-        if method == "textDocument/didClose":
-            self.documents.pop(doc["uri"], None)
-        elif method == "textDocument/didOpen":
-            self.documents[doc["uri"]] = (doc["languageId"], doc["version"], doc["text"])
-        elif doc["uri"] in self.documents:
-            self.documents[doc["uri"]] = (self.documents[doc["uri"]][0], doc["version"], params["contentChanges"][-1]["text"])
 
     def _done(self, task: asyncio.Task[None]) -> None:
         msg_id = self._answering.pop(task, None)
@@ -275,8 +238,8 @@ class EarlyLsp:
         self._last = time.monotonic()
 
     async def wanted(self, quiet: float) -> None:
-        """Returns when pygls is needed, or once no early request has run and no frame has come for
-        `quiet` seconds (the rule in the module's docstring)."""
+        """Returns when pygls is needed, or once no early request has run or come for `quiet`
+        seconds (the rule in the module's docstring)."""
         needed = asyncio.ensure_future(self.host.needed.wait())
         try:
             while not needed.done():
@@ -370,6 +333,10 @@ async def serve_lsp(inbox: Inbox, out: BinaryIO | Outbox, config_path: str | Non
     context = contextvars.copy_context()  # the reader thread's callbacks (and the turns they start) see it
 
     def deliver(body: bytes | None, problem: str | None) -> None:
+        # the end of input starts the exit timer at once, as on rpc_io's path, even while frames wait
+        # for pygls (they are still answered if it is in within the grace)
+        if body is None and problem is None:
+            on_end()
         with contextlib.suppress(RuntimeError):  # the loop is already closed
             loop.call_soon_threadsafe(early.frame, body, problem, context=context.copy())
 
@@ -378,6 +345,7 @@ async def serve_lsp(inbox: Inbox, out: BinaryIO | Outbox, config_path: str | Non
     wanted = asyncio.ensure_future(early.wanted(quiet))
     await asyncio.wait({wanted, ended}, return_when=asyncio.FIRST_COMPLETED)
     importing = None if ended.done() else asyncio.ensure_future(asyncio.to_thread(importer))
+    early.first_prompt = False  # a prompt from now on is pygls' (after App.start began), as documented
     if importing:
         await asyncio.wait({importing, ended}, return_when=asyncio.FIRST_COMPLETED)
     if importing is None or not importing.done():  # the input ended before pygls was in

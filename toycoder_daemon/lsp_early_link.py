@@ -2,7 +2,8 @@
 server writes for a turn (updates, permission and edit requests, $/progress), written through the
 early path's writer (pygls' own once it is in), and the client's responses to its requests routed
 back here by id, before and after the hand-over (pygls never knew those ids). Also what the early
-path reads of the answered `initialize`'s params, where they are plain enough to read as pygls does."""
+path reads of the answered `initialize`'s params and of open-document news, where they are plain
+enough to read as pygls does."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .app import App
-from .lsp_calls import Host, RpcError, Runner, workspace_root
+from .lsp_calls import Host, RpcError, Runner, document_changed, document_closed, document_opened, workspace_root
 
 # LSP's own methods: pygls writes their lsprotocol message types, whose keys come in this order
 _TYPED_REQUESTS = frozenset({"window/showMessageRequest", "window/workDoneProgress/create", "workspace/applyEdit"})
@@ -61,6 +62,42 @@ def plain_capabilities(params: dict[str, Any]) -> dict[str, Any] | None:
             ("experimental", "toycoder"))):
         return None
     return caps
+
+
+DOCUMENTS = ("textDocument/didOpen", "textDocument/didChange", "textDocument/didClose")
+Documents = dict[str, tuple[str, int, str]]
+"""Documents opened on the early path: uri -> (languageId, version, text). pygls keeps its own copy
+and refuses a didChange of one it was not told about, so these are handed to it when it takes over."""
+
+
+def document(app: App, documents: Documents, method: str, params: Any) -> bool:
+    """An open document's news, handled (and kept in `documents`) when its params are what pygls
+    structures without a complaint; anything else is left to pygls (which answers odd ones its own way)."""
+    doc = params.get("textDocument") if isinstance(params, dict) else None
+    uri, version = (doc.get("uri"), doc.get("version")) if isinstance(doc, dict) else (None, None)
+    if not isinstance(uri, str):
+        return False
+    if method == "textDocument/didClose":
+        document_closed(app, uri)
+        documents.pop(uri, None)
+        return True
+    if not isinstance(version, int) or isinstance(version, bool) or not -2**31 <= version < 2**31:
+        return False  # pygls' structures take an int32 only
+    if method == "textDocument/didOpen":
+        text, language = doc.get("text"), doc.get("languageId")  # type: ignore[union-attr]
+        if not (isinstance(text, str) and isinstance(language, str)):
+            return False
+        document_opened(app, uri, text, version)
+        documents[uri] = (language, version, text)
+        return True
+    changes = params.get("contentChanges")
+    if not (isinstance(changes, list) and changes and all(
+            isinstance(c, dict) and set(c) == {"text"} and isinstance(c["text"], str) for c in changes)):
+        return False  # ranged changes or none: pygls' structures decide
+    document_changed(app, uri, [c["text"] for c in changes], version)
+    if uri in documents:
+        documents[uri] = (documents[uri][0], version, changes[-1]["text"])
+    return True
 
 
 def _serialisable(params: Any) -> Any:
