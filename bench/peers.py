@@ -124,10 +124,12 @@ class Setup:
                                 f'model_providers.bench={{name="bench",base_url="{llm.base_url}",'
                                 'wire_api="responses",env_key="BENCH_KEY"}',
                                 "-c", "model_context_window=100000000", "-c", "model_auto_compact_token_limit=100000000"]
-        # our faces per tree (labelled by the tree's folder name when there are two), then codex
+        # our faces per tree (labelled by the tree's folder name when there are two, or its path when
+        # the names are the same), then codex
         trees = [daemon_root] + ([against] if against else [])
-        self.rows = [Row(kind.name + (f" [{tree.name}]" if against else ""), kind, tree_env(base, tree))
-                     for tree in trees for kind in (ToyLSP, ToyACP)]
+        names = [t.name for t in trees] if len({t.name for t in trees}) == len(trees) else [str(t) for t in trees]
+        self.rows = [Row(kind.name + (f" [{name}]" if against else ""), kind, tree_env(base, tree))
+                     for tree, name in zip(trees, names, strict=True) for kind in (ToyLSP, ToyACP)]
         if codex:
             self.rows.append(Row(Codex.name, Codex, self.env))
 
