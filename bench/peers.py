@@ -5,6 +5,8 @@ init ms (spawn -> initialize answered), session ms (new session), 1st chunk ms (
 streamed text), spawn->chunk ms (spawn -> first streamed text: what a person waits in all),
 turn ms (prompt -> turn end), turn CPU s (the peer process, /proc), RSS after the turn.
 Medians of --runs after --warmup, then ours/codex ratios per column (< 1: we are ahead).
+--against DIR runs a second daemon tree's faces in the same rotation (rows labelled by tree), so a
+before/after pair shares the machine's load; --daemon-root replaces the tree that runs.
 The concurrency case runs --sessions sessions streaming at once in one process per peer, with a
 cheap request (no disk I/O: tools/list, ACP authenticate answered -32601 by the SDK, codex
 thread/loaded/list) and a session list (toycoder/session/list, session/list, thread/list) every
@@ -16,7 +18,8 @@ one prompt in it.
 codex: `--install-codex` puts npm @openai/codex@0.171.0 into bench/.peers/ (gitignored, never a
 project dependency); CODEX_BIN points at another binary. Without it, only our rows are printed.
 
-Run:  .venv/bin/python bench/peers.py [--tokens 2000,20000] [--runs 5] [--warmup 1] [--sessions 20] [--history 5000] [--quick]
+Run:  .venv/bin/python bench/peers.py [--tokens 2000,20000] [--runs 5] [--warmup 1] [--sessions 20] [--history 5000]
+                                     [--against DIR] [--quick]
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -67,10 +71,24 @@ def install_codex() -> None:
                    check=True)
 
 
+@dataclass(frozen=True, eq=False)  # hashed by identity: a table's key
+class Row:
+    """One row of the tables: a peer kind, and for ours the daemon tree it runs from."""
+    label: str
+    kind: type[Peer]
+    env: dict[str, str]
+
+
+def tree_env(env: dict[str, str], tree: Path) -> dict[str, str]:
+    """`env` with `tree` first on PYTHONPATH (so its toycoder_daemon runs)."""
+    return {**env, "PYTHONPATH": os.pathsep.join([str(tree), *filter(None, [os.environ.get("PYTHONPATH")])])}
+
+
 class Setup:
     """Temp dirs, config and argv for every peer; nothing of the user's is read or written."""
 
-    def __init__(self, tmp: Path, llm: PeerLLM, codex: str | None, daemon_root: Path = ROOT, loop_stats: bool = False):
+    def __init__(self, tmp: Path, llm: PeerLLM, codex: str | None, daemon_root: Path = ROOT, loop_stats: bool = False,
+                 against: Path | None = None):
         self.ws = tmp / "ws"
         self.ws.mkdir()
         (self.ws / "README.md").write_text("# bench workspace\n")
@@ -79,13 +97,14 @@ class Setup:
         (tmp / "codex-home").mkdir()
         self.env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
                     "TOYCODER_DATA_DIR": str(tmp / "data"), "CODEX_HOME": str(tmp / "codex-home"),
-                    "BENCH_KEY": "bench-key", "PYTHONPATH": os.pathsep.join(
-                        [str(daemon_root), *filter(None, [os.environ.get("PYTHONPATH")])])}
+                    "BENCH_KEY": "bench-key"}
         for var in ("TOYCODER_CONFIG", "OPENAI_API_KEY", "OPENAI_BASE_URL", "PYTHONDONTWRITEBYTECODE"):
             self.env.pop(var, None)
         # bytecode as an installed daemon has it (pip compiles at install): the warm-up run compiles
         # into the temp dir, so no run pays ~0.2 s of compiling and the tree stays clean
         self.env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+        base = self.env
+        self.env = tree_env(base, daemon_root)
         cfg = tmp / "config.yaml"
         cfg.write_text(
             "providers:\n  openai:\n    api_keys: [\"bench-key\"]\n"
@@ -108,9 +127,19 @@ class Setup:
                                 f'model_providers.bench={{name="bench",base_url="{llm.base_url}",'
                                 'wire_api="responses",env_key="BENCH_KEY"}',
                                 "-c", "model_context_window=100000000", "-c", "model_auto_compact_token_limit=100000000"]
+        # our faces per tree (labelled by the tree's folder name when there are two, or its path when
+        # the names are the same), then codex
+        trees = [daemon_root] + ([against] if against else [])
+        names = [t.name for t in trees] if len({t.name for t in trees}) == len(trees) else [str(t) for t in trees]
+        self.rows = [Row(kind.name + (f" [{name}]" if against else ""), kind, tree_env(base, tree))
+                     for tree, name in zip(trees, names, strict=True) for kind in (ToyLSP, ToyACP)]
+        if codex:
+            self.rows.append(Row(Codex.name, Codex, self.env))
 
-    async def spawn(self, kind: type[Peer]) -> Peer:
-        peer: Peer = await kind.spawn(self.argv[kind], self.env, str(self.ws))
+    async def spawn(self, which: type[Peer] | Row) -> Peer:
+        row = which if isinstance(which, Row) else Row(which.name, which, self.env)
+        peer: Peer = await row.kind.spawn(self.argv[row.kind], row.env, str(self.ws))
+        peer.name = row.label
         return peer
 
 
@@ -125,8 +154,8 @@ def check(peer: Peer, sid: str, tokens: int) -> None:
                          f"expected {len(expected_text(tokens))}; starts {text[:60]!r})")
 
 
-async def one_turn(setup: Setup, kind: type[Peer], tokens: int) -> dict[str, float]:
-    peer = await setup.spawn(kind)
+async def one_turn(setup: Setup, which: type[Peer] | Row, tokens: int) -> dict[str, float]:
+    peer = await setup.spawn(which)
     try:
         init = await peer.initialize(str(setup.ws))
         t = time.perf_counter()
@@ -150,8 +179,8 @@ def p99(values: list[float]) -> float:
     return s[min(len(s) - 1, max(0, -(-99 * len(s) // 100) - 1))]  # nearest rank
 
 
-async def many_sessions(setup: Setup, kind: type[Peer], tokens: int, sessions: int) -> dict[str, float]:
-    peer = await setup.spawn(kind)
+async def many_sessions(setup: Setup, which: type[Peer] | Row, tokens: int, sessions: int) -> dict[str, float]:
+    peer = await setup.spawn(which)
     try:
         await peer.initialize(str(setup.ws))
         sids = [await peer.new_session(str(setup.ws)) for _ in range(sessions)]
@@ -205,11 +234,12 @@ def write_session(setup: Setup, messages: list[dict[str, object]]) -> str:
     return sid
 
 
-async def big_history_turn(setup: Setup, kind: type[Peer], messages: list[dict[str, object]]) -> dict[str, float]:
+async def big_history_turn(setup: Setup, which: type[Peer] | Row, messages: list[dict[str, object]]) -> dict[str, float]:
     """A fresh process opens an N-message session and is prompted once in it (the prompt is the
     history's last message; the rest is the session)."""
+    kind = which.kind if isinstance(which, Row) else which
     sid = write_session(setup, messages[:-1]) if kind is not Codex else ""
-    peer = await setup.spawn(kind)
+    peer = await setup.spawn(which)
     try:
         if isinstance(peer, Codex):
             peer.experimental = True
@@ -257,16 +287,19 @@ MANY = [("total", "total s", "{:9.2f}"), ("first_p99", "1st chunk p99 ms", "{:9.
 PASSES = [("pass_cpu", "loop pass CPU p99", "{:9.1f}"), ("pass_wall", "loop pass p99 ms", "{:9.1f}")]
 
 
-def table(title: str, cols: list[tuple[str, str, str]], rows: dict[type[Peer], dict[str, float]]) -> None:
+def table(title: str, cols: list[tuple[str, str, str]], rows: dict[Row, dict[str, float]]) -> None:
+    ours = [r for r in rows if r.kind is not Codex]
+    codex = next((rows[r] for r in rows if r.kind is Codex), None)
+    ratio_labels = {r: "ratio " + r.label.removeprefix("toycoder ") + "/codex" for r in ours}
+    width = max([22, *(len(r.label) + 2 for r in rows), *(len(s) + 2 for s in ratio_labels.values())])
     print(f"\n{title}")
-    print(f"{'':22}" + "".join(f"{label:>18}" for _, label, _ in cols))
-    for kind, row in rows.items():
-        print(f"{kind.name:22}" + "".join(f"{fmt.format(row[key]):>18}" for key, _, fmt in cols))
-    if Codex in rows:
-        for kind in (ToyLSP, ToyACP):
-            if kind in rows:
-                ratios = [rows[kind][k] / rows[Codex][k] if rows[Codex][k] else float("nan") for k, _, _ in cols]
-                print(f"{'ratio ' + kind.name.split()[-1] + '/codex':22}" + "".join(f"{r:18.2f}" for r in ratios))
+    print(f"{'':{width}}" + "".join(f"{label:>18}" for _, label, _ in cols))
+    for r, row in rows.items():
+        print(f"{r.label:{width}}" + "".join(f"{fmt.format(row[key]):>18}" for key, _, fmt in cols))
+    if codex is not None:
+        for r in ours:
+            ratios = [rows[r][k] / codex[k] if codex[k] else float("nan") for k, _, _ in cols]
+            print(f"{ratio_labels[r]:{width}}" + "".join(f"{x:18.2f}" for x in ratios))
 
 
 def medians(runs: list[dict[str, float]]) -> dict[str, float]:
@@ -278,39 +311,42 @@ async def main_async(args: argparse.Namespace) -> int:
     if codex is None:
         print(f"codex: not installed (run with --install-codex to put npm {CODEX_PKG} into bench/.peers/, "
               "or set CODEX_BIN); printing our numbers only", file=sys.stderr)
-    kinds: list[type[Peer]] = [ToyLSP, ToyACP] + ([Codex] if codex else [])
     with tempfile.TemporaryDirectory(prefix="toycoder-peers-") as tmp, PeerLLM() as llm:
-        setup = Setup(Path(tmp), llm, codex, Path(args.daemon_root).resolve(), args.loop_stats)
-        print(f"peers: {', '.join(k.name for k in kinds)}; medians of {args.runs} runs after {args.warmup} warm-up, "
+        against = Path(args.against).resolve() if args.against else None
+        setup = Setup(Path(tmp), llm, codex, Path(args.daemon_root).resolve(), args.loop_stats, against)
+        entries = setup.rows
+        print(f"peers: {', '.join(e.label for e in entries)}; medians of {args.runs} runs after {args.warmup} warm-up, "
               f"interleaved; load average {os.getloadavg()[0]:.2f}")
+        if against:
+            print(f"trees: {Path(args.daemon_root).resolve()} and {against} (--against)")
         for tokens in args.tokens:
             llm.set_tokens(tokens)
-            runs: dict[type[Peer], list[dict[str, float]]] = {k: [] for k in kinds}
+            runs: dict[Row, list[dict[str, float]]] = {e: [] for e in entries}
             for r in range(args.warmup + args.runs):
-                order = kinds[r % len(kinds):] + kinds[:r % len(kinds)]
-                for kind in order:
-                    m = await one_turn(setup, kind, tokens)
+                order = entries[r % len(entries):] + entries[:r % len(entries)]
+                for entry in order:
+                    m = await one_turn(setup, entry, tokens)
                     if r >= args.warmup:
-                        runs[kind].append(m)
+                        runs[entry].append(m)
             table(f"{tokens:,} tokens, one fresh process per run", COLS, {k: medians(v) for k, v in runs.items()})
         if args.sessions:
             llm.set_tokens(args.many_tokens)
-            many: dict[type[Peer], list[dict[str, float]]] = {k: [] for k in kinds}
+            many: dict[Row, list[dict[str, float]]] = {e: [] for e in entries}
             for r in range(args.many_runs):
-                for kind in kinds[r % len(kinds):] + kinds[:r % len(kinds)]:
-                    many[kind].append(await many_sessions(setup, kind, args.many_tokens, args.sessions))
+                for entry in entries[r % len(entries):] + entries[:r % len(entries)]:
+                    many[entry].append(await many_sessions(setup, entry, args.many_tokens, args.sessions))
             table(f"{args.sessions} sessions streaming {args.many_tokens:,} tokens at once in one process "
                   f"(medians of {args.many_runs})", MANY + (PASSES if args.loop_stats else []),
                   {k: medians(v) for k, v in many.items()})
         if args.history:
             llm.set_tokens(args.history_tokens)
             messages = history(args.history)
-            hist: dict[type[Peer], list[dict[str, float]]] = {k: [] for k in kinds}
+            hist: dict[Row, list[dict[str, float]]] = {e: [] for e in entries}
             for r in range(args.warmup + args.history_runs):
-                for kind in kinds[r % len(kinds):] + kinds[:r % len(kinds)]:
-                    m = await big_history_turn(setup, kind, messages)
+                for entry in entries[r % len(entries):] + entries[:r % len(entries)]:
+                    m = await big_history_turn(setup, entry, messages)
                     if r >= args.warmup:
-                        hist[kind].append(m)
+                        hist[entry].append(m)
             table(f"a prompt in a {args.history:,}-message session (compaction off), {args.history_tokens:,}-token reply, "
                   f"fresh process (medians of {args.history_runs})", HISTORY, {k: medians(v) for k, v in hist.items()})
     print(f"\nload average after: {os.getloadavg()[0]:.2f} (a busy machine inflates wall times; read CPU and ratios)")
@@ -331,7 +367,9 @@ def main() -> int:
     parser.add_argument("--history-tokens", type=int, default=200)
     parser.add_argument("--history-runs", type=int, default=3)
     parser.add_argument("--daemon-root", default=str(ROOT),
-                        help="the source tree whose toycoder_daemon runs (e.g. an older checkout, for before/after)")
+                        help="the source tree whose toycoder_daemon runs (default: this one)")
+    parser.add_argument("--against", help="a second tree whose daemon runs in the same rotation, rows labelled by "
+                                           "tree (before/after under one load)")
     parser.add_argument("--install-codex", action="store_true", help=f"npm install {CODEX_PKG} into bench/.peers/ first")
     parser.add_argument("--quick", action="store_true", help="smoke run: --tokens 2000 --runs 2 --warmup 0 --many-runs 1")
     args = parser.parse_args()

@@ -55,6 +55,18 @@ def test_defaults_when_no_file() -> None:
     assert path is None and isinstance(cfg, Config) and cfg.agent.max_steps == 16
 
 
+def test_default_lists_and_sections_are_not_shared(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the defaults are values pydantic copies per instance (not factories: cheaper at import)
+    a, b = Config(), Config()
+    a.tools.enabled.append("run_command")
+    a.providers["openai"].model_max_tokens["m"] = 1
+    a.permissions.allow.append("read_file")
+    assert b.tools.enabled == [] and b.providers["openai"].model_max_tokens == {} and b.permissions.allow == []
+    assert a.tools.run_command is not b.tools.run_command and a.mcp_servers is not b.mcp_servers
+    monkeypatch.setenv("TOYCODER_MODEL", "read-at-load")  # a section default is built per config, not at import
+    assert Config().providers["openai"].models.default == "read-at-load"
+
+
 @pytest.mark.parametrize(
     "text, expected",
     [

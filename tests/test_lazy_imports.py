@@ -38,6 +38,13 @@ def test_the_early_faces_leave_the_shell_analysis_the_search_layer_and_difflib_t
     assert late == []
 
 
+def test_the_early_acp_face_takes_codes_and_timestamps_from_protocol_codes_not_the_wire_models() -> None:
+    # the ACP face speaks the SDK's types; protocol.py's ~50 models would cost each new process ~12 ms
+    modules = imported_by("import toycoder_daemon.acp_early, toycoder_daemon.acp_fast, toycoder_daemon.ndjson")
+    assert "toycoder_daemon.protocol_codes" in modules and "toycoder_daemon.acp_turn" in modules
+    assert [m for m in modules if m.startswith("toycoder_daemon.protocol") and m != "toycoder_daemon.protocol_codes"] == []
+
+
 def test_no_tool_argument_model_is_built_by_opening_an_app_and_offering_its_tools(tmp_path: Path) -> None:
     # the first turn offers the shipped schemas (tools/schemas.json); models wait for the first call
     code = ("import os, sys\n"

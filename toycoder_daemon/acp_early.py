@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from . import acp_client, acp_sessions, acp_turn, deferred_models, field_docs
-from . import protocol as wire
+from . import protocol_codes as wire
 from .acp_content import commands_update, replay
 from .acp_early_link import EarlyClient, Replies
 from .acp_fast import StdinPump

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
-from . import protocol as wire
+from . import protocol_codes as wire
 from .app import App
 from .errors import SessionBusy, SessionNotFound
 from .modes import MODES

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import acp_client
-from . import protocol as wire
+from . import protocol_codes as wire
 from .acp_content import prompt_text
 from .acp_frontend import AcpFrontend
 from .acp_sessions import RESOURCE_NOT_FOUND

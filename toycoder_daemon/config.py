@@ -21,6 +21,9 @@ from .errors import ConfigError
 class _Section(BaseModel):
     # The docstring under each field is its documentation (docs/config.md is generated from it, through
     # field_docs.document: not read at class creation, which would cost every new process ~10 ms).
+    # Empty lists/dicts are plain defaults (pydantic copies them per instance) and sections are built by
+    # lambdas: pydantic reads a default_factory's signature at class creation, and for `list` or a model
+    # class that is slow (text signatures, the model's own signature): ~3 ms of every new process.
     model_config = ConfigDict(extra="forbid")
 
 
@@ -42,15 +45,15 @@ class ModelNames(_Section):
 
 
 class ProviderConfig(_Section):
-    api_keys: list[str] = Field(default_factory=list)
+    api_keys: list[str] = Field(default=[])
     """Keys used round-robin; empty strings (e.g. `${VAR:-}` with VAR unset) are dropped."""
     base_url: str | None = None
     """OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 for Ollama."""
-    models: ModelNames = Field(default_factory=ModelNames)
+    models: ModelNames = Field(default_factory=lambda: ModelNames())
     """Model names for the `default` and `fast` roles."""
     max_tokens: int = Field(default=4096, ge=16)
     """Output limit of one reply (tokens), sent with every request; a cut reply is continued twice, then ends max_tokens."""
-    model_max_tokens: dict[str, int] = Field(default_factory=dict)
+    model_max_tokens: dict[str, int] = Field(default={})
     """Per-model output limits (model name -> tokens) that override `max_tokens`."""
     token_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     """Request field that carries the output limit (OpenAI's reasoning models accept only `max_completion_tokens`)."""
@@ -104,7 +107,7 @@ class SessionConfig(_Section):
 class RunCommandConfig(_Section):
     sandbox: Literal["auto", "required", "off"] = "auto"
     """OS sandbox (docs/security.md): `auto` if the kernel can, `required` refuses without it, `off`."""
-    writable: list[str] = Field(default_factory=list)
+    writable: list[str] = Field(default=[])
     """Extra writable paths besides the workspace and a private temp dir; list `.git` to allow commits."""
     network: bool = False
     """Let sandboxed commands use the network (a call may still ask for it with `network: true`)."""
@@ -123,9 +126,9 @@ class ToolsConfig(_Section):
     """Largest timeout a run_command call may ask for, seconds."""
     output_max_bytes: int = Field(default=30_000, ge=1000)
     """Cap on a tool's output sent to the model."""
-    enabled: list[str] = Field(default_factory=list)
+    enabled: list[str] = Field(default=[])
     """Dangerous tools (e.g. run_command) enabled from the start of every session."""
-    run_command: RunCommandConfig = Field(default_factory=RunCommandConfig)
+    run_command: RunCommandConfig = Field(default_factory=lambda: RunCommandConfig())
     """run_command's sandbox: where commands may write, whether they reach the network."""
 
 
@@ -133,9 +136,9 @@ _RULE = re.compile(r"\s*[\w.-]+\s*(\(.*\))?\s*", re.DOTALL)
 
 
 class PermissionsConfig(_Section):
-    allow: list[str] = Field(default_factory=list)
+    allow: list[str] = Field(default=[])
     """Rules for calls that run without asking: `write_file`, `write_file(docs/**)`, `run_command(pytest *)`."""
-    deny: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default=[])
     """Rules for calls that are always refused (checked before allow)."""
     timeout_seconds: float = Field(default=600.0, gt=0)
     """How long a permission prompt or question waits for the person; no answer is a rejection."""
@@ -152,7 +155,7 @@ class PermissionsConfig(_Section):
 class AgentDecl(_Section):
     prompt: str | None = None
     """Role key in the prompt templates (default: the agent's name)."""
-    tools: list[str] = Field(default_factory=list)
+    tools: list[str] = Field(default=[])
     """Tools it may use, by name (read-only ones for an explorer); empty = none."""
     model: Literal["default", "fast"] = "default"
     """Which of the provider's models it runs on."""
@@ -166,15 +169,15 @@ class McpServerConfig(BaseModel):
     model_config = ConfigDict(extra="allow")
     command: str | None = None
     """Program of a stdio server (or give `url`)."""
-    args: list[str] = Field(default_factory=list)
+    args: list[str] = Field(default=[])
     """Its arguments."""
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default={})
     """Extra environment (the daemon's secrets are never passed on)."""
     cwd: str | None = None
     """Working directory (default: the workspace root)."""
     url: str | None = None
     """Endpoint of a remote server (streamable HTTP)."""
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: dict[str, str] = Field(default={})
     """HTTP headers for a remote server, e.g. Authorization: "Bearer ${TOKEN}"."""
     permission: Literal["safe", "sensitive", "dangerous"] = "sensitive"
     """Level of all its tools: sensitive asks before each call."""
@@ -198,17 +201,17 @@ class Config(_Section):
     """Named OpenAI-compatible providers."""
     default_provider: str = "openai"
     """Provider used when a session does not pick one."""
-    agent: AgentConfig = Field(default_factory=AgentConfig)
+    agent: AgentConfig = Field(default_factory=lambda: AgentConfig())
     """The ReAct loop and the model calls."""
-    session: SessionConfig = Field(default_factory=SessionConfig)
+    session: SessionConfig = Field(default_factory=lambda: SessionConfig())
     """Context management."""
-    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    tools: ToolsConfig = Field(default_factory=lambda: ToolsConfig())
     """Tool limits and defaults."""
-    permissions: PermissionsConfig = Field(default_factory=PermissionsConfig)
+    permissions: PermissionsConfig = Field(default_factory=lambda: PermissionsConfig())
     """Rules that answer permission questions before the person is asked."""
-    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    mcp_servers: dict[str, McpServerConfig] = Field(default={})
     """External MCP tool servers."""
-    agents: dict[str, AgentDecl] = Field(default_factory=dict)
+    agents: dict[str, AgentDecl] = Field(default={})
     """Sub-agents exposed as tools, besides the built-in planner."""
     prompts_file: str | None = None
     """A YAML file whose roles override the built-in prompt templates by name."""

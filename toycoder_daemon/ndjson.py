@@ -15,7 +15,7 @@ import logging
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any, BinaryIO
 
-from . import protocol as wire
+from . import protocol_codes as wire
 from .rpc_checks import refusal
 from .stdio import MAX_CONTENT_LENGTH
 

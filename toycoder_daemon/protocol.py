@@ -14,14 +14,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-# the shared base, the checkpoint and the session types live beside this module (each under 400 lines);
-# re-exported here, so `wire.X` names every wire type
+# the shared base, the error codes (protocol_codes: no pydantic, all the ACP face needs), the checkpoint
+# and the session types live beside this module (each under 400 lines); re-exported here, so `wire.X`
+# names every wire type and code
 from .protocol_base import Decision as Decision
 from .protocol_base import Level as Level
 from .protocol_base import StopReason as StopReason
 from .protocol_base import ToolStatus as ToolStatus
 from .protocol_base import Wire as Wire
-from .protocol_base import iso_time as iso_time
 from .protocol_checkpoints import ChangedFileInfo as ChangedFileInfo
 from .protocol_checkpoints import ChangesUpdate as ChangesUpdate
 from .protocol_checkpoints import CheckpointFile as CheckpointFile
@@ -30,6 +30,18 @@ from .protocol_checkpoints import CheckpointList as CheckpointList
 from .protocol_checkpoints import RestoreConflict as RestoreConflict
 from .protocol_checkpoints import RestoreParams as RestoreParams
 from .protocol_checkpoints import RestoreResult as RestoreResult
+from .protocol_codes import CONFIG_ERROR as CONFIG_ERROR
+from .protocol_codes import INTERNAL_ERROR as INTERNAL_ERROR
+from .protocol_codes import INVALID_PARAMS as INVALID_PARAMS
+from .protocol_codes import INVALID_REQUEST as INVALID_REQUEST
+from .protocol_codes import METHOD_NOT_FOUND as METHOD_NOT_FOUND
+from .protocol_codes import PARSE_ERROR as PARSE_ERROR
+from .protocol_codes import PROVIDER_ERROR as PROVIDER_ERROR
+from .protocol_codes import REQUEST_CANCELLED as REQUEST_CANCELLED
+from .protocol_codes import SERVER_NOT_INITIALIZED as SERVER_NOT_INITIALIZED
+from .protocol_codes import SESSION_BUSY as SESSION_BUSY
+from .protocol_codes import SESSION_NOT_FOUND as SESSION_NOT_FOUND
+from .protocol_codes import iso_time as iso_time
 from .protocol_sessions import PlanEntryInfo as PlanEntryInfo
 from .protocol_sessions import PlanUpdate as PlanUpdate
 from .protocol_sessions import SessionChangedUpdate as SessionChangedUpdate
@@ -61,19 +73,6 @@ CHECKPOINT_RESTORE = "toycoder/checkpoint/restore"
 UPDATE = "toycoder/update"
 REQUEST_PERMISSION = "toycoder/requestPermission"
 ASK_USER = "toycoder/askUser"
-
-# error codes (JSON-RPC, LSP, then ours)
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-SERVER_NOT_INITIALIZED = -32002
-REQUEST_CANCELLED = -32800
-SESSION_NOT_FOUND = -32010
-SESSION_BUSY = -32011
-PROVIDER_ERROR = -32012
-CONFIG_ERROR = -32013
 
 
 # ---- params ---------------------------------------------------------------------------------

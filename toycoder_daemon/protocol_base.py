@@ -1,5 +1,5 @@
 """What every wire type shares: the `Wire` base (camelCase aliases, field docstrings as schema
-descriptions), timestamps and the small literal types. protocol.py re-exports all of it."""
+descriptions) and the small literal types. protocol.py re-exports all of it."""
 
 from __future__ import annotations
 
@@ -7,14 +7,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
-
-
-def iso_time(ts: float) -> str:
-    """Timestamps on the wire: ISO 8601, UTC, seconds."""
-    import datetime
-
-    return datetime.datetime.fromtimestamp(ts, tz=datetime.timezone.utc).isoformat(timespec="seconds")
-
 
 Level = Literal["safe", "sensitive", "dangerous"]
 ToolStatus = Literal["completed", "failed", "denied", "cancelled"]

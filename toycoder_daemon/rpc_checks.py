@@ -7,7 +7,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from . import protocol as wire
+from . import protocol_codes as wire
 
 
 @dataclass(frozen=True)
