@@ -1,6 +1,6 @@
 """ACP content and our text, both ways: a prompt's content blocks become the prompt text the core
 takes, and a stored transcript becomes the session/update notifications a live client would have
-seen (session/load replays it). The slash commands are announced from here too."""
+seen (session/load replays it, ending with the session's plan). The slash commands are announced from here too."""
 
 from __future__ import annotations
 
@@ -89,4 +89,6 @@ def replay(transcript: list[TranscriptEntry], app: App) -> list[dict[str, Any]]:
             updates.append(wire.tool_call_update(entry.tool_call_id or "",
                                                  "completed" if status == "completed" else "failed",
                                                  [wire.text_content(text)]))
+        elif role == "plan":  # the session's plan as the history ends: the client shows it again
+            updates.append(wire.plan(entry.plan))
     return updates
