@@ -13,7 +13,8 @@ from . import safejson
 from .acp_frontend import locations, tool_kind
 from .app import App
 from .commands.builtin import commands
-from .sessions.session import TranscriptEntry
+from .sessions.session import Session, TranscriptEntry
+from .tools.plan import session_plan
 
 
 def shown_uri(uri: str, root: Path) -> str:
@@ -92,3 +93,10 @@ def replay(transcript: list[TranscriptEntry], app: App) -> list[dict[str, Any]]:
         elif role == "plan":  # the session's plan as the history ends: the client shows it again
             updates.append(wire.plan(entry.plan))
     return updates
+
+
+def plan_now(s: Session) -> list[dict[str, Any]]:
+    """session/resume's one update: the session's plan, when it has one (a client that shows the
+    history from its own store may not have kept the checklist; a plan update replaces it whole)."""
+    plan = session_plan(s.messages, s.planners)
+    return [wire.plan(plan.entries)] if plan and plan.entries else []
