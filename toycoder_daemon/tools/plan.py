@@ -67,17 +67,17 @@ def session_plan(messages: Iterable[Message], planners: Collection[str] = ("plan
     plan from what every daemon reads anyway. `planners`: the tools whose results may hold a seed
     note (a grep or read_file can quote one); by default the built-in planner."""
     calls: dict[str, tuple[str, str]] = {}  # tool call id -> (name, arguments)
-    plan = None
+    last: tuple[tuple[int, int], str] | SessionPlan | None = None  # an update's arguments are read once, at the end
     for m in messages:
         if m["role"] == "assistant":
             calls.update((c["id"], (c["function"]["name"], c["function"]["arguments"])) for c in m.get("tool_calls") or ())
         elif m["role"] == "tool":
             name, arguments = calls.get(m["tool_call_id"], ("", ""))
             if name == "update_plan" and (progress := progress_of(m["content"])):
-                plan = SessionPlan(progress, _sent(arguments))
+                last = (progress, arguments)
             elif name in planners and (seed := seeded(m["content"])):
-                plan = SessionPlan((0, seed[0]), seed[1])
-    return plan
+                last = SessionPlan((0, seed[0]), seed[1])
+    return SessionPlan(last[0], _sent(last[1])) if isinstance(last, tuple) else last
 
 
 def _sent(arguments: str) -> tuple[PlanEntry, ...]:
