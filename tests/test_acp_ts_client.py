@@ -135,9 +135,10 @@ def test_the_typescript_sdk_client_sees_only_schema_valid_frames(tmp_path: Path,
     assert "terminal-ran-42" in json.dumps(updates("tool_call_update"))
     assert any("42" in json.dumps(u.get("content")) for u in updates("tool_call_update") if u.get("status") == "completed"
                and u["toolCallId"] == next(t["toolCallId"] for t in updates("tool_call") if t["title"] == "mcp toy/add"))
-    # plans: seeded by the planner, then kept by the model
+    # plans: seeded by the planner, then kept by the model; resume and load (its replay) send it again
     plans = [[(e["content"], e["priority"], e["status"]) for e in u["entries"]] for u in updates("plan")]
-    assert plans[0] == SEEDED and [s for _, _, s in plans[-1]] == ["completed"] * 3 and len(plans) == 3
+    assert plans[0] == SEEDED and [s for _, _, s in plans[2]] == ["completed"] * 3 and len(plans) == 5
+    assert plans[3:] == [plans[2]] * 2
     # the title, the modes (read-only refused without asking, accept-edits wrote without asking)
     assert [u["title"] for u in updates("session_info_update")] == ["Adding subtract"] * 2  # after the first turn; told again after the load's replay
     assert [u["currentModeId"] for u in updates("current_mode_update")] == ["read-only", "accept-edits"]  # changes only

@@ -103,3 +103,17 @@ def test_a_turn_made_in_another_editor_reloads_the_chat(editor, llm: FakeLLM) ->
     chat = b.wait_chat("Second answer.")
     assert chat.index("second question") < chat.index("Second answer.")
     assert chat.count("First answer.") == 1, chat  # reloaded, not appended twice
+
+
+def test_a_loaded_session_shows_its_plan_again(editor, llm: FakeLLM) -> None:
+    ed = editor()
+    llm.add(plan_call("completed", "in_progress", "pending"), {"text": "Working on it."})
+    ed.prompt("fix add")
+    first = ed.lua("return require('toycoder').session_id()")
+    ed.prompt("/new other")
+    assert "- plan 1/3" not in ed.prompt("/title other")
+    lines = ed.prompt(f"/switch {first}").split("\n")  # the daemon's load answer: the history, then its plan
+    assert lines.count("- plan 1/3") == 1, lines
+    at = lines.index("- plan 1/3")
+    assert lines[at + 1:at + 4] == ["  ✓ read app.py", "  ▸ fix add !", "  ○ run tests"], lines
+    assert at > lines.index("Working on it.")  # last, as the history ends

@@ -116,3 +116,14 @@ def test_text_printed_for_good_is_already_gone_from_the_live_area() -> None:
         spy.view.pause()
     assert any("Paragraph 0" in p for p in spy.printed)  # blocks were committed while it streamed
     assert not overlaps, overlaps
+
+
+def test_a_resumed_sessions_plan_is_shown_after_its_history() -> None:
+    from toycoder_daemon.terminal.history import show_transcript
+
+    spy = Spy()
+    show_transcript(spy.view, [{"role": "user", "text": "fix it"}, {"role": "assistant", "text": "Working."},
+                               {"role": "plan", "text": "", "entries": [
+                                   {"content": "read", "priority": "medium", "status": "completed"},
+                                   {"content": "fix", "priority": "high", "status": "in_progress"}]}])
+    assert spy.printed[-1] == "plan 1/2\n  ✓ read\n  ▸ fix !", spy.printed

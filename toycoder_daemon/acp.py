@@ -46,7 +46,7 @@ from pydantic import ValidationError
 
 from . import __version__, acp_client, acp_fs, acp_mcp, acp_sessions, acp_turn
 from . import protocol as wire
-from .acp_content import commands_update, replay
+from .acp_content import commands_update, plan_now, replay
 from .acp_early_link import Replies
 from .acp_fast import StdinPump
 from .acp_terminal import Terminals
@@ -229,6 +229,8 @@ class ToyCoderAgent:
         self.owner[s.id] = app
         acp_sessions.opened(self.told, s)  # the client shows the session already, its title included
         await acp_mcp.start(self, app, s.id, acp_mcp.specs(mcp_servers))
+        for update in plan_now(s):
+            await self.raw.session_update(s.id, update)
         self._later(self._announce_commands(s.id))
         return ResumeSessionResponse(modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)))
 

@@ -10,7 +10,10 @@ MalformedReply (a ValueError), an error reply ClientError.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Protocol
+
+from .ports import PlanEntry
 
 SESSION_UPDATE = "session/update"
 
@@ -82,6 +85,12 @@ def tool_call(tool_call_id: str, title: str, kind: str, status: str, raw_input: 
         out["rawInput"] = raw_input
     out["sessionUpdate"] = "tool_call"
     return out
+
+
+def plan(entries: Iterable[PlanEntry]) -> dict[str, Any]:
+    """A `plan` update: the whole plan (a turn's update_plan, or a replay's last entry)."""
+    return {"entries": [{"content": e.content, "priority": e.priority, "status": e.status} for e in entries],
+            "sessionUpdate": "plan"}
 
 
 def tool_call_update(tool_call_id: str, status: str, content: list[dict[str, Any]] | None = None,

@@ -1,6 +1,6 @@
 """ACP content and our text, both ways: a prompt's content blocks become the prompt text the core
 takes, and a stored transcript becomes the session/update notifications a live client would have
-seen (session/load replays it). The slash commands are announced from here too."""
+seen (session/load replays it, ending with the session's plan). The slash commands are announced from here too."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from . import safejson
 from .acp_frontend import locations, tool_kind
 from .app import App
 from .commands.builtin import commands
-from .sessions.session import TranscriptEntry
+from .sessions.session import Session, TranscriptEntry
+from .tools.plan import session_plan
 
 
 def shown_uri(uri: str, root: Path) -> str:
@@ -89,4 +90,13 @@ def replay(transcript: list[TranscriptEntry], app: App) -> list[dict[str, Any]]:
             updates.append(wire.tool_call_update(entry.tool_call_id or "",
                                                  "completed" if status == "completed" else "failed",
                                                  [wire.text_content(text)]))
+        elif role == "plan":  # the session's plan as the history ends: the client shows it again
+            updates.append(wire.plan(entry.plan))
     return updates
+
+
+def plan_now(s: Session) -> list[dict[str, Any]]:
+    """session/resume's one update: the session's plan, when it has one (a client that shows the
+    history from its own store may not have kept the checklist; a plan update replaces it whole)."""
+    plan = session_plan(s.messages, s.planners)
+    return [wire.plan(plan.entries)] if plan and plan.entries else []

@@ -320,6 +320,5 @@ _MAPPINGS: dict[type, Callable[[AcpFrontend, Any], Any]] = {
     RetryScheduled: AcpFrontend._retry,
     Compacted: AcpFrontend._compaction,
     FilesChanged: AcpFrontend._changes,
-    PlanUpdated: lambda f, e: {"entries": [{"content": p.content, "priority": p.priority, "status": p.status}
-                                           for p in e.entries], "sessionUpdate": "plan"},
+    PlanUpdated: lambda f, e: wire.plan(e.entries),
 }

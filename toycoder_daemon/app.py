@@ -121,7 +121,7 @@ class App(ModelSettings):
         def model_for_role(role: Role) -> ChatModel:
             return self.model_for(s, None if role == "default" else role)
 
-        planners = frozenset(agent.name for agent, _ in self._agents if agent.seeds_plan)
+        planners = s.planners = frozenset(agent.name for agent, _ in self._agents if agent.seeds_plan)
         runtime = AgentRuntime(s.tools, model_for_role, s.add_usage, lambda: s.messages, planners)
         for agent, description in self._agents:
             s.tools.register(subagent_tool(agent, description, runtime))

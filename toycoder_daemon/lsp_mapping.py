@@ -21,6 +21,7 @@ from .ports import (
     Event,
     FilesChanged,
     ModelsInfo,
+    PlanEntry,
     PlanUpdated,
     RetryScheduled,
     TextDelta,
@@ -48,7 +49,8 @@ def transcript_entry(e: TranscriptEntry) -> wire.TranscriptEntry:
                                 status=cast(Any, e.status), turn_id=e.turn_id,
                                 files=[changed_file(f) for f in e.files] if e.role == "changes" else None,
                                 interrupted=e.interrupted or None, stop_reason=cast(Any, e.stop_reason),
-                                usage=usage_info(e.usage) if e.usage is not None else None)
+                                usage=usage_info(e.usage) if e.usage is not None else None,
+                                entries=plan_entries(e.plan) if e.role == "plan" else None)
 
 
 def usage_info(u: Usage) -> wire.UsageInfo:
@@ -155,8 +157,11 @@ def _changes(e: FilesChanged) -> wire.Update:
 
 @_maps(PlanUpdated)
 def _plan(e: PlanUpdated) -> wire.Update:
-    return wire.PlanUpdate(entries=[wire.PlanEntryInfo(content=p.content, priority=p.priority, status=p.status)
-                                    for p in e.entries])
+    return wire.PlanUpdate(entries=plan_entries(e.entries))
+
+
+def plan_entries(entries: tuple[PlanEntry, ...]) -> list[wire.PlanEntryInfo]:
+    return [wire.PlanEntryInfo(content=p.content, priority=p.priority, status=p.status) for p in entries]
 
 
 def update_payload(event: Event) -> wire.Update:

@@ -33,9 +33,15 @@ class UsageInfo(Wire):
     total_tokens: int = 0
 
 
+class PlanEntryInfo(Wire):
+    content: str
+    priority: Literal["high", "medium", "low"]
+    status: Literal["pending", "in_progress", "completed"]
+
+
 class TranscriptEntry(Wire):
     role: str
-    """user, assistant, tool_call, tool, or changes (after a turn that changed files)."""
+    """user, assistant, tool_call, tool, changes (after a turn that changed files), or plan (last)."""
     text: str
     tool_call_id: str | None = None
     name: str | None = None
@@ -51,12 +57,8 @@ class TranscriptEntry(Wire):
     """For role "user": how the turn this prompt started ended (absent while it runs, or if unrecorded)."""
     usage: UsageInfo | None = None
     """For role "user": that turn's tokens, sub-agents included (with `stopReason`)."""
-
-
-class PlanEntryInfo(Wire):
-    content: str
-    priority: Literal["high", "medium", "low"]
-    status: Literal["pending", "in_progress", "completed"]
+    entries: list[PlanEntryInfo] | None = None
+    """For role "plan": the session's plan as the history ends (as the `plan` update has it)."""
 
 
 class PlanUpdate(Wire):

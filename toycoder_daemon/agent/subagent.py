@@ -12,7 +12,6 @@ The planner's plan seeds the session's plan (`seed_plan`) when it has none in pr
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,8 +21,8 @@ from ..llm.base import ChatModel, Usage
 from ..messages import Message
 from ..ports import CommandRunner, Decision, EditApplied, Event, Frontend, PermissionRequest, PlanUpdated
 from ..tools.base import Tool, ToolContext, ToolError
-from ..tools.plan import progress_of
-from ..tools.plan_text import plan_from_text
+from ..tools.plan import session_plan
+from ..tools.plan_text import listing, plan_from_text
 from ..tools.registry import ToolRegistry
 from .react import run_turn
 
@@ -102,26 +101,11 @@ def subagent_tool(agent: SubAgent, description: str, runtime: AgentRuntime | Non
     return t
 
 
-_SEEDED = re.compile(r"\[These (\d+) steps are now the session's plan")
-
-
 def plan_progress(messages: Iterable[Message], planners: Collection[str] = ("planner",)) -> tuple[int, int] | None:
-    """(completed, steps) of the session's plan as its conversation has it: the last update_plan
-    that was shown, or planner seed (all pending); None when it has none (or it was compacted away).
-    Read from the conversation, not kept aside, so a reloaded session knows its plan too.
-    `planners`: the tools whose results may hold a seed note (a grep or read_file can quote one);
-    by default the built-in planner."""
-    names: dict[str, str] = {}
-    progress = None
-    for m in messages:
-        if m["role"] == "assistant":
-            names.update((c["id"], c["function"]["name"]) for c in m.get("tool_calls") or ())
-        elif m["role"] == "tool":
-            if names.get(m["tool_call_id"]) == "update_plan":
-                progress = progress_of(m["content"]) or progress
-            elif names.get(m["tool_call_id"]) in planners and (seeded := _SEEDED.search(m["content"])):
-                progress = (0, int(seeded[1]))
-    return progress
+    """(completed, steps) of the session's plan as its conversation has it (tools/plan.py
+    session_plan); None when it has none."""
+    plan = session_plan(messages, planners)
+    return plan.progress if plan else None
 
 
 def seed_plan(ctx: ToolContext, answer: str, current: tuple[int, int] | None = None) -> str:
@@ -143,7 +127,7 @@ def seed_plan(ctx: ToolContext, answer: str, current: tuple[int, int] | None = N
     steps = plan_from_text(answer)
     if not steps:
         return answer
-    listed = "\n".join(f"{i}. {s.content} ({s.priority})" for i, s in enumerate(steps, 1))
+    listed = listing(steps)
     if current is not None and current[0] < current[1]:
         return (f"{answer}\n\n[The session already has a plan in progress ({current[0]}/{current[1]} completed), "
                 f"so these {len(steps)} steps were not shown to the user:\n{listed}\nIf they change the plan, merge "

@@ -12,7 +12,8 @@ from typing import Any, get_args
 from ..llm.base import Usage
 from ..messages import INTERRUPTED_MARK, Message
 from ..modes import MODES
-from ..ports import ChangedFile, StopReason, ToolStatus
+from ..ports import ChangedFile, PlanEntry, StopReason, ToolStatus
+from ..tools.plan import session_plan
 from ..tools.registry import ToolRegistry
 from .conversation import Conversation
 from .store import SessionFile, SessionSummary
@@ -21,7 +22,7 @@ from .titles import prompt_title
 
 @dataclass(frozen=True)
 class TranscriptEntry:
-    """One render-ready line of history: role is user, assistant, tool_call, tool or changes."""
+    """One render-ready line of history: role is user, assistant, tool_call, tool, changes or plan."""
 
     role: str
     text: str
@@ -39,6 +40,8 @@ class TranscriptEntry:
     """For role "user": how the turn this prompt started ended (end_turn, max_steps, cancelled, error)."""
     usage: Usage | None = None
     """For role "user": that turn's tokens, sub-agents included."""
+    plan: tuple[PlanEntry, ...] = ()
+    """For role "plan" (last, once): the session's plan as the history ends, whole."""
 
 
 ChangesOf = Callable[[str], "TranscriptEntry | None"]
@@ -121,6 +124,8 @@ class Session:
     conversation (pruned with it, so the meta record stays small)."""
     title_by: str = ""
     """Who wrote the title: "prompt" (its first line), "model" (after the first turn) or "user" (/title)."""
+    planners: frozenset[str] = frozenset({"planner"})
+    """Its plan-seeding sub-agents by tool name (the app's config): their results may seed its plan."""
 
     @classmethod
     def restore(cls, session_id: str, meta: dict[str, Any], mtime: float, tools: ToolRegistry) -> Session:
@@ -214,7 +219,8 @@ class Session:
         """Render-ready history: what a client shows when it resumes this session. With
         `changes_of`, each turn that changed files is followed by a `changes` entry (a restore's
         note to the model shows as the restore's `changes` entry). `messages`: render only these
-        (what another daemon added)."""
+        (what another daemon added). It ends with the session's plan, when it has one (only when
+        `messages` changed it: what another daemon added), so a client shows it again."""
         out: list[TranscriptEntry] = []
         names: dict[str, str] = {}
         pending: str | None = None  # the checkpoint id of the turn being read
@@ -254,4 +260,7 @@ class Session:
             else:
                 out.append(TranscriptEntry(m["role"], m.get("content") or ""))
         close_turn()
+        plan = session_plan(self.messages if messages is None else messages, self.planners)
+        if plan and plan.entries:
+            out.append(TranscriptEntry("plan", "", plan=plan.entries))
         return out

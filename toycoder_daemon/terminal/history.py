@@ -1,6 +1,6 @@
 """A resumed session's history (`toycoder --session ID`, /switch): the transcript the daemon sends,
 drawn like the live turn was: each tool call with how it ended, a reply cut short marked as such,
-each turn's usage and stop reason, the files a turn changed."""
+each turn's usage and stop reason, the files a turn changed, and the session's plan (last)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from rich.markdown import Markdown
 from rich.text import Text
 
 from .changes import changes_line
+from .plan import plan_text
 from .render import STATUS, TurnView, short
 
 STOPS = {"cancelled": "cancelled", "max_steps": "stopped at the step limit", "error": "failed"}
@@ -34,6 +35,8 @@ def show_transcript(view: TurnView, entries: list[dict[str, Any]]) -> None:
             view.print(_tool_line(e, results.get(e.get("toolCallId")), width))
         elif role == "changes" and e.get("files"):
             view.print(Text(changes_line(e["files"]), style="bold"))
+        elif role == "plan" and e.get("entries"):
+            view.print(plan_text(e["entries"]))
     _footer(view, turn)
 
 

@@ -35,6 +35,8 @@ _BULLET = re.compile(r"^(?P<indent>\s*)[-*+•]\s+(?:\[[ xX]\]\s+)?(?P<body>.+)$
 _PRIORITY = re.compile(r"\s*[\[(]\s*(?:priority\s*[:=]?\s*)?(?P<p>high|medium|low)(?:\s+priority)?\s*[\])]",
                        re.IGNORECASE)
 _BOLD = re.compile(r"(\*\*|__)(.+?)\1")
+_SEEDED = re.compile(r"\[These (\d+) steps are now the session's plan[^\n]*\n?")
+_LISTED = re.compile(r"\d+\. (?P<content>.+) \((?P<p>high|medium|low)\)")
 
 Priority = Literal["high", "medium", "low"]
 
@@ -93,3 +95,23 @@ def _entry(body: str) -> PlanEntry | None:
     if len(content) > MAX_CONTENT:
         content = content[:MAX_CONTENT - 1].rstrip() + "…"
     return PlanEntry(content, priority, "pending")
+
+
+def listing(steps: tuple[PlanEntry, ...]) -> str:
+    """The steps as the planner's note to the main agent lists them (`seeded` reads them back)."""
+    return "\n".join(f"{i}. {s.content} ({s.priority})" for i, s in enumerate(steps, 1))
+
+
+def seeded(result: str) -> tuple[int, tuple[PlanEntry, ...]] | None:
+    """(steps, the steps as listed) of a planner result whose note made its steps the session's plan;
+    None without that note. The steps are () when the listing cannot be read back whole (a note
+    written by an older version), so a restore shows nothing rather than a part of the plan."""
+    notes = list(_SEEDED.finditer(result))  # the note is last: the planner's answer above it may quote one
+    if not notes:
+        return None
+    m = notes[-1]
+    count = int(m[1])
+    lines = result[m.end():].split("\n")[:count]
+    steps = tuple(PlanEntry(x["content"], cast(Priority, x["p"]), "pending")
+                  for line in lines if (x := _LISTED.fullmatch(line)))
+    return count, steps if len(steps) == count else ()

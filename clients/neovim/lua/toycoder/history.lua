@@ -132,6 +132,15 @@ function M.rows(loaded, note)
       end
       virt(style.changes_chunks("", e.files))
       last_kind = "item"
+    elseif e.role == "plan" and type(e.entries) == "table" and #e.entries > 0 then
+      -- the session's plan as the history ends (last): the block a live turn shows
+      if last_kind ~= "item" then
+        text("")
+      end
+      for _, chunks in ipairs(style.plan_lines("", e.entries)) do
+        virt(chunks)
+      end
+      last_kind = "item"
     end
   end
   footer()

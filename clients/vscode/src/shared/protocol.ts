@@ -125,8 +125,14 @@ export interface UsageInfo {
   totalTokens: number;
 }
 
+export interface PlanEntryInfo {
+  content: string;
+  priority: 'high' | 'medium' | 'low';
+  status: 'pending' | 'in_progress' | 'completed';
+}
+
 export interface TranscriptEntry {
-  /** user, assistant, tool_call, tool, or changes (after a turn that changed files). */
+  /** user, assistant, tool_call, tool, changes (after a turn that changed files), or plan (last). */
   role: string;
   text: string;
   toolCallId?: string;
@@ -143,6 +149,8 @@ export interface TranscriptEntry {
   stopReason?: StopReason;
   /** For role "user": that turn's tokens, sub-agents included (with `stopReason`). */
   usage?: UsageInfo;
+  /** For role "plan": the session's plan as the history ends (as the `plan` update has it). */
+  entries?: PlanEntryInfo[];
 }
 
 export interface SessionChangedUpdate {
@@ -166,12 +174,6 @@ export interface SessionInfo {
 export interface SessionInfoUpdate {
   kind: 'session_info';
   session: SessionInfo;
-}
-
-export interface PlanEntryInfo {
-  content: string;
-  priority: 'high' | 'medium' | 'low';
-  status: 'pending' | 'in_progress' | 'completed';
 }
 
 export interface PlanUpdate {

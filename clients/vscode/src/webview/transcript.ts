@@ -1,6 +1,7 @@
 /**
  * A loaded session's transcript as turns: each user entry starts one, the entries after it fill
- * it, and it ends as it did live (the stop reason and usage the daemon stored on the user entry).
+ * it, and it ends as it did live (the stop reason and usage the daemon stored on the user entry); the
+ * session's plan, last, shows as the plan card in the last turn.
  */
 
 import type { TranscriptEntry } from '../shared/protocol';
@@ -27,6 +28,8 @@ export function renderTranscript(entries: TranscriptEntry[], start: (prompt: str
       current().transcriptToolCall(entry);
     } else if (entry.role === 'tool') {
       current().transcriptToolResult(entry);
+    } else if (entry.role === 'plan' && entry.entries) {
+      current().plan(entry.entries); // the session's plan as the history ends (last): its card again
     }
   }
   end();

@@ -1,7 +1,7 @@
 /**
  * The mode picker's and the header's daemon side, against the real daemon and the scripted model:
  * initialize's availableModes, setMode and its `session_info` update, `/title` pushed as
- * `session_info`, a `plan` update, and a reloaded turn's stopReason and usage.
+ * `session_info`, a `plan` update, and a reloaded turn's stopReason and usage, and its plan.
  */
 
 import assert from 'node:assert/strict';
@@ -62,4 +62,6 @@ test('modes, titles and plans as the header and the plan card get them', async (
   const first = loaded.transcript.find((e) => e.role === 'user');
   assert.equal(first?.stopReason, 'end_turn');
   assert.equal(first?.usage?.totalTokens, result.usage.totalTokens, 'the footer a reload shows is the live one');
+  assert.deepEqual(loaded.transcript.at(-1), { role: 'plan', text: '', entries: plans[0].kind === 'plan' ? plans[0].entries : [] },
+    'the session\'s plan comes back with it, last');
 });

@@ -75,3 +75,20 @@ test('restored turns end like live ones: Stopped for an interrupted reply, then 
   assert.deepEqual(await turn(3).locator('.notice').allTextContents(), ['Stopped.']);
   assert.equal(await turn(3).locator('.turn-footer').textContent(), await turn(0).locator('.turn-footer').textContent());
 });
+
+test('a loaded session shows its plan (the transcript\'s last entry) as the card of its last turn', async () => {
+  const c = await chat();
+  const { page } = c;
+  await c.send({ type: 'transcript', session: { sessionId: 's', title: 't', createdAt: '', updatedAt: '', messageCount: 4 }, entries: [
+    { role: 'user', text: 'plan it', stopReason: 'end_turn', usage },
+    { role: 'assistant', text: 'Planned.' },
+    { role: 'user', text: 'go on', stopReason: 'end_turn', usage },
+    { role: 'assistant', text: 'Working.' },
+    { role: 'plan', text: '', entries: [{ content: 'read calc.py', priority: 'medium', status: 'completed' },
+      { content: 'fix average()', priority: 'high', status: 'in_progress' }] },
+  ] });
+  await page.waitForSelector('.plan-card .plan-entry');
+  assert.equal(await page.locator('.plan-card').count(), 1);
+  assert.equal(await page.locator('.turn').nth(1).locator('.plan-card').count(), 1, 'in the last turn');
+  assert.equal(await page.textContent('.plan-head'), 'Plan · 1/2 done');
+});

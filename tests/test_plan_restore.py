@@ -1,0 +1,186 @@
+"""A session's plan comes back with it: read from its conversation (the last accepted update_plan,
+or the planner's seed), it ends the history a load answers (LSP: a `plan` transcript entry; ACP: a
+`plan` update ending the replay, and the one update of session/resume), a second daemon's clients
+hear it with the turn that changed it, and the planner's seeding rule sees it after a load."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp import text_block
+from helpers import new_session
+from inproc_app import InProc, eventually
+from test_acp import acp_face
+from test_acp import new_session as acp_new_session
+from test_plan import plan_call
+from test_planner_plan import PLANNER_ANSWER, SEEDED, planner_call, shown
+
+from toycoder_daemon.ports import PlanEntry, PlanUpdated
+from toycoder_daemon.sessions.session import TranscriptEntry
+from toycoder_daemon.testing.fake_llm import FakeLLM
+from toycoder_daemon.tools.plan import session_plan
+from toycoder_daemon.tools.plan_text import listing, seeded
+
+IN_PROGRESS = [("read the code", "completed"), ("fix the bug", "in_progress"), ("run the tests", "pending")]
+ALL_DONE = [("read the code", "completed"), ("fix the bug", "completed")]
+
+
+def entries_of(steps: list[tuple[str, str]]) -> list[tuple[str, str, str]]:
+    """As plan_call sends them: the first step high, the others medium."""
+    return [(c, "high" if i == 0 else "medium", s) for i, (c, s) in enumerate(steps)]
+
+
+def restored(transcript: list[TranscriptEntry]) -> list[tuple[str, str, str]] | None:
+    plans = [e for e in transcript if e.role == "plan"]
+    assert len(plans) <= 1 and (not plans or transcript[-1] is plans[0]), "the plan is one entry, the last"
+    return shown(plans[0].plan) if plans else None
+
+
+def calls(*made: tuple[str, str, str]) -> list[Any]:
+    """(tool, arguments, result) -> the assistant/tool messages a conversation stores."""
+    messages: list[Any] = []
+    for i, (name, arguments, result) in enumerate(made):
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": arguments}}]})
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": result})
+    return messages
+
+
+def plan_args(*steps: tuple[str, str]) -> str:
+    return json.dumps(plan_call(*steps)["tool_calls"][0]["arguments"])
+
+
+# ---- reading the plan out of a conversation ----------------------------------------------------
+
+def test_the_plan_is_the_last_accepted_update() -> None:
+    messages = calls(("update_plan", plan_args(*IN_PROGRESS), "plan updated: 1/3 completed"),
+                     ("update_plan", json.dumps({"entries": []}), "error: a plan needs at least one entry"))
+    plan = session_plan(messages)
+    assert plan is not None and plan.progress == (1, 3)
+    assert shown(plan.entries) == entries_of(IN_PROGRESS)  # the refused update changed nothing
+    assert session_plan(calls(("update_plan", "{}", "error: a plan needs at least one entry"))) is None
+
+
+def test_a_seed_is_read_back_from_the_planners_note() -> None:
+    steps = (PlanEntry("Add tests (high)", "low", "pending"), PlanEntry("Ship it", "medium", "pending"))
+    quoted = "The last plan said: [These 9 steps are now the session's plan, shown to the user]\n1. x (low)\n"
+    note = f"{quoted}\n\n[These 2 steps are now the session's plan, shown ..., all pending:\n{listing(steps)}\nKeep ...]"
+    assert seeded(note) == (2, steps)  # the note is the last one; a tag inside a step stays in it
+    plan = session_plan(calls(("planner", "{}", note)))
+    assert plan is not None and plan.progress == (0, 2) and plan.entries == steps
+    # a note whose listing cannot be read back whole: the session has a plan, none to show again
+    assert seeded("[These 2 steps are now the session's plan, shown ...]") == (2, ())
+    hand_edited = session_plan(calls(("update_plan", "not json", "plan updated: 0/1 completed")))
+    assert hand_edited is not None and hand_edited.entries == ()
+
+
+# ---- in-process: a second App on the same data directory is the daemon restarted ------------------
+
+async def plan_then_reload(inproc: Any, *script: dict[str, Any]) -> tuple[InProc, str]:
+    a: InProc = inproc()
+    a.script.add(*script)
+    sid = a.new_session()
+    await a.prompt(sid, "fix it")
+    await a.close()
+    return inproc(), sid
+
+
+async def test_a_plan_in_progress_comes_back_after_a_restart(inproc) -> None:
+    b, sid = await plan_then_reload(inproc, plan_call(*IN_PROGRESS), {"text": "working"})
+    s = await b.app.load(sid)
+    assert restored(b.app.transcript(s)) == entries_of(IN_PROGRESS)
+
+
+async def test_an_all_completed_plan_comes_back_completed(inproc) -> None:
+    b, sid = await plan_then_reload(inproc, plan_call(("read the code", "in_progress"), ("fix the bug", "pending")),
+                                    plan_call(*ALL_DONE), {"text": "done"})
+    assert restored(b.app.transcript(await b.app.load(sid))) == entries_of(ALL_DONE)
+
+
+async def test_a_refused_update_is_not_restored(inproc) -> None:
+    refused = {"tool_calls": [{"name": "update_plan", "arguments": {"entries": []}}]}
+    b, sid = await plan_then_reload(inproc, plan_call(*IN_PROGRESS), refused, {"text": "hm"})
+    assert restored(b.app.transcript(await b.app.load(sid))) == entries_of(IN_PROGRESS)
+    c, other = await plan_then_reload(inproc, refused, {"text": "no plan"})
+    assert restored(c.app.transcript(await c.app.load(other))) is None
+
+
+async def test_a_seeded_plan_comes_back_and_the_planner_then_merges(inproc) -> None:
+    b, sid = await plan_then_reload(inproc, planner_call(), {"text": PLANNER_ANSWER}, {"text": "Planned."})
+    assert restored(b.app.transcript(await b.app.load(sid))) == SEEDED
+    # the plan in progress (0/3) was restored: the planner's next steps go to the model to merge
+    b.script.add(planner_call("plan it again"), {"text": "1. One\n2. Two"}, {"text": "ok"})
+    await b.prompt(sid, "plan again")
+    assert b.frontend.of(sid, "plan") == []
+    note = [m for m in b.script.calls[-1]["messages"] if m["role"] == "tool"][-1]["content"]
+    assert "already has a plan in progress (0/3 completed)" in note
+
+
+async def test_a_session_without_a_plan_loads_as_before(inproc, tmp_path: Path, workspace: Path) -> None:
+    b, sid = await plan_then_reload(inproc, {"tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
+                                    {"text": "A tiny project."})
+    assert [e.role for e in b.app.transcript(await b.app.load(sid))] == ["user", "tool_call", "tool", "assistant"]
+
+
+async def test_the_other_daemons_clients_hear_the_plan_with_its_turn(inproc) -> None:
+    a: InProc = inproc()
+    b: InProc = inproc()
+    got: list[list[TranscriptEntry]] = []
+    b.app.sharing.interval = 0.01
+    b.app.sharing.on_changed = lambda sid, entries, reset: got.append(entries)
+    sid = a.new_session()
+    await b.app.load(sid)
+    a.script.add(plan_call(*IN_PROGRESS), {"text": "working"})
+    await a.prompt(sid, "fix it")
+    await eventually(lambda: any(e.role == "assistant" for es in got for e in es), "b to hear a's turn")
+    plans = [shown(e.plan) for es in got for e in es if e.role == "plan"]
+    assert plans[-1] == entries_of(IN_PROGRESS)
+    a.script.add({"text": "no plan change"})
+    await a.prompt(sid, "and?")
+    await eventually(lambda: sum(e.role == "assistant" for es in got for e in es) == 2, "b to hear a's 2nd turn")
+    assert len([e for es in got for e in es if e.role == "plan"]) == len(plans)  # the plan is news only when it changed
+    b.script.add(plan_call(*ALL_DONE), {"text": "done"})
+    await b.prompt(sid, "finish")  # b's own update goes out live, as ever
+    assert [shown(e.entries) for e in b.frontend.of(sid) if isinstance(e, PlanUpdated)] == [entries_of(ALL_DONE)]
+
+
+# ---- through the faces ----------------------------------------------------------------------------
+
+async def test_lsp_load_ends_with_the_plan(start_daemon, llm: FakeLLM) -> None:
+    a = await start_daemon()
+    llm.add(plan_call(*IN_PROGRESS), {"text": "working"})
+    sid = await new_session(a)
+    await a.call("toycoder/prompt", {"sessionId": sid, "text": "fix it"})
+    live = [u["update"]["entries"] for u in a.updates(sid) if u["update"]["kind"] == "plan"][-1]
+    await a.close()
+    b = await start_daemon()
+    transcript = (await b.call("toycoder/session/load", {"sessionId": sid}))["transcript"]
+    assert transcript[-1] == {"role": "plan", "text": "", "entries": live}
+    assert [e["role"] for e in transcript].count("plan") == 1
+
+
+@pytest.mark.parametrize("resume", [False, True])
+async def test_acp_load_and_resume_end_with_the_plan(tmp_path: Path, llm: FakeLLM, workspace: Path,
+                                                     resume: bool) -> None:
+    llm.add(plan_call(*IN_PROGRESS), {"text": "working"})
+    async with acp_face(tmp_path, llm) as (conn, editor, _):
+        sid = await acp_new_session(conn, workspace)
+        await conn.prompt(session_id=sid, prompt=[text_block("fix it")])
+        live = editor.updates("plan")[-1]
+    async with acp_face(tmp_path, llm) as (conn, editor, _):
+        if resume:
+            await conn.resume_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+        else:
+            await conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+        answered = max(i for i, f in enumerate(editor.frames) if "result" in f)
+        sent = [f["params"]["update"] for f in editor.frames[:answered] if f.get("method") == "session/update"]
+        kinds = [u["sessionUpdate"] for u in sent]
+        if resume:
+            assert kinds == ["plan"]
+        else:
+            assert kinds[-2:] == ["plan", "session_info_update"]  # the history, its plan, then its title
+            assert kinds.count("plan") == 1
+        assert sent[kinds.index("plan")] == live
