@@ -258,17 +258,20 @@ class EarlyLsp:
 
     async def wanted(self, quiet: float) -> None:
         """Returns when pygls is needed, or once no early request has run or come for `quiet`
-        seconds (the rule in the module's docstring)."""
+        seconds (the rule in the module's docstring; idle, start-up work is due too). From then on a
+        prompt is pygls' (set here, so none starts between this and the import)."""
         needed = asyncio.ensure_future(self.host.needed.wait())
         try:
             while not needed.done():
                 left = self._last + quiet - time.monotonic()
                 if not self._answering and left <= 0:
+                    self.host.background.due.set()
                     return
                 await asyncio.wait({needed, *self._answering}, timeout=None if self._answering else left,
                                    return_when=asyncio.FIRST_COMPLETED)
         finally:
             needed.cancel()
+            self.prompts_here = False
 
     async def drain(self) -> None:
         """The answers still being made are written (the input ended; the client may still read);
@@ -364,9 +367,6 @@ async def serve_lsp(inbox: Inbox, out: BinaryIO | Outbox, config_path: str | Non
     wanted = asyncio.ensure_future(early.wanted(quiet))
     await asyncio.wait({wanted, ended}, return_when=asyncio.FIRST_COMPLETED)
     importing = None if ended.done() else asyncio.ensure_future(asyncio.to_thread(importer))
-    early.prompts_here = False  # a prompt from now on is pygls', as documented
-    if importing and not host.needed.is_set():  # idle: start-up work is due too
-        host.background.due.set()
     if importing:
         await asyncio.wait({importing, ended}, return_when=asyncio.FIRST_COMPLETED)
     if importing is None or not importing.done():  # the input ended before pygls was in
