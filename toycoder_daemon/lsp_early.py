@@ -162,7 +162,7 @@ class EarlyLsp:
         self._first = True
         self.documents: Documents = {}
         self.prompts_here = self.link is not None
-        """Prompts run here until the import starts (serve_lsp clears it)."""
+        """Prompts run here until the import starts (`wanted` clears it as it returns)."""
         self._answering: dict[asyncio.Task[None], Any] = {}
         """The early requests being answered, with their ids."""
         self._cancelled: set[asyncio.Task[None]] = set()
