@@ -152,7 +152,7 @@ async def test_messages_and_start_up_wait_for_the_server(workspace: Path, tmp_pa
     e.frame(body(initialize(workspace, bad)), None)
     e.frame(body(INITIALIZED), None)
     host.app.on_notice("warning", "an MCP server failed")
-    assert host.held and not host.background.ready.is_set()
+    assert host.held and not host.background.due.is_set()  # a held message is no reason to start
     assert host.needed.is_set()  # what is held asks for pygls at once (lsp_early.py: "needed")
 
     class Server:
@@ -168,7 +168,7 @@ async def test_messages_and_start_up_wait_for_the_server(workspace: Path, tmp_pa
     host.app.on_notice = server.show_message  # what server.on_initialize sets
     host.release(server)
     assert [lvl for lvl, _ in Server.shown] == ["error", "warning"] and "config" in Server.shown[0][1]
-    assert host.background.ready.is_set() and host.held == []
+    assert host.background.due.is_set() and host.held == []  # pygls is in: start-up work is due
     await host.app.shutdown()
 
 
@@ -183,13 +183,21 @@ def test_odd_initialize_params_leave_the_app_to_pygls(workspace: Path) -> None:
         assert app_params(odd) is None
 
 
+QUIET_DAEMON = ("import functools, runpy; from toycoder_daemon import lsp_early; "
+                "lsp_early.serve_lsp = functools.partial(lsp_early.serve_lsp, quiet={quiet}); "
+                "runpy.run_module('toycoder_daemon', run_name='__main__')")
+"""`python -c` that runs the daemon as `-m` does, with serve_lsp's quiet period set (its only seam)."""
+
+
 class HeldDaemon:
     """A real daemon whose `lsprotocol` import waits until the test creates `release` (so pygls
-    cannot be in): its frames arrive in `frames`, read on a thread."""
+    cannot be in): its frames arrive in `frames`, read on a thread. `quiet`: the idle period instead
+    of lsp_early.QUIET."""
 
-    def __init__(self, tmp_path: Path, config: Path):
+    def __init__(self, tmp_path: Path, config: Path, quiet: float | None = None):
         env, self.entered, self.release = held_import(tmp_path, "lsprotocol")
-        self.proc = subprocess.Popen([sys.executable, "-m", "toycoder_daemon", "--config", str(config)],
+        start = ["-m", "toycoder_daemon"] if quiet is None else ["-c", QUIET_DAEMON.format(quiet=quiet)]
+        self.proc = subprocess.Popen([sys.executable, *start, "--config", str(config)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env={**os.environ, **env}, cwd=ROOT)
         self.frames: queue.Queue[dict[str, Any]] = queue.Queue()

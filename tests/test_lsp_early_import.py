@@ -1,9 +1,11 @@
 """When a new LSP process imports pygls (lsp_early.py's docstring): only once it is needed (a frame
 left to it, a message held for it) or the process is idle (no early request for `quiet` seconds,
-whatever document news comes), never beside an early turn; only the first prompt runs early, and
-not once the import has started; the end of input calls on_end at once. In-process through serve_lsp with its `importer` seam (the
-importer records that it was called and waits for the test), plus a real daemon with a configured
-MCP server whose lsprotocol import is held. No timing is asserted: bench/peers.py measures it."""
+whatever document news comes), never beside an early turn; prompts run early until the import has
+started, then they are pygls'; the App's start-up work begins after the first early turn, when idle
+or once pygls is in, never beside an early turn; the end of input calls on_end at once. In-process
+through serve_lsp with its `importer` seam (the importer records that it was called and waits for
+the test), plus a real daemon with a configured MCP server whose lsprotocol import is held. No
+timing is asserted: bench/peers.py measures it."""
 
 from __future__ import annotations
 
@@ -156,17 +158,17 @@ async def test_input_ending_before_anything_wanted_pygls_imports_nothing(
     assert not s.importer.started.is_set()
 
 
-def test_mcp_servers_start_once_pygls_is_in_and_reach_the_next_turn(
+def test_mcp_servers_start_after_the_first_early_turn_and_reach_a_later_early_one(
         tmp_path: Path, workspace: Path, llm: FakeLLM) -> None:
-    """Through a real daemon with a configured MCP server and lsprotocol held: an early turn runs
-    without it (start-up work waits for pygls, which an early turn does not start); after the turn
-    the idle process imports pygls with no frame sent, the server starts once pygls is in, and the
-    next prompt (pygls' now) offers its tools to the model."""
-    tag = unique_marker("toycoder-lsp-idle-mcp")
+    """Through a real daemon with a configured MCP server, lsprotocol held and a quiet period no test
+    reaches: the first early turn runs without the server (start-up work never runs beside an early
+    turn); once that turn has ended the server starts though pygls is not in; a later prompt, early
+    too, offers its tools to the model once they are up; the import never started."""
+    tag = unique_marker("toycoder-lsp-early-mcp")
     config = write_config(tmp_path / "config.yaml", llm, extra=(
         f"mcp_servers:\n  toy: {{command: {sys.executable}, args: [{SERVER}, --tag, {tag}], permission: safe}}\n"))
-    llm.add(write_call("one.txt", "1"), {"text": "written"}, {"text": "with tools"})
-    d = HeldDaemon(tmp_path, config)
+    llm.add(write_call("one.txt", "1"), {"text": "written"})
+    d = HeldDaemon(tmp_path, config, quiet=NEVER_IDLE)
 
     def until(test: Any) -> dict[str, Any]:
         while not test(m := d.frames.get(timeout=DEFAULT_TIMEOUT)):
@@ -181,31 +183,27 @@ def test_mcp_servers_start_once_pygls_is_in_and_reach_the_next_turn(
         until(lambda m: m.get("id") == 0)
         d.send(INITIALIZED)
         d.send({"jsonrpc": "2.0", "id": 1, "method": "toycoder/session/new", "params": {}})
-        d.send({"jsonrpc": "2.0", "id": 2, "method": "toycoder/session/list", "params": {}})
         sid = until(lambda m: m.get("id") == 1)["result"]["sessionId"]
-        d.send(prompt(3, sid))
+        d.send(prompt(2, sid))
         permission = until(lambda m: m.get("method") == "toycoder/requestPermission")
-        assert not d.entered.exists() and processes_with(tag) == []
+        assert processes_with(tag) == []  # not while the early turn runs
         d.send(reply(permission["id"], {"decision": "allow_once"}))
-        assert until(lambda m: m.get("id") == 3 and "method" not in m)["result"]["text"] == "written"
+        assert until(lambda m: m.get("id") == 2 and "method" not in m)["result"]["text"] == "written"
         assert "write_file" in offered(llm.requests[0]) and "mcp__toy__add" not in offered(llm.requests[0])
-        wait_until(d.entered.exists, what="the idle daemon to start importing lsprotocol")
-        assert processes_with(tag) == []  # start-up work waits until pygls is in
-        d.release.touch()
-        wait_until(lambda: processes_with(tag), what="the MCP server to start once pygls is in")
+        wait_until(lambda: processes_with(tag), what="the MCP server to start after the early turn")
+        assert not d.entered.exists()  # pygls was never needed for it
         msg_id = 10
 
-        def tools() -> bool:
+        def prompted_with_tools() -> bool:
             nonlocal msg_id
             msg_id += 1
-            d.send({"jsonrpc": "2.0", "id": msg_id, "method": "toycoder/tools/list", "params": {"sessionId": sid}})
-            answer = until(lambda m: m.get("id") == msg_id and "method" not in m)
-            return "mcp__toy__add" in {t["name"] for t in answer["result"]["tools"]}
+            llm.add({"text": "with tools"})
+            d.send(prompt(msg_id, sid, "add"))
+            assert until(lambda m: m.get("id") == msg_id and "method" not in m)["result"]["text"] == "with tools"
+            return "mcp__toy__add" in offered(llm.requests[-1])
 
-        wait_until(tools, what="the MCP server's tools", interval=0.1)
-        d.send(prompt(4, sid, "add"))
-        assert until(lambda m: m.get("id") == 4 and "method" not in m)["result"]["text"] == "with tools"
-        assert "mcp__toy__add" in offered(llm.requests[-1])
+        wait_until(prompted_with_tools, what="an early prompt offering the MCP server's tools", interval=0.1)
+        assert not d.entered.exists()  # every prompt ran early: the import never started
     finally:
         assert d.proc.stdin is not None
         d.proc.stdin.close()
@@ -214,23 +212,58 @@ def test_mcp_servers_start_once_pygls_is_in_and_reach_the_next_turn(
     wait_until(lambda: processes_with(tag) == [], what="the MCP server to exit with the daemon")
 
 
-
-async def test_only_the_first_prompt_runs_early(workspace: Path, tmp_path: Path, llm: FakeLLM) -> None:
-    """Back-to-back prompts, the next sent as soon as the first is answered (so the process is never
-    idle): the second is a frame for pygls, so it starts the import and is answered once pygls is in."""
+async def test_back_to_back_prompts_all_run_early(workspace: Path, tmp_path: Path, llm: FakeLLM) -> None:
+    """Prompts, each sent as soon as the one before is answered (so the process is never idle), all
+    run early: none starts the import, and each is answered with pygls never in."""
     config = write_config(tmp_path / "config.yaml", llm)
     sid = await stored_session(workspace, config)
-    llm.add({"text": "early"}, {"text": "from pygls"})
+    llm.add({"text": "one"}, {"text": "two"}, {"text": "three"})
     s = Served(workspace, config, NEVER_IDLE, [INITIALIZED, prompt(1, sid)])
-    await eventually(lambda: answered(s.out, 1) is not None, "the early turn's answer")
+    for n, text in ((1, "one"), (2, "two"), (3, "three")):
+        if n > 1:
+            s.send(prompt(n, sid))
+        await eventually(lambda n=n: s.importer.started.is_set() or answered(s.out, n) is not None, f"prompt {n}")
+        assert answered(s.out, n)["result"]["text"] == text  # type: ignore[index]
+    assert not s.importer.started.is_set() and len(llm.requests) == 3
+    s.inbox.put(None, None)
+    assert await asyncio.wait_for(s.task, scaled(DEFAULT_TIMEOUT)) == 0
     assert not s.importer.started.is_set()
-    s.send(prompt(2, sid))
-    await eventually(lambda: s.importer.started.is_set() or answered(s.out, 2) is not None, "the second prompt")
-    assert s.importer.started.is_set() and answered(s.out, 2) is None and len(llm.requests) == 1
-    s.importer.go.set()
-    await eventually(lambda: answered(s.out, 2) is not None, "pygls' answer to the second prompt")
-    assert answered(s.out, 2)["result"]["text"] == "from pygls"  # type: ignore[index]
+
+
+async def test_start_up_work_waits_for_an_early_turn_even_when_idle(
+        workspace: Path, tmp_path: Path, llm: FakeLLM) -> None:
+    """No quiet period at all, so the process counts as idle at once: App.start still does not begin
+    while the first early turn waits for its permission; once the turn has ended it begins, with the
+    import held (pygls is not in)."""
+    tag = unique_marker("toycoder-lsp-idle-mcp")
+    config = write_config(tmp_path / "config.yaml", llm, extra=(
+        f"mcp_servers:\n  toy: {{command: {sys.executable}, args: [{SERVER}, --tag, {tag}], permission: safe}}\n"))
+    sid = await stored_session(workspace, config)
+    llm.add(write_call("one.txt", "1"), {"text": "written"})
+    s = Served(workspace, config, 0.0, [INITIALIZED, prompt(1, sid)])
+    await eventually(lambda: len(asked(s.out, "toycoder/requestPermission")) == 1, "the permission request")
+    assert processes_with(tag) == []
+    s.send(reply(asked(s.out, "toycoder/requestPermission")[0]["id"], {"decision": "allow_once"}))
+    await eventually(lambda: answered(s.out, 1) is not None, "the early turn's answer")
+    await eventually(lambda: processes_with(tag), "the MCP server once the turn has ended")
+    assert not s.importer.go.is_set()
     assert await s.end() == 0
+    await eventually(lambda: processes_with(tag) == [], "the MCP server to stop with the App")
+
+
+async def test_an_idle_process_starts_its_start_up_work_before_pygls_is_in(
+        workspace: Path, tmp_path: Path, llm: FakeLLM) -> None:
+    """No prompt at all: once the process is idle the import starts, and so does App.start, without
+    waiting for the (held) import to finish."""
+    tag = unique_marker("toycoder-lsp-idle-mcp")
+    config = write_config(tmp_path / "config.yaml", llm, extra=(
+        f"mcp_servers:\n  toy: {{command: {sys.executable}, args: [{SERVER}, --tag, {tag}], permission: safe}}\n"))
+    s = Served(workspace, config, 0.05, [INITIALIZED])
+    await eventually(s.importer.started.is_set, "the import of an idle process")
+    await eventually(lambda: processes_with(tag), "the MCP server while the import is held")
+    assert not s.importer.go.is_set()
+    assert await s.end() == 0
+    await eventually(lambda: processes_with(tag) == [], "the MCP server to stop with the App")
 
 
 async def test_open_document_news_does_not_postpone_the_import(workspace: Path, tmp_path: Path, llm: FakeLLM) -> None:

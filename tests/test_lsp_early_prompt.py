@@ -205,7 +205,7 @@ async def test_open_buffers_are_taken_early(workspace: Path, tmp_path: Path, llm
 
 def test_a_prompt_is_answered_while_lsprotocol_is_held(tmp_path: Path, workspace: Path, llm: FakeLLM) -> None:
     """Through a real daemon: a turn's text and a permission round trip while pygls cannot be in;
-    a second prompt is pygls' (it starts the import, and a request after it waits behind it); the
+    a request for pygls starts the import, and a second prompt sent after that is pygls' too; the
     first turn's second permission is answered after the hand-over; toycoder/cancel through pygls
     ends the second prompt's turn (the same App)."""
     config = write_config(tmp_path / "config.yaml", llm)
@@ -239,9 +239,9 @@ def test_a_prompt_is_answered_while_lsprotocol_is_held(tmp_path: Path, workspace
         send({"jsonrpc": "2.0", "id": 4, "method": "toycoder/session/new", "params": {}})
         other = until(lambda m: m.get("id") == 4)["result"]["sessionId"]
         assert not entered.exists()  # a whole permission round trip, the import never wanted
-        send(prompt(5, other))  # only the first prompt runs early: this one is pygls'
-        wait_until(entered.exists, what="the second prompt to start the lsprotocol import")
         send({"jsonrpc": "2.0", "id": 3, "method": "toycoder/commands/list", "params": {}})
+        wait_until(entered.exists, what="a request for pygls to start the lsprotocol import")
+        send(prompt(5, other))  # the import has started: this prompt is pygls'
         release.touch()
         def third() -> list[dict[str, Any]]:  # pygls' answer to 3 may come before or after it
             return [m for m in seen if m.get("method") == "toycoder/requestPermission"][2:]

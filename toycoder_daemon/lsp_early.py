@@ -3,34 +3,35 @@
 stdio.py answers `initialize` before anything heavy is imported. pygls and lsprotocol then take
 ~0.3-0.8 s of CPU to import, and sessions need neither: so the App is opened here from the answered
 initialize's params, and `initialized`, the session requests, `toycoder/cancel` (lsp_calls.EARLY),
-the process's first `toycoder/prompt` (on lsp_early_link's EditorLink) and plain open-document news
-are handled by the same functions pygls runs later, on the same App. The first frame nothing here
-handles, and every frame after it, waits (in order) for pygls, so nothing overtakes; only the
-client's responses to an early turn's requests, and $/cancelRequest for an early request, are taken
-here whenever they come (pygls never knew those ids). Answers are written as pygls writes them.
+`toycoder/prompt` (on lsp_early_link's EditorLink) and plain open-document news are handled by the
+same functions pygls runs later, on the same App. The first frame nothing here handles, and every
+frame after it, waits (in order) for pygls, so nothing overtakes; only the client's responses to an
+early turn's requests, and $/cancelRequest for an early request, are taken here whenever they come
+(pygls never knew those ids). Answers are written as pygls writes them.
 
-Only the first prompt runs here, and only if it comes before the import starts: any later prompt
-(the first one's turn running or ended) and any prompt once the import has started is a frame left
-to pygls (so it starts the import if that had not started, and waits for it in order).
+Prompts run here, any number of them, back to back or side by side, for as long as the import has
+not started; once it has, a prompt is a frame left to pygls (it waits for the import in order, so no
+turn runs beside the import and the prompt sees what pygls' path sees).
 
 pygls is imported on a thread (it holds the GIL most of that time, so a turn beside it reaches its
 first chunk ~100 ms later) when it is *needed* or when the process is *idle*, whichever is first:
-- needed: the first frame left to it (a request not answered here, a second prompt, a ranged
-  didChange, a malformed frame...), or a message the App wants shown (held for pygls to write: a
-  config error, notices). At once, also during an early turn, so a long turn starves nothing.
+- needed: the first frame left to it (a request not answered here, a ranged didChange, a malformed
+  frame...), or a message the App wants shown (held for pygls to write: a config error, notices).
+  At once, also during an early turn, so a long turn starves nothing.
 - idle: for QUIET seconds no early request has run and none (nor `initialized`) has come; open-
   document news does not count (it costs nothing to take here; an editor sends it at each edit). So
   in an editor the import starts QUIET after the session requests, while the person types the first
-  prompt; a script's back-to-back initialize, session, prompt get their turn first, and the import
-  starts QUIET after that turn ends. If the input ends before either, nothing is imported.
-The App's start-up work (App.start: the config's MCP servers, the model client's imports) and its
-messages wait for pygls to be in, so they never compete with an early turn: the early turn runs
-without the config's MCP tools (they start after the import); every later prompt goes to pygls,
-after App.start began. When the input ends while frames wait for pygls, `on_end` (the exit timer)
-runs at once and early turns are cancelled, as on rpc_io's path; the waiting frames are still
-answered if pygls is in within the exit grace.
+  prompt; a script's back-to-back initialize, session, prompts get their turns first, and the import
+  starts QUIET after the last turn ends. If the input ends before either, nothing is imported.
+The App's start-up work (App.start: the config's MCP servers, the model client's imports; the host's
+`background`, _StartUp) does not wait for pygls: it starts at the first of: an early turn ends, the
+process is idle, pygls is in; but never while an early turn is running (it would delay that turn's
+first chunk). So the first early turn runs without the config's MCP tools, the servers start after
+it even if pygls is never needed, and a later prompt, early or pygls', offers their tools once they
+are up. Messages the App wants shown still wait for pygls. When the input ends while frames wait for
+pygls, `on_end` (the exit timer) runs at once and early turns are cancelled, as on rpc_io's path;
+the waiting frames are still answered if pygls is in within the exit grace.
 """
-
 from __future__ import annotations
 
 import asyncio
@@ -66,23 +67,37 @@ def pygls_frame(message: dict[str, Any]) -> bytes:
             f"{body}").encode()
 
 
-class _AfterPygls:
-    """The host's `background`: start-up work (MCP, the model client's imports) waits until pygls is
-    in, off the path of the first answers and out of the way of the import thread."""
+class _StartUp:
+    """The host's `background`: start-up work (App.start) waits until it is `due` (the first of: an
+    early turn ended, the process idled, pygls is in) and no early turn is running."""
 
     def __init__(self) -> None:
-        self.ready = asyncio.Event()
+        self.due = asyncio.Event()
+        self.no_turn = asyncio.Event()
+        """No early turn is running (EarlyLsp keeps it)."""
+        self.no_turn.set()
+        self.closed = False
+        """The process ends before the work started: it never starts."""
         self._tasks = Background()
 
     def run(self, work: Coroutine[Any, Any, Any]) -> None:
         self._tasks.run(self._later(work))
 
+    def close(self) -> None:
+        self.closed = True
+        self.due.set()
+        self.no_turn.set()
+
     async def _later(self, work: Coroutine[Any, Any, Any]) -> None:
-        try:
-            await self.ready.wait()
-        except BaseException:  # shut down before pygls was in: the work never starts
+        try:  # both at once: a turn may start between no_turn's set and this task's wake-up
+            while not (self.due.is_set() and self.no_turn.is_set()):
+                await (self.no_turn if self.due.is_set() else self.due).wait()
+        except BaseException:  # shut down before it was due: the work never starts
             work.close()
             raise
+        if self.closed:
+            work.close()
+            return
         await work
 
 
@@ -93,7 +108,7 @@ class EarlyHost:
 
     def __init__(self, app: App):
         self.app = app
-        self.background = _AfterPygls()
+        self.background = _StartUp()
         self.held: list[Held] = []
         self.needed = asyncio.Event()
         """pygls is wanted now: a frame was left to it, or a message waits for it."""
@@ -115,7 +130,7 @@ class EarlyHost:
         held, self.held = self.held, []
         for send in held:
             send(server)
-        self.background.ready.set()
+        self.background.due.set()
 
 
 REQUEST_CANCELLED = -32800
@@ -146,8 +161,8 @@ class EarlyLsp:
         """The input ended with nothing left for pygls."""
         self._first = True
         self.documents: Documents = {}
-        self.first_prompt = self.link is not None
-        """A prompt may still run here: until one has, and until the import starts (serve_lsp)."""
+        self.prompts_here = self.link is not None
+        """Prompts run here until the import starts (`wanted` clears it as it returns)."""
         self._answering: dict[asyncio.Task[None], Any] = {}
         """The early requests being answered, with their ids."""
         self._cancelled: set[asyncio.Task[None]] = set()
@@ -217,14 +232,14 @@ class EarlyLsp:
             return True
         if method in DOCUMENTS and "id" not in obj:  # free to take: they keep no quiet period going
             return document(self.host.app, self.documents, method, params)
-        if method not in REQUESTS or "id" not in obj or (method == wire.PROMPT and not self.first_prompt):
+        if method not in REQUESTS or "id" not in obj or (method == wire.PROMPT and not self.prompts_here):
             return False
         self._last = time.monotonic()
         task = asyncio.ensure_future(self._answer(REQUESTS[method], obj["id"], params))
         self._answering[task] = obj["id"]
         if method == wire.PROMPT:
-            self.first_prompt = False  # only the process's first prompt runs here
             self._turns.add(task)
+            self.host.background.no_turn.clear()
         task.add_done_callback(self._done)
         return True
 
@@ -234,22 +249,29 @@ class EarlyLsp:
             self.send({"error": {"code": REQUEST_CANCELLED, "message": f'Request with id "{msg_id}" is canceled'},
                        "jsonrpc": "2.0", "id": msg_id})
         self._cancelled.discard(task)
-        self._turns.discard(task)
+        if task in self._turns:
+            self._turns.discard(task)
+            self.host.background.due.set()  # an early turn ended: start-up work may begin
+            if not self._turns:
+                self.host.background.no_turn.set()
         self._last = time.monotonic()
 
     async def wanted(self, quiet: float) -> None:
         """Returns when pygls is needed, or once no early request has run or come for `quiet`
-        seconds (the rule in the module's docstring)."""
+        seconds (the rule in the module's docstring; idle, start-up work is due too). From then on a
+        prompt is pygls' (set here, so none starts between this and the import)."""
         needed = asyncio.ensure_future(self.host.needed.wait())
         try:
             while not needed.done():
                 left = self._last + quiet - time.monotonic()
                 if not self._answering and left <= 0:
+                    self.host.background.due.set()
                     return
                 await asyncio.wait({needed, *self._answering}, timeout=None if self._answering else left,
                                    return_when=asyncio.FIRST_COMPLETED)
         finally:
             needed.cancel()
+            self.prompts_here = False
 
     async def drain(self) -> None:
         """The answers still being made are written (the input ended; the client may still read);
@@ -345,11 +367,11 @@ async def serve_lsp(inbox: Inbox, out: BinaryIO | Outbox, config_path: str | Non
     wanted = asyncio.ensure_future(early.wanted(quiet))
     await asyncio.wait({wanted, ended}, return_when=asyncio.FIRST_COMPLETED)
     importing = None if ended.done() else asyncio.ensure_future(asyncio.to_thread(importer))
-    early.first_prompt = False  # a prompt from now on is pygls' (after App.start began), as documented
     if importing:
         await asyncio.wait({importing, ended}, return_when=asyncio.FIRST_COMPLETED)
     if importing is None or not importing.done():  # the input ended before pygls was in
         wanted.cancel()
+        host.background.close()
         on_end()
         await early.drain()
         await written(out)
