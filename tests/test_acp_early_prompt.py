@@ -74,6 +74,18 @@ class AcpDaemon:
         self.send({"jsonrpc": "2.0", "id": msg_id, "method": "session/prompt",
                    "params": {"sessionId": sid, "prompt": [{"type": "text", "text": text}]}})
 
+    def turn_then_asking(self, sid: str, first: str, second: str) -> dict[str, Any]:
+        """Prompt 3 (`first`) to its answer, then prompt 4 (`second`) to its permission request."""
+        self.prompt(3, sid, first)
+        self.answer(3)
+        self.prompt(4, sid, second)
+        return self.request("session/request_permission")
+
+    def allow(self, asked: dict[str, Any]) -> None:
+        """Answer a permission request: allow once."""
+        self.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": {"outcome": "selected",
+                                                                              "optionId": "allow_once"}}})
+
     def updates(self, kind: str | None = None) -> list[dict[str, Any]]:
         return [m["params"]["update"] for m in self.seen if m.get("method") == "session/update"
                 and (kind is None or m["params"]["update"]["sessionUpdate"] == kind)]
@@ -111,8 +123,7 @@ def test_a_permission_round_trip_while_the_sdk_is_held(tmp_path: Path, workspace
         d.prompt(3, sid, "take a note")
         asked = d.request("session/request_permission")
         assert asked["params"]["sessionId"] == sid and asked["params"]["toolCall"]["status"] == "pending"
-        d.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": {"outcome": "selected",
-                                                                           "optionId": "allow_once"}}})
+        d.allow(asked)
         assert d.answer(3)["result"]["stopReason"] == "end_turn"
         assert not d.release.exists()
         assert (workspace / "notes.txt").read_text() == "noted\n"
@@ -155,8 +166,7 @@ def test_a_turn_started_early_goes_on_across_the_hand_over(tmp_path: Path, works
         d.release.touch()
         assert d.answer(5).get("result") == {}  # answered while the turn waits
         assert not any(m.get("id") == 4 for m in d.seen)
-        d.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": {"outcome": "selected",
-                                                                           "optionId": "allow_once"}}})
+        d.allow(asked)
         assert d.answer(4)["result"]["stopReason"] == "end_turn"
         assert (workspace / "notes.txt").read_text() == "noted\n"
         mine = [u for m in d.seen if m.get("method") == "session/update" and m["params"]["sessionId"] == sid
@@ -181,12 +191,8 @@ def turn_frames(tmp_path: Path, workspace: Path, llm: FakeLLM, *, early: bool) -
                   env={} if early else {"TOYCODER_NO_FAST_START": "1"})
     try:
         sid = d.start(workspace)
-        d.prompt(3, sid, "first")
-        d.answer(3)
-        d.prompt(4, sid, "take a note")
-        asked = d.request("session/request_permission")
-        d.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": {"outcome": "selected",
-                                                                           "optionId": "allow_once"}}})
+        asked = d.turn_then_asking(sid, "first", "take a note")
+        d.allow(asked)
         d.answer(4)
         assert not d.release.exists()
     finally:
@@ -281,18 +287,14 @@ def test_a_title_set_during_an_early_turn_is_told_after_the_hand_over(tmp_path: 
     d = AcpDaemon(tmp_path, config)
     try:
         sid = d.start(workspace)
-        d.prompt(3, sid, "hi")
-        d.answer(3)
-        d.prompt(4, sid, "take a note")
-        asked = d.request("session/request_permission")
+        asked = d.turn_then_asking(sid, "hi", "take a note")
         wait_until(lambda: any("A title" in f.read_text(errors="replace")
                                for f in (tmp_path / "data").rglob("*") if f.is_file()), what="the title stored")
         d.send({"jsonrpc": "2.0", "id": 5, "method": "session/list", "params": {"cwd": "relative"}})  # the SDK's
         wait_until(d.entered.exists, what="the SDK import to start")
         d.release.touch()
         d.answer(5)
-        d.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": {"outcome": "selected",
-                                                                           "optionId": "allow_once"}}})
+        d.allow(asked)
         assert d.answer(4)["result"]["stopReason"] == "end_turn"
 
         def told(m: dict[str, Any]) -> bool:
