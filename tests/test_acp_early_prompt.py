@@ -287,7 +287,11 @@ def test_a_title_set_during_an_early_turn_is_told_after_the_hand_over(tmp_path: 
     d = AcpDaemon(tmp_path, config)
     try:
         sid = d.start(workspace)
-        asked = d.turn_then_asking(sid, "hi", "take a note")
+        d.prompt(3, sid, "hi")
+        d.answer(3)
+        wait_until(lambda: len(llm.requests) == 2, what="the title asked for")  # before the turn asks: replies go in order
+        d.prompt(4, sid, "take a note")
+        asked = d.request("session/request_permission")
         wait_until(lambda: any("A title" in f.read_text(errors="replace")
                                for f in (tmp_path / "data").rglob("*") if f.is_file()), what="the title stored")
         d.send({"jsonrpc": "2.0", "id": 5, "method": "session/list", "params": {"cwd": "relative"}})  # the SDK's
