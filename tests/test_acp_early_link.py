@@ -12,7 +12,7 @@ import pytest
 from acp.schema import InitializeRequest
 from inproc_app import eventually
 
-from toycoder_daemon import acp_fs
+from toycoder_daemon import acp_early_link, acp_fs
 from toycoder_daemon.acp_client import ClientError
 from toycoder_daemon.acp_early_link import EarlyClient, Replies
 from toycoder_daemon.acp_turn import Caps, plain_caps
@@ -123,3 +123,61 @@ def test_plain_capabilities_are_read_as_the_sdk_reads_them(params: dict[str, Any
 ])
 def test_capabilities_that_are_not_plain_leave_prompts_to_the_sdk(params: dict[str, Any] | None) -> None:
     assert plain_caps(params) is None
+
+
+ALLOW = {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
+
+
+@pytest.mark.parametrize("reply", [
+    {"id": 0, "result": ALLOW},  # no "jsonrpc"
+    {"jsonrpc": "1.0", "id": 0, "result": ALLOW},
+    {"jsonrpc": "2.0", "id": 0},  # neither result nor error: the SDK's transport answers -32600
+    {"jsonrpc": "2.0", "id": 0, "error": "no"},  # an error that is not an object: dropped there
+])
+async def test_a_reply_the_sdks_transport_refuses_is_left_to_it(reply: dict[str, Any]) -> None:
+    """The early client takes only what rpc_checks accepts (what the SDK path acts on); the rest
+    passes on, to be refused there as it is for any other line, and the request still waits."""
+    client = EarlyClient(lambda m: None)
+    waiting = asyncio.ensure_future(client.request("session/request_permission", {}))
+    await eventually(lambda: bool(client.pending), "the request sent")
+    assert not client.response(reply)
+    chunks = [line(reply), b""]
+
+    async def read() -> bytes:
+        return chunks.pop(0)
+
+    assert await Replies(read, client).read() == line(reply)
+    assert not waiting.done() and 0 in client.pending
+    waiting.cancel()
+
+
+async def test_a_reply_with_both_result_and_error_is_read_result_first() -> None:
+    client = EarlyClient(lambda m: None)
+    waiting = asyncio.ensure_future(client.request("session/request_permission", {}))
+    await eventually(lambda: bool(client.pending), "the request sent")
+    assert client.response({"jsonrpc": "2.0", "id": 0, "result": ALLOW, "error": {"code": -1, "message": "no"}})
+    assert await waiting == ALLOW
+
+
+async def test_a_line_past_the_limit_passes_instead_of_being_held(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While an early request waits, a line that grows past MAX_LINE without its newline is not
+    buffered: its bytes pass as they come (the SDK's transport drops the line), and lines after its
+    newline are looked at again."""
+    monkeypatch.setattr(acp_early_link, "MAX_LINE", 64)
+    client = EarlyClient(lambda m: None)
+    waiting = asyncio.ensure_future(client.request("session/request_permission", {}))
+    await eventually(lambda: bool(client.pending), "the request sent")
+    before = line({"jsonrpc": "2.0", "id": 5, "method": "session/list", "params": {}})
+    ours = line({"jsonrpc": "2.0", "id": 0, "result": ALLOW})
+    chunks = [before + b"x" * 40, b"x" * 40, b"x" * 100, b"x\n" + ours + b"{", b"}\n", b""]
+
+    async def read() -> bytes:
+        return chunks.pop(0)
+
+    replies = Replies(read, client)
+    assert await replies.read() == before  # the start of the long line is held while it is short
+    assert await replies.read() == b"x" * 80  # past the limit: passed on at once
+    assert await replies.read() == b"x" * 100
+    assert await replies.read() == b"x\n"  # its end; our response after it is still taken out
+    assert await replies.read() == b"{}\n"
+    assert await waiting == ALLOW

@@ -74,6 +74,18 @@ class AcpDaemon:
         self.send({"jsonrpc": "2.0", "id": msg_id, "method": "session/prompt",
                    "params": {"sessionId": sid, "prompt": [{"type": "text", "text": text}]}})
 
+    def turn_then_asking(self, sid: str, first: str, second: str) -> dict[str, Any]:
+        """Prompt 3 (`first`) to its answer, then prompt 4 (`second`) to its permission request."""
+        self.prompt(3, sid, first)
+        self.answer(3)
+        self.prompt(4, sid, second)
+        return self.request("session/request_permission")
+
+    def allow(self, asked: dict[str, Any]) -> None:
+        """Answer a permission request: allow once."""
+        self.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": {"outcome": "selected",
+                                                                              "optionId": "allow_once"}}})
+
     def updates(self, kind: str | None = None) -> list[dict[str, Any]]:
         return [m["params"]["update"] for m in self.seen if m.get("method") == "session/update"
                 and (kind is None or m["params"]["update"]["sessionUpdate"] == kind)]
@@ -111,8 +123,7 @@ def test_a_permission_round_trip_while_the_sdk_is_held(tmp_path: Path, workspace
         d.prompt(3, sid, "take a note")
         asked = d.request("session/request_permission")
         assert asked["params"]["sessionId"] == sid and asked["params"]["toolCall"]["status"] == "pending"
-        d.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": {"outcome": "selected",
-                                                                           "optionId": "allow_once"}}})
+        d.allow(asked)
         assert d.answer(3)["result"]["stopReason"] == "end_turn"
         assert not d.release.exists()
         assert (workspace / "notes.txt").read_text() == "noted\n"
@@ -155,8 +166,7 @@ def test_a_turn_started_early_goes_on_across_the_hand_over(tmp_path: Path, works
         d.release.touch()
         assert d.answer(5).get("result") == {}  # answered while the turn waits
         assert not any(m.get("id") == 4 for m in d.seen)
-        d.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": {"outcome": "selected",
-                                                                           "optionId": "allow_once"}}})
+        d.allow(asked)
         assert d.answer(4)["result"]["stopReason"] == "end_turn"
         assert (workspace / "notes.txt").read_text() == "noted\n"
         mine = [u for m in d.seen if m.get("method") == "session/update" and m["params"]["sessionId"] == sid
@@ -181,12 +191,8 @@ def turn_frames(tmp_path: Path, workspace: Path, llm: FakeLLM, *, early: bool) -
                   env={} if early else {"TOYCODER_NO_FAST_START": "1"})
     try:
         sid = d.start(workspace)
-        d.prompt(3, sid, "first")
-        d.answer(3)
-        d.prompt(4, sid, "take a note")
-        asked = d.request("session/request_permission")
-        d.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": {"outcome": "selected",
-                                                                           "optionId": "allow_once"}}})
+        asked = d.turn_then_asking(sid, "first", "take a note")
+        d.allow(asked)
         d.answer(4)
         assert not d.release.exists()
     finally:
@@ -217,3 +223,89 @@ def test_the_early_turns_frames_equal_the_sdk_paths(tmp_path: Path, workspace: P
     assert early == sdk
     assert any(m.get("method") == "session/request_permission" for m in early)
 
+
+
+def test_a_cancel_in_the_same_write_as_its_prompt_cancels_it(tmp_path: Path, workspace: Path, llm: FakeLLM) -> None:
+    """The cancel is read with the prompt (one chunk): it runs after the prompt began its turn, as
+    the SDK runs both (tasks in arrival order), so the turn answers cancelled."""
+    llm.add({"text": "a reply the cancel should have stopped", "delay": 1.0})
+    d = AcpDaemon(tmp_path, write_config(tmp_path / "c.yaml", llm))
+    try:
+        sid = d.start(workspace)
+        prompt = {"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                  "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]}}
+        cancel = {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}}
+        assert d.proc.stdin is not None
+        d.proc.stdin.write((json.dumps(prompt) + "\n" + json.dumps(cancel) + "\n").encode())
+        d.proc.stdin.flush()
+        assert d.answer(3)["result"]["stopReason"] == "cancelled"
+        assert not d.release.exists() and d.updates("agent_message_chunk") == []
+    finally:
+        d.release.touch()
+        assert d.close() == 0
+
+
+def test_a_blank_line_is_skipped_early(tmp_path: Path, workspace: Path, llm: FakeLLM) -> None:
+    """The SDK's transport skips blank lines; so does the early path (it does not need the SDK for
+    one): the prompt after it is answered with the SDK held."""
+    llm.add({"text": "answered early"})
+    d = AcpDaemon(tmp_path, write_config(tmp_path / "c.yaml", llm))
+    try:
+        sid = d.start(workspace)
+        assert d.proc.stdin is not None
+        d.proc.stdin.write(b"\n  \r\n")
+        d.prompt(3, sid, "hi")
+        assert d.answer(3)["result"]["stopReason"] == "end_turn"
+        assert not d.release.exists()
+    finally:
+        d.release.touch()
+        assert d.close() == 0
+
+
+def test_a_prompt_then_the_end_of_input_answers_cancelled_on_the_sdk_path(tmp_path: Path, workspace: Path,
+                                                                         llm: FakeLLM) -> None:
+    """The input ends right after a prompt (fast start off: the SDK's): its task may still be on its
+    way to its turn (App.prompt loads the session, takes its lock) when the Apps shut down; it answers
+    cancelled, as a running turn does, not -32603 from the session file closed under it."""
+    llm.add({"text": "never needed", "delay": 1.0})
+    d = AcpDaemon(tmp_path, write_config(tmp_path / "c.yaml", llm), held=False, env={"TOYCODER_NO_FAST_START": "1"})
+    sid = d.start(workspace)
+    d.prompt(3, sid, "hi")
+    assert d.close() == 0
+    assert d.answer(3).get("result", {}).get("stopReason") == "cancelled"
+
+
+def test_a_title_set_during_an_early_turn_is_told_after_the_hand_over(tmp_path: Path, workspace: Path,
+                                                                     llm: FakeLLM) -> None:
+    """The model's title arrives while the second early turn waits for permission (a busy session's
+    news waits for its turn's end); the SDK comes in meanwhile and adopts the session with what the
+    early path told the client, so the title still goes out when the turn ends."""
+    config = write_config(tmp_path / "c.yaml", llm)
+    config.write_text(config.read_text().replace("auto_title: false", "auto_title: true"))
+    llm.add({"text": "Hello."}, {"text": "A title", "delay": 0.5},
+            write_call("notes.txt", "noted\n"), {"text": "done"})
+    d = AcpDaemon(tmp_path, config)
+    try:
+        sid = d.start(workspace)
+        d.prompt(3, sid, "hi")
+        d.answer(3)
+        wait_until(lambda: len(llm.requests) == 2, what="the title asked for")  # before the turn asks: replies go in order
+        d.prompt(4, sid, "take a note")
+        asked = d.request("session/request_permission")
+        wait_until(lambda: any("A title" in f.read_text(errors="replace")
+                               for f in (tmp_path / "data").rglob("*") if f.is_file()), what="the title stored")
+        d.send({"jsonrpc": "2.0", "id": 5, "method": "session/list", "params": {"cwd": "relative"}})  # the SDK's
+        wait_until(d.entered.exists, what="the SDK import to start")
+        d.release.touch()
+        d.answer(5)
+        d.allow(asked)
+        assert d.answer(4)["result"]["stopReason"] == "end_turn"
+
+        def told(m: dict[str, Any]) -> bool:
+            return m.get("method") == "session/update" and m["params"]["update"].get("title") == "A title"
+
+        if not any(told(m) for m in d.seen):  # the news goes out at the turn's end, before or after its answer
+            d.until(told)
+    finally:
+        d.release.touch()
+        assert d.close() == 0

@@ -156,7 +156,8 @@ async def test_a_write_the_client_refuses_fails_the_call_and_nothing_is_written(
     calc = (workspace / "calc.py").resolve()
     calc.write_text(CALC)
     llm.add(edit("calc.py", "a + b", "b + a"),
-            {"text": "it refused", "expect": {"last_tool_contains": "the editor did not apply the change to calc.py"}})
+            {"text": "it refused", "expect": {"last_tool_contains": "the editor did not apply the change to calc.py: "
+                                              'the client refused the write: Internal error: {"details": "read-only buffer"}'}})
     editor = FsEditor()
     editor.fail_writes = True
     async with acp_face(tmp_path, llm, caps=BOTH, editor=editor) as (conn, _, _):

@@ -119,6 +119,10 @@ class ToyCoderAgent:
         self.told: acp_sessions.Told = {}
         """What the client was last told of each open session's title and mode (acp_sessions.hook)."""
         self._prompts: set[asyncio.Task[Any]] = set()
+        self._starting: set[asyncio.Task[Any]] = set()
+        """This path's prompts on their way to their turn (App.prompt loads the session, takes its lock)."""
+        self._ending = False
+        """The input ended (shutdown): no turn starts from now on."""
         self._later = Background().run  # work that goes after the current answer
 
     set_session_mode = acp_sessions.set_session_mode  # session/set_mode
@@ -153,10 +157,11 @@ class ToyCoderAgent:
                 self._later(app.start())
             log.info("workspace %s, config %s", app.workspace.root, app.config_path or "(built-in defaults)")
         self.owner.update(sessions)
+        if started:  # what acp_early told the client is carried over (EarlyAcp.adopted_by): news since still goes out
+            return
         for session_id, app in sessions.items():
             acp_sessions.opened(self.told, app.peek(session_id))
-            if not started:
-                self._later(self._announce_commands(session_id))
+            self._later(self._announce_commands(session_id))
 
     def app_of(self, session_id: str) -> App:
         app = self.owner.get(session_id)
@@ -257,16 +262,25 @@ class ToyCoderAgent:
     @acp_errors
     async def prompt(self, prompt: list[Any], session_id: str, **_: Any) -> dict[str, Any]:
         app = self.app_of(session_id)
+        if self._ending:  # the input ended before this prompt's task ran: its turn never starts
+            return acp_turn.answer("cancelled")
         me = asyncio.current_task()
         if me:
             self._prompts.add(me)
+            self._starting.add(me)
         try:
-            return await acp_turn.run_prompt(app, session_id, prompt, self.raw, self.caps, self.terminals)
+            return await acp_turn.run_prompt(app, session_id, prompt, self.raw, self.caps, self.terminals,
+                                             begun=lambda: self._starting.discard(me))
         except acp_turn.EmptyPrompt as e:
             raise RequestError.invalid_params({"prompt": str(e)}) from None
+        except asyncio.CancelledError:
+            if not self._ending or me not in self._starting:
+                raise
+            return acp_turn.answer("cancelled")  # shutdown cancelled it before its turn began
         finally:
             if me:
                 self._prompts.discard(me)
+                self._starting.discard(me)
 
     async def cancel(self, session_id: str, **_: Any) -> None:
         app = self.owner.get(session_id)
@@ -278,7 +292,12 @@ class ToyCoderAgent:
             log.info("cancel %s: %s", session_id, e)
 
     async def shutdown(self) -> None:
-        """stdin closed: end every turn, let the prompts answer, close the Apps."""
+        """stdin closed: end every turn, let the prompts answer ("cancelled"), close the Apps. A
+        prompt still on its way to its turn (App.prompt loads the session and takes its lock first)
+        is cancelled too: App.shutdown cannot see a turn not begun, and would close its files."""
+        self._ending = True
+        for task in self._starting:
+            task.cancel()  # ToyCoderAgent.prompt answers it as cancelled
         for app in self.apps.values():
             await app.shutdown()
         if self._prompts:

@@ -154,6 +154,8 @@ class EarlyAcp:
         return app
 
     def _handled(self, line: bytes) -> bool:
+        if not line.strip():
+            return True  # the SDK's transport skips blank lines too
         try:
             msg = json.loads(line)
         except (ValueError, RecursionError):
@@ -166,8 +168,8 @@ class EarlyAcp:
         sid = params.get("sessionId") if isinstance(params, dict) else None
         if method == "session/cancel" and "id" not in msg and isinstance(params, dict) and set(params) == {"sessionId"} \
                 and isinstance(sid, str) and (app := self.sessions.get(sid)) is not None:
-            with contextlib.suppress(ToyCoderError):  # as ToyCoderAgent.cancel: nothing to cancel
-                app.cancel(sid)
+            # a task, as the SDK runs it: after a prompt read before it (in the same chunk too) has begun its turn
+            self._answer(self._cancel(app, sid))
             return True
         if not isinstance(msg_id, (int, str)) or isinstance(msg_id, bool) or not isinstance(params, dict):
             return False
@@ -203,6 +205,11 @@ class EarlyAcp:
         task.add_done_callback(self._answering.discard)
         task.add_done_callback(self.turns.discard)
         return task
+
+    @staticmethod
+    async def _cancel(app: App, session_id: str) -> None:
+        with contextlib.suppress(ToyCoderError):  # as ToyCoderAgent.cancel: nothing to cancel
+            app.cancel(session_id)
 
     async def _list(self, msg_id: Any, apps: list[App]) -> None:
         listed = [(app, await asyncio.to_thread(app.list_sessions)) for app in apps]  # file I/O: off the loop

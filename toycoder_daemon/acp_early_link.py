@@ -11,6 +11,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .acp_client import ClientError, RawClient
+from .ndjson import MAX_LINE
+from .rpc_checks import refusal
 
 log = logging.getLogger(__name__)
 
@@ -44,19 +46,21 @@ class EarlyClient:
             self.pending.pop(msg_id, None)
 
     def response(self, msg: dict[str, Any]) -> bool:
-        """A response from the client: True if its id is one of ours (a late one is dropped here)."""
+        """A response from the client: True if its id is one of ours (a late one is dropped here).
+        One the SDK's path would refuse (rpc_checks) is not taken: that path refuses it as it does."""
         msg_id = msg.get("id")
-        if not isinstance(msg_id, int) or isinstance(msg_id, bool) or not 0 <= msg_id < self.next_id:
+        if not isinstance(msg_id, int) or isinstance(msg_id, bool) or not 0 <= msg_id < self.next_id \
+                or "method" in msg or refusal(msg) is not None:
             return False
         fut = self.pending.pop(msg_id, None)
         if fut is None or fut.done():
             log.debug("late response %s dropped", msg_id)
             return True
-        error = msg.get("error")
-        if isinstance(error, dict):  # as the SDK's connection reads an error
-            fut.set_exception(ClientError(error.get("code", -32603), error.get("message", "Error"), error.get("data")))
+        if "result" in msg:  # as the SDK's connection reads a response: the result first
+            fut.set_result(msg["result"])
         else:
-            fut.set_result(msg.get("result"))
+            error = msg["error"]  # rpc_checks: an object with an integer code, if any
+            fut.set_exception(ClientError(error.get("code", -32603), error.get("message", "Error"), error.get("data")))
         return True
 
 
@@ -73,13 +77,16 @@ class Replies:
     """The input as the SDK reads it after the hand-over: the client's responses to the early
     client's requests are taken out on the way and given to it. Lines are looked at only while one
     of those requests waits (none is sent after the hand-over, so that ends; the SDK drops a late
-    response: its ids never match ours); then chunks pass as they come."""
+    response: its ids never match ours); then chunks pass as they come. A line that grows past
+    MAX_LINE is not held: its bytes pass (to its newline), and the SDK's transport refuses it."""
 
     def __init__(self, read: Callable[[], Awaitable[bytes]], client: EarlyClient):
         self._read = read
         self.client = client
         self._buf = bytearray()
         """The start of a line not yet whole, while lines are looked at."""
+        self._passing = False
+        """Inside a line over MAX_LINE: its bytes pass untouched up to its newline."""
 
     async def read(self) -> bytes:
         while True:
@@ -89,9 +96,21 @@ class Replies:
                 if out or not chunk:
                     return out
                 continue
-            self._buf += chunk
-            end = self._buf.rfind(b"\n") + 1
-            lines, self._buf = bytes(self._buf[:end]), self._buf[end:]
-            lines = b"".join(line for line in lines.splitlines(keepends=True) if not response_to(self.client, line))
-            if lines:
+            if self._passing:
+                end = chunk.find(b"\n") + 1
+                if not end:
+                    return chunk
+                self._passing = False
+                return chunk[:end] + self._filtered(chunk[end:])
+            if lines := self._filtered(chunk):
                 return lines
+
+    def _filtered(self, chunk: bytes) -> bytes:
+        """The whole lines of what came so far, less the early client's responses."""
+        self._buf += chunk
+        end = self._buf.rfind(b"\n") + 1
+        lines, self._buf = bytes(self._buf[:end]), self._buf[end:]
+        kept = b"".join(line for line in lines.splitlines(keepends=True) if not response_to(self.client, line))
+        if len(self._buf) > MAX_LINE:
+            kept, self._buf, self._passing = kept + bytes(self._buf), bytearray(), True
+        return kept

@@ -238,15 +238,9 @@ class AcpFrontend:
         if not self.can_write:
             return EditApplied(False, "the client cannot write files (no fs.writeTextFile capability)")
         await self.drain()
-        try:
-            await reply_within(self.client.request("fs/write_text_file", {
-                "sessionId": self.session_id, "path": str(path), "content": after}),
-                self._timeout())  # as workspace/applyEdit on the LSP face
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:
-            return EditApplied(False, f"the client answered with an error ({type(e).__name__}: {e})")
-        return EditApplied(True)
+        refused = await acp_fs.write_text(self.client, self.session_id, path, after,
+                                          self._timeout())  # as workspace/applyEdit on the LSP face
+        return EditApplied(refused is None, refused)
 
     def command_runner(self) -> CommandRunner | None:
         return terminal_runner(self.client, self.session_id, self.terminals, self.show_terminal, before=self.drain)

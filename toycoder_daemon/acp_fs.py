@@ -9,12 +9,14 @@ documents and workspace/applyEdit), used when the client declared it in `initial
   unsaved buffer).
 - `fs.writeTextFile`: the client is the source of truth for the files (as Zed and Claude Code's ACP
   adapter have it): every write_file/edit_file goes out as `fs/write_text_file`, and the client
-  writes the disk (AcpFrontend.apply_edit).
+  writes the disk (AcpFrontend.apply_edit, `write_text`); a refusal is told to the model with the
+  client's message and data.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -48,9 +50,8 @@ async def read_text(client: RawClient, session_id: str, path: Path, timeout: flo
     except ClientError as e:
         if e.code == NOT_FOUND:
             return None
-        said = f"{e}: {e.data}" if e.data else str(e)
-        log.debug("fs/read_text_file %s: error %s: %s", path, e.code, said)
-        raise EditorTextUnknown(f"the client answered with an error: {said:.200}", replied=True) from None
+        log.debug("fs/read_text_file %s: error %s: %s", path, e.code, said(e))
+        raise EditorTextUnknown(f"the client answered with an error: {said(e):.200}", replied=True) from None
     except asyncio.TimeoutError:  # (TimeoutError on 3.11+)
         log.debug("fs/read_text_file %s: no answer within %gs", path, timeout)
         raise EditorTextUnknown(f"the client did not answer within {timeout:g}s", replied=False) from None
@@ -62,3 +63,25 @@ async def read_text(client: RawClient, session_id: str, path: Path, timeout: flo
         log.debug("fs/read_text_file %s: an answer without content", path)
         raise EditorTextUnknown("the client's answer had no text", replied=False)
     return content
+
+
+async def write_text(client: RawClient, session_id: str, path: Path, content: str, timeout: float) -> str | None:
+    """`fs/write_text_file`: None once the client wrote it; else why not, as the model reads it."""
+    try:
+        await reply_within(client.request("fs/write_text_file", {"sessionId": session_id, "path": str(path),
+                                                                 "content": content}), timeout)
+    except asyncio.CancelledError:
+        raise
+    except ClientError as e:
+        log.debug("fs/write_text_file %s: error %s: %s", path, e.code, said(e))
+        return f"the client refused the write: {said(e):.200}"
+    except asyncio.TimeoutError:
+        return f"the client did not answer within {timeout:g}s"
+    except Exception as e:  # the client gone
+        return f"no usable answer from the client ({type(e).__name__})"
+    return None
+
+
+def said(e: ClientError) -> str:
+    """The client's error: its message, and its data (what the client says went wrong) as it sent it."""
+    return f"{e}: {json.dumps(e.data, ensure_ascii=False, default=str)}" if e.data else str(e)

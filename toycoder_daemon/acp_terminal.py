@@ -12,6 +12,13 @@ stops using terminals (said once, at debug). A success we cannot read (no string
 have started it: the tool call fails (TerminalFailed), the terminal is killed and released when its
 id can be read at all, and this connection stops using terminals. After the command started, an
 error fails the tool call (running it again locally could run it twice).
+
+Replies are read as the schema types them, more strictly than the SDK's models (which coerce):
+terminal/output needs a string `output` and a boolean `truncated` (`"false"` or `0` is malformed:
+the tool call fails); in terminal/wait_for_exit only a non-negative integer `exitCode` is a code
+(`3.0`, `"3"` or `true` read as none) and only a string `signal` is one. Clients built on the TS SDK
+send plain JSON numbers and booleans (tests/acp_ts_client: a child's exit code and signal as Node
+gives them), so they read the same either way.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ and answer with the same result dict; core errors become the same JSON-RPC error
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,15 +57,17 @@ def action_note(action: dict[str, Any] | None) -> str:
 
 
 async def run_prompt(app: App, session_id: str, blocks: list[Any], client: acp_client.RawClient, caps: Caps,
-                     terminals: Terminals | None) -> dict[str, Any]:
+                     terminals: Terminals | None, begun: Callable[[], None] = lambda: None) -> dict[str, Any]:
     """One turn: its updates go to `client`, all of them before the result (as the SDK dumps
-    PromptResponse) is returned. EmptyPrompt, or the core's errors (core_error), are raised."""
+    PromptResponse) is returned. EmptyPrompt, or the core's errors (core_error), are raised.
+    `begun` is called when the turn begins (App.prompt loads the session and takes its lock first)."""
     text = prompt_text(blocks, app.workspace.root)
     if not text.strip():
         raise EmptyPrompt("the prompt is empty")
     frontends: list[AcpFrontend] = []
 
     def frontend_for(sid: str, turn_id: str) -> AcpFrontend:
+        begun()
         frontends.append(AcpFrontend(client, app, sid, can_elicit=caps.elicit, can_write=caps.write,
                                      can_read=caps.read, terminals=terminals))
         return frontends[-1]
@@ -79,9 +82,13 @@ async def run_prompt(app: App, session_id: str, blocks: list[Any], client: acp_c
         for f in frontends:  # every update reaches the client before the answer does
             await f.drain()
     u = r.usage
-    return {"stopReason": STOP_REASONS.get(r.stop_reason, "end_turn"),
-            "usage": {"totalTokens": u.total_tokens, "inputTokens": u.prompt_tokens,
-                      "outputTokens": u.completion_tokens}}
+    return answer(r.stop_reason, u.total_tokens, u.prompt_tokens, u.completion_tokens)
+
+
+def answer(stop_reason: str, total: int = 0, prompt: int = 0, completion: int = 0) -> dict[str, Any]:
+    """session/prompt's result (PromptResponse as the SDK dumps it)."""
+    return {"stopReason": STOP_REASONS.get(stop_reason, "end_turn"),
+            "usage": {"totalTokens": total, "inputTokens": prompt, "outputTokens": completion}}
 
 
 def _flag(value: Any) -> bool | None:
