@@ -19,10 +19,11 @@ from test_plan import plan_call
 from test_planner_plan import PLANNER_ANSWER, SEEDED, planner_call, shown
 
 from toycoder_daemon.ports import PlanEntry, PlanUpdated
-from toycoder_daemon.sessions.session import TranscriptEntry
+from toycoder_daemon.sessions.session import Session, TranscriptEntry
 from toycoder_daemon.testing.fake_llm import FakeLLM
 from toycoder_daemon.tools.plan import session_plan
 from toycoder_daemon.tools.plan_text import listing, seeded
+from toycoder_daemon.tools.registry import ToolRegistry
 
 IN_PROGRESS = [("read the code", "completed"), ("fix the bug", "in_progress"), ("run the tests", "pending")]
 ALL_DONE = [("read the code", "completed"), ("fix the bug", "completed")]
@@ -75,6 +76,54 @@ def test_a_seed_is_read_back_from_the_planners_note() -> None:
     assert seeded("[These 2 steps are now the session's plan, shown ...]") == (2, ())
     hand_edited = session_plan(calls(("update_plan", "not json", "plan updated: 0/1 completed")))
     assert hand_edited is not None and hand_edited.entries == ()
+
+
+def test_a_seed_note_quoted_in_a_planner_answer_is_no_seed() -> None:
+    quoted = ("Earlier: [These 2 steps are now the session's plan, shown to the user as a checklist, all pending:\n"
+              "1. Old (high)\n2. Older (low)\nKeep ...]")
+    steps = (PlanEntry("One", "medium", "pending"), PlanEntry("Two", "medium", "pending"))
+    not_shown = (f"{quoted}\n\n[The session already has a plan in progress (1/3 completed), so these 2 steps "
+                 f"were not shown to the user:\n{listing(steps)}\nIf they change the plan, merge ...]")
+    assert seeded(quoted) is None and seeded(not_shown) is None
+    plan = session_plan(calls(("update_plan", plan_args(*IN_PROGRESS), "plan updated: 1/3 completed"),
+                              ("planner", "{}", not_shown)))
+    assert plan is not None and plan.progress == (1, 3)  # the plan in progress stays the plan
+
+
+def test_a_poll_that_splits_a_plan_call_from_its_result_still_sends_the_plan() -> None:
+    steps = (PlanEntry("One", "medium", "pending"), PlanEntry("Two", "medium", "pending"))
+    note = f"1. One\n2. Two\n\n[These 2 steps are now the session's plan, shown ..., all pending:\n{listing(steps)}\nKeep ...]"
+    planner, slow = calls(("planner", "{}", note)), calls(("run_command", "{}", "ok"))
+    update = calls(("update_plan", plan_args(*IN_PROGRESS), "plan updated: 1/3 completed"))
+    update[0]["tool_calls"][0]["id"] = "u"  # one assistant message: a slow command, then the update
+    update[1]["tool_call_id"] = "u"
+    both = {**slow[0], "tool_calls": slow[0]["tool_calls"] + update[0]["tool_calls"]}
+    batches = [[{"role": "user", "content": "plan"}, planner[0]], [planner[1], {"role": "assistant", "content": "ok"}],
+               [{"role": "user", "content": "go"}, both, slow[1]], [update[1]]]
+    s = Session(id="s", title="", tools=ToolRegistry())
+    heard = []
+    for batch in batches:  # as a second daemon's poll reads them: the calls stored before they run
+        s.messages = [*s.messages, *batch]
+        heard.append([shown(e.plan) for e in s.transcript(messages=batch) if e.role == "plan"])
+    assert heard == [[], [shown(steps)], [], [entries_of(IN_PROGRESS)]]
+
+
+def test_a_malformed_stored_message_does_not_fail_a_load() -> None:
+    s = Session(id="s", title="", tools=ToolRegistry())
+    update = calls(("update_plan", plan_args(*IN_PROGRESS), "plan updated: 1/3 completed"))
+    for broken in ({"role": "tool", "content": "plan updated: 1/3 completed"},  # no tool_call_id
+                   {"role": "tool", "tool_call_id": "c0", "content": None}):
+        s.messages = [*update, broken]
+        assert restored(s.transcript()) == entries_of(IN_PROGRESS)
+    for odd in ({"role": "tool", "tool_call_id": ["c0"], "content": "x"},
+                {"role": "assistant", "content": None, "tool_calls": [None, {"id": "c9"}, {"function": "x"}]}):
+        plan = session_plan([*update, odd])
+        assert plan is not None and shown(plan.entries) == entries_of(IN_PROGRESS)
+    odd_arguments = calls(("update_plan", None, "plan updated: 0/1 completed"))  # not JSON text
+    s.messages = odd_arguments
+    assert restored(s.transcript()) is None
+    plan = session_plan(odd_arguments)
+    assert plan is not None and plan.progress == (0, 1) and plan.entries == ()
 
 
 # ---- in-process: a second App on the same data directory is the daemon restarted ------------------
@@ -188,3 +237,4 @@ async def test_acp_load_and_resume_end_with_the_plan(tmp_path: Path, llm: FakeLL
             assert kinds[-2:] == ["plan", "session_info_update"]  # the history, its plan, then its title
             assert kinds.count("plan") == 1
             assert sent[kinds.index("plan")] == live
+
