@@ -238,3 +238,19 @@ async def test_acp_load_and_resume_end_with_the_plan(tmp_path: Path, llm: FakeLL
             assert kinds.count("plan") == 1
             assert sent[kinds.index("plan")] == live
 
+
+async def test_compaction_keeps_the_plan(inproc) -> None:
+    a: InProc = inproc({"session": {"max_messages": 50, "compress_keep_recent": 1}})
+    sid = a.new_session()
+    a.script.add(plan_call(*IN_PROGRESS), {"text": "working"})
+    await a.prompt(sid, "fix it")
+    a.script.add({"text": "the user asked for a fix; a plan is in progress"})
+    assert "summarised" in (await a.command(sid, "/compact")).result.text
+    await a.close()
+    b = inproc()
+    s = await b.app.load(sid)
+    assert restored(b.app.transcript(s)) == entries_of(IN_PROGRESS)  # kept after the summary, verbatim
+    b.script.add({"text": "next"})
+    await b.prompt(sid, "go on")
+    assert [m["role"] for m in b.script.calls[-1]["messages"]] == ["system", "user", "assistant", "tool", "assistant", "user"]
+    assert b.script.violations == []  # the kept call and its result are a valid pair for the model
