@@ -106,6 +106,9 @@ def test_a_poll_that_splits_a_plan_call_from_its_result_still_sends_the_plan() -
         s.messages = [*s.messages, *batch]
         heard.append([shown(e.plan) for e in s.transcript(messages=batch) if e.role == "plan"])
     assert heard == [[], [shown(steps)], [], [entries_of(IN_PROGRESS)]]
+    reused = calls(("read_file", "{}", "text"))  # a model that numbers its calls anew each turn: "c0" again
+    s.messages = [*s.messages, *reused]
+    assert not [e for e in s.transcript(messages=reused[1:]) if e.role == "plan"]  # answers the read, not the planner
 
 
 def test_a_malformed_stored_message_does_not_fail_a_load() -> None:

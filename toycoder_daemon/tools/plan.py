@@ -4,7 +4,7 @@ list), shown by the clients as a checklist. Each call sends the whole list."""
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -93,18 +93,20 @@ def plan_source(messages: Iterable[Message], planners: Collection[str] = ("plann
     return last
 
 
-def answers_plan(conversation: Iterable[Message], new: Iterable[Message],
+def answers_plan(conversation: Sequence[Message], new: Iterable[Message],
                  planners: Collection[str] = ("planner",)) -> bool:
-    """Does a tool result in `new` answer an update_plan or planner call made anywhere in
-    `conversation` (the whole of it: a poll can read a call and, later, its result)?"""
+    """Does a tool result in `new` (the end of `conversation`) answer an update_plan or planner
+    call? Its call may be in an earlier batch: a poll can read a call and, later, its result."""
     results = {_answered(m) for m in new if m.get("role") == "tool"}
-    if not results:
-        return False
-    calls: dict[str, str] = {}  # the latest call of each id: the one a result at the end answers
-    for m in conversation:
-        if m.get("role") == "assistant":
-            calls.update((cid, c["function"]["name"]) for cid, c in _calls(m).items())
-    return any(calls.get(cid) == "update_plan" or calls.get(cid) in planners for cid in results)
+    for i in reversed(range(len(conversation))):  # from the end: a result's call is just before it
+        if not results:
+            break
+        for cid, call in _calls(conversation[i]).items() if conversation[i].get("role") == "assistant" else ():
+            if cid in results:  # the latest call of an id is the one its result at the end answers
+                results.discard(cid)
+                if call["function"]["name"] == "update_plan" or call["function"]["name"] in planners:
+                    return True
+    return False
 
 
 def _calls(m: Message) -> dict[str, Any]:
