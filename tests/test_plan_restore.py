@@ -199,6 +199,23 @@ async def test_the_other_daemons_clients_hear_the_plan_with_its_turn(inproc) -> 
     assert [shown(e.entries) for e in b.frontend.of(sid) if isinstance(e, PlanUpdated)] == [entries_of(ALL_DONE)]
 
 
+async def test_the_other_daemons_clients_hear_a_seed_whose_call_came_in_an_earlier_poll(inproc) -> None:
+    a: InProc = inproc()
+    b: InProc = inproc()
+    got: list[list[TranscriptEntry]] = []
+    b.app.sharing.interval = 0.01
+    b.app.sharing.on_changed = lambda sid, entries, reset: got.append(entries)
+    sid = a.new_session()
+    await b.app.load(sid)
+    # the planner's model is slow: b's polls read the stored call long before its result
+    a.script.add(planner_call(), {"text": PLANNER_ANSWER, "delay": 0.3}, {"text": "Planned."})
+    await a.prompt(sid, "plan it")
+    await eventually(lambda: any(e.role == "assistant" and e.text == "Planned." for es in got for e in es), "b hears")
+    call_batch = next(i for i, es in enumerate(got) if any(e.role == "tool_call" for e in es))
+    assert not any(e.role == "tool" for e in got[call_batch])  # the poll did split the call from its result
+    assert [shown(e.plan) for es in got for e in es if e.role == "plan"] == [SEEDED]
+
+
 # ---- through the faces ----------------------------------------------------------------------------
 
 async def test_lsp_load_ends_with_the_plan(start_daemon, llm: FakeLLM) -> None:
