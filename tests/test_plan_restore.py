@@ -177,7 +177,8 @@ async def test_a_session_without_a_plan_loads_as_before(inproc, tmp_path: Path, 
     assert [e.role for e in b.app.transcript(await b.app.load(sid))] == ["user", "tool_call", "tool", "assistant"]
 
 
-async def test_the_other_daemons_clients_hear_the_plan_with_its_turn(inproc) -> None:
+async def watched(inproc: Any) -> tuple[InProc, InProc, str, list[list[TranscriptEntry]]]:
+    """Daemon a's new session, open in daemon b too; `got`: what b's clients hear of a's turns."""
     a: InProc = inproc()
     b: InProc = inproc()
     got: list[list[TranscriptEntry]] = []
@@ -185,6 +186,11 @@ async def test_the_other_daemons_clients_hear_the_plan_with_its_turn(inproc) -> 
     b.app.sharing.on_changed = lambda sid, entries, reset: got.append(entries)
     sid = a.new_session()
     await b.app.load(sid)
+    return a, b, sid, got
+
+
+async def test_the_other_daemons_clients_hear_the_plan_with_its_turn(inproc) -> None:
+    a, b, sid, got = await watched(inproc)
     a.script.add(plan_call(*IN_PROGRESS), {"text": "working"})
     await a.prompt(sid, "fix it")
     await eventually(lambda: any(e.role == "assistant" for es in got for e in es), "b to hear a's turn")
@@ -200,13 +206,7 @@ async def test_the_other_daemons_clients_hear_the_plan_with_its_turn(inproc) -> 
 
 
 async def test_the_other_daemons_clients_hear_a_seed_whose_call_came_in_an_earlier_poll(inproc) -> None:
-    a: InProc = inproc()
-    b: InProc = inproc()
-    got: list[list[TranscriptEntry]] = []
-    b.app.sharing.interval = 0.01
-    b.app.sharing.on_changed = lambda sid, entries, reset: got.append(entries)
-    sid = a.new_session()
-    await b.app.load(sid)
+    a, b, sid, got = await watched(inproc)
     # the planner's model is slow: b's polls read the stored call long before its result
     a.script.add(planner_call(), {"text": PLANNER_ANSWER, "delay": 0.3}, {"text": "Planned."})
     await a.prompt(sid, "plan it")
