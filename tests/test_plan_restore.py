@@ -1,6 +1,6 @@
 """A session's plan comes back with it: read from its conversation (the last accepted update_plan,
 or the planner's seed), it ends the history a load answers (LSP: a `plan` transcript entry; ACP: a
-`plan` update ending the replay, and the one update of session/resume), a second daemon's clients
+`plan` update ending the replay; session/resume sends it just after its answer), a second daemon's clients
 hear it with the turn that changed it, and the planner's seeding rule sees it after a load."""
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from test_plan import plan_call
 from test_planner_plan import PLANNER_ANSWER, SEEDED, planner_call, shown
 
 from toycoder_daemon.ports import PlanEntry, PlanUpdated
-from toycoder_daemon.sessions.session import TranscriptEntry
+from toycoder_daemon.sessions.session import Session, TranscriptEntry
 from toycoder_daemon.testing.fake_llm import FakeLLM
 from toycoder_daemon.tools.plan import session_plan
 from toycoder_daemon.tools.plan_text import listing, seeded
+from toycoder_daemon.tools.registry import ToolRegistry
 
 IN_PROGRESS = [("read the code", "completed"), ("fix the bug", "in_progress"), ("run the tests", "pending")]
 ALL_DONE = [("read the code", "completed"), ("fix the bug", "completed")]
@@ -77,6 +78,57 @@ def test_a_seed_is_read_back_from_the_planners_note() -> None:
     assert hand_edited is not None and hand_edited.entries == ()
 
 
+def test_a_seed_note_quoted_in_a_planner_answer_is_no_seed() -> None:
+    quoted = ("Earlier: [These 2 steps are now the session's plan, shown to the user as a checklist, all pending:\n"
+              "1. Old (high)\n2. Older (low)\nKeep ...]")
+    steps = (PlanEntry("One", "medium", "pending"), PlanEntry("Two", "medium", "pending"))
+    not_shown = (f"{quoted}\n\n[The session already has a plan in progress (1/3 completed), so these 2 steps "
+                 f"were not shown to the user:\n{listing(steps)}\nIf they change the plan, merge ...]")
+    assert seeded(quoted) is None and seeded(not_shown) is None
+    plan = session_plan(calls(("update_plan", plan_args(*IN_PROGRESS), "plan updated: 1/3 completed"),
+                              ("planner", "{}", not_shown)))
+    assert plan is not None and plan.progress == (1, 3)  # the plan in progress stays the plan
+
+
+def test_a_poll_that_splits_a_plan_call_from_its_result_still_sends_the_plan() -> None:
+    steps = (PlanEntry("One", "medium", "pending"), PlanEntry("Two", "medium", "pending"))
+    note = f"1. One\n2. Two\n\n[These 2 steps are now the session's plan, shown ..., all pending:\n{listing(steps)}\nKeep ...]"
+    planner, slow = calls(("planner", "{}", note)), calls(("run_command", "{}", "ok"))
+    update = calls(("update_plan", plan_args(*IN_PROGRESS), "plan updated: 1/3 completed"))
+    update[0]["tool_calls"][0]["id"] = "u"  # one assistant message: a slow command, then the update
+    update[1]["tool_call_id"] = "u"
+    both = {**slow[0], "tool_calls": slow[0]["tool_calls"] + update[0]["tool_calls"]}
+    batches = [[{"role": "user", "content": "plan"}, planner[0]], [planner[1], {"role": "assistant", "content": "ok"}],
+               [{"role": "user", "content": "go"}, both, slow[1]], [update[1]]]
+    s = Session(id="s", title="", tools=ToolRegistry())
+    heard = []
+    for batch in batches:  # as a second daemon's poll reads them: the calls stored before they run
+        s.messages = [*s.messages, *batch]
+        heard.append([shown(e.plan) for e in s.transcript(messages=batch) if e.role == "plan"])
+    assert heard == [[], [shown(steps)], [], [entries_of(IN_PROGRESS)]]
+    reused = calls(("read_file", "{}", "text"))  # a model that numbers its calls anew each turn: "c0" again
+    s.messages = [*s.messages, *reused]
+    assert not [e for e in s.transcript(messages=reused[1:]) if e.role == "plan"]  # answers the read, not the planner
+
+
+def test_a_malformed_stored_message_does_not_fail_a_load() -> None:
+    s = Session(id="s", title="", tools=ToolRegistry())
+    update = calls(("update_plan", plan_args(*IN_PROGRESS), "plan updated: 1/3 completed"))
+    for broken in ({"role": "tool", "content": "plan updated: 1/3 completed"},  # no tool_call_id
+                   {"role": "tool", "tool_call_id": "c0", "content": None}):
+        s.messages = [*update, broken]
+        assert restored(s.transcript()) == entries_of(IN_PROGRESS)
+    for odd in ({"role": "tool", "tool_call_id": ["c0"], "content": "x"},
+                {"role": "assistant", "content": None, "tool_calls": [None, {"id": "c9"}, {"function": "x"}]}):
+        plan = session_plan([*update, odd])
+        assert plan is not None and shown(plan.entries) == entries_of(IN_PROGRESS)
+    odd_arguments = calls(("update_plan", None, "plan updated: 0/1 completed"))  # not JSON text
+    s.messages = odd_arguments
+    assert restored(s.transcript()) is None
+    plan = session_plan(odd_arguments)
+    assert plan is not None and plan.progress == (0, 1) and plan.entries == ()
+
+
 # ---- in-process: a second App on the same data directory is the daemon restarted ------------------
 
 async def plan_then_reload(inproc: Any, *script: dict[str, Any]) -> tuple[InProc, str]:
@@ -125,7 +177,8 @@ async def test_a_session_without_a_plan_loads_as_before(inproc, tmp_path: Path, 
     assert [e.role for e in b.app.transcript(await b.app.load(sid))] == ["user", "tool_call", "tool", "assistant"]
 
 
-async def test_the_other_daemons_clients_hear_the_plan_with_its_turn(inproc) -> None:
+async def watched(inproc: Any) -> tuple[InProc, InProc, str, list[list[TranscriptEntry]]]:
+    """Daemon a's new session, open in daemon b too; `got`: what b's clients hear of a's turns."""
     a: InProc = inproc()
     b: InProc = inproc()
     got: list[list[TranscriptEntry]] = []
@@ -133,6 +186,11 @@ async def test_the_other_daemons_clients_hear_the_plan_with_its_turn(inproc) -> 
     b.app.sharing.on_changed = lambda sid, entries, reset: got.append(entries)
     sid = a.new_session()
     await b.app.load(sid)
+    return a, b, sid, got
+
+
+async def test_the_other_daemons_clients_hear_the_plan_with_its_turn(inproc) -> None:
+    a, b, sid, got = await watched(inproc)
     a.script.add(plan_call(*IN_PROGRESS), {"text": "working"})
     await a.prompt(sid, "fix it")
     await eventually(lambda: any(e.role == "assistant" for es in got for e in es), "b to hear a's turn")
@@ -145,6 +203,17 @@ async def test_the_other_daemons_clients_hear_the_plan_with_its_turn(inproc) -> 
     b.script.add(plan_call(*ALL_DONE), {"text": "done"})
     await b.prompt(sid, "finish")  # b's own update goes out live, as ever
     assert [shown(e.entries) for e in b.frontend.of(sid) if isinstance(e, PlanUpdated)] == [entries_of(ALL_DONE)]
+
+
+async def test_the_other_daemons_clients_hear_a_seed_whose_call_came_in_an_earlier_poll(inproc) -> None:
+    a, b, sid, got = await watched(inproc)
+    # the planner's model is slow: b's polls read the stored call long before its result
+    a.script.add(planner_call(), {"text": PLANNER_ANSWER, "delay": 0.3}, {"text": "Planned."})
+    await a.prompt(sid, "plan it")
+    await eventually(lambda: any(e.role == "assistant" and e.text == "Planned." for es in got for e in es), "b hears")
+    call_batch = next(i for i, es in enumerate(got) if any(e.role == "tool_call" for e in es))
+    assert not any(e.role == "tool" for e in got[call_batch])  # the poll did split the call from its result
+    assert [shown(e.plan) for es in got for e in es if e.role == "plan"] == [SEEDED]
 
 
 # ---- through the faces ----------------------------------------------------------------------------
@@ -178,9 +247,30 @@ async def test_acp_load_and_resume_end_with_the_plan(tmp_path: Path, llm: FakeLL
         answered = max(i for i, f in enumerate(editor.frames) if "result" in f)
         sent = [f["params"]["update"] for f in editor.frames[:answered] if f.get("method") == "session/update"]
         kinds = [u["sessionUpdate"] for u in sent]
-        if resume:
-            assert kinds == ["plan"]
+        if resume:  # resume replays nothing before its answer; the plan, current state, comes after it
+            assert kinds == []
+            await eventually(lambda: editor.updates("plan"), "the plan after resume's answer")
+            after = [f["params"]["update"] for f in editor.frames[answered:] if f.get("method") == "session/update"]
+            assert [u["sessionUpdate"] for u in after].count("plan") == 1
+            assert next(u for u in after if u["sessionUpdate"] == "plan") == live
         else:
             assert kinds[-2:] == ["plan", "session_info_update"]  # the history, its plan, then its title
             assert kinds.count("plan") == 1
-        assert sent[kinds.index("plan")] == live
+            assert sent[kinds.index("plan")] == live
+
+
+async def test_compaction_keeps_the_plan(inproc) -> None:
+    a: InProc = inproc({"session": {"max_messages": 50, "compress_keep_recent": 1}})
+    sid = a.new_session()
+    a.script.add(plan_call(*IN_PROGRESS), {"text": "working"})
+    await a.prompt(sid, "fix it")
+    a.script.add({"text": "the user asked for a fix; a plan is in progress"})
+    assert "summarised" in (await a.command(sid, "/compact")).result.text
+    await a.close()
+    b = inproc()
+    s = await b.app.load(sid)
+    assert restored(b.app.transcript(s)) == entries_of(IN_PROGRESS)  # kept after the summary, verbatim
+    b.script.add({"text": "next"})
+    await b.prompt(sid, "go on")
+    assert [m["role"] for m in b.script.calls[-1]["messages"]] == ["system", "user", "assistant", "tool", "assistant", "user"]
+    assert b.script.violations == []  # the kept call and its result are a valid pair for the model

@@ -147,3 +147,26 @@ def test_read_new_gives_what_another_daemon_appended(store: SessionStore) -> Non
     assert new.reset and [m["content"] for m in new.messages] == ["summary"]
     a.close()
     b.close()
+
+
+def test_a_write_after_another_daemons_rewrite_goes_into_the_new_file(store: SessionStore) -> None:
+    sid = store.new_id()
+    a = store.create(sid, {"title": "t"})
+    a.append([user("one")])
+    b, _, _ = store.open(sid)
+    b.rewrite({"title": "compacted"}, [user("summary")])  # compaction, before a's poll noticed it
+    b.release()
+    a.write_meta({"title": "renamed by a"})
+    assert [r.get("title") for r in records(store, sid) if r["t"] == "meta"] == ["compacted", "renamed by a"]
+    new = a.read_new()  # a reads the new file whole, its own line included, and goes on from its end
+    assert new.reset and new.meta["title"] == "renamed by a" and [m["content"] for m in new.messages] == ["summary"]
+    assert not a.changed_elsewhere()
+    a.acquire()
+    a.append([user("two")])
+    a.release()
+    assert not a.changed_elsewhere()  # its own line counts as read
+    b.acquire()
+    assert [m["content"] for m in b.read_new().messages] == ["two"]
+    assert [m["content"] for m in store.open(sid)[2]] == ["summary", "two"]
+    a.close()
+    b.close()

@@ -170,6 +170,10 @@ class ToyCoderAgent:
                                "use session/new or session/load first)", {"sessionId": session_id})
         return app
 
+    async def _send(self, session_id: str, updates: list[dict[str, Any]]) -> None:
+        for update in updates:
+            await self.raw.session_update(session_id, update)
+
     async def _announce_commands(self, session_id: str) -> None:
         await self.raw.session_update(session_id, commands_update())
 
@@ -234,8 +238,7 @@ class ToyCoderAgent:
         self.owner[s.id] = app
         acp_sessions.opened(self.told, s)  # the client shows the session already, its title included
         await acp_mcp.start(self, app, s.id, acp_mcp.specs(mcp_servers))
-        for update in plan_now(s):
-            await self.raw.session_update(s.id, update)
+        self._later(self._send(s.id, plan_now(s)))  # after the answer: resume replays nothing before it
         self._later(self._announce_commands(s.id))
         return ResumeSessionResponse(modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)))
 

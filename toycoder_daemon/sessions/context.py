@@ -16,6 +16,7 @@ from typing import Literal, cast
 
 from ..llm.base import ChatModel
 from ..messages import Message
+from ..tools.plan import plan_source
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +75,16 @@ def _render(messages: Sequence[Message]) -> str:
     return text
 
 
+def _plan_kept(old: Sequence[Message], recent: Sequence[Message]) -> list[Message]:
+    """The call and result that set the session's plan (tools/plan.py), when the summarised part
+    holds it and `recent` sets none: kept verbatim after the summary, so a reload still shows the
+    plan and the planner's seeding rule still sees one in progress."""
+    if plan_source(recent) is not None or (source := plan_source(old)) is None:
+        return []
+    call, result = source
+    return [{"role": "assistant", "content": None, "tool_calls": [call]}, cast(Message, dict(result))]
+
+
 async def compact(messages: list[Message], model: ChatModel | None, summarizer_prompt: str,
                   keep_recent: int) -> Compaction | None:
     """The new message list, or None when there is nothing old enough to compact."""
@@ -99,7 +110,8 @@ async def compact(messages: list[Message], model: ChatModel | None, summarizer_p
     except Exception as e:  # the fallback must not fail the turn
         log.warning("summary failed (%s); truncating instead", e)
         return Compaction("truncate", before, len(recent), system + recent, str(e))
-    new: list[Message] = [*system, {"role": "user", "content": SUMMARY_PREFIX + summary}, *recent]
+    new: list[Message] = [*system, {"role": "user", "content": SUMMARY_PREFIX + summary}, *_plan_kept(old, recent),
+                          *recent]
     return Compaction("summary", before, len(new) - len(system), new)
 
 

@@ -63,8 +63,9 @@ class _Entry:
 
 TAIL = 32
 SAVE_AFTER = 1 << 20
-"""Bytes read or noted since the last save after which a list saves the index (a restarted daemon
-re-reads at most about this much)."""
+"""Bytes read or noted since the last save after which a list saves the index. Only a list saves:
+a noted write never does, nor does anything at exit, so a restarted daemon re-reads what lists
+took in since the last save (under this much) plus whatever was appended after the last list."""
 
 
 def _take(out: _Entry, raw: bytes) -> None:

@@ -13,7 +13,7 @@ from ..llm.base import Usage
 from ..messages import INTERRUPTED_MARK, Message
 from ..modes import MODES
 from ..ports import ChangedFile, PlanEntry, StopReason, ToolStatus
-from ..tools.plan import session_plan
+from ..tools.plan import answers_plan, session_plan
 from ..tools.registry import ToolRegistry
 from .conversation import Conversation
 from .store import SessionFile, SessionSummary
@@ -219,8 +219,9 @@ class Session:
         """Render-ready history: what a client shows when it resumes this session. With
         `changes_of`, each turn that changed files is followed by a `changes` entry (a restore's
         note to the model shows as the restore's `changes` entry). `messages`: render only these
-        (what another daemon added). It ends with the session's plan, when it has one (only when
-        `messages` changed it: what another daemon added), so a client shows it again."""
+        (what another daemon added, already in this conversation). It ends with the session's plan,
+        when it has one (with `messages`, only when a result in them answers a plan call), so a
+        client shows it again."""
         out: list[TranscriptEntry] = []
         names: dict[str, str] = {}
         pending: str | None = None  # the checkpoint id of the turn being read
@@ -260,7 +261,10 @@ class Session:
             else:
                 out.append(TranscriptEntry(m["role"], m.get("content") or ""))
         close_turn()
-        plan = session_plan(self.messages if messages is None else messages, self.planners)
+        # After a poll's batch, the plan is news when a result in it answers a plan call, which
+        # may be in an earlier batch (the assistant's calls are stored before they run).
+        news = messages is None or answers_plan(self.messages, messages, self.planners)
+        plan = session_plan(self.messages, self.planners) if news else None
         if plan and plan.entries:
             out.append(TranscriptEntry("plan", "", plan=plan.entries))
         return out

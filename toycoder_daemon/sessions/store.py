@@ -109,13 +109,30 @@ class SessionFile:
 
     def _write(self, data: bytes) -> None:
         with self._writing:
-            end = os.fstat(self._out.fileno()).st_size
-            self._out.write(data)
-            self._out.flush()  # in the OS's hands: survives the daemon being killed
-            if end == self.offset:  # nothing unread before our line: it counts as read
-                self.offset = end + len(data)
-            if self._index is not None:
-                self._index.note_write(self.path, end, data, os.fstat(self._out.fileno()))
+            out, replaced = self._out, self._replaced()
+            if replaced:  # another daemon rewrote the file (compaction) since we last read it
+                out = _open_append(self.path)
+            try:
+                end = os.fstat(out.fileno()).st_size
+                out.write(data)
+                out.flush()  # in the OS's hands: survives the daemon being killed
+                if not replaced and end == self.offset:  # nothing unread before our line: it counts as read
+                    self.offset = end + len(data)
+                if self._index is not None:
+                    self._index.note_write(self.path, end, data, os.fstat(out.fileno()))
+            finally:
+                if replaced:
+                    out.close()
+
+    def _replaced(self) -> bool:
+        """Is `path` now another file than the one we hold open? Then a write goes into the file
+        that is there, through a handle of its own: our handle, `_inode` and `offset` stay those of
+        the old file, so the next read_new sees the replacement and reads the new file whole (our
+        line included). Race-free as writes hold the session lock, which a rewrite takes too."""
+        try:
+            return os.stat(self.path).st_ino != self._inode
+        except FileNotFoundError:  # deleted: nowhere better to write
+            return False
 
     def append(self, messages: list[Message]) -> None:
         self._write(b"".join(_line({"t": "msg", "m": m}) for m in messages))

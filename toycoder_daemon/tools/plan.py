@@ -4,7 +4,7 @@ list), shown by the clients as a checklist. Each call sends the whole list."""
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -66,23 +66,71 @@ def session_plan(messages: Iterable[Message], planners: Collection[str] = ("plan
     conversation, not kept aside: a reloaded session, or one another daemon continued, knows its
     plan from what every daemon reads anyway. `planners`: the tools whose results may hold a seed
     note (a grep or read_file can quote one); by default the built-in planner."""
-    calls: dict[str, tuple[str, str]] = {}  # tool call id -> (name, arguments)
-    last: tuple[tuple[int, int], str] | SessionPlan | None = None  # an update's arguments are read once, at the end
+    source = plan_source(messages, planners)
+    if source is None:
+        return None
+    call, result = source
+    if (progress := progress_of(result["content"])) and call["function"]["name"] == "update_plan":
+        return SessionPlan(progress, _sent(call["function"].get("arguments")))
+    seed = seeded(result["content"])
+    return SessionPlan((0, seed[0]), seed[1]) if seed else None
+
+
+def plan_source(messages: Iterable[Message], planners: Collection[str] = ("planner",)) -> tuple[Any, Any] | None:
+    """(the tool call, its result) that set the session's plan (see session_plan), or None. Read
+    leniently: a stored message we cannot read (hand-edited, another version) is skipped, as a
+    load must not fail on it."""
+    calls: dict[str, Any] = {}  # tool call id -> the call; a model may reuse ids
+    last: tuple[Any, Any] | None = None
     for m in messages:
-        if m["role"] == "assistant":
-            calls.update((c["id"], (c["function"]["name"], c["function"]["arguments"])) for c in m.get("tool_calls") or ())
-        elif m["role"] == "tool":
-            name, arguments = calls.get(m["tool_call_id"], ("", ""))
-            if name == "update_plan" and (progress := progress_of(m["content"])):
-                last = (progress, arguments)
-            elif name in planners and (seed := seeded(m["content"])):
-                last = SessionPlan((0, seed[0]), seed[1])
-    return SessionPlan(last[0], _sent(last[1])) if isinstance(last, tuple) else last
+        if m.get("role") == "assistant":
+            calls.update(_calls(m))
+        elif m.get("role") == "tool" and isinstance(content := m.get("content"), str):
+            call = calls.get(_answered(m))
+            name = call["function"]["name"] if call else ""
+            if (name == "update_plan" and progress_of(content)) or (name in planners and seeded(content)):
+                last = (call, m)
+    return last
 
 
-def _sent(arguments: str) -> tuple[PlanEntry, ...]:
+def answers_plan(conversation: Sequence[Message], new: Iterable[Message],
+                 planners: Collection[str] = ("planner",)) -> bool:
+    """Does a tool result in `new` (the end of `conversation`) answer an update_plan or planner
+    call? Its call may be in an earlier batch: a poll can read a call and, later, its result."""
+    results = {_answered(m) for m in new if m.get("role") == "tool"}
+    for i in reversed(range(len(conversation))):  # from the end: a result's call is just before it
+        if not results:
+            break
+        for cid, call in _calls(conversation[i]).items() if conversation[i].get("role") == "assistant" else ():
+            if cid in results:  # the latest call of an id is the one its result at the end answers
+                results.discard(cid)
+                if call["function"]["name"] == "update_plan" or call["function"]["name"] in planners:
+                    return True
+    return False
+
+
+def _calls(m: Message) -> dict[str, Any]:
+    """tool call id -> call of an assistant message's readable calls (with an id and a name)."""
+    out: dict[str, Any] = {}
+    made = m.get("tool_calls")
+    for c in made if isinstance(made, list) else ():
+        f = c.get("function") if isinstance(c, dict) else None
+        if isinstance(f, dict) and isinstance(f.get("name"), str) and isinstance(c.get("id"), str):
+            out[c["id"]] = c
+    return out
+
+
+def _answered(m: Message) -> str:
+    """The call a tool result answers ("" when it does not say)."""
+    cid = m.get("tool_call_id")
+    return cid if isinstance(cid, str) else ""
+
+
+def _sent(arguments: Any) -> tuple[PlanEntry, ...]:
     """The entries of an accepted update_plan call, read as update_plan read them."""
     try:
+        if not isinstance(arguments, str):
+            raise TypeError("arguments are not JSON text")
         raw: Any = safejson.loads(arguments)
         items = [PlanItem.model_validate(e) for e in raw["entries"]]
     except (ValueError, TypeError, KeyError, ValidationError):  # not what was accepted: stored by hand?

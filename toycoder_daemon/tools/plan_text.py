@@ -106,10 +106,12 @@ def seeded(result: str) -> tuple[int, tuple[PlanEntry, ...]] | None:
     """(steps, the steps as listed) of a planner result whose note made its steps the session's plan;
     None without that note. The steps are () when the listing cannot be read back whole (a note
     written by an older version), so a restore shows nothing rather than a part of the plan."""
-    notes = list(_SEEDED.finditer(result))  # the note is last: the planner's answer above it may quote one
-    if not notes:
+    # seed_plan appends its note as the last paragraph, `\n\n[...]` (a note at the very start: a
+    # result stored without the answer); a note quoted anywhere else in the answer is no seed.
+    start = result.rfind("\n\n[")
+    m = _SEEDED.match(result, start + 2 if start >= 0 else 0)
+    if m is None:
         return None
-    m = notes[-1]
     count = int(m[1])
     lines = result[m.end():].split("\n")[:count]
     steps = tuple(PlanEntry(x["content"], cast(Priority, x["p"]), "pending")
