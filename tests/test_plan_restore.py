@@ -19,8 +19,10 @@ from test_plan import plan_call
 from test_planner_plan import PLANNER_ANSWER, SEEDED, planner_call, shown
 
 from toycoder_daemon.ports import PlanEntry, PlanUpdated
+from toycoder_daemon.sessions.context import compact
 from toycoder_daemon.sessions.session import Session, TranscriptEntry
 from toycoder_daemon.testing.fake_llm import FakeLLM
+from toycoder_daemon.testing.scripted_model import ScriptedModel
 from toycoder_daemon.tools.plan import session_plan
 from toycoder_daemon.tools.plan_text import listing, seeded
 from toycoder_daemon.tools.registry import ToolRegistry
@@ -274,3 +276,21 @@ async def test_compaction_keeps_the_plan(inproc) -> None:
     await b.prompt(sid, "go on")
     assert [m["role"] for m in b.script.calls[-1]["messages"]] == ["system", "user", "assistant", "tool", "assistant", "user"]
     assert b.script.violations == []  # the kept call and its result are a valid pair for the model
+
+
+async def test_compaction_keeps_a_plan_seeded_by_a_configured_planner() -> None:
+    """The session's own planners (an agent declared in config may seed the plan) decide what
+    compaction keeps, not the built-in planner's name alone."""
+    steps = (PlanEntry("Read it", "medium", "pending"), PlanEntry("Fix it", "high", "pending"))
+    note = f"Steps.\n\n[These 2 steps are now the session's plan, shown ..., all pending:\n{listing(steps)}\nKeep ...]"
+    messages: list[Any] = [{"role": "system", "content": "sys"}, {"role": "user", "content": "plan it"},
+                           *calls(("scout", "{}", note)),
+                           *[{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(6)]]
+    kept = {}
+    for planners in (frozenset({"scout"}), frozenset({"planner"})):
+        model = ScriptedModel([{"text": "a summary"}])
+        done = await compact(messages, model, "summarise", 2, planners)  # type: ignore[arg-type]
+        assert done is not None and done.strategy == "summary"
+        kept[planners] = session_plan(done.messages, planners)
+    assert kept[frozenset({"scout"})] is not None and kept[frozenset({"scout"})].entries == steps
+    assert kept[frozenset({"planner"})] is None  # "scout" is no planner there: nothing to keep

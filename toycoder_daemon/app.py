@@ -336,7 +336,8 @@ class App(ModelSettings):
         except (ProviderError, ConfigError) as e:
             log.warning("no model for the summary: %s", e)
             model = None
-        done = await compact(s.messages.snapshot(), model, self.prompts.system("summarizer"), cfg.compress_keep_recent)
+        done = await compact(s.messages.snapshot(), model, self.prompts.system("summarizer"), cfg.compress_keep_recent,
+                             s.planners)
         if done is None:
             return None
         s.context_mark = (0, 0)

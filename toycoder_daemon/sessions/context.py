@@ -75,19 +75,20 @@ def _render(messages: Sequence[Message]) -> str:
     return text
 
 
-def _plan_kept(old: Sequence[Message], recent: Sequence[Message]) -> list[Message]:
+def _plan_kept(old: Sequence[Message], recent: Sequence[Message], planners: frozenset[str]) -> list[Message]:
     """The call and result that set the session's plan (tools/plan.py), when the summarised part
     holds it and `recent` sets none: kept verbatim after the summary, so a reload still shows the
     plan and the planner's seeding rule still sees one in progress."""
-    if plan_source(recent) is not None or (source := plan_source(old)) is None:
+    if plan_source(recent, planners) is not None or (source := plan_source(old, planners)) is None:
         return []
     call, result = source
     return [{"role": "assistant", "content": None, "tool_calls": [call]}, cast(Message, dict(result))]
 
 
 async def compact(messages: list[Message], model: ChatModel | None, summarizer_prompt: str,
-                  keep_recent: int) -> Compaction | None:
-    """The new message list, or None when there is nothing old enough to compact."""
+                  keep_recent: int, planners: frozenset[str] = frozenset({"planner"})) -> Compaction | None:
+    """The new message list, or None when there is nothing old enough to compact. `planners`: the
+    sub-agents whose answer seeds the session's plan (Session.planners)."""
     system = [m for m in messages[:1] if m["role"] == "system"]
     cut = split_point(messages, keep_recent)
     old, recent = messages[len(system):cut], messages[cut:]
@@ -110,7 +111,7 @@ async def compact(messages: list[Message], model: ChatModel | None, summarizer_p
     except Exception as e:  # the fallback must not fail the turn
         log.warning("summary failed (%s); truncating instead", e)
         return Compaction("truncate", before, len(recent), system + recent, str(e))
-    new: list[Message] = [*system, {"role": "user", "content": SUMMARY_PREFIX + summary}, *_plan_kept(old, recent),
+    new: list[Message] = [*system, {"role": "user", "content": SUMMARY_PREFIX + summary}, *_plan_kept(old, recent, planners),
                           *recent]
     return Compaction("summary", before, len(new) - len(system), new)
 
