@@ -82,7 +82,8 @@ def bind_readonly(path: str) -> None:
 
 
 def descendants(root: int) -> list[int]:
-    """Every live process below `root`, from /proc (parents before children)."""
+    """Every live process below `root`, from /proc (parents before children). Zombies are left out:
+    they cannot fork, and their children were already handed up to a (sub)reaper."""
     children: dict[int, list[int]] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -93,6 +94,8 @@ def descendants(root: int) -> list[int]:
         except OSError:
             continue
         fields = stat[stat.rfind(b")") + 2:].split()
+        if fields[0] == b"Z":
+            continue
         children.setdefault(int(fields[1]), []).append(int(name))
     found, todo = [], [root]
     while todo:
@@ -117,9 +120,16 @@ def kill_and_reap(*, pid_namespace_init: bool) -> None:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-        try:
-            reaped = os.waitpid(-1, os.WNOHANG)[0]
-        except ChildProcessError:
-            return  # nothing left to reap: every descendant is gone
+        # Reap everything already dead before walking again: one reap per walk is quadratic when the
+        # command left thousands of zombies (each walk then takes ~0.1 s).
+        reaped = 0
+        while True:
+            try:
+                pid = os.waitpid(-1, os.WNOHANG)[0]
+            except ChildProcessError:
+                return  # nothing left to reap: every descendant is gone
+            if not pid:
+                break
+            reaped += 1
         if not reaped:
             time.sleep(0.002)  # killed but not yet dead; kill again in case one forked meanwhile
