@@ -1,9 +1,12 @@
 """run_command: a shell command in the workspace (dangerous: disabled until enabled, then it asks).
 
 The command runs under /bin/sh -c in its own process group with stdin from /dev/null and an
-environment without secrets. Timeout, cancel, and the end of the command all kill the whole group,
-so nothing it started is left behind. Output is capped keeping its head and tail. On Linux it runs
-under the OS sandbox (tools/sandbox): writes confined, network off, no process outlives it.
+environment without secrets. Timeout, cancel, the end of the command and the daemon's exit kill the
+whole group. Output is capped keeping its head and tail. On Linux it runs under the OS sandbox
+(tools/sandbox): writes confined, network off, and what it started ends with it (in a PID namespace
+without exception; docs/security.md says what the subreaper fallback cannot promise). Unsandboxed
+(`sandbox: false`, or no sandbox here) only the group is killed: what left it (`setsid`) keeps
+running, and a daemon killed outright leaves the whole command running.
 """
 
 from __future__ import annotations
