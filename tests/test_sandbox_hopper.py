@@ -34,7 +34,7 @@ pytestmark = [
     pytest.mark.skipif(ABI < 1, reason="the sandbox needs Linux with Landlock"),
     pytest.mark.skipif(CC is None, reason="no C compiler (cc/gcc) to build the pid hopper and zombie maker; NOT a pass"),
 ]
-ZOMBIES = 5000
+ZOMBIES = 8000
 
 # Forks argv[1] children that exit at once and are never waited for, touches argv[2], then sleeps:
 # when it is killed they become the launcher's zombies (it is the subreaper).
