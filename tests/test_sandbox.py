@@ -28,7 +28,7 @@ from sandbox_helpers import (
 )
 from waiting import wait_until
 
-from toycoder_daemon.tools.sandbox import landlock, launch, observe
+from toycoder_daemon.tools.sandbox import landlock, launch, observe, probe
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or landlock.abi_version() < 1,
                                 reason="the sandbox needs Linux with Landlock")
@@ -142,6 +142,27 @@ def test_network_is_off_by_default_and_on_when_asked(runner: Runner, box: Box, n
         spec, _ = spec_for(CONNECT.format(port=port), box, support, namespaces=namespaces, network=True)
         on = run(runner, box, spec)
         assert on.stdout.strip() == "connected", on.stderr
+
+
+# ---- inherited files ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("namespaces", [True, False], ids=["pid-namespace", "subreaper"])
+def test_the_command_inherits_no_files_beyond_stdio(runner: Runner, box: Box, namespaces: bool) -> None:
+    """Under an ACP client's terminal the launcher may inherit the client's open files; the command
+    sees only 0, 1 and 2 (and the fd `ls` opens to read the directory)."""
+    spec, _ = spec_for("ls /proc/self/fd", box, runner.support(), namespaces=namespaces)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TMPDIR": str(box.tmp), "LANG": "C"}
+    secret = os.open(box.tmp, os.O_RDONLY)
+    high = os.dup2(secret, 57)
+    try:
+        done = subprocess.run(runner.launcher(spec), cwd=probe.LAUNCH_CWD, env=env, capture_output=True, text=True,
+                              timeout=30, stdin=subprocess.DEVNULL, pass_fds=(secret, high))
+    finally:
+        os.close(secret)
+        os.close(high)
+    assert done.returncode == 0, done.stderr
+    assert set(done.stdout.split()) == {"0", "1", "2", "3"}, done.stdout
 
 
 # ---- processes ----------------------------------------------------------------------------------

@@ -1,9 +1,12 @@
 """run_command: a shell command in the workspace (dangerous: disabled until enabled, then it asks).
 
 The command runs under /bin/sh -c in its own process group with stdin from /dev/null and an
-environment without secrets. Timeout, cancel, and the end of the command all kill the whole group,
-so nothing it started is left behind. Output is capped keeping its head and tail. On Linux it runs
-under the OS sandbox (tools/sandbox): writes confined, network off, no process outlives it.
+environment without secrets. Timeout, cancel, the end of the command and the daemon's exit kill the
+whole group. Output is capped keeping its head and tail. On Linux it runs under the OS sandbox
+(tools/sandbox): writes confined, network off, and what it started ends with it (in a PID namespace
+without exception; docs/security.md says what the subreaper fallback cannot promise). Unsandboxed
+(`sandbox: false`, or no sandbox here) only the group is killed: what left it (`setsid`) keeps
+running, and a daemon killed outright leaves the whole command running.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 KILL_GRACE = 2.0
+KILL_TREE_LIMIT = 5.0
+"""Seconds _stop keeps killing below a launcher before it gives up and KILLs the launcher."""
 
 _live_groups: dict[int, int] = {}
 """Process groups of commands still running, with the signal that ends each when the daemon exits."""
@@ -94,15 +99,20 @@ def _kill_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-def _kill_tree(root: int) -> None:
-    """KILL every process below `root`, in or out of its group. A sandbox launcher without a PID
-    namespace is a subreaper, so what the command started and left the group (setsid) is still below
-    it, and would outlive a KILL of the group that cut the launcher's own clean-up short."""
+def _kill_tree(root: int, *, within: float = KILL_TREE_LIMIT) -> None:
+    """KILL every process below `root`, in or out of its group, until none is left (or `within`
+    seconds pass). A sandbox launcher without a PID namespace is a subreaper, so what the command
+    started and left the group (setsid) is still below it, and would outlive a KILL of the group
+    that cut the launcher's own clean-up short. One pass is not enough: a process that forks and
+    lets its parent exit changes pid faster than a walk; while the launcher lives its orphans come
+    back below it, so repeating until nothing is left catches it."""
     from .sandbox.contain import descendants  # only on this rare path
 
-    for pid in descendants(root):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + within
+    while (found := descendants(root)) and time.monotonic() < deadline:
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
 
 
 async def _stop(proc: asyncio.subprocess.Process) -> None:

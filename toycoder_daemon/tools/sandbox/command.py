@@ -115,7 +115,7 @@ async def prepare(settings: Any, root: Path, command: str, args: dict[str, Any])
         log.warning("run_command cannot turn the network off: %s", chosen.network_reason)
     if support.supervisor_exposed and not _said_exposed:
         _said_exposed = True
-        log.warning("sandboxed commands can stop or kill their supervisor and outlive the daemon here: %s",
+        log.warning("sandboxed commands can escape their supervisor and outlive the daemon here: %s",
                     support.supervisor_exposed)
     return Prepared(probe.launcher_argv(json.dumps(spec)), env, chosen, command, tmpdir, notice, spec,
                     cwd=probe.LAUNCH_CWD)

@@ -48,21 +48,19 @@ def writer_gone(fd: int) -> bool:
 
 
 def enter_namespaces(*, network: bool) -> set[str]:
-    """Unshare PID, mount and (unless network) network namespaces; an unprivileged process takes a
-    user namespace too, mapping itself to its own ids. Returns the names entered, empty when the
-    kernel or its settings refuse (the caller then falls back)."""
-    flags = CLONE_NEWPID | CLONE_NEWNS | (0 if network else CLONE_NEWNET)
+    """Unshare user, PID, mount and (unless network) network namespaces, mapping this process to its
+    own ids. Root takes the user namespace too: its capabilities then count only inside it, so a
+    root daemon's command cannot ptrace or read `/proc/<pid>/environ` of processes outside (the
+    daemon's keys), nor load modules or reboot. Returns the names entered, empty when the kernel or
+    its settings refuse (the caller then falls back)."""
+    flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | (0 if network else CLONE_NEWNET)
     uid, gid = os.geteuid(), os.getegid()
-    as_user = uid != 0
-    if as_user:
-        flags |= CLONE_NEWUSER
     libc = _libc()
     if libc.unshare(flags) != 0:
         return set()
-    if as_user:
-        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-            with open(f"/proc/self/{name}", "w") as f:
-                f.write(text)
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
     # Our mounts must not propagate back to the daemon's namespace.
     _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount private /")
     entered = {"pid", "mount"}
@@ -81,8 +79,56 @@ def bind_readonly(path: str) -> None:
     _check(libc.mount(None, raw, None, MS_REMOUNT | MS_BIND | MS_RDONLY | extra, None), f"remount {path} read-only")
 
 
+def _children(pid: int) -> list[int] | None:
+    """The children of `pid` (zombies included), [] when it is gone, None when this kernel has no
+    /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    found: list[int] = []
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                found.extend(int(c) for c in f.read().split())
+        except FileNotFoundError:
+            if not os.path.exists(f"/proc/{pid}/task/{tid}"):
+                continue  # the thread ended meanwhile
+            return None
+        except OSError:
+            continue
+    return found
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return True  # gone: as good as dead
+    return stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3] in (b"Z", b"X")
+
+
 def descendants(root: int) -> list[int]:
-    """Every live process below `root`, from /proc (parents before children)."""
+    """Every live process below `root` (parents before children). It follows each process's own
+    children list, not a walk of all /proc: orphans are handed to the subreaper, so a process that
+    forks and exits every millisecond is seen microseconds after the list is read, where a walk of
+    a busy /proc took longer than its pid lived. Zombies are left out: they cannot fork, and their
+    children were already handed up to a (sub)reaper."""
+    found, todo = [], [root]
+    while todo:
+        kids = _children(todo.pop())
+        if kids is None:
+            return _walk(root)
+        for child in kids:
+            if not _is_zombie(child):
+                found.append(child)
+                todo.append(child)
+    return found
+
+
+def _walk(root: int) -> list[int]:
+    """descendants() from one walk of /proc, for kernels without children lists."""
     children: dict[int, list[int]] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -93,6 +139,8 @@ def descendants(root: int) -> list[int]:
         except OSError:
             continue
         fields = stat[stat.rfind(b")") + 2:].split()
+        if fields[0] == b"Z":
+            continue
         children.setdefault(int(fields[1]), []).append(int(name))
     found, todo = [], [root]
     while todo:
@@ -117,9 +165,16 @@ def kill_and_reap(*, pid_namespace_init: bool) -> None:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-        try:
-            reaped = os.waitpid(-1, os.WNOHANG)[0]
-        except ChildProcessError:
-            return  # nothing left to reap: every descendant is gone
+        # Reap everything already dead before walking again: one reap per walk is quadratic when the
+        # command left thousands of zombies (each walk then takes ~0.1 s).
+        reaped = 0
+        while True:
+            try:
+                pid = os.waitpid(-1, os.WNOHANG)[0]
+            except ChildProcessError:
+                return  # nothing left to reap: every descendant is gone
+            if not pid:
+                break
+            reaped += 1
         if not reaped:
             time.sleep(0.002)  # killed but not yet dead; kill again in case one forked meanwhile

@@ -17,7 +17,11 @@ Without namespaces the launcher itself is the init-like supervisor: a child subr
 and reaps its whole tree when the shell ends, when it is told to stop, or when the daemon dies
 (its death signal is then SIGTERM, handled, rather than SIGKILL). The command cannot signal the
 supervisor from Landlock ABI 6 (its domain is scoped); below that, a hostile command without
-namespaces can stop or kill it and outlive the daemon (docs/security.md, probe.supervisor_exposed).
+namespaces can stop or kill it and outlive the daemon, and at any ABI a process forking faster than
+the supervisor kills can outrun it (docs/security.md, probe.supervisor_exposed).
+
+Root takes a user namespace like anyone else, and drops a few capabilities (caps.py) either way; the
+command inherits no file descriptor beyond 0, 1 and 2.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import os
 import signal
 import sys
 
-from . import contain, landlock
+from . import caps, contain, landlock
 
 TYPE_CHECKING = False  # mypy reads the block below; importing typing costs start-up time per command
 if TYPE_CHECKING:
@@ -36,6 +40,7 @@ if TYPE_CHECKING:
 REFUSED_EXIT = 125
 """Exit status when the sandbox was required but could not be applied (the command did not run)."""
 _STOPS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+MAX_FD = 1 << 30  # above any RLIMIT_NOFILE; closerange uses close_range(2), so the span costs nothing
 
 
 def _daemon_gone(spec: dict[str, Any]) -> bool:
@@ -58,6 +63,17 @@ def _run_shell(spec: dict[str, Any]) -> NoReturn:
                 if spec["required"]:
                     os.write(2, f"toycoder sandbox: cannot confine the command: {e}; it did not run\n".encode())
                     os._exit(REFUSED_EXIT)
+        if os.geteuid() == 0:  # no user namespace for root: it would keep CAP_SYS_PTRACE (caps.py)
+            try:
+                caps.drop()
+            except OSError as e:
+                if spec["required"]:
+                    os.write(2, f"toycoder sandbox: cannot drop root's capabilities: {e}; it did not run\n".encode())
+                    os._exit(REFUSED_EXIT)
+                os.write(2, f"toycoder sandbox: cannot drop root's capabilities: {e}\n".encode())
+        # Whatever started the launcher (an ACP client's terminal) may have left files open to it;
+        # the command gets only stdin, stdout and stderr. After Landlock: its ruleset fd goes too.
+        os.closerange(3, MAX_FD)
         # Python ignores both at start-up and exec keeps that: `yes | head -1` would not die of SIGPIPE
         # (it prints "Broken pipe" errors) and a write past RLIMIT_FSIZE would not kill.
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)

@@ -57,12 +57,16 @@ class Support:
 
     @property
     def supervisor_exposed(self) -> str | None:
-        """Why a hostile command could stop or kill what supervises it (and then outlive the
-        daemon), or None: a PID namespace hides every process outside it, Landlock ABI 6 scopes
-        signals to the sandbox; without either the command may signal any process of its user."""
-        if self.namespaces or self.landlock >= landlock.SCOPE_ABI:
+        """Why a hostile command could escape what supervises it (and then outlive the daemon), or
+        None. A PID namespace ends everything in it with its init. Without one the command may
+        signal any process of its user below Landlock ABI 6; from ABI 6 it cannot, but the subreaper
+        still finds its processes by walking them, which a process forking faster than the walk
+        outruns (a cgroup per command, killed whole, would not: docs/security.md)."""
+        if self.namespaces:
             return None
-        return f"no PID namespace and Landlock ABI {self.landlock} < {landlock.SCOPE_ABI} cannot scope signals"
+        if self.landlock < landlock.SCOPE_ABI:
+            return f"no PID namespace and Landlock ABI {self.landlock} < {landlock.SCOPE_ABI} cannot scope signals"
+        return "no PID namespace: a process that forks faster than the subreaper kills can outlive it"
 
     def missing(self) -> str | None:
         """Why commands cannot be sandboxed here, or None."""
