@@ -142,3 +142,44 @@ def test_the_daemons_death_ends_a_pid_hopper_and_reaps_thousands_of_zombies(prog
     # One reap per /proc walk took minutes here (each walk reads thousands of zombies).
     wait_until(lambda: not _leftovers(marker), scaled(30),
                "the hopper, its zombies and the launcher to be gone after the daemon's death")
+
+
+ZOMBIE_LEADER = """#include <pthread.h>
+#include <unistd.h>
+static void *wait_here(void *a) { for (;;) pause(); return 0; }
+int main(void) { pthread_t t; pthread_create(&t, 0, wait_here, 0); pthread_exit(0); }
+"""
+
+
+def test_a_process_whose_main_thread_ended_is_still_killed(tmp_path: Path) -> None:
+    """Its /proc/PID/stat says "Z" while a thread lives on: it is no zombie to skip. Left out, it
+    could neither be killed nor reaped, and kill_and_reap waited for it for ever."""
+    src, exe = tmp_path / "zleader.c", tmp_path / "zleader"
+    src.write_text(ZOMBIE_LEADER)
+    subprocess.run([str(CC), "-pthread", "-o", str(exe), str(src)], check=True, capture_output=True)
+    report = tmp_path / "report"
+    code = ("import os, signal, sys, time\n"
+            "from toycoder_daemon.tools.sandbox import contain\n"
+            "contain.prctl(contain.PR_SET_CHILD_SUBREAPER, 1)\n"
+            "z = os.fork()\n"
+            f"if z == 0:\n    os.execv({str(exe)!r}, ['zleader'])\n"
+            "deadline = time.monotonic() + 10\n"
+            "while open(f'/proc/{z}/stat').read().rsplit(')', 1)[1].split()[0] != 'Z':\n"
+            "    assert time.monotonic() < deadline, 'the main thread never ended'\n"
+            "    time.sleep(0.01)\n"
+            f"open({str(report)!r}, 'w').write(str(z))\n"
+            "contain.kill_and_reap(pid_namespace_init=False)\n")
+    with open(tmp_path / "stderr", "w") as err:  # a file: a pipe would stay open in a survivor
+        proc = subprocess.Popen([sys.executable, "-c", code], stderr=err)
+    try:
+        proc.wait(timeout=scaled(30))  # the bug: kill_and_reap never returns
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    z = int(report.read_text())
+    try:
+        assert proc.returncode == 0, (tmp_path / "stderr").read_text()
+        assert not Path(f"/proc/{z}").exists()  # killed and reaped
+    finally:
+        if Path(f"/proc/{z}").exists() and "zleader" in Path(f"/proc/{z}/comm").read_text():
+            os.kill(z, signal.SIGKILL)  # the bug left it to init: ours to clean up

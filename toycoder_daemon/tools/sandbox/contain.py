@@ -101,12 +101,22 @@ def _children(pid: int) -> list[int] | None:
 
 
 def _is_zombie(pid: int) -> bool:
+    """Dead for good: every thread is a zombie. A main thread that ended while other threads run
+    shows "Z" in /proc/PID/stat, yet the process lives (its threads can fork) and cannot be reaped
+    until they end, so it must still be killed."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
+        tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return True  # gone: as good as dead
-    return stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3] in (b"Z", b"X")
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue  # that thread ended meanwhile
+        if stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3] not in (b"Z", b"X"):
+            return False
+    return True
 
 
 def descendants(root: int) -> list[int]:
@@ -139,7 +149,7 @@ def _walk(root: int) -> list[int]:
         except OSError:
             continue
         fields = stat[stat.rfind(b")") + 2:].split()
-        if fields[0] == b"Z":
+        if fields[0] in (b"Z", b"X") and _is_zombie(int(name)):
             continue
         children.setdefault(int(fields[1]), []).append(int(name))
     found, todo = [], [root]
