@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import AllowAll, processes_with
+from helpers import AllowAll, proc_dir, processes_with
 from sandbox_helpers import FAKE_DAEMON, Box, Runner, spec_for
 from waiting import scaled, wait_until
 
@@ -164,7 +164,7 @@ def test_a_process_whose_main_thread_ended_is_still_killed(tmp_path: Path) -> No
             "z = os.fork()\n"
             f"if z == 0:\n    os.execv({str(exe)!r}, ['zleader'])\n"
             "deadline = time.monotonic() + 10\n"
-            "while open(f'/proc/{z}/stat').read().rsplit(')', 1)[1].split()[0] != 'Z':\n"
+            f"while open({proc_dir(0)[:-1]!r} + str(z) + '/stat').read().rsplit(')', 1)[1].split()[0] != 'Z':\n"
             "    assert time.monotonic() < deadline, 'the main thread never ended'\n"
             "    time.sleep(0.01)\n"
             f"open({str(report)!r}, 'w').write(str(z))\n"
@@ -179,7 +179,7 @@ def test_a_process_whose_main_thread_ended_is_still_killed(tmp_path: Path) -> No
     z = int(report.read_text())
     try:
         assert proc.returncode == 0, (tmp_path / "stderr").read_text()
-        assert not Path(f"/proc/{z}").exists()  # killed and reaped
+        assert not Path(proc_dir(z)).exists()  # killed and reaped
     finally:
-        if Path(f"/proc/{z}").exists() and "zleader" in Path(f"/proc/{z}/comm").read_text():
+        if Path(proc_dir(z)).exists() and "zleader" in (Path(proc_dir(z)) / "comm").read_text():
             os.kill(z, signal.SIGKILL)  # the bug left it to init: ours to clean up

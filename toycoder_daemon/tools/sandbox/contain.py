@@ -48,19 +48,26 @@ def writer_gone(fd: int) -> bool:
 
 
 def enter_namespaces(*, network: bool) -> set[str]:
-    """Unshare user, PID, mount and (unless network) network namespaces, mapping this process to its
-    own ids. Root takes the user namespace too: its capabilities then count only inside it, so a
-    root daemon's command cannot ptrace or read `/proc/<pid>/environ` of processes outside (the
-    daemon's keys), nor load modules or reboot. Returns the names entered, empty when the kernel or
-    its settings refuse (the caller then falls back)."""
-    flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | (0 if network else CLONE_NEWNET)
+    """Unshare PID, mount and (unless network) network namespaces; an unprivileged process takes a
+    user namespace too, mapping itself to its own ids. Returns the names entered, empty when the
+    kernel or its settings refuse (the caller then falls back).
+
+    Root takes no user namespace: mapped to itself alone it would lose its rights over other
+    users' files (a root daemon in a user's checkout, the usual container) and, with the network
+    on, low ports and raw sockets. So a root daemon's command keeps root's capabilities, less those
+    caps.py drops, and can read other root processes' environments: docs/security.md."""
+    flags = CLONE_NEWPID | CLONE_NEWNS | (0 if network else CLONE_NEWNET)
     uid, gid = os.geteuid(), os.getegid()
+    as_user = uid != 0
+    if as_user:
+        flags |= CLONE_NEWUSER
     libc = _libc()
     if libc.unshare(flags) != 0:
         return set()
-    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-        with open(f"/proc/self/{name}", "w") as f:
-            f.write(text)
+    if as_user:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as f:
+                f.write(text)
     # Our mounts must not propagate back to the daemon's namespace.
     _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount private /")
     entered = {"pid", "mount"}
