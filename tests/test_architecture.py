@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "toycoder_daemon"
 # The groups, lowest first, and what each may import besides itself (docs/architecture.md).
 GROUPS: dict[str, tuple[str, ...]] = {
     "base": ("toycoder_daemon", "toycoder_daemon.ports", "toycoder_daemon.messages", "toycoder_daemon.errors",
-             "toycoder_daemon.secrets", "toycoder_daemon.atomic", "toycoder_daemon.logs",
+             "toycoder_daemon.secrets", "toycoder_daemon.environ_scrub", "toycoder_daemon.atomic", "toycoder_daemon.logs",
              "toycoder_daemon.coalesce", "toycoder_daemon.background", "toycoder_daemon.safejson",
              "toycoder_daemon.modes", "toycoder_daemon.field_docs",
              "toycoder_daemon.deferred_models"),

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import secrets
+from . import environ_scrub, secrets
 from .agent.react import TurnResult, repair_tool_calls, run_turn
 from .agent.subagent import AgentRuntime, Role, subagent_tool
 from .app_models import ModelSettings
@@ -70,6 +70,7 @@ class App(ModelSettings):
             self.config_error, self.config, self.config_path = e, Config(), None
             self.prompts = PromptManager(self.workspace.root)
         secrets.register([k for p in self.config.providers.values() for k in p.api_keys])
+        environ_scrub.scrub()  # before any command can run: see environ_scrub
         self.model_factory = model_factory or openai_models(self.config)
         self.store = store or SessionStore(data_dir(), self.workspace.root)
         self.settings = tool_settings(self.config)
