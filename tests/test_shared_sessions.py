@@ -25,12 +25,18 @@ def heard(p: InProc) -> list[tuple[str, list[TranscriptEntry], bool]]:
     return got
 
 
-async def test_b_continues_what_a_did_and_hears_about_it(inproc) -> None:
+async def shared(inproc: Any) -> tuple[InProc, InProc, str, list[tuple[str, list[TranscriptEntry], bool]]]:
+    """Daemon a's new session, open in daemon b all along; `got`: what b's clients hear."""
     a: InProc = inproc()
     b: InProc = inproc()
     got = heard(b)
     sid = a.new_session()
-    await b.app.load(sid)  # open in b all along
+    await b.app.load(sid)
+    return a, b, sid, got
+
+
+async def test_b_continues_what_a_did_and_hears_about_it(inproc) -> None:
+    a, b, sid, got = await shared(inproc)
     a.script.add({"text": "The answer is 42."})
     await a.prompt(sid, "what is the answer?")
 
@@ -74,11 +80,7 @@ async def test_a_prompt_during_the_other_daemons_turn_is_busy_elsewhere(inproc) 
 
 
 async def test_a_rewrite_elsewhere_is_heard_as_the_whole_history(inproc) -> None:
-    a: InProc = inproc()
-    b: InProc = inproc()
-    got = heard(b)
-    sid = a.new_session()
-    await b.app.load(sid)
+    a, b, sid, got = await shared(inproc)
     a.script.add({"text": "one"})
     await a.prompt(sid, "first")
     await eventually(lambda: sum(len(e) for _, e, _ in got) == 2, "b to hear the first turn")
@@ -146,9 +148,10 @@ def test_a_result_in_a_later_batch_is_named_as_in_one() -> None:
     assert [e.name for e in heard if e.role == "tool"] == ["read_file", "grep_search"]
 
 
-async def _split_turn(a: InProc, sid: str, seen_call: Callable[[], bool], hold: asyncio.Event) -> None:
+async def _split_turn(a: InProc, sid: str, seen_call: Callable[[], bool]) -> None:
     """a's turn writes a file; the person answers only once b's clients have heard the call (so the
     result lands in a later poll)."""
+    hold = asyncio.Event()
     a.frontend.hold, a.frontend.default_decision = hold, "allow_once"
     a.script.add({"tool_calls": [{"name": "write_file", "arguments": {"path": "notes.txt", "content": "hi\n"}}]},
                  {"text": "Written."})
@@ -159,12 +162,8 @@ async def _split_turn(a: InProc, sid: str, seen_call: Callable[[], bool], hold: 
 
 
 async def test_the_other_daemons_result_keeps_its_tools_name_across_polls(inproc) -> None:
-    a: InProc = inproc()
-    b: InProc = inproc()
-    got = heard(b)
-    sid = a.new_session()
-    await b.app.load(sid)
-    await _split_turn(a, sid, lambda: any(e.role == "tool_call" for _, es, _ in got for e in es), asyncio.Event())
+    a, b, sid, got = await shared(inproc)
+    await _split_turn(a, sid, lambda: any(e.role == "tool_call" for _, es, _ in got for e in es))
     await eventually(lambda: any(e.role == "assistant" for _, es, _ in got for e in es), "b to hear the turn end")
     tools = [(e.role, e.name) for _, es, _ in got for e in es if e.role in ("tool_call", "tool")]
     assert tools == [("tool_call", "write_file"), ("tool", "write_file")]
