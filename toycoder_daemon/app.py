@@ -102,7 +102,8 @@ class App(ModelSettings):
 
     async def start(self) -> None:
         """Background start-up after initialize: MCP servers connect and the streaming client's
-        imports (~0.1 s) and CA store (~50 ms, for TLS providers) load while the person types their first prompt."""
+        imports (~0.1 s) and CA store (~50 ms, for TLS providers) load while the person types their first prompt.
+        A turn that comes first starts the MCP servers itself (mcp.settle): they start once."""
         await self.mcp.start()
         if not self.config_error:
             from .llm import http_stream, openai_client  # noqa: F401  (loaded now, not in the first turn)
@@ -312,7 +313,7 @@ class App(ModelSettings):
         result = TurnResult("error", "", s.turn_usage, 0)  # unless the turn ends otherwise
         try:
             await self.compact(s, frontend)
-            await self.mcp.settle(s.id)  # the client's servers for this session: started or failed
+            await self.mcp.settle(s.id)  # the config's servers and the session's: started or failed
             s.title_from(text)
             s.messages.append({"role": "user", "content": text, "turn": checkpoint})
             result = await run_turn(
