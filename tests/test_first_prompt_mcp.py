@@ -179,3 +179,13 @@ async def test_the_first_turn_of_an_app_not_started_waits_for_the_config_servers
     assert [level for level, m in notices if "'broken'" in m] == ["warning"]
     await p.app.start()  # what the faces do after the first turn: nothing starts twice
     assert len(processes_with(tag)) == 1
+
+
+async def test_tools_as_the_first_prompt_lists_the_config_servers_tools(inproc: Any) -> None:
+    """/tools lists what the model is offered: as the first prompt of an App not started it waits for
+    the config's servers as a turn does, so their tools are listed too."""
+    tag = unique_marker("toycoder-first-mcp")
+    p: InProc = inproc({"mcp_servers": {
+        "toy": {"command": sys.executable, "args": [SERVER, "--tag", tag], "permission": "safe"}}})
+    listing = (await p.command(p.new_session(), "/tools")).result.text
+    assert "mcp__toy__add" in listing and "[mcp:toy]" in listing

@@ -102,17 +102,14 @@ class App(ModelSettings):
 
     async def start(self) -> None:
         """Background start-up after initialize: MCP servers connect and the streaming client's
-        imports (~0.1 s) and CA store (~50 ms, for TLS providers) load while the person types their first prompt.
-        A turn that comes first starts the MCP servers itself (mcp.settle): they start once."""
+        imports (~0.1 s) and CA store (~50 ms, for TLS providers) load while the person types their
+        first prompt (a turn that comes first starts the MCP servers itself: mcp.settle)."""
         await self.mcp.start()
         if not self.config_error:
             from .llm import http_stream, openai_client  # noqa: F401  (loaded now, not in the first turn)
 
             urls = [p.base_url for p in self.config.providers.values() if p.api_keys]
             await asyncio.to_thread(http_stream.preload, urls)
-
-    def mcp_status(self, session_id: str | None = None) -> list[dict[str, Any]] | None:
-        return self.mcp.status(session_id)
 
     # ---- wiring -------------------------------------------------------------------------------
 

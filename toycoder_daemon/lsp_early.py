@@ -28,9 +28,10 @@ The App's start-up work (App.start: the config's MCP servers, the model client's
 process is idle, pygls is in; but never while an early turn is running (it would delay that turn's
 first chunk). The config's MCP servers are the exception: a turn starts them itself if they have not
 started, and waits for them (App's McpHub.settle), so the first early turn offers their tools too;
-a config without them waits for nothing. Messages the App wants shown still wait for pygls. When the input ends while frames wait for
-pygls, `on_end` (the exit timer) runs at once and early turns are cancelled, as on rpc_io's path;
-the waiting frames are still answered if pygls is in within the exit grace.
+a config without them waits for nothing. Messages the App wants shown still wait for pygls. When
+the input ends while frames wait for pygls, `on_end` (the exit timer) runs at once and early turns
+are cancelled, as on rpc_io's path; the waiting frames are still answered if pygls is in within the
+exit grace.
 """
 from __future__ import annotations
 
