@@ -6,6 +6,7 @@ once, with the scripted model server recording each request; the App in-process 
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 from typing import Any
@@ -163,20 +164,30 @@ def test_acp_first_prompt_offers_the_mcp_tools_the_client_gave_in_session_new(
 
 async def test_the_first_turn_of_an_app_not_started_waits_for_the_config_servers(inproc: Any) -> None:
     """No App.start before the turn (the early paths start it only after their first turn): the turn
-    starts the config's servers itself, offers the ready one's tools, and reports the failed ones."""
+    starts the config's servers itself, offers the ready one's tools, and reports the failed ones
+    (one that cannot start, one that never answers its handshake) before it asks the model."""
     tag = unique_marker("toycoder-first-mcp")
     p: InProc = inproc({"mcp_servers": {
         "toy": {"command": sys.executable, "args": [SERVER, "--tag", tag], "permission": "safe"},
-        "broken": {"command": "/nonexistent/mcp-server", "start_timeout": 5}}})
+        "broken": {"command": "/nonexistent/mcp-server", "start_timeout": 5},
+        "mute": {"command": sys.executable, "args": [SERVER, "--tag", tag, "--start-delay", "60"], "start_timeout": 1}}})
     notices: list[tuple[str, str]] = []
     p.app.on_notice = lambda level, message: notices.append((level, message))
     sid = p.new_session()
     p.script.add(ADD, SUM)
+
+    class Calls(list[dict[str, Any]]):
+        def append(self, call: dict[str, Any]) -> None:
+            notices.append(("model", "asked"))
+            super().append(call)
+
+    p.script.calls = Calls()
     out = await p.prompt(sid, "add 2 and 40")
     assert out.result.text == "2 + 40 = 42"
     assert "mcp__toy__add" in [t["function"]["name"] for t in p.script.calls[0]["tools"]]
-    await eventually(lambda: any("'broken'" in m for _, m in notices), "the failed server's notice")
-    assert [level for level, m in notices if "'broken'" in m] == ["warning"]
+    asked = notices.index(("model", "asked"))
+    for name in ("broken", "mute"):  # each reported once, before the model was asked
+        assert [level for level, m in notices[:asked] if f"'{name}'" in m] == ["warning"]
     await p.app.start()  # what the faces do after the first turn: nothing starts twice
     assert len(processes_with(tag)) == 1
 
@@ -189,3 +200,16 @@ async def test_tools_as_the_first_prompt_lists_the_config_servers_tools(inproc: 
         "toy": {"command": sys.executable, "args": [SERVER, "--tag", tag], "permission": "safe"}}})
     listing = (await p.command(p.new_session(), "/tools")).result.text
     assert "mcp__toy__add" in listing and "[mcp:toy]" in listing
+
+
+async def test_a_turn_waiting_for_a_server_that_never_answers_can_be_cancelled(inproc: Any) -> None:
+    """The wait is the turn's: toycoder/cancel (App.cancel) ends it at once, the model never asked."""
+    tag = unique_marker("toycoder-first-mcp")
+    p: InProc = inproc({"mcp_servers": {"mute": {
+        "command": sys.executable, "args": [SERVER, "--tag", tag, "--start-delay", "60"], "start_timeout": 60}}})
+    sid = p.new_session()
+    turn = p.start_prompt(sid, "hello")
+    await eventually(lambda: bool(processes_with(tag)) and p.app.peek(sid).busy, "the turn waiting for the server")
+    assert p.app.cancel(sid)
+    out = await asyncio.wait_for(turn, DEFAULT_TIMEOUT)
+    assert out.result.stop_reason == "cancelled" and p.script.calls == []
