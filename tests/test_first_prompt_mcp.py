@@ -166,11 +166,11 @@ async def test_the_first_turn_of_an_app_not_started_waits_for_the_config_servers
     """No App.start before the turn (the early paths start it only after their first turn): the turn
     starts the config's servers itself, offers the ready one's tools, and reports the failed ones
     (one that cannot start, one that never answers its handshake) before it asks the model."""
-    tag = unique_marker("toycoder-first-mcp")
+    tag, mute = unique_marker("toycoder-first-mcp"), unique_marker("toycoder-first-mcp")
     p: InProc = inproc({"mcp_servers": {
         "toy": {"command": sys.executable, "args": [SERVER, "--tag", tag], "permission": "safe"},
         "broken": {"command": "/nonexistent/mcp-server", "start_timeout": 5},
-        "mute": {"command": sys.executable, "args": [SERVER, "--tag", tag, "--start-delay", "60"], "start_timeout": 1}}})
+        "mute": {"command": sys.executable, "args": [SERVER, "--tag", mute, "--start-delay", "60"], "start_timeout": 1}}})
     notices: list[tuple[str, str]] = []
     p.app.on_notice = lambda level, message: notices.append((level, message))
     sid = p.new_session()
