@@ -169,7 +169,7 @@ class McpServer:
         launched): a turn that waited for it sees the failure reported before the model does."""
         if self.task is not None:
             await self._settled.wait()
-            if self.state != "ready":  # its report waits for the reason (stderr's tail, 0.5 s at most)
+            if self.state == "starting":  # failed: its report waits for the reason (stderr's tail, 0.5 s at most)
                 await asyncio.wait([self.task])
 
     async def run(self) -> None:
