@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from conftest import write_config
 from inproc_app import eventually
+from test_lsp_early import Capture, body  # frames as written, answers by id
 
 from toycoder_daemon import protocol as wire
 from toycoder_daemon import server as server_module
@@ -23,30 +24,6 @@ from toycoder_daemon.rpc_io import Dispatcher, serve
 from toycoder_daemon.server import make_server
 from toycoder_daemon.stdio import FrameWriter, Inbox
 from toycoder_daemon.testing.fake_llm import FakeLLM
-
-
-class Capture:
-    def __init__(self) -> None:
-        self.frames: list[bytes] = []
-
-    def write(self, data: bytes) -> None:
-        self.frames.append(bytes(data))
-
-    def flush(self) -> None:
-        pass
-
-    def answers(self) -> dict[Any, bytes]:
-        """Responses by id, as written (header and body), in the order written."""
-        out = {}
-        for f in self.frames:
-            msg = json.loads(f.partition(b"\r\n\r\n")[2])
-            if "method" not in msg:
-                out[msg.get("id")] = f
-        return out
-
-
-def body(msg: dict[str, Any]) -> bytes:
-    return json.dumps(msg).encode()
 
 
 def req(msg_id: Any, method: str, params: Any = None) -> dict[str, Any]:
@@ -198,15 +175,22 @@ async def test_frames_handed_over_on_the_loop_are_dispatched_at_once_in_order(
         workspace: Path, config: Path) -> None:
     server = make_server()
     out = Capture()
-    inbox = Inbox()
+
+    class HandOver(Inbox):
+        """As lsp_early's: frames come on the loop, one even as serve attaches (behind the held ones)."""
+
+        def attach(self, target: Any) -> None:
+            super().attach(target)
+            self.put(body(req(2, wire.COMMANDS_LIST)), None)
+            self.handed_at_attach = 2 in out.answers()
+
+    inbox = HandOver()
     for msg in (initialize(workspace, config), {"jsonrpc": "2.0", "method": "initialized", "params": {}},
                 req(1, wire.COMMANDS_LIST)):
         inbox.put(body(msg), None)  # held before serve attaches: dispatched in their own callbacks
     serving = asyncio.ensure_future(serve(server, inbox, out))  # type: ignore[arg-type]
-    await asyncio.sleep(0)  # serve attached; the held frames' callbacks have not run yet
-    inbox.put(body(req(2, wire.COMMANDS_LIST)), None)  # on the loop, behind them: queued, not overtaking
-    assert 2 not in out.answers()
-    await eventually(lambda: 2 in out.answers(), "the queued frame's answer")
+    await eventually(lambda: 2 in out.answers(), "the answer of the frame handed over at attach")
+    assert not inbox.handed_at_attach  # it waited for the held frames' callbacks: no overtaking
     assert list(out.answers()) == [0, 1, 2]
     inbox.put(body(req(3, wire.COMMANDS_LIST)), None)  # nothing waits: dispatched (and answered) at once
     assert list(out.answers()) == [0, 1, 2, 3]
