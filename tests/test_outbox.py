@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import select
 import threading
-from pathlib import Path
 
 from waiting import wait_until, wait_until_async
 
@@ -88,26 +86,3 @@ async def test_a_closed_client_end_drops_frames_and_frees_waiters() -> None:
     assert box.broken and box.queued == 0 and not box.full()
     box.write(b"dropped")
     assert box.queued == 0 and box.drain(1)
-
-
-def test_a_small_frame_on_an_idle_pipe_is_written_by_the_caller() -> None:
-    r, w = pipe()
-    box = Outbox(w)  # type: ignore[arg-type]
-    os.set_blocking(r, False)
-    box.write(b"an answer\n")  # nothing queued, the pipe has room: no hand-off to the thread
-    assert os.read(r, 100) == b"an answer\n"
-    big = b"b" * (select.PIPE_BUF + 1)  # could be split or block: the thread's
-    box.write(big)
-    box.write(b"after it\n")  # behind a queued or in-flight frame: queued too, in order
-    os.set_blocking(r, True)
-    assert read_exactly(r, len(big) + 9) == big + b"after it\n"
-    assert box.drain(10) and box.queued == 0
-    os.close(r)
-
-
-def test_a_file_is_only_written_by_the_thread(tmp_path: Path) -> None:
-    with open(tmp_path / "out", "wb") as f:
-        box = Outbox(f)
-        box.write(b"x\n")  # not a pipe: no room to poll for, so never on the caller's thread
-        assert box.drain(10)
-    assert (tmp_path / "out").read_bytes() == b"x\n"

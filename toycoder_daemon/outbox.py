@@ -1,10 +1,6 @@
 """The protocol channel's writer: frames queued in order and written to stdout by one thread.
 
-The event loop never blocks on a client that does not read. A small frame when nothing is queued
-or being written, on a pipe with room for it, is written at once by the caller instead: a write of
-at most PIPE_BUF bytes to a pipe that polls writable neither blocks nor splits, and it spares the
-frame the writer thread's wake-up and GIL hand-off (up to tens of ms beside streaming turns on a
-busy machine: most of what was left of a cheap request's wait, issue 17). The queue is bounded by the rule in
+The event loop never blocks on a client that does not read. The queue is bounded by the rule in
 docs/protocol.md ("Backpressure"): above `limit` bytes queued, streaming turns wait (the model's
 stream is read through `coalesce.OUTPUT`, which awaits `room()`) while answers and other frames are
 still queued; above `hard_limit` the thread that reads stdin stops reading (`wait_input`, never on
@@ -18,9 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import select
-import stat
 import threading
 from collections import deque
 from typing import BinaryIO
@@ -53,22 +47,6 @@ def hung_up(fd: int) -> bool:
         return True
 
 
-def _pipe_poller(out: BinaryIO) -> tuple[int, select.poll] | None:
-    """(fd, a poller for its room) when `out` is a pipe; None for anything else (a file, a socket, a
-    tty, an in-memory stream: for those only the thread writes)."""
-    if not hasattr(select, "poll"):
-        return None
-    try:
-        fd = out.fileno()
-        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
-            return None
-    except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is both of the first two
-        return None
-    poller = select.poll()
-    poller.register(fd, select.POLLOUT)
-    return fd, poller
-
-
 def _settle(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
@@ -91,7 +69,6 @@ class Outbox:
         self.broken = False
         """The client closed its end: frames are dropped from now on."""
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
-        self._pipe = _pipe_poller(out)
         self._thread = threading.Thread(target=self._run, name="stdout-writer", daemon=True)
         self._thread.start()
 
@@ -101,26 +78,9 @@ class Outbox:
         with self._cond:
             if self.broken or self._closed:
                 return
-            if not self._frames and not self._writing:
-                data = data[self._write_now(data):]
-                if not data:
-                    return
             self._frames.append(data)
             self.queued += len(data)
             self._cond.notify_all()
-
-    def _write_now(self, data: bytes) -> int:
-        """Bytes of `data` written on the caller's thread (with the lock held, the queue empty and
-        no write under way): all of a small frame when the pipe has room, else none."""
-        if self._pipe is None or len(data) > select.PIPE_BUF:
-            return 0
-        fd, poller = self._pipe
-        try:
-            if not any(events & select.POLLOUT for _, events in poller.poll(0)):
-                return 0
-            return os.write(fd, data)
-        except OSError:  # the client is gone: the thread finds out and drops what follows
-            return 0
 
     def flush(self) -> None:
         """Nothing to do here: the thread flushes after each write (`drain` waits for it)."""
