@@ -103,6 +103,9 @@ class Setup:
         # bytecode as an installed daemon has it (pip compiles at install): the warm-up run compiles
         # into the temp dir, so no run pays ~0.2 s of compiling and the tree stays clean
         self.env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+        self.loop_stats = tmp / "loop-stats.jsonl" if loop_stats else None
+        if self.loop_stats:  # in `base`: every row's env (both trees') is made from it
+            self.env["BENCH_LOOP_STATS"] = str(self.loop_stats)
         base = self.env
         self.env = tree_env(base, daemon_root)
         cfg = tmp / "config.yaml"
@@ -114,10 +117,7 @@ class Setup:
             "session: {max_messages: 1000000, max_context_tokens: 100000000}\n")
         self.data = tmp / "data"
         self.llm = llm
-        self.loop_stats = tmp / "loop-stats.jsonl" if loop_stats else None
         daemon = [str(HERE / "loop_stats.py")] if loop_stats else ["-m", "toycoder_daemon"]
-        if self.loop_stats:
-            self.env["BENCH_LOOP_STATS"] = str(self.loop_stats)
         self.argv: dict[type[Peer], list[str]] = {
             ToyLSP: [sys.executable, *daemon, "--config", str(cfg)],
             ToyACP: [sys.executable, *daemon, "--acp", "--config", str(cfg)],
@@ -333,7 +333,8 @@ async def main_async(args: argparse.Namespace) -> int:
                     m = await one_turn(setup, entry, tokens)
                     if r >= args.warmup:
                         runs[entry].append(m)
-            table(f"{tokens:,} tokens, one fresh process per run", COLS, {k: medians(v) for k, v in runs.items()})
+            if args.runs:  # --runs 0: the warm-up alone (bytecode compiled for the tables after)
+                table(f"{tokens:,} tokens, one fresh process per run", COLS, {k: medians(v) for k, v in runs.items()})
         if args.sessions:
             llm.set_tokens(args.many_tokens)
             many: dict[Row, list[dict[str, float]]] = {e: [] for e in entries}

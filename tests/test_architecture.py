@@ -37,7 +37,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
               "toycoder_daemon.rpc_io", "toycoder_daemon.__main__", "toycoder_daemon.lsp_mapping",
               "toycoder_daemon.pygls_adapter", "toycoder_daemon.ndjson", "toycoder_daemon.rpc_checks", "toycoder_daemon.outbox",
               "toycoder_daemon.reply_wait", "toycoder_daemon.lsp_calls", "toycoder_daemon.lsp_early",
-              "toycoder_daemon.lsp_early_link",
+              "toycoder_daemon.lsp_early_link", "toycoder_daemon.lsp_direct",
               "toycoder_daemon.acp_early", "toycoder_daemon.acp_early_link", "toycoder_daemon.acp_turn"),
     "testing": ("toycoder_daemon.testing",),
     "terminal": ("toycoder_daemon.terminal",),

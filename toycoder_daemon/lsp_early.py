@@ -53,19 +53,12 @@ from .lsp_calls import EARLY, RpcError, call, on_initialized, prompt, session_ch
 from .lsp_early_link import DOCUMENTS, Documents, EarlyLink, app_params, document, plain_capabilities
 from .outbox import Outbox, written
 from .rpc_checks import refusal
-from .stdio import FrameWriter, Inbox
+from .stdio import FrameWriter, Inbox, pygls_frame
 
 log = logging.getLogger(__name__)
 
 REQUESTS = {r.method: r for r in wire.REQUESTS if r.method in EARLY or r.method == wire.PROMPT}
 Held = Callable[[Any], None]
-
-
-def pygls_frame(message: dict[str, Any]) -> bytes:
-    """One frame as pygls' JsonRPCProtocol._send_data writes it (headers and JSON alike)."""
-    body = json.dumps(message)  # ASCII (ensure_ascii), so its length in characters is in bytes
-    return (f"Content-Length: {len(body)}\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n"
-            f"{body}").encode()
 
 
 class _StartUp:
