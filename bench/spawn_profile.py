@@ -13,9 +13,9 @@ of --runs after --warmup (the warm-up compiles bytecode into the temp dir, as pe
   --mode cprofile    cProfile with a CPU clock (thread_time), the main thread plus worker-thread
                      jobs, up to the first chunk: top --top functions by own and cumulative time
 
---launch installed (the default) runs the daemon as a user's install does: a venv holding only the
-dependencies (this interpreter's site-packages, its .pth files but the package's own editable-
-install finder) and pip's console script `toycoder-daemon`; --launch bench runs it as peers.py does.
+--launch installed (the default) runs the daemon as peers.py does, as a user's install runs it
+(installed.py: pip's console script in a venv of the dependencies, no editable-install finder);
+--launch bench runs `python -m toycoder_daemon` with the project's venv, its finder included.
 
 Run:  .venv/bin/python bench/spawn_profile.py [--mode timeline] [--runs 9] [--launch installed]
 """
@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import os
 import pstats
+import shutil
 import statistics
 import sys
 import tempfile
@@ -37,7 +38,6 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from installed import installed_launcher  # noqa: E402
 from peer_clients import Peer, ToyACP, ToyLSP  # noqa: E402
 from peer_llm import PeerLLM  # noqa: E402
 from peers import PROMPT, Setup  # noqa: E402
@@ -45,7 +45,9 @@ from peers import PROMPT, Setup  # noqa: E402
 STAMPS = [("ready", "interpreter ready (site done)", "d"), ("init", "initialize answered", "c"),
           ("app_imported", "the App's imports done", "d"), ("app_open", "App.open begins", "d"),
           ("app_opened", "App.open done", "d"), ("session", "session answered", "c"),
-          ("prompt", "prompt read", "d"), ("connect", "HTTP connect", "d"),
+          ("prompt", "prompt read", "d"), ("post", "the model call posts", "d"),
+          ("client_make", "HTTP client: making (its import)", "d"), ("client_made", "HTTP client made", "d"),
+          ("connect", "HTTP connect", "d"),
           ("request_sent", "HTTP request sent", "d"), ("response_in", "first bytes back", "d"),
           ("chunk_out", "first chunk queued", "d"), ("chunk", "first chunk at the client", "c")]
 
@@ -171,7 +173,9 @@ def show_profile(face: str, files: list[Path], top: int) -> None:
     skip = ("_bootstrap", "<frozen", "~")
     for title, table, keep in (("own time", tot, lambda k: True),
                                ("cumulative (import machinery and builtins left out)", cum,
-                                lambda k: not k[0].startswith(skip) and k[2] != "<module>")):
+                                lambda k: not k[0].startswith(skip) and k[2] != "<module>"),
+                               ("cumulative, our functions (module bodies left out)", cum,
+                                lambda k: fn_origin(k) == "ours" and k[2] != "<module>")):
         print(f"\n| top {top} by {title} | calls | own ms | cumulative ms |\n|---|--:|--:|--:|")
         for k in [k for k in sorted(table, key=lambda x: -table[x]) if keep(k)][:top]:
             print(f"| `{where(k)}` | {calls[k]:.0f} | {tot[k]:.1f} | {cum[k]:.1f} |")
@@ -186,6 +190,7 @@ async def main() -> None:
     ap.add_argument("--top", type=int, default=20)
     ap.add_argument("--launch", choices=["installed", "bench"], default="installed")
     ap.add_argument("--daemon-root", type=Path, default=HERE.parent)
+    ap.add_argument("--keep", type=Path, help="cprofile: keep each run's pstats file here (face.N.prof)")
     args = ap.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f} at the start", flush=True)
     with tempfile.TemporaryDirectory() as d, PeerLLM() as llm:
@@ -201,16 +206,22 @@ async def main() -> None:
             env["PYTHONPROFILEIMPORTTIME"] = "1"
         if args.mode == "cprofile":
             env["BENCH_TRACE_PROFILE"] = "set per run"
-        launch = installed_launcher(tmp) if args.launch == "installed" else [sys.executable, "-m", "toycoder_daemon"]
-        faces = {kind: launch + setup.argv[kind][3:] for kind in (ToyLSP, ToyACP)}
+        faces = setup.argv  # installed_launcher's (peers.Setup)
+        if args.launch == "bench":
+            faces = {kind: [sys.executable, "-m", "toycoder_daemon", *argv[1:]] for kind, argv in faces.items()}
+        launch = faces[ToyLSP][:-2]
         results: dict[type[Peer], list[Any]] = defaultdict(list)
         loads = []
         n = 0
         for i in range(args.warmup + args.runs):
-            for kind, argv in faces.items():
+            for kind in (ToyLSP, ToyACP):
+                argv = faces[kind]
                 n += 1
                 got, err, prof = await one_run(setup, kind, argv, env, tmp, n)
                 loads.append(os.getloadavg()[0])
+                if args.keep and args.mode == "cprofile" and i >= args.warmup:
+                    args.keep.mkdir(parents=True, exist_ok=True)
+                    shutil.copy(prof, args.keep / f"{'acp' if kind is ToyACP else 'lsp'}.{i}.prof")
                 if i >= args.warmup:
                     results[kind].append(got if args.mode == "timeline" else
                                          importtimes(err) if args.mode == "importtime" else prof)

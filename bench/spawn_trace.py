@@ -125,6 +125,25 @@ def _after_app(mod: Any) -> None:
     mod.App.open = classmethod(traced)
 
 
+def _after_http_stream(mod: Any) -> None:
+    """The turn's model call: its first post, and the HTTP client's making (import included)."""
+    post, make = mod.StreamTransport.post, mod.StreamTransport._make_client
+
+    async def posted(self: Any, *a: Any) -> None:
+        stamp("post")
+        await post(self, *a)
+
+    def made(self: Any) -> Any:
+        stamp("client_make")
+        try:
+            return make(self)
+        finally:
+            stamp("client_made")
+
+    mod.StreamTransport.post = posted
+    mod.StreamTransport._make_client = made
+
+
 def _after_futures_thread(mod: Any) -> None:
     """Each worker-thread job (asyncio.to_thread: the HTTP client's import, file reads) profiled on
     its own, kept if it ends before the first chunk."""
@@ -148,7 +167,8 @@ def _after_futures_thread(mod: Any) -> None:
 
 
 HOOKS = {"toycoder_daemon.outbox": _after_outbox, "socket": _after_socket, "toycoder_daemon.lsp_early": _after_lsp_early,
-         "toycoder_daemon.acp_early": _after_acp_early, "toycoder_daemon.app": _after_app}
+         "toycoder_daemon.acp_early": _after_acp_early, "toycoder_daemon.app": _after_app,
+         "toycoder_daemon.llm.http_stream": _after_http_stream}
 if PROFILE:
     HOOKS["concurrent.futures.thread"] = _after_futures_thread
 
