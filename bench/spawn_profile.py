@@ -10,6 +10,8 @@ of --runs after --warmup (the warm-up compiles bytecode into the temp dir, as pe
                      first chunk queued, first chunk at the client
   --mode importtime  -X importtime up to the first chunk: top --top modules by self and by
                      cumulative time, medians over runs, ours / stdlib / third-party
+  --mode floor       no daemon: processes that only import the interpreter's, the libraries' and then
+                     the daemon's modules (what the imports alone cost, against what no change of ours removes)
   --mode cprofile    cProfile with a CPU clock (thread_time), the main thread plus worker-thread
                      jobs, up to the first chunk: top --top functions by own and cumulative time
 
@@ -28,6 +30,7 @@ import os
 import pstats
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -173,7 +176,8 @@ def show_profile(face: str, files: list[Path], top: int) -> None:
     skip = ("_bootstrap", "<frozen", "~")
     for title, table, keep in (("own time", tot, lambda k: True),
                                ("cumulative (import machinery and builtins left out)", cum,
-                                lambda k: not k[0].startswith(skip) and k[2] != "<module>"),
+                                lambda k: not k[0].startswith(skip) and k[2] != "<module>" and k[0] != __file__
+                                and "spawn_trace" not in k[0]),
                                ("cumulative, our functions (module bodies left out)", cum,
                                 lambda k: fn_origin(k) == "ours" and k[2] != "<module>")):
         print(f"\n| top {top} by {title} | calls | own ms | cumulative ms |\n|---|--:|--:|--:|")
@@ -181,9 +185,37 @@ def show_profile(face: str, files: list[Path], top: int) -> None:
             print(f"| `{where(k)}` | {calls[k]:.0f} | {tot[k]:.1f} | {cum[k]:.1f} |")
 
 
+_MODEL = "import pydantic\nclass M(pydantic.BaseModel):\n    a: int = 0\nM(a=1)\n"  # a model built: plugins, schema
+_HTTP = "import httpx2, httpcore2, anyio._backends._asyncio\n"
+FLOOR = [("interpreter (`-c pass`)", ""),
+         ("+ asyncio, json, logging", "import asyncio, json, logging\n"),
+         ("+ pydantic (one model built), yaml, orjson", "import asyncio, json, logging, yaml, orjson\n" + _MODEL),
+         ("+ the HTTP stack (httpx2, httpcore2, anyio's asyncio backend)",
+          "import asyncio, json, logging, yaml, orjson\n" + _MODEL + _HTTP),
+         ("the LSP face's imports before its first chunk (lsp_early + the HTTP stack)",
+          "import toycoder_daemon.lsp_early\n" + _HTTP),
+         ("the ACP face's (acp_early + the HTTP stack)", "import toycoder_daemon.acp_early\n" + _HTTP)]
+
+
+def floor(python: str, env: dict[str, str], runs: int, warmup: int) -> None:
+    """Wall ms of a process that imports only this, and exits as the daemon does (os._exit: no
+    teardown), interleaved; what no change of ours can remove is the fourth row."""
+    times: dict[str, list[float]] = defaultdict(list)
+    for i in range(warmup + runs):
+        for label, code in FLOOR:
+            t = time.perf_counter()
+            subprocess.run([python, "-c", code + "import os\nos._exit(0)\n"], env=env, check=True)
+            if i >= warmup:
+                times[label].append((time.perf_counter() - t) * 1000)
+    print(f"\nimports alone, wall ms, medians of {runs}; load average {os.getloadavg()[0]:.2f} after")
+    print("| process | ms |\n|---|--:|")
+    for label, _ in FLOOR:
+        print(f"| {label} | {statistics.median(times[label]):.0f} |")
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mode", choices=["timeline", "importtime", "cprofile"], default="timeline")
+    ap.add_argument("--mode", choices=["timeline", "importtime", "cprofile", "floor"], default="timeline")
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--tokens", type=int, default=2000)
@@ -210,6 +242,10 @@ async def main() -> None:
         if args.launch == "bench":
             faces = {kind: [sys.executable, "-m", "toycoder_daemon", *argv[1:]] for kind, argv in faces.items()}
         launch = faces[ToyLSP][:-2]
+        if args.mode == "floor":
+            floor(str(Path(launch[0]).parent / "python") if args.launch == "installed" else sys.executable,
+                  setup.env, args.runs, args.warmup)
+            return
         results: dict[type[Peer], list[Any]] = defaultdict(list)
         loads = []
         n = 0
