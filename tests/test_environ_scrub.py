@@ -56,8 +56,11 @@ def test_secret_spans_cover_values_by_name_and_by_registered_value(monkeypatch: 
 def test_the_daemon_blanks_its_key_and_still_uses_it(tmp_path: Path) -> None:
     """The real daemon, its key given in the environment through the config's ${VAR}."""
     config = tmp_path / "config.yaml"
-    config.write_text('providers:\n  openai:\n    api_keys: ["${MY_PROVIDER_VAR}"]\n')
-    env = {**os.environ, "MY_PROVIDER_VAR": "sk-daemon-key-4242"}
+    # an MCP server's env value is a secret by value only (registered when the servers are read)
+    config.write_text('providers:\n  openai:\n    api_keys: ["${MY_PROVIDER_VAR}"]\n'
+                      'mcp_servers:\n  gh:\n    command: "true"\n    enabled: false\n'
+                      '    env:\n      GITHUB_TOKEN: "${GH_PAT}"\n')
+    env = {**os.environ, "MY_PROVIDER_VAR": "sk-daemon-key-4242", "GH_PAT": "ghp-mcp-held-value-77"}
     daemon = subprocess.Popen([sys.executable, "-m", "toycoder_daemon", "--acp", "--config", str(config)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                               env=env, cwd=tmp_path)
@@ -72,6 +75,7 @@ def test_the_daemon_blanks_its_key_and_still_uses_it(tmp_path: Path) -> None:
             assert "result" in answer, answer
         block = (Path(proc_dir(daemon.pid)) / "environ").read_bytes()
         assert b"MY_PROVIDER_VAR=" in block and b"sk-daemon-key-4242" not in block
+        assert b"GH_PAT=" in block and b"ghp-mcp-held-value-77" not in block
         daemon.stdin.close()
         assert daemon.wait(30) == 0
     finally:

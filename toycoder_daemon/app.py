@@ -70,7 +70,6 @@ class App(ModelSettings):
             self.config_error, self.config, self.config_path = e, Config(), None
             self.prompts = PromptManager(self.workspace.root)
         secrets.register([k for p in self.config.providers.values() for k in p.api_keys])
-        environ_scrub.scrub()  # before any command can run: see environ_scrub
         self.model_factory = model_factory or openai_models(self.config)
         self.store = store or SessionStore(data_dir(), self.workspace.root)
         self.settings = tool_settings(self.config)
@@ -90,6 +89,7 @@ class App(ModelSettings):
         """Set by the wire face: show a message to the person (level: info|warning|error)."""
         self.mcp = McpHub(self.config.mcp_servers, self.workspace.root, self.tools,
                           lambda level, message: self.on_notice(level, message))  # the config's and each session's
+        environ_scrub.scrub()  # last: every config secret is registered (McpHub's too); before any command
 
     @classmethod
     def open(cls, workspace_root: str | Path, config_path: str | None = None) -> App:
