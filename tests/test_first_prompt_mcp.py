@@ -203,7 +203,8 @@ async def test_tools_as_the_first_prompt_lists_the_config_servers_tools(inproc: 
 
 
 async def test_a_turn_waiting_for_a_server_that_never_answers_can_be_cancelled(inproc: Any) -> None:
-    """The wait is the turn's: toycoder/cancel (App.cancel) ends it at once, the model never asked."""
+    """The wait is the turn's: toycoder/cancel (App.cancel) ends it at once, the model never asked;
+    the prompt is kept (a reload shows it, the next turn's request carries it), as a later cancel keeps it."""
     tag = unique_marker("toycoder-first-mcp")
     p: InProc = inproc({"mcp_servers": {"mute": {
         "command": sys.executable, "args": [SERVER, "--tag", tag, "--start-delay", "60"], "start_timeout": 60}}})
@@ -213,3 +214,6 @@ async def test_a_turn_waiting_for_a_server_that_never_answers_can_be_cancelled(i
     assert p.app.cancel(sid)
     out = await asyncio.wait_for(turn, DEFAULT_TIMEOUT)
     assert out.result.stop_reason == "cancelled" and p.script.calls == []
+    s = p.app.peek(sid)
+    assert [m["content"] for m in s.messages if m["role"] == "user"] == ["hello"]
+    assert "hello" in [e.text for e in p.app.transcript(s) if e.role == "user"]

@@ -312,14 +312,14 @@ class App(ModelSettings):
         try:
             await self.compact(s, frontend)
             await self.mcp.settle(s.id)  # the config's servers and the session's: started or failed
-            s.title_from(text)
-            s.messages.append({"role": "user", "content": text, "turn": checkpoint})
+            s.ask(text, checkpoint)  # after compaction: the prompt is never summarised
             result = await run_turn(
                 model, s.messages, s.tools, frontend, max_steps=self.config.agent.max_steps, make_context=context,
                 on_usage=add_usage, make_room=RoomMaker(s, frontend, model, self.config.session, self.compact))
             return result, None
         except asyncio.CancelledError:
             log.info("turn cancelled in session %s", s.id)
+            s.ask(text, checkpoint)  # cancelled while compacting or waiting for MCP servers: kept, as later
             return (result := TurnResult("cancelled", "", s.turn_usage, 0)), None
         finally:  # records usage, grants, the time of this turn and how it ended (a reload shows it)
             s.end_turn(checkpoint, result.stop_reason, s.turn_usage)

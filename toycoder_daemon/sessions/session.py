@@ -126,6 +126,8 @@ class Session:
     """Who wrote the title: "prompt" (its first line), "model" (after the first turn) or "user" (/title)."""
     planners: frozenset[str] = frozenset({"planner"})
     """Its plan-seeding sub-agents by tool name (the app's config): their results may seed its plan."""
+    asked_turn: str = ""
+    """The checkpoint id of the last turn whose prompt is in the conversation (`ask`)."""
 
     @classmethod
     def restore(cls, session_id: str, meta: dict[str, Any], mtime: float, tools: ToolRegistry) -> Session:
@@ -189,6 +191,13 @@ class Session:
         self.updated_at = time.time()
         if self.on_meta_change:
             self.on_meta_change(self)
+
+    def ask(self, text: str, turn: str) -> None:
+        """The turn's prompt into the conversation (and the title from it), once per turn."""
+        if self.asked_turn != turn:
+            self.asked_turn = turn
+            self.title_from(text)
+            self.messages.append({"role": "user", "content": text, "turn": turn})
 
     def title_from(self, text: str) -> None:
         if not self.title and (line := prompt_title(text)):
