@@ -381,7 +381,8 @@ def main() -> int:
     parser.add_argument("--against", help="a second tree whose daemon runs in the same rotation, rows labelled by "
                                            "tree (before/after under one load)")
     parser.add_argument("--install-codex", action="store_true", help=f"npm install {CODEX_PKG} into bench/.peers/ first")
-    parser.add_argument("--quick", action="store_true", help="smoke run: --tokens 2000 --runs 2 --warmup 0 --many-runs 1")
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke run: --tokens 2000 --runs 2 --warmup 0 --many-runs 1 --history-runs 1")
     args = parser.parse_args()
     if args.quick:
         args.tokens, args.runs, args.warmup, args.many_runs, args.history_runs = "2000", 2, 0, 1, 1

@@ -131,7 +131,7 @@ async def run(args: argparse.Namespace, tmp: Path) -> int:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lists", type=int, default=1000)
     ap.add_argument("--in-flight", type=int, default=8, help="session/list requests outstanding at once")
     ap.add_argument("--mb", type=int, default=10, help="size of the stored session")

@@ -28,7 +28,7 @@ def message(i: int) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lengths", default="10,1000,10000")
     ap.add_argument("--appends", type=int, default=200, help="appends timed per run")
     ap.add_argument("--runs", type=int, default=5)
@@ -73,7 +73,7 @@ def main() -> int:
     for n in lengths:
         a = statistics.median(append_us[n])
         print(f"{n:>10} {a:>10.1f} {a / base:>8.2f}x {statistics.median(load_ms[n]):>9.1f}")
-    print(f"list of {len(rows)} sessions ({sum(r['messageCount'] for r in rows)} messages in all): "
+    print(f"list of {len(rows)} sessions ({sum(r.message_count for r in rows)} messages in all): "
           f"{statistics.median(list_ms):.1f} ms")
     return 0
 

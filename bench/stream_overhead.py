@@ -232,7 +232,8 @@ def write_config(path: Path, llm: FakeLLM) -> Path:
         "providers:\n  openai:\n    api_keys: [\"bench-key\"]\n"
         f"    base_url: {llm.base_url}\n    models: {{default: {MODEL}, fast: {MODEL}}}\n"
         "default_provider: openai\n"
-        "agent: {max_steps: 4, max_retries: 0, retry_interval: 0.05}\n"
+        # no auto title: it is a second model request per session, which would take the next run's reply
+        "agent: {max_steps: 4, max_retries: 0, retry_interval: 0.05, auto_title: false}\n"
     )
     return path
 
