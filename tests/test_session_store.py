@@ -73,6 +73,19 @@ def test_the_lock_names_its_holder_over_an_older_longer_pid(store: SessionStore)
     other.close()
 
 
+def test_a_lock_whose_pid_field_is_garbage_names_no_holder(store: SessionStore) -> None:
+    sid = store.new_id()
+    f = store.create(sid, {"title": "t"})
+    f.acquire()
+    other, _, _ = store.open(sid)
+    for garbage in (b"\0" * 20, b"4x2 \n"):  # a crash's zero-filled block; anything not a pid
+        (store.dir / f"{sid}.lock").write_bytes(garbage)
+        with pytest.raises(SessionBusy, match=r"\(pid \?\)"):
+            other.acquire()
+    f.close()
+    other.close()
+
+
 def test_torn_last_line_is_cut_on_open(store: SessionStore) -> None:
     sid = store.new_id()
     f = store.create(sid, {"title": ""})

@@ -216,7 +216,8 @@ def _lock(lock_path: Path) -> int:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+        field = os.read(fd, 32).decode(errors="replace").strip(" \0\n")
+        holder = field if field.isdigit() else "?"  # a crash's NULs or a half-written pid say nothing
         os.close(fd)
         raise SessionBusy(lock_path.stem, "a turn is running elsewhere, in another ToyCoder daemon "
                                           f"(pid {holder}); try again when it ends") from None
