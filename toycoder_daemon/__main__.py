@@ -54,7 +54,7 @@ Beside 20 streaming turns the loop runs Python nearly all the time, and the thre
 it are the request path's own (the stdout writer, the stdin reader, the session list's worker):
 an answer queued for the writer waited up to 20-35 ms. At 2 ms the cheap request's p99 went from
 34-39 to 19-24 ms, the session list's from 116-171 to 81-104, for ~5-10% more daemon CPU in that
-case (bench/README.md, the LSP cheap request beside 20 streams)."""
+case (bench/HISTORY.md, the LSP cheap request beside 20 streams)."""
 
 EXIT_GRACE = 0.5
 """Seconds the daemon may spend shutting down once its input has ended."""

@@ -3,7 +3,7 @@
 pygls takes a request through `structure_message` (cattrs), `handle_message` (a context copy, a
 task) and a done callback that unstructures the result and writes it: the answer goes out a loop
 pass after the handler ended. Beside 20 streaming turns a pass is 2-10 ms, and those passes were
-most of a cheap request's wait (issue 17, bench/README.md). Our methods need none of that: their
+most of a cheap request's wait (issue 17, bench/HISTORY.md). Our methods need none of that: their
 params are plain dicts that lsp_calls.call validates with the method table's types. So each one is
 a task that writes its answer the moment its handler returns, in the bytes pygls writes
 (stdio.pygls_frame), and a handler that waits for nothing (lsp_calls.instant: tools/list, cancel...)
