@@ -145,21 +145,22 @@ class McpHub:
         names = [(m, name) for m in managers for name in m.starting()]
         if not names:
             return
-        wait = asyncio.ensure_future(asyncio.gather(*(m.wait_ready(m.start_limit) for m in managers)))
+        waits = [asyncio.ensure_future(m.wait_ready(m.start_limit)) for m in managers]
         try:
-            await asyncio.wait([wait], timeout=self.show_wait_after if emit else None)
-            if wait.done() or emit is None:
+            _, pending = await asyncio.wait(waits, timeout=self.show_wait_after if emit else None)
+            if not pending or emit is None:
                 return
             servers = tuple(name for _, name in names)
             emit(McpWaiting("waiting", servers))
             try:
-                await wait
+                await asyncio.wait(waits)
             finally:  # also when the turn is cancelled meanwhile: the client's line ends either way
                 states = {(id(m), row["name"]): row["status"] for m in managers for row in m.status()}
                 failed = tuple(n for m, n in names if states.get((id(m), n)) in ("failed", "stopped"))
                 emit(McpWaiting("done", servers, failed))
         finally:
-            wait.cancel()
+            for w in waits:
+                w.cancel()
 
     async def close_session(self, session_id: str) -> None:
         async with self._lock:

@@ -127,14 +127,15 @@ class McpManager:
     async def wait_ready(self, timeout: float) -> bool:
         """Wait until every enabled server is ready, failed or stopped (at most `timeout` s).
         True if they all settled in time; never raises on timeout."""
-        waits = [s.wait_settled() for s in self._servers.values() if s.task is not None]
+        waits = [asyncio.ensure_future(s.wait_settled()) for s in self._servers.values() if s.task is not None]
         if not waits:
             return True
-        try:
-            await asyncio.wait_for(asyncio.gather(*waits), timeout)
-            return True
-        except asyncio.TimeoutError:
-            return False
+        try:  # tasks, not a gather: one cancelled with its waiter leaves no exception unretrieved
+            _, pending = await asyncio.wait(waits, timeout=timeout)
+            return not pending
+        finally:
+            for w in waits:
+                w.cancel()
 
     def tools(self) -> list[Tool]:
         """The tools of the servers that are ready now."""
