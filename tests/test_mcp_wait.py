@@ -146,7 +146,7 @@ def config_servers(tag: str) -> str:
 
 
 async def test_lsp_the_wait_is_an_mcp_wait_update_before_the_reply(start_daemon: Any, llm: FakeLLM) -> None:
-    d = await start_daemon(extra=config_servers(unique_marker("toycoder-mcp-wait")))
+    d = await start_daemon(extra=config_servers(unique_marker("toycoder-mcp-wait")), progress=True)
     sid = (await d.call("toycoder/session/new", {}))["sessionId"]
     llm.add({"text": "hi"})
     assert (await d.call("toycoder/prompt", {"sessionId": sid, "text": "hello"}))["text"] == "hi"
@@ -155,6 +155,9 @@ async def test_lsp_the_wait_is_an_mcp_wait_update_before_the_reply(start_daemon:
     assert shown == [{"kind": "mcp_wait", "state": "waiting", "servers": ["toy", "mute"]},
                      {"kind": "mcp_wait", "state": "done", "servers": ["toy", "mute"], "failed": ["mute"]}]
     assert kinds.index("mcp_wait") < kinds.index("text_delta")
+    reports = [n["params"]["value"].get("message") for n in d.notifications if n["method"] == "$/progress"
+               and n["params"]["value"]["kind"] == "report"]
+    assert reports[:2] == ["starting MCP servers: toy, mute", "thinking"]  # $/progress says it too
     assert "mcp__toy__add" in {t["function"]["name"] for t in llm.requests[0]["body"]["tools"]}
     llm.add({"text": "again"})
     await d.call("toycoder/prompt", {"sessionId": sid, "text": "again"})  # settled: nothing more shown
