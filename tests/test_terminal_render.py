@@ -9,7 +9,8 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.text import Text
 
-from toycoder_daemon.terminal.render import TurnView, split_stable
+from toycoder_daemon.terminal.render import TurnView
+from toycoder_daemon.terminal.stable_markdown import split_stable
 
 
 class Spy:
