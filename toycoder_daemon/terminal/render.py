@@ -183,6 +183,8 @@ class TurnView:
             self._tool_result(u)
         elif kind == "retry":
             self._retry(u, parent)
+        elif kind == "mcp_wait":
+            self._mcp_wait(u)
         elif kind == "compaction":
             self.commit_text()
             self.note(f"⟳ context compacted ({u.get('strategy')}): {u.get('before')} → {u.get('after')} messages",
@@ -328,6 +330,19 @@ class TurnView:
             reason += " (the partial reply above is discarded)"
             self.text = ""
         self.note(reason, "yellow")
+
+    def _mcp_wait(self, u: dict[str, Any]) -> None:
+        """The spinner's line says what the turn waits for; at its end, which servers failed (their
+        reasons come as the daemon's warnings). Without a live area each is a line of its own."""
+        servers, failed = u.get("servers") or [], u.get("failed") or []
+        if u.get("state") == "waiting":
+            self.set_status(f"starting MCP servers: {', '.join(servers)}…")
+            return
+        self.status = "thinking…"
+        if failed:
+            self.note(f"MCP servers failed: {', '.join(failed)}", "yellow")
+        elif not self.live_ok:
+            self.note(f"MCP servers ready: {', '.join(servers)}")
 
     # ---- asking ---------------------------------------------------------------------------------
 
