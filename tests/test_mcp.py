@@ -304,10 +304,27 @@ async def test_a_server_that_does_not_answer_in_time_fails(managers: Any) -> Non
     tag = uuid.uuid4().hex
     started = time.monotonic()
     m = await managers({"sleepy": stdio("--start-delay", "60", "--tag", tag, start_timeout=0.5)}, on_status=seen)
-    assert time.monotonic() - started < scaled(8)  # 0.5 s, then the SDK's close-stdin/TERM shutdown
+    assert time.monotonic() - started < scaled(8)
     assert seen.of("sleepy") == [("failed", "no answer to the MCP handshake within 0.5s")]
     assert status_of(m, "sleepy")["status"] == "failed" and m.tools() == []
-    assert processes_with(tag) == []
+    # reported at the timeout; the process is stopped after it (close stdin, TERM), off the waiter's path
+    await wait_until_async(lambda: processes_with(tag) == [], what="the timed-out server to be stopped")
+    assert seen.of("sleepy") == [("failed", "no answer to the MCP handshake within 0.5s")]  # once
+
+
+async def test_a_timed_out_server_that_ignores_sigterm_is_reported_before_it_is_killed(managers: Any) -> None:
+    """Its stop takes EXIT_GRACE + TERM_GRACE before the SIGKILL: who waits for the server hears of
+    the failure at its timeout, while the process still runs, and the kill still comes."""
+    seen = Recorder()
+    tag = uuid.uuid4().hex
+    m = await managers({"stuck": stdio("--stubborn", "--start-delay", "60", "--tag", tag, start_timeout=0.5)},
+                       on_status=seen)
+    assert seen.of("stuck") == [("failed", "no answer to the MCP handshake within 0.5s")]
+    assert status_of(m, "stuck")["status"] == "failed" and m.starting() == []
+    assert processes_with(tag) != []  # reported first; the SIGKILL is seconds away
+    await wait_until_async(lambda: processes_with(tag) == [], what="the stubborn server to be killed")
+    assert seen.of("stuck") == [("failed", "no answer to the MCP handshake within 0.5s")]
+    assert status_of(m, "stuck")["status"] == "failed"
 
 
 async def test_a_server_that_dies_is_reported_stopped_and_calls_fail(managers: Any) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pynvim
 import test_neovim
+from helpers import unique_marker
 from nvim_screen import Screen
 from test_neovim import ERROR, NVIM, PLUGIN, Editor
 
@@ -258,6 +259,19 @@ def test_a_starting_line_shows_while_the_daemon_starts(editor, llm: FakeLLM) -> 
     ed.wait_idle()
     chat = ed.chat()
     assert "starting ToyCoder" not in chat and chat.startswith("## You\n\nhello\n\n## ToyCoder\n\nHello there.")
+
+
+def test_a_turn_waiting_for_mcp_servers_shows_a_line_that_says_how_the_wait_ended(editor, llm: FakeLLM) -> None:
+    from test_mcp_wait import config_servers  # a server 3 s slow to start, one that never answers
+
+    ed = editor(extra=config_servers(unique_marker("toycoder-nvim-mcp")))
+    llm.add({"text": "Hello there."})
+    ed.cmd("ToyCoder hello")
+    ed.wait_chat("\nstarting MCP servers: toy, mute…")
+    ed.wait_idle()
+    chat = ed.chat()
+    assert "starting MCP servers" not in chat  # the same line, now saying how it ended
+    assert chat.startswith("## You\n\nhello\n\n## ToyCoder\n\nMCP servers ready: toy; failed: mute\n\nHello there.")
 
 
 def internal_words(text: str) -> list[str]:

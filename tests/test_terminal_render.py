@@ -9,13 +9,14 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.text import Text
 
-from toycoder_daemon.terminal.render import TurnView, split_stable
+from toycoder_daemon.terminal.render import TurnView
+from toycoder_daemon.terminal.stable_markdown import split_stable
 
 
 class Spy:
     """A terminal console whose permanent output (console.print of Markdown/Text) is recorded."""
 
-    def __init__(self, height: int = 30):
+    def __init__(self, height: int = 30, live: bool | None = None):
         self.console = Console(file=io.StringIO(), force_terminal=True, width=80, height=height)
         self.printed: list[str] = []
         real = self.console.print
@@ -29,7 +30,13 @@ class Spy:
             real(*objs, **kw)
 
         self.console.print = spy  # type: ignore[method-assign]
-        self.view = TurnView(self.console)
+        self.view = TurnView(self.console, live=live)
+
+    def live_area(self) -> str:
+        """The live area as it is drawn now (spinners and the status line)."""
+        out = Console(file=io.StringIO(), width=80)
+        out.print(self.view._tail())
+        return out.file.getvalue()  # type: ignore[attr-defined]
 
     def feed(self, *updates: dict, parent: str | None = None) -> None:
         for u in updates:
@@ -53,6 +60,26 @@ def test_a_retry_drops_the_partial_reply() -> None:
     assert "clean **reply**" in s.printed
     assert any(p.startswith("↻ retrying (attempt 1, in 0.5s): HTTP 500") for p in s.printed)
     assert any("1,200 tokens in · 34 out" in p for p in s.printed)
+
+
+def test_a_wait_for_mcp_servers_is_the_live_line_then_the_failed_ones_are_printed() -> None:
+    s = Spy()
+    s.view.begin()
+    s.feed({"kind": "mcp_wait", "state": "waiting", "servers": ["github", "db"]})
+    assert "starting MCP servers: github, db…" in s.live_area() and s.printed == []
+    s.feed({"kind": "mcp_wait", "state": "done", "servers": ["github", "db"], "failed": ["db"]})
+    assert "starting MCP" not in s.live_area() and "thinking…" in s.live_area()
+    assert s.printed == ["MCP servers failed: db"]
+    s.view.end(None)
+
+
+def test_without_a_live_area_the_wait_for_mcp_servers_is_two_lines() -> None:
+    s = Spy(live=False)
+    s.view.begin()
+    s.feed({"kind": "mcp_wait", "state": "waiting", "servers": ["github"]},
+           {"kind": "mcp_wait", "state": "done", "servers": ["github"]}, delta("Hi."))
+    s.view.end(None)
+    assert s.printed[:2] == ["starting MCP servers: github…", "MCP servers ready: github"]
 
 
 def test_tool_lines_sub_agent_indent_and_statuses() -> None:

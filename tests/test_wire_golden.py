@@ -15,6 +15,7 @@ from toycoder_daemon import protocol as wire
 from toycoder_daemon.lsp_mapping import transcript_entry, update_payload
 from toycoder_daemon.ports import (
     Compacted,
+    McpWaiting,
     RetryScheduled,
     TextDelta,
     ToolCallFinished,
@@ -35,6 +36,8 @@ EVENTS = {
     "update_usage": UsageReport(120, 30, 150),
     "update_retry": RetryScheduled(1, 0.5, "HTTP 429: slow down"),
     "update_compaction": Compacted("summary", 52, 9),
+    "update_mcp_wait": McpWaiting("waiting", ("github", "db")),
+    "update_mcp_wait_done": McpWaiting("done", ("github", "db"), ("db",)),
     "update_subagent_text": TextDelta("step 1", parent_tool_call_id="call_9"),
 }
 

@@ -9,6 +9,7 @@ face (flushed when the event loop next gets control, or before any other event).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import re
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from .ports import (
     EditApplied,
     Event,
     FilesChanged,
+    McpWaiting,
     PermissionRequest,
     PlanUpdated,
     RetryScheduled,
@@ -43,6 +45,7 @@ log = logging.getLogger(__name__)
 
 KINDS = {"read_file": "read", "list_directory": "read", "glob_search": "search", "grep_search": "search",
          "write_file": "edit", "edit_file": "edit", "run_command": "execute"}
+_MCP_WAITS = itertools.count(1)  # tool call ids of MCP waits, unique in the process
 OPTIONS = [{"optionId": "allow_once", "name": "Allow", "kind": "allow_once"},
            {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
            {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"}]
@@ -136,6 +139,7 @@ class AcpFrontend:
         self._names: dict[str, str] = {}
         self._diffs: dict[str, dict[str, Any]] = {}
         self._terminals: dict[str, dict[str, Any]] = {}
+        self._mcp_wait = ""
 
     # ---- updates ------------------------------------------------------------------------------
 
@@ -214,6 +218,22 @@ class AcpFrontend:
         return wire.chunk(
             f"\n[model request failed ({event.reason}); retry {event.attempt} in {event.delay_seconds:g}s; "
             "the partial reply above is discarded]\n", "agent_thought_chunk")
+
+    def _mcp_waiting(self, event: McpWaiting) -> Any:
+        """A wait for MCP servers as a tool call of its own (ACP has no waiting state): running while
+        they start, then completed, or failed naming those that failed and why."""
+        if event.state == "waiting":
+            self._mcp_wait = f"mcp-start-{next(_MCP_WAITS)}"
+            return wire.tool_call(self._mcp_wait, f"Starting MCP servers: {', '.join(event.servers)}", kind="other",
+                                  status="in_progress")
+        if not self._mcp_wait:
+            return None
+        errors = {row["name"]: row.get("error") for row in self.app.mcp_status(self.session_id) or []
+                  if row.get("status") in ("failed", "stopped")}
+        said = [f"{name} failed: {errors.get(name) or 'see /mcp'}" for name in event.failed]
+        text = "\n".join(said) or f"MCP servers ready: {', '.join(event.servers)}"
+        call, self._mcp_wait = self._mcp_wait, ""
+        return wire.tool_call_update(call, "failed" if event.failed else "completed", [wire.text_content(text)])
 
     def _changes(self, event: FilesChanged) -> Any:
         if event.parent_tool_call_id:
@@ -312,6 +332,7 @@ _MAPPINGS: dict[type, Callable[[AcpFrontend, Any], Any]] = {
     ToolCallFinished: AcpFrontend._tool_result,
     UsageReport: AcpFrontend._usage,
     RetryScheduled: AcpFrontend._retry,
+    McpWaiting: AcpFrontend._mcp_waiting,
     Compacted: AcpFrontend._compaction,
     FilesChanged: AcpFrontend._changes,
     PlanUpdated: lambda f, e: wire.plan(e.entries),

@@ -311,7 +311,7 @@ class App(ModelSettings):
         result = TurnResult("error", "", s.turn_usage, 0)  # unless the turn ends otherwise
         try:
             await self.compact(s, frontend)
-            await self.mcp.settle(s.id)  # the config's servers and the session's: started or failed
+            await self.mcp.settle(s.id, frontend.emit)  # the config's servers and the session's: started or failed
             s.ask(text, checkpoint)  # after compaction: the prompt is never summarised
             result = await run_turn(
                 model, s.messages, s.tools, frontend, max_steps=self.config.agent.max_steps, make_context=context,

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .config import Config
 from .errors import ConfigError, ProviderError, SessionBusy
 from .llm.base import ChatModel
-from .ports import ModelsInfo, ProviderSummary, ToolSummary
+from .ports import Event, ModelsInfo, ProviderSummary, ToolSummary
 from .sessions.session import Session
 from .sessions.store import SessionSummary
 from .sessions.titles import write_title
@@ -90,8 +91,8 @@ class ModelSettings:
         s = self.peek(session_id)
         return [ToolSummary(t.name, t.description, t.level, s.tools.is_enabled(t.name), t.source) for t in s.tools.list()]
 
-    async def settle_mcp(self, session_id: str) -> None:
-        await self.mcp.settle(session_id)
+    async def settle_mcp(self, session_id: str, emit: Callable[[Event], None] | None = None) -> None:
+        await self.mcp.settle(session_id, emit)
 
     def mcp_status(self, session_id: str | None = None) -> list[dict[str, Any]] | None:
         return self.mcp.status(session_id)

@@ -13,7 +13,16 @@ from typing import Any, Protocol
 from . import protocol as wire
 from .coalesce import TextCoalescer
 from .lsp_mapping import apply_edit_params, update_payload
-from .ports import CommandRunner, Decision, EditApplied, Event, PermissionRequest, TextDelta, ToolCallStarted
+from .ports import (
+    CommandRunner,
+    Decision,
+    EditApplied,
+    Event,
+    McpWaiting,
+    PermissionRequest,
+    TextDelta,
+    ToolCallStarted,
+)
 from .reply_wait import reply_within
 
 log = logging.getLogger(__name__)
@@ -68,6 +77,8 @@ class EditorFrontend:
         self._send(update_payload(event), event.parent_tool_call_id)
         if isinstance(event, ToolCallStarted):
             self.progress(f"running {event.name}")
+        elif isinstance(event, McpWaiting):
+            self.progress(f"starting MCP servers: {', '.join(event.servers)}" if event.state == "waiting" else "thinking")
 
     def flush(self) -> None:
         self._text.flush()

@@ -20,6 +20,7 @@ from .ports import (
     Compacted,
     Event,
     FilesChanged,
+    McpWaiting,
     ModelsInfo,
     PlanEntry,
     PlanUpdated,
@@ -143,6 +144,11 @@ def _usage(e: UsageReport) -> wire.Update:
 @_maps(RetryScheduled)
 def _retry(e: RetryScheduled) -> wire.Update:
     return wire.RetryUpdate(attempt=e.attempt, delay_seconds=e.delay_seconds, reason=e.reason)
+
+
+@_maps(McpWaiting)
+def _mcp_wait(e: McpWaiting) -> wire.Update:
+    return wire.McpWaitUpdate(state=e.state, servers=list(e.servers), failed=list(e.failed) or None)
 
 
 @_maps(Compacted)

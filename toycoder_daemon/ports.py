@@ -71,6 +71,20 @@ class RetryScheduled:
 
 
 @dataclass(frozen=True)
+class McpWaiting:
+    """A turn (or /tools) waits for MCP servers to start ("waiting", sent only once the wait has
+    lasted a short moment), then stopped waiting ("done", sent only after a "waiting")."""
+
+    state: Literal["waiting", "done"]
+    servers: tuple[str, ...]
+    """The servers waited for (the same names in both)."""
+    failed: tuple[str, ...] = ()
+    """done: those that failed or stopped (each is also reported as before, with its reason)."""
+    parent_tool_call_id: str | None = None
+    kind: str = field(default="mcp_wait", init=False)
+
+
+@dataclass(frozen=True)
 class Compacted:
     strategy: Literal["summary", "truncate"]
     before: int
@@ -118,7 +132,7 @@ class PlanUpdated:
 
 
 Event = (TextDelta | ToolCallStarted | ToolCallFinished | UsageReport | RetryScheduled | Compacted | FilesChanged
-         | PlanUpdated)
+         | PlanUpdated | McpWaiting)
 
 
 @dataclass(frozen=True)

@@ -239,9 +239,21 @@ class RetryUpdate(Wire):
     reason: str
 
 
+class McpWaitUpdate(Wire):
+    """The turn (or /tools) waits for MCP servers to start: "waiting" once the wait has lasted a short
+    moment (never when they are settled or there are none), then "done" when they are ready or failed."""
+
+    kind: Literal["mcp_wait"] = "mcp_wait"
+    state: Literal["waiting", "done"]
+    servers: list[str]
+    """The servers waited for (the same in both)."""
+    failed: list[str] | None = None
+    """done: those that failed (each also reported with its reason, as window/showMessage)."""
+
+
 Update = Annotated[
     TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate
-    | ChangesUpdate | SessionChangedUpdate | SessionInfoUpdate | PlanUpdate,
+    | McpWaitUpdate | ChangesUpdate | SessionChangedUpdate | SessionInfoUpdate | PlanUpdate,
     Field(discriminator="kind"),
 ]
 

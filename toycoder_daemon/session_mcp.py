@@ -7,7 +7,7 @@ open, as the client still holds it) and when the daemon exits.
     hub = McpHub(config.mcp_servers, root, app.tools, notice)
     s.tools.add_own_source(hub.tools_of(s.id))              # every session (App._session_tools)
     await hub.set_session_servers(s.id, {"files": ClientServer(command=...)}, on_status)
-    await hub.settle(s.id)                                  # before a turn: all started, or failed
+    await hub.settle(s.id, frontend.emit)                   # before a turn: all started, or failed
     await hub.close_session(s.id)                           # session/close (App.close_session)
     await hub.aclose()                                      # daemon exit: no process left behind
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .ports import Level
+from .ports import Event, Level, McpWaiting
 
 if TYPE_CHECKING:
     from .tools.base import Tool
@@ -34,6 +34,9 @@ log = logging.getLogger(__name__)
 
 StatusCallback = Callable[[str, str, str], None]
 Notice = Callable[[str, str], None]
+SHOW_WAIT_AFTER = 0.5
+"""Seconds a turn waits for starting MCP servers before the person is told (McpWaiting): a server
+that is ready sooner is not worth a line."""
 CLIENT_SOURCE = "client-mcp"
 """The `source` of a client server's tools (`client-mcp:<server>`, as /tools shows them)."""
 
@@ -83,6 +86,7 @@ class McpHub:
         self._sessions: dict[str, _SessionServers] = {}
         self._lock = asyncio.Lock()  # one change of a session's servers at a time (two loads race)
         self._closing: set[asyncio.Task[None]] = set()
+        self.show_wait_after = SHOW_WAIT_AFTER
 
     def _shared_status(self, server: str, status: str, message: str) -> None:
         if status == "ready":
@@ -127,17 +131,36 @@ class McpHub:
                                        taken=self.shared.parts if self.shared else ())
             await entry.manager.start()
 
-    async def settle(self, session_id: str) -> None:
+    async def settle(self, session_id: str, emit: Callable[[Event], None] | None = None) -> None:
         """Before a turn: wait until the config's servers and the session's are ready or have failed
         (each bounded by its start_timeout; a failure is reported first), so the model is offered
         their tools from the first turn. The config's start now if App.start has not started them
-        yet (a new process's first turn comes before it). Nothing to wait for: nothing is awaited."""
+        yet (a new process's first turn comes before it). Nothing to wait for: nothing is awaited
+        and nothing emitted. A wait longer than SHOW_WAIT_AFTER is shown through `emit`: an
+        McpWaiting "waiting" naming the servers, and "done" (with those that failed) at its end."""
         entry = self._sessions.get(session_id)
         managers = [m for m in (self.shared, entry.manager if entry else None) if m is not None]
         if self.shared:
             await self.shared.start()  # once: App.start's later call does nothing
-        if managers:
-            await asyncio.gather(*(m.wait_ready(m.start_limit) for m in managers))
+        names = [(m, name) for m in managers for name in m.starting()]
+        if not names:
+            return
+        waits = [asyncio.ensure_future(m.wait_ready(m.start_limit)) for m in managers]
+        try:
+            _, pending = await asyncio.wait(waits, timeout=self.show_wait_after if emit else None)
+            if not pending or emit is None:
+                return
+            servers = tuple(name for _, name in names)
+            emit(McpWaiting("waiting", servers))
+            try:
+                await asyncio.wait(waits)
+            finally:  # also when the turn is cancelled meanwhile: the client's line ends either way
+                states = {(id(m), row["name"]): row["status"] for m in managers for row in m.status()}
+                failed = tuple(n for m, n in names if states.get((id(m), n)) in ("failed", "stopped"))
+                emit(McpWaiting("done", servers, failed))
+        finally:
+            for w in waits:
+                w.cancel()
 
     async def close_session(self, session_id: str) -> None:
         async with self._lock:

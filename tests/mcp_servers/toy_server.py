@@ -3,6 +3,7 @@
     python toy_server.py                      # stdio
     python toy_server.py --start-delay 30     # stdio, but sleeps before answering anything
     python toy_server.py --spawn-child --linger --tag X   # leaves a child; ignores stdin EOF and SIGTERM
+    python toy_server.py --stubborn --start-delay 60      # ignores SIGTERM from the start (SIGKILL ends it)
     python toy_server.py --http 0 [--require-header NAME=VALUE]
         # streamable HTTP on 127.0.0.1 at /mcp; the bound port is the first stdout line
 
@@ -163,8 +164,11 @@ def main() -> None:
                         help="start a long sleeping child process (same process group) first")
     parser.add_argument("--linger", action="store_true",
                         help="after stdin closes, ignore SIGTERM and keep running")
+    parser.add_argument("--stubborn", action="store_true", help="ignore SIGTERM from the start")
     parser.add_argument("--tag", default="", help="ignored: marks the command line for the tests")
     opts = parser.parse_args()
+    if opts.stubborn:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if opts.spawn_child:
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "child", opts.tag],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)

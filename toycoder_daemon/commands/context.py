@@ -3,12 +3,12 @@ interface that App implements (commands never import the app)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..llm.base import ChatModel
-from ..ports import Frontend, ModelsInfo
+from ..ports import Event, Frontend, ModelsInfo
 from ..sessions.context import Compaction
 from ..sessions.session import Session
 from ..sessions.store import SessionSummary
@@ -48,9 +48,9 @@ class CommandHost(Protocol):
 
     async def compact(self, s: Session, frontend: Frontend, *, force: bool = False) -> Compaction | None: ...
 
-    async def settle_mcp(self, session_id: str) -> None:
+    async def settle_mcp(self, session_id: str, emit: Callable[[Event], None] | None = None) -> None:
         """What a turn waits for before asking the model: the MCP servers (the config's, the
-        session's client's) started and each ready or failed."""
+        session's client's) started and each ready or failed; a longer wait is shown through `emit`."""
 
     def mcp_status(self, session_id: str | None = None) -> list[dict[str, Any]] | None:
         """The MCP servers' status rows: the config's, then those the session's client gave (with

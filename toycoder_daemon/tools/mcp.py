@@ -116,20 +116,26 @@ class McpManager:
     @property
     def start_limit(self) -> float:
         """Seconds by which every enabled server has settled: each fails at its own start_timeout
-        (a little more for the report), so waiting this long never outlasts the slowest."""
+        (reported then; its process is stopped afterwards, off the waiter's path) or, for another
+        failure, a little later (its report waits for the stderr tail), so this never outlasts the slowest."""
         return max((s.spec.start_timeout for s in self._servers.values() if s.spec.enabled), default=0.0) + 5.0
+
+    def starting(self) -> list[str]:
+        """The enabled servers not yet ready, failed or stopped (what wait_ready would wait for)."""
+        return [name for name, s in self._servers.items() if s.spec.enabled and s.state == "starting"]
 
     async def wait_ready(self, timeout: float) -> bool:
         """Wait until every enabled server is ready, failed or stopped (at most `timeout` s).
         True if they all settled in time; never raises on timeout."""
-        waits = [s.wait_settled() for s in self._servers.values() if s.task is not None]
+        waits = [asyncio.ensure_future(s.wait_settled()) for s in self._servers.values() if s.task is not None]
         if not waits:
             return True
-        try:
-            await asyncio.wait_for(asyncio.gather(*waits), timeout)
-            return True
-        except asyncio.TimeoutError:
-            return False
+        try:  # tasks, not a gather: one cancelled with its waiter leaves no exception unretrieved
+            _, pending = await asyncio.wait(waits, timeout=timeout)
+            return not pending
+        finally:
+            for w in waits:
+                w.cancel()
 
     def tools(self) -> list[Tool]:
         """The tools of the servers that are ready now."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import re
 import signal
 import sys
@@ -142,6 +141,8 @@ class McpServer:
         self._wake = asyncio.Event()
         self._settled = asyncio.Event()
         self._stopping = False
+        self._timed_out = False
+        """Missed its start_timeout: reported failed at once, its stop goes on in the task."""
 
     # -- lifecycle (all of it runs in self.task) --
 
@@ -164,6 +165,21 @@ class McpServer:
             self.tools = []
         self._wake.set()
 
+    def _time_out(self) -> None:
+        """At the start_timeout, while still in the handshake: failed and reported now, so a turn
+        waiting for it goes on; stopping the process (up to EXIT_GRACE + TERM_GRACE for one that
+        ignores SIGTERM) continues in the task, off the turn's path."""
+        if self.state != "starting" or self._stopping:
+            return
+        self._timed_out = True
+        self.state = "failed"
+        self.error = self._reason(f"no answer to the MCP handshake within {self.spec.start_timeout:g}s",
+                                  self.child.recent_stderr() if self.child else [])
+        self._settled.set()
+        self._notify(self.name, "failed", self.error)
+        if self._scope is not None:
+            self._scope.cancel()
+
     async def wait_settled(self) -> None:
         """Until the server is ready, or has failed or stopped and said so (at once if it was never
         launched): a turn that waited for it sees the failure reported before the model does."""
@@ -175,9 +191,9 @@ class McpServer:
     async def run(self) -> None:
         ready = False
         failure: str | None = None
-        quote_exit = True
-        scope = anyio.CancelScope(deadline=anyio.current_time() + max(0.1, self.spec.start_timeout))
+        scope = anyio.CancelScope()
         self._scope = scope
+        timer = asyncio.get_running_loop().call_later(max(0.1, self.spec.start_timeout), self._time_out)
         try:
             with scope:
                 async with contextlib.AsyncExitStack() as stack:
@@ -188,24 +204,21 @@ class McpServer:
                     ))
                     await session.initialize()
                     listed = await self._list_tools(session)
-                    if not self._stopping:
+                    timer.cancel()
+                    if not self._stopping and not self._timed_out:
                         self.tools = self._make_tools(listed)
                         self.session = session
                         self.state = "ready"
                         ready = True
-                        scope.deadline = math.inf  # the start timeout no longer applies
                         self._settled.set()
                         self._notify(self.name, "ready", f"{len(self.tools)} tools")
                         await self._wake.wait()
-                    # Stopping or lost: the tools go before the contexts are torn down.
-                    if not self._stopping:
-                        self.error = "the connection closed"  # the details come once it is torn down
-                    self.state = "stopped"
+                        # Stopping or lost: the tools go before the contexts are torn down.
+                        if not self._stopping:
+                            self.error = "the connection closed"  # the details come once it is torn down
+                        self.state = "stopped"
                     self.session = None
                     self.tools = []
-            if scope.cancelled_caught and not self._stopping and not ready:
-                failure = f"no answer to the MCP handshake within {self.spec.start_timeout:g}s"
-                quote_exit = False  # its exit code is our own kill: not worth quoting
         except asyncio.CancelledError:
             self.state = "stopped"
             raise
@@ -214,32 +227,35 @@ class McpServer:
             if isinstance(e, BaseExceptionGroup) or not isinstance(e, (OSError, MCPError)):
                 log.debug("MCP server %s: %s", self.name, failure, exc_info=True)
         finally:
+            timer.cancel()
             self.session = None
             self.tools = []
             self._settled.set()
+        if self._timed_out:  # reported at the timeout; whatever the stop raised is its own kill's
+            self.state = "failed"
+            return
         if self._stopping:
             self.state = "stopped"
             return
         if ready:
             self.state = "stopped"
-            self.error = await self._ending_reason(failure, quote_exit)
+            self.error = await self._ending_reason(failure)
             self._notify(self.name, "stopped", self.error)
         else:
             self.state = "failed"
             self.error = await self._ending_reason(
-                failure or "the server closed the connection during the handshake", quote_exit)
+                failure or "the server closed the connection during the handshake")
             self._notify(self.name, "failed", self.error)
 
-    async def _ending_reason(self, reason: str | None, quote_exit: bool) -> str:
+    async def _ending_reason(self, reason: str | None) -> str:
         """What went wrong, with the exit code and the last stderr lines of a stdio server."""
-        reason = reason or "the connection closed"
-        child = self.child
-        if child is None:
-            return reason
-        code = child.returncode
-        if quote_exit and code is not None and code != 0:
+        return self._reason(reason or "the connection closed",
+                            await self.child.stderr_tail() if self.child else [])
+
+    def _reason(self, reason: str, tail: list[str]) -> str:
+        code = self.child.returncode if self.child else None
+        if code is not None and code != 0:
             reason += f" (exit code {code})" if code > 0 else f" (killed by signal {-code})"
-        tail = await child.stderr_tail()
         if tail:
             reason += "; stderr: " + "".join(secrets.clip(" | ".join(tail), 0, 800)[:2])
         return reason
@@ -283,7 +299,7 @@ class McpServer:
             try:
                 yield streams
             except BaseException:
-                if self.state == "starting":
+                if self.state == "starting" or self._timed_out:
                     # Abandoned in the handshake (timeout, aclose): it is not answering, so do not
                     # wait for it to notice its stdin closing.
                     child.signal_group(signal.SIGTERM)

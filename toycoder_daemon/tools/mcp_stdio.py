@@ -130,6 +130,10 @@ class StdioChild:
         thread = self._stderr_thread
         while thread is not None and thread.is_alive() and anyio.current_time() < deadline:
             await anyio.sleep(0.02)
+        return self.recent_stderr(lines)
+
+    def recent_stderr(self, lines: int = 3) -> list[str]:
+        """The last non-empty stderr lines read so far."""
         with self._tail_lock:
             return [line for line in list(self._tail)[-lines:] if line.strip()]
 

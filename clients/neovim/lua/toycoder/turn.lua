@@ -1,6 +1,7 @@
 --- What a turn shows in the chat: the prompt, the streamed reply, tool lines updated in place (one
 --- set of states, see style.lua), the ask_user answer under its question, sub-agent activity
---- indented under the tool line that runs it, retries, compaction, the result's notices.
+--- indented under the tool line that runs it, retries, compaction, the wait for MCP servers (one
+--- line, updated in place when it ends), the result's notices.
 local style = require("toycoder.style")
 local history = require("toycoder.history")
 local cb = require("toycoder.chatbuf")
@@ -118,6 +119,36 @@ end
 
 local one_line = style.one_line
 local plan -- defined below, used by M.update
+
+--- mcp_wait: "starting MCP servers: a, b…" while the turn waits, then the same line says how it ended.
+local function mcp_wait(turn, c, u)
+  local servers = type(u.servers) == "table" and u.servers or {}
+  local names = one_line(table.concat(servers, ", "), 200)
+  if u.state == "waiting" then
+    turn.mcp_wait = add_item(c, notice_chunks(c, ("starting MCP servers: %s…"):format(names)))
+    return
+  end
+  local mark = turn.mcp_wait
+  if not mark then
+    return
+  end
+  turn.mcp_wait = nil
+  local failed = type(u.failed) == "table" and u.failed or {}
+  local ready = vim.tbl_filter(function(name)
+    return not vim.tbl_contains(failed, name)
+  end, servers)
+  local said = {}
+  if #ready > 0 then
+    table.insert(said, "ready: " .. one_line(table.concat(ready, ", "), 200))
+  end
+  if #failed > 0 then
+    table.insert(said, "failed: " .. one_line(table.concat(failed, ", "), 200))
+  end
+  local text = "MCP servers " .. table.concat(said, "; ")
+  edit(function()
+    put_virt(mark_row(mark), notice_chunks(c, text), mark)
+  end)
+end
 
 -- ---- turns -----------------------------------------------------------------------------------
 
@@ -249,6 +280,8 @@ function M.update(turn, params)
     local delay = type(u.delaySeconds) == "number" and ("%.2fs"):format(u.delaySeconds) or "?"
     local text = ("retrying (attempt %s in %s): %s"):format(u.attempt or "?", delay, one_line(u.reason, 200))
     add_item(c, notice_chunks(c, text))
+  elseif kind == "mcp_wait" then
+    mcp_wait(turn, c, u)
   elseif kind == "compaction" then
     local text = ("context compacted (%s): %s -> %s messages"):format(u.strategy or "?", u.before or "?", u.after or "?")
     add_item(c, notice_chunks(c, text))

@@ -51,7 +51,7 @@ export type StopReason = 'end_turn' | 'max_steps' | 'max_tokens' | 'cancelled' |
 
 export type Decision = 'allow_once' | 'allow_always' | 'reject';
 
-export type Update = TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate | ChangesUpdate | SessionChangedUpdate | SessionInfoUpdate | PlanUpdate;
+export type Update = TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate | McpWaitUpdate | ChangesUpdate | SessionChangedUpdate | SessionInfoUpdate | PlanUpdate;
 
 export type Action = SwitchAction | QuitAction;
 
@@ -99,6 +99,15 @@ export interface RetryUpdate {
   attempt: number;
   delaySeconds: number;
   reason: string;
+}
+
+export interface McpWaitUpdate {
+  kind: 'mcp_wait';
+  state: 'waiting' | 'done';
+  /** The servers waited for (the same in both). */
+  servers: string[];
+  /** done: those that failed (each also reported with its reason, as window/showMessage). */
+  failed?: string[];
 }
 
 export interface ChangedFileInfo {

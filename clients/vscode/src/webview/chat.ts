@@ -200,6 +200,9 @@ export class ChatView {
       case 'retry':
         turn.retry(u, parent);
         break;
+      case 'mcp_wait':
+        turn.mcpWait(u);
+        break;
       case 'compaction':
         turn.notice(`Context compacted (${u.strategy}): ${u.before} → ${u.after} messages`, 'compaction', parent);
         break;

@@ -65,6 +65,7 @@ export class TurnView {
   private readonly trailing = new WeakMap<HTMLElement, Segment>();
   private readonly segments: Segment[] = [];
   private planEl: HTMLElement | null = null;
+  private mcpWaitEl: HTMLElement | null = null;
 
   constructor(private readonly chat: Renderer, prompt: string | null) {
     this.el = h('div', 'turn');
@@ -124,6 +125,24 @@ export class TurnView {
     }
     const delay = update.delaySeconds ? ` in ${update.delaySeconds.toFixed(1)}s` : '';
     this.notice(`Retrying (attempt ${update.attempt}${delay}): ${update.reason}`, 'retry', parentToolCallId);
+  }
+
+  /** The wait for MCP servers: one notice while they start, then saying which are ready and which failed. */
+  mcpWait(update: Extract<Update, { kind: 'mcp_wait' }>): void {
+    if (update.state === 'waiting') {
+      this.mcpWaitEl = h('div', 'notice mcp-wait waiting', `Starting MCP servers: ${update.servers.join(', ')}…`);
+      this.append(this.body, this.mcpWaitEl);
+      return;
+    }
+    const el = this.mcpWaitEl;
+    if (!el) return;
+    this.mcpWaitEl = null;
+    const failed = update.failed ?? [];
+    const ready = update.servers.filter((s) => !failed.includes(s));
+    const said = [ready.length ? `ready: ${ready.join(', ')}` : '', failed.length ? `failed: ${failed.join(', ')}` : ''];
+    el.textContent = `MCP servers ${said.filter(Boolean).join('; ')}`;
+    el.classList.remove('waiting');
+    if (failed.length) el.classList.add('failed');
   }
 
   /** The plan card: where the first plan arrived, its list replaced by each later one. */

@@ -115,6 +115,20 @@ test('a retry drops the partial reply; compaction, usage and max_steps are shown
   assert.equal(await page.textContent('.notice.max_steps'), 'Stopped after 16 steps.');
 });
 
+test('a wait for MCP servers is one notice, then says which are ready and which failed', async () => {
+  const c = await chat();
+  const { page } = c;
+  await c.send({ type: 'turnStarted', text: 'go' });
+  await c.send(upd({ kind: 'mcp_wait', state: 'waiting', servers: ['github', 'db'] }));
+  assert.equal(await page.textContent('.notice.mcp-wait.waiting'), 'Starting MCP servers: github, db…');
+  await c.send(upd({ kind: 'mcp_wait', state: 'done', servers: ['github', 'db'], failed: ['db'] }));
+  await c.send(text('Answer.'));
+  await page.waitForFunction(() => document.querySelector('.assistant .markdown')?.textContent?.trim() === 'Answer.');
+  assert.equal(await page.locator('.notice.mcp-wait').count(), 1, 'the same notice, updated');
+  assert.equal(await page.locator('.notice.mcp-wait.waiting').count(), 0);
+  assert.equal(await page.textContent('.notice.mcp-wait.failed'), 'MCP servers ready: github; failed: db');
+});
+
 test('the prompt box: Enter sends, Shift+Enter is a newline, slash completion, Stop sends cancel', async () => {
   const c = await chat();
   const { page } = c;
