@@ -105,14 +105,14 @@ def _kill_tree(root: int, *, within: float = KILL_TREE_LIMIT) -> None:
     started and left the group (setsid) is still below it, and would outlive a KILL of the group
     that cut the launcher's own clean-up short. One pass is not enough: a process that forks and
     lets its parent exit changes pid faster than a walk; while the launcher lives its orphans come
-    back below it, so repeating until nothing is left catches it."""
-    from .sandbox.contain import descendants  # only on this rare path
+    back below it, so repeating until nothing is left catches it. Each pass signals by pidfd (a
+    reused pid is never signalled) and waits for one of its kills to land, longer each time."""
+    from .sandbox import tree  # only on this rare path
 
     deadline = time.monotonic() + within
-    while (found := descendants(root)) and time.monotonic() < deadline:
-        for pid in found:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+    wait = tree.FIRST_WAIT
+    while time.monotonic() < deadline and tree.kill_below(root, wait):
+        wait = tree.next_wait(wait)
 
 
 async def _stop(proc: asyncio.subprocess.Process) -> None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
-import time
+
+from . import tree
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
@@ -86,102 +87,20 @@ def bind_readonly(path: str) -> None:
     _check(libc.mount(None, raw, None, MS_REMOUNT | MS_BIND | MS_RDONLY | extra, None), f"remount {path} read-only")
 
 
-def _children(pid: int) -> list[int] | None:
-    """The children of `pid` (zombies included), [] when it is gone, None when this kernel has no
-    /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN)."""
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return []
-    found: list[int] = []
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
-                found.extend(int(c) for c in f.read().split())
-        except FileNotFoundError:
-            if not os.path.exists(f"/proc/{pid}/task/{tid}"):
-                continue  # the thread ended meanwhile
-            return None
-        except OSError:
-            continue
-    return found
-
-
-def _is_zombie(pid: int) -> bool:
-    """Dead for good: every thread is a zombie. A main thread that ended while other threads run
-    shows "Z" in /proc/PID/stat, yet the process lives (its threads can fork) and cannot be reaped
-    until they end, so it must still be killed."""
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return True  # gone: as good as dead
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue  # that thread ended meanwhile
-        if stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3] not in (b"Z", b"X"):
-            return False
-    return True
-
-
-def descendants(root: int) -> list[int]:
-    """Every live process below `root` (parents before children). It follows each process's own
-    children list, not a walk of all /proc: orphans are handed to the subreaper, so a process that
-    forks and exits every millisecond is seen microseconds after the list is read, where a walk of
-    a busy /proc took longer than its pid lived. Zombies are left out: they cannot fork, and their
-    children were already handed up to a (sub)reaper."""
-    found, todo = [], [root]
-    while todo:
-        kids = _children(todo.pop())
-        if kids is None:
-            return _walk(root)
-        for child in kids:
-            if not _is_zombie(child):
-                found.append(child)
-                todo.append(child)
-    return found
-
-
-def _walk(root: int) -> list[int]:
-    """descendants() from one walk of /proc, for kernels without children lists."""
-    children: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2:].split()
-        if fields[0] in (b"Z", b"X") and _is_zombie(int(name)):
-            continue
-        children.setdefault(int(fields[1]), []).append(int(name))
-    found, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
 def kill_and_reap(*, pid_namespace_init: bool) -> None:
     """Kill everything this process started and reap it. As the init of a PID namespace `kill(-1)`
-    reaches exactly the namespace; otherwise this process is a subreaper and walks its tree."""
+    reaches exactly the namespace; otherwise this process is a subreaper and walks its tree,
+    signalling through pidfds (tree.py: a reused pid is never signalled)."""
+    wait = tree.FIRST_WAIT
     while True:
+        fds: list[int] = []
         if pid_namespace_init:
             try:  # noqa: SIM105 (contextlib costs start-up time on every command)
                 os.kill(-1, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         else:
-            for pid in descendants(os.getpid()):
-                try:  # noqa: SIM105
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            fds = tree.signal_found(tree.descendants(os.getpid()), signal.SIGKILL)
         # Reap everything already dead before walking again: one reap per walk is quadratic when the
         # command left thousands of zombies (each walk then takes ~0.1 s).
         reaped = 0
@@ -189,9 +108,14 @@ def kill_and_reap(*, pid_namespace_init: bool) -> None:
             try:
                 pid = os.waitpid(-1, os.WNOHANG)[0]
             except ChildProcessError:
+                tree.close(fds)
                 return  # nothing left to reap: every descendant is gone
             if not pid:
                 break
             reaped += 1
-        if not reaped:
-            time.sleep(0.002)  # killed but not yet dead; kill again in case one forked meanwhile
+        if reaped:
+            tree.close(fds)
+            wait = tree.FIRST_WAIT
+        else:  # killed but not yet dead: wait for one to exit, then kill again in case one forked
+            tree.wait_any(fds, wait)
+            wait = tree.next_wait(wait)
