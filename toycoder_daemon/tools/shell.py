@@ -115,12 +115,13 @@ def _kill_tree(root: int, *, within: float = KILL_TREE_LIMIT) -> None:
         wait = tree.next_wait(wait)
 
 
-async def _stop(proc: asyncio.subprocess.Process) -> None:
+async def _stop(proc: asyncio.subprocess.Process, run: Prepared) -> None:
     """TERM the group, then KILL whatever is still there."""
     _kill_group(proc.pid, signal.SIGTERM)
     with contextlib.suppress(asyncio.TimeoutError):
         await asyncio.wait_for(proc.wait(), KILL_GRACE)
     if proc.returncode is None:  # still there after the grace: its tree first, while it is below it
+        run.kill()  # its cgroup, when it has one: the walk below then finds nothing left running
         await asyncio.to_thread(_kill_tree, proc.pid)
     _kill_group(proc.pid, signal.SIGKILL)
 
@@ -170,7 +171,7 @@ async def run_command(
                 log.debug("run_command runs locally: %s could not start it (%s)", runner.where, e)
         return await _run(run, ctx, command, seconds, limit, started)
     finally:
-        run.cleanup()
+        await run.cleanup()
 
 
 async def _run_elsewhere(runner: CommandRunner, run: Prepared, ctx: ToolContext, command: str,
@@ -228,9 +229,9 @@ async def _run(run: Prepared, ctx: ToolContext, command: str, seconds: float, li
         await asyncio.wait_for(proc.wait(), seconds)
     except asyncio.TimeoutError:
         timed_out = True
-        await _stop(proc)
+        await _stop(proc, run)
     except asyncio.CancelledError:
-        await asyncio.shield(_stop(proc))
+        await asyncio.shield(_stop(proc, run))
         _live_groups.pop(proc.pid, None)
         reader.cancel()
         raise

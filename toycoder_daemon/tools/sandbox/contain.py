@@ -10,7 +10,7 @@ import ctypes
 import os
 import signal
 
-from . import tree
+from . import cgroups, tree
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
@@ -87,10 +87,15 @@ def bind_readonly(path: str) -> None:
     _check(libc.mount(None, raw, None, MS_REMOUNT | MS_BIND | MS_RDONLY | extra, None), f"remount {path} read-only")
 
 
-def kill_and_reap(*, pid_namespace_init: bool) -> None:
-    """Kill everything this process started and reap it. As the init of a PID namespace `kill(-1)`
-    reaches exactly the namespace; otherwise this process is a subreaper and walks its tree,
-    signalling through pidfds (tree.py: a reused pid is never signalled)."""
+def kill_and_reap(*, pid_namespace_init: bool, cgroup: str | None = None) -> None:
+    """Kill everything this process started and reap it. With the command's cgroup (cgroups.py)
+    that is one write, forks in flight included; then, and without one, as the init of a PID
+    namespace `kill(-1)` reaches exactly the namespace; otherwise this process is a subreaper and
+    walks its tree, signalling through pidfds (tree.py: a reused pid is never signalled). The walk
+    stays in cgroup mode too: it costs one pass when the cgroup killed everything, and catches a
+    shell that could not join it. The emptied cgroup is removed."""
+    if cgroup:
+        cgroups.kill(cgroup)
     wait = tree.FIRST_WAIT
     while True:
         fds: list[int] = []
@@ -107,9 +112,11 @@ def kill_and_reap(*, pid_namespace_init: bool) -> None:
         while True:
             try:
                 pid = os.waitpid(-1, os.WNOHANG)[0]
-            except ChildProcessError:
+            except ChildProcessError:  # nothing left to reap: every descendant is gone
                 tree.close(fds)
-                return  # nothing left to reap: every descendant is gone
+                if cgroup:
+                    cgroups.remove(cgroup, within=1.0)
+                return
             if not pid:
                 break
             reaped += 1

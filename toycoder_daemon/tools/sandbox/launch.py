@@ -18,7 +18,9 @@ and reaps its whole tree when the shell ends, when it is told to stop, or when t
 (its death signal is then SIGTERM, handled, rather than SIGKILL). The command cannot signal the
 supervisor from Landlock ABI 6 (its domain is scoped); below that, a hostile command without
 namespaces can stop or kill it and outlive the daemon, and at any ABI a process forking faster than
-the supervisor kills can outrun it (docs/security.md, probe.supervisor_exposed).
+the supervisor kills can outrun its walk (docs/security.md, probe.supervisor_exposed). Where the
+daemon gives the command a cgroup of its own (spec "cgroup", cgroups.py), the shell joins it before
+it is confined, and every kill above starts with `cgroup.kill`, which no fork outruns.
 
 Root takes a user namespace like anyone else, and drops a few capabilities (caps.py) either way; the
 command inherits no file descriptor beyond 0, 1 and 2.
@@ -31,7 +33,7 @@ import os
 import signal
 import sys
 
-from . import caps, contain, landlock
+from . import caps, cgroups, contain, landlock
 
 TYPE_CHECKING = False  # mypy reads the block below; importing typing costs start-up time per command
 if TYPE_CHECKING:
@@ -52,6 +54,8 @@ def _daemon_gone(spec: dict[str, Any]) -> bool:
 def _run_shell(spec: dict[str, Any]) -> NoReturn:
     """In the final child: confine, then become the shell."""
     try:
+        if spec.get("cgroup"):  # first, while it may still write there; what it starts stays in it
+            cgroups.join(spec["cgroup"])
         if spec["required"] and not spec["landlock"]:
             os.write(2, b"toycoder sandbox: required, but there is no Landlock to apply; it did not run\n")
             os._exit(REFUSED_EXIT)
@@ -90,8 +94,10 @@ def _run_shell(spec: dict[str, Any]) -> NoReturn:
 def _supervise(spec: dict[str, Any], *, init: bool) -> int:
     """Start the shell, wait for it, then kill and reap everything else; the shell's status."""
 
+    cgroup = spec.get("cgroup")
+
     def stop(signum: int, _frame: Any) -> None:
-        contain.kill_and_reap(pid_namespace_init=init)
+        contain.kill_and_reap(pid_namespace_init=init, cgroup=cgroup)
         os._exit(128 + signum)
 
     # Before the fork: a stop that comes while the shell starts still ends its tree.
@@ -113,11 +119,11 @@ def _supervise(spec: dict[str, Any], *, init: bool) -> int:
         if pid == shell:
             code = os.waitstatus_to_exitcode(status)
             break
-    contain.kill_and_reap(pid_namespace_init=init)
+    contain.kill_and_reap(pid_namespace_init=init, cgroup=cgroup)
     return 128 - code if code < 0 else code
 
 
-def _wait_for(child: int) -> int:
+def _wait_for(child: int, cgroup: str | None) -> int:
     """The launcher above a namespace init: pass a stop on as SIGKILL (which ends the namespace)."""
 
     def stop(signum: int, _frame: Any) -> None:
@@ -125,7 +131,7 @@ def _wait_for(child: int) -> int:
             os.kill(child, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        contain.kill_and_reap(pid_namespace_init=False)
+        contain.kill_and_reap(pid_namespace_init=False, cgroup=cgroup)
         os._exit(128 + signum)
 
     for sig in _STOPS:
@@ -182,7 +188,7 @@ def run(spec: dict[str, Any]) -> int:
             os.write(2, f"toycoder sandbox: {e}\n".encode())
             os._exit(127)
     os.close(launcher_r)
-    return _wait_for(init)  # launcher_w stays open until this process ends
+    return _wait_for(init, spec.get("cgroup"))  # launcher_w stays open until this process ends
 
 
 def probe() -> dict[str, Any]:

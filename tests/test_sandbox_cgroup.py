@@ -1,0 +1,179 @@
+"""A cgroup v2 per sandboxed command, ended with cgroup.kill: what a walk of the process tree races
+(a pid hopper) is ended whole, in both namespace modes; the command cannot leave its cgroup; the
+cgroup is removed after the command ends and after a cancel; without cgroups the walk is used."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import AllowAll, proc_dir, processes_running, processes_with
+from sandbox_helpers import Box, Runner, cgroups_of, remove_cgroups_of, run, spec_for, unique_sleep
+from test_sandbox_hopper import CC, HOPPER
+from waiting import scaled, wait_until
+
+from toycoder_daemon.tools.sandbox import cgroups, command, landlock, probe
+from toycoder_daemon.tools.settings import ToolSettings
+
+ABI = landlock.abi_version() if sys.platform.startswith("linux") else 0
+NO_CGROUP = cgroups.unusable() if ABI >= 1 else "the sandbox needs Linux with Landlock"
+needs_cgroups = pytest.mark.skipif(NO_CGROUP is not None, reason=f"no cgroup per command here ({NO_CGROUP}); NOT a pass")
+ROOT = os.geteuid() == 0 if sys.platform.startswith("linux") else False
+
+# The launcher with its tree walk disabled: whatever it ends, only the cgroup can have ended.
+WALKLESS = """import sys
+sys.path.append(sys.argv.pop(1))
+from toycoder_daemon.tools.sandbox import launch, tree
+tree.descendants = lambda root: []
+sys.exit(launch.main(sys.argv[1:]))
+"""
+
+
+@pytest.fixture
+def box() -> Iterator[Box]:
+    b = Box.make(None)
+    yield b
+    b.remove()
+
+
+@pytest.fixture
+def cgroup() -> Iterator[str]:
+    made = cgroups.create()
+    assert made is not None
+    yield made
+    remove_cgroups_of(os.getpid())
+
+
+@pytest.fixture
+def hopper(tmp_path: Path) -> Path:
+    if CC is None:
+        pytest.skip("no C compiler (cc/gcc) to build the pid hopper; NOT a pass")
+    (tmp_path / "hopper.c").write_text(HOPPER)
+    subprocess.run([str(CC), "-O1", "-o", str(tmp_path / "hopper"), str(tmp_path / "hopper.c")], check=True)
+    return tmp_path / "hopper"
+
+
+@needs_cgroups
+@pytest.mark.parametrize("namespaces", [True, False], ids=["pid-namespace", "subreaper"])
+def test_a_stop_ends_a_pid_hopper_through_the_cgroup_alone(box: Box, cgroup: str, hopper: Path,
+                                                           namespaces: bool) -> None:
+    runner = Runner("root" if ROOT else "current user")
+    marker = f"hop{uuid.uuid4().hex}"
+    spec, _ = spec_for(f"{hopper} {box.tmp}/hopping 120 {marker} & sleep 600", box, runner.support(),
+                       namespaces=namespaces)
+    spec["cgroup"] = cgroup
+    package = str(Path(cgroups.__file__).resolve().parents[3])
+    launcher = subprocess.Popen([sys.executable, "-I", "-S", "-c", WALKLESS, package, json.dumps(spec)],
+                                cwd=probe.LAUNCH_CWD, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                start_new_session=True)
+    try:
+        wait_until(lambda: (box.tmp / "hopping").exists(), scaled(30), "the hopper to run")
+        assert processes_with(marker), "the hopper is not visible by its marker (the check below would prove nothing)"
+        os.killpg(launcher.pid, signal.SIGTERM)  # what a cancel sends
+        launcher.wait(timeout=scaled(30))
+        wait_until(lambda: not processes_with(marker), scaled(30), "the hopper to be gone")
+        assert not os.path.isdir(cgroup), "the launcher removes the emptied cgroup"
+    finally:
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+            launcher.wait()
+        cgroups.kill(cgroup)  # clean-up only: the hopper, if the code under test left it
+
+
+@needs_cgroups
+@pytest.mark.skipif(not ROOT, reason="the test writes the daemon's own cgroup as root; NOT a pass")
+@pytest.mark.parametrize("namespaces", [True, False], ids=["pid-namespace", "subreaper"])
+def test_the_command_cannot_leave_its_cgroup(box: Box, cgroup: str, namespaces: bool) -> None:
+    """Landlock keeps cgroupfs read-only to it: not the parent's cgroup.procs, nor a new child."""
+    parent = os.path.dirname(cgroup)
+    runner = Runner("root")
+    spec, _ = spec_for(f"grep ^0:: /proc/self/cgroup; echo 0 > {parent}/cgroup.procs && echo LEFT; "
+                       f"mkdir {cgroup}/sub && echo MADE; grep ^0:: /proc/self/cgroup; sleep 600 & echo done",
+                       box, runner.support(), namespaces=namespaces)
+    spec["cgroup"] = cgroup
+    done = run(runner, box, spec)
+    first, second, last = done.stdout.splitlines()
+    assert first == second and first.startswith("0::") and first.endswith("/" + os.path.basename(cgroup)), done
+    assert last == "done", done  # neither LEFT nor MADE
+    assert "Permission denied" in done.stderr, done.stderr
+    assert not os.path.isdir(cgroup), "removed once the command ended (its background sleep killed)"
+
+
+@needs_cgroups
+@pytest.mark.parametrize("how", ["returns", "cancel"])
+async def test_run_command_removes_its_cgroup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    from toycoder_daemon.tools import shell
+    from toycoder_daemon.tools.base import ToolContext
+    from toycoder_daemon.tools.permission import PermissionGate
+    from toycoder_daemon.tools.registry import ToolRegistry
+    from toycoder_daemon.tools.workspace import Workspace
+
+    monkeypatch.setattr(probe, "_cached", probe.Support(sys.platform, ABI, False, False, cgroup=True))
+    registry = ToolRegistry(PermissionGate(["run_command"]))
+    registry.register(shell.run_command, enabled=True)
+    background, foreground = unique_sleep(), unique_sleep()
+    tail = "grep ^0:: /proc/self/cgroup" if how == "returns" else f"sleep {foreground}"
+    call = json.dumps({"command": f"sleep {background} & {tail}"})
+    turn = asyncio.ensure_future(registry.dispatch("run_command", call, ToolContext(Workspace(tmp_path), AllowAll(), "c")))
+    try:
+        if how == "cancel":
+            sleeping = f"sleep {foreground}"
+            [pid] = await asyncio.to_thread(wait_until, lambda: processes_running(sleeping), scaled(30), "the command")
+            line = next(x for x in Path(proc_dir(pid), "cgroup").read_text().splitlines() if x.startswith("0::"))
+            turn.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await asyncio.wait_for(turn, scaled(30))
+        else:
+            out = (await asyncio.wait_for(turn, scaled(30))).output
+            line = next(x for x in out.splitlines() if x.startswith("0::"))
+        made = os.path.basename(line)
+        assert made.startswith(f"toycoder-{os.getpid()}-"), line  # the command ran in a cgroup of its own
+        assert not cgroups_of(os.getpid()), "removed when run_command returns"
+        assert not processes_with(background)
+    finally:
+        turn.cancel()
+        remove_cgroups_of(os.getpid())
+
+
+def test_without_cgroups_the_walk_is_used_and_the_reports_say_so(monkeypatch: pytest.MonkeyPatch,
+                                                                   tmp_path: Path) -> None:
+    monkeypatch.setenv(cgroups.SIMULATE_ENV, "1")
+    assert cgroups.unusable() == f"disabled by {cgroups.SIMULATE_ENV}"
+    walk = probe.Support("linux", 7, False, False, cgroup=False)
+    killed_whole = probe.Support("linux", 7, False, False, cgroup=True)
+    assert walk.report()["cgroupKill"] is False and killed_whole.report()["cgroupKill"] is True
+    assert walk.supervisor_exposed and "nor cgroup" in walk.supervisor_exposed
+    assert killed_whole.supervisor_exposed is None  # scoped signals and cgroup.kill: no race left
+    assert probe.Support("linux", 5, False, False, cgroup=True).supervisor_exposed  # it can still stop its launcher
+    assert "a subreaper and a cgroup (cgroup.kill)" in killed_whole.summary()
+    assert "cgroup" not in walk.summary().split("NOT against")[0]
+    if ABI >= 1:
+        monkeypatch.setattr(probe, "_cached", walk)
+        prepared = asyncio.run(command.prepare(ToolSettings(), tmp_path, "true", {}))
+        assert prepared.spec is not None and prepared.spec["cgroup"] is None and prepared.cgroup is None
+        asyncio.run(prepared.cleanup())
+
+
+@needs_cgroups
+def test_a_fresh_cgroup_is_made_per_command_and_removed_by_cleanup(monkeypatch: pytest.MonkeyPatch,
+                                                                   tmp_path: Path) -> None:
+    monkeypatch.setattr(probe, "_cached", probe.Support(sys.platform, ABI, False, False, cgroup=True))
+    try:
+        first = asyncio.run(command.prepare(ToolSettings(), tmp_path, "true", {}))
+        second = asyncio.run(command.prepare(ToolSettings(), tmp_path, "true", {}))
+        assert first.cgroup and second.cgroup and first.cgroup != second.cgroup
+        assert first.spec is not None and first.spec["cgroup"] == first.cgroup
+        assert os.path.basename(first.cgroup).startswith(f"toycoder-{os.getpid()}-")
+        for p in (first, second):
+            asyncio.run(p.cleanup())
+        assert not cgroups_of(os.getpid())
+    finally:
+        remove_cgroups_of(os.getpid())
