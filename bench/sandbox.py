@@ -4,6 +4,8 @@
   sandboxed  the launcher run_command spawns now            (namespaces + Landlock + reaping)
   no-ns      the launcher without namespaces                (the unprivileged fallback: subreaper,
                                                              Landlock TCP rules)
+  cgroup     sandboxed, in a cgroup of its own              (where the daemon can make one: made
+                                                             before, killed and removed after)
 
 Each run is spawn-to-exit through subprocess, in a temp workspace; medians and the ratio to plain
 are printed. The machine is shared and noisy: read the ratio, not the absolute times.
@@ -22,16 +24,24 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from toycoder_daemon.tools.sandbox import probe  # noqa: E402
+from toycoder_daemon.tools.sandbox import cgroups, probe  # noqa: E402
 from toycoder_daemon.tools.sandbox.policy import Policy, plan  # noqa: E402
 
 
-def timed(argv: list[str], cwd: str, env: dict[str, str]) -> float:
+def timed(argv: list[str], cwd: str, env: dict[str, str], spec: dict[str, Any] | None = None) -> float:
+    """Spawn to exit; with `spec`, a fresh cgroup is made before and removed after, in the time."""
     start = time.perf_counter()
+    made = None
+    if spec is not None:
+        made = cgroups.create()
+        argv = probe.launcher_argv(json.dumps({**spec, "cgroup": made}))
     done = subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True)
+    if made:
+        cgroups.remove(made)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         sys.exit(f"{argv[:3]}... failed ({done.returncode}): {done.stderr.decode(errors='replace')}")
@@ -59,13 +69,18 @@ def main() -> int:
             "sandboxed": probe.launcher_argv(json.dumps(spec)),
             "no-ns": probe.launcher_argv(json.dumps({**spec, "namespaces": False, "readonly": []})),
         }
+        if support.cgroup:
+            variants["cgroup"] = variants["sandboxed"]
         times: dict[str, list[float]] = {name: [] for name in variants}
-        for argv in variants.values():  # warm-up
-            timed(argv, str(ws), env)
+        def one(name: str) -> float:
+            return timed(variants[name], str(ws), env, spec if name == "cgroup" else None)
+
+        for name in variants:  # warm-up
+            one(name)
         for i in range(args.runs):
             names = list(variants)
             for name in names[i % len(names):] + names[:i % len(names)]:  # rotate the order
-                times[name].append(timed(variants[name], str(ws), env))
+                times[name].append(one(name))
     plain = statistics.median(times["plain"])
     print(f"{args.runs} runs of `true` each, interleaved")
     for name, values in times.items():
