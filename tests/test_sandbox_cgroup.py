@@ -29,12 +29,17 @@ needs_cgroups = pytest.mark.skipif(NO_CGROUP is not None, reason=f"no cgroup per
 ROOT = os.geteuid() == 0 if sys.platform.startswith("linux") else False
 
 # The launcher with its tree walk disabled: whatever it ends, only the cgroup can have ended.
-WALKLESS = """import sys
-sys.path.append(sys.argv.pop(1))
-from toycoder_daemon.tools.sandbox import launch, tree
-tree.descendants = lambda root: []
-sys.exit(launch.main(sys.argv[1:]))
-"""
+WALKLESS = "tree.descendants = lambda root: []"
+# The launcher where clone3 cannot put the shell in the cgroup: the shell joins it by a write.
+NO_CLONE3 = "contain.fork_into_cgroup = lambda path: None"
+
+
+def patched_launcher(patch: str, spec: dict[str, object]) -> list[str]:
+    package = str(Path(cgroups.__file__).resolve().parents[3])
+    code = ("import sys\nsys.path.append(sys.argv.pop(1))\n"
+            "from toycoder_daemon.tools.sandbox import contain, launch, tree\n"
+            f"{patch}\nsys.exit(launch.main(sys.argv[1:]))\n")
+    return [sys.executable, "-I", "-S", "-c", code, package, json.dumps(spec)]
 
 
 @pytest.fixture
@@ -70,9 +75,7 @@ def test_a_stop_ends_a_pid_hopper_through_the_cgroup_alone(box: Box, cgroup: str
     spec, _ = spec_for(f"{hopper} {box.tmp}/hopping 120 {marker} & sleep 600", box, runner.support(),
                        namespaces=namespaces)
     spec["cgroup"] = cgroup
-    package = str(Path(cgroups.__file__).resolve().parents[3])
-    launcher = subprocess.Popen([sys.executable, "-I", "-S", "-c", WALKLESS, package, json.dumps(spec)],
-                                cwd=probe.LAUNCH_CWD, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+    launcher = subprocess.Popen(patched_launcher(WALKLESS, spec), cwd=probe.LAUNCH_CWD, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 start_new_session=True)
     try:
         wait_until(lambda: (box.tmp / "hopping").exists(), scaled(30), "the hopper to run")
@@ -90,16 +93,23 @@ def test_a_stop_ends_a_pid_hopper_through_the_cgroup_alone(box: Box, cgroup: str
 
 @needs_cgroups
 @pytest.mark.skipif(not ROOT, reason="the test writes the daemon's own cgroup as root; NOT a pass")
+@pytest.mark.parametrize("clone3", [True, False], ids=["born-in-it", "joined-by-write"])
 @pytest.mark.parametrize("namespaces", [True, False], ids=["pid-namespace", "subreaper"])
-def test_the_command_cannot_leave_its_cgroup(box: Box, cgroup: str, namespaces: bool) -> None:
-    """Landlock keeps cgroupfs read-only to it: not the parent's cgroup.procs, nor a new child."""
+def test_the_command_cannot_leave_its_cgroup(box: Box, cgroup: str, namespaces: bool, clone3: bool) -> None:
+    """The shell is in the command's cgroup however it got there, and Landlock keeps cgroupfs
+    read-only to it: not the parent's cgroup.procs, nor a new child."""
     parent = os.path.dirname(cgroup)
     runner = Runner("root")
     spec, _ = spec_for(f"grep ^0:: /proc/self/cgroup; echo 0 > {parent}/cgroup.procs && echo LEFT; "
                        f"mkdir {cgroup}/sub && echo MADE; grep ^0:: /proc/self/cgroup; sleep 600 & echo done",
                        box, runner.support(), namespaces=namespaces)
     spec["cgroup"] = cgroup
-    done = run(runner, box, spec)
+    if clone3:
+        done = run(runner, box, spec)
+    else:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TMPDIR": str(box.tmp), "LANG": "C"}
+        done = subprocess.run(patched_launcher(NO_CLONE3, spec), cwd=probe.LAUNCH_CWD, env=env, capture_output=True,
+                              text=True, timeout=scaled(30), stdin=subprocess.DEVNULL)
     first, second, last = done.stdout.splitlines()
     assert first == second and first.startswith("0::") and first.endswith("/" + os.path.basename(cgroup)), done
     assert last == "done", done  # neither LEFT nor MADE

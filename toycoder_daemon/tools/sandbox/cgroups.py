@@ -1,7 +1,8 @@
 """A cgroup v2 per sandboxed command, ended whole with `cgroup.kill` (Linux >= 5.14).
 
-The daemon makes one under its own cgroup for each command (`create`); the launcher's first child
-joins it before it is confined (`join`), so everything the command starts is in it, and Landlock
+The daemon makes one under its own cgroup for each command (`create`); the launcher forks the shell
+into it (contain.fork_into_cgroup) or the shell joins it before it is confined (`join`, which waits
+for an RCU grace period), so everything the command starts is in it, and Landlock
 then keeps the command from writing any cgroup file: it cannot move itself out. Ending the command
 kills the cgroup whole (`kill`): the kernel signals every process in it, forks in flight included,
 where a walk of the process tree races a process that forks faster than the walk kills. The

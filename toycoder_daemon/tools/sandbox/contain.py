@@ -20,6 +20,8 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
+SYS_CLONE3 = 435  # the same on every architecture (the generic syscall table)
+CLONE_INTO_CGROUP = 0x200000000
 # statvfs flags that a remount inside a user namespace must keep (they are locked there).
 _KEEP = {os.ST_NOSUID: MS_NOSUID, os.ST_NODEV: MS_NODEV, os.ST_NOEXEC: MS_NOEXEC, os.ST_NOATIME: MS_NOATIME,
          os.ST_NODIRATIME: MS_NODIRATIME, os.ST_RELATIME: MS_RELATIME}
@@ -37,6 +39,30 @@ def _check(result: int, what: str) -> None:
 
 def prctl(option: int, value: int) -> None:
     _check(_libc().prctl(option, value, 0, 0, 0), f"prctl({option})")
+
+
+class _CloneArgs(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_uint64) for name in (
+        "flags", "pidfd", "child_tid", "parent_tid", "exit_signal", "stack", "stack_size", "tls", "set_tid",
+        "set_tid_size", "cgroup")]
+
+
+def fork_into_cgroup(path: str) -> int | None:
+    """fork(), the child born in the cgroup at `path` (clone3 with CLONE_INTO_CGROUP, Linux 5.7);
+    None when refused (the caller then forks and joins). Moving a process in afterwards waits for an
+    RCU grace period (~10 ms a command here: bench/README.md), this does not. Python's and libc's
+    after-fork work does not run in the child, so it must only set itself up and exec or _exit, as
+    the launcher's shell does; it must not start threads or fork again."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    libc = _libc()
+    libc.syscall.restype = ctypes.c_long
+    args = _CloneArgs(flags=CLONE_INTO_CGROUP, exit_signal=signal.SIGCHLD, cgroup=fd)
+    pid = int(libc.syscall(ctypes.c_long(SYS_CLONE3), ctypes.byref(args), ctypes.c_size_t(ctypes.sizeof(args))))
+    os.close(fd)  # in both processes
+    return pid if pid >= 0 else None
 
 
 def writer_gone(fd: int) -> bool:

@@ -19,8 +19,9 @@ and reaps its whole tree when the shell ends, when it is told to stop, or when t
 supervisor from Landlock ABI 6 (its domain is scoped); below that, a hostile command without
 namespaces can stop or kill it and outlive the daemon, and at any ABI a process forking faster than
 the supervisor kills can outrun its walk (docs/security.md, probe.supervisor_exposed). Where the
-daemon gives the command a cgroup of its own (spec "cgroup", cgroups.py), the shell joins it before
-it is confined, and every kill above starts with `cgroup.kill`, which no fork outruns.
+daemon gives the command a cgroup of its own (spec "cgroup", cgroups.py), the shell is forked into
+it (or joins it before it is confined), and every kill above starts with `cgroup.kill`, which no
+fork outruns.
 
 Root takes a user namespace like anyone else, and drops a few capabilities (caps.py) either way; the
 command inherits no file descriptor beyond 0, 1 and 2.
@@ -51,10 +52,10 @@ def _daemon_gone(spec: dict[str, Any]) -> bool:
     return bool(spec.get("daemon")) and os.getppid() != spec["daemon"]
 
 
-def _run_shell(spec: dict[str, Any]) -> NoReturn:
+def _run_shell(spec: dict[str, Any], *, join: bool) -> NoReturn:
     """In the final child: confine, then become the shell."""
     try:
-        if spec.get("cgroup"):  # first, while it may still write there; what it starts stays in it
+        if join:  # first, while it may still write there; what it starts stays in it
             cgroups.join(spec["cgroup"])
         if spec["required"] and not spec["landlock"]:
             os.write(2, b"toycoder sandbox: required, but there is no Landlock to apply; it did not run\n")
@@ -109,11 +110,15 @@ def _supervise(spec: dict[str, Any], *, init: bool) -> int:
         contain.prctl(contain.PR_SET_PDEATHSIG, signal.SIGTERM)
         if _daemon_gone(spec):
             return 137
-    shell = os.fork()
+    # Born in the command's cgroup when the kernel allows (no wait); else it joins it (~10 ms).
+    shell = contain.fork_into_cgroup(cgroup) if cgroup else None
+    joined = shell is not None
+    if shell is None:
+        shell = os.fork()
     if shell == 0:
         for sig in _STOPS:  # the supervisor's handler is not the shell's
             signal.signal(sig, signal.SIG_DFL)
-        _run_shell(spec)
+        _run_shell(spec, join=bool(cgroup) and not joined)
     while True:
         pid, status = os.waitpid(-1, 0)  # also reaps orphans handed to us meanwhile
         if pid == shell:
