@@ -187,3 +187,22 @@ def test_a_fresh_cgroup_is_made_per_command_and_removed_by_cleanup(monkeypatch: 
         assert not cgroups_of(os.getpid())
     finally:
         remove_cgroups_of(os.getpid())
+
+
+@needs_cgroups
+def test_the_sweep_removes_only_empty_cgroups_of_daemons_no_longer_running() -> None:
+    parent = cgroups.own_dir()
+    assert parent is not None
+    never_a_pid = 4194305  # above PID_MAX_LIMIT (4194304): no process has it, ever
+    dead = os.path.join(parent, f"{cgroups.PREFIX}{never_a_pid}-{uuid.uuid4().int % 10**9}")
+    ours = cgroups.create()
+    assert ours is not None
+    os.mkdir(dead)
+    try:
+        cgroups.sweep(parent)
+        assert not os.path.isdir(dead)
+        assert os.path.isdir(ours)  # this process runs: its cgroup stays
+    finally:
+        for path in (dead, ours):
+            if os.path.isdir(path):
+                os.rmdir(path)
