@@ -15,6 +15,8 @@ case (--history N) opens a session of N messages in a fresh process per peer (ou
 loaded, compaction off; codex: thread/resume given the same history as Responses items) and times
 one prompt in it.
 
+Our daemon runs as a user's install runs it: pip's console script in a venv of the dependencies
+(installed.py), the tree's code first on PYTHONPATH.
 codex: `--install-codex` puts npm @openai/codex@0.171.0 into bench/.peers/ (gitignored, never a
 project dependency); CODEX_BIN points at another binary. Without it, only our rows are printed.
 
@@ -46,6 +48,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 from big_history import history  # noqa: E402
+from installed import installed_launcher  # noqa: E402
 from peer_clients import Codex, Peer, ToyACP, ToyLSP  # noqa: E402
 from peer_llm import PeerLLM  # noqa: E402
 
@@ -103,6 +106,9 @@ class Setup:
         # bytecode as an installed daemon has it (pip compiles at install): the warm-up run compiles
         # into the temp dir, so no run pays ~0.2 s of compiling and the tree stays clean
         self.env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+        self.loop_stats = tmp / "loop-stats.jsonl" if loop_stats else None
+        if self.loop_stats:  # in `base`: every row's env (both trees') is made from it
+            self.env["BENCH_LOOP_STATS"] = str(self.loop_stats)
         base = self.env
         self.env = tree_env(base, daemon_root)
         cfg = tmp / "config.yaml"
@@ -114,13 +120,11 @@ class Setup:
             "session: {max_messages: 1000000, max_context_tokens: 100000000}\n")
         self.data = tmp / "data"
         self.llm = llm
-        self.loop_stats = tmp / "loop-stats.jsonl" if loop_stats else None
-        daemon = [str(HERE / "loop_stats.py")] if loop_stats else ["-m", "toycoder_daemon"]
-        if self.loop_stats:
-            self.env["BENCH_LOOP_STATS"] = str(self.loop_stats)
+        # as a user's install runs it (installed.py: pip's console script, no editable-install finder)
+        daemon = [sys.executable, str(HERE / "loop_stats.py")] if loop_stats else installed_launcher(tmp)
         self.argv: dict[type[Peer], list[str]] = {
-            ToyLSP: [sys.executable, *daemon, "--config", str(cfg)],
-            ToyACP: [sys.executable, *daemon, "--acp", "--config", str(cfg)],
+            ToyLSP: [*daemon, "--config", str(cfg)],
+            ToyACP: [*daemon, "--acp", "--config", str(cfg)],
         }
         if codex:
             self.argv[Codex] = [codex, "app-server", "-c", 'model_provider="bench"', "-c", f'model="{MODEL}"', "-c",
@@ -333,7 +337,8 @@ async def main_async(args: argparse.Namespace) -> int:
                     m = await one_turn(setup, entry, tokens)
                     if r >= args.warmup:
                         runs[entry].append(m)
-            table(f"{tokens:,} tokens, one fresh process per run", COLS, {k: medians(v) for k, v in runs.items()})
+            if args.runs:  # --runs 0: the warm-up alone (bytecode compiled for the tables after)
+                table(f"{tokens:,} tokens, one fresh process per run", COLS, {k: medians(v) for k, v in runs.items()})
         if args.sessions:
             llm.set_tokens(args.many_tokens)
             many: dict[Row, list[dict[str, float]]] = {e: [] for e in entries}

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "toycoder_daemon"
 # The groups, lowest first, and what each may import besides itself (docs/architecture.md).
 GROUPS: dict[str, tuple[str, ...]] = {
     "base": ("toycoder_daemon", "toycoder_daemon.ports", "toycoder_daemon.messages", "toycoder_daemon.errors",
-             "toycoder_daemon.secrets", "toycoder_daemon.atomic", "toycoder_daemon.logs",
+             "toycoder_daemon.secrets", "toycoder_daemon.environ_scrub", "toycoder_daemon.atomic", "toycoder_daemon.logs",
              "toycoder_daemon.coalesce", "toycoder_daemon.background", "toycoder_daemon.safejson",
              "toycoder_daemon.modes", "toycoder_daemon.field_docs",
              "toycoder_daemon.deferred_models"),
@@ -37,7 +37,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
               "toycoder_daemon.rpc_io", "toycoder_daemon.__main__", "toycoder_daemon.lsp_mapping",
               "toycoder_daemon.pygls_adapter", "toycoder_daemon.ndjson", "toycoder_daemon.rpc_checks", "toycoder_daemon.outbox",
               "toycoder_daemon.reply_wait", "toycoder_daemon.lsp_calls", "toycoder_daemon.lsp_early",
-              "toycoder_daemon.lsp_early_link",
+              "toycoder_daemon.lsp_early_link", "toycoder_daemon.lsp_direct",
               "toycoder_daemon.acp_early", "toycoder_daemon.acp_early_link", "toycoder_daemon.acp_turn"),
     "testing": ("toycoder_daemon.testing",),
     "terminal": ("toycoder_daemon.terminal",),

@@ -68,7 +68,7 @@ async def through_pygls(workspace: Path, config: Path, requests: list[dict[str, 
     out = Capture()
     writer = FrameWriter(out)  # type: ignore[arg-type]
     server.protocol.set_writer(writer)
-    dispatcher = Dispatcher(server, writer, lambda: None)
+    dispatcher = Dispatcher(server, writer, lambda: None, direct=False)  # pygls' own dispatch, not lsp_direct
     for msg in [initialize(workspace, config), INITIALIZED, *requests]:
         dispatcher.frame(body(msg), None)
     await eventually(lambda: all(r["id"] in out.answers() for r in requests), "pygls' answers")

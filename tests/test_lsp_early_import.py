@@ -2,7 +2,8 @@
 left to it, a message held for it) or the process is idle (no early request for `quiet` seconds,
 whatever document news comes), never beside an early turn; prompts run early until the import has
 started, then they are pygls'; the App's start-up work begins after the first early turn, when idle
-or once pygls is in, never beside an early turn; the end of input calls on_end at once. In-process
+or once pygls is in, never beside an early turn (the first turn starts the config's MCP servers
+itself); the end of input calls on_end at once. In-process
 through serve_lsp with its `importer` seam (the importer records that it was called and waits for
 the test), plus a real daemon with a configured MCP server whose lsprotocol import is held. No
 timing is asserted: bench/peers.py measures it."""
@@ -158,12 +159,12 @@ async def test_input_ending_before_anything_wanted_pygls_imports_nothing(
     assert not s.importer.started.is_set()
 
 
-def test_mcp_servers_start_after_the_first_early_turn_and_reach_a_later_early_one(
+def test_the_first_early_turn_starts_the_config_mcp_servers_itself_without_pygls(
         tmp_path: Path, workspace: Path, llm: FakeLLM) -> None:
     """Through a real daemon with a configured MCP server, lsprotocol held and a quiet period no test
-    reaches: the first early turn runs without the server (start-up work never runs beside an early
-    turn); once that turn has ended the server starts though pygls is not in; a later prompt, early
-    too, offers its tools to the model once they are up; the import never started."""
+    reaches: the first early turn starts the server itself (App.start comes only after it) and waits
+    for its tools, so the model's first request offers them; a server that starts well needs nothing
+    shown, so pygls is never needed and the import never starts."""
     tag = unique_marker("toycoder-lsp-early-mcp")
     config = write_config(tmp_path / "config.yaml", llm, extra=(
         f"mcp_servers:\n  toy: {{command: {sys.executable}, args: [{SERVER}, --tag, {tag}], permission: safe}}\n"))
@@ -186,24 +187,11 @@ def test_mcp_servers_start_after_the_first_early_turn_and_reach_a_later_early_on
         sid = until(lambda m: m.get("id") == 1)["result"]["sessionId"]
         d.send(prompt(2, sid))
         permission = until(lambda m: m.get("method") == "toycoder/requestPermission")
-        assert processes_with(tag) == []  # not while the early turn runs
+        assert processes_with(tag)  # started by the turn, which is still running
+        assert {"write_file", "mcp__toy__add"} <= offered(llm.requests[0])
         d.send(reply(permission["id"], {"decision": "allow_once"}))
         assert until(lambda m: m.get("id") == 2 and "method" not in m)["result"]["text"] == "written"
-        assert "write_file" in offered(llm.requests[0]) and "mcp__toy__add" not in offered(llm.requests[0])
-        wait_until(lambda: processes_with(tag), what="the MCP server to start after the early turn")
         assert not d.entered.exists()  # pygls was never needed for it
-        msg_id = 10
-
-        def prompted_with_tools() -> bool:
-            nonlocal msg_id
-            msg_id += 1
-            llm.add({"text": "with tools"})
-            d.send(prompt(msg_id, sid, "add"))
-            assert until(lambda m: m.get("id") == msg_id and "method" not in m)["result"]["text"] == "with tools"
-            return "mcp__toy__add" in offered(llm.requests[-1])
-
-        wait_until(prompted_with_tools, what="an early prompt offering the MCP server's tools", interval=0.1)
-        assert not d.entered.exists()  # every prompt ran early: the import never started
     finally:
         assert d.proc.stdin is not None
         d.proc.stdin.close()
@@ -231,24 +219,29 @@ async def test_back_to_back_prompts_all_run_early(workspace: Path, tmp_path: Pat
 
 
 async def test_start_up_work_waits_for_an_early_turn_even_when_idle(
-        workspace: Path, tmp_path: Path, llm: FakeLLM) -> None:
+        workspace: Path, tmp_path: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> None:
     """No quiet period at all, so the process counts as idle at once: App.start still does not begin
     while the first early turn waits for its permission; once the turn has ended it begins, with the
     import held (pygls is not in)."""
-    tag = unique_marker("toycoder-lsp-idle-mcp")
-    config = write_config(tmp_path / "config.yaml", llm, extra=(
-        f"mcp_servers:\n  toy: {{command: {sys.executable}, args: [{SERVER}, --tag, {tag}], permission: safe}}\n"))
+    started = threading.Event()
+    real = App.start
+
+    async def start(app: App) -> None:
+        started.set()
+        await real(app)
+
+    monkeypatch.setattr(App, "start", start)
+    config = write_config(tmp_path / "config.yaml", llm)
     sid = await stored_session(workspace, config)
     llm.add(write_call("one.txt", "1"), {"text": "written"})
     s = Served(workspace, config, 0.0, [INITIALIZED, prompt(1, sid)])
     await eventually(lambda: len(asked(s.out, "toycoder/requestPermission")) == 1, "the permission request")
-    assert processes_with(tag) == []
+    assert not started.is_set()
     s.send(reply(asked(s.out, "toycoder/requestPermission")[0]["id"], {"decision": "allow_once"}))
     await eventually(lambda: answered(s.out, 1) is not None, "the early turn's answer")
-    await eventually(lambda: processes_with(tag), "the MCP server once the turn has ended")
+    await eventually(started.is_set, "App.start once the turn has ended")
     assert not s.importer.go.is_set()
     assert await s.end() == 0
-    await eventually(lambda: processes_with(tag) == [], "the MCP server to stop with the App")
 
 
 async def test_an_idle_process_starts_its_start_up_work_before_pygls_is_in(

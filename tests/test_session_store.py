@@ -4,6 +4,7 @@ last meta wins, torn lines, locks, rewrites, and no mutation that bypasses the f
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,20 @@ def test_create_append_read_list_delete(store: SessionStore) -> None:
         store.read(sid)
     with pytest.raises(SessionNotFound):
         store.open("../escape")
+
+
+def test_the_lock_names_its_holder_over_an_older_longer_pid(store: SessionStore) -> None:
+    sid = store.new_id()
+    f = store.create(sid, {"title": "t"})
+    lock = store.dir / f"{sid}.lock"
+    lock.write_text("4194304")  # pid_max: the longest pid an older daemon (unpadded) left
+    f.acquire()  # written in place, without truncating (no journal wait on the event loop)
+    assert lock.read_text().strip() == str(os.getpid())
+    other, _, _ = store.open(sid)
+    with pytest.raises(SessionBusy, match=rf"\(pid {os.getpid()}\)"):
+        other.acquire()
+    f.close()
+    other.close()
 
 
 def test_torn_last_line_is_cut_on_open(store: SessionStore) -> None:

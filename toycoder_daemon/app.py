@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import secrets
+from . import environ_scrub, secrets
 from .agent.react import TurnResult, repair_tool_calls, run_turn
 from .agent.subagent import AgentRuntime, Role, subagent_tool
 from .app_models import ModelSettings
@@ -70,6 +70,7 @@ class App(ModelSettings):
             self.config_error, self.config, self.config_path = e, Config(), None
             self.prompts = PromptManager(self.workspace.root)
         secrets.register([k for p in self.config.providers.values() for k in p.api_keys])
+        environ_scrub.scrub()  # before any command can run: see environ_scrub
         self.model_factory = model_factory or openai_models(self.config)
         self.store = store or SessionStore(data_dir(), self.workspace.root)
         self.settings = tool_settings(self.config)
@@ -102,16 +103,14 @@ class App(ModelSettings):
 
     async def start(self) -> None:
         """Background start-up after initialize: MCP servers connect and the streaming client's
-        imports (~0.1 s) and CA store (~50 ms, for TLS providers) load while the person types their first prompt."""
+        imports (~0.1 s) and CA store (~50 ms, for TLS providers) load while the person types their
+        first prompt (a turn that comes first starts the MCP servers itself: mcp.settle)."""
         await self.mcp.start()
         if not self.config_error:
             from .llm import http_stream, openai_client  # noqa: F401  (loaded now, not in the first turn)
 
             urls = [p.base_url for p in self.config.providers.values() if p.api_keys]
             await asyncio.to_thread(http_stream.preload, urls)
-
-    def mcp_status(self, session_id: str | None = None) -> list[dict[str, Any]] | None:
-        return self.mcp.status(session_id)
 
     # ---- wiring -------------------------------------------------------------------------------
 
@@ -312,7 +311,7 @@ class App(ModelSettings):
         result = TurnResult("error", "", s.turn_usage, 0)  # unless the turn ends otherwise
         try:
             await self.compact(s, frontend)
-            await self.mcp.settle(s.id)  # the client's servers for this session: started or failed
+            await self.mcp.settle(s.id)  # the config's servers and the session's: started or failed
             s.title_from(text)
             s.messages.append({"role": "user", "content": text, "turn": checkpoint})
             result = await run_turn(

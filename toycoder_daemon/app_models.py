@@ -1,5 +1,5 @@
-"""The App's per-session settings: which model a session uses, which tools it has enabled, the
-title the fast model writes after the first turn. A base class of App (app.py), kept apart so the
+"""The App's per-session settings: which model a session uses, which tools it has enabled (and the
+MCP servers' state), the title the fast model writes after the first turn. A base class of App (app.py), kept apart so the
 composition root stays small."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from .sessions.titles import write_title
 
 if TYPE_CHECKING:
     from .factories import ModelFactory
+    from .session_mcp import McpHub
 
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,7 @@ class ModelSettings:
     config_error: ConfigError | None
     model_factory: ModelFactory
     _models: dict[tuple[str, str], ChatModel]
+    mcp: McpHub
 
     def peek(self, session_id: str) -> Session:
         raise NotImplementedError  # App's
@@ -87,6 +89,12 @@ class ModelSettings:
     def tool_infos(self, session_id: str) -> list[ToolSummary]:
         s = self.peek(session_id)
         return [ToolSummary(t.name, t.description, t.level, s.tools.is_enabled(t.name), t.source) for t in s.tools.list()]
+
+    async def settle_mcp(self, session_id: str) -> None:
+        await self.mcp.settle(session_id)
+
+    def mcp_status(self, session_id: str | None = None) -> list[dict[str, Any]] | None:
+        return self.mcp.status(session_id)
 
     def set_tool_enabled(self, session_id: str, name: str, enabled: bool) -> None:
         s = self.session(session_id)

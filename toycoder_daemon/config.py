@@ -184,7 +184,7 @@ class McpServerConfig(BaseModel):
     enabled: bool = True
     """Set false to keep it configured but not started."""
     start_timeout: float = 30.0
-    """Seconds it may take to start and list its tools."""
+    """Seconds it may take to start and list its tools; a turn waits that long for it (plus up to 5 s to stop it)."""
     call_timeout: float = 120.0
     """Seconds one tool call may take."""
 

@@ -9,6 +9,7 @@ The handlers take any `Host`: pygls' ToyCoderServer, or lsp_early's stand-in whi
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 from collections.abc import Awaitable, Callable, Coroutine
@@ -92,6 +93,11 @@ def dump_result(request: wire.Request, result: Any) -> dict[str, Any]:
 
 
 H = TypeVar("H")
+W = TypeVar("W", bound=wire.Wire)
+
+
+def _core_error(e: Exception) -> RpcError:
+    return RpcError(next(c for t, c in CORE_ERRORS.items() if isinstance(e, t)), str(e))
 
 
 async def call(request: wire.Request, handler: Callable[[H, Any], Awaitable[wire.Wire]], host: H,
@@ -101,9 +107,30 @@ async def call(request: wire.Request, handler: Callable[[H, Any], Awaitable[wire
     try:
         result = await handler(host, p)
     except tuple(CORE_ERRORS) as e:
-        code = next(c for t, c in CORE_ERRORS.items() if isinstance(e, t))
-        raise RpcError(code, str(e)) from None
+        raise _core_error(e) from None
     return dump_result(request, result)
+
+
+def call_now(request: wire.Request, handler: Callable[[H, Any], wire.Wire], host: H, params: Any) -> dict[str, Any]:
+    """`call` for an `instant` handler's `now`, in the caller's step."""
+    p = parse(request.params, params)
+    try:
+        result = handler(host, p)
+    except tuple(CORE_ERRORS) as e:
+        raise _core_error(e) from None
+    return dump_result(request, result)
+
+
+def instant(now: Callable[[H, Any], W]) -> Callable[[H, Any], Awaitable[W]]:
+    """A handler that waits for nothing (no I/O, no await), as the async handler every path takes;
+    its `now` lets lsp_direct answer it in the loop pass its request arrives in."""
+
+    @functools.wraps(now)
+    async def handler(host: H, p: Any) -> W:
+        return now(host, p)
+
+    handler.now = now  # type: ignore[attr-defined]
+    return handler
 
 
 def workspace_root(root_uri: str | None, root_path: str | None, folder_uris: list[str]) -> str:
@@ -128,7 +155,8 @@ def on_initialized(ls: Host, params: Any) -> None:
     ls.background.run(app.start())
 
 
-async def session_new(ls: Host, p: wire.SessionNewParams) -> wire.SessionInfo:
+@instant
+def session_new(ls: Host, p: wire.SessionNewParams) -> wire.SessionInfo:
     return to_wire.session_info(ls.get_app().new_session(p.title).summary())
 
 
@@ -173,7 +201,8 @@ async def prompt(ls: TurnHost, p: wire.PromptParams) -> wire.PromptResult:
     return to_wire.prompt_result(outcome)
 
 
-async def cancel(ls: Host, p: wire.SessionIdParams) -> wire.CancelResult:
+@instant
+def cancel(ls: Host, p: wire.SessionIdParams) -> wire.CancelResult:
     return wire.CancelResult(cancelled=ls.get_app().cancel(p.session_id))
 
 

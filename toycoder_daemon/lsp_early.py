@@ -26,11 +26,12 @@ first chunk ~100 ms later) when it is *needed* or when the process is *idle*, wh
 The App's start-up work (App.start: the config's MCP servers, the model client's imports; the host's
 `background`, _StartUp) does not wait for pygls: it starts at the first of: an early turn ends, the
 process is idle, pygls is in; but never while an early turn is running (it would delay that turn's
-first chunk). So the first early turn runs without the config's MCP tools, the servers start after
-it even if pygls is never needed, and a later prompt, early or pygls', offers their tools once they
-are up. Messages the App wants shown still wait for pygls. When the input ends while frames wait for
-pygls, `on_end` (the exit timer) runs at once and early turns are cancelled, as on rpc_io's path;
-the waiting frames are still answered if pygls is in within the exit grace.
+first chunk). The config's MCP servers are the exception: a turn starts them itself if they have not
+started, and waits for them (App's McpHub.settle), so the first early turn offers their tools too;
+a config without them waits for nothing. Messages the App wants shown still wait for pygls. When
+the input ends while frames wait for pygls, `on_end` (the exit timer) runs at once and early turns
+are cancelled, as on rpc_io's path; the waiting frames are still answered if pygls is in within the
+exit grace.
 """
 from __future__ import annotations
 
@@ -52,19 +53,12 @@ from .lsp_calls import EARLY, RpcError, call, on_initialized, prompt, session_ch
 from .lsp_early_link import DOCUMENTS, Documents, EarlyLink, app_params, document, plain_capabilities
 from .outbox import Outbox, written
 from .rpc_checks import refusal
-from .stdio import FrameWriter, Inbox
+from .stdio import FrameWriter, Inbox, pygls_frame
 
 log = logging.getLogger(__name__)
 
 REQUESTS = {r.method: r for r in wire.REQUESTS if r.method in EARLY or r.method == wire.PROMPT}
 Held = Callable[[Any], None]
-
-
-def pygls_frame(message: dict[str, Any]) -> bytes:
-    """One frame as pygls' JsonRPCProtocol._send_data writes it (headers and JSON alike)."""
-    body = json.dumps(message)  # ASCII (ensure_ascii), so its length in characters is in bytes
-    return (f"Content-Length: {len(body)}\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n"
-            f"{body}").encode()
 
 
 class _StartUp:

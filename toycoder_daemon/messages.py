@@ -6,7 +6,8 @@ A leaf module: the engine (agent/), the conversation store (sessions/) and the m
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from collections.abc import Sequence
+from typing import Any, Literal, TypedDict
 
 
 class FunctionCall(TypedDict):
@@ -66,3 +67,44 @@ class ToolMessage(_ToolBase, total=False):
 
 
 Message = SystemMessage | UserMessage | AssistantMessage | ToolMessage
+
+
+# ---- pairing tool results with their calls, read leniently: a stored message may be hand-edited
+# or another version's, and a read must not fail on it
+
+def calls_made(m: Message) -> dict[str, Any]:
+    """tool call id -> call, of an assistant message's readable calls (with an id and a name)."""
+    out: dict[str, Any] = {}
+    made = m.get("tool_calls") if m.get("role") == "assistant" else None
+    for c in made if isinstance(made, list) else ():
+        f = c.get("function") if isinstance(c, dict) else None
+        if isinstance(f, dict) and isinstance(f.get("name"), str) and isinstance(c.get("id"), str):
+            out[c["id"]] = c
+    return out
+
+
+def answered_id(m: Message) -> str:
+    """The call a tool result answers ("" when it does not say)."""
+    cid = m.get("tool_call_id")
+    return cid if isinstance(cid, str) else ""
+
+
+def calls_before(conversation: Sequence[Message], new: Sequence[Message]) -> dict[str, Any]:
+    """tool call id -> call, for the tool results in `new` (the end of `conversation`) whose call is
+    not made in `new` before them: the latest call of that id before `new`. A second daemon's poll
+    can read a call and, in a later poll, its result; a model may reuse an id in a later turn."""
+    made: set[str] = set()
+    wanted: set[str] = set()
+    for m in new:
+        made.update(calls_made(m))
+        if m.get("role") == "tool" and (cid := answered_id(m)) not in made:
+            wanted.add(cid)
+    found: dict[str, Any] = {}
+    for i in reversed(range(max(0, len(conversation) - len(new)))):  # from the end: a call is just before
+        if not wanted:
+            break
+        for cid, call in calls_made(conversation[i]).items():
+            if cid in wanted:
+                wanted.discard(cid)
+                found[cid] = call
+    return found

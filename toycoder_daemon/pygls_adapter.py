@@ -14,6 +14,11 @@ Written against pygls 2.1.1; tests/test_pygls_adapter.py fails loudly if what th
   `(handler, args, callback)` for the user's feature and returns the InitializeResult). We drive
   that generator here instead of sending pygls a wire message, and drop the result it returns
   (the client already has the same answer).
+* `track_request`, `untrack_request`, `answer_like_pygls`, `shutting_down`: lsp_direct.py answers
+  our own methods without pygls' dispatch, yet keeps their tasks in pygls' `_request_futures` (so
+  `$/cancelRequest` cancels them as it cancels its own), answers their errors and cancellations
+  through `_send_handler_result` (below) as before, and leaves requests after `shutdown` to pygls
+  (`_shutdown`: it ignores them).
 * `QuietClientMistakes`: pygls logs a client's mistakes (bad params, an unknown session, an unknown
   method, a reply nobody waits for) at ERROR or WARNING, with tracebacks, and reports them as server
   errors; editors show those lines to their users. This protocol mixin overrides pygls' private
@@ -134,3 +139,20 @@ class QuietClientMistakes(LanguageServerProtocol):
     def structure_message(self, data: dict[str, Any]) -> Any:
         with _pygls_muted():
             return super().structure_message(data)
+
+
+def track_request(protocol: LanguageServerProtocol, msg_id: Any, task: asyncio.Future[Any]) -> None:
+    protocol._request_futures[msg_id] = task  # type: ignore[assignment]  # pygls' own hold asyncio tasks too
+
+
+def untrack_request(protocol: LanguageServerProtocol, msg_id: Any) -> None:
+    protocol._request_futures.pop(msg_id, None)
+
+
+def answer_like_pygls(protocol: LanguageServerProtocol, outcome: asyncio.Future[Any], msg_id: Any) -> None:
+    """The answer pygls writes for a request whose handler ended so (an error or a cancel)."""
+    protocol._send_handler_result(outcome, msg_id=msg_id)  # type: ignore[arg-type]  # as for its own tasks
+
+
+def shutting_down(protocol: LanguageServerProtocol) -> bool:
+    return bool(protocol._shutdown)

@@ -94,4 +94,9 @@ def _edges(text: str, start: bool, end: bool) -> str:
 def child_env(base: dict[str, str] | None = None) -> dict[str, str]:
     """The environment for a child process: no variable that names or holds a secret."""
     env = dict(os.environ if base is None else base)
-    return {k: v for k, v in env.items() if not SECRET_NAME.search(k) and v not in _values}
+    return {k: v for k, v in env.items() if not is_secret(k, v)}
+
+
+def is_secret(name: str, value: str) -> bool:
+    """A variable no child gets (and `environ_scrub` blanks): its name says secret or it holds a key."""
+    return bool(SECRET_NAME.search(name)) or value in _values

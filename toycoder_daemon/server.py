@@ -37,6 +37,7 @@ from .lsp_calls import (
     document_changed,
     document_closed,
     document_opened,
+    instant,
     on_initialized,
     prompt,
     session_changed,
@@ -201,7 +202,8 @@ def did_close(ls: ToyCoderServer, params: types.DidCloseTextDocumentParams) -> N
 
 # ---- toycoder/* handlers (typed params in, typed results out) ---------------------------------
 
-async def session_delete(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.EmptyResult:
+@instant
+def session_delete(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.EmptyResult:
     ls.get_app().delete_session(p.session_id)
     return wire.EmptyResult()
 
@@ -211,18 +213,21 @@ async def session_close(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.Emp
     return wire.EmptyResult()
 
 
-async def session_set_mode(ls: ToyCoderServer, p: wire.SetModeParams) -> wire.SessionInfo:
+@instant
+def session_set_mode(ls: ToyCoderServer, p: wire.SetModeParams) -> wire.SessionInfo:
     try:
         return to_wire.session_info(ls.get_app().set_mode(p.session_id, p.mode))
     except ValueError as e:
         raise rpc_error(wire.INVALID_PARAMS, f"Invalid params: mode: {e}") from None
 
 
-async def tools_list(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.ToolList:
+@instant
+def tools_list(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.ToolList:
     return wire.ToolList(tools=[to_wire.tool_info(t) for t in ls.get_app().tool_infos(p.session_id)])
 
 
-async def tools_set_enabled(ls: ToyCoderServer, p: wire.SetEnabledParams) -> wire.EmptyResult:
+@instant
+def tools_set_enabled(ls: ToyCoderServer, p: wire.SetEnabledParams) -> wire.EmptyResult:
     try:
         ls.get_app().set_tool_enabled(p.session_id, p.name, p.enabled)
     except KeyError:
@@ -230,7 +235,8 @@ async def tools_set_enabled(ls: ToyCoderServer, p: wire.SetEnabledParams) -> wir
     return wire.EmptyResult()
 
 
-async def commands_list(ls: ToyCoderServer, p: wire.EmptyParams) -> wire.CommandList:
+@instant
+def commands_list(ls: ToyCoderServer, p: wire.EmptyParams) -> wire.CommandList:
     return wire.CommandList(commands=[to_wire.command_info(c) for c in commands.all()])
 
 
@@ -240,11 +246,13 @@ async def models_list(ls: ToyCoderServer, p: wire.ModelsListParams) -> wire.Mode
     return to_wire.models_result(await with_served(app, app.models_info(p.session_id), session))
 
 
-async def models_set(ls: ToyCoderServer, p: wire.ModelsSetParams) -> wire.ModelsResult:
+@instant
+def models_set(ls: ToyCoderServer, p: wire.ModelsSetParams) -> wire.ModelsResult:
     return to_wire.models_result(ls.get_app().set_model(p.session_id, p.provider, p.model))
 
 
-async def checkpoint_list(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.CheckpointList:
+@instant
+def checkpoint_list(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.CheckpointList:
     return to_wire.checkpoint_list(ls.get_app().checkpoint_list(p.session_id))
 
 

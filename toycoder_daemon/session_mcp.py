@@ -7,7 +7,7 @@ open, as the client still holds it) and when the daemon exits.
     hub = McpHub(config.mcp_servers, root, app.tools, notice)
     s.tools.add_own_source(hub.tools_of(s.id))              # every session (App._session_tools)
     await hub.set_session_servers(s.id, {"files": ClientServer(command=...)}, on_status)
-    await hub.settle(s.id)                                  # before a turn: started, or failed
+    await hub.settle(s.id)                                  # before a turn: all started, or failed
     await hub.close_session(s.id)                           # session/close (App.close_session)
     await hub.aclose()                                      # daemon exit: no process left behind
 
@@ -128,12 +128,16 @@ class McpHub:
             await entry.manager.start()
 
     async def settle(self, session_id: str) -> None:
-        """Before a turn: wait (bounded by their start_timeout) until the session's servers are ready
-        or have failed, so the model is offered the tools the client asked for from the first turn."""
+        """Before a turn: wait until the config's servers and the session's are ready or have failed
+        (each bounded by its start_timeout; a failure is reported first), so the model is offered
+        their tools from the first turn. The config's start now if App.start has not started them
+        yet (a new process's first turn comes before it). Nothing to wait for: nothing is awaited."""
         entry = self._sessions.get(session_id)
-        if entry is not None and entry.manager is not None:
-            limit = max(s.start_timeout for s in entry.servers.values())
-            await entry.manager.wait_ready(limit + 5.0)  # the manager enforces start_timeout itself
+        managers = [m for m in (self.shared, entry.manager if entry else None) if m is not None]
+        if self.shared:
+            await self.shared.start()  # once: App.start's later call does nothing
+        if managers:
+            await asyncio.gather(*(m.wait_ready(m.start_limit) for m in managers))
 
     async def close_session(self, session_id: str) -> None:
         async with self._lock:

@@ -160,6 +160,14 @@ def encode_frame(message: Any) -> bytes:
     return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
 
 
+def pygls_frame(message: dict[str, Any]) -> bytes:
+    """One frame as pygls' JsonRPCProtocol._send_data writes it (headers and JSON alike): the LSP
+    face's answers that do not go through pygls are written so."""
+    body = json.dumps(message)  # ASCII (ensure_ascii), so its length in characters is in bytes
+    return (f"Content-Length: {len(body)}\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n"
+            f"{body}").encode()
+
+
 class FrameWriter:
     """The one writer of the protocol channel (a dup of the original fd 1): pygls' frames and ours.
     Each write is one whole frame, so frames never interleave."""

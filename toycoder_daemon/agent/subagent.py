@@ -7,7 +7,8 @@ the calling tool call's id, and the tokens it spends count toward the session. W
 (registry, models, usage sink) is captured when its tool is built for a session, so the
 ToolContext carries no sub-agent plumbing.
 
-The planner's plan seeds the session's plan (`seed_plan`) when it has none in progress.
+The planner's plan seeds the session's plan (`seed_plan`) when it has none in progress (and the
+main agent called it). A sub-agent's own plan is not the session's: no face shows it as the plan.
 """
 
 from __future__ import annotations
@@ -91,8 +92,8 @@ def subagent_tool(agent: SubAgent, description: str, runtime: AgentRuntime | Non
         if runtime is None:
             raise ToolError(f"the sub-agent {agent.name} cannot run here (no session)")
         answer = await run_subagent(agent, runtime, ctx, query, context)
-        if not agent.seeds_plan:
-            return answer
+        if not agent.seeds_plan or isinstance(ctx.frontend, ChildFrontend):
+            return answer  # a planner a sub-agent calls plans for that agent, not the session
         return seed_plan(ctx, answer, plan_progress(runtime.history(), runtime.planners | {agent.name}))
 
     t = Tool.from_function(call, level="safe", name=agent.name,
@@ -139,13 +140,20 @@ def seed_plan(ctx: ToolContext, answer: str, current: tuple[int, int] | None = N
 
 
 class ChildFrontend:
-    """What a sub-agent talks through: the parent's frontend, events tagged with the parent call."""
+    """What a sub-agent talks through: the parent's frontend, events tagged with the parent call
+    (all but its plan, which stops here: see emit)."""
 
     def __init__(self, parent: Frontend, parent_tool_call_id: str):
         self.parent = parent
         self.parent_tool_call_id = parent_tool_call_id
 
     def emit(self, event: Event) -> None:
+        if isinstance(event, PlanUpdated):
+            # A sub-agent's own update_plan is its working list, not the session's plan: a client
+            # shows one plan per session and replaces it with each update (ACP's `plan` has no
+            # parent), and a reload reads the plan from the main conversation alone. Its tool call
+            # still shows the list. (The planner's seed goes out on the main agent's frontend.)
+            return
         if event.parent_tool_call_id is None:
             event = replace(event, parent_tool_call_id=self.parent_tool_call_id)
         self.parent.emit(event)

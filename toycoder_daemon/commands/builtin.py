@@ -79,6 +79,7 @@ async def switch(c: CommandContext) -> CommandResult:
 
 @commands.add("tools", "/tools", "List the tools with their permission level and state.")
 async def tools(c: CommandContext) -> CommandResult:
+    await c.host.settle_mcp(c.session.id)  # the tools a turn would offer: the MCP servers' too (a first prompt)
     lines = []
     for t in c.session.tools.list():
         state = "enabled" if c.session.tools.is_enabled(t.name) else "disabled"

@@ -48,6 +48,10 @@ class CommandHost(Protocol):
 
     async def compact(self, s: Session, frontend: Frontend, *, force: bool = False) -> Compaction | None: ...
 
+    async def settle_mcp(self, session_id: str) -> None:
+        """What a turn waits for before asking the model: the MCP servers (the config's, the
+        session's client's) started and each ready or failed."""
+
     def mcp_status(self, session_id: str | None = None) -> list[dict[str, Any]] | None:
         """The MCP servers' status rows: the config's, then those the session's client gave (with
         `origin: "client"`); None when there are none."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, get_args
 
 from ..llm.base import Usage
-from ..messages import INTERRUPTED_MARK, Message
+from ..messages import INTERRUPTED_MARK, Message, calls_before
 from ..modes import MODES
 from ..ports import ChangedFile, PlanEntry, StopReason, ToolStatus
 from ..tools.plan import answers_plan, session_plan
@@ -223,7 +223,9 @@ class Session:
         when it has one (with `messages`, only when a result in them answers a plan call), so a
         client shows it again."""
         out: list[TranscriptEntry] = []
-        names: dict[str, str] = {}
+        # a result in `messages` whose call came in an earlier batch is named as if they came together
+        names = {} if messages is None else {
+            cid: c["function"]["name"] for cid, c in calls_before(self.messages, messages).items()}
         pending: str | None = None  # the checkpoint id of the turn being read
 
         def close_turn() -> None:

@@ -207,6 +207,10 @@ class SessionFile:
         self.release()
 
 
+PID_WIDTH = 20
+"""Bytes of a lock file's pid field (a 64-bit pid fits; readers strip the padding)."""
+
+
 def _lock(lock_path: Path) -> int:
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -216,8 +220,9 @@ def _lock(lock_path: Path) -> int:
         os.close(fd)
         raise SessionBusy(lock_path.stem, "a turn is running elsewhere, in another ToyCoder daemon "
                                           f"(pid {holder}); try again when it ends") from None
-    os.ftruncate(fd, 0)
-    os.write(fd, str(os.getpid()).encode())
+    # the holder's pid, written in place and padded over any longer one: an ftruncate waits for the
+    # disk's journal (ms when other processes write, on the event loop at every turn's start)
+    os.pwrite(fd, str(os.getpid()).ljust(PID_WIDTH).encode(), 0)
     return fd
 
 

@@ -113,6 +113,12 @@ class McpManager:
             if s.spec.enabled:
                 s.launch()
 
+    @property
+    def start_limit(self) -> float:
+        """Seconds by which every enabled server has settled: each fails at its own start_timeout
+        (a little more for the report), so waiting this long never outlasts the slowest."""
+        return max((s.spec.start_timeout for s in self._servers.values() if s.spec.enabled), default=0.0) + 5.0
+
     async def wait_ready(self, timeout: float) -> bool:
         """Wait until every enabled server is ready, failed or stopped (at most `timeout` s).
         True if they all settled in time; never raises on timeout."""

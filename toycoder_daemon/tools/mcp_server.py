@@ -165,9 +165,12 @@ class McpServer:
         self._wake.set()
 
     async def wait_settled(self) -> None:
-        """Until the server is ready, failed or stopped (at once if it was never launched)."""
+        """Until the server is ready, or has failed or stopped and said so (at once if it was never
+        launched): a turn that waited for it sees the failure reported before the model does."""
         if self.task is not None:
             await self._settled.wait()
+            if self.state == "starting":  # failed: its report waits for the reason (stderr's tail, 0.5 s at most)
+                await asyncio.wait([self.task])
 
     async def run(self) -> None:
         ready = False

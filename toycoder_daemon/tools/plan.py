@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from .. import safejson
-from ..messages import Message
+from ..messages import Message, answered_id, calls_before, calls_made
 from ..ports import PlanEntry, PlanUpdated
 from .base import ToolContext, tool
 from .plan_text import seeded
@@ -84,9 +84,9 @@ def plan_source(messages: Iterable[Message], planners: Collection[str] = ("plann
     last: tuple[Any, Any] | None = None
     for m in messages:
         if m.get("role") == "assistant":
-            calls.update(_calls(m))
+            calls.update(calls_made(m))
         elif m.get("role") == "tool" and isinstance(content := m.get("content"), str):
-            call = calls.get(_answered(m))
+            call = calls.get(answered_id(m))
             name = call["function"]["name"] if call else ""
             if (name == "update_plan" and progress_of(content)) or (name in planners and seeded(content)):
                 last = (call, m)
@@ -97,33 +97,14 @@ def answers_plan(conversation: Sequence[Message], new: Iterable[Message],
                  planners: Collection[str] = ("planner",)) -> bool:
     """Does a tool result in `new` (the end of `conversation`) answer an update_plan or planner
     call? Its call may be in an earlier batch: a poll can read a call and, later, its result."""
-    results = {_answered(m) for m in new if m.get("role") == "tool"}
-    for i in reversed(range(len(conversation))):  # from the end: a result's call is just before it
-        if not results:
-            break
-        for cid, call in _calls(conversation[i]).items() if conversation[i].get("role") == "assistant" else ():
-            if cid in results:  # the latest call of an id is the one its result at the end answers
-                results.discard(cid)
-                if call["function"]["name"] == "update_plan" or call["function"]["name"] in planners:
-                    return True
+    new = list(new)
+    calls = calls_before(conversation, new)
+    for m in new:
+        calls.update(calls_made(m))  # in order: a call made in `new` is the one its later results answer
+        call = calls.get(answered_id(m)) if m.get("role") == "tool" else None
+        if call and (call["function"]["name"] == "update_plan" or call["function"]["name"] in planners):
+            return True
     return False
-
-
-def _calls(m: Message) -> dict[str, Any]:
-    """tool call id -> call of an assistant message's readable calls (with an id and a name)."""
-    out: dict[str, Any] = {}
-    made = m.get("tool_calls")
-    for c in made if isinstance(made, list) else ():
-        f = c.get("function") if isinstance(c, dict) else None
-        if isinstance(f, dict) and isinstance(f.get("name"), str) and isinstance(c.get("id"), str):
-            out[c["id"]] = c
-    return out
-
-
-def _answered(m: Message) -> str:
-    """The call a tool result answers ("" when it does not say)."""
-    cid = m.get("tool_call_id")
-    return cid if isinstance(cid, str) else ""
 
 
 def _sent(arguments: Any) -> tuple[PlanEntry, ...]:

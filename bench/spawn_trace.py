@@ -1,0 +1,215 @@
+"""Timestamps (and optionally a CPU profile) inside a daemon process, for spawn_profile.py.
+
+Loaded as `sitecustomize` (spawn_profile.py writes a two-line one into its temp dir and puts that
+dir on PYTHONPATH), so the daemon runs exactly as launched, and the first stamp is the interpreter
+being ready (site and every .pth done). Nothing is imported early: stamps hang on modules as they
+finish executing (a meta-path finder that wraps only the few loaders named below) and on the
+socket (the model's HTTP connection is the only socket of the bench's turn). Everything goes to
+$BENCH_TRACE when the first streamed chunk (the fake model's "tok0") is queued for the client:
+`name=perf_counter` lines (CLOCK_MONOTONIC, the client's clock too), and with $BENCH_TRACE_PROFILE
+the main thread's cProfile (CPU timer) plus every worker-thread job that ended by then, as one
+pstats file. stdout stays the protocol's; only stderr gets a marker line (for -X importtime).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+_now = time.perf_counter
+stamps: dict[str, float] = {"ready": _now()}
+OUT = os.environ["BENCH_TRACE"]
+PROFILE = os.environ.get("BENCH_TRACE_PROFILE")
+_profiles: list[Any] = []
+_done = False
+
+
+def stamp(name: str) -> None:
+    stamps.setdefault(name, _now())
+
+
+def _finish() -> None:
+    """The first chunk is queued: write everything (once)."""
+    global _done
+    if _done:
+        return
+    _done = True
+    stamp("chunk_out")
+    if _profiles:
+        _profiles[0].disable()
+        import pstats
+
+        stats = pstats.Stats(_profiles[0])
+        for extra in _profiles[1:]:
+            stats.add(extra)
+        stats.dump_stats(PROFILE)
+    sys.stderr.write("BENCH_TRACE first chunk\n")
+    sys.stderr.flush()
+    with open(OUT, "w") as f:
+        f.write("".join(f"{k}={v!r}\n" for k, v in stamps.items()))
+
+
+def _after_outbox(mod: Any) -> None:
+    write = mod.Outbox.write
+
+    def traced(self: Any, data: bytes) -> None:
+        write(self, data)
+        if "prompt" in stamps and b"tok0" in data:
+            _finish()
+
+    mod.Outbox.write = traced
+
+
+def _after_socket(mod: Any) -> None:
+    """Stamps on internet sockets only (asyncio's own wake-up pair is AF_UNIX)."""
+    sock = mod.socket
+    inet = (mod.AF_INET, mod.AF_INET6)
+    for name, label in (("connect", "connect"), ("connect_ex", "connect"), ("send", "request_sent"),
+                        ("sendall", "request_sent")):
+        original = getattr(sock, name)
+
+        def traced(self: Any, *a: Any, _o: Any = original, _l: str = label) -> Any:
+            if self.family in inet:
+                stamp(_l)
+            return _o(self, *a)
+
+        setattr(sock, name, traced)
+    for name in ("recv", "recv_into"):
+        original = getattr(sock, name)
+
+        def received(self: Any, *a: Any, _o: Any = original) -> Any:
+            got = _o(self, *a)
+            if got and "request_sent" in stamps and self.family in inet:
+                stamp("response_in")
+            return got
+
+        setattr(sock, name, received)
+
+
+def _after_lsp_early(mod: Any) -> None:
+    stamp("app_imported")
+    frame = mod.EarlyLsp.frame
+
+    def traced(self: Any, body: bytes | None, problem: str | None) -> None:
+        if body is not None and b'"toycoder/prompt"' in body:
+            stamp("prompt")
+        frame(self, body, problem)
+
+    mod.EarlyLsp.frame = traced
+
+
+def _after_acp_early(mod: Any) -> None:
+    stamp("app_imported")
+    handled = mod.EarlyAcp._handled
+
+    def traced(self: Any, line: bytes) -> bool:
+        if b'"session/prompt"' in line:
+            stamp("prompt")
+        return bool(handled(self, line))
+
+    mod.EarlyAcp._handled = traced
+
+
+def _after_app(mod: Any) -> None:
+    opened = mod.App.open.__func__
+
+    def traced(cls: Any, *a: Any, **k: Any) -> Any:
+        stamp("app_open")
+        try:
+            return opened(cls, *a, **k)
+        finally:
+            stamp("app_opened")
+
+    mod.App.open = classmethod(traced)
+
+
+def _after_http_stream(mod: Any) -> None:
+    """The turn's model call: its first post, and the HTTP client's making (import included)."""
+    post, make = mod.StreamTransport.post, mod.StreamTransport._make_client
+
+    async def posted(self: Any, *a: Any) -> None:
+        stamp("post")
+        await post(self, *a)
+
+    def made(self: Any) -> Any:
+        stamp("client_make")
+        try:
+            return make(self)
+        finally:
+            stamp("client_made")
+
+    mod.StreamTransport.post = posted
+    mod.StreamTransport._make_client = made
+
+
+def _after_futures_thread(mod: Any) -> None:
+    """Each worker-thread job (asyncio.to_thread: the HTTP client's import, file reads) profiled on
+    its own, kept if it ends before the first chunk."""
+    import cProfile
+
+    run = mod._WorkItem.run
+
+    def traced(self: Any) -> None:
+        if _done:
+            return run(self)
+        prof = cProfile.Profile(time.thread_time)
+        prof.enable()
+        try:
+            return run(self)
+        finally:
+            prof.disable()
+            if not _done:
+                _profiles.append(prof)
+
+    mod._WorkItem.run = traced
+
+
+HOOKS = {"toycoder_daemon.outbox": _after_outbox, "socket": _after_socket, "toycoder_daemon.lsp_early": _after_lsp_early,
+         "toycoder_daemon.acp_early": _after_acp_early, "toycoder_daemon.app": _after_app,
+         "toycoder_daemon.llm.http_stream": _after_http_stream}
+if PROFILE:
+    HOOKS["concurrent.futures.thread"] = _after_futures_thread
+
+
+class _Loader:
+    def __init__(self, inner: Any, then: Any):
+        self.inner, self.then = inner, then
+
+    def create_module(self, spec: Any) -> Any:
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self.inner.exec_module(module)
+        self.then(module)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class _Finder:
+    @staticmethod
+    def find_spec(name: str, path: Any = None, target: Any = None) -> Any:
+        then = HOOKS.get(name)
+        if then is None:
+            return None
+        for finder in sys.meta_path:
+            if finder is _Finder or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                if spec.loader is not None:
+                    spec.loader = _Loader(spec.loader, then)
+                return spec
+        return None
+
+
+sys.meta_path.insert(0, _Finder)  # type: ignore[arg-type]
+if "socket" in sys.modules:  # site imported it already (not in a plain venv)
+    _after_socket(sys.modules["socket"])
+if PROFILE:
+    import cProfile
+
+    _profiles.append(cProfile.Profile(time.thread_time))
+    _profiles[0].enable()

@@ -1,0 +1,215 @@
+"""The first prompt of a new process sees the MCP tools later prompts see: the config's servers (both
+faces, early path or not) and those an ACP client gives in session/new. The first turn waits for
+them to be ready or to fail (each bounded by its start_timeout); a server that fails does not hang
+it and is reported as it is later. Real daemons that get initialize, session/new and the prompt at
+once, with the scripted model server recording each request; the App in-process as well."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from conftest import write_config
+from helpers import processes_with, unique_marker
+from inproc_app import InProc, eventually
+from test_acp_early_prompt import AcpDaemon
+from test_lsp_early import INITIALIZED, HeldDaemon
+from test_lsp_early_import import NEVER_IDLE
+from test_lsp_early_prompt import init, prompt
+from waiting import DEFAULT_TIMEOUT, wait_until
+
+from toycoder_daemon.testing.fake_llm import FakeLLM
+
+SERVER = str(Path(__file__).parent / "mcp_servers" / "toy_server.py")
+ADD = {"tool_calls": [{"name": "mcp__toy__add", "arguments": {"a": 2, "b": 40}}]}
+SUM = {"text": "2 + 40 = 42", "expect": {"last_tool_contains": "42"}}
+
+
+def servers(tag: str) -> str:
+    """A safe toy server, one that cannot start, and one that never answers its handshake."""
+    return ("mcp_servers:\n"
+            f"  toy: {{command: {sys.executable}, args: [{SERVER}, --tag, {tag}], permission: safe}}\n"
+            "  broken: {command: /nonexistent/mcp-server, start_timeout: 5}\n"
+            f"  mute: {{command: {sys.executable}, args: [{SERVER}, --tag, {tag}, --start-delay, '60'],"
+            " start_timeout: 1}\n")
+
+
+def offered(request: dict[str, Any]) -> set[str]:
+    return {t["function"]["name"] for t in request["body"].get("tools", [])}
+
+
+def first_turn_had_the_tools(llm: FakeLLM) -> None:
+    assert "mcp__toy__add" in offered(llm.requests[0]) and "write_file" in offered(llm.requests[0])
+    assert not [n for n in offered(llm.requests[0]) if n.startswith(("mcp__broken", "mcp__mute"))]
+    assert llm.violations == []  # the second request saw the tool's result, 42
+
+
+# ---- the LSP face --------------------------------------------------------------------------------
+
+def lsp_first_prompt(tmp_path: Path, workspace: Path, llm: FakeLLM, quiet: float | None) -> None:
+    tag = unique_marker("toycoder-first-mcp")
+    config = write_config(tmp_path / "config.yaml", llm, extra=servers(tag))
+    llm.add(ADD, SUM)
+    d = HeldDaemon(tmp_path, config, quiet=quiet)
+    if quiet is None:
+        d.release.touch()  # pygls as soon as the daemon wants it; else held until the prompt is answered
+    seen: list[dict[str, Any]] = []
+
+    def until(test: Any) -> dict[str, Any]:
+        """The first frame, seen already or still to come, that `test` takes."""
+        for m in seen:
+            if test(m):
+                return m
+        while not test(m := d.frames.get(timeout=DEFAULT_TIMEOUT)):
+            seen.append(m)
+        seen.append(m)
+        return m
+
+    try:
+        d.send(init(workspace, config))
+        d.send(INITIALIZED)
+        d.send({"jsonrpc": "2.0", "id": 1, "method": "toycoder/session/new", "params": {}})
+        sid = until(lambda m: m.get("id") == 1)["result"]["sessionId"]
+        d.send(prompt(2, sid, "add 2 and 40"))
+        assert until(lambda m: m.get("id") == 2 and "method" not in m)["result"]["text"] == "2 + 40 = 42"
+        first_turn_had_the_tools(llm)
+        results = [m["params"]["update"] for m in seen if m.get("method") == "toycoder/update"
+                   and m["params"]["update"]["kind"] == "tool_result"]
+        assert results[0]["status"] == "completed" and results[0]["output"] == "42"
+        # the failures are shown as later ones are: a warning each (they wait for pygls to be written)
+        d.release.touch()
+        for name in ("broken", "mute"):
+            shown = until(lambda m, name=name: m.get("method") == "window/showMessage"
+                          and f"'{name}'" in m["params"]["message"])
+            assert shown["params"]["type"] == 2 and "failed" in shown["params"]["message"]
+    finally:
+        d.release.touch()
+        assert d.proc.stdin is not None
+        d.proc.stdin.close()
+        d.proc.wait(timeout=DEFAULT_TIMEOUT)
+    assert d.proc.returncode == 0
+    wait_until(lambda: processes_with(tag) == [], what="the MCP servers to exit with the daemon")
+
+
+def test_lsp_first_early_prompt_offers_and_calls_the_config_mcp_tools(
+        tmp_path: Path, workspace: Path, llm: FakeLLM) -> None:
+    """pygls held and never idle: the prompt is certainly the early path's."""
+    lsp_first_prompt(tmp_path, workspace, llm, quiet=NEVER_IDLE)
+
+
+def test_lsp_first_prompt_offers_the_config_mcp_tools_whichever_path_takes_it(
+        tmp_path: Path, workspace: Path, llm: FakeLLM) -> None:
+    """The daemon as it ships (its own quiet period; pygls free to come in whenever it wants)."""
+    lsp_first_prompt(tmp_path, workspace, llm, quiet=None)
+
+
+# ---- the ACP face --------------------------------------------------------------------------------
+
+def acp_first_prompt(tmp_path: Path, workspace: Path, llm: FakeLLM, *, held: bool,
+                     config_servers: bool, client_servers: bool) -> None:
+    tag = unique_marker("toycoder-first-mcp")
+    config = write_config(tmp_path / "config.yaml", llm, extra=servers(tag) if config_servers else "")
+    given = [{"name": "toy", "command": sys.executable, "args": [SERVER, "--tag", tag], "env": []}]
+    llm.add(ADD, SUM)  # the client's server is named as the config's would be: nothing clashes
+    d = AcpDaemon(tmp_path, config, held=held)
+    if not (held and not client_servers):  # else held until the prompt is answered: the early path's
+        d.release.touch()  # (a client's servers are the SDK path's)
+    try:
+        d.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}},
+            "clientInfo": {"name": "test", "version": "1"}}})
+        d.send({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                "params": {"cwd": str(workspace), "mcpServers": given if client_servers else []}})
+        sid = d.answer(2)["result"]["sessionId"]
+        d.prompt(3, sid, "add 2 and 40")
+        if client_servers:  # their tools ask first, as any sensitive tool
+            d.allow(d.request("session/request_permission"))
+        assert d.answer(3)["result"]["stopReason"] == "end_turn"
+        d.release.touch()
+        first_turn_had_the_tools(llm)
+        done = [u for u in d.updates("tool_call_update") if u.get("status") == "completed"]
+        assert "42" in done[-1]["content"][0]["content"]["text"]
+        if not config_servers:
+            return
+        # ACP has no message to show for the config's servers: the failures are logged (stderr is
+        # not kept here), and the turn went on without them; /mcp says what became of them
+        d.prompt(4, sid, "/mcp")
+        assert d.answer(4)["result"]["stopReason"] == "end_turn"
+        listing = "".join(u["content"]["text"] for u in d.updates("agent_message_chunk"))
+        assert "broken" in listing and "mute" in listing and listing.count("failed") >= 2
+    finally:
+        d.release.touch()
+        assert d.close() == 0
+    wait_until(lambda: processes_with(tag) == [], what="the MCP servers to exit with the daemon")
+
+
+def test_acp_first_early_prompt_offers_and_calls_the_config_mcp_tools(
+        tmp_path: Path, workspace: Path, llm: FakeLLM) -> None:
+    acp_first_prompt(tmp_path, workspace, llm, held=True, config_servers=True, client_servers=False)
+
+
+def test_acp_first_prompt_offers_the_config_mcp_tools_with_the_sdk_free(
+        tmp_path: Path, workspace: Path, llm: FakeLLM) -> None:
+    acp_first_prompt(tmp_path, workspace, llm, held=False, config_servers=True, client_servers=False)
+
+
+def test_acp_first_prompt_offers_the_mcp_tools_the_client_gave_in_session_new(
+        tmp_path: Path, workspace: Path, llm: FakeLLM) -> None:
+    acp_first_prompt(tmp_path, workspace, llm, held=False, config_servers=False, client_servers=True)
+
+
+# ---- the App in-process ------------------------------------------------------------------------
+
+async def test_the_first_turn_of_an_app_not_started_waits_for_the_config_servers(inproc: Any) -> None:
+    """No App.start before the turn (the early paths start it only after their first turn): the turn
+    starts the config's servers itself, offers the ready one's tools, and reports the failed ones
+    (one that cannot start, one that never answers its handshake) before it asks the model."""
+    tag, mute = unique_marker("toycoder-first-mcp"), unique_marker("toycoder-first-mcp")
+    p: InProc = inproc({"mcp_servers": {
+        "toy": {"command": sys.executable, "args": [SERVER, "--tag", tag], "permission": "safe"},
+        "broken": {"command": "/nonexistent/mcp-server", "start_timeout": 5},
+        "mute": {"command": sys.executable, "args": [SERVER, "--tag", mute, "--start-delay", "60"], "start_timeout": 1}}})
+    notices: list[tuple[str, str]] = []
+    p.app.on_notice = lambda level, message: notices.append((level, message))
+    sid = p.new_session()
+    p.script.add(ADD, SUM)
+
+    class Calls(list[dict[str, Any]]):
+        def append(self, call: dict[str, Any]) -> None:
+            notices.append(("model", "asked"))
+            super().append(call)
+
+    p.script.calls = Calls()
+    out = await p.prompt(sid, "add 2 and 40")
+    assert out.result.text == "2 + 40 = 42"
+    assert "mcp__toy__add" in [t["function"]["name"] for t in p.script.calls[0]["tools"]]
+    asked = notices.index(("model", "asked"))
+    for name in ("broken", "mute"):  # each reported once, before the model was asked
+        assert [level for level, m in notices[:asked] if f"'{name}'" in m] == ["warning"]
+    await p.app.start()  # what the faces do after the first turn: nothing starts twice
+    assert len(processes_with(tag)) == 1
+
+
+async def test_tools_as_the_first_prompt_lists_the_config_servers_tools(inproc: Any) -> None:
+    """/tools lists what the model is offered: as the first prompt of an App not started it waits for
+    the config's servers as a turn does, so their tools are listed too."""
+    tag = unique_marker("toycoder-first-mcp")
+    p: InProc = inproc({"mcp_servers": {
+        "toy": {"command": sys.executable, "args": [SERVER, "--tag", tag], "permission": "safe"}}})
+    listing = (await p.command(p.new_session(), "/tools")).result.text
+    assert "mcp__toy__add" in listing and "[mcp:toy]" in listing
+
+
+async def test_a_turn_waiting_for_a_server_that_never_answers_can_be_cancelled(inproc: Any) -> None:
+    """The wait is the turn's: toycoder/cancel (App.cancel) ends it at once, the model never asked."""
+    tag = unique_marker("toycoder-first-mcp")
+    p: InProc = inproc({"mcp_servers": {"mute": {
+        "command": sys.executable, "args": [SERVER, "--tag", tag, "--start-delay", "60"], "start_timeout": 60}}})
+    sid = p.new_session()
+    turn = p.start_prompt(sid, "hello")
+    await eventually(lambda: bool(processes_with(tag)) and p.app.peek(sid).busy, "the turn waiting for the server")
+    assert p.app.cancel(sid)
+    out = await asyncio.wait_for(turn, DEFAULT_TIMEOUT)
+    assert out.result.stop_reason == "cancelled" and p.script.calls == []
