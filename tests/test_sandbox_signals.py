@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from helpers import AllowAll, parent_of, proc_dir, processes_running, processes_with
 from sandbox_helpers import FAKE_DAEMON, Box, Runner, kill_markers, run, spec_for, unique_sleep
-from waiting import wait_until
+from waiting import wait_until, wait_until_async
 
 from toycoder_daemon.tools import shell
 from toycoder_daemon.tools.base import ToolContext
@@ -186,6 +186,11 @@ async def _a_setsid_child_in_subreaper_mode(tmp_path: Path, monkeypatch: pytest.
     try:
         assert await asyncio.to_thread(wait_until, lambda: all(processes_running(m) for m in markers),
                                        what="the command to start its sleeps")
+        # Running sleeps do not mean run_command holds the process yet: on a loaded machine its loop
+        # may still be connecting the pipes, and a kill_all or cancel then finds no group to signal.
+        [sleep_c] = processes_running(markers[1])
+        launcher = parent_of(parent_of(sleep_c))
+        await wait_until_async(lambda: launcher in shell._live_groups, what="run_command to hold the launcher")
         yield turn, markers
     finally:
         turn.cancel()
