@@ -50,17 +50,31 @@ class _CloneArgs(ctypes.Structure):
 def fork_into_cgroup(path: str) -> int | None:
     """fork(), the child born in the cgroup at `path` (clone3 with CLONE_INTO_CGROUP, Linux 5.7);
     None when refused (the caller then forks and joins). Moving a process in afterwards waits for an
-    RCU grace period (~10 ms a command here: bench/README.md), this does not. Python's and libc's
-    after-fork work does not run in the child, so it must only set itself up and exec or _exit, as
-    the launcher's shell does; it must not start threads or fork again."""
+    RCU grace period (~10 ms a command here: bench/README.md), this does not.
+
+    It does what os.fork() does around the syscall: Python's before- and after-fork work (the import
+    lock, the at-fork hooks, signals tripped in the parent not run again in the child) through its
+    public API, the GIL held throughout (a PyDLL call does not release it). What it skips is libc's
+    own fork work (its at-fork handlers, resetting locks other threads held), which only matters when
+    other threads exist: so it refuses unless this is the process's only thread, as the launcher
+    is. The child must still only set itself up and exec or _exit."""
+    if len(os.listdir("/proc/self/task")) != 1:
+        return None
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
         return None
-    libc = _libc()
+    api, libc = ctypes.pythonapi, ctypes.PyDLL(None, use_errno=True)
+    for hook in (api.PyOS_BeforeFork, api.PyOS_AfterFork_Child, api.PyOS_AfterFork_Parent):
+        hook.restype = None
     libc.syscall.restype = ctypes.c_long
     args = _CloneArgs(flags=CLONE_INTO_CGROUP, exit_signal=signal.SIGCHLD, cgroup=fd)
+    api.PyOS_BeforeFork()
     pid = int(libc.syscall(ctypes.c_long(SYS_CLONE3), ctypes.byref(args), ctypes.c_size_t(ctypes.sizeof(args))))
+    if pid == 0:
+        api.PyOS_AfterFork_Child()
+    else:
+        api.PyOS_AfterFork_Parent()
     os.close(fd)  # in both processes
     return pid if pid >= 0 else None
 

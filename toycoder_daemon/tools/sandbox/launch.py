@@ -88,7 +88,10 @@ def _run_shell(spec: dict[str, Any], *, join: bool) -> NoReturn:
             os.environ["PWD"] = spec["cwd"]
         os.execv("/bin/sh", ["/bin/sh", "-c", spec["command"]])
     except BaseException as e:  # never return into the supervisor's code in the child
-        os.write(2, f"toycoder sandbox: {e}\n".encode())
+        try:
+            os.write(2, f"toycoder sandbox: {e}\n".encode())
+        finally:  # also when that write fails (stderr closed)
+            os._exit(127)
     os._exit(127)
 
 
@@ -110,15 +113,20 @@ def _supervise(spec: dict[str, Any], *, init: bool) -> int:
         contain.prctl(contain.PR_SET_PDEATHSIG, signal.SIGTERM)
         if _daemon_gone(spec):
             return 137
+    # The stops are blocked across the fork (a stop already come is handled here, first): one sent to
+    # the group just after it would otherwise run the supervisor's handler in the child too.
+    signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
     # Born in the command's cgroup when the kernel allows (no wait); else it joins it (~10 ms).
     shell = contain.fork_into_cgroup(cgroup) if cgroup else None
     joined = shell is not None
     if shell is None:
         shell = os.fork()
     if shell == 0:
-        for sig in _STOPS:  # the supervisor's handler is not the shell's
+        for sig in _STOPS:  # the supervisor's handler is not the shell's; then a pending stop kills it
             signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
         _run_shell(spec, join=bool(cgroup) and not joined)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
     while True:
         pid, status = os.waitpid(-1, 0)  # also reaps orphans handed to us meanwhile
         if pid == shell:
