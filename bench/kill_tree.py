@@ -54,9 +54,9 @@ def old_kill_tree(root: int, passes: list[int], within: float = shell.KILL_TREE_
 def new_kill_tree(root: int, passes: list[int]) -> None:
     real = tree.descendants
 
-    def counted(r: int) -> list[tuple[int, int]]:
+    def counted(r: int, start: int | None = None) -> list[tuple[int, int]]:
         passes[0] += 1
-        return real(r)
+        return real(r, start)
 
     tree.descendants = counted
     try:

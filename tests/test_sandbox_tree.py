@@ -1,9 +1,12 @@
 """The sandbox's kill path signals a process only while it is the one found: a pid read from /proc
 and reused before the kill must not reach the process that now has it (a root daemon's kill would
-succeed). In-process, on real processes this test starts."""
+succeed), nor may a reused pid bring another's processes into the tree walked. In-process, on real
+processes this test starts, and on a staged /proc for the reuse races."""
 
 from __future__ import annotations
 
+import io
+import os
 import signal
 import subprocess
 import sys
@@ -74,3 +77,61 @@ def test_descendants_records_each_processs_start_time() -> None:
         tree.close(tree.signal_found(found, signal.SIGKILL))  # our sleeps, still checked by start time
         parent.kill()
         parent.wait()
+
+
+class FakeProc:
+    """A /proc as the walk reads it (stat, task lists, children lists), staged by the test, for the
+    reuse races a real machine cannot be made to hit: `open` and `os` of the tree module go here."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
+        self.dirs: dict[str, list[str]] = {}
+
+    def process(self, pid: int, ppid: int, start: int, children: tuple[int, ...] = ()) -> None:
+        fillers = " ".join(["0"] * 17)  # fields 5-21; the start time is field 22
+        self.files[f"/proc/{pid}/stat"] = f"{pid} (x) S {ppid} {fillers} {start} 0 0\n".encode()
+        self.files[f"/proc/{pid}/task/{pid}/stat"] = self.files[f"/proc/{pid}/stat"]
+        self.files[f"/proc/{pid}/task/{pid}/children"] = " ".join(map(str, children)).encode()
+        self.dirs[f"/proc/{pid}/task"] = [str(pid)]
+
+    def open(self, path: str, mode: str = "r") -> io.BytesIO:
+        if path not in self.files:
+            raise FileNotFoundError(path)
+        return io.BytesIO(self.files[path])
+
+    def listdir(self, path: str) -> list[str]:
+        if path not in self.dirs:
+            raise FileNotFoundError(path)
+        return self.dirs[path]
+
+
+@pytest.fixture
+def fake_proc(monkeypatch: pytest.MonkeyPatch) -> FakeProc:
+    fake = FakeProc()
+    real_os = os
+
+    class Os:
+        def __getattr__(self, name: str) -> object:
+            return fake.listdir if name == "listdir" else getattr(real_os, name)
+
+    monkeypatch.setattr(tree, "open", fake.open, raising=False)
+    monkeypatch.setattr(tree, "os", Os())
+    return fake
+
+
+def test_a_listed_child_whose_pid_another_parents_process_took_is_left_out(fake_proc: FakeProc) -> None:
+    """Between reading a parent's children list and the child's stat, the child may exit, be reaped
+    and its pid be taken: the stat then names another parent, and that process is not ours."""
+    fake_proc.process(10, 1, 100, children=(11, 12))
+    fake_proc.process(11, 10, 110)
+    fake_proc.process(12, 99, 120, children=(13,))  # pid 12 now: a stranger's child
+    fake_proc.process(13, 12, 130)
+    assert tree.descendants(10) == [(11, 110)]
+
+
+def test_the_list_of_a_root_that_changed_hands_is_not_walked(fake_proc: FakeProc) -> None:
+    """The daemon walks below its launcher's pid after the launcher may have been reaped."""
+    fake_proc.process(20, 1, 200, children=(21,))
+    fake_proc.process(21, 20, 210)
+    assert tree.descendants(20, 200) == [(21, 210)]
+    assert tree.descendants(20, 199) == []  # the process holding pid 20 is not the launcher we started

@@ -109,9 +109,14 @@ def _kill_tree(root: int, *, within: float = KILL_TREE_LIMIT) -> None:
     reused pid is never signalled) and waits for one of its kills to land, longer each time."""
     from .sandbox import tree  # only on this rare path
 
+    # The launcher may have exited and been reaped by now: its pid then names whoever took it, and
+    # its start time (checked on every pass) tells them apart.
+    launcher = tree.identify(root)
+    if launcher is None:
+        return
     deadline = time.monotonic() + within
     wait = tree.FIRST_WAIT
-    while time.monotonic() < deadline and tree.kill_below(root, wait):
+    while time.monotonic() < deadline and tree.kill_below(root, launcher[1], wait):
         wait = tree.next_wait(wait)
 
 

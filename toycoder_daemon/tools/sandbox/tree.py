@@ -28,15 +28,15 @@ MAX_WAIT = 0.032
 burned a core while a forking process was being chased."""
 
 
-def _stat(pid: int | str) -> tuple[bytes, int] | None:
-    """(state, start time) of a process, None when it is gone."""
+def _stat(pid: int | str) -> tuple[bytes, int, int] | None:
+    """(state, parent pid, start time) of a process, from one read; None when it is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read()
     except OSError:
         return None
     fields = stat[stat.rfind(b")") + 2:].split()
-    return fields[0], int(fields[19])
+    return fields[0], int(fields[1]), int(fields[19])
 
 
 def _is_zombie(pid: int) -> bool:
@@ -54,12 +54,15 @@ def _is_zombie(pid: int) -> bool:
     return True
 
 
-def identify(pid: int) -> Found | None:
-    """(pid, start time) when the process lives, None when it is gone or a zombie."""
+def identify(pid: int, parent: int | None = None) -> Found | None:
+    """(pid, start time) when the process lives (and, with `parent`, is that process's child), None
+    when it is gone, a zombie or another's child."""
     found = _stat(pid)
-    if found is None or (found[0] in (b"Z", b"X") and _is_zombie(pid)):
+    if found is None or (parent is not None and found[1] != parent):
         return None
-    return pid, found[1]
+    if found[0] in (b"Z", b"X") and _is_zombie(pid):
+        return None
+    return pid, found[2]
 
 
 def _children(pid: int) -> list[int] | None:
@@ -83,24 +86,38 @@ def _children(pid: int) -> list[int] | None:
     return found
 
 
-def descendants(root: int) -> list[Found]:
+def descendants(root: int, start: int | None = None) -> list[Found]:
     """Every live process below `root` (parents before children), with its start time. It follows
     each process's own children list, not a walk of all /proc: orphans are handed to the subreaper,
     so a process that forks and exits every millisecond is seen microseconds after the list is read,
     where a walk of a busy /proc took longer than its pid lived. Zombies are left out: they cannot
-    fork, and their children were already handed up to a (sub)reaper."""
+    fork, and their children were already handed up to a (sub)reaper.
+
+    A pid is only a number, so a list is taken as a process's own only when that process (its start
+    time; `start` for the root, None when the root is the caller itself) is still there after the
+    read, and a child only when its own stat names that parent: a pid that changed hands meanwhile
+    never brings a stranger, nor a stranger's children, into the tree. A child being handed up to
+    the subreaper right then is found below it on the next pass."""
     found: list[Found] = []
-    todo = [root]
+    todo: list[tuple[int, int | None]] = [(root, start)]
     while todo:
-        kids = _children(todo.pop())
+        pid, born = todo.pop()
+        kids = _children(pid)
         if kids is None:
-            return _walk(root)
+            return _walk(root) if start is None or _started(root) == start else []
+        if born is not None and _started(pid) != born:
+            continue
         for child in kids:
-            live = identify(child)
+            live = identify(child, pid)
             if live is not None:
                 found.append(live)
-                todo.append(child)
+                todo.append(live)
     return found
+
+
+def _started(pid: int) -> int | None:
+    found = _stat(pid)
+    return None if found is None else found[2]
 
 
 def _walk(root: int) -> list[Found]:
@@ -139,8 +156,7 @@ def signal_found(found: Iterable[Found], sig: int) -> list[int]:
             continue
         try:
             # Read after the open: the same start time now means the pidfd names the process found.
-            now = _stat(pid)
-            if now is None or now[1] != start:
+            if _started(pid) != start:
                 os.close(fd)
                 continue
             signal.pidfd_send_signal(fd, sig)
@@ -170,10 +186,11 @@ def close(fds: list[int]) -> None:
         os.close(fd)
 
 
-def kill_below(root: int, wait: float) -> bool:
-    """One pass: KILL every live process below `root`, then wait up to `wait` seconds for one of
-    them to exit (so the next pass does not find it again). False when there was nothing to kill."""
-    found = descendants(root)
+def kill_below(root: int, start: int, wait: float) -> bool:
+    """One pass: KILL every live process below `root` (the process of that start time), then wait up
+    to `wait` seconds for one of them to exit (so the next pass does not find it again). False when
+    there was nothing to kill."""
+    found = descendants(root, start)
     if not found:
         return False
     wait_any(signal_found(found, signal.SIGKILL), wait)
