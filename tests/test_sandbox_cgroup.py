@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 from helpers import AllowAll, proc_dir, processes_running, processes_with
-from sandbox_helpers import Box, Runner, cgroups_of, remove_cgroups_of, run, spec_for, unique_sleep
+from sandbox_helpers import FAKE_DAEMON, Box, Runner, cgroups_of, kill_markers, remove_cgroups_of, run, spec_for, unique_sleep
 from test_sandbox_hopper import CC, HOPPER
 from waiting import scaled, wait_until
 
-from toycoder_daemon.tools.sandbox import cgroups, command, landlock, probe
+from toycoder_daemon.tools.sandbox import cgroups, command, landlock, probe, tree
 from toycoder_daemon.tools.settings import ToolSettings
 
 ABI = landlock.abi_version() if sys.platform.startswith("linux") else 0
@@ -194,15 +194,63 @@ def test_the_sweep_removes_only_empty_cgroups_of_daemons_no_longer_running() -> 
     parent = cgroups.own_dir()
     assert parent is not None
     never_a_pid = 4194305  # above PID_MAX_LIMIT (4194304): no process has it, ever
-    dead = os.path.join(parent, f"{cgroups.PREFIX}{never_a_pid}-{uuid.uuid4().int % 10**9}")
+    dead, busy = (os.path.join(parent, f"{cgroups.PREFIX}{never_a_pid}-{uuid.uuid4().int % 10**9}") for _ in range(2))
+    me = tree.identify(os.getpid())
+    assert me is not None
+    # Our pid with another start time: what a dead daemon's name looks like once its pid is taken.
+    reused = os.path.join(parent, f"{cgroups.PREFIX}{os.getpid()}-{me[1] + 1}-{uuid.uuid4().int % 10**9}")
     ours = cgroups.create()
     assert ours is not None
-    os.mkdir(dead)
+    for path in (dead, reused, busy):
+        os.mkdir(path)
+    sleeper = subprocess.Popen([sys.executable, "-c", "import sys, time; open(sys.argv[1], 'w').write('0'); time.sleep(600)",
+                                os.path.join(busy, "cgroup.procs")], stdin=subprocess.DEVNULL)
     try:
+        wait_until(lambda: cgroups.populated(busy), scaled(30), "the sleeper to join the dead daemon's cgroup")
         cgroups.sweep(parent)
-        assert not os.path.isdir(dead)
-        assert os.path.isdir(ours)  # this process runs: its cgroup stays
+        assert os.path.isdir(dead) and os.path.isdir(reused), "younger than SWEEP_AGE: kept"
+        cgroups.sweep(parent, older_than=0)
+        assert not os.path.isdir(dead) and not os.path.isdir(reused)
+        assert os.path.isdir(ours)  # this process runs, with the start time in the name: its cgroup stays
+        assert os.path.isdir(busy)  # a process is in it: never removed
     finally:
-        for path in (dead, ours):
+        sleeper.kill()
+        sleeper.wait()
+        for path in (dead, reused, ours, busy):
             if os.path.isdir(path):
-                os.rmdir(path)
+                cgroups.remove(path)
+
+
+@needs_cgroups
+def test_a_launcher_whose_daemon_is_already_gone_removes_the_cgroup(box: Box, cgroup: str) -> None:
+    """Nobody else would: the daemon that made it is dead (until a later daemon's sweep)."""
+    runner = Runner("root" if ROOT else "current user")
+    spec, _ = spec_for("true", box, runner.support())
+    spec.update(cgroup=cgroup, daemon=1)  # not the launcher's parent: as when the daemon died first
+    done = run(runner, box, spec)
+    assert done.returncode == 137, done
+    assert not os.path.isdir(cgroup)
+
+
+@needs_cgroups
+@pytest.mark.parametrize("namespaces", [True, False], ids=["pid-namespace", "subreaper"])
+def test_a_daemon_killed_outright_leaves_no_cgroup(box: Box, cgroup: str, namespaces: bool) -> None:
+    """With a PID namespace the launcher dies by SIGKILL with the daemon; its init, TERMed by that,
+    removes the cgroup (it used to die by SIGKILL too, leaving it to a later daemon's sweep)."""
+    runner = Runner("root" if ROOT else "current user")
+    sleep = f"sleep {unique_sleep()}"
+    spec, _ = spec_for(sleep, box, runner.support(), namespaces=namespaces)
+    spec["cgroup"] = cgroup
+    daemon = subprocess.Popen([sys.executable, "-c", FAKE_DAEMON, json.dumps(spec), *runner.launcher(spec)[:-1]],
+                              cwd=box.ws, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_until(lambda: processes_running(sleep), scaled(30), "the command to run")
+        os.killpg(daemon.pid, signal.SIGKILL)
+        daemon.wait()
+        wait_until(lambda: not processes_with(sleep), scaled(30), "the command and its launcher to end")
+        wait_until(lambda: not os.path.isdir(cgroup), scaled(30), "the cgroup to be removed")
+    finally:
+        if daemon.poll() is None:
+            os.killpg(daemon.pid, signal.SIGKILL)
+            daemon.wait()
+        kill_markers(sleep)

@@ -136,8 +136,8 @@ async def test_no_command_process_outlives(start_daemon, llm: FakeLLM, how: str)
                 d.proc.kill()
                 await d.proc.wait()
         assert await gone(d, markers)
-        if how != "daemon killed":  # killed, it leaves its launcher no time (the next daemon sweeps)
-            assert await d.wait_for(lambda: not cgroups_of(d.proc.pid), timeout=15), cgroups_of(d.proc.pid)
+        # Killed outright, too: the launcher's init (or the launcher, without a namespace) removes it.
+        assert await d.wait_for(lambda: not cgroups_of(d.proc.pid), timeout=15), cgroups_of(d.proc.pid)
     finally:
         kill_markers(*markers)
         remove_cgroups_of(d.proc.pid)

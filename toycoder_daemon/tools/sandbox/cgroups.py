@@ -17,10 +17,16 @@ from __future__ import annotations
 import os
 import time
 
+from . import tree
+
 SIMULATE_ENV = "TOYCODER_SANDBOX_SIMULATE_NO_CGROUP"
 """For tests only: when set to 1, the daemon behaves as where it cannot make cgroups."""
 PREFIX = "toycoder-"
+SWEEP_AGE = 60.0
+"""The sweep leaves a cgroup younger than this (seconds): between its making and the shell's fork a
+live daemon's is empty too, and a daemon in another PID namespace sharing this cgroup looks dead."""
 _made = 0
+_owner = (0, "")
 
 
 def own_dir() -> str | None:
@@ -71,32 +77,51 @@ def unusable() -> str | None:
     return None
 
 
-def sweep(parent: str) -> None:
+def sweep(parent: str, older_than: float = SWEEP_AGE) -> None:
     """Remove the empty cgroups that daemons no longer running left in `parent`. In a PID namespace
     a command's launcher dies with the daemon by SIGKILL (so that a stopped launcher still dies),
-    and then nobody removes its command's cgroup, already empty when the namespace ended."""
+    and then nobody removes its command's cgroup, already empty when the namespace ended. A name
+    holds its daemon's pid and start time: a pid another process took since is no longer its daemon."""
     try:
         names = os.listdir(parent)
     except OSError:
         return
+    now = time.time()
     for name in names:
-        pid = name[len(PREFIX):].split("-", 1)[0]
-        if name.startswith(PREFIX) and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
-            try:  # noqa: SIM105
-                os.rmdir(os.path.join(parent, name))  # refused while a process is in it
-            except OSError:
-                pass
+        parts = name[len(PREFIX):].split("-")
+        if not name.startswith(PREFIX) or not parts[0].isdigit():
+            continue
+        daemon = tree.identify(int(parts[0]))
+        if daemon is not None and (len(parts) < 3 or str(daemon[1]) == parts[1]):
+            continue  # its daemon runs (a name without a start time: a process with its pid runs)
+        path = os.path.join(parent, name)
+        try:
+            if now - os.stat(path).st_ctime >= older_than:
+                os.rmdir(path)  # refused while a process is in it
+        except OSError:
+            pass
+
+
+def _name(suffix: str) -> str:
+    """`toycoder-<pid>-<start time>-<suffix>`: this process, told apart from a later one of its pid."""
+    global _owner
+    pid = os.getpid()
+    if _owner[0] != pid:  # once per process (a forked child is another)
+        me = tree.identify(pid)
+        _owner = (pid, f"{PREFIX}{pid}-{me[1] if me else 0}")
+    return f"{_owner[1]}-{suffix}"
 
 
 def create(parent: str | None = None, name: str | None = None) -> str | None:
-    """A fresh, empty cgroup `toycoder-<pid>-<n>` below this process's own, None when refused."""
+    """A fresh, empty cgroup `toycoder-<pid>-<start time>-<n>` below this process's own, None when
+    refused."""
     global _made
     parent = parent or own_dir()
     if parent is None:
         return None
-    for _ in range(100):  # a name left by a crashed daemon of the same pid is skipped
+    for _ in range(100):  # a name taken by another cgroup of ours (a test's, say) is skipped
         _made += 1
-        path = os.path.join(parent, f"{PREFIX}{os.getpid()}-{name or _made}")
+        path = os.path.join(parent, _name(name or str(_made)))
         try:
             os.mkdir(path)
             return path
