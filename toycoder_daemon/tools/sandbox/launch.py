@@ -38,6 +38,7 @@ from . import caps, cgroups, contain, landlock
 
 TYPE_CHECKING = False  # mypy reads the block below; importing typing costs start-up time per command
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, NoReturn
 
 REFUSED_EXIT = 125
@@ -50,6 +51,13 @@ def _daemon_gone(spec: dict[str, Any]) -> bool:
     """Whether the daemon that started us has died (checked after arming a death signal: a parent
     that dies before the arming sends none). Under a client's terminal there is no daemon to check."""
     return bool(spec.get("daemon")) and os.getppid() != spec["daemon"]
+
+
+def _abandon(spec: dict[str, Any]) -> int:
+    """The daemon died before the command ran: nobody else will remove its (empty) cgroup."""
+    if spec.get("cgroup"):
+        cgroups.remove(spec["cgroup"], within=0.0)
+    return 137
 
 
 def _run_shell(spec: dict[str, Any], *, join: bool) -> NoReturn:
@@ -95,8 +103,9 @@ def _run_shell(spec: dict[str, Any], *, join: bool) -> NoReturn:
     os._exit(127)
 
 
-def _supervise(spec: dict[str, Any], *, init: bool) -> int:
-    """Start the shell, wait for it, then kill and reap everything else; the shell's status."""
+def _supervise(spec: dict[str, Any], *, init: bool, parent_gone: Callable[[], bool]) -> int:
+    """Start the shell, wait for it, then kill and reap everything else; the shell's status.
+    `parent_gone`: whether what started us (the daemon; for the init, the launcher) has died."""
 
     cgroup = spec.get("cgroup")
 
@@ -107,12 +116,13 @@ def _supervise(spec: dict[str, Any], *, init: bool) -> int:
     # Before the fork: a stop that comes while the shell starts still ends its tree.
     for sig in _STOPS:
         signal.signal(sig, stop)
-    if not init:
-        # No namespace ends this tree when we are SIGKILLed, so the daemon's death (even a SIGKILL)
-        # must reach us as a signal `stop` handles; the daemon must still be there once it is armed.
-        contain.prctl(contain.PR_SET_PDEATHSIG, signal.SIGTERM)
-        if _daemon_gone(spec):
-            return 137
+    # Our parent's death (even a SIGKILL) must reach us as a signal `stop` handles: without a
+    # namespace nothing else ends the tree, and with one nothing else removes the cgroup (the
+    # namespace's processes cannot stop its init: the kernel drops their signals it has no handler
+    # for). The parent must still be there once it is armed.
+    contain.prctl(contain.PR_SET_PDEATHSIG, signal.SIGTERM)
+    if parent_gone():
+        return _abandon(spec)
     # The stops are blocked across the fork (a stop already come is handled here, first): one sent to
     # the group just after it would otherwise run the supervisor's handler in the child too.
     signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
@@ -159,11 +169,12 @@ def run(spec: dict[str, Any]) -> int:
         keep = set(spec["env"])
         for name in [n for n in os.environ if n not in keep]:
             del os.environ[name]
-    # Die with the daemon, even when it is killed outright (then the namespace goes with us; without
-    # one, _supervise re-arms this as SIGTERM, which it handles by killing the command's tree first).
+    # Die with the daemon, even when it is killed outright (stopped or not). _supervise re-arms its
+    # own as SIGTERM, which it handles by killing the command's tree and removing its cgroup first:
+    # without a namespace in this process, with one in the init below us (whom our death TERMs).
     contain.prctl(contain.PR_SET_PDEATHSIG, signal.SIGKILL)
     if _daemon_gone(spec):
-        return 137  # the daemon is already gone
+        return _abandon(spec)  # the daemon is already gone
     contain.prctl(contain.PR_SET_CHILD_SUBREAPER, 1)
     entered: set[str] = set()
     if spec["namespaces"]:
@@ -181,7 +192,7 @@ def run(spec: dict[str, Any]) -> int:
     # rules are the fallback where namespaces are not allowed.
     spec["block_tcp"] = not spec["network"] and "network" not in entered
     if "pid" not in entered:
-        return _supervise(spec, init=False)
+        return _supervise(spec, init=False, parent_gone=lambda: _daemon_gone(spec))
     # The init arms its own death signal after the fork; a launcher killed before that sends none
     # (the init would run the command unsupervised), so the init also checks a pipe only the
     # launcher holds open. A dying process closes its files before it signals its children.
@@ -192,11 +203,10 @@ def run(spec: dict[str, Any]) -> int:
             os.close(launcher_w)
             contain.prctl(contain.PR_SET_PDEATHSIG, signal.SIGKILL)
             if contain.writer_gone(launcher_r):
-                os._exit(137)  # the launcher (so the daemon) died before the signal was armed
-            os.close(launcher_r)
+                os._exit(_abandon(spec))  # the launcher (so the daemon) died before the signal was armed
             if os.getpid() != 1:  # kill(-1) below must only ever reach the namespace
                 raise OSError("not the init of a new PID namespace")
-            os._exit(_supervise(spec, init=True))
+            os._exit(_supervise(spec, init=True, parent_gone=lambda: contain.writer_gone(launcher_r)))
         except BaseException as e:
             os.write(2, f"toycoder sandbox: {e}\n".encode())
             os._exit(127)
