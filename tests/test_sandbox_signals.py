@@ -16,6 +16,7 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import AllowAll, parent_of, proc_dir, processes_running, processes_with
@@ -231,3 +232,38 @@ async def test_a_cancel_that_must_kill_the_launcher_kills_its_tree_first(tmp_pat
             await asyncio.wait_for(turn, 15)
         await asyncio.to_thread(wait_until, lambda: not any(processes_with(m) for m in markers),
                                 what="the daemon to end the stuck launcher's whole tree")
+
+
+async def test_a_cancel_while_run_command_is_still_starting_the_launcher_lets_it_end_its_tree(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cancel that came while the spawn's pipes were still being connected KILLed the group at
+    once: without a PID namespace (nor a cgroup) the launcher died before it could end a setsid'd
+    child of the command, which kept running."""
+    monkeypatch.setattr(probe, "_cached", probe.Support(sys.platform, ABI, False, False))
+    real, gate = asyncio.create_subprocess_exec, asyncio.Event()
+
+    async def held(*args: Any, **kwargs: Any) -> asyncio.subprocess.Process:
+        proc = await real(*args, **kwargs)
+        await gate.wait()  # a loaded loop finishing the spawn late: the command already runs
+        return proc
+
+    monkeypatch.setattr(asyncio, "create_subprocess_exec", held)
+    registry = ToolRegistry(PermissionGate(["run_command"]))
+    registry.register(shell.run_command, enabled=True)
+    a, c = unique_sleep(), unique_sleep()
+    markers = [f"sleep {a}", f"sleep {c}"]
+    call = json.dumps({"command": f"setsid sleep {a} >/dev/null 2>&1 & sleep {c}"})
+    turn = asyncio.ensure_future(registry.dispatch("run_command", call, ToolContext(Workspace(tmp_path), AllowAll(), "c1")))
+    try:
+        await asyncio.to_thread(wait_until, lambda: all(processes_running(m) for m in markers),
+                                what="the command to start its sleeps")
+        turn.cancel()  # reaches run_command first (call_soon order), the spawn finishes after
+        gate.set()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(turn, 15)
+        await asyncio.to_thread(wait_until, lambda: not any(processes_with(m) for m in markers),
+                                what="the launcher to end its whole tree")
+    finally:
+        gate.set()
+        turn.cancel()
+        kill_markers(*markers)

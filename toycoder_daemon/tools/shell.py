@@ -215,10 +215,10 @@ async def _run(run: Prepared, ctx: ToolContext, command: str, seconds: float, li
     try:
         proc = await asyncio.shield(spawn)
     except asyncio.CancelledError:
-        # Cancelled while the pipes were being set up: the process already exists; end it.
+        # Cancelled while the pipes were being set up: the process exists and may have started the
+        # command; end it as any cancel does (TERM first: a launcher then ends what left the group).
         proc = await spawn
-        _kill_group(proc.pid, signal.SIGKILL)
-        await proc.wait()
+        await asyncio.shield(_stop(proc, run))
         raise
     _live_groups[proc.pid] = signal.SIGTERM if run.spec is not None else signal.SIGKILL
     out = HeadTail(limit)
