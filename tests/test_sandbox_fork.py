@@ -10,36 +10,20 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import test_sandbox_cgroup
 from helpers import proc_dir
 from sandbox_helpers import Box, Runner, remove_cgroups_of, spec_for, unique_sleep
+from test_sandbox_cgroup import ABI, NO_CGROUP, needs_cgroups
 from waiting import scaled, wait_until
 
-from toycoder_daemon.tools.sandbox import cgroups, landlock, probe
+from toycoder_daemon.tools.sandbox import cgroups, probe
 
-ABI = landlock.abi_version() if sys.platform.startswith("linux") else 0
 pytestmark = pytest.mark.skipif(ABI < 1, reason="the sandbox needs Linux with Landlock")
-NO_CGROUP = cgroups.unusable() if ABI >= 1 else "the sandbox needs Linux with Landlock"
-needs_cgroups = pytest.mark.skipif(NO_CGROUP is not None, reason=f"no cgroup per command here ({NO_CGROUP}); NOT a pass")
+box, cgroup = test_sandbox_cgroup.box, test_sandbox_cgroup.cgroup  # its fixtures
 PACKAGE = str(Path(cgroups.__file__).resolve().parents[3])
-
-
-@pytest.fixture
-def box() -> Iterator[Box]:
-    b = Box.make(None)
-    yield b
-    b.remove()
-
-
-@pytest.fixture
-def cgroup() -> Iterator[str]:
-    made = cgroups.create()
-    assert made is not None
-    yield made
-    remove_cgroups_of(os.getpid())
 
 
 def _python(code: str, *args: str) -> subprocess.CompletedProcess[str]:

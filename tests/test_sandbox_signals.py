@@ -172,18 +172,24 @@ def test_sigpipe_and_sigxfsz_are_not_ignored_in_the_command(runner: Runner, box:
     assert (first, done.stderr, done.returncode) == ("y", "", 0)
 
 
-@contextlib.asynccontextmanager
-async def _a_setsid_child_in_subreaper_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                            ) -> AsyncIterator[tuple[asyncio.Future[object], list[str]]]:
+def _start_a_setsid_child_in_subreaper_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                            ) -> tuple[asyncio.Future[object], list[str]]:
     """run_command in process, sandboxed as on a kernel without user namespaces, running a child that
     left the group (setsid) and a sleep of the shell's own: (the tool call, the sleeps' markers)."""
     monkeypatch.setattr(probe, "_cached", probe.Support(sys.platform, ABI, False, False))
     registry = ToolRegistry(PermissionGate(["run_command"]))
     registry.register(shell.run_command, enabled=True)
     a, c = unique_sleep(), unique_sleep()
-    markers = [f"sleep {a}", f"sleep {c}"]
     call = json.dumps({"command": f"setsid sleep {a} >/dev/null 2>&1 & sleep {c}"})
     turn = asyncio.ensure_future(registry.dispatch("run_command", call, ToolContext(Workspace(tmp_path), AllowAll(), "c1")))
+    return turn, [f"sleep {a}", f"sleep {c}"]
+
+
+@contextlib.asynccontextmanager
+async def _a_setsid_child_in_subreaper_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                            ) -> AsyncIterator[tuple[asyncio.Future[object], list[str]]]:
+    """_start_a_setsid_child_in_subreaper_mode, yielded once run_command holds the launcher."""
+    turn, markers = _start_a_setsid_child_in_subreaper_mode(tmp_path, monkeypatch)
     try:
         assert await asyncio.to_thread(wait_until, lambda: all(processes_running(m) for m in markers),
                                        what="the command to start its sleeps")
@@ -239,7 +245,6 @@ async def test_a_cancel_while_run_command_is_still_starting_the_launcher_lets_it
     """A cancel that came while the spawn's pipes were still being connected KILLed the group at
     once: without a PID namespace (nor a cgroup) the launcher died before it could end a setsid'd
     child of the command, which kept running."""
-    monkeypatch.setattr(probe, "_cached", probe.Support(sys.platform, ABI, False, False))
     real, gate = asyncio.create_subprocess_exec, asyncio.Event()
 
     async def held(*args: Any, **kwargs: Any) -> asyncio.subprocess.Process:
@@ -248,12 +253,7 @@ async def test_a_cancel_while_run_command_is_still_starting_the_launcher_lets_it
         return proc
 
     monkeypatch.setattr(asyncio, "create_subprocess_exec", held)
-    registry = ToolRegistry(PermissionGate(["run_command"]))
-    registry.register(shell.run_command, enabled=True)
-    a, c = unique_sleep(), unique_sleep()
-    markers = [f"sleep {a}", f"sleep {c}"]
-    call = json.dumps({"command": f"setsid sleep {a} >/dev/null 2>&1 & sleep {c}"})
-    turn = asyncio.ensure_future(registry.dispatch("run_command", call, ToolContext(Workspace(tmp_path), AllowAll(), "c1")))
+    turn, markers = _start_a_setsid_child_in_subreaper_mode(tmp_path, monkeypatch)
     try:
         await asyncio.to_thread(wait_until, lambda: all(processes_running(m) for m in markers),
                                 what="the command to start its sleeps")

@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+from helpers import proc_dir
 from waiting import scaled, wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pidfds and /proc: Linux only")
@@ -89,10 +90,11 @@ class FakeProc:
 
     def process(self, pid: int, ppid: int, start: int, children: tuple[int, ...] = ()) -> None:
         fillers = " ".join(["0"] * 17)  # fields 5-21; the start time is field 22
-        self.files[f"/proc/{pid}/stat"] = f"{pid} (x) S {ppid} {fillers} {start} 0 0\n".encode()
-        self.files[f"/proc/{pid}/task/{pid}/stat"] = self.files[f"/proc/{pid}/stat"]
-        self.files[f"/proc/{pid}/task/{pid}/children"] = " ".join(map(str, children)).encode()
-        self.dirs[f"/proc/{pid}/task"] = [str(pid)]
+        at = proc_dir(pid)
+        self.files[f"{at}/stat"] = f"{pid} (x) S {ppid} {fillers} {start} 0 0\n".encode()
+        self.files[f"{at}/task/{pid}/stat"] = self.files[f"{at}/stat"]
+        self.files[f"{at}/task/{pid}/children"] = " ".join(map(str, children)).encode()
+        self.dirs[f"{at}/task"] = [str(pid)]
 
     def open(self, path: str, mode: str = "r") -> io.BytesIO:
         if path not in self.files:

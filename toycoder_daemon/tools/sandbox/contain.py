@@ -58,9 +58,9 @@ def fork_into_cgroup(path: str) -> int | None:
     own fork work (its at-fork handlers, resetting locks other threads held), which only matters when
     other threads exist: so it refuses unless this is the process's only thread, as the launcher
     is. The child must still only set itself up and exec or _exit."""
-    if len(os.listdir("/proc/self/task")) != 1:
-        return None
     try:
+        if len(os.listdir("/proc/self/task")) != 1:
+            return None
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
         return None
