@@ -191,15 +191,17 @@ def test_a_fresh_cgroup_is_made_per_command_and_removed_by_cleanup(monkeypatch: 
 
 @needs_cgroups
 def test_the_sweep_removes_only_empty_cgroups_of_daemons_no_longer_running() -> None:
-    parent = cgroups.own_dir()
+    # In a cgroup of this test's own: a sweep of the shared parent (another test run's) never sees
+    # the dead-looking names below, and this test's sweep never sees another run's.
+    parent = cgroups.create(name=f"sweep{uuid.uuid4().hex[:8]}")
     assert parent is not None
     never_a_pid = 4194305  # above PID_MAX_LIMIT (4194304): no process has it, ever
-    dead, busy = (os.path.join(parent, f"{cgroups.PREFIX}{never_a_pid}-{uuid.uuid4().int % 10**9}") for _ in range(2))
+    dead, busy = (os.path.join(parent, f"{cgroups.PREFIX}{never_a_pid}-{n}") for n in (1, 2))
     me = tree.identify(os.getpid())
     assert me is not None
     # Our pid with another start time: what a dead daemon's name looks like once its pid is taken.
-    reused = os.path.join(parent, f"{cgroups.PREFIX}{os.getpid()}-{me[1] + 1}-{uuid.uuid4().int % 10**9}")
-    ours = cgroups.create()
+    reused = os.path.join(parent, f"{cgroups.PREFIX}{os.getpid()}-{me[1] + 1}-1")
+    ours = cgroups.create(parent)
     assert ours is not None
     for path in (dead, reused, busy):
         os.mkdir(path)
@@ -216,7 +218,7 @@ def test_the_sweep_removes_only_empty_cgroups_of_daemons_no_longer_running() -> 
     finally:
         sleeper.kill()
         sleeper.wait()
-        for path in (dead, reused, ours, busy):
+        for path in (dead, reused, ours, busy, parent):
             if os.path.isdir(path):
                 cgroups.remove(path)
 
