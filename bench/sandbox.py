@@ -4,6 +4,10 @@
   sandboxed  the launcher run_command spawns now            (namespaces + Landlock + reaping)
   no-ns      the launcher without namespaces                (the unprivileged fallback: subreaper,
                                                              Landlock TCP rules)
+  cgroup     sandboxed, in a cgroup of its own              (where the daemon can make one: made
+                                                             before, killed and removed after; the
+                                                             shell forked into it by clone3)
+  cgroup-join the same, the shell joining it by a write       (the fallback where clone3 is refused)
 
 Each run is spawn-to-exit through subprocess, in a temp workspace; medians and the ratio to plain
 are printed. The machine is shared and noisy: read the ratio, not the absolute times.
@@ -22,16 +26,32 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from toycoder_daemon.tools.sandbox import probe  # noqa: E402
+from toycoder_daemon.tools.sandbox import cgroups, probe  # noqa: E402
 from toycoder_daemon.tools.sandbox.policy import Policy, plan  # noqa: E402
 
+JOIN = ("import sys; sys.path.append({package!r}); from toycoder_daemon.tools.sandbox import contain, launch; "
+        "contain.fork_into_cgroup = lambda path: None; sys.exit(launch.main(sys.argv[1:]))")
+"""The launcher with clone3 refused: the shell joins its cgroup by a write to cgroup.procs."""
 
-def timed(argv: list[str], cwd: str, env: dict[str, str]) -> float:
+
+def timed(argv: list[str], cwd: str, env: dict[str, str], spec: dict[str, Any] | None = None,
+          join: bool = False) -> float:
+    """Spawn to exit; with `spec`, a fresh cgroup is made before and removed after, in the time."""
     start = time.perf_counter()
+    made = None
+    if spec is not None:
+        made = cgroups.create()
+        argv = probe.launcher_argv(json.dumps({**spec, "cgroup": made}))
+        if join:
+            package = str(Path(cgroups.__file__).resolve().parents[3])
+            argv = [*argv[:4], JOIN.format(package=package), *argv[5:]]
     done = subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True)
+    if made:
+        cgroups.remove(made)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         sys.exit(f"{argv[:3]}... failed ({done.returncode}): {done.stderr.decode(errors='replace')}")
@@ -59,18 +79,25 @@ def main() -> int:
             "sandboxed": probe.launcher_argv(json.dumps(spec)),
             "no-ns": probe.launcher_argv(json.dumps({**spec, "namespaces": False, "readonly": []})),
         }
+        if support.cgroup:
+            variants["cgroup"] = variants["cgroup-join"] = variants["sandboxed"]
         times: dict[str, list[float]] = {name: [] for name in variants}
-        for argv in variants.values():  # warm-up
-            timed(argv, str(ws), env)
+
+        def one(name: str) -> float:
+            return timed(variants[name], str(ws), env, spec if name.startswith("cgroup") else None,
+                         join=name == "cgroup-join")
+
+        for name in variants:  # warm-up
+            one(name)
         for i in range(args.runs):
             names = list(variants)
             for name in names[i % len(names):] + names[:i % len(names)]:  # rotate the order
-                times[name].append(timed(variants[name], str(ws), env))
+                times[name].append(one(name))
     plain = statistics.median(times["plain"])
     print(f"{args.runs} runs of `true` each, interleaved")
     for name, values in times.items():
         med = statistics.median(values)
-        print(f"  {name:<10} median {med * 1000:7.2f} ms   ratio to plain {med / plain:6.1f}x")
+        print(f"  {name:<11} median {med * 1000:7.2f} ms   ratio to plain {med / plain:6.1f}x")
     return 0
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from helpers import processes_with
 
-from toycoder_daemon.tools.sandbox import probe
+from toycoder_daemon.tools.sandbox import cgroups, probe
 from toycoder_daemon.tools.sandbox.policy import Plan, Policy, plan
 
 _probed: dict[str, probe.Support] = {}
@@ -154,3 +154,17 @@ def listening() -> Iterator[int]:
         s.bind(("127.0.0.1", 0))
         s.listen(8)
         yield s.getsockname()[1]
+
+
+def cgroups_of(pid: int) -> list[str]:
+    """The command cgroups a daemon of this pid made that still exist."""
+    parent = cgroups.own_dir()
+    if parent is None or not sys.platform.startswith("linux"):
+        return []
+    return [os.path.join(parent, n) for n in os.listdir(parent) if n.startswith(f"{cgroups.PREFIX}{pid}-")]
+
+
+def remove_cgroups_of(pid: int) -> None:
+    """Clean-up only: a test leaves no cgroup behind, also when the code under test failed to remove it."""
+    for path in cgroups_of(pid):
+        cgroups.remove(path)

@@ -20,6 +20,7 @@ from acp import RequestError, text_block
 from conftest import write_config
 from helpers import kill_process_groups, new_session, processes_running, processes_with, sleep_command, tool_results, write_call
 from rpc import Daemon
+from sandbox_helpers import remove_cgroups_of
 from test_acp import acp_daemon
 from test_acp import new_session as acp_new_session
 from waiting import DEFAULT_TIMEOUT, wait_until_async
@@ -162,6 +163,7 @@ async def test_acp_two_daemons_on_one_session(tmp_path: Path, llm: FakeLLM, work
         a_proc.kill()  # SIGKILL mid-turn: no chance to answer its open tool call or release anything
         await a_proc.wait()
         kill_process_groups(processes_with(sleep))  # nor to end its command
+        remove_cgroups_of(a_proc.pid)  # that KILL may cut short its launcher's removal of it
         turn.cancel()  # its connection is gone: the request ends (cancelled or failed), never answered
         with contextlib.suppress(ConnectionError, asyncio.CancelledError):
             await turn

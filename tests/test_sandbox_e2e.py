@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import new_session, processes_running, processes_with
 from rpc import Daemon
-from sandbox_helpers import kill_markers, unique_sleep
+from sandbox_helpers import cgroups_of, kill_markers, remove_cgroups_of, unique_sleep
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
 from toycoder_daemon.tools.sandbox import landlock
@@ -136,5 +136,8 @@ async def test_no_command_process_outlives(start_daemon, llm: FakeLLM, how: str)
                 d.proc.kill()
                 await d.proc.wait()
         assert await gone(d, markers)
+        # Killed outright, too: the launcher's init (or the launcher, without a namespace) removes it.
+        assert await d.wait_for(lambda: not cgroups_of(d.proc.pid), timeout=15), cgroups_of(d.proc.pid)
     finally:
         kill_markers(*markers)
+        remove_cgroups_of(d.proc.pid)

@@ -18,14 +18,14 @@ from pathlib import Path
 
 import pytest
 from helpers import AllowAll, proc_dir, processes_with
-from sandbox_helpers import FAKE_DAEMON, Box, Runner, spec_for
+from sandbox_helpers import FAKE_DAEMON, Box, Runner, cgroups_of, spec_for
 from waiting import scaled, wait_until
 
 from toycoder_daemon.tools import shell
 from toycoder_daemon.tools.base import ToolContext
 from toycoder_daemon.tools.permission import PermissionGate
 from toycoder_daemon.tools.registry import ToolRegistry
-from toycoder_daemon.tools.sandbox import landlock, probe
+from toycoder_daemon.tools.sandbox import cgroups, landlock, probe
 from toycoder_daemon.tools.workspace import Workspace
 
 ABI = landlock.abi_version() if sys.platform.startswith("linux") else 0
@@ -104,9 +104,12 @@ def _leftovers(marker: str) -> list[int]:
     return processes_with(marker)  # the hopper carries the marker in argv, the launcher in its spec
 
 
+@pytest.mark.parametrize("cgroup", [False, True], ids=["walk", "cgroup"])
 async def test_a_cancel_ends_a_pid_hopper_without_a_pid_namespace(programs: dict[str, Path], tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(probe, "_cached", probe.Support(sys.platform, ABI, False, False))
+                                                                   monkeypatch: pytest.MonkeyPatch, cgroup: bool) -> None:
+    if cgroup and (why := cgroups.unusable()):
+        pytest.skip(f"no cgroup per command here ({why}); NOT a pass")
+    monkeypatch.setattr(probe, "_cached", probe.Support(sys.platform, ABI, False, False, cgroup=cgroup))
     registry = ToolRegistry(PermissionGate(["run_command"]))
     registry.register(shell.run_command, enabled=True)
     marker = f"hop{uuid.uuid4().hex}"
@@ -122,6 +125,7 @@ async def test_a_cancel_ends_a_pid_hopper_without_a_pid_namespace(programs: dict
         await asyncio.wait_for(turn, scaled(60))
     await asyncio.to_thread(wait_until, lambda: not _leftovers(marker), scaled(30),
                             "the hopper and its launcher to be gone after the cancel")
+    assert not cgroups_of(os.getpid())  # run_command removed the one it made, if any
 
 
 def test_the_daemons_death_ends_a_pid_hopper_and_reaps_thousands_of_zombies(programs: dict[str, Path],

@@ -16,11 +16,12 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import AllowAll, parent_of, proc_dir, processes_running, processes_with
 from sandbox_helpers import FAKE_DAEMON, Box, Runner, kill_markers, run, spec_for, unique_sleep
-from waiting import wait_until
+from waiting import wait_until, wait_until_async
 
 from toycoder_daemon.tools import shell
 from toycoder_daemon.tools.base import ToolContext
@@ -171,21 +172,32 @@ def test_sigpipe_and_sigxfsz_are_not_ignored_in_the_command(runner: Runner, box:
     assert (first, done.stderr, done.returncode) == ("y", "", 0)
 
 
-@contextlib.asynccontextmanager
-async def _a_setsid_child_in_subreaper_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                            ) -> AsyncIterator[tuple[asyncio.Future[object], list[str]]]:
+def _start_a_setsid_child_in_subreaper_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                            ) -> tuple[asyncio.Future[object], list[str]]:
     """run_command in process, sandboxed as on a kernel without user namespaces, running a child that
     left the group (setsid) and a sleep of the shell's own: (the tool call, the sleeps' markers)."""
     monkeypatch.setattr(probe, "_cached", probe.Support(sys.platform, ABI, False, False))
     registry = ToolRegistry(PermissionGate(["run_command"]))
     registry.register(shell.run_command, enabled=True)
     a, c = unique_sleep(), unique_sleep()
-    markers = [f"sleep {a}", f"sleep {c}"]
     call = json.dumps({"command": f"setsid sleep {a} >/dev/null 2>&1 & sleep {c}"})
     turn = asyncio.ensure_future(registry.dispatch("run_command", call, ToolContext(Workspace(tmp_path), AllowAll(), "c1")))
+    return turn, [f"sleep {a}", f"sleep {c}"]
+
+
+@contextlib.asynccontextmanager
+async def _a_setsid_child_in_subreaper_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                            ) -> AsyncIterator[tuple[asyncio.Future[object], list[str]]]:
+    """_start_a_setsid_child_in_subreaper_mode, yielded once run_command holds the launcher."""
+    turn, markers = _start_a_setsid_child_in_subreaper_mode(tmp_path, monkeypatch)
     try:
         assert await asyncio.to_thread(wait_until, lambda: all(processes_running(m) for m in markers),
                                        what="the command to start its sleeps")
+        # Running sleeps do not mean run_command holds the process yet: on a loaded machine its loop
+        # may still be connecting the pipes, and a kill_all or cancel then finds no group to signal.
+        [sleep_c] = processes_running(markers[1])
+        launcher = parent_of(parent_of(sleep_c))
+        await wait_until_async(lambda: launcher in shell._live_groups, what="run_command to hold the launcher")
         yield turn, markers
     finally:
         turn.cancel()
@@ -226,3 +238,32 @@ async def test_a_cancel_that_must_kill_the_launcher_kills_its_tree_first(tmp_pat
             await asyncio.wait_for(turn, 15)
         await asyncio.to_thread(wait_until, lambda: not any(processes_with(m) for m in markers),
                                 what="the daemon to end the stuck launcher's whole tree")
+
+
+async def test_a_cancel_while_run_command_is_still_starting_the_launcher_lets_it_end_its_tree(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cancel that came while the spawn's pipes were still being connected KILLed the group at
+    once: without a PID namespace (nor a cgroup) the launcher died before it could end a setsid'd
+    child of the command, which kept running."""
+    real, gate = asyncio.create_subprocess_exec, asyncio.Event()
+
+    async def held(*args: Any, **kwargs: Any) -> asyncio.subprocess.Process:
+        proc = await real(*args, **kwargs)
+        await gate.wait()  # a loaded loop finishing the spawn late: the command already runs
+        return proc
+
+    monkeypatch.setattr(asyncio, "create_subprocess_exec", held)
+    turn, markers = _start_a_setsid_child_in_subreaper_mode(tmp_path, monkeypatch)
+    try:
+        await asyncio.to_thread(wait_until, lambda: all(processes_running(m) for m in markers),
+                                what="the command to start its sleeps")
+        turn.cancel()  # reaches run_command first (call_soon order), the spawn finishes after
+        gate.set()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(turn, 15)
+        await asyncio.to_thread(wait_until, lambda: not any(processes_with(m) for m in markers),
+                                what="the launcher to end its whole tree")
+    finally:
+        gate.set()
+        turn.cancel()
+        kill_markers(*markers)

@@ -27,8 +27,8 @@ from toycoder_daemon.tools.workspace import Workspace
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the launcher is Linux only")
 
-LAUNCHER_IMPORTS = ["json", "signal", "ctypes"]
-"""Modules launch.py (and landlock.py, contain.py) import before the command is confined."""
+LAUNCHER_IMPORTS = ["json", "signal", "ctypes", "select"]
+"""Modules launch.py (and landlock.py, contain.py, tree.py) import before the command is confined."""
 
 
 class ClientTerminal:

@@ -105,22 +105,28 @@ def _kill_tree(root: int, *, within: float = KILL_TREE_LIMIT) -> None:
     started and left the group (setsid) is still below it, and would outlive a KILL of the group
     that cut the launcher's own clean-up short. One pass is not enough: a process that forks and
     lets its parent exit changes pid faster than a walk; while the launcher lives its orphans come
-    back below it, so repeating until nothing is left catches it."""
-    from .sandbox.contain import descendants  # only on this rare path
+    back below it, so repeating until nothing is left catches it. Each pass signals by pidfd (a
+    reused pid is never signalled) and waits for one of its kills to land, longer each time."""
+    from .sandbox import tree  # only on this rare path
 
+    # The launcher may have exited and been reaped by now: its pid then names whoever took it, and
+    # its start time (checked on every pass) tells them apart.
+    launcher = tree.identify(root)
+    if launcher is None:
+        return
     deadline = time.monotonic() + within
-    while (found := descendants(root)) and time.monotonic() < deadline:
-        for pid in found:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+    wait = tree.FIRST_WAIT
+    while time.monotonic() < deadline and tree.kill_below(root, launcher[1], wait):
+        wait = tree.next_wait(wait)
 
 
-async def _stop(proc: asyncio.subprocess.Process) -> None:
+async def _stop(proc: asyncio.subprocess.Process, run: Prepared) -> None:
     """TERM the group, then KILL whatever is still there."""
     _kill_group(proc.pid, signal.SIGTERM)
     with contextlib.suppress(asyncio.TimeoutError):
         await asyncio.wait_for(proc.wait(), KILL_GRACE)
     if proc.returncode is None:  # still there after the grace: its tree first, while it is below it
+        run.kill()  # its cgroup, when it has one: the walk below then finds nothing left running
         await asyncio.to_thread(_kill_tree, proc.pid)
     _kill_group(proc.pid, signal.SIGKILL)
 
@@ -170,7 +176,7 @@ async def run_command(
                 log.debug("run_command runs locally: %s could not start it (%s)", runner.where, e)
         return await _run(run, ctx, command, seconds, limit, started)
     finally:
-        run.cleanup()
+        await run.cleanup()
 
 
 async def _run_elsewhere(runner: CommandRunner, run: Prepared, ctx: ToolContext, command: str,
@@ -209,10 +215,10 @@ async def _run(run: Prepared, ctx: ToolContext, command: str, seconds: float, li
     try:
         proc = await asyncio.shield(spawn)
     except asyncio.CancelledError:
-        # Cancelled while the pipes were being set up: the process already exists; end it.
+        # Cancelled while the pipes were being set up: the process exists and may have started the
+        # command; end it as any cancel does (TERM first: a launcher then ends what left the group).
         proc = await spawn
-        _kill_group(proc.pid, signal.SIGKILL)
-        await proc.wait()
+        await asyncio.shield(_stop(proc, run))
         raise
     _live_groups[proc.pid] = signal.SIGTERM if run.spec is not None else signal.SIGKILL
     out = HeadTail(limit)
@@ -228,9 +234,9 @@ async def _run(run: Prepared, ctx: ToolContext, command: str, seconds: float, li
         await asyncio.wait_for(proc.wait(), seconds)
     except asyncio.TimeoutError:
         timed_out = True
-        await _stop(proc)
+        await _stop(proc, run)
     except asyncio.CancelledError:
-        await asyncio.shield(_stop(proc))
+        await asyncio.shield(_stop(proc, run))
         _live_groups.pop(proc.pid, None)
         reader.cancel()
         raise

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import shutil
 import tempfile
 from collections import OrderedDict
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import secrets
-from . import observe, probe
+from . import cgroups, observe, probe
 from .policy import Plan, Policy, escalation, plan
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,8 @@ class Prepared:
     """The launcher's spec when sandboxed."""
     cwd: str = ""
     """Where to start `argv`: the workspace for the bare shell, never for the launcher."""
+    cgroup: str | None = None
+    """The command's own cgroup (cgroups.py), when this machine gives it one."""
 
     def portable(self) -> list[str]:
         """The argv for a terminal we do not spawn (the ACP client's): always our launcher, which
@@ -66,9 +69,20 @@ class Prepared:
                 _recent_blocks.popitem(last=False)
         return "\n".join(n for n in (notes, self.notice) if n)
 
-    def cleanup(self) -> None:
+    def kill(self) -> None:
+        """KILL every process of the command at once, when it has a cgroup (else a no-op)."""
+        if self.cgroup:
+            cgroups.kill(self.cgroup)
+
+    async def cleanup(self) -> None:
+        """After the command: its temp dir goes, and its cgroup (whatever is left in it is killed),
+        which the launcher normally removed already."""
         if self.tmpdir:
             shutil.rmtree(self.tmpdir, ignore_errors=True)
+        if self.cgroup and os.path.isdir(self.cgroup):
+            gone = await asyncio.shield(asyncio.to_thread(cgroups.remove, self.cgroup))
+            if not gone:
+                log.warning("the command's cgroup %s did not empty; left in place", self.cgroup)
 
 
 async def _support() -> probe.Support:
@@ -108,6 +122,7 @@ async def prepare(settings: Any, root: Path, command: str, args: dict[str, Any])
     env.update(TMPDIR=tmpdir, TMP=tmpdir, TEMP=tmpdir)
     spec = chosen.spec(command, support, required=policy.mode == "required")
     spec["cwd"] = str(root)
+    spec["cgroup"] = cgroups.create() if support.cgroup else None
     notice = ""
     if chosen.network_reason and not _said_unavailable:
         _said_unavailable = True
@@ -118,4 +133,4 @@ async def prepare(settings: Any, root: Path, command: str, args: dict[str, Any])
         log.warning("sandboxed commands can escape their supervisor and outlive the daemon here: %s",
                     support.supervisor_exposed)
     return Prepared(probe.launcher_argv(json.dumps(spec)), env, chosen, command, tmpdir, notice, spec,
-                    cwd=probe.LAUNCH_CWD)
+                    cwd=probe.LAUNCH_CWD, cgroup=spec["cgroup"])

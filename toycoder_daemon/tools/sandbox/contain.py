@@ -9,7 +9,8 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
-import time
+
+from . import cgroups, tree
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
@@ -19,6 +20,8 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
+SYS_CLONE3 = 435  # the same on every architecture (the generic syscall table)
+CLONE_INTO_CGROUP = 0x200000000
 # statvfs flags that a remount inside a user namespace must keep (they are locked there).
 _KEEP = {os.ST_NOSUID: MS_NOSUID, os.ST_NODEV: MS_NODEV, os.ST_NOEXEC: MS_NOEXEC, os.ST_NOATIME: MS_NOATIME,
          os.ST_NODIRATIME: MS_NODIRATIME, os.ST_RELATIME: MS_RELATIME}
@@ -36,6 +39,44 @@ def _check(result: int, what: str) -> None:
 
 def prctl(option: int, value: int) -> None:
     _check(_libc().prctl(option, value, 0, 0, 0), f"prctl({option})")
+
+
+class _CloneArgs(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_uint64) for name in (
+        "flags", "pidfd", "child_tid", "parent_tid", "exit_signal", "stack", "stack_size", "tls", "set_tid",
+        "set_tid_size", "cgroup")]
+
+
+def fork_into_cgroup(path: str) -> int | None:
+    """fork(), the child born in the cgroup at `path` (clone3 with CLONE_INTO_CGROUP, Linux 5.7);
+    None when refused (the caller then forks and joins). Moving a process in afterwards waits for an
+    RCU grace period (~10 ms a command here: bench/README.md), this does not.
+
+    It does what os.fork() does around the syscall: Python's before- and after-fork work (the import
+    lock, the at-fork hooks, signals tripped in the parent not run again in the child) through its
+    public API, the GIL held throughout (a PyDLL call does not release it). What it skips is libc's
+    own fork work (its at-fork handlers, resetting locks other threads held), which only matters when
+    other threads exist: so it refuses unless this is the process's only thread, as the launcher
+    is. The child must still only set itself up and exec or _exit."""
+    try:
+        if len(os.listdir("/proc/self/task")) != 1:
+            return None
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    api, libc = ctypes.pythonapi, ctypes.PyDLL(None, use_errno=True)
+    for hook in (api.PyOS_BeforeFork, api.PyOS_AfterFork_Child, api.PyOS_AfterFork_Parent):
+        hook.restype = None
+    libc.syscall.restype = ctypes.c_long
+    args = _CloneArgs(flags=CLONE_INTO_CGROUP, exit_signal=signal.SIGCHLD, cgroup=fd)
+    api.PyOS_BeforeFork()
+    pid = int(libc.syscall(ctypes.c_long(SYS_CLONE3), ctypes.byref(args), ctypes.c_size_t(ctypes.sizeof(args))))
+    if pid == 0:
+        api.PyOS_AfterFork_Child()
+    else:
+        api.PyOS_AfterFork_Parent()
+    os.close(fd)  # in both processes
+    return pid if pid >= 0 else None
 
 
 def writer_gone(fd: int) -> bool:
@@ -86,112 +127,42 @@ def bind_readonly(path: str) -> None:
     _check(libc.mount(None, raw, None, MS_REMOUNT | MS_BIND | MS_RDONLY | extra, None), f"remount {path} read-only")
 
 
-def _children(pid: int) -> list[int] | None:
-    """The children of `pid` (zombies included), [] when it is gone, None when this kernel has no
-    /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN)."""
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return []
-    found: list[int] = []
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
-                found.extend(int(c) for c in f.read().split())
-        except FileNotFoundError:
-            if not os.path.exists(f"/proc/{pid}/task/{tid}"):
-                continue  # the thread ended meanwhile
-            return None
-        except OSError:
-            continue
-    return found
-
-
-def _is_zombie(pid: int) -> bool:
-    """Dead for good: every thread is a zombie. A main thread that ended while other threads run
-    shows "Z" in /proc/PID/stat, yet the process lives (its threads can fork) and cannot be reaped
-    until they end, so it must still be killed."""
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return True  # gone: as good as dead
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue  # that thread ended meanwhile
-        if stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3] not in (b"Z", b"X"):
-            return False
-    return True
-
-
-def descendants(root: int) -> list[int]:
-    """Every live process below `root` (parents before children). It follows each process's own
-    children list, not a walk of all /proc: orphans are handed to the subreaper, so a process that
-    forks and exits every millisecond is seen microseconds after the list is read, where a walk of
-    a busy /proc took longer than its pid lived. Zombies are left out: they cannot fork, and their
-    children were already handed up to a (sub)reaper."""
-    found, todo = [], [root]
-    while todo:
-        kids = _children(todo.pop())
-        if kids is None:
-            return _walk(root)
-        for child in kids:
-            if not _is_zombie(child):
-                found.append(child)
-                todo.append(child)
-    return found
-
-
-def _walk(root: int) -> list[int]:
-    """descendants() from one walk of /proc, for kernels without children lists."""
-    children: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2:].split()
-        if fields[0] in (b"Z", b"X") and _is_zombie(int(name)):
-            continue
-        children.setdefault(int(fields[1]), []).append(int(name))
-    found, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def kill_and_reap(*, pid_namespace_init: bool) -> None:
-    """Kill everything this process started and reap it. As the init of a PID namespace `kill(-1)`
-    reaches exactly the namespace; otherwise this process is a subreaper and walks its tree."""
+def kill_and_reap(*, pid_namespace_init: bool, cgroup: str | None = None) -> None:
+    """Kill everything this process started and reap it. With the command's cgroup (cgroups.py)
+    that is one write, forks in flight included; then, and without one, as the init of a PID
+    namespace `kill(-1)` reaches exactly the namespace; otherwise this process is a subreaper and
+    walks its tree, signalling through pidfds (tree.py: a reused pid is never signalled). The walk
+    stays in cgroup mode too: it costs one pass when the cgroup killed everything, and catches a
+    shell that could not join it. The emptied cgroup is removed."""
+    if cgroup:
+        cgroups.kill(cgroup)
+    wait = tree.FIRST_WAIT
     while True:
+        fds: list[int] = []
         if pid_namespace_init:
             try:  # noqa: SIM105 (contextlib costs start-up time on every command)
                 os.kill(-1, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         else:
-            for pid in descendants(os.getpid()):
-                try:  # noqa: SIM105
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            fds = tree.signal_found(tree.descendants(os.getpid()), signal.SIGKILL)
         # Reap everything already dead before walking again: one reap per walk is quadratic when the
         # command left thousands of zombies (each walk then takes ~0.1 s).
         reaped = 0
         while True:
             try:
                 pid = os.waitpid(-1, os.WNOHANG)[0]
-            except ChildProcessError:
-                return  # nothing left to reap: every descendant is gone
+            except ChildProcessError:  # nothing left to reap: every descendant is gone
+                tree.close(fds)
+                if cgroup:
+                    cgroups.remove(cgroup, within=1.0)
+                return
             if not pid:
                 break
             reaped += 1
-        if not reaped:
-            time.sleep(0.002)  # killed but not yet dead; kill again in case one forked meanwhile
+        if reaped:
+            tree.close(fds)
+            wait = tree.FIRST_WAIT
+        else:  # killed but not yet dead: wait for one to exit, then kill again in case one forked
+            tree.wait_any(fds, wait)
+            wait = tree.next_wait(wait)

@@ -18,7 +18,10 @@ and reaps its whole tree when the shell ends, when it is told to stop, or when t
 (its death signal is then SIGTERM, handled, rather than SIGKILL). The command cannot signal the
 supervisor from Landlock ABI 6 (its domain is scoped); below that, a hostile command without
 namespaces can stop or kill it and outlive the daemon, and at any ABI a process forking faster than
-the supervisor kills can outrun it (docs/security.md, probe.supervisor_exposed).
+the supervisor kills can outrun its walk (docs/security.md, probe.supervisor_exposed). Where the
+daemon gives the command a cgroup of its own (spec "cgroup", cgroups.py), the shell is forked into
+it (or joins it before it is confined), and every kill above starts with `cgroup.kill`, which no
+fork outruns.
 
 Root takes a user namespace like anyone else, and drops a few capabilities (caps.py) either way; the
 command inherits no file descriptor beyond 0, 1 and 2.
@@ -31,10 +34,11 @@ import os
 import signal
 import sys
 
-from . import caps, contain, landlock
+from . import caps, cgroups, contain, landlock
 
 TYPE_CHECKING = False  # mypy reads the block below; importing typing costs start-up time per command
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, NoReturn
 
 REFUSED_EXIT = 125
@@ -49,9 +53,18 @@ def _daemon_gone(spec: dict[str, Any]) -> bool:
     return bool(spec.get("daemon")) and os.getppid() != spec["daemon"]
 
 
-def _run_shell(spec: dict[str, Any]) -> NoReturn:
+def _abandon(spec: dict[str, Any]) -> int:
+    """The daemon died before the command ran: nobody else will remove its (empty) cgroup."""
+    if spec.get("cgroup"):
+        cgroups.remove(spec["cgroup"], within=0.0)
+    return 137
+
+
+def _run_shell(spec: dict[str, Any], *, join: bool) -> NoReturn:
     """In the final child: confine, then become the shell."""
     try:
+        if join:  # first, while it may still write there; what it starts stays in it
+            cgroups.join(spec["cgroup"])
         if spec["required"] and not spec["landlock"]:
             os.write(2, b"toycoder sandbox: required, but there is no Landlock to apply; it did not run\n")
             os._exit(REFUSED_EXIT)
@@ -83,41 +96,57 @@ def _run_shell(spec: dict[str, Any]) -> NoReturn:
             os.environ["PWD"] = spec["cwd"]
         os.execv("/bin/sh", ["/bin/sh", "-c", spec["command"]])
     except BaseException as e:  # never return into the supervisor's code in the child
-        os.write(2, f"toycoder sandbox: {e}\n".encode())
+        try:
+            os.write(2, f"toycoder sandbox: {e}\n".encode())
+        finally:  # also when that write fails (stderr closed)
+            os._exit(127)
     os._exit(127)
 
 
-def _supervise(spec: dict[str, Any], *, init: bool) -> int:
-    """Start the shell, wait for it, then kill and reap everything else; the shell's status."""
+def _supervise(spec: dict[str, Any], *, init: bool, parent_gone: Callable[[], bool]) -> int:
+    """Start the shell, wait for it, then kill and reap everything else; the shell's status.
+    `parent_gone`: whether what started us (the daemon; for the init, the launcher) has died."""
+
+    cgroup = spec.get("cgroup")
 
     def stop(signum: int, _frame: Any) -> None:
-        contain.kill_and_reap(pid_namespace_init=init)
+        contain.kill_and_reap(pid_namespace_init=init, cgroup=cgroup)
         os._exit(128 + signum)
 
     # Before the fork: a stop that comes while the shell starts still ends its tree.
     for sig in _STOPS:
         signal.signal(sig, stop)
-    if not init:
-        # No namespace ends this tree when we are SIGKILLed, so the daemon's death (even a SIGKILL)
-        # must reach us as a signal `stop` handles; the daemon must still be there once it is armed.
-        contain.prctl(contain.PR_SET_PDEATHSIG, signal.SIGTERM)
-        if _daemon_gone(spec):
-            return 137
-    shell = os.fork()
+    # Our parent's death (even a SIGKILL) must reach us as a signal `stop` handles: without a
+    # namespace nothing else ends the tree, and with one nothing else removes the cgroup (the
+    # namespace's processes cannot stop its init: the kernel drops their signals it has no handler
+    # for). The parent must still be there once it is armed.
+    contain.prctl(contain.PR_SET_PDEATHSIG, signal.SIGTERM)
+    if parent_gone():
+        return _abandon(spec)
+    # The stops are blocked across the fork (a stop already come is handled here, first): one sent to
+    # the group just after it would otherwise run the supervisor's handler in the child too.
+    signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+    # Born in the command's cgroup when the kernel allows (no wait); else it joins it (~10 ms).
+    shell = contain.fork_into_cgroup(cgroup) if cgroup else None
+    joined = shell is not None
+    if shell is None:
+        shell = os.fork()
     if shell == 0:
-        for sig in _STOPS:  # the supervisor's handler is not the shell's
+        for sig in _STOPS:  # the supervisor's handler is not the shell's; then a pending stop kills it
             signal.signal(sig, signal.SIG_DFL)
-        _run_shell(spec)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
+        _run_shell(spec, join=bool(cgroup) and not joined)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
     while True:
         pid, status = os.waitpid(-1, 0)  # also reaps orphans handed to us meanwhile
         if pid == shell:
             code = os.waitstatus_to_exitcode(status)
             break
-    contain.kill_and_reap(pid_namespace_init=init)
+    contain.kill_and_reap(pid_namespace_init=init, cgroup=cgroup)
     return 128 - code if code < 0 else code
 
 
-def _wait_for(child: int) -> int:
+def _wait_for(child: int, cgroup: str | None) -> int:
     """The launcher above a namespace init: pass a stop on as SIGKILL (which ends the namespace)."""
 
     def stop(signum: int, _frame: Any) -> None:
@@ -125,7 +154,7 @@ def _wait_for(child: int) -> int:
             os.kill(child, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        contain.kill_and_reap(pid_namespace_init=False)
+        contain.kill_and_reap(pid_namespace_init=False, cgroup=cgroup)
         os._exit(128 + signum)
 
     for sig in _STOPS:
@@ -140,11 +169,12 @@ def run(spec: dict[str, Any]) -> int:
         keep = set(spec["env"])
         for name in [n for n in os.environ if n not in keep]:
             del os.environ[name]
-    # Die with the daemon, even when it is killed outright (then the namespace goes with us; without
-    # one, _supervise re-arms this as SIGTERM, which it handles by killing the command's tree first).
+    # Die with the daemon, even when it is killed outright (stopped or not). _supervise re-arms its
+    # own as SIGTERM, which it handles by killing the command's tree and removing its cgroup first:
+    # without a namespace in this process, with one in the init below us (whom our death TERMs).
     contain.prctl(contain.PR_SET_PDEATHSIG, signal.SIGKILL)
     if _daemon_gone(spec):
-        return 137  # the daemon is already gone
+        return _abandon(spec)  # the daemon is already gone
     contain.prctl(contain.PR_SET_CHILD_SUBREAPER, 1)
     entered: set[str] = set()
     if spec["namespaces"]:
@@ -162,7 +192,7 @@ def run(spec: dict[str, Any]) -> int:
     # rules are the fallback where namespaces are not allowed.
     spec["block_tcp"] = not spec["network"] and "network" not in entered
     if "pid" not in entered:
-        return _supervise(spec, init=False)
+        return _supervise(spec, init=False, parent_gone=lambda: _daemon_gone(spec))
     # The init arms its own death signal after the fork; a launcher killed before that sends none
     # (the init would run the command unsupervised), so the init also checks a pipe only the
     # launcher holds open. A dying process closes its files before it signals its children.
@@ -173,16 +203,15 @@ def run(spec: dict[str, Any]) -> int:
             os.close(launcher_w)
             contain.prctl(contain.PR_SET_PDEATHSIG, signal.SIGKILL)
             if contain.writer_gone(launcher_r):
-                os._exit(137)  # the launcher (so the daemon) died before the signal was armed
-            os.close(launcher_r)
+                os._exit(_abandon(spec))  # the launcher (so the daemon) died before the signal was armed
             if os.getpid() != 1:  # kill(-1) below must only ever reach the namespace
                 raise OSError("not the init of a new PID namespace")
-            os._exit(_supervise(spec, init=True))
+            os._exit(_supervise(spec, init=True, parent_gone=lambda: contain.writer_gone(launcher_r)))
         except BaseException as e:
             os.write(2, f"toycoder sandbox: {e}\n".encode())
             os._exit(127)
     os.close(launcher_r)
-    return _wait_for(init)  # launcher_w stays open until this process ends
+    return _wait_for(init, spec.get("cgroup"))  # launcher_w stays open until this process ends
 
 
 def probe() -> dict[str, Any]:

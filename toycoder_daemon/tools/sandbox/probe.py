@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ... import secrets
-from . import landlock
+from . import cgroups, landlock
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,8 @@ class Support:
     """Fresh PID, mount and network namespaces can be created for a command."""
     readonly_mounts: bool
     """A path (the workspace's .git) can be made read-only for a command."""
+    cgroup: bool = False
+    """Each command gets a cgroup v2 of its own, ended with cgroup.kill (cgroups.py)."""
 
     @property
     def linux(self) -> bool:
@@ -59,14 +61,22 @@ class Support:
     def supervisor_exposed(self) -> str | None:
         """Why a hostile command could escape what supervises it (and then outlive the daemon), or
         None. A PID namespace ends everything in it with its init. Without one the command may
-        signal any process of its user below Landlock ABI 6; from ABI 6 it cannot, but the subreaper
-        still finds its processes by walking them, which a process forking faster than the walk
-        outruns (a cgroup per command, killed whole, would not: docs/security.md)."""
+        signal any process of its user below Landlock ABI 6; from ABI 6 it cannot, and its cgroup,
+        killed whole, ends it; without a cgroup the subreaper finds its processes by walking them,
+        which a process forking faster than the walk outruns (docs/security.md)."""
         if self.namespaces:
             return None
         if self.landlock < landlock.SCOPE_ABI:
             return f"no PID namespace and Landlock ABI {self.landlock} < {landlock.SCOPE_ABI} cannot scope signals"
-        return "no PID namespace: a process that forks faster than the subreaper kills can outlive it"
+        if self.cgroup:
+            return None
+        return "no PID namespace nor cgroup: a process that forks faster than the subreaper kills can outlive it"
+
+    @property
+    def processes(self) -> str:
+        """What contains a command's processes, for reports."""
+        by = "a PID namespace" if self.namespaces else "a subreaper"
+        return f"{by} and a cgroup (cgroup.kill)" if self.cgroup else by
 
     def missing(self) -> str | None:
         """Why commands cannot be sandboxed here, or None."""
@@ -80,6 +90,7 @@ class Support:
         return {
             "available": self.missing() is None, "platform": self.platform, "landlockAbi": self.landlock,
             "network": self.network_isolation, "processes": "PID namespace" if self.namespaces else "subreaper",
+            "cgroupKill": self.cgroup,
             "gitReadOnly": self.readonly_mounts, "signalsScoped": self.landlock >= landlock.SCOPE_ABI,
             "supervisorExposed": self.supervisor_exposed, "problem": self.missing(),
         }
@@ -92,7 +103,7 @@ class Support:
         exposed = self.supervisor_exposed
         guard = f" (NOT against a hostile command: {exposed})" if exposed else ""
         return (f"sandbox: Landlock ABI {self.landlock}, network off via {network}, "
-                f"processes contained by {'a PID namespace' if self.namespaces else 'a subreaper'}{guard}, "
+                f"processes contained by {self.processes}{guard}, "
                 f".git read-only {'yes' if self.readonly_mounts else 'no (no mount namespace)'}")
 
 
@@ -121,7 +132,11 @@ def _detect() -> Support:
         found = json.loads(done.stdout or "{}")
     except (OSError, subprocess.SubprocessError, ValueError) as e:
         log.warning("sandbox probe failed: %s", e)
-    return Support(sys.platform, abi, bool(found.get("namespaces")), bool(found.get("readonlyMounts")))
+    no_cgroup = cgroups.unusable()
+    if no_cgroup:
+        log.info("sandboxed commands get no cgroup of their own: %s", no_cgroup)
+    return Support(sys.platform, abi, bool(found.get("namespaces")), bool(found.get("readonlyMounts")),
+                   cgroup=no_cgroup is None)
 
 
 def status(mode: str) -> dict[str, object]:
