@@ -144,7 +144,7 @@ async def usage(c: CommandContext) -> CommandResult:
                          f"{u.total_tokens} total{missing}; {_count(c.session.message_count, 'message')}")
 
 
-@commands.add("title", "/title <text>", "Rename this c.session.", ["rename"])
+@commands.add("title", "/title <text>", "Rename this session.", ["rename"])
 async def title(c: CommandContext) -> CommandResult:
     if not c.raw:
         raise CommandError("give the new title")
