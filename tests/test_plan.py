@@ -14,7 +14,7 @@ from inproc_app import InProc
 from test_acp import acp_face
 from test_acp import new_session as acp_new_session
 
-from toycoder_daemon.ports import PlanUpdated
+from toycoder_daemon.ports import PlanUpdated, ToolCallFinished
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 
@@ -41,6 +41,8 @@ async def test_the_model_keeps_a_plan(inproc) -> None:
     assert "1/2 completed" in p.script.calls[2]["messages"][-1]["content"]
     await p.prompt(sid, "again")
     assert "at least one entry" in p.script.calls[-1]["messages"][-1]["content"]
+    ended = [e for e in p.frontend.of(sid) if isinstance(e, ToolCallFinished)]
+    assert [e.status for e in ended][-1] == "failed"  # a refused plan is not shown as done
 
 
 async def test_lsp_plan_updates(start_daemon, llm: FakeLLM) -> None:

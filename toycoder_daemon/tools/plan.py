@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field, ValidationError
 from .. import safejson
 from ..messages import Message, answered_id, calls_before, calls_made
 from ..ports import PlanEntry, PlanUpdated
-from .base import ToolContext, tool
+from .base import ToolContext, ToolError, tool
 from .plan_text import seeded
 
 MAX_ENTRIES = 50
@@ -35,9 +35,9 @@ async def update_plan(
     in_progress (one at a time) and completed as you go. Skip it for simple one-step requests."""
     entries = [PlanItem.model_validate(e) for e in entries]  # validated already; arrives as plain dicts
     if not entries:
-        return "error: a plan needs at least one entry"
+        raise ToolError("a plan needs at least one entry")  # failed, not completed: clients show it so
     if len(entries) > MAX_ENTRIES:
-        return f"error: at most {MAX_ENTRIES} entries"
+        raise ToolError(f"at most {MAX_ENTRIES} entries")
     ctx.frontend.emit(PlanUpdated(tuple(PlanEntry(e.content, e.priority, e.status) for e in entries)))
     done = sum(1 for e in entries if e.status == "completed")
     return f"plan updated: {done}/{len(entries)} completed"
