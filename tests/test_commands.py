@@ -3,10 +3,7 @@ in test_commands_e2e.py keeps the wire path."""
 
 from __future__ import annotations
 
-import pytest
 from inproc_app import InProc
-
-from toycoder_daemon.errors import ConfigError
 
 
 async def text(p: InProc, sid: str, command: str) -> str:
@@ -80,8 +77,9 @@ async def test_model_and_usage_commands(inproc) -> None:
     assert (await p.prompt(sid, "hello")).result.text == "hi"
     assert p.script.calls[-1]["model"] == "other-model"
     assert "40 prompt, 2 completion, 42 total" in await text(p, sid, "/usage")
-    with pytest.raises(ConfigError, match="unknown provider"):
-        await p.prompt(sid, "/model nosuch:x")
+    typo = await text(p, sid, "/model nosuch:x")
+    assert "unknown provider 'nosuch'" in typo and "usage: /model" in typo
+    assert "current: openai:other-model" in await text(p, sid, "/model")  # unchanged
 
 
 async def test_unknown_command_suggests_the_closest(inproc) -> None:

@@ -7,7 +7,7 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ToyCoderError
+from ..errors import ConfigError, ToyCoderError
 from ..modes import MODES
 from .context import CommandContext
 from .registry import CommandError, CommandRegistry, CommandResult
@@ -109,7 +109,10 @@ async def tool(c: CommandContext) -> CommandResult:
 async def model(c: CommandContext) -> CommandResult:
     if c.args:
         provider, _, name = c.args[0].rpartition(":")
-        info = c.host.set_model(c.session.id, provider or None, name)
+        try:
+            info = c.host.set_model(c.session.id, provider or None, name)
+        except ConfigError as e:  # a typo, answered as text like every command's (not -32013: broken config)
+            raise CommandError(str(e)) from None
     else:
         info = c.host.models_info(c.session.id)
     info = await with_served(c.host, info, c.session, refresh=not c.args)  # showing asks the server again
