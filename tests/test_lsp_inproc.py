@@ -53,6 +53,13 @@ def test_read_frames_refuses_oversized_and_bad_lengths_then_resynchronises() -> 
     assert "over the limit" in problems[0] and "banana" in problems[1] and "negative" in problems[2]
 
 
+def test_read_frames_refuses_a_header_block_without_a_length_then_resynchronises() -> None:
+    data = b"X-Foo: 1\r\n\r\n{\"lost\": 1}" + frame({"after": "missing"})
+    got = frames_of(data)
+    assert [b for b, _ in got] == [None, b'{"after": "missing"}', None]
+    assert got[0][1] == "no Content-Length header"
+
+
 def test_read_frames_stops_at_a_truncated_body() -> None:
     assert frames_of(b"Content-Length: 10\r\n\r\n{\"a\"") == [(None, None)]
 

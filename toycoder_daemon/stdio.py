@@ -59,6 +59,7 @@ def read_frames(stdin: BinaryIO, deliver: Deliver, gate: Callable[[], object] = 
             length: int | None = None
             skip = 0
             refused: str | None = None
+            headers = False  # a header line other than Content-Length was read for this frame
             while True:  # headers
                 line = stdin.readline(MAX_HEADER_LINE)
                 if not line:
@@ -83,8 +84,11 @@ def read_frames(stdin: BinaryIO, deliver: Deliver, gate: Callable[[], object] = 
                 if line.endswith(b"\n") and not line.strip():
                     if length is not None or refused:
                         break
+                    if headers:  # a header block without a length: answered, not waited on forever
+                        refused = "no Content-Length header"
+                        break
                     continue  # stray blank line between frames
-                # anything else: another header (Content-Type), or garbage while resynchronising
+                headers = True  # another header (Content-Type), or garbage while resynchronising
             if refused:
                 deliver(None, refused)
                 if skip and not _skip(stdin, skip):
