@@ -52,14 +52,17 @@ Frame = dict[str, Any]
 
 @dataclass(frozen=True)
 class Launch:
-    """How the daemon is started: environment overrides (None unsets a variable)."""
+    """How the daemon is started: environment overrides (None unsets a variable) and the command
+    (the face's arguments follow it); the cwd is the launch's `Place`."""
 
     name: str
     env: Mapping[str, str | None]
+    command: tuple[str, ...] = (sys.executable, "-m", "toycoder_daemon")
 
 
 # Everything a launch needs is found from its HOME, as for a user's own start: not from the test
-# suite's XDG directories or data dir (conftest's isolated_env), nor from a variable naming a config.
+# suite's XDG directories or data dir (conftest's isolated_env), nor from a variable naming a config;
+# and no launch finds the user's runtime dir (a launch that wants one names it in its env).
 _UNSET = ("TOYCODER_CONFIG", "TOYCODER_DATA_DIR", "OPENAI_BASE_URL", "XDG_CONFIG_HOME", "XDG_DATA_HOME",
           "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR")
 
@@ -170,12 +173,14 @@ FACES: dict[str, Face] = {"lsp": LspFace(), "acp": AcpFace()}
 
 
 class Client:
-    """Sends the client's frames and reads the daemon's, recording both in the order they happened."""
+    """Sends the client's frames and reads the daemon's, recording both in the order they happened in
+    `log` (which the clients of the daemons a scenario starts one after another share)."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, face: Face) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process, face: Face, log: list[dict[str, Any]]) -> None:
         self.proc, self.face = proc, face
-        self.log: list[dict[str, Any]] = []  # {"step": name}, {"->": frame}, {"<-": frame}, {"exit": code}
-        self._taken = 0  # daemon frames up to here are behind the last one expect() returned
+        self.log = log  # {"step": name}, {"->": frame}, {"<-": frame}, {"exit": code}
+        self.frames: list[Frame] = []  # this daemon's
+        self._taken = 0  # frames up to here are behind the last one expect() returned
         self._arrived = asyncio.Event()
         self._ids = 0
         self._stderr = bytearray()
@@ -187,6 +192,7 @@ class Client:
         try:
             while (msg := await self.face.read(self.proc.stdout)) is not None:
                 self.log.append({"<-": msg})
+                self.frames.append(msg)
                 self._arrived.set()
         finally:
             self._arrived.set()  # a waiter sees the failure (or the EOF) at once
@@ -228,20 +234,16 @@ class Client:
 
     # ---- waiting for the daemon
 
-    def daemon_frames(self) -> list[Frame]:
-        return [e["<-"] for e in self.log if "<-" in e]
-
     async def expect(self, what: str, pred: Callable[[Frame], bool]) -> Frame:
         """The first daemon frame after the last one expected that matches `pred`, waiting for it."""
 
         def found() -> Frame | None:
             if self._reader.done():
                 self._reader.result()  # a malformed frame: its assertion
-            frames = self.daemon_frames()
-            for i in range(self._taken, len(frames)):
-                if pred(frames[i]):
+            for i in range(self._taken, len(self.frames)):
+                if pred(self.frames[i]):
                     self._taken = i + 1
-                    return frames[i]
+                    return self.frames[i]
             return None
 
         frame: Frame = await wait_until_async(found, 15, what, wake=self._arrived, describe=self.describe)
@@ -279,15 +281,15 @@ class Client:
 
 
 @contextlib.asynccontextmanager
-async def running(face: Face, launch: Launch, place: Place) -> AsyncIterator[Client]:
-    """`python -m toycoder_daemon` for `face`, started as `launch` says, in `place`."""
+async def running(face: Face, launch: Launch, place: Place, log: list[dict[str, Any]]) -> AsyncIterator[Client]:
+    """The daemon for `face`, started as `launch` says, in `place`; its client records in `log`."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "toycoder_daemon", *face.args, "--log-level", "INFO",
+        *launch.command, *face.args, "--log-level", "INFO",
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         env=place.env(launch), cwd=place.cwd,
         start_new_session=True,  # its own group: conftest's cleanup can kill it without touching pytest
     )
-    client = Client(proc, face)
+    client = Client(proc, face, log)
     try:
         yield client
     finally:
@@ -296,6 +298,28 @@ async def running(face: Face, launch: Launch, place: Place) -> AsyncIterator[Cli
             await proc.wait()
         client._reader.cancel()
         print(f"--- daemon {proc.pid} stderr ---\n{await client.stderr_text()}")  # shown when the test failed
+
+
+@dataclass
+class Run:
+    """A scenario's daemons (started one after another, as `launch` says, in `place`) and their log."""
+
+    face: Face
+    launch: Launch
+    place: Place
+    llm: FakeLLM
+    log: list[dict[str, Any]] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+
+    @property
+    def workspace(self) -> Path:
+        return self.place.workspace
+
+    @contextlib.asynccontextmanager
+    async def daemon(self) -> AsyncIterator[Client]:
+        async with running(self.face, self.launch, self.place, self.log) as client:
+            yield client
+        self.stderr.append(await client.stderr_text())  # whole: the process has ended
 
 
 # ---- normalising and comparing ------------------------------------------------------------------
@@ -324,7 +348,7 @@ def _versionless(log: list[dict[str, Any]]) -> None:
 
 
 def normalise(log: list[dict[str, Any]], place: Place) -> dict[str, Any]:
-    """The client's log as {"steps": [{"step", "frames"}], "exitCode"}, independent of the launch."""
+    """The clients' log as {"steps": [{"step", "frames"}]}, independent of the launch."""
     log = json.loads(json.dumps(log))  # a copy
     _versionless(log)
     names = place.placeholders() + [(sid, f"<session-{n}>") for n, sid in enumerate(_session_ids(log), 1)]
@@ -349,8 +373,6 @@ def normalise(log: list[dict[str, Any]], place: Place) -> dict[str, Any]:
     for entry in log:
         if "step" in entry:
             out["steps"].append({"step": entry["step"], "frames": []})
-        elif "exit" in entry:
-            out["exitCode"] = entry["exit"]
         else:
             assert out["steps"], f"a frame before the first step: {entry}"
             out["steps"][-1]["frames"].append(value(entry))
