@@ -180,7 +180,10 @@ class Client:
         self.proc, self.face = proc, face
         self.log = log  # {"step": name}, {"->": frame}, {"<-": frame}, {"exit": code}
         self.frames: list[Frame] = []  # this daemon's
-        self._taken = 0  # frames up to here are behind the last one expect() returned
+        # expect() looks at the frames since the step began that no earlier expect() returned: two
+        # frames waited for in one step may come in either order, and then the diff shows it.
+        self._step_start = 0
+        self._taken: set[int] = set()
         self._arrived = asyncio.Event()
         self._ids = 0
         self._stderr = bytearray()
@@ -207,6 +210,7 @@ class Client:
     def step(self, name: str) -> None:
         """Start a named part of the transcript: the frames up to the next step are filed under it."""
         self.log.append({"step": name})
+        self._step_start = len(self.frames)
 
     def send(self, msg: Frame) -> None:
         self.log.append({"->": msg})
@@ -235,14 +239,15 @@ class Client:
     # ---- waiting for the daemon
 
     async def expect(self, what: str, pred: Callable[[Frame], bool]) -> Frame:
-        """The first daemon frame after the last one expected that matches `pred`, waiting for it."""
+        """The first daemon frame of this step that matches `pred` and no earlier call returned,
+        waiting for it."""
 
         def found() -> Frame | None:
             if self._reader.done():
                 self._reader.result()  # a malformed frame: its assertion
-            for i in range(self._taken, len(self.frames)):
-                if pred(self.frames[i]):
-                    self._taken = i + 1
+            for i in range(self._step_start, len(self.frames)):
+                if i not in self._taken and pred(self.frames[i]):
+                    self._taken.add(i)
                     return self.frames[i]
             return None
 
