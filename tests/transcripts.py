@@ -9,6 +9,8 @@ test_golden_transcripts.py drives the real daemon subprocess with these pieces:
 - `Client`: writes the client's frames and reads the daemon's, recording both in the order they
   happened, under named steps. `expect` waits (with a deadline) for a daemon frame, so a script can be
   sequential: it sends its next frame only once the frames it waits for are in.
+- `Run`: a scenario's daemons, started one after another into one log (a session made by one
+  daemon and loaded by the next).
 - `normalise` and `compare`: the transcript made independent of the launch and the run, then compared
   as text with tests/golden/transcripts/<face>/<scenario>.json; UPDATE_GOLDEN=1 rewrites the file.
 
