@@ -20,11 +20,12 @@ CAPS = {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": Fals
 
 
 class AcpDaemon:
-    """`toycoder-daemon --acp`; its lines arrive in `lines`, read on a thread."""
+    """`toycoder-daemon --acp`; its lines arrive in `lines`, read on a thread. Its stdin is a pipe
+    the test writes, or `stdin` (an fd the test gives: a file, a pty)."""
 
-    def __init__(self, config: Path, *, env: dict[str, str] | None = None):
+    def __init__(self, config: Path, *, env: dict[str, str] | None = None, stdin: int | None = None):
         self.proc = subprocess.Popen([sys.executable, "-m", "toycoder_daemon", "--acp", "--config", str(config)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     stdin=subprocess.PIPE if stdin is None else stdin, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env={**os.environ, **(env or {})}, cwd=ROOT)
         self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
         self.seen: list[dict[str, Any]] = []
@@ -83,8 +84,9 @@ class AcpDaemon:
                 and (kind is None or m["params"]["update"]["sessionUpdate"] == kind)]
 
     def close(self) -> int:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
+        """Close our end of stdin (if it is ours) and wait for the process to exit."""
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
         try:
             return self.proc.wait(timeout=DEFAULT_TIMEOUT)
         except subprocess.TimeoutExpired:

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import tty
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,32 @@ def test_initialize_answers_version_1_or_says_what_is_wrong(tmp_path: Path, llm:
         d.send({"jsonrpc": "2.0", "id": True, "method": "initialize", "params": {"protocolVersion": 1}})
         assert d.until(lambda m: "error" in m)["error"]["code"] == -32600  # a boolean id is no id
     finally:
+        assert d.close() == 0
+
+
+@pytest.mark.parametrize("kind", ["file", "pty"])
+def test_stdin_may_be_a_file_or_a_pty(tmp_path: Path, workspace: Path, llm: FakeLLM, kind: str) -> None:
+    """The SDK's own stdio cannot read a regular file; the face reads any stdin, to its end."""
+    requests = line(INIT) + line({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                                  "params": {"cwd": str(workspace), "mcpServers": []}})
+    config = write_config(tmp_path / "config.yaml", llm)
+    if kind == "file":
+        (tmp_path / "stdin").write_bytes(requests)
+        fd = os.open(tmp_path / "stdin", os.O_RDONLY)
+        d = AcpDaemon(config, stdin=fd)
+        os.close(fd)
+    else:
+        master, fd = os.openpty()
+        tty.setraw(fd)  # bytes as written: no echo, no line editing
+        d = AcpDaemon(config, stdin=fd)
+        os.close(fd)
+        os.write(master, requests)
+    try:
+        assert d.answer(1)["result"]["protocolVersion"] == 1
+        assert d.answer(2)["result"]["sessionId"]
+    finally:
+        if kind == "pty":
+            os.close(master)  # the terminal hangs up: the end of input
         assert d.close() == 0
 
 
