@@ -4,7 +4,7 @@ version 1, through the `agent-client-protocol` SDK's Connection, from the first 
 
 Every message is read, dispatched and answered by the SDK's Connection, with the router the SDK
 builds for an Agent (`build_agent_router`, plus the `session/delete` route 0.12.1 lacks) behind one
-handler of ours (`Handler`: raw `mcpServers` checked, a client's bad notification logged in one
+handler of ours (`handler`: raw `mcpServers` checked, a client's bad notification logged in one
 line). It reads and writes the streams ndjson.py wraps (stdin on a thread, any kind of stdin; frames
 only to the protocol stream __main__ kept). One App per distinct `cwd` of session/new or
 session/load; a session belongs to the App that created or loaded it. See docs/protocol.md, "The
