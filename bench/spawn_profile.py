@@ -194,7 +194,7 @@ FLOOR = [("interpreter (`-c pass`)", ""),
           "import asyncio, json, logging, yaml, orjson\n" + _MODEL + _HTTP),
          ("the LSP face's imports before its first chunk (lsp_early + the HTTP stack)",
           "import toycoder_daemon.lsp_early\n" + _HTTP),
-         ("the ACP face's (acp_early + the HTTP stack)", "import toycoder_daemon.acp_early\n" + _HTTP)]
+         ("the ACP face's (acp, the SDK included, + the HTTP stack)", "import toycoder_daemon.acp\n" + _HTTP)]
 
 
 def floor(python: str, env: dict[str, str], runs: int, warmup: int) -> None:

@@ -100,16 +100,15 @@ def _after_lsp_early(mod: Any) -> None:
     mod.EarlyLsp.frame = traced
 
 
-def _after_acp_early(mod: Any) -> None:
+def _after_acp(mod: Any) -> None:
     stamp("app_imported")
-    handled = mod.EarlyAcp._handled
+    prompt = mod.ToyCoderAgent.prompt
 
-    def traced(self: Any, line: bytes) -> bool:
-        if b'"session/prompt"' in line:
-            stamp("prompt")
-        return bool(handled(self, line))
+    async def traced(self: Any, *a: Any, **k: Any) -> Any:  # the SDK's router calls it with the params
+        stamp("prompt")
+        return await prompt(self, *a, **k)
 
-    mod.EarlyAcp._handled = traced
+    mod.ToyCoderAgent.prompt = traced
 
 
 def _after_app(mod: Any) -> None:
@@ -167,7 +166,7 @@ def _after_futures_thread(mod: Any) -> None:
 
 
 HOOKS = {"toycoder_daemon.outbox": _after_outbox, "socket": _after_socket, "toycoder_daemon.lsp_early": _after_lsp_early,
-         "toycoder_daemon.acp_early": _after_acp_early, "toycoder_daemon.app": _after_app,
+         "toycoder_daemon.acp": _after_acp, "toycoder_daemon.app": _after_app,
          "toycoder_daemon.llm.http_stream": _after_http_stream}
 if PROFILE:
     HOOKS["concurrent.futures.thread"] = _after_futures_thread

@@ -5,8 +5,9 @@ python-lsp-server's tests build their server on in-memory streams).
   the test writes go down an os.pipe into the production frame reader (`stdio.read_frames` on its
   thread), frames the server writes land in the Daemon's stdout reader. pygls answers `initialize`
   itself here (the fast first answer is the subprocess layer's business).
-* ACP: `acp_agent(editor, config)` -> the SDK's ClientSideConnection wired to `serve_acp` through
-  in-memory streams.
+* ACP: `acp_agent(editor, config)` -> the SDK's ClientSideConnection wired to `serve_acp`: the
+  client writes down an os.pipe into the face's stdin reader (its thread), frames the face writes
+  land in the client's StreamReader.
 
 No subprocess, no interpreter start, no pygls import per test: a test costs what its turn costs.
 The scripted model server (FakeLLM) already runs in-process.
@@ -26,7 +27,7 @@ from acp.client.connection import ClientSideConnection
 from conftest import write_config
 from rpc import Daemon
 
-from toycoder_daemon.acp import FrameTransport, serve_acp
+from toycoder_daemon.acp import serve_acp
 from toycoder_daemon.rpc_io import serve
 from toycoder_daemon.server import make_server
 from toycoder_daemon.stdio import start_reader
@@ -115,20 +116,47 @@ async def start_lsp(config: Path | None = None) -> Daemon:
     return Daemon(InProcess(task, _Stdin(write_fd), stdout, exited))  # type: ignore[arg-type]
 
 
+class _PipeStdin(asyncio.WriteTransport):
+    """The ACP client's end of the face's stdin pipe, written by the event loop without blocking it
+    (the face's reader thread hands lines to the same loop: a blocking write could wait for itself).
+    As on a pipe whose reader is gone, what is written after the close is lost."""
+
+    def __init__(self, pipe: asyncio.WriteTransport):
+        super().__init__()
+        self._pipe = pipe
+
+    def write(self, data: bytes) -> None:  # type: ignore[override]
+        if not self._pipe.is_closing():
+            self._pipe.write(data)
+
+    def is_closing(self) -> bool:
+        return self._pipe.is_closing()
+
+    def close(self) -> None:
+        self._pipe.close()  # EOF for the face once what is buffered is written
+
+
 @asynccontextmanager
 async def acp_agent(editor: Any, config: Path, *, observers: list[Any] | None = None,
                     use_unstable_protocol: bool = False) -> AsyncIterator[tuple[ClientSideConnection, InProcess]]:
     """The ACP face in-process; yields the client connection and the face's 'process'."""
     loop = asyncio.get_running_loop()
-    to_agent = asyncio.StreamReader(limit=1 << 26)
+    read_fd, write_fd = os.pipe()
     to_client = asyncio.StreamReader(limit=1 << 26)
-    task = asyncio.ensure_future(serve_acp(_Feed(to_client), str(config), reader=to_agent))  # type: ignore[arg-type]
-    stdin = _Feed(to_agent)  # the client's writes and the test's close share one end, as on a pipe
-    writer = asyncio.StreamWriter(FrameTransport(stdin), asyncio.streams.FlowControlMixin(),  # type: ignore[arg-type]
-                                  None, loop)
+    task = asyncio.ensure_future(serve_acp(_Feed(to_client), str(config), stdin=read_fd))  # type: ignore[arg-type]
+    pipe, _ = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, os.fdopen(write_fd, "wb", 0))
+    stdin = _PipeStdin(pipe)  # the client's writes and the test's close share one end, as on a pipe
+    writer = asyncio.StreamWriter(stdin, asyncio.streams.FlowControlMixin(), None, loop)  # type: ignore[arg-type]
     conn = ClientSideConnection(editor, writer, to_client, observers=observers or [],
                                 use_unstable_protocol=use_unstable_protocol)
-    proc = InProcess(task, stdin, to_client, lambda: None)  # type: ignore[arg-type]
+    closed: list[int] = []
+
+    def exited() -> None:  # the face reads its stdin to EOF and leaves the fd to its owner
+        if not closed:
+            closed.append(read_fd)
+            os.close(read_fd)
+
+    proc = InProcess(task, stdin, to_client, exited)  # type: ignore[arg-type]
     try:
         yield conn, proc
     finally:

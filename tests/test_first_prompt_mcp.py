@@ -1,5 +1,5 @@
 """The first prompt of a new process sees the MCP tools later prompts see: the config's servers (both
-faces, early path or not) and those an ACP client gives in session/new. The first turn waits for
+faces; the LSP one early path or not) and those an ACP client gives in session/new. The first turn waits for
 them to be ready or to fail (each bounded by its start_timeout); a server that fails does not hang
 it and is reported as it is later. Real daemons that get initialize, session/new and the prompt at
 once, with the scripted model server recording each request; the App in-process as well."""
@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from acp_daemon import AcpDaemon
 from conftest import write_config
 from helpers import processes_with, unique_marker
 from inproc_app import InProc, eventually
-from test_acp_early_prompt import AcpDaemon
 from test_lsp_early import INITIALIZED, HeldDaemon
 from test_lsp_early_import import NEVER_IDLE
 from test_lsp_early_prompt import init, prompt
@@ -107,15 +107,13 @@ def test_lsp_first_prompt_offers_the_config_mcp_tools_whichever_path_takes_it(
 
 # ---- the ACP face --------------------------------------------------------------------------------
 
-def acp_first_prompt(tmp_path: Path, workspace: Path, llm: FakeLLM, *, held: bool,
-                     config_servers: bool, client_servers: bool) -> None:
+def acp_first_prompt(tmp_path: Path, workspace: Path, llm: FakeLLM, *, config_servers: bool,
+                     client_servers: bool) -> None:
     tag = unique_marker("toycoder-first-mcp")
     config = write_config(tmp_path / "config.yaml", llm, extra=servers(tag) if config_servers else "")
     given = [{"name": "toy", "command": sys.executable, "args": [SERVER, "--tag", tag], "env": []}]
     llm.add(ADD, SUM)  # the client's server is named as the config's would be: nothing clashes
-    d = AcpDaemon(tmp_path, config, held=held)
-    if not (held and not client_servers):  # else held until the prompt is answered: the early path's
-        d.release.touch()  # (a client's servers are the SDK path's)
+    d = AcpDaemon(config)
     try:
         d.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}},
@@ -127,7 +125,6 @@ def acp_first_prompt(tmp_path: Path, workspace: Path, llm: FakeLLM, *, held: boo
         if client_servers:  # their tools ask first, as any sensitive tool
             d.allow(d.request("session/request_permission"))
         assert d.answer(3)["result"]["stopReason"] == "end_turn"
-        d.release.touch()
         first_turn_had_the_tools(llm)
         done = [u for u in d.updates("tool_call_update") if u.get("status") == "completed"]
         assert "42" in done[-1]["content"][0]["content"]["text"]
@@ -140,24 +137,18 @@ def acp_first_prompt(tmp_path: Path, workspace: Path, llm: FakeLLM, *, held: boo
         listing = "".join(u["content"]["text"] for u in d.updates("agent_message_chunk"))
         assert "broken" in listing and "mute" in listing and listing.count("failed") >= 2
     finally:
-        d.release.touch()
         assert d.close() == 0
     wait_until(lambda: processes_with(tag) == [], what="the MCP servers to exit with the daemon")
 
 
-def test_acp_first_early_prompt_offers_and_calls_the_config_mcp_tools(
+def test_acp_first_prompt_offers_and_calls_the_config_mcp_tools(
         tmp_path: Path, workspace: Path, llm: FakeLLM) -> None:
-    acp_first_prompt(tmp_path, workspace, llm, held=True, config_servers=True, client_servers=False)
-
-
-def test_acp_first_prompt_offers_the_config_mcp_tools_with_the_sdk_free(
-        tmp_path: Path, workspace: Path, llm: FakeLLM) -> None:
-    acp_first_prompt(tmp_path, workspace, llm, held=False, config_servers=True, client_servers=False)
+    acp_first_prompt(tmp_path, workspace, llm, config_servers=True, client_servers=False)
 
 
 def test_acp_first_prompt_offers_the_mcp_tools_the_client_gave_in_session_new(
         tmp_path: Path, workspace: Path, llm: FakeLLM) -> None:
-    acp_first_prompt(tmp_path, workspace, llm, held=False, config_servers=False, client_servers=True)
+    acp_first_prompt(tmp_path, workspace, llm, config_servers=False, client_servers=True)
 
 
 # ---- the App in-process ------------------------------------------------------------------------

@@ -3,14 +3,13 @@ turn never need stay out, and field docstrings are read only where the docs are 
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from toycoder_daemon import deferred_models, field_docs
+from toycoder_daemon import field_docs
 
 
 def imported_by(code: str) -> list[str]:
@@ -22,7 +21,7 @@ def imported_by(code: str) -> list[str]:
 
 
 def test_the_early_faces_import_no_sandbox_sdk_or_http_client() -> None:
-    modules = imported_by("import toycoder_daemon.lsp_early, toycoder_daemon.acp_early")
+    modules = imported_by("import toycoder_daemon.lsp_early")
     assert "toycoder_daemon.app" in modules and "toycoder_daemon.tools.shell" in modules
     heavy = [m for m in modules if m.startswith(("toycoder_daemon.tools.sandbox", "pygls", "lsprotocol", "acp",
                                                  "httpx", "openai", "mcp"))]
@@ -30,7 +29,7 @@ def test_the_early_faces_import_no_sandbox_sdk_or_http_client() -> None:
 
 
 def test_the_early_faces_leave_the_shell_analysis_the_search_layer_and_difflib_to_their_first_use() -> None:
-    modules = imported_by("import toycoder_daemon.lsp_early, toycoder_daemon.acp_early")
+    modules = imported_by("import toycoder_daemon.lsp_early")
     assert "toycoder_daemon.tools.permission" in modules and "toycoder_daemon.tools.search" in modules
     late = [m for m in modules if m.startswith(("toycoder_daemon.tools.shell_programs", "toycoder_daemon.tools.shell_words",
                                                  "toycoder_daemon.tools.search_rg", "toycoder_daemon.tools.search_scope",
@@ -38,11 +37,19 @@ def test_the_early_faces_leave_the_shell_analysis_the_search_layer_and_difflib_t
     assert late == []
 
 
-def test_the_early_acp_face_takes_codes_and_timestamps_from_protocol_codes_not_the_wire_models() -> None:
+def test_the_acp_face_takes_codes_and_timestamps_from_protocol_codes_not_the_wire_models() -> None:
     # the ACP face speaks the SDK's types; protocol.py's ~50 models would cost each new process ~12 ms
-    modules = imported_by("import toycoder_daemon.acp_early, toycoder_daemon.acp_fast, toycoder_daemon.ndjson")
+    modules = imported_by("import toycoder_daemon.acp")
     assert "toycoder_daemon.protocol_codes" in modules and "toycoder_daemon.acp_turn" in modules
     assert [m for m in modules if m.startswith("toycoder_daemon.protocol") and m != "toycoder_daemon.protocol_codes"] == []
+
+
+def test_the_acp_face_imports_no_sandbox_http_client_or_lsp_library_before_its_first_use() -> None:
+    modules = imported_by("import toycoder_daemon.acp")
+    assert "acp" in modules and "toycoder_daemon.app" in modules
+    heavy = [m for m in modules if m.startswith(("toycoder_daemon.tools.sandbox", "pygls", "lsprotocol", "httpx",
+                                                 "openai", "mcp", "toycoder_daemon.tools.shell_programs", "difflib"))]
+    assert heavy == []
 
 
 def test_no_tool_argument_model_is_built_by_opening_an_app_and_offering_its_tools(tmp_path: Path) -> None:
@@ -67,62 +74,12 @@ def test_models_do_not_read_their_field_docstrings_when_created() -> None:
             "seen = []\n"
             "orig = f._update_fields_from_docstrings\n"
             "f._update_fields_from_docstrings = lambda cls, *a, **k: (seen.append(cls.__module__), orig(cls, *a, **k))\n"
-            "import toycoder_daemon.lsp_early, toycoder_daemon.acp_early\n"
+            "import toycoder_daemon.lsp_early, toycoder_daemon.acp\n"
             "print([m for m in seen if m.startswith('toycoder_daemon')])\n"
             "import sys; sys.exit(0)")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "[]"
-
-
-def _define(module: str, tmp: Path) -> type[BaseModel]:
-    """A model class defined in a module named `module`, from a file (pydantic reads docstrings from source)."""
-    path = tmp / f"{module.replace('.', '_')}.py"
-    path.write_text(
-        "from pydantic import BaseModel, ConfigDict\n"
-        "class Thing(BaseModel):\n"
-        "    model_config = ConfigDict(use_attribute_docstrings=True)\n"
-        "    size: int = 0\n"
-        '    """How big."""\n')
-    spec = importlib.util.spec_from_file_location(module, path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[module] = mod
-    try:
-        spec.loader.exec_module(mod)
-    finally:
-        del sys.modules[module]
-    thing: type[BaseModel] = mod.Thing
-    return thing
-
-
-def test_skipped_drops_docstrings_only_for_the_named_package_and_is_undone(tmp_path: Path) -> None:
-    import pydantic._internal._fields as fields
-
-    before = fields._update_fields_from_docstrings
-    with field_docs.skipped("fakesdk"):
-        inside = _define("fakesdk.schema", tmp_path)
-        root = _define("fakesdk", tmp_path)
-        other = _define("fakesdkextra.schema", tmp_path)  # a name sharing the prefix is another package
-    assert fields._update_fields_from_docstrings is before
-    assert _define("fakesdk.later", tmp_path).model_fields["size"].description == "How big."
-    assert inside.model_fields["size"].description is None
-    assert root.model_fields["size"].description is None
-    assert other.model_fields["size"].description == "How big."
-
-
-def test_deferred_builds_the_named_package_models_on_first_use_and_is_undone(tmp_path: Path) -> None:
-    from pydantic._internal import _config
-
-    before = _config.ConfigWrapper.__dict__["for_model"]
-    with deferred_models.deferred("fakelazy"):
-        lazy = _define("fakelazy.schema", tmp_path)
-        eager = _define("fakelazyother", tmp_path)
-    assert _config.ConfigWrapper.__dict__["for_model"] is before
-    assert not lazy.__pydantic_complete__ and eager.__pydantic_complete__
-    assert lazy.model_validate({"size": 3}).model_dump() == {"size": 3}  # built now, as usual
-    assert lazy.__pydantic_complete__
-    assert _define("fakelazy.later", tmp_path).__pydantic_complete__
 
 
 class _Inner(BaseModel):

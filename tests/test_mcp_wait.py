@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from acp_daemon import AcpDaemon
 from conftest import write_config
 from helpers import processes_with, unique_marker
 from inproc_app import InProc, eventually
-from test_acp_early_prompt import AcpDaemon
 from waiting import DEFAULT_TIMEOUT
 
 from toycoder_daemon.ports import McpWaiting
@@ -168,8 +168,7 @@ def test_acp_the_wait_is_a_tool_call_of_its_own(tmp_path: Path, workspace: Path,
     tag = unique_marker("toycoder-mcp-wait")
     config = write_config(tmp_path / "config.yaml", llm, extra=config_servers(tag))
     llm.add({"text": "hi"})
-    d = AcpDaemon(tmp_path, config, held=False)
-    d.release.touch()
+    d = AcpDaemon(config)
     try:
         sid = d.start(workspace)
         d.prompt(3, sid, "hello")
@@ -184,5 +183,4 @@ def test_acp_the_wait_is_a_tool_call_of_its_own(tmp_path: Path, workspace: Path,
         texts = [u["sessionUpdate"] for u in d.updates()]
         assert texts.index("tool_call_update") < texts.index("agent_message_chunk")
     finally:
-        d.release.touch()
         assert d.close() == 0

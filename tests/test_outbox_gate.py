@@ -16,7 +16,7 @@ import pytest
 from conftest import write_config
 from waiting import scaled, wait_until
 
-from toycoder_daemon.acp_fast import StdinPump
+from toycoder_daemon.acp import serve_acp
 from toycoder_daemon.lsp_early import serve_lsp
 from toycoder_daemon.outbox import Outbox, hung_up
 from toycoder_daemon.stdio import encode_frame, start_reader
@@ -129,41 +129,35 @@ def test_lsp_gate_holds_the_reader_thread_not_the_loop_and_sees_stdin_close(
     assert box.gated_threads == {"stdin-reader"}
 
 
-async def test_acp_pump_reads_to_eof_when_stdin_closes_over_the_hard_limit() -> None:
-    r, box = stuck_outbox()
-    rfd, wfd = os.pipe()
-    pump = StdinPump(rfd)
-    pump.gate = box.wait_input  # as acp.serve_acp wires it
-    line = json.dumps({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "x"}}).encode() + b"\n"
-    os.write(wfd, line)
-    os.close(wfd)  # the client's last line, then it closes stdin, still reading nothing
-    got = b""
-    try:
-        while chunk := await asyncio.wait_for(pump.read(), scaled(10)):  # the gate is not left shut
-            got += chunk
-        assert got == line and box.queued >= box.hard_limit  # EOF came while the client read nothing
-    finally:
-        drain(r)
-    os.close(rfd)
-
-
-async def test_acp_early_phase_holds_the_reader_too(monkeypatch: pytest.MonkeyPatch) -> None:
-    """While the SDK still loads, stdin is held back by the same rule (as serve_lsp does from its first line)."""
-    from toycoder_daemon import acp_early
-
-    sdk = threading.Event()
-    monkeypatch.setattr(acp_early, "_import_sdk", lambda: sdk.wait(scaled(30)) and None)  # an SDK still loading
+def test_acp_gate_holds_the_reader_thread_not_the_loop_and_sees_stdin_close(
+        workspace: Path, tmp_path: Path, llm: FakeLLM) -> None:
+    config = write_config(tmp_path / "config.yaml", llm)
     r, box = stuck_outbox(WatchedOutbox)
     rfd, wfd = os.pipe()
-    pump = StdinPump(rfd)
-    task = asyncio.ensure_future(acp_early.serve(pump, box, None, answered=None, on_end=lambda: None))
-    await asyncio.sleep(0)  # serve starts (and wires its gate) before the client writes
+    ended = threading.Event()
+    loop = asyncio.new_event_loop()
+    done: list[int] = []
+
+    def daemon() -> None:  # its own loop and thread: a loop stuck in the gate must not hang the test
+        done.append(loop.run_until_complete(serve_acp(box, str(config), stdin=rfd, on_end=ended.set)))
+
+    server = threading.Thread(target=daemon, name="daemon-loop", daemon=True)
+    server.start()
     try:
-        os.write(wfd, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/list", "params": {}}).encode() + b"\n")
-        await asyncio.to_thread(wait_until, box.held.is_set, scaled(10), "the reader held at the gate")
-        assert box.gated_threads and "MainThread" not in box.gated_threads
+        requests = [{"jsonrpc": "2.0", "id": 1, "method": "session/list", "params": {}},
+                    {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "x"}}]
+        os.write(wfd, b"".join(json.dumps(m).encode() + b"\n" for m in requests))
+        wait_until(box.held.is_set, 10, "the reader to be held at the gate")
+        beat = threading.Event()
+        loop.call_soon_threadsafe(beat.set)
+        assert beat.wait(scaled(10)), "the event loop is stuck (in the gate?)"
+        assert box.gated_threads == {"acp-stdin"}
+        os.close(wfd)  # the client's last lines, then it closes stdin, still reading nothing
+        assert ended.wait(scaled(10)), "stdin closed, yet on_end was not called"
+        assert box.queued >= box.hard_limit  # EOF came while the client read nothing
     finally:
-        sdk.set()
-        task.cancel()
-        os.close(wfd)
         drain(r)
+        server.join(scaled(20))
+        os.close(rfd)
+    assert done == [0]
+    assert box.gated_threads == {"acp-stdin"}

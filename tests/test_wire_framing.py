@@ -14,7 +14,7 @@ from conftest import write_config
 from inproc import acp_agent, start_daemon_inproc  # noqa: F401  (in-process LSP face)
 from rpc import Daemon, RpcError
 
-from toycoder_daemon.ndjson import MAX_LINE, LineTransport
+from toycoder_daemon.ndjson import MAX_LINE, Lines
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 
@@ -71,22 +71,34 @@ async def test_acp_a_line_over_the_cap_is_refused_and_the_next_line_is_read(
         assert (await conn.list_sessions(cwd=str(workspace))).sessions == []
 
 
-async def test_line_transport_never_holds_more_than_the_cap_of_an_oversized_line() -> None:
-    sent: list[bytes] = []
-    chunk = b"z" * 4096
-    pieces = [chunk] * 2000 + [b"\n" + b'{"jsonrpc": "2.0", "method": "ok"}\n']  # an 8 MB line, then a good one
+def test_lines_never_hold_more_than_the_cap_of_an_oversized_line() -> None:
+    lines = Lines(max_line=10_000)
     held: list[int] = []
-    transport: LineTransport
-
-    async def read() -> bytes:
-        held.append(len(transport._buf))
-        return pieces.pop(0) if pieces else b""
-
-    transport = LineTransport(read, sent.append, max_line=10_000)
-    assert await transport.receive() == {"jsonrpc": "2.0", "method": "ok"}
+    refused: list[bytes] = []
+    for _ in range(2000):  # an 8 MB line, then a good one
+        passed, refusals = lines.feed(b"z" * 4096)
+        held.append(len(lines._buf))
+        assert passed == b"" and refusals == []
+    passed, refusals = lines.feed(b'\n{"jsonrpc": "2.0", "method": "ok"}\n')
+    refused += refusals
+    assert passed == b'{"jsonrpc": "2.0", "method": "ok"}\n'  # passed on as it came
     assert max(held) <= 10_000 + 4096
-    assert [json.loads(s)["error"]["code"] for s in sent] == [-32600]
-    assert await transport.receive() is None
+    assert [json.loads(s)["error"]["code"] for s in refused] == [-32600]
+    assert lines.end() == (b"", [])
+
+
+def test_lines_split_anywhere_pass_whole_and_a_last_line_without_newline_counts() -> None:
+    lines = Lines(notifications={"session/cancel"})
+    data = (b'{"jsonrpc":"2.0","id":1,"method":"a"}\n \r\n{"jsonrpc":"2.0","id":2,"method":"session/cancel"}\n'
+            b'{"jsonrpc":"2.0","method":"b"}')
+    out, refused = b"", []
+    for i in range(len(data)):  # one byte at a time
+        passed, refusals = lines.feed(data[i:i + 1])
+        out += passed
+        refused += refusals
+    passed, refusals = lines.end()
+    assert out + passed == b'{"jsonrpc":"2.0","id":1,"method":"a"}\n{"jsonrpc":"2.0","method":"b"}\n'
+    assert [json.loads(r)["id"] for r in refused + refusals] == [2]
 
 
 async def test_acp_a_request_to_a_notification_method_gets_an_error(

@@ -105,24 +105,14 @@ def _serve_lsp(proto_out: BinaryIO, config_path: str | None) -> int:
 
 
 def _serve_acp(proto_out: BinaryIO, config_path: str | None) -> int:
-    """The ACP face, frames only to proto_out; `initialize` answered before the SDK is imported."""
-    from .acp_fast import StdinPump, fast_initialize
-
-    pump = StdinPump()
-    line = pump.first_line()
-    fast = fast_initialize(line) if line is not None else None
-    if fast is not None:
-        proto_out.write(fast[0])
-        proto_out.flush()
-        pump.drop_first_line()
+    """The ACP face (acp.py): the SDK's connection on stdin, frames only to proto_out."""
     import asyncio
 
-    from .acp_early import serve  # the App: the SDK (~0.7 s) is imported while the first session is answered
+    from .acp import serve_acp
     from .outbox import Outbox
 
     try:
-        return asyncio.run(serve(pump, Outbox(proto_out), config_path, answered=fast[1] if fast else None,
-                                 on_end=_exit_soon))
+        return asyncio.run(serve_acp(Outbox(proto_out), config_path, on_end=_exit_soon))
     except KeyboardInterrupt:
         return 130
 

@@ -1,11 +1,14 @@
 """The Agent Client Protocol face (`toycoder-daemon --acp`): the same App, for ACP clients (Zed,
 CodeCompanion.nvim, avante.nvim, agent-shell...). Newline-delimited JSON-RPC 2.0 on stdio, protocol
-version 1, through the `agent-client-protocol` SDK's AgentSideConnection.
+version 1, through the `agent-client-protocol` SDK's Connection, from the first line to the last.
 
-The SDK is given our own streams: stdin is read on a thread (any kind of stdin works), and frames
-are written only to the protocol stream __main__ kept (a private dup of the original fd 1).
-One App per distinct `cwd` of session/new or session/load; a session belongs to the App that
-created or loaded it. See docs/protocol.md, "The ACP face", for the mapping.
+Every message is read, dispatched and answered by the SDK's Connection, with the router the SDK
+builds for an Agent (`build_agent_router`, plus the `session/delete` route 0.12.1 lacks) behind one
+handler of ours (`handler`: raw `mcpServers` checked, a client's bad notification logged in one
+line). It reads and writes the streams ndjson.py wraps (stdin on a thread, any kind of stdin; frames
+only to the protocol stream __main__ kept). One App per distinct `cwd` of session/new or
+session/load; a session belongs to the App that created or loaded it. See docs/protocol.md, "The
+ACP face", for the mapping.
 """
 
 from __future__ import annotations
@@ -21,13 +24,14 @@ from acp import (
     PROTOCOL_VERSION,
     RequestError,
 )
-from acp.core import AgentSideConnection
+from acp.agent.router import build_agent_router
+from acp.core import Connection
 from acp.meta import AGENT_METHODS
+from acp.router import MessageRouter
 from acp.schema import (
     AgentCapabilities,
     ClientCapabilities,
     Implementation,
-    InitializeRequest,
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
@@ -45,16 +49,14 @@ from acp.schema import (
 from pydantic import ValidationError
 
 from . import __version__, acp_client, acp_fs, acp_mcp, acp_sessions, acp_turn
-from . import protocol as wire
+from . import protocol_codes as wire
 from .acp_content import commands_update, plan_now, replay
-from .acp_early_link import Replies
-from .acp_fast import StdinPump
 from .acp_terminal import Terminals
 from .app import App
 from .background import Background
 from .coalesce import OUTPUT
 from .errors import ToyCoderError
-from .ndjson import FrameTransport, LineTransport
+from .ndjson import open_stdio
 from .outbox import Outbox, written
 
 log = logging.getLogger(__name__)
@@ -81,24 +83,20 @@ def acp_errors(handler: Any) -> Any:
 
 
 class SdkClient:
-    """acp_client.RawClient over the SDK connection's JSON-RPC layer (`conn._conn`, pinned 0.12.1):
-    the dicts go out as they are, with no model built or validated per update."""
+    """acp_client.RawClient over the SDK's Connection (send_notification, send_request): the dicts
+    go out as they are, with no model built or validated per update."""
 
-    def __init__(self, conn: AgentSideConnection):
-        self._rpc = conn._conn
+    def __init__(self, conn: Connection):
+        self._conn = conn
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
-        await self._rpc.send_notification(method, params)
+        await self._conn.send_notification(method, params)
 
     async def request(self, method: str, params: dict[str, Any]) -> Any:
         try:
-            return await self._rpc.send_request(method, params)
+            return await self._conn.send_request(method, params)
         except RequestError as e:
             raise acp_client.ClientError(e.code, str(e), e.data) from None
-
-    def ids_after(self, used: int) -> None:
-        """Request ids below `used` were acp_early's (the client's answers to them go there)."""
-        self._rpc._next_request_id = max(self._rpc._next_request_id, used)
 
     async def session_update(self, session_id: str, update: dict[str, Any]) -> None:
         await self.notify(acp_client.SESSION_UPDATE, {"sessionId": session_id, "update": update})
@@ -109,9 +107,7 @@ class ToyCoderAgent:
 
     def __init__(self, config_path: str | None = None):
         self.config_path = config_path
-        self.conn: Any = None
-        self.raw: SdkClient = None  # type: ignore[assignment]  # set with conn
-        self.client_capabilities: ClientCapabilities | None = None
+        self.raw: SdkClient = None  # type: ignore[assignment]  # set with the connection (serve_acp)
         self.caps = acp_turn.Caps()
         self.terminals: Terminals | None = None  # set when the client declares terminals (acp_terminal)
         self.apps: dict[Path, App] = {}
@@ -120,17 +116,13 @@ class ToyCoderAgent:
         """What the client was last told of each open session's title and mode (acp_sessions.hook)."""
         self._prompts: set[asyncio.Task[Any]] = set()
         self._starting: set[asyncio.Task[Any]] = set()
-        """This path's prompts on their way to their turn (App.prompt loads the session, takes its lock)."""
+        """Prompts on their way to their turn (App.prompt loads the session, takes its lock)."""
         self._ending = False
         """The input ended (shutdown): no turn starts from now on."""
-        self._later = Background().run  # work that goes after the current answer
+        self.later = Background().run  # work that goes after the current answer
 
     set_session_mode = acp_sessions.set_session_mode  # session/set_mode
     delete_session = acp_sessions.delete_session  # session/delete (routed by acp_sessions.route_delete)
-
-    def on_connect(self, conn: Any) -> None:
-        self.conn = conn
-        self.raw = SdkClient(conn)
 
     def app_for(self, cwd: str) -> App:
         p = Path(cwd)
@@ -139,29 +131,13 @@ class ToyCoderAgent:
         key = p.resolve()
         app = self.apps.get(key)
         if app is None:
-            app = App.open(key, self.config_path)
-            self.adopt({key: app}, {})
-        return app
-
-    def adopt(self, apps: dict[Path, App], sessions: dict[str, App], *, started: bool = False,
-              turns: list[asyncio.Task[Any]] | None = None) -> None:
-        """Wire Apps (and sessions) opened here, or by acp_early.py before the SDK was in (`started`:
-        it started them and announced the sessions' commands; `turns`: its prompts still running)."""
-        self._prompts.update(turns or [])
-        for key, app in apps.items():
-            self.apps[key] = app
+            app = self.apps[key] = App.open(key, self.config_path)
             app.on_notice = lambda level, message: log.warning("%s", message)  # ACP has no message to show
-            acp_sessions.hook(app, self.owner, lambda sid, u: self.raw.session_update(sid, u), self._later, replay,
+            acp_sessions.hook(app, self.owner, lambda sid, u: self.raw.session_update(sid, u), self.later, replay,
                               self.told)
-            if not started:
-                self._later(app.start())
+            self.later(app.start())
             log.info("workspace %s, config %s", app.workspace.root, app.config_path or "(built-in defaults)")
-        self.owner.update(sessions)
-        if started:  # what acp_early told the client is carried over (EarlyAcp.adopted_by): news since still goes out
-            return
-        for session_id, app in sessions.items():
-            acp_sessions.opened(self.told, app.peek(session_id))
-            self._later(self._announce_commands(session_id))
+        return app
 
     def app_of(self, session_id: str) -> App:
         app = self.owner.get(session_id)
@@ -181,9 +157,9 @@ class ToyCoderAgent:
 
     async def initialize(self, protocol_version: int, client_capabilities: ClientCapabilities | None = None,
                          client_info: Any = None, **_: Any) -> InitializeResponse:
-        self.client_capabilities = client_capabilities
-        self.terminals = Terminals(usable=True) if client_capabilities and client_capabilities.terminal else None
-        caps = client_capabilities
+        # where the client sent capabilities it cannot read, the SDK puts its defaults as a plain dict
+        caps = client_capabilities if isinstance(client_capabilities, ClientCapabilities) else None
+        self.terminals = Terminals(usable=True) if caps and caps.terminal else None
         can_read, can_write = acp_fs.declared(caps)
         self.caps = acp_turn.Caps(elicit=bool(caps and caps.elicitation and caps.elicitation.form is not None),
                                   read=can_read, write=can_write)
@@ -198,15 +174,6 @@ class ToyCoderAgent:
             agent_info=Implementation(name="toycoder-daemon", title="ToyCoder", version=__version__),
         )
 
-    async def took_initialize(self, params: dict[str, Any]) -> None:
-        """The first `initialize` was answered before the SDK was imported (acp_fast.py): record it."""
-        try:
-            req = InitializeRequest.model_validate(params)
-        except ValidationError as e:  # the fast path checked the shape; the details are the SDK's
-            log.info("answered initialize had odd params: %s", str(e).splitlines()[0])
-            return
-        await self.initialize(req.protocol_version, req.client_capabilities, req.client_info)
-
     @acp_errors
     async def new_session(self, cwd: str, mcp_servers: Any = None, **_: Any) -> NewSessionResponse:
         app = self.app_for(cwd)
@@ -215,7 +182,7 @@ class ToyCoderAgent:
         self.owner[s.id] = app
         acp_sessions.opened(self.told, s)
         await acp_mcp.start(self, app, s.id, servers)
-        self._later(self._announce_commands(s.id))  # queued after the answer
+        self.later(self._announce_commands(s.id))  # queued after the answer
         return NewSessionResponse(session_id=s.id, modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)))
 
     @acp_errors
@@ -227,7 +194,7 @@ class ToyCoderAgent:
         await acp_mcp.start(self, app, s.id, acp_mcp.specs(mcp_servers))
         for update in replay(s.transcript(), app) + title:
             await self.raw.session_update(s.id, update)
-        self._later(self._announce_commands(s.id))
+        self.later(self._announce_commands(s.id))
         return LoadSessionResponse(modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)))
 
     @acp_errors
@@ -238,8 +205,8 @@ class ToyCoderAgent:
         self.owner[s.id] = app
         acp_sessions.opened(self.told, s)  # the client shows the session already, its title included
         await acp_mcp.start(self, app, s.id, acp_mcp.specs(mcp_servers))
-        self._later(self._send(s.id, plan_now(s)))  # after the answer: resume replays nothing before it
-        self._later(self._announce_commands(s.id))
+        self.later(self._send(s.id, plan_now(s)))  # after the answer: resume replays nothing before it
+        self.later(self._announce_commands(s.id))
         return ResumeSessionResponse(modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)))
 
     @acp_errors
@@ -307,56 +274,49 @@ class ToyCoderAgent:
             await asyncio.wait(self._prompts, timeout=2.0)
 
 
-# ---- stdio ------------------------------------------------------------------------------------
 
-def quiet_client_mistakes(conn: AgentSideConnection) -> None:
-    """A notification with bad params is the client's mistake: one info line, not the SDK's logged
-    traceback (requests already get their -32602 answer without one)."""
-    inner = conn._conn._handler
+# ---- the connection -----------------------------------------------------------------------------
 
-    async def handler(method: str, params: Any, is_notification: bool) -> Any:
+def handler(agent: ToyCoderAgent) -> Callable[[str, Any, bool], Any]:
+    """The Connection's one method handler: the SDK's router for an Agent, which validates params
+    (-32602), answers -32601 for methods ToyCoderAgent lacks, and calls the agent, with two things
+    around it: raw `mcpServers` are checked before the router's models drop items they cannot read
+    (acp_mcp.check_raw), and a notification with bad params, the client's mistake, is one info
+    line, not the SDK's logged traceback (a request gets its error answer without one)."""
+    # session/close and session/resume are routed as unstable in 0.12.1
+    router: MessageRouter = build_agent_router(agent, use_unstable_protocol=True)  # type: ignore[arg-type]
+    acp_sessions.route_delete(router, agent)
+
+    async def handle(method: str, params: Any, is_notification: bool) -> Any:
+        if not is_notification:
+            if method in acp_mcp.SESSION_METHODS:
+                acp_mcp.check_raw(params)
+            return await router(method, params, False)
         try:
-            return await inner(method, params, is_notification)
+            return await router(method, params, True)
         except (ValidationError, RequestError) as e:
-            if not is_notification:
-                raise
             log.info("notification %s ignored: %s", method, str(e).splitlines()[0])
             return None
 
-    conn._conn._handler = handler
+    return handle
 
 
-async def serve_acp(out: BinaryIO | Outbox, config_path: str | None = None, *,
-                    reader: asyncio.StreamReader | StdinPump | Replies | None = None, on_end: Callable[[], None] | None = None,
-                    answered: dict[str, Any] | None = None, prepare: Callable[[ToyCoderAgent], Any] = lambda agent: None) -> int:
-    """Serve ACP on stdin (or `reader`: __main__'s pump, or a stream when tests drive the face
-    in-process) and `out` until the input ends; returns the exit code. `answered` holds the params
-    of an `initialize` already answered (acp_fast.py). `on_end` is called when the input ends;
-    `prepare` gets the agent first.
+async def serve_acp(out: BinaryIO | Outbox, config_path: str | None = None, *, stdin: int = 0,
+                    on_end: Callable[[], None] | None = None) -> int:
+    """Serve ACP on `stdin` (an fd: the daemon's 0, or a pipe when tests drive the face in-process)
+    and `out` until the input ends; returns the exit code. `on_end` is called when the input ends.
     With an Outbox (the daemon's stdout) frames are written by its thread, under the backpressure
-    rule (outbox.py)."""
-    if reader is None:
-        reader = StdinPump()
-    read = functools.partial(reader.read, 1 << 16) if isinstance(reader, asyncio.StreamReader) else reader.read
+    rule (outbox.py): above its hard limit stdin is not read."""
     outbox = out if isinstance(out, Outbox) else None
     if outbox is not None:
         OUTPUT.set(outbox)  # the SDK's tasks (and so the turns) start from this task's context
-        if isinstance(reader, StdinPump):
-            reader.gate = outbox.wait_input
-    transport = LineTransport(read, FrameTransport(out).write,  # type: ignore[arg-type]  # Outbox is file-like
-                              notifications=ACP_NOTIFICATIONS)
+    stdio = await open_stdio(out, stdin, notifications=ACP_NOTIFICATIONS,  # type: ignore[arg-type]  # file-like
+                             gate=outbox.wait_input if outbox is not None else None)
     agent = ToyCoderAgent(config_path)
-    if answered is not None:
-        await agent.took_initialize(answered)
-    # ToyCoderAgent has the methods we support; the SDK answers method-not-found for the others
-    conn = AgentSideConnection(agent, transport, listening=False,  # type: ignore[arg-type]
-                               use_unstable_protocol=True)  # session/close and session/resume are routed as unstable
-    acp_sessions.route_delete(conn, agent)
-    quiet_client_mistakes(conn)
-    acp_mcp.guard(conn)  # mcpServers the SDK would drop (unknown transports) are refused, not ignored
-    prepare(agent)  # acp_early.py: what it opened before the SDK was in
+    conn = Connection(handler(agent), stdio.writer, stdio.reader, listening=False)
+    agent.raw = SdkClient(conn)
     try:
-        await conn.listen()
+        await conn.main_loop()
     finally:
         log.info("stdin closed: shutting down")
         if on_end is not None:
@@ -367,4 +327,5 @@ async def serve_acp(out: BinaryIO | Outbox, config_path: str | None = None, *,
         except asyncio.TimeoutError:
             log.warning("ACP connection did not close in time")
         await written(out)  # what is queued goes out (the client may still read) within the exit grace
+        stdio.close()
     return 0

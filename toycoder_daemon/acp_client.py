@@ -1,6 +1,6 @@
 """The ACP client as a turn sees it: JSON-RPC notifications and requests with plain-dict params,
-and the dicts a turn sends, without the ACP SDK (no pydantic work per update; acp_early.py can
-run a turn before the SDK is imported).
+and the dicts a turn sends, without the SDK's models (no pydantic work per update: a turn sends
+many).
 
 The dicts are what the SDK's connection sends for its models (`model_dump(mode="json",
 by_alias=True, exclude_none=True, exclude_defaults=True)`), key order included; a test validates
@@ -19,7 +19,7 @@ SESSION_UPDATE = "session/update"
 
 
 class RawClient(Protocol):
-    """A JSON-RPC connection to the client: acp.SdkClient (over the SDK's) or the early path's."""
+    """A JSON-RPC connection to the client: acp.SdkClient (over the SDK's Connection)."""
 
     async def notify(self, method: str, params: dict[str, Any]) -> None: ...
 

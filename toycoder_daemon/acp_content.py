@@ -27,8 +27,8 @@ def shown_uri(uri: str, root: Path) -> str:
 
 
 def _get(value: Any, key: str) -> Any:
-    """A block's field: the SDK's models (the SDK path) or their JSON dicts (acp_early.py)."""
-    return value.get(key) if isinstance(value, dict) else getattr(value, key, None)
+    """A field of the SDK's content block models (None where that kind of block has none)."""
+    return getattr(value, key, None)
 
 
 def prompt_text(blocks: list[Any], root: Path) -> str:

@@ -36,6 +36,8 @@ def declared(caps: Any) -> tuple[bool, bool]:
     """(can read, can write): what the client declared of fs/read_text_file and fs/write_text_file
     (`caps`: the SDK's ClientCapabilities, or None)."""
     fs = caps.fs if caps else None
+    if isinstance(fs, dict):  # the SDK's defaults, put where the client sent an fs it cannot read
+        fs = None
     return bool(fs and fs.read_text_file), bool(fs and fs.write_text_file)
 
 

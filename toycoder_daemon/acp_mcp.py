@@ -3,8 +3,8 @@ that session (session_mcp.McpHub); any other transport is refused with -32602 na
 and the transport, never dropped without a word.
 
 The SDK's request models skip list items they cannot validate (an unknown `type`, a missing field),
-so the raw params are checked first (`guard`), before the SDK sees them; `specs` refuses what
-the SDK did parse but we do not support (sse, acp).
+so the raw params are checked first (`check_raw`, called by acp.handler before the SDK's router);
+`specs` refuses what the SDK did parse but we do not support (sse, acp).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from .session_mcp import ClientServer
 log = logging.getLogger(__name__)
 
 CAPABILITIES = McpCapabilities(http=True, sse=False)
-"""agentCapabilities.mcpCapabilities (acp_fast.py answers the same)."""
+"""agentCapabilities.mcpCapabilities."""
 SESSION_METHODS = frozenset({"session/new", "session/load", "session/resume"})
 TRANSPORTS: dict[str, type[BaseModel]] = {"stdio": McpServerStdio, "http": HttpMcpServer}
 
@@ -61,18 +61,6 @@ def check_raw(params: Any) -> None:
         names.add(item["name"])
 
 
-def guard(conn: Any) -> None:
-    """Check the raw `mcpServers` of session/new, load and resume before the SDK parses them."""
-    inner = conn._conn._handler
-
-    async def handler(method: str, params: Any, is_notification: bool) -> Any:
-        if method in SESSION_METHODS and not is_notification:
-            check_raw(params)
-        return await inner(method, params, is_notification)
-
-    conn._conn._handler = handler
-
-
 def specs(mcp_servers: list[Any] | None) -> dict[str, ClientServer]:
     """The SDK's server models -> what McpHub starts; sse, acp and anything else is -32602."""
     out: dict[str, ClientServer] = {}
@@ -95,12 +83,12 @@ def specs(mcp_servers: list[Any] | None) -> dict[str, ClientServer]:
 async def start(agent: Any, app: App, session_id: str, servers: dict[str, ClientServer]) -> None:
     """The session's client servers are `servers` from now on (the same ones keep running). A server
     that fails or stops is told to the client as an agent thought (and logged); the session goes on.
-    `agent` is the ToyCoderAgent: its `owner`, `raw` and `_later` (sent after the current answer)."""
+    `agent` is the ToyCoderAgent: its `owner`, `raw` and `later` (sent after the current answer)."""
 
     def on_status(server: str, status: str, message: str) -> None:
         if status == "ready" or agent.owner.get(session_id) is not app:  # closed meanwhile: nobody to tell
             return
         text = f"MCP server '{server}' (from the client) {status}: {message}\n"
-        agent._later(agent.raw.session_update(session_id, acp_client.chunk(text, "agent_thought_chunk")))
+        agent.later(agent.raw.session_update(session_id, acp_client.chunk(text, "agent_thought_chunk")))
 
     await app.mcp.set_session_servers(session_id, servers, on_status)

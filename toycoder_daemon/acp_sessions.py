@@ -1,13 +1,17 @@
 """The ACP face's session extras: what it tells a client about its open sessions outside its own
 prompts (turns another daemon made, replayed as the updates the client would have seen; title
 changes as `session_info_update`; mode changes as `current_mode_update`), session modes, and
-`session/delete` (which SDK 0.12.1 does not route). The SDK is imported where it is used: `opened`
-and `hook` also serve sessions acp_early.py opened before it was in."""
+`session/delete` (which SDK 0.12.1 does not route)."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from acp import RequestError
+from acp.meta import AGENT_METHODS
+from acp.router import MessageRouter
+from acp.schema import DeleteSessionRequest, SetSessionModeResponse
 
 from . import protocol_codes as wire
 from .app import App
@@ -15,9 +19,6 @@ from .errors import SessionBusy, SessionNotFound
 from .modes import MODES
 from .sessions.session import Session, TranscriptEntry
 from .sessions.store import SessionSummary
-
-if TYPE_CHECKING:
-    from acp.schema import SetSessionModeResponse
 
 Send = Callable[[str, Any], Awaitable[None]]
 Replay = Callable[[list[TranscriptEntry], App], list[Any]]
@@ -73,9 +74,6 @@ def mode_state(mode: str) -> dict[str, Any]:
 
 async def set_session_mode(agent: Any, session_id: str, mode_id: str, **_: Any) -> SetSessionModeResponse:
     """session/set_mode (a method of ToyCoderAgent): an unknown mode is -32602."""
-    from acp import RequestError
-    from acp.schema import SetSessionModeResponse
-
     app: App = agent.app_of(session_id)
     try:
         app.set_mode(session_id, mode_id)
@@ -94,8 +92,6 @@ async def delete_session(agent: Any, session_id: str, **_: Any) -> None:
     """session/delete (a method of ToyCoderAgent), as toycoder/session/delete: refused while a turn
     runs, here or in another daemon; an unknown id is -32002. The request has no cwd: the session
     is looked for in the workspaces this connection opened (session/new, load, list with a cwd)."""
-    from acp import RequestError
-
     owner = agent.owner.get(session_id)
     apps: list[App] = [owner] if owner is not None else list(agent.apps.values())
     for app in apps:
@@ -114,12 +110,8 @@ async def delete_session(agent: Any, session_id: str, **_: Any) -> None:
                        {"sessionId": session_id})
 
 
-def route_delete(conn: Any, agent: Any) -> None:
-    """Route session/delete through the SDK's own router (its params validation and -32602), as a
-    later SDK does: 0.12.1 names the method but has no route for it (it answered -32601)."""
-    from acp.meta import AGENT_METHODS
-    from acp.schema import DeleteSessionRequest
-
-    router = conn._conn._handler  # the reach acp.quiet_client_mistakes makes too; call this before it wraps it
+def route_delete(router: MessageRouter, agent: Any) -> None:
+    """Route session/delete through the SDK's router (its params validation and -32602), as a later
+    SDK does: 0.12.1 names the method but has no route for it (it answered -32601)."""
     router.route_request(AGENT_METHODS["session_delete"], DeleteSessionRequest, agent, "delete_session",
                          adapt_result=lambda _: {})

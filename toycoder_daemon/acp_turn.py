@@ -1,6 +1,5 @@
-"""`session/prompt` on the ACP face, on either path: ToyCoderAgent.prompt (the SDK's) and
-acp_early.py (before the SDK is imported) run the same turn here, over an acp_client.RawClient,
-and answer with the same result dict; core errors become the same JSON-RPC errors."""
+"""`session/prompt` on the ACP face: the turn ToyCoderAgent.prompt runs, over an
+acp_client.RawClient, and its result dict; core errors and their JSON-RPC errors."""
 
 from __future__ import annotations
 
@@ -22,7 +21,7 @@ STOP_REASONS = {"end_turn": "end_turn", "max_steps": "max_turn_requests", "max_t
 
 
 class EmptyPrompt(ValueError):
-    """The prompt has no text (-32602 on the SDK path)."""
+    """The prompt has no text (-32602)."""
 
 
 @dataclass(frozen=True)
@@ -89,41 +88,3 @@ def answer(stop_reason: str, total: int = 0, prompt: int = 0, completion: int = 
     """session/prompt's result (PromptResponse as the SDK dumps it)."""
     return {"stopReason": STOP_REASONS.get(stop_reason, "end_turn"),
             "usage": {"totalTokens": total, "inputTokens": prompt, "outputTokens": completion}}
-
-
-def _flag(value: Any) -> bool | None:
-    """A declared boolean (None: absent); anything else is not plain."""
-    if value is None or isinstance(value, bool):
-        return bool(value)
-    raise ValueError(value)
-
-
-def _keys(value: Any, allowed: set[str]) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict) or not set(value) <= allowed | {"_meta"}:
-        raise ValueError(value)
-    return value
-
-
-def plain_caps(params: dict[str, Any] | None) -> tuple[Caps, bool] | None:
-    """(Caps, terminal declared) from the params of the `initialize` acp_fast.py answered, read as
-    the SDK reads them; None when they are not plain enough to be sure it would (a turn then waits
-    for the SDK: it records no capabilities at all for params its models refuse)."""
-    if params is None:
-        return None
-    try:
-        info = _keys(params.get("clientInfo"), {"name", "title", "version"})
-        if info and not (isinstance(info.get("name"), str) and isinstance(info.get("version"), str)
-                         and isinstance(info.get("title"), (str, type(None)))):
-            return None
-        caps = _keys(params.get("clientCapabilities"), {"fs", "terminal", "elicitation"})
-        fs = _keys(caps.get("fs"), {"readTextFile", "writeTextFile"})
-        elicitation = _keys(caps.get("elicitation"), {"form", "url"})
-        form = elicitation.get("form")
-        _keys(form, set()), _keys(elicitation.get("url"), set())
-        return Caps(elicit="elicitation" in caps and caps["elicitation"] is not None and form is not None,
-                    read=bool(_flag(fs.get("readTextFile"))), write=bool(_flag(fs.get("writeTextFile")))), \
-            bool(_flag(caps.get("terminal")))
-    except ValueError:
-        return None

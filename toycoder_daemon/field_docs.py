@@ -4,17 +4,15 @@ pydantic's `use_attribute_docstrings` reads and parses every model's source when
 created: ~25 ms of a new daemon's ~250 ms of imports, for descriptions only the generated files
 (docs/protocol.schema.json, protocol.ts, docs/config.md) carry. `document` gives the same result
 on demand: the string right under an annotated field, cleaned as a docstring, unless the field
-already has a description. `skipped` keeps pydantic from reading them for another package's models
-(the ACP SDK's ~270, a third of its import) whose descriptions nothing here uses.
+already has a description.
 """
 
 from __future__ import annotations
 
 import ast
-import contextlib
 import inspect
 import textwrap
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any, get_args
 
 from pydantic import BaseModel
@@ -78,29 +76,3 @@ def document(models: Iterable[type[BaseModel]]) -> None:
     for model in todo:
         model.model_rebuild(force=True)
         _documented.add(model)
-
-
-@contextlib.contextmanager
-def skipped(package: str) -> Iterator[None]:
-    """While inside, models defined in `package` (its modules) get no descriptions from their fields'
-    docstrings, whatever their config says; every other model is built as before. Reaches into
-    pydantic's internals: with a pydantic that lacks the hook, nothing changes."""
-    try:
-        from pydantic._internal import _fields
-    except ImportError:
-        yield
-        return
-    original = getattr(_fields, "_update_fields_from_docstrings", None)
-    if original is None:
-        yield
-        return
-
-    def update(cls: type, *args: Any, **kwargs: Any) -> None:
-        if cls.__module__ != package and not cls.__module__.startswith(package + "."):
-            original(cls, *args, **kwargs)
-
-    _fields._update_fields_from_docstrings = update
-    try:
-        yield
-    finally:
-        _fields._update_fields_from_docstrings = original

@@ -1,0 +1,88 @@
+"""The package uses its libraries only through their public names (issue 26): its AST holds no
+underscore name of the ACP SDK, pydantic or mcp: no import of a private module or name, and no
+private attribute of anything imported from them. The ACP face's modules go further: they touch no
+private attribute of any object but their own (`self`, their classes), so an SDK object held in a variable
+(`conn._conn`) is caught too. (pygls and lsprotocol join LIBRARIES when the LSP face is rewritten.)"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "toycoder_daemon"
+LIBRARIES = ("acp", "pydantic", "pydantic_core", "mcp")
+ACP_FACE = ("acp.py", "acp_client.py", "acp_content.py", "acp_frontend.py", "acp_fs.py", "acp_mcp.py",
+            "acp_sessions.py", "acp_terminal.py", "acp_turn.py", "ndjson.py")
+
+
+def private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def of_library(module: str) -> bool:
+    return module.split(".")[0] in LIBRARIES
+
+
+def library_reaches(tree: ast.AST) -> Iterator[str]:
+    """Private names reached through the libraries in `tree`."""
+    bound: set[str] = set()  # local names that stand for a library module or one of its names
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if of_library(a.name):
+                    if any(private(part) for part in a.name.split(".")):
+                        yield f"import {a.name}"
+                    bound.add((a.asname or a.name).split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level and of_library(node.module):
+            if any(private(part) for part in node.module.split(".")):
+                yield f"from {node.module} import ..."
+            for a in node.names:
+                if private(a.name):
+                    yield f"from {node.module} import {a.name}"
+                bound.add(a.asname or a.name)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and private(node.attr):
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in bound:
+                yield f"{ast.unparse(node)} (line {node.lineno})"
+
+
+def foreign_private_attributes(tree: ast.AST) -> Iterator[str]:
+    """`x._name` where x is not self, cls or a class the module defines."""
+    own = {"self", "cls"} | {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and private(node.attr) and not (
+                isinstance(node.value, ast.Name) and node.value.id in own):
+            yield f"{ast.unparse(node)} (line {node.lineno})"
+
+
+def test_no_private_name_of_the_libraries_in_the_package() -> None:
+    found = [f"{p.relative_to(PACKAGE)}: {r}" for p in sorted(PACKAGE.rglob("*.py"))
+             for r in library_reaches(ast.parse(p.read_text(encoding="utf-8")))]
+    assert found == []
+
+
+def test_the_acp_face_touches_no_private_attribute_but_its_own() -> None:
+    found = [f"{name}: {r}" for name in ACP_FACE
+             for r in foreign_private_attributes(ast.parse((PACKAGE / name).read_text(encoding="utf-8")))]
+    assert found == []
+
+
+def test_the_checks_can_fail() -> None:
+    code = ("import pydantic._internal._config as c\n"
+            "from acp.core import Connection\n"
+            "from mcp import _secret\n"
+            "import acp\n"
+            "x = acp.schema._private\n"
+            "Connection._next_request_id = 3\n"
+            "def f(conn):\n"
+            "    return conn._conn._handler, self._mine\n")
+    reaches = list(library_reaches(ast.parse(code)))
+    assert reaches[:2] == ["import pydantic._internal._config", "from mcp import _secret"]
+    assert any("acp.schema._private" in r for r in reaches)
+    assert any("Connection._next_request_id" in r for r in reaches)
+    assert [r.split(" ")[0] for r in foreign_private_attributes(ast.parse(code))] == [
+        "acp.schema._private", "Connection._next_request_id", "conn._conn._handler", "conn._conn"]
