@@ -49,6 +49,17 @@ def _stringify(result: Any) -> str:
     return secrets.redact(escape_surrogates(result) if isinstance(result, str) else safejson.dumps(result, default=str))
 
 
+class ToolSlot:
+    """A tool source whose provider is replaced over time (one session's client MCP servers: none,
+    then a manager, then another one the client gives); a registry holds the slot, not the provider."""
+
+    def __init__(self) -> None:
+        self.source: Callable[[], list[Tool]] | None = None
+
+    def __call__(self) -> list[Tool]:
+        return self.source() if self.source is not None else []
+
+
 class ToolRegistry:
     """Built-in tools plus dynamic sources (MCP servers come and go); per-session forks share the
     tool objects and sources but keep their own tool table, enabled state and "always allow" memory."""
