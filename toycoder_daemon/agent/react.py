@@ -239,10 +239,11 @@ async def run_turn(
                 args = _decode(tc.arguments)
                 title = t.describe_call(args) if t and isinstance(args, dict) else tc.name
                 ctx = make_context(tc.id)
+                call = tools.prepare(tc.name, tc.arguments, ctx)
                 frontend.emit(ToolCallStarted(tc.id, tc.name, title, args, t.level if t else "safe",
-                                              will_ask=tools.will_ask(tc.name, args, ctx)))
+                                              will_ask=tools.will_ask(call)))
                 try:
-                    outcome = await tools.dispatch(tc.name, tc.arguments, ctx)
+                    outcome = await tools.run(call)
                 except asyncio.CancelledError:
                     changed = tuple(ctx.changed or ())
                     wrote = f" (it had already written {', '.join(changed)})" if changed else ""
