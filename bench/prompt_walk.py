@@ -73,8 +73,17 @@ for _group in layers.ALLOWED:
 APP = {str(Path(sys.modules[c.__module__].__file__ or "").relative_to(PACKAGE))
        for c in App.__mro__ if c.__module__.startswith("toycoder_daemon")}
 """App's modules: app.py and those of its base classes (their methods are App's)."""
-RUNTIME = {str(PACKAGE / f) for f in ("app_runtime.py",) if (PACKAGE / f).exists()}
-RUNTIME = {str(Path(f).relative_to(PACKAGE)) for f in RUNTIME}
+
+def _runtime_modules() -> set[str]:
+    """The module of SessionRuntime (none before there was one)."""
+    try:
+        from toycoder_daemon.app_runtime import SessionRuntime
+    except ImportError:
+        return set()
+    return {str(Path(sys.modules[SessionRuntime.__module__].__file__ or "").relative_to(PACKAGE))}
+
+
+RUNTIME = _runtime_modules()
 
 
 def rank(file: str) -> tuple[int, int]:
