@@ -6,7 +6,7 @@ open, as the client still holds it) and when the daemon exits.
 
     hub = McpHub(config.mcp_servers, root, app.tools)
     hub.on_notice = face.show_message                       # the config's servers' failures
-    s.tools.add_own_source(hub.tools_of(s.id))              # every session (app_runtime.session_tools)
+    s.tools.add_own_source(hub.tools_of(s.id))              # every session (app_runtime._bind)
     await hub.set_session_servers(s.id, {"files": ClientServer(command=...)}, on_status)
     await hub.settle(s.id, frontend.emit)                   # before a turn: all started, or failed
     await hub.close_session(s.id)                           # session/close (App.close_session)
