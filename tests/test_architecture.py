@@ -28,7 +28,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "sessions": ("toycoder_daemon.sessions",),
     "checkpoints": ("toycoder_daemon.checkpoints",),
     "commands": ("toycoder_daemon.commands",),
-    "app": ("toycoder_daemon.app", "toycoder_daemon.app_models", "toycoder_daemon.factories", "toycoder_daemon.undo",
+    "app": ("toycoder_daemon.app", "toycoder_daemon.app_models", "toycoder_daemon.app_runtime", "toycoder_daemon.factories", "toycoder_daemon.undo",
             "toycoder_daemon.shared_sessions", "toycoder_daemon.session_mcp"),
     "faces": ("toycoder_daemon.server", "toycoder_daemon.editor_frontend", "toycoder_daemon.acp",
               "toycoder_daemon.acp_frontend", "toycoder_daemon.acp_client", "toycoder_daemon.acp_sessions",
@@ -141,7 +141,7 @@ def cycles(g: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_is_read() -> None:
     g = graph()
-    assert "toycoder_daemon.agent.react" in g["toycoder_daemon.app"]
+    assert "toycoder_daemon.agent.react" in g["toycoder_daemon.app_runtime"]
     assert "toycoder_daemon.tools.base" in g["toycoder_daemon.tools.files"]
     assert "toycoder_daemon.llm.openai_client" in g["toycoder_daemon.factories"]  # a lazy import counts
 

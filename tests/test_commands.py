@@ -46,8 +46,7 @@ async def test_switch_loads_a_stored_session_off_the_loop(inproc) -> None:
     p: InProc = inproc()
     sid = p.new_session("stored one")
     other = p.new_session()
-    p.app.live[sid].file.close()  # as if a previous daemon had written it
-    del p.app.live[sid]
+    await p.app.close_session(sid)  # as if a previous daemon had written it
     out = await p.command(other, f"/switch {sid}")
     assert out.action == {"kind": "switch", "sessionId": sid} and "stored one" in out.result.text
     assert sid in p.app.live  # loaded (and locked) now

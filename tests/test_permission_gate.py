@@ -95,3 +95,34 @@ async def test_cancel_while_waiting_for_permission(inproc, workspace: Path) -> N
     p.script.add({"text": "still alive"})
     assert (await p.prompt(sid, "again")).result.text == "still alive"
     assert p.script.violations == []
+
+
+async def test_a_run_command_call_is_judged_once(inproc, monkeypatch) -> None:
+    # The gate's analysis of a call (a deny rule on run_command judges the programs the command runs;
+    # the sandbox escalation check) ran for every question about one call: announcing it
+    # (will_ask), before its preview and in the gate's check, twice each. One call is judged once.
+    from toycoder_daemon.tools import permission, shell_programs
+
+    analysed: list[str] = []
+    escalations: list[dict[str, object]] = []
+    real_invocations, real_escalates = shell_programs.invocations, permission._escalates
+
+    def counted_invocations(line, cwd=None, depth=0):  # type: ignore[no-untyped-def]
+        if depth == 0:
+            analysed.append(line)
+        return real_invocations(line, cwd, depth)
+
+    def counted_escalates(args, ctx):  # type: ignore[no-untyped-def]
+        escalations.append(args)
+        return real_escalates(args, ctx)
+
+    monkeypatch.setattr(shell_programs, "invocations", counted_invocations)
+    monkeypatch.setattr(permission, "_escalates", counted_escalates)
+    p: InProc = inproc({"tools": {"enabled": ["run_command"]}, "permissions": {"deny": ["run_command(rm *)"]}})
+    p.script.add({"tool_calls": [{"name": "run_command", "arguments": {"command": "echo hi"}}]}, {"text": "ok"})
+    sid = p.new_session()
+    await p.prompt(sid, "say hi")
+    assert [r.tool for r in p.frontend.requests] == ["run_command"]  # asked once, rejected
+    assert [r.status for r in results(p, sid)] == ["denied"]
+    assert analysed == ["echo hi"]
+    assert escalations == [{"command": "echo hi"}]

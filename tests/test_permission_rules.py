@@ -39,7 +39,7 @@ TOOLS = {t.name: t for t in (run_command, write_file, edit_file)}
 def verdict(tmp_path: Path, tool: str, allow: list[str] = ALLOW, deny: list[str] = DENY, **args) -> str | None:
     gate = PermissionGate(allow, deny)
     ctx = ToolContext(Workspace(tmp_path), Answer("reject"), "c")
-    v = gate.rule_verdict(TOOLS[tool], args, ctx)
+    v = gate.judge(TOOLS[tool], args, ctx).rule
     return v[0] if v else None
 
 
@@ -106,10 +106,10 @@ def test_always_allow_does_not_skip_an_unsure_deny(tmp_path: Path) -> None:
     gate = PermissionGate([], ["run_command(rm *)"])
     gate.always.add("run_command")
     ctx = ToolContext(Workspace(tmp_path), Answer("reject"), "c")
-    assert gate.must_ask(run_command, {"command": "$RM -rf x"}, ctx) is True
-    assert gate.must_ask(run_command, {"command": "eval rm -rf x"}, ctx) is True
-    assert gate.must_ask(run_command, {"command": "ls"}, ctx) is False
-    assert gate.rule_verdict(run_command, {"command": "env rm -rf x"}, ctx) == ("deny", gate.deny[0])
+    assert gate.must_ask(gate.judge(run_command, {"command": "$RM -rf x"}, ctx)) is True
+    assert gate.must_ask(gate.judge(run_command, {"command": "eval rm -rf x"}, ctx)) is True
+    assert gate.must_ask(gate.judge(run_command, {"command": "ls"}, ctx)) is False
+    assert gate.judge(run_command, {"command": "env rm -rf x"}, ctx).rule == ("deny", gate.deny[0])
 
 
 def test_only_declared_arguments_are_rule_subjects(tmp_path: Path) -> None:
@@ -120,7 +120,7 @@ def test_only_declared_arguments_are_rule_subjects(tmp_path: Path) -> None:
     mcp_like = Tool("mcp__s__t", "", "sensitive", f, None, parameters={"type": "object", "properties": {"q": {}}})
     gate = PermissionGate(["mcp__s__t(docs/**)"], [])
     ctx = ToolContext(Workspace(tmp_path), Answer("reject"), "c")
-    assert gate.rule_verdict(mcp_like, {"q": "x", "path": "docs/a.md"}, ctx) is None
+    assert gate.judge(mcp_like, {"q": "x", "path": "docs/a.md"}, ctx).rule is None
 
 
 def test_rules_only_apply_to_their_tool(tmp_path: Path) -> None:
@@ -140,15 +140,16 @@ async def test_gate_asks_denies_and_remembers_always(tmp_path: Path) -> None:
     fe = Answer("allow_always")
     ctx = ToolContext(Workspace(tmp_path), fe, "c")
 
-    def req(tool, **args):
-        return PermissionRequest("c", tool.name, tool.level, tool.name, args)
+    async def check(tool, **args):
+        return await gate.check(gate.judge(tool, args, ctx), PermissionRequest("c", tool.name, tool.level, tool.name,
+                                                                              args), ctx)
 
-    assert await gate.check(run_command, req(run_command, command="echo hi"), ctx) is None
+    assert await check(run_command, command="echo hi") is None
     assert fe.asked == []  # allowed by rule, not asked
-    denied = await gate.check(run_command, req(run_command, command="rm -rf x"), ctx)
+    denied = await check(run_command, command="rm -rf x")
     assert denied and "run_command(rm *)" in denied and fe.asked == []
-    assert await gate.check(write_file, req(write_file, path="a.txt", content=""), ctx) is None
+    assert await check(write_file, path="a.txt", content="") is None
     assert len(fe.asked) == 1
-    assert await gate.check(write_file, req(write_file, path="b.txt", content=""), ctx) is None
+    assert await check(write_file, path="b.txt", content="") is None
     assert len(fe.asked) == 1  # allow_always covers write_file now
     assert "write_file" in gate.always and gate.fork().always == set()

@@ -19,14 +19,14 @@ from toycoder_daemon.tools.workspace import Workspace
 def verdict(tmp_path: Path, command: str, deny: tuple[str, ...] = ("run_command(rm *)",),
             allow: tuple[str, ...] = ("run_command",)) -> str | None:
     gate = PermissionGate(list(allow), list(deny))
-    v = gate.rule_verdict(run_command, {"command": command}, ToolContext(Workspace(tmp_path), None, "c"))  # type: ignore[arg-type]
+    v = gate.judge(run_command, {"command": command}, ToolContext(Workspace(tmp_path), None, "c")).rule  # type: ignore[arg-type]
     return v[0] if v else None
 
 
 def must_ask_with_always(tmp_path: Path, command: str) -> bool:
     gate = PermissionGate([], ["run_command(rm *)"])
     gate.always.add("run_command")
-    return gate.must_ask(run_command, {"command": command}, ToolContext(Workspace(tmp_path), None, "c"))  # type: ignore[arg-type]
+    return gate.must_ask(gate.judge(run_command, {"command": command}, ToolContext(Workspace(tmp_path), None, "c")))  # type: ignore[arg-type]
 
 
 # The exact inputs of the issue: each ran without a question before.

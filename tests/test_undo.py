@@ -182,7 +182,7 @@ async def test_ids_stay_unique_across_daemons_and_deleting_the_session_deletes_i
     out = await second.prompt(sid, "make c")
     assert out.turn_id not in turns
     assert [c["turnId"] for c in second.app.checkpoint_list(sid)] == [*turns, out.turn_id]
-    store_dir = second.app.checkpoints.of(sid).dir
+    store_dir = second.app.checkpoints.store(sid).dir
     assert store_dir.is_dir()
     second.app.delete_session(sid)
     assert not store_dir.exists()
@@ -226,7 +226,7 @@ def test_the_acp_face_offers_the_checkpoint_commands() -> None:
 async def test_a_cancelled_restore_still_finishes_and_tells_the_model(inproc, workspace: Path, monkeypatch) -> None:
     p: InProc = inproc()
     sid, turns = await three_turns(p, workspace)
-    store = p.app.checkpoints.of(sid)
+    store = p.app.runtimes[sid].checkpoints.store  # the open session's own
     started, release = asyncio.Event(), asyncio.Event()
     loop = asyncio.get_running_loop()
     real = store.restore

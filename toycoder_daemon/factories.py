@@ -3,12 +3,11 @@ settings, the sub-agents and the catalog of tools. Tests hand App their own mode
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from .agent.subagent import SubAgent, subagent_tool
 from .config import Config
 from .errors import ProviderError
 from .llm.base import ChatModel
+from .llm.pool import ModelFactory
 from .prompts.manager import PromptManager
 from .tools import arg_schemas
 from .tools.ask import ask_user
@@ -20,9 +19,6 @@ from .tools.registry import ToolRegistry
 from .tools.search import glob_search, grep_search
 from .tools.settings import RunCommandSettings, ToolSettings
 from .tools.shell import run_command
-
-ModelFactory = Callable[[str, str], ChatModel]
-"""(provider name, model name) -> a chat model; raises ProviderError when it cannot be made."""
 
 
 def openai_models(config: Config) -> ModelFactory:

@@ -4,8 +4,9 @@ servers are started for that session alone, their tools are in that session's re
 they stop when the session closes (session/close, delete; /new and /switch on the ACP face leave it
 open, as the client still holds it) and when the daemon exits.
 
-    hub = McpHub(config.mcp_servers, root, app.tools, notice)
-    s.tools.add_own_source(hub.tools_of(s.id))              # every session (App._session_tools)
+    hub = McpHub(config.mcp_servers, root, app.tools)
+    hub.on_notice = face.show_message                       # the config's servers' failures
+    s.tools.add_own_source(hub.tools_of(s.id))              # every session (app_runtime._bind)
     await hub.set_session_servers(s.id, {"files": ClientServer(command=...)}, on_status)
     await hub.settle(s.id, frontend.emit)                   # before a turn: all started, or failed
     await hub.close_session(s.id)                           # session/close (App.close_session)
@@ -24,16 +25,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .ports import Event, Level, McpWaiting
+from .tools.registry import ToolSlot
 
 if TYPE_CHECKING:
-    from .tools.base import Tool
     from .tools.mcp import McpManager, McpServerSpec
     from .tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 
 StatusCallback = Callable[[str, str, str], None]
-Notice = Callable[[str, str], None]
 SHOW_WAIT_AFTER = 0.5
 """Seconds a turn waits for starting MCP servers before the person is told (McpWaiting): a server
 that is ready sooner is not worth a line."""
@@ -73,10 +73,10 @@ class _SessionServers:
 
 
 class McpHub:
-    def __init__(self, servers: Mapping[str, McpServerSpec], workspace_root: Path, tools: ToolRegistry,
-                 notice: Notice):
+    def __init__(self, servers: Mapping[str, McpServerSpec], workspace_root: Path, tools: ToolRegistry):
         self.root = Path(workspace_root)
-        self._notice = notice
+        self.on_notice: Callable[[str, str], None] = lambda level, message: None
+        """Set by the wire face (App.on_notice): show a message to the person (level: info|warning|error)."""
         self.shared: McpManager | None = None
         if servers:
             from .tools.mcp import McpManager
@@ -84,6 +84,9 @@ class McpHub:
             self.shared = McpManager(servers, self.root, on_status=self._shared_status)
             tools.add_source(self.shared.tools)
         self._sessions: dict[str, _SessionServers] = {}
+        self._slots: dict[str, ToolSlot] = {}
+        """Each session's client servers' tools, kept for its id (a registry made before the servers
+        were given, or after they changed, sees the current ones)."""
         self._lock = asyncio.Lock()  # one change of a session's servers at a time (two loads race)
         self._closing: set[asyncio.Task[None]] = set()
         self.show_wait_after = SHOW_WAIT_AFTER
@@ -93,7 +96,7 @@ class McpHub:
             log.info("MCP server %s ready: %s", server, message)
         else:
             log.warning("MCP server %s %s: %s", server, status, message)
-            self._notice("warning", f"ToyCoder: MCP server '{server}' {status}: {message}")
+            self.on_notice("warning", f"ToyCoder: MCP server '{server}' {status}: {message}")
 
     async def start(self) -> None:
         """The config's servers connect in the background (after initialize)."""
@@ -102,14 +105,9 @@ class McpHub:
 
     # ---- one session's servers ------------------------------------------------------------------
 
-    def tools_of(self, session_id: str) -> Callable[[], list[Tool]]:
+    def tools_of(self, session_id: str) -> ToolSlot:
         """The tool source of one session: its client servers' tools while they are ready."""
-
-        def tools() -> list[Tool]:
-            entry = self._sessions.get(session_id)
-            return entry.manager.tools() if entry and entry.manager else []
-
-        return tools
+        return self._slots.setdefault(session_id, ToolSlot())
 
     async def set_session_servers(self, session_id: str, servers: Mapping[str, ClientServer],
                                   on_status: StatusCallback) -> None:
@@ -129,6 +127,7 @@ class McpHub:
             entry = self._sessions[session_id] = _SessionServers(dict(servers), on_status)
             entry.manager = McpManager(servers, self.root, on_status=entry.status, source=CLIENT_SOURCE,
                                        taken=self.shared.parts if self.shared else ())
+            self.tools_of(session_id).source = entry.manager.tools
             await entry.manager.start()
 
     async def settle(self, session_id: str, emit: Callable[[Event], None] | None = None) -> None:
@@ -175,6 +174,8 @@ class McpHub:
 
     async def _stop(self, session_id: str) -> None:
         entry = self._sessions.pop(session_id, None)
+        if session_id in self._slots:
+            self._slots[session_id].source = None
         if entry is not None and entry.manager is not None:
             await entry.manager.aclose()
 
@@ -198,6 +199,8 @@ class McpHub:
         """Every server, the config's and every session's, stopped together."""
         managers = [e.manager for e in self._sessions.values() if e.manager is not None]
         self._sessions.clear()
+        for slot in self._slots.values():
+            slot.source = None
         if self.shared:
             managers.append(self.shared)
         await asyncio.gather(*(m.aclose() for m in managers), *self._closing)

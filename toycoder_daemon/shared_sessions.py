@@ -14,22 +14,20 @@ import logging
 from collections.abc import Callable
 
 from .agent.react import repair_tool_calls
+from .checkpoints import CheckpointStore
 from .errors import SessionBusy
-from .messages import Message
 from .sessions.session import Session, TranscriptEntry
 from .sessions.store import Appended
+from .undo import ChangesOfStore
 
 log = logging.getLogger(__name__)
 
 OnChanged = Callable[[str, list[TranscriptEntry], bool], None]
 """(session id, the new transcript entries, reset: the entries are the whole history)."""
-Render = Callable[[Session, list[Message]], list[TranscriptEntry]]
 
 
 class Sharing:
-    def __init__(self, render: Render, interrupted: str, interval: float = 0.5):
-        self.render = render
-        self.interrupted = interrupted
+    def __init__(self, interval: float = 0.5):
         self.interval = interval
         self.on_changed: OnChanged = lambda session_id, entries, reset: None
         """Set by the wire face: tell the session's clients."""
@@ -50,9 +48,15 @@ class Sharing:
             s.messages.received(new.messages, whole=new.reset)
         return new if (new.meta or new.messages or new.reset) else None
 
-    async def begin_turn(self, s: Session) -> None:
+    def _tell(self, s: Session, checkpoints: CheckpointStore, new: Appended) -> None:
+        """The session's clients hear what another daemon added (its turns' `changes` included)."""
+        entries = s.transcript(ChangesOfStore(checkpoints), s.messages.stored() if new.reset else new.messages)
+        self.on_changed(s.id, entries, new.reset)
+
+    async def begin_turn(self, s: Session, checkpoints: CheckpointStore) -> None:
         """Hold the session for a turn of this daemon: SessionBusy while another daemon's (or this
-        daemon's own) turn runs; the caller releases `s.file` when the turn ends."""
+        daemon's own) turn runs; the caller releases `s.file` when the turn ends (release_after).
+        `checkpoints`: the session's store (what the news from elsewhere shows as `changes`)."""
         if s.file is None:
             return
         if s.file.held:
@@ -61,12 +65,12 @@ class Sharing:
         try:
             new = await self.catch_up(s)
             stored = s.messages.stored()
-            repaired = repair_tool_calls(stored, self.interrupted)
+            repaired = repair_tool_calls(stored)
             if repaired is not stored:  # a daemon was killed mid-turn: its open calls get an answer
                 log.info("session %s: answered tool calls left open by an interrupted turn", s.id)
                 await s.messages.replace_all(repaired)
             if new and (new.messages or new.reset):
-                self.on_changed(s.id, self.render(s, s.messages.stored() if new.reset else new.messages), new.reset)
+                self._tell(s, checkpoints, new)
         except BaseException:
             s.file.release()
             raise
@@ -78,14 +82,14 @@ class Sharing:
             file = s.file
             turn.add_done_callback(lambda _: file.release())
 
-    def watch(self, s: Session) -> None:
+    def watch(self, s: Session, checkpoints: CheckpointStore) -> None:
         """Poll `s` while this daemon has it open (from a loop; sync callers' sessions are not polled)."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
         if s.id not in self._watches and s.file is not None:
-            self._watches[s.id] = loop.create_task(self._poll(s))
+            self._watches[s.id] = loop.create_task(self._poll(s, checkpoints))
 
     def unwatch(self, session_id: str) -> None:
         task = self._watches.pop(session_id, None)
@@ -97,7 +101,7 @@ class Sharing:
         for session_id in list(self._watches):
             self.unwatch(session_id)
 
-    async def _poll(self, s: Session) -> None:
+    async def _poll(self, s: Session, checkpoints: CheckpointStore) -> None:
         while True:
             await asyncio.sleep(self.interval)
             if s.busy or s.file is None or s.file.held:
@@ -109,5 +113,4 @@ class Sharing:
                 continue
             if new and (new.messages or new.reset):
                 with contextlib.suppress(Exception):  # a face's failure must not stop the watch
-                    self.on_changed(s.id, self.render(s, s.messages.stored() if new.reset else new.messages),
-                                    new.reset)
+                    self._tell(s, checkpoints, new)

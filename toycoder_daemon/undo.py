@@ -1,8 +1,6 @@
-"""The app's side of checkpoints: one CheckpointStore per session, the `changes` a turn reports,
-restores with the note the model gets, and the transcript's `changes` entries.
-
-App delegates here so app.py stays the composition root; the store itself (checkpoints/) knows
-nothing of sessions or frontends.
+"""The app's side of checkpoints: where each session's CheckpointStore lives, an open session's
+turn ids, the `changes` a turn reports, restores with the note the model gets, and the transcript's
+`changes` entries. The store itself (checkpoints/) knows nothing of sessions or frontends.
 """
 
 from __future__ import annotations
@@ -30,72 +28,71 @@ def summary(files: tuple[ChangedFile, ...]) -> str:
 
 
 class Checkpoints:
-    """The checkpoint stores of one workspace's sessions under the daemon's data dir."""
+    """Where the checkpoint stores of one workspace's sessions live (under the daemon's data dir)."""
 
     def __init__(self, data_dir: Path, workspace: Path):
         self.data_dir, self.workspace = data_dir, workspace
         self.max_bytes = DEFAULT_MAX_BYTES
         """Files larger than this are not kept (the tool result says undo cannot bring them back)."""
-        self._live: dict[str, CheckpointStore] = {}
 
-    def of(self, session_id: str, live: bool = True) -> CheckpointStore:
-        """The session's store: kept while the session is live; a fresh read of the index for a
-        session only looked at (another daemon may own it)."""
-        store = self._live.get(session_id)
-        if store is None:
-            store = CheckpointStore(self.data_dir, self.workspace, session_id, max_bytes=self.max_bytes)
-            if live:
-                self._live[session_id] = store
-        return store
+    def store(self, session_id: str) -> CheckpointStore:
+        """The session's store, its index read now (a session opened here keeps its own: SessionCheckpoints)."""
+        return CheckpointStore(self.data_dir, self.workspace, session_id, max_bytes=self.max_bytes)
 
     def delete(self, session_id: str) -> None:
-        self.of(session_id, live=False).delete()
-        self._live.pop(session_id, None)
+        self.store(session_id).delete()
 
-    def next_turn(self, s: Session) -> str:
+
+class SessionCheckpoints:
+    """One open session's checkpoints: its turns' ids, the `changes` each turn reports, restores
+    with the note the model gets."""
+
+    def __init__(self, s: Session, store: CheckpointStore):
+        self.session, self.store = s, store
+
+    def next_turn(self) -> str:
         """The session's next turn id, skipping ids its checkpoints already have (turn numbers
         restart with the daemon), so a turn's id and its checkpoint id are the same."""
-        known = {t.id for t in self.of(s.id).turns}
+        s = self.session
+        known = {t.id for t in self.store.turns}
         s.turn_seq += 1
         while f"{s.id}-{s.turn_seq}" in known:
             s.turn_seq += 1
         return f"{s.id}-{s.turn_seq}"
 
-    def report(self, store: CheckpointStore, turn_id: str, frontend: Frontend) -> tuple[ChangedFile, ...]:
+    def report(self, turn_id: str, frontend: Frontend) -> tuple[ChangedFile, ...]:
         """Send the turn's `changes` (when it changed files); returns them."""
-        files = changed_files(store.workspace, store.changes(turn_id))
+        files = changed_files(self.store.workspace, self.store.changes(turn_id))
         if files:
             frontend.emit(FilesChanged(turn_id, files))
         return files
 
-    def rows(self, session_id: str, live: bool) -> list[Checkpoint]:
-        return self.of(session_id, live).list()
+    def rows(self) -> list[Checkpoint]:
+        return self.store.list()
 
-    async def restore(self, s: Session, turn_ref: str, paths: list[str] | None, force: bool,
-                      frontend: Frontend | None, as_turn: str | None = None) -> RestoreResult:
+    def changes(self) -> ChangesOfStore:
+        return ChangesOfStore(self.store)
+
+    async def restore(self, turn_ref: str, paths: list[str] | None, force: bool, frontend: Frontend | None,
+                      as_turn: str | None = None) -> RestoreResult:
         """Restore a turn (CheckpointStore.resolve reads `turn_ref`) and every later one (the store
         refuses conflicts unless forced), tell the model in a note, and report the restore's
         changes so editors reload the files."""
-        store = self.of(s.id)
+        store = self.store
         turn_id = store.resolve(turn_ref)
         work = asyncio.ensure_future(asyncio.to_thread(store.restore, turn_id, paths, force, as_turn))
         try:
             result = await asyncio.shield(work)
         except asyncio.CancelledError:  # the thread writes the files either way: finish, note, answer
             result = await work
-        self._restored(s, store, turn_id, result, frontend)
-        return result
-
-    def _restored(self, s: Session, store: CheckpointStore, turn_id: str, result: RestoreResult,
-                  frontend: Frontend | None) -> None:
         if result["restored"] or result["conflicts"]:
             note: UserMessage = {"role": "user", "content": conversation_note(result, turn_id), "note": True}
             if result["turnId"]:
                 note["turn"] = result["turnId"]
-            s.messages.append(note)
+            self.session.messages.append(note)
         if result["turnId"] and frontend is not None:
-            self.report(store, result["turnId"], frontend)
-
+            self.report(result["turnId"], frontend)
+        return result
 
 
 class ChangesOfStore:

@@ -38,6 +38,8 @@ class TurnMessages(Protocol):
     def extend(self, messages: Iterable[Message]) -> None: ...
 
 CANCELLED_OBSERVATION = "cancelled: the user stopped the turn before this tool call finished"
+INTERRUPTED_OBSERVATION = "interrupted: the daemon stopped before this tool call finished"
+"""What repair_tool_calls answers a call with that a stopped (killed) daemon left open."""
 TRUNCATED_OBSERVATION = (
     "error: your reply hit the output length limit before its tool calls were complete, so none was run. "
     "Send them again with smaller arguments (e.g. write a big file in several edits)."
@@ -131,14 +133,14 @@ def answer_open_tool_calls(messages: TurnMessages, observation: str = CANCELLED_
     return 0
 
 
-def repair_tool_calls(messages: list[Message], observation: str) -> list[Message]:
+def repair_tool_calls(messages: list[Message]) -> list[Message]:
     """`messages` with every unanswered tool call answered right after its group of results (a
     crash mid-turn, or an unreadable line skipped on load). The same list when nothing is missing."""
     out: list[Message] = []
     pending: list[str] = []
 
     def close_group() -> None:
-        out.extend(_tool_message(cid, observation, "cancelled") for cid in pending)
+        out.extend(_tool_message(cid, INTERRUPTED_OBSERVATION, "cancelled") for cid in pending)
         pending.clear()
 
     for m in messages:
@@ -237,10 +239,11 @@ async def run_turn(
                 args = _decode(tc.arguments)
                 title = t.describe_call(args) if t and isinstance(args, dict) else tc.name
                 ctx = make_context(tc.id)
+                call = tools.prepare(tc.name, tc.arguments, ctx)
                 frontend.emit(ToolCallStarted(tc.id, tc.name, title, args, t.level if t else "safe",
-                                              will_ask=tools.will_ask(tc.name, args, ctx)))
+                                              will_ask=tools.will_ask(call)))
                 try:
-                    outcome = await tools.dispatch(tc.name, tc.arguments, ctx)
+                    outcome = await tools.run(call)
                 except asyncio.CancelledError:
                     changed = tuple(ctx.changed or ())
                     wrote = f" (it had already written {', '.join(changed)})" if changed else ""

@@ -71,12 +71,9 @@ async def run_subagent(agent: SubAgent, runtime: AgentRuntime, ctx: ToolContext,
     registry = runtime.registry.restricted(agent.tools)
     frontend = ChildFrontend(ctx.frontend, ctx.tool_call_id)
 
-    def child_context(tool_call_id: str) -> ToolContext:
-        return ToolContext(ctx.workspace, frontend, tool_call_id, ctx.settings, checkpoints=ctx.checkpoints,
-                           checkpoint_turn=ctx.checkpoint_turn)  # its writes are the turn's too
-
+    child = replace(ctx, frontend=frontend)  # its writes are the turn's too
     result = await run_turn(runtime.model_for(agent.model), messages, registry, frontend,
-                            max_steps=agent.max_steps, make_context=child_context, on_usage=runtime.on_usage)
+                            max_steps=agent.max_steps, make_context=child.for_call, on_usage=runtime.on_usage)
     return result.text
 
 

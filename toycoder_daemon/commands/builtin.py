@@ -39,20 +39,20 @@ async def help_(c: CommandContext) -> CommandResult:
 
 @commands.add("new", "/new [title]", "Start a new session (and switch to it).")
 async def new(c: CommandContext) -> CommandResult:
-    s = c.host.new_session(c.raw or None)
+    s = c.sessions.new_session(c.raw or None)
     return CommandResult(f"new session {s.id}" + (f": {s.title}" if s.title else ""),
                          {"kind": "switch", "sessionId": s.id})
 
 
 @commands.add("clear", "/clear", "Start over in a new, empty session (the current one stays in /sessions).")
 async def clear(c: CommandContext) -> CommandResult:
-    s = c.host.new_session(None)
+    s = c.sessions.new_session(None)
     return CommandResult(f"cleared: new session {s.id}", {"kind": "switch", "sessionId": s.id})
 
 
 @commands.add("sessions", "/sessions", "List the sessions of this workspace, newest first.", ["ls"])
 async def sessions(c: CommandContext) -> CommandResult:
-    rows = c.host.list_sessions()
+    rows = c.sessions.list_sessions()
     if not rows:
         return CommandResult("no sessions yet")
     lines = [
@@ -67,19 +67,19 @@ async def sessions(c: CommandContext) -> CommandResult:
 async def switch(c: CommandContext) -> CommandResult:
     if len(c.args) != 1:
         raise CommandError("give one session id")
-    ids = [r.id for r in c.host.list_sessions() if r.id.startswith(c.args[0])]
+    ids = [r.id for r in c.sessions.list_sessions() if r.id.startswith(c.args[0])]
     if not ids:
         raise CommandError(f"no session starts with {c.args[0]!r}")
     if len(ids) > 1:
         raise CommandError(f"{c.args[0]!r} matches {len(ids)} sessions: {', '.join(ids)}")
-    s = await c.host.load(ids[0])
+    s = await c.sessions.load(ids[0])
     return CommandResult(f"switched to {s.id}: {s.title or '(untitled)'} ({_count(s.message_count, 'message')})",
                          {"kind": "switch", "sessionId": s.id})
 
 
 @commands.add("tools", "/tools", "List the tools with their permission level and state.")
 async def tools(c: CommandContext) -> CommandResult:
-    await c.host.settle_mcp(c.session.id, c.frontend.emit)  # the tools a turn would offer: the MCP servers' too (a first prompt)
+    await c.host.settle_mcp(c.frontend.emit)  # the tools a turn would offer: the MCP servers' too (a first prompt)
     lines = []
     for t in c.session.tools.list():
         state = "enabled" if c.session.tools.is_enabled(t.name) else "disabled"
@@ -110,11 +110,11 @@ async def model(c: CommandContext) -> CommandResult:
     if c.args:
         provider, _, name = c.args[0].rpartition(":")
         try:
-            info = c.host.set_model(c.session.id, provider or None, name)
+            info = c.host.set_model(provider or None, name)
         except ConfigError as e:  # a typo, answered as text like every command's (not -32013: broken config)
             raise CommandError(str(e)) from None
     else:
-        info = c.host.models_info(c.session.id)
+        info = c.host.models_info()
     info = await with_served(c.host, info, c.session, refresh=not c.args)  # showing asks the server again
     warning = unknown_model_warning(info) if c.args else None
     lines = [warning] if warning else []
@@ -129,7 +129,7 @@ async def model(c: CommandContext) -> CommandResult:
 
 @commands.add("compact", "/compact", "Summarise the older part of this conversation now.")
 async def compact(c: CommandContext) -> CommandResult:
-    done = await c.host.compact(c.session, c.frontend, force=True)
+    done = await c.host.compact(c.frontend, force=True)
     if done is None:
         return CommandResult("nothing to compact yet")
     how = "summarised" if done.strategy == "summary" else f"truncated (the summary failed: {done.error})"
@@ -169,7 +169,7 @@ async def mode(c: CommandContext) -> CommandResult:
 
 @commands.add("mcp", "/mcp", "List the MCP servers with their status and tool counts.")
 async def mcp(c: CommandContext) -> CommandResult:
-    rows = c.host.mcp_status(c.session.id)
+    rows = c.host.mcp_status()
     if rows is None:
         return CommandResult("no MCP servers configured (mcp_servers: in config.yaml)")
     lines = []
@@ -190,7 +190,7 @@ def _files(files: list[dict[str, Any]]) -> str:
 @commands.add("checkpoints", "/checkpoints", "List the turns that changed files (newest last); /restore takes "
               "their ids.")
 async def checkpoints(c: CommandContext) -> CommandResult:
-    rows = c.host.checkpoints.rows(c.session.id, True)
+    rows = c.host.checkpoints.rows()
     if not rows:
         return CommandResult("no checkpoints yet: no turn of this session changed a file")
     lines = [f"{r['turnId']}  {_when(r['createdAt'])}  {r['prompt'] or '(no prompt)'}\n    {_files(r['files'])}"
@@ -212,7 +212,7 @@ def _restored(result: Mapping[str, Any], what: str) -> CommandResult:
 async def _restore(c: CommandContext, ref: str, what: str) -> CommandResult:
     force = "--force" in c.args
     try:
-        result = await c.host.checkpoints.restore(c.session, ref, None, force, c.frontend, c.turn_id or None)
+        result = await c.host.checkpoints.restore(ref, None, force, c.frontend, c.turn_id or None)
     except ToyCoderError as e:
         raise CommandError(str(e)) from None
     return _restored(result, what)
@@ -221,7 +221,7 @@ async def _restore(c: CommandContext, ref: str, what: str) -> CommandResult:
 @commands.add("undo", "/undo [--force]", "Put back the files the last turn that changed files wrote (an "
               "undo is itself undoable).")
 async def undo(c: CommandContext) -> CommandResult:
-    rows = c.host.checkpoints.rows(c.session.id, True)
+    rows = c.host.checkpoints.rows()
     if not rows:
         return CommandResult("nothing to undo: no turn of this session changed a file")
     last = rows[-1]

@@ -1,5 +1,6 @@
-"""What a slash command may use: the session it runs in, the person's frontend, and a small host
-interface that App implements (commands never import the app)."""
+"""What a slash command may use: the session it runs in, the person's frontend, the session's host
+(its runtime: models, compaction, checkpoints, MCP servers) and the daemon's sessions (App), both
+through small interfaces (commands never import the app)."""
 
 from __future__ import annotations
 
@@ -16,50 +17,58 @@ from ..tools.settings import ToolSettings
 
 
 class CheckpointHost(Protocol):
-    """The sessions' checkpoints (the app's undo.Checkpoints)."""
+    """The session's checkpoints (the app's undo.SessionCheckpoints)."""
 
-    def rows(self, session_id: str, live: bool) -> Sequence[Mapping[str, Any]]:
+    def rows(self) -> Sequence[Mapping[str, Any]]:
         """Turns that changed files, oldest first: {turnId, kind, createdAt, prompt, files}."""
 
-    async def restore(self, s: Session, turn_ref: str, paths: list[str] | None, force: bool,
-                      frontend: Frontend | None, as_turn: str | None = None) -> Mapping[str, Any]:
+    async def restore(self, turn_ref: str, paths: list[str] | None, force: bool, frontend: Frontend | None,
+                      as_turn: str | None = None) -> Mapping[str, Any]:
         """{turnId, restored, conflicts: [{path, reason}], note}; raises ToyCoderError for an unknown turn."""
 
 
 class CommandHost(Protocol):
-    settings: ToolSettings
-    """The tools' settings (the sandbox policy for /tools)."""
+    """The session the command runs in, as the app runs it (app_runtime.SessionRuntime)."""
+
+    @property
+    def settings(self) -> ToolSettings:
+        """The tools' settings (the sandbox policy for /tools)."""
 
     @property
     def checkpoints(self) -> CheckpointHost: ...
 
-    def new_session(self, title: str | None = None) -> Session: ...
+    def models_info(self) -> ModelsInfo: ...
 
-    async def load(self, session_id: str) -> Session:
-        """A session by id, loaded from disk (off the event loop) when it is not live."""
-
-    def list_sessions(self) -> list[SessionSummary]: ...
-
-    def models_info(self, session_id: str | None) -> ModelsInfo: ...
-
-    def set_model(self, session_id: str, provider: str | None, model: str) -> ModelsInfo: ...
+    def set_model(self, provider: str | None, model: str) -> ModelsInfo: ...
 
     def model_for(self, session: Session | None, role: str | None = None) -> ChatModel: ...
 
-    async def compact(self, s: Session, frontend: Frontend, *, force: bool = False) -> Compaction | None: ...
+    async def compact(self, frontend: Frontend, *, force: bool = False) -> Compaction | None: ...
 
-    async def settle_mcp(self, session_id: str, emit: Callable[[Event], None] | None = None) -> None:
+    async def settle_mcp(self, emit: Callable[[Event], None] | None = None) -> None:
         """What a turn waits for before asking the model: the MCP servers (the config's, the
         session's client's) started and each ready or failed; a longer wait is shown through `emit`."""
 
-    def mcp_status(self, session_id: str | None = None) -> list[dict[str, Any]] | None:
+    def mcp_status(self) -> list[dict[str, Any]] | None:
         """The MCP servers' status rows: the config's, then those the session's client gave (with
         `origin: "client"`); None when there are none."""
+
+
+class SessionDirectory(Protocol):
+    """The daemon's sessions (App): what /new, /clear, /switch and /sessions use."""
+
+    def new_session(self, title: str | None = None) -> Session: ...
+
+    async def load(self, session_id: str) -> Session:
+        """A session by id, loaded from disk (off the event loop) when it is not open here."""
+
+    def list_sessions(self) -> list[SessionSummary]: ...
 
 
 @dataclass
 class CommandContext:
     host: CommandHost
+    sessions: SessionDirectory
     session: Session
     frontend: Frontend
     args: list[str] = field(default_factory=list)

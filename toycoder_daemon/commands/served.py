@@ -5,16 +5,23 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from typing import Protocol
 
 from ..errors import ToyCoderError
+from ..llm.base import ChatModel
 from ..ports import ModelsInfo
 from ..sessions.session import Session
-from .context import CommandHost
 
 log = logging.getLogger(__name__)
 
 
-async def with_served(host: CommandHost, info: ModelsInfo, session: Session | None, *, refresh: bool = False) -> ModelsInfo:
+class ModelLookup(Protocol):
+    """Whatever knows a session's model: a command's host, or App (toycoder/models/list)."""
+
+    def model_for(self, session: Session | None, role: str | None = None) -> ChatModel: ...
+
+
+async def with_served(host: ModelLookup, info: ModelsInfo, session: Session | None, *, refresh: bool = False) -> ModelsInfo:
     """`info` with the current provider's served models filled in (left None when the server cannot list them)."""
     try:
         chat = host.model_for(session)

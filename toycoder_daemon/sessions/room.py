@@ -1,6 +1,7 @@
-"""Making room after a request was over the model's context window: compact the history, and cut the
-largest message when that is not enough (or there was nothing to compact), so that a session never
-keeps a prompt it can only fail on."""
+"""Room in a session's context: compaction before a prompt goes in when the history is over the
+thresholds (and on /compact), and after a request was over the model's context window: compact the
+history, and cut the largest message when that is not enough (or there was nothing to compact), so
+that a session never keeps a prompt it can only fail on."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+from ..errors import ConfigError, ProviderError
 from ..llm.base import ChatModel, ContextOverflow
-from ..ports import Frontend, TextDelta
+from ..ports import Compacted, Frontend, TextDelta
 from .context import Compaction as Compaction
 from .context import compact as compact
 from .context import needs_compaction, trim_largest
@@ -24,6 +26,7 @@ class SessionConfig(Protocol):
 
     max_messages: int
     max_context_tokens: int
+    compress_keep_recent: int
 
 
 def context_budget(configured: int, model: ChatModel | None) -> int:
@@ -38,14 +41,45 @@ def over_budget(s: Session, cfg: SessionConfig, model: ChatModel | None) -> bool
     return needs_compaction(s.messages, s.context_mark, cfg.max_messages, context_budget(cfg.max_context_tokens, model))
 
 
+class Compactor:
+    """Compacts one session's conversation: the thresholds, the summarizer's prompt (rendered when a
+    summary is written) and the model that writes it, made when first needed (a failure to make it
+    truncates instead)."""
+
+    def __init__(self, s: Session, cfg: SessionConfig, summarizer: Callable[[], str]):
+        self.s, self.cfg, self.summarizer = s, cfg, summarizer
+
+    async def __call__(self, frontend: Frontend, summary_model: Callable[[], ChatModel], *,
+                       window: ChatModel | None = None, force: bool = False) -> Compaction | None:
+        """Compact when over the thresholds (`window`: the session's model, whose reported context
+        window may be smaller than the configured budget), or always when forced; None when nothing
+        was compacted."""
+        s = self.s
+        if not force and not over_budget(s, self.cfg, window):
+            return None
+        try:
+            model: ChatModel | None = summary_model()
+        except (ProviderError, ConfigError) as e:
+            log.warning("no model for the summary: %s", e)
+            model = None
+        done = await compact(s.messages.snapshot(), model, self.summarizer(), self.cfg.compress_keep_recent,
+                             s.planners)
+        if done is None:
+            return None
+        s.context_mark = (0, 0)
+        await s.messages.replace_all(done.messages)  # rewrites the session file off the event loop
+        frontend.emit(Compacted(done.strategy, done.before, done.after))
+        return done
+
+
 class RoomMaker:
     """run_turn's `make_room` for one turn. The first overflow compacts (forced) and then cuts the
     largest message if the known window says it is still too big, or always when nothing was
     compacted; a later one (the retry failed too) cuts hard, so the next prompt does not fail the same way."""
 
     def __init__(self, s: Session, frontend: Frontend, model: ChatModel, cfg: SessionConfig,
-                 compact: Callable[..., Awaitable[Compaction | None]]):
-        """`compact`: App.compact, called as compact(s, frontend, force=True)."""
+                 compact: Callable[[], Awaitable[Compaction | None]]):
+        """`compact`: a forced compaction of the session (Compactor, bound to the turn's frontend)."""
         self.s, self.frontend, self.model, self.compact = s, frontend, model, compact
         self.configured = cfg.max_context_tokens
         self.calls = 0
@@ -55,7 +89,7 @@ class RoomMaker:
         log.warning("session %s: %s; making room (%d)", self.s.id, e.reason, self.calls)
         if self.calls > 1:
             return await self.trim(e, hard=True)
-        compacted = await self.compact(self.s, self.frontend, force=True)
+        compacted = await self.compact()
         trimmed = await self.trim(e, hard=compacted is None)
         return trimmed or compacted is not None
 

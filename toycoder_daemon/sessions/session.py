@@ -118,7 +118,6 @@ class Session:
     """Tokens of the current (or last) turn, sub-agents included."""
     file: SessionFile | None = None
     """The open SessionFile messages and settings are written to (None: a read-only copy)."""
-    on_meta_change: Callable[[Session], None] | None = None
     turn_ends: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Checkpoint id -> {"stopReason", "usage": [prompt, completion, total]} of each turn still in the
     conversation (pruned with it, so the meta record stays small)."""
@@ -187,10 +186,18 @@ class Session:
         self.usage = self.usage + u
         self.turn_usage = self.turn_usage + u
 
+    def record_usage(self, u: Usage) -> None:
+        """A reply of the session's own turn (run_turn's `on_usage`): its tokens, and the size of the
+        conversation the model reported (compaction estimates from there)."""
+        self.add_usage(u)
+        if u.total_tokens:
+            self.context_mark = (u.prompt_tokens + u.completion_tokens, len(self.messages) + 1)
+
     def changed(self) -> None:
+        """Its settings changed: they are written to its file (a read-only copy has none)."""
         self.updated_at = time.time()
-        if self.on_meta_change:
-            self.on_meta_change(self)
+        if self.file:
+            self.file.write_meta(self.meta())
 
     def ask(self, text: str, turn: str) -> None:
         """The turn's prompt into the conversation (and the title from it), once per turn."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
@@ -45,6 +45,11 @@ class ToolContext:
     """The turn's checkpoint id (CheckpointStore.begin_turn's answer) the writes are recorded under."""
     approved: dict[Path, tuple[bool, str]] = field(default_factory=dict)
     """(existed, text) each preview showed the change against: the write checks it is still so."""
+
+    def for_call(self, tool_call_id: str) -> ToolContext:
+        """This context for one tool call (run_turn's `make_context`): the call's id, and nothing of
+        another call's (written paths, approved previews)."""
+        return replace(self, tool_call_id=tool_call_id, changed=None, approved={})
 
 
 def _field(name: str, annotation: Any, default: Any) -> ArgField:

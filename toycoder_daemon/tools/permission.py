@@ -109,6 +109,21 @@ def program_verdict(pattern: str, inv: Invocation) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Judgement:
+    """One call as the gate judged it (PermissionGate.judge): what its rules say and whether it
+    leaves the sandbox. Made once per call; announcing the call, its preview and the check read it
+    (with the session's mode and "always" as they are at that moment)."""
+
+    tool: Tool
+    rule: tuple[str, Rule] | None
+    """("deny"|"allow"|"ask", the rule), or None when no rule applies."""
+    escalates: bool
+    """run_command asking to leave the sandbox (no sandbox, the network)."""
+    subject: tuple[str, str] | None
+    """What rules match: ("command", text) or ("path", relative path); None for a path outside the workspace."""
+
+
 class PermissionGate:
     def __init__(self, allow: list[str] | None = None, deny: list[str] | None = None):
         self.allow = [Rule.parse(r) for r in allow or ()]
@@ -149,14 +164,20 @@ class PermissionGate:
         kind, value = subject
         if kind == "path":
             return bool(glob_regex(rule.pattern).match(value))
-        if for_deny:  # commands are judged by the programs they run: see rule_verdict
+        if for_deny:  # commands are judged by the programs they run: see _rule_verdict
             return False
         return not SHELL_META.search(value) and command_matches(rule.pattern, value)
 
-    def rule_verdict(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> tuple[str, Rule] | None:
+    def judge(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Judgement:
+        """The rules' verdict on the call and whether it escalates: the analysis (a command's programs,
+        the sandbox policy), done once for the call."""
+        subject = self._subject(tool, args, ctx)
+        return Judgement(tool, self._rule_verdict(tool, subject, ctx),
+                         tool.name == "run_command" and _escalates(args, ctx), subject)
+
+    def _rule_verdict(self, tool: Tool, subject: tuple[str, str] | None, ctx: ToolContext) -> tuple[str, Rule] | None:
         """("deny", rule), ("allow", rule), ("ask", rule) when a deny rule cannot judge the command,
         or None when no rule applies."""
-        subject = self._subject(tool, args, ctx)
         for rule in self.deny:
             if self._matches(rule, tool.name, subject, for_deny=True):
                 return "deny", rule
@@ -182,48 +203,45 @@ class PermissionGate:
 
     # ---- the gate -----------------------------------------------------------------------------
 
-    def must_ask(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> bool:
-        verdict = self.rule_verdict(tool, args, ctx)
-        if verdict and verdict[0] == "ask":
+    def must_ask(self, j: Judgement) -> bool:
+        if j.rule and j.rule[0] == "ask":
             return True
-        if tool.name == "run_command" and _escalates(args, ctx):
+        if j.escalates:
             return True  # leaving the sandbox is the person's call every time, past rules and "always"
-        if tool.level == "safe" or tool.name in self.always:
+        if j.tool.level == "safe" or j.tool.name in self.always:
             return False
-        if self.mode == "accept-edits" and tool.name in EDIT_TOOLS and self._subject(tool, args, ctx):
-            return False  # a path inside the workspace (outside it, _subject is None and it asks)
-        return verdict is None
+        if self.mode == "accept-edits" and j.tool.name in EDIT_TOOLS and j.subject:
+            return False  # a path inside the workspace (outside it, the subject is None and it asks)
+        return j.rule is None
 
-    def refusal(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str | None:
+    def refusal(self, j: Judgement) -> str | None:
         """Why the call is refused without asking (a deny rule, the read-only mode), else None. The
         registry checks this before it prepares a preview: a refused call reads nothing for one."""
-        verdict = self.rule_verdict(tool, args, ctx)
-        if verdict and verdict[0] == "deny":
-            return f"denied: the configuration forbids this ({verdict[1].text})"
-        if self.mode == "read-only" and tool.level != "safe":
-            return (f"denied: the session is in read-only mode: no file writes and no commands ({tool.name}). "
+        if j.rule and j.rule[0] == "deny":
+            return f"denied: the configuration forbids this ({j.rule[1].text})"
+        if self.mode == "read-only" and j.tool.level != "safe":
+            return (f"denied: the session is in read-only mode: no file writes and no commands ({j.tool.name}). "
                     "Read, search and plan; the user can switch modes with /mode.")
         return None
 
-    def will_ask(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> bool:
+    def will_ask(self, j: Judgement) -> bool:
         """Whether `check` will ask the person about this call (not refused first, not let through)."""
-        return self.refusal(tool, args, ctx) is None and self.must_ask(tool, args, ctx)
+        return self.refusal(j) is None and self.must_ask(j)
 
-    async def check(self, tool: Tool, request: PermissionRequest, ctx: ToolContext) -> str | None:
+    async def check(self, j: Judgement, request: PermissionRequest, ctx: ToolContext) -> str | None:
         """None to go ahead, or the observation telling the model why not."""
-        args = request.arguments if isinstance(request.arguments, dict) else {}
-        refused = self.refusal(tool, args, ctx)
+        refused = self.refusal(j)
         if refused is not None:
             return refused
-        if not self.must_ask(tool, args, ctx):
+        if not self.must_ask(j):
             return None
         try:
             decision = await ctx.frontend.confirm(request)
         except Exception as e:  # an editor that fails to answer has not said yes
-            log.warning("permission request for %s failed: %s", tool.name, e)
+            log.warning("permission request for %s failed: %s", j.tool.name, e)
             decision = "reject"
         if decision == "allow_always":
-            self.always.add(tool.name)
+            self.always.add(j.tool.name)
             return None
         if decision == "allow_once":
             return None

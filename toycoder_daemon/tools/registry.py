@@ -18,7 +18,7 @@ from .. import safejson, secrets
 from ..ports import PermissionRequest, ToolStatus
 from .base import Tool, ToolContext, ToolError
 from .escape import escape_surrogates
-from .permission import PermissionGate
+from .permission import Judgement, PermissionGate
 
 
 @dataclass
@@ -34,6 +34,23 @@ class ToolOutcome:
         self.output = escape_surrogates(self.output)
 
 
+@dataclass
+class ToolCall:
+    """One call looked up, decoded, validated and judged by the gate, once (ToolRegistry.prepare):
+    announcing it (will_ask) and running it (run) share this."""
+
+    name: str
+    ctx: ToolContext
+    ended: ToolOutcome | None = None
+    """How the call ends without running (an unknown tool, bad arguments, a disabled tool)."""
+    tool: Tool | None = None
+    args: dict[str, Any] = field(default_factory=dict)
+    """The model's arguments, decoded."""
+    call_args: dict[str, Any] = field(default_factory=dict)
+    """The validated arguments the tool is called with."""
+    judgement: Judgement | None = None
+
+
 def _format_validation(e: ValidationError) -> str:
     parts = []
     for err in e.errors():
@@ -47,6 +64,17 @@ def _stringify(result: Any) -> str:
     # tool read a .env file or printed the environment.
     # A lone surrogate (a file name's byte, a model's path) is shown escaped (\\xNN), never dropped.
     return secrets.redact(escape_surrogates(result) if isinstance(result, str) else safejson.dumps(result, default=str))
+
+
+class ToolSlot:
+    """A tool source whose provider is replaced over time (one session's client MCP servers: none,
+    then a manager, then another one the client gives); a registry holds the slot, not the provider."""
+
+    def __init__(self) -> None:
+        self.source: Callable[[], list[Tool]] | None = None
+
+    def __call__(self) -> list[Tool]:
+        return self.source() if self.source is not None else []
 
 
 class ToolRegistry:
@@ -136,50 +164,54 @@ class ToolRegistry:
             return t, None, f"the arguments of {name} must be a JSON object, got {type(args).__name__}"
         return t, args, None
 
-    def will_ask(self, name: str, args: Any, ctx: ToolContext) -> bool:
-        """Whether dispatching this call (its decoded arguments) will ask the person (the faces
-        announce it so: ACP's `pending`); False when it runs, or fails or is refused, without asking."""
-        t = self.get(name)
-        if t is None or not isinstance(args, dict) or not self.is_enabled(name):
-            return False
-        try:
-            t.validate(args)
-        except ValidationError:
-            return False
-        return self.gate.will_ask(t, args, ctx)
-
-    async def dispatch(self, name: str, raw_arguments: str, ctx: ToolContext) -> ToolOutcome:
+    def prepare(self, name: str, raw_arguments: str, ctx: ToolContext) -> ToolCall:
+        """The call looked up, its arguments decoded and validated, and judged by the gate."""
         t, args, problem = self.parse(name, raw_arguments)
         if problem or t is None or args is None:
-            return ToolOutcome("failed", f"error: {problem}")
+            return ToolCall(name, ctx, ToolOutcome("failed", f"error: {problem}"))
         if not self.is_enabled(name):
             hint = f" (enable it with /tool enable {name})" if t.level == "dangerous" else ""
-            return ToolOutcome("denied", f"denied: the tool {name} is disabled{hint}")
+            return ToolCall(name, ctx, ToolOutcome("denied", f"denied: the tool {name} is disabled{hint}"))
         try:
             call_args = t.validate(args)
         except ValidationError as e:
-            return ToolOutcome("failed", f"error: invalid arguments for {name}: {_format_validation(e)}")
-        refused = self.gate.refusal(t, args, ctx)
+            return ToolCall(name, ctx, ToolOutcome("failed", f"error: invalid arguments for {name}: {_format_validation(e)}"))
+        return ToolCall(name, ctx, None, t, args, call_args, self.gate.judge(t, args, ctx))
+
+    def will_ask(self, call: ToolCall) -> bool:
+        """Whether running this call will ask the person (the faces announce it so: ACP's
+        `pending`); False when it runs, or fails or is refused, without asking."""
+        return call.judgement is not None and self.gate.will_ask(call.judgement)
+
+    async def dispatch(self, name: str, raw_arguments: str, ctx: ToolContext) -> ToolOutcome:
+        return await self.run(self.prepare(name, raw_arguments, ctx))
+
+    async def run(self, call: ToolCall) -> ToolOutcome:
+        t, j, ctx, name = call.tool, call.judgement, call.ctx, call.name
+        if call.ended is not None:
+            return call.ended
+        assert t is not None and j is not None  # prepare judged every call that did not end
+        refused = self.gate.refusal(j)
         if refused is not None:  # before the preview: nothing is read for a call that cannot run
             return ToolOutcome("denied", refused)
         preview = None
-        if t.preview and self.gate.must_ask(t, args, ctx):
+        if t.preview and self.gate.must_ask(j):
             try:  # an edit that cannot apply fails now, without bothering the person
-                preview = await t.preview(ctx, call_args)
+                preview = await t.preview(ctx, call.call_args)
             except ToolError as e:
                 return ToolOutcome("failed", f"error: {e}")
             except Exception as e:  # e.g. an OSError reading the file: the model sees it, the turn goes on
                 return ToolOutcome("failed", f"error: {name} cannot prepare this change: {type(e).__name__}: {e}")
         request = PermissionRequest(
-            tool_call_id=ctx.tool_call_id, tool=name, level=t.level, title=t.describe_call(args), arguments=args,
-            preview=preview,
+            tool_call_id=ctx.tool_call_id, tool=name, level=t.level, title=t.describe_call(call.args),
+            arguments=call.args, preview=preview,
         )
-        verdict = await self.gate.check(t, request, ctx)
+        verdict = await self.gate.check(j, request, ctx)
         if verdict is not None:
             return ToolOutcome("denied", verdict)
         ctx.changed = []
         try:
-            result = await t.func(ctx, **call_args)
+            result = await t.func(ctx, **call.call_args)
         except ToolError as e:
             return ToolOutcome("failed", _stringify(f"error: {e}"), ctx.changed)
         except Exception as e:  # a bug in a tool must not end the turn; the model sees it
