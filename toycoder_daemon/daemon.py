@@ -1,20 +1,18 @@
-"""CLI: toycoder-daemon [--stdio] [--acp] [--config PATH] [--log-file PATH] [--log-level LEVEL] [--version]."""
+"""The daemon's cold start: toycoder-daemon [--stdio] [--acp] [--config PATH] [--log-file PATH] [--log-level LEVEL]
+[--version] [--check-config] [--warm-status] [--warm-stop].
+
+`main` is what runs in a fresh process (the launcher's cold path) and, unchanged, in a child of the
+fork server (warm/): arguments, stdout kept for frames, logs, then one face.
+"""
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import os
 import sys
-
-# `python -m toycoder_daemon` puts the current directory (an editor's workspace) first on sys.path,
-# so a json.py or argparse.py there would run inside the daemon, keys and all. Our package is in
-# already (its modules come from its own __path__); nothing else may come from there.
-if sys.path and not getattr(sys.flags, "safe_path", False) and sys.path[0] in ("", os.getcwd()):
-    del sys.path[0]
-
-import argparse  # noqa: E402
-import contextlib  # noqa: E402
-import threading  # noqa: E402
-from typing import BinaryIO  # noqa: E402
+import threading
+from typing import BinaryIO
 
 
 def _protect_stdout() -> BinaryIO:
@@ -131,7 +129,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     parser.add_argument("--check-config", action="store_true",
                         help="validate the config, print a JSON summary (never the keys) and exit (0 valid, 2 not)")
+    parser.add_argument("--warm-status", action="store_true",
+                        help="show the fork server that serves warm starts (JSON) and exit (0 running, 1 not)")
+    parser.add_argument("--warm-stop", action="store_true", help="stop that fork server and exit")
     args = parser.parse_args(argv)
+    if args.warm_status or args.warm_stop:
+        from .warm import launcher
+
+        return launcher.warm_status() if args.warm_status else launcher.warm_stop()
     if args.version:
         from . import __version__
 
@@ -155,7 +160,3 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
     os._exit(code)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
