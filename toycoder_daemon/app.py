@@ -38,6 +38,7 @@ from .shared_sessions import Sharing
 from .tools.base import ToolContext
 from .tools.workspace import Workspace
 from .undo import ChangesOfStore, Checkpoints
+from .warm import idle
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,7 @@ class App(ModelSettings):
         """Set by the wire face: show a message to the person (level: info|warning|error)."""
         self.mcp = McpHub(self.config.mcp_servers, self.workspace.root, self.tools,
                           lambda level, message: self.on_notice(level, message))  # the config's and each session's
+        idle.configured(self.config.daemon.warm_idle_minutes)
         environ_scrub.scrub()  # last: every config secret is registered (McpHub's too); before any command
 
     @classmethod
