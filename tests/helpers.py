@@ -214,5 +214,6 @@ def held_import(tmp: Path, package: str) -> tuple[dict[str, str], Path, Path]:
     entered, release = tmp / f"{package}-entered", tmp / f"{package}-release"
     root = Path(__file__).resolve().parent.parent
     env = {"HELD_IMPORT_ENTERED": str(entered), "HELD_IMPORT_RELEASE": str(release),
+           "TOYCODER_WARM": "0",  # what a fresh process does before the import: a cold start's
            "PYTHONPATH": os.pathsep.join([str(shim), str(root), os.environ.get("PYTHONPATH", "")])}
     return env, entered, release

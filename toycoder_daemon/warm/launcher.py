@@ -241,10 +241,12 @@ def warm_status() -> int:
     if os.environ.get("TOYCODER_WARM") == "0":
         print(json.dumps({"running": False, "reason": "disabled (TOYCODER_WARM=0)"}))
         return 1
+    path = None
     try:
-        _, body = request(STATUS)
+        path = socket_path(runtime_dir(create=False))
+        _, body = request(STATUS, path=path)
     except NotWarm as e:
-        print(json.dumps({"running": False, "reason": e.reason or "no fork server for this install"}))
+        print(json.dumps({"running": False, "socket": path, "reason": e.reason or "no fork server for this install"}))
         return 1
     print(json.dumps({"running": True, **marshal.loads(body)}))
     return 0
@@ -380,7 +382,8 @@ def _relay_end(code: int) -> int:
     import resource
 
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the child's crash, not ours to dump
-    signal.signal(signum, signal.SIG_DFL)
+    if signum not in (signal.SIGKILL, signal.SIGSTOP):  # those two have no handler to reset
+        signal.signal(signum, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
     os.kill(os.getpid(), signum)
     return 128 + signum  # a signal that does not end a process (SIGCHLD...)
