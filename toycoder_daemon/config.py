@@ -191,8 +191,7 @@ class McpServerConfig(BaseModel):
 
 class DaemonConfig(_Section):
     warm_idle_minutes: float = Field(default=30.0, ge=0)
-    """Minutes the fork server (warm starts) waits with no daemon running before it exits (0: at once); the latest
-    warm daemon's config sets it."""
+    """Minutes the fork server (warm starts) waits with no daemon running before it exits; set by the latest warm daemon."""
 
 
 class Config(_Section):

@@ -456,7 +456,11 @@ def spawn_server(directory: str, digest: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if warm_allowed() and not {"--warm-status", "--warm-stop"} & set(args):
+    if "--warm-status" in args:
+        return warm_status()
+    if "--warm-stop" in args:
+        return warm_stop()
+    if warm_allowed():
         try:
             directory = runtime_dir()
             digest = install_hash()
