@@ -23,7 +23,21 @@ from typing import Any
 
 import pytest
 from conftest import write_config
-from helpers import MARKER_VAR, alive, processes_running, processes_with, sleep_command
+from helpers import (
+    MARKER_VAR,
+    alive,
+    cmdline_of,
+    cwd_of,
+    environ_of,
+    has_env,
+    live_pids,
+    maps_of,
+    memory_holds,
+    parent_of,
+    processes_running,
+    processes_with,
+    sleep_command,
+)
 from rpc import ROOT, Daemon, frame
 from waiting import scaled, wait_until
 from warm_helpers import (
@@ -75,14 +89,6 @@ def server_socket(rundir: Path) -> Path:
     return path
 
 
-def maps(pid: int) -> str:
-    return Path(f"/proc/{pid}/maps").read_text()
-
-
-def environ(pid: int) -> list[bytes]:
-    return Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-
-
 async def started(rundir: Path, cfg: Path, workspace: Path, **kw: Any) -> Daemon:
     d = await Daemon.start("--config", str(cfg), **kw)
     await d.initialize(workspace)
@@ -102,12 +108,12 @@ async def test_a_warm_child_runs_with_the_launchers_fds_cwd_env_and_argv(rundir:
     sid = (await d.call("toycoder/session/new", {}))["sessionId"]
     await d.call("toycoder/prompt", {"sessionId": sid, "text": "hi"})
     assert d.streamed_text(sid) == "warm hello"
-    assert os.readlink(f"/proc/{child}/cwd") == str(workspace)
-    assert b"WARM_PROBE=probe-1" in environ(child) and f"{MARKER_VAR}={os.environ[MARKER_VAR]}".encode() in environ(child)
-    assert Path(f"/proc/{child}/cmdline").read_bytes() == Path(f"/proc/{d.proc.pid}/cmdline").read_bytes()
+    assert cwd_of(child) == str(workspace)
+    assert b"WARM_PROBE=probe-1" in environ_of(child) and f"{MARKER_VAR}={os.environ[MARKER_VAR]}".encode() in environ_of(child)
+    assert cmdline_of(child) == cmdline_of(d.proc.pid)
     assert os.getpgid(child) == child and os.getsid(child) == child  # its own session and group
-    assert int(Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[1]) == server["pid"]
-    assert "_pydantic_core" not in maps(d.proc.pid) and "_pydantic_core" in maps(child)
+    assert parent_of(child) == server["pid"]
+    assert "_pydantic_core" not in maps_of(d.proc.pid) and "_pydantic_core" in maps_of(child)
     assert await d.close() == 0
     wait_until(lambda: not alive(child), what="the child to end with the session")
 
@@ -129,20 +135,12 @@ async def test_cold_when_disabled_and_no_server_is_started(rundir: Path, workspa
                                                            tmp_path: Path) -> None:
     d = await started(rundir, write_config(tmp_path / "c.yaml", llm), workspace, env={"TOYCODER_WARM": "0"})
     await d.call("toycoder/session/new", {})
-    assert "_pydantic_core" in maps(d.proc.pid)  # the daemon runs in the launcher's process
+    assert "_pydantic_core" in maps_of(d.proc.pid)  # the daemon runs in the launcher's process
     assert serving_pid(d.proc.pid, rundir) == d.proc.pid
     mine = f"{RUNTIME_VAR}={rundir}".encode()
-    others = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in (d.proc.pid, os.getpid())
-              and _has(int(p), mine)]
+    others = [p for p in live_pids() if p not in (d.proc.pid, os.getpid()) and has_env(p, mine)]
     assert others == [] and sockets(rundir) == []
     assert await d.close() == 0
-
-
-def _has(pid: int, entry: bytes) -> bool:
-    try:
-        return entry in environ(pid)
-    except OSError:
-        return False
 
 
 def test_warm_status_and_warm_stop(rundir: Path) -> None:
@@ -172,7 +170,10 @@ async def test_the_configured_idle_time_ends_the_server(rundir: Path, workspace:
 def test_the_server_forks_only_single_threaded() -> None:
     code = ("import threading, time\nfrom toycoder_daemon.warm.server import threads_problem\n"
             "print(threads_problem())\nstop = threading.Event()\nt = threading.Thread(target=stop.wait)\nt.start()\n"
-            "print(threads_problem())\nstop.set()\nt.join()\nprint(threads_problem())\n")
+            "print(threads_problem())\nstop.set()\nt.join()\n"
+            # a joined thread is gone from /proc/self/task a moment after join returns
+            "deadline = time.monotonic() + 10\nwhile threads_problem() and time.monotonic() < deadline:\n"
+            "    time.sleep(0.01)\nprint(threads_problem())\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=scaled(60))
     assert out.stdout.splitlines() == ["None", "2 Python threads", "None"], out.stderr
 
@@ -411,24 +412,6 @@ def test_twenty_launchers_at_once_each_get_their_own_env_and_cwd(rundir: Path, t
         assert json.loads(out)["providers"][0]["baseUrl"] == f"http://host{i}/{i}"
 
 
-def _memory_holds(pid: int, needles: list[bytes]) -> list[bytes]:
-    """Which of `needles` are anywhere in the process's writable memory."""
-    found: set[bytes] = set()
-    with open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
-        for line in maps(pid).splitlines():
-            fields = line.split()
-            if "w" not in fields[1] or (len(fields) > 5 and fields[5] in ("[vvar]", "[vsyscall]")):
-                continue
-            start, end = (int(x, 16) for x in fields[0].split("-"))
-            try:
-                mem.seek(start)
-                data = mem.read(end - start)
-            except OSError:
-                continue
-            found |= {n for n in needles if n in data}
-    return sorted(found)
-
-
 async def test_two_launches_reach_their_own_model_server_and_keys_stay_theirs(rundir: Path, workspace: Path) -> None:
     server = start_server(rundir)
     keys = {"a": f"sk-warm-a-{os.urandom(8).hex()}", "b": f"sk-warm-b-{os.urandom(8).hex()}"}
@@ -448,12 +431,12 @@ async def test_two_launches_reach_their_own_model_server_and_keys_stay_theirs(ru
             assert [r["headers"]["authorization"] for r in llms[name].requests] == [f"Bearer {keys[name]}"]
         children = {name: serving_pid(d.proc.pid, rundir) for name, d in daemons.items()}
         for name, other in (("a", "b"), ("b", "a")):
-            block = b"\0".join(environ(children[name]))
+            block = b"\0".join(environ_of(children[name]))
             assert f"OPENAI_BASE_URL={llms[name].base_url}".encode() in block
             assert keys[other].encode() not in block
             assert keys[name].encode() not in block and b"OPENAI_API_KEY=" in block  # blanked, as a cold start does
-        assert not [e for e in environ(server["pid"]) if b"sk-warm" in e or e.startswith(b"OPENAI")]
-        assert _memory_holds(server["pid"], [k.encode() for k in keys.values()]) == []
+        assert not [e for e in environ_of(server["pid"]) if b"sk-warm" in e or e.startswith(b"OPENAI")]
+        assert memory_holds(server["pid"], [k.encode() for k in keys.values()]) == []
         for d in daemons.values():
             assert await d.close() == 0
 

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from helpers import has_env
 from waiting import wait_until
 
 from toycoder_daemon.warm import launcher
@@ -66,11 +67,7 @@ def served_warm(launcher_pid: int, directory: Path | None = None) -> bool:
 
 def _ours(pid: int, directory: Path) -> bool:
     """The process is a fork server started with this runtime dir (so by this run)."""
-    try:
-        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return f"{RUNTIME_VAR}={directory}".encode() in environ
+    return has_env(pid, f"{RUNTIME_VAR}={directory}".encode())
 
 
 def stop_servers(directory: Path) -> None:
