@@ -201,7 +201,7 @@ import os, socket, struct, sys, time
 s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8)
 print("listening", flush=True)
 conn, _ = s.accept()
-head, anc, _, _ = conn.recvmsg(8, socket.CMSG_SPACE(5 * 4))
+head, anc, _, _ = conn.recvmsg(8, socket.CMSG_SPACE(6 * 4))
 kind, length = struct.unpack("!4sI", head)
 got = 0
 while got < length:
@@ -235,7 +235,7 @@ def test_a_server_killed_in_the_handshake(rundir: Path, workspace: Path) -> None
         proc.stdin.write(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
         proc.stdin.write(frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
         proc.stdin.flush()
-        assert fake.stdout.readline() == "got TCWL 5\n"  # the launch, with stdin, stdout, stderr, cwd, the pipe
+        assert fake.stdout.readline() == "got TCWL 6\n"  # the launch, with stdin, stdout, stderr, cwd, the two pipes
         lines: list[tuple[float, bytes]] = []
         reader = threading.Thread(target=lambda: lines.extend((time.monotonic(), ln) for ln in proc.stderr), daemon=True)  # type: ignore[union-attr]
         reader.start()
@@ -323,7 +323,7 @@ def test_the_server_refuses_a_launcher_of_another_uid(rundir: Path, other_user: 
     rundir.chmod(0o711)  # a mistake of ours, made here so that the other user can reach the socket at all
     path.chmod(0o777)
     client = ("import socket, struct, sys\ns = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
-              "s.sendall(struct.pack('!4sI', b'TCWL', 0))\nkind, n = struct.unpack('!4sI', s.recv(8))\n"
+              "try:\n    s.sendall(struct.pack('!4sI', b'TCWL', 0))\nexcept BrokenPipeError:\n    pass  # refused already\nkind, n = struct.unpack('!4sI', s.recv(8))\n"
               "print(kind.decode(), s.recv(n).decode())\n")
     out = subprocess.run(["runuser", "-u", name, "--", python, "-c", client, str(path)], capture_output=True,
                          text=True, timeout=scaled(30))
@@ -435,6 +435,8 @@ async def test_two_launches_reach_their_own_model_server_and_keys_stay_theirs(ru
             assert f"OPENAI_BASE_URL={llms[name].base_url}".encode() in block
             assert keys[other].encode() not in block
             assert keys[name].encode() not in block and b"OPENAI_API_KEY=" in block  # blanked, as a cold start does
+            launcher_block = b"\0".join(environ_of(daemons[name].proc.pid))  # the launcher's copy too
+            assert keys[name].encode() not in launcher_block and b"OPENAI_API_KEY=" in launcher_block
         assert not [e for e in environ_of(server["pid"]) if b"sk-warm" in e or e.startswith(b"OPENAI")]
         assert memory_holds(server["pid"], [k.encode() for k in keys.values()]) == []
         for d in daemons.values():

@@ -18,11 +18,13 @@ import io
 import marshal
 import os
 import signal
+import struct
 import sys
 import threading
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from .. import environ_scrub
 from . import idle, launcher, proc_identity
 
 
@@ -65,7 +67,9 @@ def _adopt(fds: list[int], hello: bytearray, signals: dict[int, Any], release: C
     for signum, handler in signals.items():
         with contextlib.suppress(OSError, ValueError, TypeError):
             signal.signal(signum, handler)
-    stdin, stdout, stderr, cwd, go = fds
+    stdin, stdout, stderr, cwd, go, blanks = fds
+    for fd in (go, blanks):
+        os.set_inheritable(fd, False)  # received fds are inheritable: no command of the daemon gets these
     if os.read(go, 1) != launcher.GO:
         os._exit(0)  # the launcher served cold (or died): its fds were never ours
     launch = marshal.loads(bytes(hello))
@@ -81,11 +85,12 @@ def _adopt(fds: list[int], hello: bytearray, signals: dict[int, Any], release: C
     signal.pthread_sigmask(signal.SIG_SETMASK, launch["sigmask"])
     os.environ.clear()
     os.environ.update(launch["env"])
+    threading.Thread(target=_die_with_launcher, args=(go,), name="launcher-watch", daemon=True).start()
+    environ_scrub.blanked = lambda names: _tell_blanked(blanks, names)
     _show_identity(launch["cmdline"])
     sys.argv[:] = launch["argv"]
     _locale()
     _stdio(launch["stdio"])
-    threading.Thread(target=_die_with_launcher, args=(go,), name="launcher-watch", daemon=True).start()
     idle.report = report_idle
     from ..daemon import main
 
@@ -99,9 +104,23 @@ def _show_identity(cmdline: bytes) -> None:
     if problem:
         launcher.say(f"warm child {os.getpid()}: /proc shows the fork server's argv and environment ({problem})")
         return
-    from .. import environ_scrub
-
     environ_scrub.scrub()
+
+
+_blanked_there = threading.Event()
+"""Set by the watch thread when the launcher says it has blanked what it was told."""
+BLANK_WAIT = 1.0
+"""Seconds a scrub waits for the launcher (it answers at once unless it is stopped)."""
+
+
+def _tell_blanked(fd: int, names: list[str]) -> None:
+    """The launcher holds this environment in its own /proc block: it blanks the same variables,
+    and the daemon goes on once it has (as a cold daemon goes on once its own block is blank)."""
+    payload = b"\0".join(os.fsencode(n) for n in names)
+    _blanked_there.clear()
+    with contextlib.suppress(OSError):  # the launcher is gone (and so, in a moment, are we)
+        os.write(fd, struct.pack("!I", len(payload)) + payload)
+        _blanked_there.wait(BLANK_WAIT)
 
 
 def _locale() -> None:
@@ -134,10 +153,12 @@ def _die_with_launcher(go: int) -> None:
     the pipe closes, however it died), so does the daemon, as a cold one killed would."""
     while True:
         try:
-            if not os.read(go, 1):
-                break
+            answer = os.read(go, 1)
         except InterruptedError:
             continue
         except OSError:
             break
+        if not answer:
+            break
+        _blanked_there.set()  # launcher.BLANKED: the only thing it says after "go"
     os.kill(os.getpid(), signal.SIGKILL)

@@ -38,12 +38,15 @@ import zlib
 
 HEADER = struct.Struct("!4sI")
 """Every message: its kind and the length of what follows."""
+LAUNCH_FDS = 6
+"""A launch's fds: stdin, stdout, stderr, the working directory, the "go" pipe's read end, and the
+write end of the pipe on which the child names the variables it blanked."""
 LAUNCH, STATUS, STOP, IDLE = b"TCWL", b"TCWS", b"TCWQ", b"TCWI"  # launcher/daemon -> server
 FORKED, REFUSED, EXITED, ANSWER = b"TCWF", b"TCWR", b"TCWX", b"TCWA"  # server -> launcher
 MAX_MESSAGE = 64 << 20
 """Largest message accepted (an environment of many megabytes is a mistake, not a launch)."""
-GO = b"G"
-"""Written on the pipe when the child may take over the fds."""
+GO, BLANKED = b"G", b"B"
+"""Written on the pipe: the child may take over the fds; the variables it named are blanked here."""
 HANDSHAKE_TIMEOUT = 3.0
 """Seconds the server may take to fork a child before this launch serves cold (the child, if it
 comes later, finds the pipe closed and ends)."""
@@ -316,10 +319,11 @@ def _hello() -> bytes:
 # -- the warm path ------------------------------------------------------------------------------
 
 class Child:
-    """The forked child as this process sees it: its pid, and a pidfd where the OS has them."""
+    """The forked child as this process sees it: its pid, a pidfd where the OS has them, and the
+    pipe on which it names the variables to blank here."""
 
-    def __init__(self, pid: int, pidfd: int | None):
-        self.pid, self.pidfd = pid, pidfd
+    def __init__(self, pid: int, pidfd: int | None, blanks: int):
+        self.pid, self.pidfd, self.blanks = pid, pidfd, Blanks(blanks)
 
     def signal(self, signum: int) -> None:
         try:
@@ -336,6 +340,7 @@ def hand_over(path: str) -> tuple[socket.socket, Child, int]:
     child, the pipe's write end). NotWarm before the child may have touched anything."""
     sock = connect(path)
     go_r, go_w = os.pipe()
+    blanks_r, blanks_w = os.pipe()
     cwd = -1
     try:
         server_pid, _, _ = peer(sock)
@@ -347,7 +352,7 @@ def hand_over(path: str) -> tuple[socket.socket, Child, int]:
                 raise NotWarm(f"fd {fd} is closed") from None
         cwd = os.open(".", getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY)
         try:
-            send(sock, LAUNCH, _hello(), [0, 1, 2, cwd, go_r])
+            send(sock, LAUNCH, _hello(), [0, 1, 2, cwd, go_r, blanks_w])
             kind, length, fds = receive_header(sock, max_fds=1)
         except TimeoutError:
             raise NotWarm(f"the fork server did not answer within {HANDSHAKE_TIMEOUT:.0f} s") from None
@@ -363,15 +368,59 @@ def hand_over(path: str) -> tuple[socket.socket, Child, int]:
         if kind != FORKED or len(body) != 4:
             raise NotWarm(f"the fork server answered {kind!r}")
         (pid,) = struct.unpack("!i", body)
-        return sock, Child(pid, fds[0] if fds else None), go_w
+        return sock, Child(pid, fds[0] if fds else None, blanks_r), go_w
     except BaseException:
         os.close(go_w)  # a child that was forked anyway finds the pipe closed and ends untouched
+        os.close(blanks_r)
         sock.close()
         raise
     finally:
         os.close(go_r)
+        os.close(blanks_w)
         if cwd >= 0:
             os.close(cwd)
+
+
+def blank_own(names: set[bytes]) -> None:
+    """Zero the values of `names` in this process's initial environment block (/proc/<pid>/environ,
+    readable by any process of the user), as environ_scrub does in a daemon: the warm child names
+    what it blanked in its own copy once its config is loaded. A failure leaves them as they were."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            stat = f.read()
+        start = int(stat[stat.rindex(b")") + 2:].split()[50 - 3])  # env_start: field 50 of proc(5)
+        with open("/proc/self/environ", "rb") as f:
+            block = f.read()
+        fd = os.open("/proc/self/mem", os.O_RDWR | os.O_CLOEXEC)
+        try:
+            offset = 0
+            for entry in block.split(b"\0"):
+                name, eq, value = entry.partition(b"=")
+                if eq and value and name in names:
+                    os.pwrite(fd, bytes(len(value)), start + offset + len(name) + 1)
+                offset += len(entry) + 1
+        finally:
+            os.close(fd)
+    except (OSError, ValueError, IndexError):
+        pass
+
+
+class Blanks:
+    """The child's reports of what it blanked (a 4-byte length, then NUL-separated names), each
+    answered on the "go" pipe once done here, so the child goes on only when no copy shows them."""
+
+    def __init__(self, fd: int):
+        self.fd, self.buffer = fd, b""
+
+    def read(self, answer: int) -> bool:
+        """Take what has arrived (blanking what is complete); False at its end."""
+        data = os.read(self.fd, 65536)
+        self.buffer += data
+        while len(self.buffer) >= 4 and len(self.buffer) >= 4 + (size := struct.unpack("!I", self.buffer[:4])[0]):
+            blank_own(set(self.buffer[4:4 + size].split(b"\0")))
+            self.buffer = self.buffer[4 + size:]
+            os.write(answer, BLANKED)
+        return bool(data)
 
 
 def _relay_end(code: int) -> int:
@@ -404,10 +453,13 @@ def serve_warm(sock: socket.socket, child: Child, go_w: int) -> int:
     poller.register(sock, select.POLLIN)
     if child.pidfd is not None:
         poller.register(child.pidfd, select.POLLIN)
+    poller.register(child.blanks.fd, select.POLLIN)
     server_open, deadline = True, None
     while True:
         timeout = None if deadline is None else max(0.0, deadline - time.monotonic()) * 1000
         events = dict(poller.poll(timeout))
+        if child.blanks.fd in events and not child.blanks.read(go_w):
+            poller.unregister(child.blanks.fd)
         if server_open and sock.fileno() in events:
             kind, length, _ = receive_header(sock)
             body = bytearray(length if length <= 64 else 0)

@@ -204,7 +204,7 @@ class Server:
                 log(f"refused a connection from pid {pid}: uid {uid} is not ours")
                 launcher.send(conn, launcher.REFUSED, f"uid {uid} is not the fork server's".encode())
                 return
-            kind, length, fds = launcher.receive_header(conn, max_fds=5)
+            kind, length, fds = launcher.receive_header(conn, max_fds=launcher.LAUNCH_FDS)
             if kind == launcher.LAUNCH:
                 keep = self.launch(conn, pid, length, fds)
                 fds = []
@@ -231,8 +231,8 @@ class Server:
     def launch(self, conn: socket.socket, launcher_pid: int, length: int, fds: list[int]) -> bool:
         """Fork a child for this launch; True when the connection is kept to report its end."""
         try:
-            if len(fds) != 5 or length > launcher.MAX_MESSAGE:
-                launcher.send(conn, launcher.REFUSED, b"a launch brings 5 fds and a message")
+            if len(fds) != launcher.LAUNCH_FDS or length > launcher.MAX_MESSAGE:
+                launcher.send(conn, launcher.REFUSED, b"a launch brings %d fds and a message" % launcher.LAUNCH_FDS)
                 return False
             hello = bytearray(length)
             try:
