@@ -161,21 +161,24 @@ class Peer:
 
     # -- measurements ----------------------------------------------------------------------
     def processes(self) -> list[int]:
-        """The spawned process, and those outside its tree that carry its marker (our warm child,
-        looked for once it has answered: the fork server's own import work is not counted, like a
-        page cache)."""
+        """The spawned process, and those outside its tree that carry its marker and whose parent
+        does not (our warm child, a child of the fork server; looked for once it has answered).
+        Children of either are not counted, as a cold daemon's children are not; neither is the
+        fork server's own import work, like a page cache."""
         if self._others is None:
             entry = f"{LAUNCH_VAR}={self.marker}".encode()
-            found = []
+            marked: dict[int, int] = {}
             for name in os.listdir("/proc"):
-                if name.isdigit() and int(name) != self.proc.pid:
+                if name.isdigit():
                     try:
                         with open(f"/proc/{name}/environ", "rb") as f:
-                            if entry in f.read().split(b"\0"):
-                                found.append(int(name))
+                            if entry not in f.read().split(b"\0"):
+                                continue
+                        with open(f"/proc/{name}/stat") as f:
+                            marked[int(name)] = int(f.read().rsplit(")", 1)[1].split()[1])
                     except OSError:
                         continue
-            self._others = found
+            self._others = [pid for pid, parent in marked.items() if pid != self.proc.pid and parent not in marked]
         return [self.proc.pid, *self._others]
 
     def cpu_seconds(self) -> float:

@@ -46,7 +46,9 @@ PRELOAD = (
     "toycoder_daemon.tools.sandbox.probe", "toycoder_daemon.environ_scrub", "toycoder_daemon.logs",
     # their libraries
     "pygls.lsp.server", "pygls.protocol", "lsprotocol.types", "lsprotocol.converters", "acp", "acp.schema",
-    "pydantic", "yaml", "orjson", "httpx2", "httpx", "httpcore", "h11", "certifi", "ssl",
+    "pydantic", "yaml", "orjson", "ssl",
+    # the HTTP stack, also what it imports only at its first request
+    "httpx2", "httpcore2", "anyio", "anyio.streams.tls", "sniffio", "truststore", "httpx", "httpcore",
 )
 IDLE_MINUTES = 30.0
 """Until a warm daemon reports its config's `daemon.warm_idle_minutes`."""
@@ -65,7 +67,10 @@ def preload() -> None:
     for name in PRELOAD:
         try:
             importlib.import_module(name)
-        except Exception as e:  # a module another tree does not have, or a library missing
+        except ModuleNotFoundError as e:  # another tree's module, or a library this install lacks
+            if name.startswith("toycoder_daemon."):
+                log(f"not preloaded: {name}: {e}")
+        except Exception as e:
             log(f"not preloaded: {name}: {type(e).__name__}: {e}")
 
 
