@@ -148,7 +148,7 @@ def test_warm_status_and_warm_stop(rundir: Path) -> None:
     shown = json.loads(run("--warm-status").stdout)
     assert shown["running"] and shown["pid"] == server["pid"] and shown["children"] == []
     stopped = run("--warm-stop")
-    assert stopped.returncode == 0 and "stopped" in stopped.stdout
+    assert stopped.returncode == 0 and stopped.stdout == "stopped 1 fork server\n"
     wait_until(lambda: not alive(server["pid"]), what="the server to exit")
     after = run("--warm-status", env={"TOYCODER_WARM": "1"})
     assert after.returncode == 1 and not json.loads(after.stdout)["running"]

@@ -256,14 +256,24 @@ def warm_status() -> int:
 
 
 def warm_stop() -> int:
-    """--warm-stop: the server stops taking launches at once and exits when its children have ended."""
+    """--warm-stop: every server in the runtime dir (this install's, and those of code replaced since,
+    which would otherwise wait out their idle time) stops taking launches at once and exits when its
+    children have ended."""
     try:
-        request(STOP)
+        directory = runtime_dir(create=False)
     except NotWarm as e:
-        print(e.reason or "no fork server for this install is running")
+        print(e.reason)
         return 1
-    print("fork server stopped")
-    return 0
+    stopped = 0
+    for name in sorted(os.listdir(directory)):
+        if name.startswith("server-") and name.endswith(".sock"):
+            try:
+                request(STOP, path=os.path.join(directory, name))
+                stopped += 1
+            except NotWarm:
+                continue
+    print(f"stopped {stopped} fork server{'s' if stopped != 1 else ''}" if stopped else "no fork server is running")
+    return 0 if stopped else 1
 
 
 # -- checks before a warm start -----------------------------------------------------------------
