@@ -102,7 +102,8 @@ def _show_identity(cmdline: bytes) -> None:
     block = b"".join(k + b"=" + v + b"\0" for k, v in os.environb.items())
     problem = proc_identity.publish(cmdline, block or b"\0")
     if problem:
-        launcher.say(f"warm child {os.getpid()}: /proc shows the fork server's argv and environment ({problem})")
+        if sys.platform.startswith("linux"):  # elsewhere there is no /proc to show anything in
+            launcher.say(f"warm child {os.getpid()}: /proc shows the fork server's argv and environment ({problem})")
         return
     environ_scrub.scrub()
 
