@@ -21,7 +21,7 @@ SCRIPT = """#!{python}
 # -*- coding: utf-8 -*-
 import re
 import sys
-from toycoder_daemon.__main__ import main
+from toycoder_daemon.warm.launcher import main
 if __name__ == '__main__':
     sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])
     sys.exit(main())

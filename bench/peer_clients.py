@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+LAUNCH_VAR = "BENCH_LAUNCH"
+"""A marker unique to each spawn, in its environment: a warm daemon runs in a child of our fork
+server, outside the spawned process's tree, and is found (and counted as that launch's) by it."""
 
 
 @dataclass
@@ -34,9 +37,11 @@ class Peer:
     name = "peer"
     framing = "jsonl"  # or "lsp" (Content-Length headers)
 
-    def __init__(self, proc: asyncio.subprocess.Process, spawned: float):
+    def __init__(self, proc: asyncio.subprocess.Process, spawned: float, marker: str = ""):
         self.proc = proc
         self.spawned = spawned
+        self.marker = marker
+        self._others: list[int] | None = None
         self._ids = itertools.count(1)
         self._pending: dict[Any, asyncio.Future[tuple[float, dict[str, Any]]]] = {}
         self.turns: dict[str, Turn] = {}  # session id -> the turn running in it
@@ -44,11 +49,12 @@ class Peer:
 
     @classmethod
     async def spawn(cls, argv: list[str], env: dict[str, str], cwd: str) -> Any:
+        marker = uuid.uuid4().hex
         t0 = time.perf_counter()
         proc = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL, env=env, cwd=cwd, limit=1 << 26)
-        return cls(proc, t0)
+            stderr=asyncio.subprocess.DEVNULL, env={**env, LAUNCH_VAR: marker}, cwd=cwd, limit=1 << 26)
+        return cls(proc, t0, marker)
 
     # -- framing ---------------------------------------------------------------------------
     def send(self, obj: dict[str, Any]) -> None:
@@ -154,17 +160,51 @@ class Peer:
             turn.done.set()
 
     # -- measurements ----------------------------------------------------------------------
+    def processes(self) -> list[int]:
+        """The spawned process, and those outside its tree that carry its marker and whose parent
+        does not (our warm child, a child of the fork server; looked for once it has answered).
+        Children of either are not counted, as a cold daemon's children are not; neither is the
+        fork server's own import work, like a page cache."""
+        if self._others is None:
+            entry = f"{LAUNCH_VAR}={self.marker}".encode()
+            marked: dict[int, int] = {}
+            for name in os.listdir("/proc"):
+                if name.isdigit():
+                    try:
+                        with open(f"/proc/{name}/environ", "rb") as f:
+                            if entry not in f.read().split(b"\0"):
+                                continue
+                        with open(f"/proc/{name}/stat") as f:
+                            marked[int(name)] = int(f.read().rsplit(")", 1)[1].split()[1])
+                    except OSError:
+                        continue
+            self._others = [pid for pid, parent in marked.items() if pid != self.proc.pid and parent not in marked]
+        return [self.proc.pid, *self._others]
+
     def cpu_seconds(self) -> float:
-        with open(f"/proc/{self.proc.pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+        total = 0.0
+        for pid in self.processes():
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / CLK_TCK
+        return total
+
+    def _sum_kib(self, path: str, keys: tuple[str, ...]) -> float:
+        total = 0
+        for pid in self.processes():
+            with open(f"/proc/{pid}/{path}") as f:
+                total += sum(int(line.split()[1]) for line in f if line.split(":")[0] in keys)
+        return total / 1024
 
     def rss_mib(self) -> float:
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-        return 0.0
+        """Resident memory of the launch's processes (a warm child's includes the pages it shares
+        with the fork server)."""
+        return self._sum_kib("status", ("VmRSS",))
+
+    def uss_mib(self) -> float:
+        """Memory only the launch's processes hold (private pages): what a launch costs beside a
+        fork server that is running anyway."""
+        return self._sum_kib("smaps_rollup", ("Private_Clean", "Private_Dirty"))
 
     async def close(self) -> None:
         if self.proc.returncode is None:

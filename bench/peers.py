@@ -16,7 +16,12 @@ loaded, compaction off; codex: thread/resume given the same history as Responses
 one prompt in it.
 
 Our daemon runs as a user's install runs it: pip's console script in a venv of the dependencies
-(installed.py), the tree's code first on PYTHONPATH.
+(installed.py), the tree's code first on PYTHONPATH, each face twice: warm (the fork server of
+toycoder_daemon/warm, started by a first launch before the measured runs, in a runtime dir of the
+bench's own, and stopped at the end) and cold (TOYCODER_WARM=0). A warm daemon runs in a child of
+the fork server, outside the spawned launcher's tree: a marker in each spawn's environment finds it,
+and its CPU and memory count as that launch's (the server's one-time imports do not, like a page
+cache; its RSS is printed once). USS MiB is the launch's private memory.
 codex: `--install-codex` puts npm @openai/codex@0.171.0 into bench/.peers/ (gitignored, never a
 project dependency); CODEX_BIN points at another binary. Without it, only our rows are printed.
 
@@ -76,10 +81,11 @@ def install_codex() -> None:
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: a table's key
 class Row:
-    """One row of the tables: a peer kind, and for ours the daemon tree it runs from."""
+    """One row of the tables: a peer kind, and for ours the daemon tree it runs from and whether warm."""
     label: str
     kind: type[Peer]
     env: dict[str, str]
+    warm: bool = False
 
 
 def tree_env(env: dict[str, str], tree: Path) -> dict[str, str]:
@@ -98,10 +104,12 @@ class Setup:
         home = tmp / "home"
         home.mkdir()
         (tmp / "codex-home").mkdir()
+        run = tmp / "run"  # the fork server's runtime dir: the bench's own
+        run.mkdir(mode=0o700)
         self.env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
                     "TOYCODER_DATA_DIR": str(tmp / "data"), "CODEX_HOME": str(tmp / "codex-home"),
-                    "BENCH_KEY": "bench-key"}
-        for var in ("TOYCODER_CONFIG", "OPENAI_API_KEY", "OPENAI_BASE_URL", "PYTHONDONTWRITEBYTECODE"):
+                    "BENCH_KEY": "bench-key", "TOYCODER_RUNTIME_DIR": str(run)}
+        for var in ("TOYCODER_CONFIG", "OPENAI_API_KEY", "OPENAI_BASE_URL", "PYTHONDONTWRITEBYTECODE", "TOYCODER_WARM"):
             self.env.pop(var, None)
         # bytecode as an installed daemon has it (pip compiles at install): the warm-up run compiles
         # into the temp dir, so no run pays ~0.2 s of compiling and the tree stays clean
@@ -122,6 +130,7 @@ class Setup:
         self.llm = llm
         # as a user's install runs it (installed.py: pip's console script, no editable-install finder)
         daemon = [sys.executable, str(HERE / "loop_stats.py")] if loop_stats else installed_launcher(tmp)
+        self.daemon = daemon
         self.argv: dict[type[Peer], list[str]] = {
             ToyLSP: [*daemon, "--config", str(cfg)],
             ToyACP: [*daemon, "--acp", "--config", str(cfg)],
@@ -135,10 +144,34 @@ class Setup:
         # the names are the same), then codex
         trees = [daemon_root] + ([against] if against else [])
         names = [t.name for t in trees] if len({t.name for t in trees}) == len(trees) else [str(t) for t in trees]
-        self.rows = [Row(kind.name + (f" [{name}]" if against else ""), kind, tree_env(base, tree))
-                     for tree, name in zip(trees, names, strict=True) for kind in (ToyLSP, ToyACP)]
+        # warm and cold rows (loop_stats.py runs daemon.main in its own process: cold only)
+        modes = [False] if loop_stats else [True, False]
+        self.rows = [Row(kind.name + (" warm" if warm else " cold") + (f" [{name}]" if against else ""), kind,
+                         {**tree_env(base, tree), **({} if warm else {"TOYCODER_WARM": "0"})}, warm)
+                     for tree, name in zip(trees, names, strict=True) for kind in (ToyLSP, ToyACP) for warm in modes]
         if codex:
             self.rows.append(Row(Codex.name, Codex, self.env))
+
+    def warm_status(self, row: Row) -> dict[str, object]:
+        out = subprocess.run([*self.daemon, "--warm-status"], capture_output=True, text=True, env=row.env)
+        return dict(json.loads(out.stdout))
+
+    def start_servers(self) -> list[int]:
+        """A first launch per tree leaves its fork server running; its pid once it serves."""
+        pids = []
+        for row in (r for r in self.rows if r.warm and r.kind is ToyLSP):
+            subprocess.run([*self.daemon, "--version"], capture_output=True, env=row.env, check=True)
+            deadline = time.monotonic() + 60
+            while not (shown := self.warm_status(row)).get("running"):
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"no fork server started for {row.label}: {shown}")
+                time.sleep(0.05)
+            pids.append(int(shown["pid"]))  # type: ignore[call-overload]
+        return pids
+
+    def stop_servers(self) -> None:
+        for row in (r for r in self.rows if r.warm and r.kind is ToyLSP):
+            subprocess.run([*self.daemon, "--warm-stop"], capture_output=True, env=row.env)
 
     async def spawn(self, which: type[Peer] | Row) -> Peer:
         row = which if isinstance(which, Row) else Row(which.name, which, self.env)
@@ -173,7 +206,8 @@ async def one_turn(setup: Setup, which: type[Peer] | Row, tokens: int) -> dict[s
         assert turn.first_chunk is not None and turn.ended is not None
         return {"init": init * 1000, "session": session * 1000, "first": (turn.first_chunk - turn.started) * 1000,
                 "spawn_first": (turn.first_chunk - peer.spawned) * 1000,
-                "turn": (turn.ended - turn.started) * 1000, "cpu": cpu1 - cpu0, "rss": peer.rss_mib()}
+                "turn": (turn.ended - turn.started) * 1000, "cpu": cpu1 - cpu0, "rss": peer.rss_mib(),
+                "uss": peer.uss_mib()}
     finally:
         await peer.close()
 
@@ -286,7 +320,8 @@ async def loop_passes(peer: Peer, out: Path) -> dict[str, float]:
 
 COLS = [("init", "init ms", "{:9.0f}"), ("session", "session ms", "{:9.0f}"), ("first", "1st chunk ms", "{:9.0f}"),
         ("spawn_first", "spawn->chunk ms", "{:9.0f}"),
-        ("turn", "turn ms", "{:9.0f}"), ("cpu", "turn CPU s", "{:9.2f}"), ("rss", "RSS MiB", "{:9.0f}")]
+        ("turn", "turn ms", "{:9.0f}"), ("cpu", "turn CPU s", "{:9.2f}"), ("rss", "RSS MiB", "{:9.0f}"),
+        ("uss", "USS MiB", "{:9.0f}")]
 HISTORY = [("open", "open ms", "{:9.0f}"), ("first", "1st chunk ms", "{:9.0f}"), ("turn", "turn ms", "{:9.0f}"),
            ("cpu", "turn CPU s", "{:9.2f}"), ("again", "2nd prompt 1st ms", "{:9.0f}"), ("mb", "request MB", "{:9.2f}"),
            ("rss", "RSS MiB", "{:9.0f}")]
@@ -328,39 +363,58 @@ async def main_async(args: argparse.Namespace) -> int:
               f"interleaved; load average {os.getloadavg()[0]:.2f}")
         if against:
             print(f"trees: {Path(args.daemon_root).resolve()} and {against} (--against)")
-        for tokens in args.tokens:
-            llm.set_tokens(tokens)
-            runs: dict[Row, list[dict[str, float]]] = {e: [] for e in entries}
-            for r in range(args.warmup + args.runs):
-                order = entries[r % len(entries):] + entries[:r % len(entries)]
-                for entry in order:
-                    m = await one_turn(setup, entry, tokens)
-                    if r >= args.warmup:
-                        runs[entry].append(m)
-            if args.runs:  # --runs 0: the warm-up alone (bytecode compiled for the tables after)
-                table(f"{tokens:,} tokens, one fresh process per run", COLS, {k: medians(v) for k, v in runs.items()})
-        if args.sessions:
-            llm.set_tokens(args.many_tokens)
-            many: dict[Row, list[dict[str, float]]] = {e: [] for e in entries}
-            for r in range(args.many_runs):
-                for entry in entries[r % len(entries):] + entries[:r % len(entries)]:
-                    many[entry].append(await many_sessions(setup, entry, args.many_tokens, args.sessions))
-            table(f"{args.sessions} sessions streaming {args.many_tokens:,} tokens at once in one process "
-                  f"(medians of {args.many_runs})", MANY + (PASSES if args.loop_stats else []),
-                  {k: medians(v) for k, v in many.items()})
-        if args.history:
-            llm.set_tokens(args.history_tokens)
-            messages = history(args.history)
-            hist: dict[Row, list[dict[str, float]]] = {e: [] for e in entries}
-            for r in range(args.warmup + args.history_runs):
-                for entry in entries[r % len(entries):] + entries[:r % len(entries)]:
-                    m = await big_history_turn(setup, entry, messages)
-                    if r >= args.warmup:
-                        hist[entry].append(m)
-            table(f"a prompt in a {args.history:,}-message session (compaction off), {args.history_tokens:,}-token reply, "
-                  f"fresh process (medians of {args.history_runs})", HISTORY, {k: medians(v) for k, v in hist.items()})
+        servers = setup.start_servers()
+        try:
+            await measure(args, setup, llm, entries)
+        finally:
+            for pid in servers:
+                print(f"fork server {pid}: RSS {rss_of(pid):.0f} MiB (imported once, not counted in a launch)")
+            setup.stop_servers()
     print(f"\nload average after: {os.getloadavg()[0]:.2f} (a busy machine inflates wall times; read CPU and ratios)")
     return 0
+
+
+def rss_of(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next((int(line.split()[1]) / 1024 for line in f if line.startswith("VmRSS:")), float("nan"))
+    except OSError:
+        return float("nan")
+
+
+async def measure(args: argparse.Namespace, setup: Setup, llm: PeerLLM, entries: list[Row]) -> None:
+    """Every table, in order: fresh processes per token count, concurrent sessions, a big history."""
+    for tokens in args.tokens:
+        llm.set_tokens(tokens)
+        runs: dict[Row, list[dict[str, float]]] = {e: [] for e in entries}
+        for r in range(args.warmup + args.runs):
+            order = entries[r % len(entries):] + entries[:r % len(entries)]
+            for entry in order:
+                m = await one_turn(setup, entry, tokens)
+                if r >= args.warmup:
+                    runs[entry].append(m)
+        if args.runs:  # --runs 0: the warm-up alone (bytecode compiled for the tables after)
+            table(f"{tokens:,} tokens, one fresh process per run", COLS, {k: medians(v) for k, v in runs.items()})
+    if args.sessions:
+        llm.set_tokens(args.many_tokens)
+        many: dict[Row, list[dict[str, float]]] = {e: [] for e in entries}
+        for r in range(args.many_runs):
+            for entry in entries[r % len(entries):] + entries[:r % len(entries)]:
+                many[entry].append(await many_sessions(setup, entry, args.many_tokens, args.sessions))
+        table(f"{args.sessions} sessions streaming {args.many_tokens:,} tokens at once in one process "
+              f"(medians of {args.many_runs})", MANY + (PASSES if args.loop_stats else []),
+              {k: medians(v) for k, v in many.items()})
+    if args.history:
+        llm.set_tokens(args.history_tokens)
+        messages = history(args.history)
+        hist: dict[Row, list[dict[str, float]]] = {e: [] for e in entries}
+        for r in range(args.warmup + args.history_runs):
+            for entry in entries[r % len(entries):] + entries[:r % len(entries)]:
+                m = await big_history_turn(setup, entry, messages)
+                if r >= args.warmup:
+                    hist[entry].append(m)
+        table(f"a prompt in a {args.history:,}-message session (compaction off), {args.history_tokens:,}-token reply, "
+              f"fresh process (medians of {args.history_runs})", HISTORY, {k: medians(v) for k, v in hist.items()})
 
 
 def main() -> int:

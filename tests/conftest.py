@@ -8,6 +8,7 @@ its tmp_path, ports are chosen by the OS, and processes are found and killed by 
 from __future__ import annotations
 
 import asyncio
+import shutil
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -19,8 +20,23 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from helpers import MARKER_VAR, kill_process_groups, processes_of_test, unique_marker  # noqa: E402
 from rpc import Daemon  # noqa: E402
+from warm_helpers import RUNTIME_VAR, new_runtime_dir, stop_servers  # noqa: E402
 
 from toycoder_daemon.testing.fake_llm import FakeLLM  # noqa: E402
+
+
+@pytest.fixture(scope="session", autouse=True)
+def warm_runtime_dir() -> Iterator[Path]:
+    """A fork-server runtime dir for this run alone: the daemons the tests start are served warm by
+    this run's server (a launch costs milliseconds), and at the end this run's servers are stopped,
+    no other run's. A test's daemons still end with the test: conftest kills the launchers it
+    started, and a launcher's death ends its warm child (which carries the test's marker too)."""
+    directory = new_runtime_dir()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(RUNTIME_VAR, str(directory))
+        yield directory
+    stop_servers(directory)
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

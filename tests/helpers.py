@@ -58,6 +58,54 @@ def parent_of(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
+def environ_of(pid: int) -> list[bytes]:
+    """The NAME=VALUE entries of a process's environment as the kernel shows it."""
+    return Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+
+
+def has_env(pid: int, entry: bytes) -> bool:
+    """The process (still there, and ours to read) has `entry` in its environment."""
+    try:
+        return entry in environ_of(pid)
+    except OSError:
+        return False
+
+
+def live_pids() -> list[int]:
+    return _live_pids()
+
+
+def maps_of(pid: int) -> str:
+    """/proc/<pid>/maps: what the process has mapped (a library loaded shows up here)."""
+    return Path(f"/proc/{pid}/maps").read_text()
+
+
+def cmdline_of(pid: int) -> bytes:
+    return Path(f"/proc/{pid}/cmdline").read_bytes()
+
+
+def cwd_of(pid: int) -> str:
+    return os.readlink(f"/proc/{pid}/cwd")
+
+
+def memory_holds(pid: int, needles: list[bytes]) -> list[bytes]:
+    """Which of `needles` are anywhere in the process's writable memory (read as root or its tracer)."""
+    found: set[bytes] = set()
+    with open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
+        for line in maps_of(pid).splitlines():
+            fields = line.split()
+            if "w" not in fields[1] or (len(fields) > 5 and fields[5] in ("[vvar]", "[vsyscall]")):
+                continue
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            try:
+                mem.seek(start)
+                data = mem.read(end - start)
+            except OSError:
+                continue
+            found |= {n for n in needles if n in data}
+    return sorted(found)
+
+
 def child_processes(parent: int, needle: str = "") -> list[int]:
     """Live children of `parent` (a process this test started) whose command line contains `needle`."""
     found = []
@@ -214,5 +262,6 @@ def held_import(tmp: Path, package: str) -> tuple[dict[str, str], Path, Path]:
     entered, release = tmp / f"{package}-entered", tmp / f"{package}-release"
     root = Path(__file__).resolve().parent.parent
     env = {"HELD_IMPORT_ENTERED": str(entered), "HELD_IMPORT_RELEASE": str(release),
+           "TOYCODER_WARM": "0",  # what a fresh process does before the import: a cold start's
            "PYTHONPATH": os.pathsep.join([str(shim), str(root), os.environ.get("PYTHONPATH", "")])}
     return env, entered, release

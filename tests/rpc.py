@@ -178,6 +178,12 @@ class Daemon:
         self._reader.cancel()
         return self.proc.returncode  # type: ignore[return-value]
 
+    def daemon_pid(self) -> int:
+        """The process running the daemon: the launcher's warm child, or the launcher itself."""
+        from warm_helpers import serving_pid
+
+        return serving_pid(self.proc.pid)
+
     async def stderr_text(self) -> str:
         """Everything the daemon logged (complete once it has exited)."""
         if self.proc.returncode is not None:

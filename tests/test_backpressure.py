@@ -24,6 +24,7 @@ import pytest
 from conftest import write_config
 from helpers import held_import, pipe_writers, rss_bytes
 from waiting import scaled, wait_until
+from warm_helpers import serving_pid
 
 from toycoder_daemon.app import App
 from toycoder_daemon.testing.fake_llm import FakeLLM
@@ -57,6 +58,10 @@ class Client:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                      env={**os.environ, **(env or {})})
         self.framed = framed
+
+    def daemon_pid(self) -> int:
+        """The process running the daemon: the launcher's warm child, or the launcher itself."""
+        return serving_pid(self.proc.pid)
 
     def send(self, msg: dict[str, Any]) -> None:
         body = json.dumps(msg).encode()
@@ -119,7 +124,7 @@ def prompt(c: Client, face: str, msg_id: int, sid: str, text: str) -> None:
 
 def stuck_writer(c: Client, fd: int) -> list[int]:
     """Wait until the daemon's writer thread sleeps on the full pipe; the blocked threads."""
-    return wait_until(lambda: pipe_writers(c.proc.pid), 60, "the daemon's writer to block on stdout",
+    return wait_until(lambda: pipe_writers(c.daemon_pid()), 60, "the daemon's writer to block on stdout",
                       describe=lambda: f"{unread(fd)} bytes unread")
 
 
@@ -149,21 +154,21 @@ def test_a_client_that_stops_reading_holds_its_turns_not_the_daemon_nor_the_memo
         c = Client(["--config", str(cfg)] + (["--acp"] if face == "acp" else []), face == "lsp", log, env)
         try:
             first, second = start(c, face, workspace, 2)
-            baseline = rss_bytes(c.proc.pid)
+            baseline = rss_bytes(c.daemon_pid())
             prompt(c, face, 3, first, "talk")
             assert c.proc.stdout is not None
             fd = c.proc.stdout.fileno()
             # the client reads nothing: the pipe fills up and the writer thread blocks, not the loop
             writers = stuck_writer(c, fd)
-            assert c.proc.pid not in writers
+            assert c.daemon_pid() not in writers
             held = unread(fd)
-            samples = rss_while_stuck(c.proc.pid)  # the turn stays held while we do not read; the memory with it
-            assert pipe_writers(c.proc.pid) and unread(fd) == held and c.proc.poll() is None
+            samples = rss_while_stuck(c.daemon_pid())  # the turn stays held while we do not read; the memory with it
+            assert pipe_writers(c.daemon_pid()) and unread(fd) == held and c.proc.poll() is None
             assert max(samples) - baseline < GROWTH_LIMIT
             # still not reading: the daemon takes another request meanwhile (its turn reaches the model)
             prompt(c, face, 4, second, "and you?")
             wait_until(lambda: len(llm.requests) >= 2, 30, "the second prompt to reach the model")
-            assert unread(fd) == held and pipe_writers(c.proc.pid)
+            assert unread(fd) == held and pipe_writers(c.daemon_pid())
             assert not (early and early[1].exists())  # both turns early: nothing wanted pygls
             text: dict[str, list[str]] = {first: [], second: []}
             answers: dict[int, dict[str, Any]] = {}

@@ -34,6 +34,7 @@ from .sessions.store import SessionStore, SessionSummary
 from .shared_sessions import Sharing
 from .tools.workspace import Workspace
 from .undo import ChangesOfStore, Checkpoints
+from .warm import idle
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,7 @@ class App:
         """The sessions this daemon has open."""
         self.live = OpenSessions(self.runtimes)
         self._loading: dict[str, asyncio.Future[SessionRuntime]] = {}
+        idle.configured(self.config.daemon.warm_idle_minutes)
         environ_scrub.scrub()  # last: every config secret is registered (McpHub's too); before any command
 
     @classmethod

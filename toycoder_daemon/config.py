@@ -189,6 +189,11 @@ class McpServerConfig(BaseModel):
     """Seconds one tool call may take."""
 
 
+class DaemonConfig(_Section):
+    warm_idle_minutes: float = Field(default=30.0, ge=0)
+    """Minutes the fork server (warm starts) waits with no daemon running before it exits; set by the latest warm daemon."""
+
+
 class Config(_Section):
     providers: dict[str, ProviderConfig] = Field(
         default_factory=lambda: {
@@ -215,6 +220,8 @@ class Config(_Section):
     """Sub-agents exposed as tools, besides the built-in planner."""
     prompts_file: str | None = None
     """A YAML file whose roles override the built-in prompt templates by name."""
+    daemon: DaemonConfig = Field(default_factory=lambda: DaemonConfig())
+    """The daemon process: its warm start (docs/architecture.md, "Launcher and fork server")."""
 
     def provider(self, name: str | None = None) -> tuple[str, ProviderConfig]:
         name = name or self.default_provider

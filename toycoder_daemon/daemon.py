@@ -133,10 +133,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="show the fork server that serves warm starts (JSON) and exit (0 running, 1 not)")
     parser.add_argument("--warm-stop", action="store_true", help="stop that fork server and exit")
     args = parser.parse_args(argv)
-    if args.warm_status or args.warm_stop:
-        from .warm import launcher
-
-        return launcher.warm_status() if args.warm_status else launcher.warm_stop()
+    if args.warm_status or args.warm_stop:  # listed here for --help; warm/launcher.py answers them
+        parser.error("--warm-status and --warm-stop are answered by the launcher (toycoder-daemon)")
     if args.version:
         from . import __version__
 

@@ -15,10 +15,15 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Callable
 
 from . import secrets
 
 log = logging.getLogger(__name__)
+
+blanked: Callable[[list[str]], None] | None = None
+"""Told the names of the variables `scrub` has just blanked. A warm daemon's launcher holds the same
+environment in its own block (warm/child.py sets this so that it blanks them there too)."""
 
 _ENV_START = 50
 """/proc/<pid>/stat's field number of env_start (env_end is the next): proc(5)."""
@@ -47,6 +52,8 @@ def scrub() -> int:
     except OSError as e:  # e.g. a kernel that refuses /proc/self/mem writes: reported, not fatal
         log.warning("could not blank the keys in this process's environment block: %s", e)
         return 0
+    if blanked is not None:
+        blanked([os.fsdecode(block[block.rfind(b"\0", 0, offset) + 1: offset - 1]) for offset, _ in spans])
     return len(spans)
 
 

@@ -1,0 +1,165 @@
+"""A launch adopted in a freshly forked child of the fork server, then the daemon's cold main.
+
+In order: its own session and process group; the server's descriptors closed and its signal
+handlers back to what the interpreter started with; a wait for the launcher's "go" (nothing of the
+launch is used before it: a launcher that gave up finds the child gone untouched); then stdin,
+stdout, stderr and the working directory from the launcher's fds; its umask, signal mask and
+ignored signals; its whole environment (os.environ, so C getenv and children see it too), also as
+/proc/<pid>/environ shows it (proc_identity), with keys blanked there as a cold start blanks them
+(environ_scrub); its argv; stdio objects with its encodings; and a thread that kills this process
+when the launcher dies (its end of the pipe closes). Then `daemon.main`, exactly as a cold start
+runs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import marshal
+import os
+import signal
+import struct
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from .. import environ_scrub
+from . import idle, launcher, proc_identity
+
+
+def run(fds: list[int], hello: bytearray, signals: dict[int, Any], release: Callable[[], None],
+        report_idle: Callable[[float], None]) -> NoReturn:
+    """Never returns: the process ends as the daemon ends (or at once if the launcher gave up)."""
+    code = 1
+    try:
+        code = _adopt(fds, hello, signals, release, report_idle)
+    except SystemExit as e:
+        code = _exit_code(e)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+def _exit_code(e: SystemExit) -> int:
+    """What the interpreter would exit with for this SystemExit."""
+    if e.code is None:
+        return 0
+    if isinstance(e.code, int):
+        return e.code
+    print(e.code, file=sys.stderr)
+    return 1
+
+
+def _adopt(fds: list[int], hello: bytearray, signals: dict[int, Any], release: Callable[[], None],
+           report_idle: Callable[[float], None]) -> int:
+    os.setsid()
+    release()
+    signal.set_wakeup_fd(-1)
+    for signum, handler in signals.items():
+        with contextlib.suppress(OSError, ValueError, TypeError):
+            signal.signal(signum, handler)
+    stdin, stdout, stderr, cwd, go, blanks = fds
+    for fd in (go, blanks):
+        os.set_inheritable(fd, False)  # received fds are inheritable: no command of the daemon gets these
+    if os.read(go, 1) != launcher.GO:
+        os._exit(0)  # the launcher served cold (or died): its fds were never ours
+    launch = marshal.loads(bytes(hello))
+    hello[:] = bytes(len(hello))
+    for fd, target in ((stdin, 0), (stdout, 1), (stderr, 2)):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.fchdir(cwd)
+    os.close(cwd)
+    os.umask(launch["umask"])
+    for signum in launch["ignored"]:
+        signal.signal(signum, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_SETMASK, launch["sigmask"])
+    os.environ.clear()
+    os.environ.update(launch["env"])
+    threading.Thread(target=_die_with_launcher, args=(go,), name="launcher-watch", daemon=True).start()
+    environ_scrub.blanked = lambda names: _tell_blanked(blanks, names)
+    _show_identity(launch["cmdline"])
+    sys.argv[:] = launch["argv"]
+    _locale()
+    _stdio(launch["stdio"])
+    idle.report = report_idle
+    from ..daemon import main
+
+    return main(sys.argv[1:])
+
+
+def _show_identity(cmdline: bytes) -> None:
+    """/proc/<pid>/cmdline and environ as the launcher's, keys blanked as in a cold start."""
+    block = b"".join(k + b"=" + v + b"\0" for k, v in os.environb.items())
+    problem = proc_identity.publish(cmdline, block or b"\0")
+    if problem:
+        if sys.platform.startswith("linux"):  # elsewhere there is no /proc to show anything in
+            launcher.say(f"warm child {os.getpid()}: /proc shows the fork server's argv and environment ({problem})")
+        return
+    environ_scrub.scrub()
+
+
+_blanked_there = threading.Event()
+"""Set by the watch thread when the launcher says it has blanked what it was told."""
+BLANK_WAIT = 1.0
+"""Seconds a scrub waits for the launcher (it answers at once unless it is stopped)."""
+
+
+def _tell_blanked(fd: int, names: list[str]) -> None:
+    """The launcher holds this environment in its own /proc block: it blanks the same variables,
+    and the daemon goes on once it has (as a cold daemon goes on once its own block is blank)."""
+    payload = b"\0".join(os.fsencode(n) for n in names)
+    _blanked_there.clear()
+    with contextlib.suppress(OSError):  # the launcher is gone (and so, in a moment, are we)
+        os.write(fd, struct.pack("!I", len(payload)) + payload)
+        _blanked_there.wait(BLANK_WAIT)
+
+
+def _locale() -> None:
+    """What the interpreter does at start-up from the environment: LC_CTYPE, the time zone."""
+    import locale
+    import time
+
+    with contextlib.suppress(locale.Error):
+        locale.setlocale(locale.LC_CTYPE, "")
+    time.tzset()
+
+
+def _stdio(settings: list[tuple[str, str, bool, bool] | None]) -> None:
+    """sys.stdin/stdout/stderr on the adopted fds, with the launcher's encodings and buffering."""
+    streams: list[Any] = []
+    for fd, setting in enumerate(settings):
+        if setting is None:
+            streams.append(None)
+            continue
+        encoding, errors, line_buffering, write_through = setting
+        raw = open(fd, "rb" if fd == 0 else "wb", closefd=False)  # noqa: SIM115 (sys.std* live as long as we do)
+        streams.append(io.TextIOWrapper(raw, encoding, errors, newline="\n", line_buffering=line_buffering,
+                                        write_through=write_through))
+    sys.stdin, sys.stdout, sys.stderr = streams
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams  # type: ignore[misc]
+
+
+def _die_with_launcher(go: int) -> None:
+    """The launcher is this daemon's process as its editor knows it: when it dies (its write end of
+    the pipe closes, however it died), so does the daemon, as a cold one killed would."""
+    while True:
+        try:
+            answer = os.read(go, 1)
+        except InterruptedError:
+            continue
+        except OSError:
+            break
+        if not answer:
+            break
+        _blanked_there.set()  # launcher.BLANKED: the only thing it says after "go"
+    os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,329 @@
+"""The fork server: the daemon's imports done once per user and install; a forked child per launch.
+
+Started by a launcher that served cold (launcher.spawn_server): detached in its own session, cwd /,
+stdio on /dev/null, stderr to its log, and only launcher.SERVER_ENV of that launcher's environment,
+so it holds no launch's keys. It imports the faces, the App and their libraries by module name (a
+module that is missing or fails is logged and skipped), freezes the garbage collector's view of them
+(children then leave those pages shared), takes a lock for its socket (one server per socket),
+binds the socket (the name a hash of the install: launcher.install_hash) in the 0700 runtime dir,
+and serves until `daemon.warm_idle_minutes` pass with no child running, or --warm-stop.
+
+Per connection: the peer must be our uid (SO_PEERCRED). A launch brings the launcher's fds and an
+opaque message the server never parses: it is received into one buffer, handed to the forked child
+(warm/child.py) and zeroed here right after the fork, so no key of a launch stays in this process.
+The server forks only single-threaded, with no event loop running: checked before every fork
+(a threaded fork can copy a lock held by a thread that does not exist in the child). Nothing here
+reads a launch's environment, cwd, HOME or config before the fork. It answers the launcher with the
+child's pid and a pidfd of it, reaps the child on SIGCHLD and sends its exit status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import gc
+import importlib
+import marshal
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+from typing import Any
+
+from . import child, launcher
+
+PRELOAD = (
+    # our entry, App and faces (the faces' modules are looked up by name: they change between trees)
+    "toycoder_daemon.daemon", "toycoder_daemon.app", "toycoder_daemon.server", "toycoder_daemon.acp",
+    "toycoder_daemon.stdio", "toycoder_daemon.outbox", "toycoder_daemon.lsp_early", "toycoder_daemon.acp_early",
+    "toycoder_daemon.acp_fast", "toycoder_daemon.editor_frontend", "toycoder_daemon.acp_frontend",
+    "toycoder_daemon.llm.http_stream", "toycoder_daemon.llm.openai_client", "toycoder_daemon.llm.json_codec",
+    "toycoder_daemon.tools.sandbox.probe", "toycoder_daemon.environ_scrub", "toycoder_daemon.logs",
+    # their libraries
+    "pygls.lsp.server", "pygls.protocol", "lsprotocol.types", "lsprotocol.converters", "acp", "acp.schema",
+    "pydantic", "yaml", "orjson", "ssl",
+    # the HTTP stack, also what it imports only at its first request
+    "httpx2", "httpcore2", "anyio", "anyio.streams.tls", "sniffio", "truststore", "httpx", "httpcore",
+)
+IDLE_MINUTES = 30.0
+"""Until a warm daemon reports its config's `daemon.warm_idle_minutes`."""
+READ_TIMEOUT = 2.0
+"""Seconds a connection may take to deliver its message (one slow peer stalls the others)."""
+
+
+def log(text: str) -> None:
+    """A line in the server's log (its stderr). Not the logging module: a root handler set here would
+    be inherited by every child and write beside the daemon's own."""
+    sys.stderr.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} fork server {os.getpid()}: {text}\n")
+    sys.stderr.flush()
+
+
+def preload() -> None:
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as e:  # another tree's module, or a library this install lacks
+            if name.startswith("toycoder_daemon."):
+                log(f"not preloaded: {name}: {e}")
+        except Exception as e:
+            log(f"not preloaded: {name}: {type(e).__name__}: {e}")
+
+
+def threads_problem() -> str | None:
+    """Why forking now would be unsafe, or None: a second thread (Python's or a library's), a loop."""
+    if threading.active_count() != 1:
+        return f"{threading.active_count()} Python threads"
+    try:
+        tasks = len(os.listdir("/proc/self/task"))
+    except OSError:
+        tasks = 1
+    if tasks != 1:
+        return f"{tasks} threads"
+    try:
+        asyncio.get_running_loop()
+        return "an event loop is running"
+    except RuntimeError:
+        return None
+
+
+class Server:
+    def __init__(self, path: str, lock: int, signals: dict[int, Any]):
+        self.path, self.lock, self.signals = path, lock, signals
+        self.listener: socket.socket | None = None
+        self.children: dict[int, tuple[socket.socket | None, int]] = {}
+        """Child pid -> (its launcher's connection, the launcher's pid)."""
+        self.idle_minutes = IDLE_MINUTES
+        self.last_active = time.monotonic()
+        self.started = time.time()
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_w, False)
+        os.set_blocking(self.wake_r, False)
+        self.stop_requested = False
+
+    # -- life -------------------------------------------------------------------------------------
+
+    def listen(self) -> None:
+        with contextlib.suppress(FileNotFoundError):  # we hold the lock: whatever is there is no live server's
+            os.unlink(self.path)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(self.path)  # umask 077: the socket is 0600, in a 0700 directory
+        sock.listen(128)
+        self.listener = sock
+        signal.set_wakeup_fd(self.wake_w)
+        signal.signal(signal.SIGCHLD, lambda s, f: None)  # a handler, so the wake-up fd is written
+        for signum in launcher.FORWARDED:
+            signal.signal(signum, self._on_stop)
+
+    def _on_stop(self, signum: int, frame: Any) -> None:
+        self.stop_requested = True
+
+    def stop_listening(self) -> None:
+        """No more launches: the socket and the lock go now (a new server may start at once); the
+        children still running are reaped and reported before the process exits."""
+        if self.listener is None:
+            return
+        with contextlib.suppress(OSError):  # ours: no other server binds it while we hold the lock
+            os.unlink(self.path)
+        self.listener.close()
+        self.listener = None
+        os.close(self.lock)
+        self.lock = -1
+
+    def run(self) -> None:
+        while True:
+            if self.stop_requested:
+                self.stop_listening()
+            if self.listener is None and not self.children:
+                return
+            poller = select.poll()
+            poller.register(self.wake_r, select.POLLIN)
+            if self.listener is not None:
+                poller.register(self.listener, select.POLLIN)
+            for conn, _ in self.children.values():
+                if conn is not None:
+                    poller.register(conn, select.POLLIN)
+            timeout = None
+            if not self.children and self.listener is not None:
+                left = self.last_active + self.idle_minutes * 60 - time.monotonic()
+                if left <= 0:
+                    log(f"idle for {self.idle_minutes:g} minutes: exiting")
+                    self.stop_listening()
+                    continue
+                timeout = left * 1000
+            for fd, _ in poller.poll(timeout):
+                if fd == self.wake_r:
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(self.wake_r, 512)
+                    self.reap()
+                elif self.listener is not None and fd == self.listener.fileno():
+                    self.accept()
+                else:
+                    self._launcher_spoke(fd)
+            self.reap()
+
+    def _launcher_spoke(self, fd: int) -> None:
+        """A launcher says nothing after the hand-over: this is its end (the child sees it too)."""
+        for pid, (conn, launcher_pid) in self.children.items():
+            if conn is not None and conn.fileno() == fd:
+                conn.close()
+                self.children[pid] = (None, launcher_pid)
+                return
+
+    def reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            conn, _ = self.children.pop(pid, (None, 0))
+            self.last_active = time.monotonic()
+            if conn is not None:
+                try:
+                    conn.settimeout(READ_TIMEOUT)
+                    launcher.send(conn, launcher.EXITED, struct.pack("!i", os.waitstatus_to_exitcode(status)))
+                except OSError:
+                    pass
+                conn.close()
+
+    # -- one connection ---------------------------------------------------------------------------
+
+    def accept(self) -> None:
+        assert self.listener is not None
+        try:
+            conn, _ = self.listener.accept()
+        except OSError:
+            return
+        conn.settimeout(READ_TIMEOUT)
+        keep = False
+        fds: list[int] = []
+        try:
+            pid, uid, _ = launcher.peer(conn)
+            if uid != os.geteuid():
+                log(f"refused a connection from pid {pid}: uid {uid} is not ours")
+                launcher.send(conn, launcher.REFUSED, f"uid {uid} is not the fork server's".encode())
+                return
+            kind, length, fds = launcher.receive_header(conn, max_fds=launcher.LAUNCH_FDS)
+            if kind == launcher.LAUNCH:
+                keep = self.launch(conn, pid, length, fds)
+                fds = []
+            elif kind == launcher.STATUS:
+                launcher.send(conn, launcher.ANSWER, marshal.dumps(self.status()))
+            elif kind == launcher.STOP:
+                log(f"stop asked by pid {pid}")
+                launcher.send(conn, launcher.ANSWER)
+                self.stop_listening()
+            elif kind == launcher.IDLE and 0 < length < 32:
+                body = bytearray(length)
+                if launcher.receive_into(conn, body):
+                    self.idle_minutes = max(0.0, float(body.decode()))
+            elif kind:
+                launcher.send(conn, launcher.REFUSED, b"unknown request")
+        except (OSError, ValueError) as e:
+            log(f"connection dropped: {e}")
+        finally:
+            for fd in fds:
+                os.close(fd)
+            if not keep:
+                conn.close()
+
+    def launch(self, conn: socket.socket, launcher_pid: int, length: int, fds: list[int]) -> bool:
+        """Fork a child for this launch; True when the connection is kept to report its end."""
+        try:
+            if len(fds) != launcher.LAUNCH_FDS or length > launcher.MAX_MESSAGE:
+                launcher.send(conn, launcher.REFUSED, b"a launch brings %d fds and a message" % launcher.LAUNCH_FDS)
+                return False
+            hello = bytearray(length)
+            try:
+                if not launcher.receive_into(conn, hello):
+                    return False
+                problem = threads_problem()
+                if problem:  # never fork like this: say so, and take no more launches
+                    log(f"cannot fork safely ({problem}): refusing launches")
+                    launcher.send(conn, launcher.REFUSED, f"the fork server has {problem}".encode())
+                    self.stop_listening()
+                    return False
+                pid = os.fork()
+                if pid == 0:
+                    child.run(fds, hello, self.signals, lambda: self._release(conn), self._report_idle)
+            finally:
+                hello[:] = bytes(len(hello))  # the launch's environment, keys and all: not kept here
+        finally:
+            for fd in fds:
+                os.close(fd)
+        pidfd = None
+        with contextlib.suppress(OSError):
+            pidfd = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else None
+        self.children[pid] = (conn, launcher_pid)
+        self.last_active = time.monotonic()
+        try:
+            launcher.send(conn, launcher.FORKED, struct.pack("!i", pid), [pidfd] if pidfd is not None else None)
+        except OSError:  # the launcher is gone: its child finds the pipe closed and ends
+            pass
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)
+        return True
+
+    def _release(self, conn: socket.socket) -> None:
+        """In a new child: close everything of the server's (its socket, lock, other launchers)."""
+        if self.listener is not None:
+            self.listener.close()
+        if self.lock >= 0:
+            os.close(self.lock)
+        os.close(self.wake_r)
+        os.close(self.wake_w)
+        for other, _ in self.children.values():
+            if other is not None:
+                other.close()
+        conn.close()
+        self.children.clear()
+
+    def _report_idle(self, minutes: float) -> None:
+        """In a warm daemon: its config's idle limit, sent to this server."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(1.0)
+            sock.connect(self.path)
+            launcher.send(sock, launcher.IDLE, repr(float(minutes)).encode())
+
+    def status(self) -> dict[str, Any]:
+        from .. import __version__
+
+        return {"pid": os.getpid(), "socket": self.path, "version": __version__, "python": sys.version.split()[0],
+                "started": self.started, "idleMinutes": self.idle_minutes,
+                "children": [{"pid": pid, "launcher": lpid} for pid, (_, lpid) in sorted(self.children.items())]}
+
+
+def main(argv: list[str]) -> None:
+    directory, digest = argv
+    signals: dict[int, Any] = {s: signal.getsignal(s) for s in signal.valid_signals()
+               if s not in (signal.SIGKILL, signal.SIGSTOP) and signal.getsignal(s) is not None}
+    os.chdir("/")
+    os.umask(0o077)
+    for name in list(os.environ):  # as the launcher started us; also if someone else did
+        if name not in launcher.SERVER_ENV and not name.startswith("LC_"):
+            del os.environ[name]
+    started = time.monotonic()
+    preload()
+    gc.collect()
+    gc.freeze()  # the children share these pages: their collections leave them untouched
+    path = launcher.socket_path(directory, digest)
+    lock = os.open(path[: -len(".sock")] + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return  # another server for this install is starting or running
+    if launcher.install_hash() != digest:
+        log("the install changed while the server started: exiting (the next cold start starts another)")
+        return
+    server = Server(path, lock, signals)
+    server.listen()
+    log(f"serving {path} (imports took {time.monotonic() - started:.2f} s)")
+    server.run()
+    log("exiting")
