@@ -37,10 +37,13 @@ from typing import Any
 
 import pytest
 from transcripts import FACES, Client, Frame, Launch, Place, Run, compare, normalise
+from warm_helpers import ensure_server
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
-LAUNCHES = [Launch("cold", {"TOYCODER_WARM": "0"})]
+LAUNCHES = [Launch("cold", {"TOYCODER_WARM": "0"}), Launch("warm", {"TOYCODER_WARM": "1"})]
+"""Cold: the daemon runs in the launched process. Warm: this run's fork server (conftest's runtime dir)
+forks it, and `transcripts.running` checks that it did."""
 
 
 def reply(text: str | list[str], *, tool_calls: list[dict[str, Any]] | None = None, **more: Any) -> dict[str, Any]:
@@ -350,7 +353,9 @@ SCENARIOS: dict[str, dict[str, Callable[[Run], Awaitable[None]]]] = {
 
 
 @pytest.fixture(params=LAUNCHES, ids=lambda launch: launch.name)
-def launch(request: pytest.FixtureRequest) -> Launch:
+def launch(request: pytest.FixtureRequest, warm_runtime_dir: Path) -> Launch:
+    if request.param.warm:
+        ensure_server(warm_runtime_dir)
     return request.param  # type: ignore[no-any-return]
 
 

@@ -41,6 +41,7 @@ from typing import Any
 
 import pytest
 from waiting import scaled, wait_until_async
+from warm_helpers import served_warm
 
 from toycoder_daemon import __version__
 from toycoder_daemon.testing.fake_llm import FakeLLM
@@ -60,6 +61,10 @@ class Launch:
     name: str
     env: Mapping[str, str | None]
     command: tuple[str, ...] = (sys.executable, "-m", "toycoder_daemon")
+
+    @property
+    def warm(self) -> bool:
+        return self.env.get("TOYCODER_WARM") == "1"
 
 
 # Everything a launch needs is found from its HOME, as for a user's own start: not from the test
@@ -298,6 +303,8 @@ async def running(face: Face, launch: Launch, place: Place, log: list[dict[str, 
     )
     client = Client(proc, face, log)
     try:
+        if launch.warm:  # a launch that fell back to cold would pass unnoticed: it must be a forked child
+            await wait_until_async(lambda: served_warm(proc.pid), scaled(10), "the launch to be served warm")
         yield client
     finally:
         if proc.returncode is None:

@@ -11,6 +11,8 @@ import contextlib
 import marshal
 import os
 import signal
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -49,6 +51,17 @@ def wait_for_server(directory: Path, timeout: float = 30) -> dict[str, Any]:
     """The status of the server serving in `directory` once there is one (a cold launch starts it)."""
     found = wait_until(lambda: statuses(directory), timeout, f"a fork server serving in {directory}")
     return found[0]
+
+
+def ensure_server(directory: Path) -> dict[str, Any]:
+    """A fork server serves in `directory`: if none does, one launch (cold, its input at once closed)
+    starts it, as a user's first launch does; then wait until it answers."""
+    if not statuses(directory):
+        env = {**os.environ, RUNTIME_VAR: str(directory)}
+        env.pop("TOYCODER_WARM", None)
+        subprocess.run([sys.executable, "-m", "toycoder_daemon"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, env=env, timeout=60, check=False)
+    return wait_for_server(directory)
 
 
 def serving_pid(launcher_pid: int, directory: Path | None = None) -> int:
