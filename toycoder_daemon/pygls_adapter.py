@@ -120,6 +120,8 @@ class QuietClientMistakes(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         msg = record.msg
+        if not isinstance(msg, str):
+            return True
         if msg in QUIET:
             level, line = QUIET[msg]
             log.log(level, line, *(record.args if isinstance(record.args, tuple) else ()))

@@ -39,6 +39,7 @@ from .coalesce import OUTPUT
 from .outbox import Outbox, written
 from .pygls_adapter import PlainMessages, Refused, install
 from .rpc_checks import refusal
+from .server import ToyCoderServer
 from .stdio import FrameWriter, Stream, read_frames
 
 log = logging.getLogger(__name__)
@@ -77,16 +78,16 @@ class Frames:
             return b"\r\n"
         while True:
             body, problem = await self._frames.get()
-            if body is None and problem is None:
-                self._frames.put_nowait((None, None))  # the end stays the end
-                return b""
-            if body is not None and self._admit(body):
-                break
-            if body is None:
+            if body is not None:
+                if self._admit(body):
+                    self._body, self._blank = body, True
+                    return b"Content-Length: %d\r\n" % len(body)
+            elif problem is not None:
                 log.info("refused frame: %s", problem)
                 self.error(None, wire.INVALID_REQUEST, f"Invalid Request: {problem}")
-        self._body, self._blank = body, True
-        return b"Content-Length: %d\r\n" % len(body)
+            else:
+                self._frames.put_nowait((None, None))  # the end stays the end
+                return b""
 
     async def readexactly(self, n: int) -> bytes:
         body, self._body = self._body, b""
@@ -141,7 +142,7 @@ class Frames:
             self.error(error.msg_id, error.error.code, error.error.message or "Invalid params")
 
 
-async def serve(server: Any, stdin: BinaryIO, stdout: Stream, *, on_end: Callable[[], None] | None = None) -> int:
+async def serve(server: ToyCoderServer, stdin: BinaryIO, stdout: Stream, *, on_end: Callable[[], None] | None = None) -> int:
     """Serve until stdin closes or `exit` arrives; returns the process exit code. `on_end` is
     called as soon as the input ends (from the reader thread at EOF: even a stuck loop cannot
     delay it), e.g. to bound how long the process may take to exit. With an Outbox (the daemon's

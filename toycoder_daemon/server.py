@@ -69,6 +69,8 @@ class ToyCoderProtocol(PlainMessages):
 class ToyCoderServer(LanguageServer):
     """pygls' server plus what the handlers and the EditorFrontend need (its `EditorLink`)."""
 
+    protocol: ToyCoderProtocol
+
     def __init__(self, config_path: str | None = None) -> None:
         self.converter = raw_converter()
         super().__init__(
