@@ -340,3 +340,13 @@ async def test_a_late_reply_to_a_cancelled_turns_request_is_ignored(
     await asyncio.wait_for(replied.wait(), scaled(10))
     assert (await daemon.call("toycoder/session/list", {}))["sessions"]  # pygls took the reply, then this
     assert [r for r in caplog.records if r.levelno >= logging.WARNING or "InvalidState" in r.getMessage()] == []
+
+
+async def test_params_pygls_cannot_structure_are_answered_even_with_a_null_id(daemon: Daemon) -> None:
+    with pytest.raises(RpcError) as e:
+        await daemon.call("textDocument/hover", {"textDocument": 5})
+    assert e.value.code == -32602
+    daemon.send_raw(frame({"jsonrpc": "2.0", "id": None, "method": "textDocument/hover", "params": {"x": 1}}))
+    err = await daemon.wait_for(lambda: next((o for o in daemon.orphans if o["error"]["code"] == -32602), None))
+    assert err["id"] is None
+    assert (await daemon.call("toycoder/session/list", {})) == {"sessions": []}

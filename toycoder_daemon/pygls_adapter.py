@@ -56,9 +56,11 @@ class Refused(Exception):
     """A message whose params pygls could not structure: the client's mistake, answered (if it is a
     request) with pygls' error code and message."""
 
-    def __init__(self, msg_id: Any, method: Any, error: JsonRpcException):
+    def __init__(self, message: dict[str, Any], error: JsonRpcException):
         super().__init__(error.message)
-        self.msg_id, self.method, self.error = msg_id, method, error
+        self.msg_id, self.method, self.error = message.get("id"), message.get("method"), error
+        self.request = "id" in message and "method" in message
+        """It asks for an answer (its id may be null)."""
         cause = error.__cause__ or error
         self.reason = (str(cause).splitlines() or [""])[0]
 
@@ -78,7 +80,7 @@ class PlainMessages(LanguageServerProtocol):
         try:
             return super().structure_message(data)
         except JsonRpcException as e:
-            raise Refused(data.get("id"), data.get("method"), e) from e
+            raise Refused(data, e) from e
 
 
 def _refused(record: logging.LogRecord) -> JsonRpcException | None:

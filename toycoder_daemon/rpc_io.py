@@ -138,7 +138,7 @@ class Frames:
         if not isinstance(error, Refused):
             return  # a fault of ours: pygls' loop logged it with its traceback
         log.info("%s refused: %s", error.method or "a response", error.reason)
-        if error.method is not None and error.msg_id is not None:
+        if error.request:
             self.error(error.msg_id, error.error.code, error.error.message or "Invalid params")
 
 
