@@ -350,3 +350,23 @@ async def test_params_pygls_cannot_structure_are_answered_even_with_a_null_id(da
     err = await daemon.wait_for(lambda: next((o for o in daemon.orphans if o["error"]["code"] == -32602), None))
     assert err["id"] is None
     assert (await daemon.call("toycoder/session/list", {})) == {"sessions": []}
+
+
+@pytest.mark.parametrize("where", ["rootUri", "rootPath", "workspaceFolders"])
+def test_the_workspace_root_and_config_come_from_initialize(where: str, workspace: Path, tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("agent:\n  max_steps: 5\n")
+    params: dict[str, Any] = {"processId": None, "capabilities": {}, "rootUri": None,
+                              "initializationOptions": {"configPath": str(config)}}
+    if where == "workspaceFolders":
+        params["workspaceFolders"] = [{"uri": workspace.as_uri(), "name": "w"}]
+    else:
+        params[where] = workspace.as_uri() if where == "rootUri" else str(workspace)
+    ls = make_server()
+    out = Recorder()
+    ls.protocol.set_writer(FrameWriter(out))  # type: ignore[arg-type]
+    ls.protocol.handle_message(ls.protocol.structure_message(
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}))
+    assert [f["id"] for f in out.frames] == [1] and "result" in out.frames[0]
+    assert ls.app is not None and ls.app.workspace.root == workspace.resolve()
+    assert ls.app.config_path == config
