@@ -223,7 +223,7 @@ async def many_sessions(setup: Setup, which: type[Peer] | Row, tokens: int, sess
         await peer.initialize(str(setup.ws))
         sids = [await peer.new_session(str(setup.ws)) for _ in range(sessions)]
         # a running daemon: one of each probe first, so what is timed is requests beside 20 streams,
-        # not a fresh process loading its framework for the first request it cannot answer early
+        # not the first request of each kind in a fresh process
         # (that cost is in the fresh-process tables)
         await peer.cheap_request(sids[0])
         await peer.list_request(sids[0])

@@ -192,8 +192,8 @@ FLOOR = [("interpreter (`-c pass`)", ""),
          ("+ pydantic (one model built), yaml, orjson", "import asyncio, json, logging, yaml, orjson\n" + _MODEL),
          ("+ the HTTP stack (httpx2, httpcore2, anyio's asyncio backend)",
           "import asyncio, json, logging, yaml, orjson\n" + _MODEL + _HTTP),
-         ("the LSP face's imports before its first chunk (lsp_early + the HTTP stack)",
-          "import toycoder_daemon.lsp_early\n" + _HTTP),
+         ("the LSP face's imports before its first chunk (server, rpc_io + the HTTP stack)",
+          "import toycoder_daemon.server, toycoder_daemon.rpc_io\n" + _HTTP),
          ("the ACP face's (acp, the SDK included, + the HTTP stack)", "import toycoder_daemon.acp\n" + _HTTP)]
 
 

@@ -88,16 +88,19 @@ def _after_socket(mod: Any) -> None:
         setattr(sock, name, received)
 
 
-def _after_lsp_early(mod: Any) -> None:
+def _after_lsp_server(mod: Any) -> None:
     stamp("app_imported")
-    frame = mod.EarlyLsp.frame
+
+
+def _after_rpc_io(mod: Any) -> None:
+    put = mod.Frames.put
 
     def traced(self: Any, body: bytes | None, problem: str | None) -> None:
         if body is not None and b'"toycoder/prompt"' in body:
             stamp("prompt")
-        frame(self, body, problem)
+        put(self, body, problem)
 
-    mod.EarlyLsp.frame = traced
+    mod.Frames.put = traced
 
 
 def _after_acp(mod: Any) -> None:
@@ -165,7 +168,8 @@ def _after_futures_thread(mod: Any) -> None:
     mod._WorkItem.run = traced
 
 
-HOOKS = {"toycoder_daemon.outbox": _after_outbox, "socket": _after_socket, "toycoder_daemon.lsp_early": _after_lsp_early,
+HOOKS = {"toycoder_daemon.outbox": _after_outbox, "socket": _after_socket, "toycoder_daemon.server": _after_lsp_server,
+         "toycoder_daemon.rpc_io": _after_rpc_io,
          "toycoder_daemon.acp": _after_acp, "toycoder_daemon.app": _after_app,
          "toycoder_daemon.llm.http_stream": _after_http_stream}
 if PROFILE:

@@ -3,8 +3,7 @@ python-lsp-server's tests build their server on in-memory streams).
 
 * LSP: `start_lsp(config)` -> an `rpc.Daemon` whose "process" is `rpc_io.serve` on a task: bytes
   the test writes go down an os.pipe into the production frame reader (`stdio.read_frames` on its
-  thread), frames the server writes land in the Daemon's stdout reader. pygls answers `initialize`
-  itself here (the fast first answer is the subprocess layer's business).
+  thread), frames the server writes land in the Daemon's stdout reader.
 * ACP: `acp_agent(editor, config)` -> the SDK's ClientSideConnection wired to `serve_acp`: the
   client writes down an os.pipe into the face's stdin reader (its thread), frames the face writes
   land in the client's StreamReader.
@@ -30,7 +29,6 @@ from rpc import Daemon
 from toycoder_daemon.acp import serve_acp
 from toycoder_daemon.rpc_io import serve
 from toycoder_daemon.server import make_server
-from toycoder_daemon.stdio import start_reader
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 
@@ -104,16 +102,18 @@ async def start_lsp(config: Path | None = None) -> Daemon:
     """The LSP face in-process, not yet initialized (call `initialize` on the result)."""
     read_fd, write_fd = os.pipe()
     stdin_r = os.fdopen(read_fd, "rb")
-    inbox = start_reader(stdin_r)
     stdout = asyncio.StreamReader(limit=1 << 26)
     out = _Feed(stdout)
-    task = asyncio.ensure_future(serve(make_server(str(config) if config else None), inbox, out))  # type: ignore[arg-type]
+    task = asyncio.ensure_future(serve(make_server(str(config) if config else None), stdin_r, out))
+
+    stdin = _Stdin(write_fd)
 
     def exited() -> None:
         out.close()
+        stdin.close()  # first: the reader thread, maybe in a read of stdin_r, sees EOF and lets it go
         stdin_r.close()
 
-    return Daemon(InProcess(task, _Stdin(write_fd), stdout, exited))  # type: ignore[arg-type]
+    return Daemon(InProcess(task, stdin, stdout, exited))  # type: ignore[arg-type]
 
 
 class _PipeStdin(asyncio.WriteTransport):

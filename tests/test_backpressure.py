@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from conftest import write_config
-from helpers import held_import, pipe_writers, rss_bytes
+from helpers import pipe_writers, rss_bytes
 from waiting import scaled, wait_until
 from warm_helpers import serving_pid
 
@@ -139,19 +139,13 @@ def stop(c: Client) -> None:
         c.proc.wait()
 
 
-@pytest.mark.parametrize("face", ["lsp", "lsp-early", "acp"])
+@pytest.mark.parametrize("face", ["lsp", "acp"])
 def test_a_client_that_stops_reading_holds_its_turns_not_the_daemon_nor_the_memory(
         face: str, tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
-    """lsp-early: pygls' import is held, so the first turn is the early one (lsp_early.py), which
-    follows the same rule; the second prompt runs early too (the import has not started: an early
-    turn is running), and the import never starts while the two turns are held."""
     llm.add({"text": REPLY, "chunk_size": CHUNK}, {"text": SECOND})
     cfg = write_config(tmp_path / "config.yaml", llm)
-    early = held_import(tmp_path, "lsprotocol") if face == "lsp-early" else None
-    env = early[0] if early else None
-    face = "lsp" if face == "lsp-early" else face
     with open(tmp_path / "daemon.log", "wb") as log:
-        c = Client(["--config", str(cfg)] + (["--acp"] if face == "acp" else []), face == "lsp", log, env)
+        c = Client(["--config", str(cfg)] + (["--acp"] if face == "acp" else []), face == "lsp", log)
         try:
             first, second = start(c, face, workspace, 2)
             baseline = rss_bytes(c.daemon_pid())
@@ -169,7 +163,6 @@ def test_a_client_that_stops_reading_holds_its_turns_not_the_daemon_nor_the_memo
             prompt(c, face, 4, second, "and you?")
             wait_until(lambda: len(llm.requests) >= 2, 30, "the second prompt to reach the model")
             assert unread(fd) == held and pipe_writers(c.daemon_pid())
-            assert not (early and early[1].exists())  # both turns early: nothing wanted pygls
             text: dict[str, list[str]] = {first: [], second: []}
             answers: dict[int, dict[str, Any]] = {}
 

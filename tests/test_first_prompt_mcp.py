@@ -15,9 +15,7 @@ from acp_daemon import AcpDaemon
 from conftest import write_config
 from helpers import processes_with, unique_marker
 from inproc_app import InProc, eventually
-from test_lsp_early import INITIALIZED, HeldDaemon
-from test_lsp_early_import import NEVER_IDLE
-from test_lsp_early_prompt import init, prompt
+from rpc import Daemon
 from waiting import DEFAULT_TIMEOUT, wait_until
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
@@ -48,61 +46,30 @@ def first_turn_had_the_tools(llm: FakeLLM) -> None:
 
 # ---- the LSP face --------------------------------------------------------------------------------
 
-def lsp_first_prompt(tmp_path: Path, workspace: Path, llm: FakeLLM, quiet: float | None) -> None:
+async def test_lsp_first_prompt_offers_and_calls_the_config_mcp_tools(
+        tmp_path: Path, workspace: Path, llm: FakeLLM) -> None:
     tag = unique_marker("toycoder-first-mcp")
     config = write_config(tmp_path / "config.yaml", llm, extra=servers(tag))
     llm.add(ADD, SUM)
-    d = HeldDaemon(tmp_path, config, quiet=quiet)
-    if quiet is None:
-        d.release.touch()  # pygls as soon as the daemon wants it; else held until the prompt is answered
-    seen: list[dict[str, Any]] = []
-
-    def until(test: Any) -> dict[str, Any]:
-        """The first frame, seen already or still to come, that `test` takes."""
-        for m in seen:
-            if test(m):
-                return m
-        while not test(m := d.frames.get(timeout=DEFAULT_TIMEOUT)):
-            seen.append(m)
-        seen.append(m)
-        return m
-
+    d = await Daemon.start("--config", str(config))
     try:
-        d.send(init(workspace, config))
-        d.send(INITIALIZED)
-        d.send({"jsonrpc": "2.0", "id": 1, "method": "toycoder/session/new", "params": {}})
-        sid = until(lambda m: m.get("id") == 1)["result"]["sessionId"]
-        d.send(prompt(2, sid, "add 2 and 40"))
-        assert until(lambda m: m.get("id") == 2 and "method" not in m)["result"]["text"] == "2 + 40 = 42"
+        _, answered = d.request_future("initialize", {"processId": None, "rootUri": workspace.as_uri(),
+                                                      "capabilities": {}})
+        d.notify("initialized", {})
+        sid = (await d.call("toycoder/session/new", {}))["sessionId"]
+        assert "result" in await answered
+        assert (await d.call("toycoder/prompt", {"sessionId": sid, "text": "add 2 and 40"}, timeout=60))["text"] \
+            == "2 + 40 = 42"
         first_turn_had_the_tools(llm)
-        results = [m["params"]["update"] for m in seen if m.get("method") == "toycoder/update"
-                   and m["params"]["update"]["kind"] == "tool_result"]
+        results = [u["update"] for u in d.updates(sid) if u["update"]["kind"] == "tool_result"]
         assert results[0]["status"] == "completed" and results[0]["output"] == "42"
-        # the failures are shown as later ones are: a warning each (they wait for pygls to be written)
-        d.release.touch()
-        for name in ("broken", "mute"):
-            shown = until(lambda m, name=name: m.get("method") == "window/showMessage"
-                          and f"'{name}'" in m["params"]["message"])
-            assert shown["params"]["type"] == 2 and "failed" in shown["params"]["message"]
+        for name in ("broken", "mute"):  # the failures are shown, a warning each
+            shown = await d.wait_for(lambda name=name: [n for n in d.notifications if n["method"] == "window/showMessage"
+                                                        and f"'{name}'" in n["params"]["message"]])
+            assert shown[0]["params"]["type"] == 2 and "failed" in shown[0]["params"]["message"]
     finally:
-        d.release.touch()
-        assert d.proc.stdin is not None
-        d.proc.stdin.close()
-        d.proc.wait(timeout=DEFAULT_TIMEOUT)
-    assert d.proc.returncode == 0
+        assert await d.close() == 0
     wait_until(lambda: processes_with(tag) == [], what="the MCP servers to exit with the daemon")
-
-
-def test_lsp_first_early_prompt_offers_and_calls_the_config_mcp_tools(
-        tmp_path: Path, workspace: Path, llm: FakeLLM) -> None:
-    """pygls held and never idle: the prompt is certainly the early path's."""
-    lsp_first_prompt(tmp_path, workspace, llm, quiet=NEVER_IDLE)
-
-
-def test_lsp_first_prompt_offers_the_config_mcp_tools_whichever_path_takes_it(
-        tmp_path: Path, workspace: Path, llm: FakeLLM) -> None:
-    """The daemon as it ships (its own quiet period; pygls free to come in whenever it wants)."""
-    lsp_first_prompt(tmp_path, workspace, llm, quiet=None)
 
 
 # ---- the ACP face --------------------------------------------------------------------------------

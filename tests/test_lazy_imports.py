@@ -20,16 +20,15 @@ def imported_by(code: str) -> list[str]:
     return modules
 
 
-def test_the_early_faces_import_no_sandbox_sdk_or_http_client() -> None:
-    modules = imported_by("import toycoder_daemon.lsp_early")
-    assert "toycoder_daemon.app" in modules and "toycoder_daemon.tools.shell" in modules
-    heavy = [m for m in modules if m.startswith(("toycoder_daemon.tools.sandbox", "pygls", "lsprotocol", "acp",
-                                                 "httpx", "openai", "mcp"))]
+def test_the_lsp_face_imports_no_sandbox_acp_sdk_or_http_client() -> None:
+    modules = imported_by("import toycoder_daemon.server, toycoder_daemon.rpc_io")
+    assert "toycoder_daemon.app" in modules and "toycoder_daemon.tools.shell" in modules and "pygls" in modules
+    heavy = [m for m in modules if m.startswith(("toycoder_daemon.tools.sandbox", "acp", "httpx", "openai", "mcp"))]
     assert heavy == []
 
 
-def test_the_early_faces_leave_the_shell_analysis_the_search_layer_and_difflib_to_their_first_use() -> None:
-    modules = imported_by("import toycoder_daemon.lsp_early")
+def test_the_faces_leave_the_shell_analysis_the_search_layer_and_difflib_to_their_first_use() -> None:
+    modules = imported_by("import toycoder_daemon.server, toycoder_daemon.rpc_io, toycoder_daemon.acp")
     assert "toycoder_daemon.tools.permission" in modules and "toycoder_daemon.tools.search" in modules
     late = [m for m in modules if m.startswith(("toycoder_daemon.tools.shell_programs", "toycoder_daemon.tools.shell_words",
                                                  "toycoder_daemon.tools.search_rg", "toycoder_daemon.tools.search_scope",
@@ -74,7 +73,7 @@ def test_models_do_not_read_their_field_docstrings_when_created() -> None:
             "seen = []\n"
             "orig = f._update_fields_from_docstrings\n"
             "f._update_fields_from_docstrings = lambda cls, *a, **k: (seen.append(cls.__module__), orig(cls, *a, **k))\n"
-            "import toycoder_daemon.lsp_early, toycoder_daemon.acp\n"
+            "import toycoder_daemon.server, toycoder_daemon.rpc_io, toycoder_daemon.acp\n"
             "print([m for m in seen if m.startswith('toycoder_daemon')])\n"
             "import sys; sys.exit(0)")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -1,25 +1,31 @@
-"""The LSP face in-process: the frame reader on bytes, the dispatcher on a fresh server, and the
-protocol-level errors through the whole face (tests/inproc.py). The subprocess layer
-(test_wire_errors_e2e.py, test_fast_start.py, test_lsp_client.py) keeps startup, framing on a real
+"""The LSP face in-process: the frame reader on bytes, what pygls' loop is given to read (rpc_io.Frames)
+on a fresh server, and the protocol-level errors through the whole face (tests/inproc.py). The
+subprocess layer (test_wire_errors_e2e.py, test_lsp_client.py) keeps startup, framing on a real
 stdin, EOF exit and a real turn."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
+import logging
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import write_call
 from inproc import start_daemon_inproc, start_lsp  # noqa: F401  (in-process LSP face)
 from rpc import Daemon, RpcError, frame
+from waiting import scaled
 
 from toycoder_daemon import protocol as wire
 from toycoder_daemon import server as server_module
-from toycoder_daemon.rpc_io import Dispatcher
+from toycoder_daemon.rpc_io import Frames
 from toycoder_daemon.server import make_server
 from toycoder_daemon.stdio import MAX_CONTENT_LENGTH, FrameWriter, read_frames
+from toycoder_daemon.testing.fake_llm import FakeLLM
 
 # ---- read_frames on bytes --------------------------------------------------------------------
 
@@ -64,11 +70,11 @@ def test_read_frames_stops_at_a_truncated_body() -> None:
     assert frames_of(b"Content-Length: 10\r\n\r\n{\"a\"") == [(None, None)]
 
 
-# ---- the dispatcher on a fresh server ----------------------------------------------------------
+# ---- what pygls' loop reads: rpc_io.Frames on a fresh server ------------------------------------
 
 
 class Recorder:
-    """A FrameWriter target: every frame the dispatcher or pygls writes, parsed."""
+    """A FrameWriter target: every frame written, parsed."""
 
     def __init__(self) -> None:
         self.frames: list[dict[str, Any]] = []
@@ -81,41 +87,62 @@ class Recorder:
         pass
 
 
-def dispatcher() -> tuple[Dispatcher, Recorder, list[bool]]:
+async def read_by_pygls(*items: tuple[Any, Any]) -> tuple[list[bytes], Recorder]:
+    """What pygls' loop reads when the reader thread delivers `items` then EOF: the bodies, each
+    checked to come in the one header form pygls parses; and what was answered instead."""
     out = Recorder()
-    ls = make_server()
-    writer = FrameWriter(out)  # type: ignore[arg-type]
-    ls.protocol.set_writer(writer)
-    exits: list[bool] = []
-    return Dispatcher(ls, writer, lambda: exits.append(True)), out, exits
+    frames = Frames(make_server().protocol, FrameWriter(out))  # type: ignore[arg-type]
+    for body, problem in [*items, (None, None)]:
+        frames.put(json.dumps(body).encode() if isinstance(body, dict) else body, problem)
+    bodies = []
+    while header := await frames.readline():
+        assert re.fullmatch(rb"Content-Length: (\d+)\r\n", header) and await frames.readline() == b"\r\n"
+        bodies.append(await frames.readexactly(int(header.split(b": ")[1])))
+    assert await frames.readline() == b""  # the end stays the end
+    return bodies, out
 
 
-def test_dispatcher_answers_malformed_messages_itself() -> None:
-    d, out, exits = dispatcher()
-    d.frame(b"{not json", None)
-    d.frame(b"[1, 2]", None)
-    d.frame(json.dumps({"id": 3, "method": "x"}).encode(), None)
-    d.frame(json.dumps({"jsonrpc": "2.0", "id": True, "method": "x"}).encode(), None)
-    d.frame(json.dumps({"jsonrpc": "2.0", "id": 4}).encode(), None)
-    d.frame(None, "Content-Length 5 is over the limit")
+def init(msg_id: Any = 0) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": msg_id, "method": "initialize", "params": {"capabilities": {}}}
+
+
+async def test_malformed_messages_are_answered_and_never_reach_pygls() -> None:
+    bodies, out = await read_by_pygls(
+        (b"{not json", None), (b"[1, 2]", None), ({"id": 3, "method": "x"}, None),
+        ({"jsonrpc": "2.0", "id": True, "method": "x"}, None), ({"jsonrpc": "2.0", "id": 4}, None),
+        (None, "Content-Length 5 is over the limit"), (init(), None),
+        ({"jsonrpc": "2.0", "id": 5, "method": "initialized", "params": {}}, None))
+    assert [json.loads(b)["id"] for b in bodies] == [0]
     codes = [(f["id"], f["error"]["code"]) for f in out.frames]
-    assert codes == [(None, -32700), (None, -32600), (3, -32600), (None, -32600), (4, -32600), (None, -32600)]
-    assert exits == []
-    d.frame(None, None)  # EOF
-    assert exits == [True]
+    assert codes == [(None, -32700), (None, -32600), (3, -32600), (None, -32600), (4, -32600), (None, -32600),
+                     (5, -32600)]
 
 
-def test_dispatcher_refuses_requests_before_initialize_and_ignores_notifications() -> None:
-    d, out, _ = dispatcher()
-    d.frame(json.dumps({"jsonrpc": "2.0", "method": "toycoder/whatever"}).encode(), None)
-    d.frame(json.dumps({"jsonrpc": "2.0", "id": 1, "method": wire.SESSION_LIST}).encode(), None)
-    assert [(f["id"], f["error"]["code"]) for f in out.frames] == [(1, wire.SERVER_NOT_INITIALIZED)]
+async def test_before_initialize_requests_are_refused_notifications_dropped_exit_passes() -> None:
+    exit_ = {"jsonrpc": "2.0", "method": "exit"}
+    bodies, out = await read_by_pygls(
+        ({"jsonrpc": "2.0", "method": "toycoder/whatever"}, None),
+        ({"jsonrpc": "2.0", "id": 1, "method": wire.SESSION_LIST}, None),
+        ({"jsonrpc": "2.0", "id": "r", "result": None}, None),  # a response: pygls' to judge
+        (init(2), None), (init(3), None), ({"jsonrpc": "2.0", "id": 4, "method": wire.SESSION_LIST}, None),
+        (exit_, None))
+    assert [json.loads(b).get("id") for b in bodies] == ["r", 2, 4, None]
+    assert [(f["id"], f["error"]["code"]) for f in out.frames] == [(1, wire.SERVER_NOT_INITIALIZED),
+                                                                     (3, wire.INVALID_REQUEST)]
+    assert "already" in out.frames[1]["error"]["message"]
 
 
-def test_dispatcher_exit_notification_stops() -> None:
-    d, _, exits = dispatcher()
-    d.frame(json.dumps({"jsonrpc": "2.0", "method": "exit"}).encode(), None)
-    assert exits == [True]
+async def test_a_body_is_handed_over_as_read_with_its_inner_jsonrpc_objects_counted() -> None:
+    body = b'{"jsonrpc": "2.0", "method": "toycoder/x", "params": {"a": {"jsonrpc": 1}, "b": [{"jsonrpc": 2}]}}'
+    frames = Frames(make_server().protocol, FrameWriter(Recorder()))  # type: ignore[arg-type]
+    frames.put(json.dumps(init()).encode(), None)
+    frames.put(body, None)
+    for expected in (None, body):
+        header = await frames.readline()
+        await frames.readline()
+        got = await frames.readexactly(int(header.split(b": ")[1]))
+        assert expected is None or got == expected
+    assert frames.protocol.inner_messages == 2
 
 
 # ---- through the whole face, in-process --------------------------------------------------------
@@ -230,3 +257,116 @@ async def test_missing_api_key_is_a_clear_provider_error(workspace: Path) -> Non
         assert e.value.code == -32012 and "OPENAI_API_KEY" in e.value.message
     finally:
         assert await d.close() == 0
+
+
+async def test_odd_client_capabilities_do_not_break_the_start(start_daemon: Any, workspace: Path) -> None:
+    d = await start_daemon(init=False)
+    result = await d.call("initialize", {"processId": None, "rootUri": workspace.as_uri(),
+                                         "capabilities": {"textDocument": {"synchronization": "yes"}}})
+    assert result["serverInfo"]["name"] == "toycoder-daemon"
+    assert result["capabilities"]["experimental"]["toycoder"]["protocolVersion"] == wire.PROTOCOL_VERSION
+    d.notify("initialized", {})
+    assert (await d.call("toycoder/session/new", {}))["sessionId"]
+
+
+async def test_an_object_in_the_params_with_a_jsonrpc_key_is_just_data(daemon: Daemon) -> None:
+    info = await daemon.call("toycoder/session/new", {"title": "t", "meta": {"jsonrpc": "2.0", "id": 1},
+                                                      "more": [{"jsonrpc": "2.0", "method": "x"}]})
+    assert info["title"] == "t"
+
+
+async def test_exit_ends_the_face(daemon: Daemon) -> None:
+    daemon.notify("exit")
+    assert await asyncio.wait_for(daemon.proc.wait(), scaled(10)) == 0
+
+
+async def test_a_prompt_cancelled_in_the_same_read_is_answered(daemon: Daemon) -> None:
+    """Esc at once: $/cancelRequest comes before the prompt's handler took its first step."""
+    sid = (await daemon.call("toycoder/session/new", {}))["sessionId"]
+    msg_id = 900
+    fut = asyncio.get_running_loop().create_future()
+    daemon._pending[msg_id] = fut
+    daemon.send_raw(frame({"jsonrpc": "2.0", "id": msg_id, "method": "toycoder/prompt",
+                           "params": {"sessionId": sid, "text": "hi"}})
+                    + frame({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": msg_id}}))
+    answer = await asyncio.wait_for(fut, scaled(10))
+    assert answer["error"]["code"] == wire.REQUEST_CANCELLED
+
+
+async def test_input_ending_answers_what_is_in_flight(daemon: Daemon, llm: FakeLLM, workspace: Path) -> None:
+    """stdin closes while a turn waits for a permission nobody will give and a listing is under way:
+    both are answered before the face ends (the turn as cancelled), and nothing was written."""
+    asked = asyncio.Event()
+
+    async def never(params: dict[str, Any]) -> dict[str, Any]:
+        asked.set()
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    daemon.handlers["toycoder/requestPermission"] = never
+    llm.add(write_call("never.txt", "x"))
+    sid = (await daemon.call("toycoder/session/new", {}))["sessionId"]
+    _, turn = daemon.request_future("toycoder/prompt", {"sessionId": sid, "text": "write"})
+    await asyncio.wait_for(asked.wait(), scaled(10))
+    _, listing = daemon.request_future("toycoder/session/list", {})
+    assert await daemon.close() == 0
+    assert (await asyncio.wait_for(turn, scaled(5)))["result"]["stopReason"] == "cancelled"
+    assert [s["sessionId"] for s in (await asyncio.wait_for(listing, scaled(5)))["result"]["sessions"]] == [sid]
+    assert not (workspace / "never.txt").exists()
+
+
+async def test_a_late_reply_to_a_cancelled_turns_request_is_ignored(
+        daemon: Daemon, llm: FakeLLM, caplog: pytest.LogCaptureFixture) -> None:
+    """pygls 2.1.1 (#621) raised InvalidStateError completing a request future a cancelled handler had
+    cancelled; ours are awaited shielded, so a late reply completes a future nobody waits for."""
+    caplog.set_level(logging.DEBUG)
+    asked: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+    release, replied = asyncio.Event(), asyncio.Event()
+
+    async def late(params: dict[str, Any]) -> dict[str, Any]:
+        asked.set_result(params)
+        await release.wait()
+        replied.set()  # rpc.Daemon writes the reply in this same step, before the test wakes
+        return {"decision": "allow_once"}
+
+    daemon.handlers["toycoder/requestPermission"] = late
+    llm.add(write_call("late.txt", "x"))
+    sid = (await daemon.call("toycoder/session/new", {}))["sessionId"]
+    _, turn = daemon.request_future("toycoder/prompt", {"sessionId": sid, "text": "write"})
+    await asyncio.wait_for(asked, scaled(10))
+    assert (await daemon.call("toycoder/cancel", {"sessionId": sid}))["cancelled"] is True
+    assert (await asyncio.wait_for(turn, scaled(10)))["result"]["stopReason"] == "cancelled"
+    release.set()  # the reply, after the turn ended
+    await asyncio.wait_for(replied.wait(), scaled(10))
+    assert (await daemon.call("toycoder/session/list", {}))["sessions"]  # pygls took the reply, then this
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING or "InvalidState" in r.getMessage()] == []
+
+
+async def test_params_pygls_cannot_structure_are_answered_even_with_a_null_id(daemon: Daemon) -> None:
+    with pytest.raises(RpcError) as e:
+        await daemon.call("textDocument/hover", {"textDocument": 5})
+    assert e.value.code == -32602
+    daemon.send_raw(frame({"jsonrpc": "2.0", "id": None, "method": "textDocument/hover", "params": {"x": 1}}))
+    err = await daemon.wait_for(lambda: next((o for o in daemon.orphans if o["error"]["code"] == -32602), None))
+    assert err["id"] is None
+    assert (await daemon.call("toycoder/session/list", {})) == {"sessions": []}
+
+
+@pytest.mark.parametrize("where", ["rootUri", "rootPath", "workspaceFolders"])
+def test_the_workspace_root_and_config_come_from_initialize(where: str, workspace: Path, tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("agent:\n  max_steps: 5\n")
+    params: dict[str, Any] = {"processId": None, "capabilities": {}, "rootUri": None,
+                              "initializationOptions": {"configPath": str(config)}}
+    if where == "workspaceFolders":
+        params["workspaceFolders"] = [{"uri": workspace.as_uri(), "name": "w"}]
+    else:
+        params[where] = workspace.as_uri() if where == "rootUri" else str(workspace)
+    ls = make_server()
+    out = Recorder()
+    ls.protocol.set_writer(FrameWriter(out))  # type: ignore[arg-type]
+    ls.protocol.handle_message(ls.protocol.structure_message(
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}))
+    assert [f["id"] for f in out.frames] == [1] and "result" in out.frames[0]
+    assert ls.app is not None and ls.app.workspace.root == workspace.resolve()
+    assert ls.app.config_path == config

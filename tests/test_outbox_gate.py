@@ -1,7 +1,7 @@
 """The input gate of the backpressure rule (docs/protocol.md, "Backpressure"), in-process on real
-pipes: above the hard limit only the thread that reads stdin waits (never the event loop, on both
-LSP paths), and a stdin the client closed is still read to EOF, so the face ends (on_end: the exit
-timer) although the client reads nothing. The daemon-level check is in test_backpressure.py."""
+pipes: above the hard limit only the thread that reads stdin waits (never the event loop), and a
+stdin the client closed is still read to EOF, so the face ends (on_end: the exit timer) although
+the client reads nothing. The daemon-level check is in test_backpressure.py."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import pytest
 from conftest import write_config
 from waiting import scaled, wait_until
 
 from toycoder_daemon.acp import serve_acp
-from toycoder_daemon.lsp_early import serve_lsp
 from toycoder_daemon.outbox import Outbox, hung_up
-from toycoder_daemon.stdio import encode_frame, start_reader
+from toycoder_daemon.rpc_io import serve
+from toycoder_daemon.server import make_server
+from toycoder_daemon.stdio import encode_frame
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 
@@ -87,30 +87,26 @@ def test_the_gate_lets_the_reader_go_when_its_input_closes_or_the_client_reads_a
         os.close(fd)
 
 
-@pytest.mark.parametrize("early", [True, False], ids=["lsp_early", "plain"])
 def test_lsp_gate_holds_the_reader_thread_not_the_loop_and_sees_stdin_close(
-        early: bool, workspace: Path, tmp_path: Path, llm: FakeLLM) -> None:
+        workspace: Path, tmp_path: Path, llm: FakeLLM) -> None:
     config = write_config(tmp_path / "config.yaml", llm)
     r, box = stuck_outbox(WatchedOutbox)
     rfd, wfd = os.pipe()
-    inbox = start_reader(os.fdopen(rfd, "rb"))
     init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "processId": None, "rootUri": workspace.as_uri(), "capabilities": {},
         "initializationOptions": {"configPath": str(config)}}}
     os.write(wfd, encode_frame(init))
-    first, _ = inbox.first()
     ended = threading.Event()
     loop = asyncio.new_event_loop()
     done: list[int] = []
 
     def daemon() -> None:  # its own loop and thread: a loop stuck in the gate must not hang the test
-        done.append(loop.run_until_complete(serve_lsp(inbox, box, str(config), answered=first if early else None,
-                                                      on_end=ended.set)))
+        done.append(loop.run_until_complete(serve(make_server(str(config)), os.fdopen(rfd, "rb"), box,
+                                                  on_end=ended.set)))
 
     server = threading.Thread(target=daemon, name="daemon-loop", daemon=True)
     server.start()
     try:
-        wait_until(lambda: inbox.gate is not None, 10, "serve_lsp to gate the reader")
         requests = [{"jsonrpc": "2.0", "method": "initialized", "params": {}},
                     {"jsonrpc": "2.0", "id": 1, "method": "toycoder/session/list", "params": {}},
                     {"jsonrpc": "2.0", "id": 2, "method": "toycoder/commands/list", "params": {}}]

@@ -1,56 +1,44 @@
 """What pygls_adapter relies on in pygls, checked in-process: these fail loudly on a pygls upgrade
-that changes it. Also: our fast initialize answer (stdio.py, written before pygls is imported)
-equals the answer pygls computes for the same params."""
+that changes it. Also that the LSP face reaches no private name of pygls or lsprotocol."""
 
 from __future__ import annotations
 
+import ast
 import inspect
-import json
-from importlib.metadata import version
+import logging
+import re
 from pathlib import Path
-from typing import Any
 
+import pygls.io_
+import pygls.lsp.server
+import pygls.protocol.json_rpc
+import pygls.protocol.language_server
+import pygls.server
+import pygls.workspace.text_document
 import pytest
-from lsprotocol import types
-from pygls.protocol import LanguageServerProtocol, default_converter
-from pytest_lsp import client_capabilities
+from pygls.exceptions import JsonRpcInvalidParams
 
-from toycoder_daemon import __version__, stdio
-from toycoder_daemon.pygls_adapter import PYGLS_VERSION, initialize_without_reply
-from toycoder_daemon.server import make_server
+from toycoder_daemon import pygls_adapter
+from toycoder_daemon.pygls_adapter import QUIET, REFUSED, UNHANDLED, UNSTRUCTURED, Refused
+from toycoder_daemon.server import ToyCoderProtocol, make_server
 
-
-def vscode_caps() -> dict[str, Any]:
-    caps: dict[str, Any] = default_converter().unstructure(client_capabilities("visual-studio-code"),
-                                                           types.ClientCapabilities)
-    return caps
+PACKAGE = Path(pygls_adapter.__file__).parent
+LSP_FACE = ("server.py", "rpc_io.py", "pygls_adapter.py", "lsp_calls.py", "stdio.py", "editor_frontend.py",
+            "lsp_mapping.py", "__main__.py")
 
 
-CAPS: dict[str, Any] = {
-    "minimal": {},
-    "toycoder": {"experimental": {"toycoder": {"permissionRequest": True, "askUser": True}},
-                 "window": {"workDoneProgress": True}},
-    "will save flags": {"textDocument": {"synchronization": {"willSave": True, "willSaveWaitUntil": False}}},
-}
+def _strings(*modules: object) -> set[str]:
+    """Every string literal in these modules' source (adjacent literals joined, as Python joins them)."""
+    return {n.value for m in modules for n in ast.walk(ast.parse(inspect.getsource(m)))  # type: ignore[arg-type]
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)}
 
 
-def test_the_pygls_this_adapter_was_written_for() -> None:
-    assert version("pygls") == PYGLS_VERSION, (
-        "pygls changed: re-check pygls_adapter.py (lsp_initialize's generator protocol, the message "
-        "classes raw_converter hooks) and then update PYGLS_VERSION")
-    # lsp_initialize yields (handler, args, callback) for the user's feature and returns the result
-    assert inspect.isgeneratorfunction(LanguageServerProtocol.lsp_initialize)
-    # QuietClientMistakes overrides these private methods and uses these attributes
-    for name, params in [("_send_handler_result", ["self", "future", "msg_id"]),
-                         ("_handle_request", ["self", "msg_id", "method_name", "params"]),
-                         ("_handle_notification", ["self", "method_name", "params"]),
-                         ("_handle_cancel_notification", ["self", "msg_id"]),
-                         ("_handle_response", ["self", "msg_id", "result", "error"]),
-                         ("_get_handler", ["self", "feature_name"]), ("_send_response", None)]:
-        method = getattr(LanguageServerProtocol, name)
-        if params is not None:
-            assert list(inspect.signature(method).parameters) == params, name
-    assert isinstance(make_server().protocol._request_futures, dict)
+def test_the_records_the_filter_knows_are_still_pygls_records() -> None:
+    logging_modules = (pygls.protocol.json_rpc, pygls.protocol.language_server, pygls.workspace.text_document)
+    strings = _strings(*logging_modules, pygls.io_)
+    assert [fmt for fmt in [*QUIET, *REFUSED, UNSTRUCTURED, UNHANDLED] if fmt not in strings] == []
+    # each module logs on its own name (`logging.getLogger(__name__)`)
+    assert set(pygls_adapter.LOGGERS) == {m.__name__ for m in logging_modules}
 
 
 def test_custom_method_params_stay_plain_dicts() -> None:
@@ -62,16 +50,42 @@ def test_custom_method_params_stay_plain_dicts() -> None:
     assert note.params == {"x": 1}
 
 
-@pytest.mark.parametrize("name", [*CAPS, "visual-studio-code"])
-def test_initialize_without_reply_sets_pygls_up_and_matches_the_fast_answer(name: str, workspace: Path) -> None:
-    caps = vscode_caps() if name == "visual-studio-code" else CAPS[name]
-    params = {"processId": None, "rootUri": workspace.as_uri(), "capabilities": caps}
-    fast = stdio.capabilities(caps)
+def test_objects_inside_a_message_with_a_jsonrpc_key_stay_dicts() -> None:
     ls = make_server()
-    result = initialize_without_reply(ls.protocol, ls.converter, params)
-    answered = json.loads(json.dumps(ls.converter.unstructure(result, types.InitializeResult)))
-    assert answered == {"capabilities": fast, "serverInfo": {"name": "toycoder-daemon", "version": __version__}}
-    # pygls' own state and our INITIALIZE feature ran
-    assert ls.workspace.root_path == str(workspace)
-    assert ls.app is not None and ls.app.workspace.root == workspace.resolve()
-    assert ls.client_capabilities is not None
+    assert isinstance(ls.protocol, ToyCoderProtocol)
+    ls.protocol.inner_messages = 1  # what rpc_io's reader counted in the body
+    inner = {"jsonrpc": "2.0", "id": 7}  # not a message at all: pygls would fail structuring it
+    assert ls.protocol.structure_message(inner) is inner
+    msg = ls.protocol.structure_message({"jsonrpc": "2.0", "id": 1, "method": "toycoder/x", "params": {"i": inner}})
+    assert msg.params == {"i": inner} and ls.protocol.inner_messages == 0
+
+
+def test_params_pygls_cannot_structure_are_refused_with_the_id(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    ls = make_server()
+    with pytest.raises(Refused) as e:
+        ls.protocol.structure_message({"jsonrpc": "2.0", "id": 4, "method": "textDocument/hover", "params": {"x": 1}})
+    assert (e.value.msg_id, e.value.method) == (4, "textDocument/hover")
+    assert isinstance(e.value.error, JsonRpcInvalidParams) and e.value.error.code == -32602
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []  # pygls' traceback is filtered
+
+
+def _private_reaches(path: Path) -> list[str]:
+    """`x._name` where x is not self/cls (nor os: os._exit), and `from pygls|lsprotocol... import _name`."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        private = isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+        if private and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls", "os")):
+            found.append(f"{path.name}:{node.lineno} .{node.attr}")  # type: ignore[attr-defined]
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(("pygls", "lsprotocol")):
+            found += [f"{path.name}:{node.lineno} {a.name}" for a in node.names if a.name.startswith("_")]
+    return found
+
+
+def test_the_lsp_face_reaches_no_private_name_of_pygls() -> None:
+    assert [r for f in LSP_FACE for r in _private_reaches(PACKAGE / f)] == []
+    # our subclasses of pygls' classes touch none of pygls' own private attributes through `self`
+    theirs = {n for m in (pygls.protocol.json_rpc, pygls.protocol.language_server, pygls.server, pygls.lsp.server)
+              for n in re.findall(r"self\.(_\w+)", inspect.getsource(m))}
+    ours = set(re.findall(r"self\.(_\w+)", "".join((PACKAGE / f).read_text() for f in ("server.py", "pygls_adapter.py"))))
+    assert "_request_futures" in theirs and ours & theirs == set()

@@ -85,19 +85,15 @@ _armed = False
 
 
 def _serve_lsp(proto_out: BinaryIO, config_path: str | None) -> int:
-    from .stdio import fast_initialize, start_reader
-
-    inbox = start_reader(sys.stdin.buffer)
-    body, _ = inbox.first()
-    answered = fast_initialize(body, proto_out)  # before the ~0.3 s of the App's imports and pygls'
+    """The LSP face (pygls, rpc_io.py), frames only to proto_out."""
     import asyncio
 
-    from .lsp_early import serve_lsp  # the App: pygls is imported while the first session is answered
     from .outbox import Outbox
+    from .rpc_io import serve
+    from .server import make_server
 
     try:
-        return asyncio.run(serve_lsp(inbox, Outbox(proto_out), config_path, answered=body if answered else None,
-                                     on_end=_exit_soon))
+        return asyncio.run(serve(make_server(config_path), sys.stdin.buffer, Outbox(proto_out), on_end=_exit_soon))
     except KeyboardInterrupt:
         return 130
 

@@ -5,8 +5,9 @@ validated when built)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, TypeVar, cast
 
+from lsprotocol import converters, types
 from pydantic import TypeAdapter
 
 from . import protocol as wire
@@ -33,9 +34,6 @@ from .ports import (
 )
 from .sessions.session import TranscriptEntry
 from .sessions.store import SessionSummary
-
-if TYPE_CHECKING:  # lsprotocol.types costs ~0.35 s: lsp_early.py answers sessions before it is in
-    from lsprotocol import types
 
 _ACTION: TypeAdapter[wire.SwitchAction | wire.QuitAction] = TypeAdapter(wire.Action)
 
@@ -210,7 +208,5 @@ def workspace_edit(uri: str, before: str, after: str, version: int | None = None
 def apply_edit_params(uri: str, before: str, after: str, label: str,
                       version: int | None = None) -> types.ApplyWorkspaceEditParams:
     """workspace/applyEdit's params as pygls sends them (it serialises the method's lsprotocol type)."""
-    from lsprotocol import converters, types
-
     params = {"label": label, "edit": workspace_edit(uri, before, after, version)}
     return converters.get_converter().structure(params, types.ApplyWorkspaceEditParams)

@@ -1,5 +1,5 @@
-"""A session's permission modes (enforced by tools/permission.py). No imports: the fast
-`initialize` answer (stdio.py) lists them before anything heavy is loaded."""
+"""A session's permission modes (enforced by tools/permission.py; the faces list them:
+the LSP face's `initialize` answer, the ACP face's session modes)."""
 
 from __future__ import annotations
 

@@ -1,49 +1,39 @@
-"""Everything the LSP face needs from pygls beyond its documented surface, in one place.
+"""What the LSP face adapts of pygls (written against 2.1.1), through its public surface only.
 
-Written against pygls 2.1.1; tests/test_pygls_adapter.py fails loudly if what these rely on changes:
-
-* `raw_converter`: pygls structures the params of methods it has no type for into namedtuples
-  (`_params_field_structure_hook`); ours stay plain dicts, which the handlers validate with the
-  pydantic wire types (protocol.py). Uses the documented `converter_factory` constructor argument
-  and cattrs' public `register_structure_hook`, but relies on pygls building requests from
-  `JsonRPCRequestMessage` / `JsonRPCNotification` / `JsonRPCResponseMessage`.
-* `initialize_without_reply`: the daemon answers `initialize` before pygls is even imported
-  (stdio.py). pygls still has to set itself up for it (workspace, client capabilities, position
-  encoding) and run our INITIALIZE feature. `LanguageServerProtocol.lsp_initialize` does exactly
-  that; it is a public method written in pygls' handler-generator style (it yields
-  `(handler, args, callback)` for the user's feature and returns the InitializeResult). We drive
-  that generator here instead of sending pygls a wire message, and drop the result it returns
-  (the client already has the same answer).
-* `track_request`, `untrack_request`, `answer_like_pygls`, `shutting_down`: lsp_direct.py answers
-  our own methods without pygls' dispatch, yet keeps their tasks in pygls' `_request_futures` (so
-  `$/cancelRequest` cancels them as it cancels its own), answers their errors and cancellations
-  through `_send_handler_result` (below) as before, and leaves requests after `shutdown` to pygls
-  (`_shutdown`: it ignores them).
-* `QuietClientMistakes`: pygls logs a client's mistakes (bad params, an unknown session, an unknown
-  method, a reply nobody waits for) at ERROR or WARNING, with tracebacks, and reports them as server
-  errors; editors show those lines to their users. This protocol mixin overrides pygls' private
-  `_send_handler_result`, `_handle_request`, `_handle_notification`, `_handle_cancel_notification`,
-  `_handle_response` and mutes its logger inside `structure_message`, so a client's mistake is one
-  line at info or debug (ours) and still gets its error answer; daemon faults (-32603) keep pygls'
-  ERROR with a traceback.
+* `raw_converter` (the documented `converter_factory` constructor argument, cattrs' public
+  `register_structure_hook`): pygls structures the params of methods it has no type for into
+  namedtuples; ours stay plain dicts, which the handlers validate with the pydantic wire types
+  (protocol.py).
+* `PlainMessages`, the protocol class (`protocol_cls`), overrides the public `structure_message`:
+  - params pygls cannot structure (a client's `textDocument/didOpen` with a number for its document,
+    say) raise `Refused`, carrying the message's id and method, for rpc_io's error handler to answer
+    (pygls' loop would log an ERROR with a traceback and answer nothing);
+  - pygls' loop parses each body with `object_hook=structure_message`, so it sees every object in a
+    message, innermost first, and would take an object in the params that merely has a "jsonrpc"
+    key for a message of its own. rpc_io's reader counts those (`inner_messages`) before it hands
+    the body over; they stay dicts.
+* `QuietClientMistakes`: pygls logs a client's mistakes (an unknown method, a refused request, a
+  `$/cancelRequest` for a request already answered, a reply nobody waits for) at WARNING or ERROR,
+  with tracebacks; editors show those lines to their users. This `logging.Filter` on pygls' loggers
+  turns each into one line of ours at info or debug; daemon faults (-32603) keep pygls' ERROR with
+  its traceback. `ToyCoderServer.report_server_error` (a public hook) stays quiet for the same.
+  It recognises pygls' records by their format strings (`QUIET`): tests/test_pygls_adapter.py
+  checks each is still in pygls' source.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Generator, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from cattrs import Converter
-from lsprotocol import converters, types
-from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcMethodNotFound
+from lsprotocol import converters
+from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, LanguageServerProtocol
 
-log = logging.getLogger(__name__)
+from . import protocol_codes as codes
 
-PYGLS_VERSION = "2.1.1"
+log = logging.getLogger(__name__)
 
 
 def raw_converter() -> Converter:
@@ -62,97 +52,98 @@ def raw_converter() -> Converter:
     return c
 
 
-def initialize_without_reply(protocol: LanguageServerProtocol, converter: Converter,
-                             params: dict[str, Any]) -> types.InitializeResult:
-    """Run pygls' own `initialize` handling on already-answered params; returns pygls' answer (for
-    tests to compare with ours). Raises what structuring or our handler raise."""
-    structured = converter.structure(params, types.InitializeParams)
-    steps: Generator[Any, Any, types.InitializeResult] = protocol.lsp_initialize(structured)
-    try:
-        step = next(steps)
-        while True:
-            handler, args, _callback = step
-            step = steps.send(handler(*args))
-    except StopIteration as done:
-        result: types.InitializeResult = done.value
-        return result
+class Refused(Exception):
+    """A message whose params pygls could not structure: the client's mistake, answered (if it is a
+    request) with pygls' error code and message."""
+
+    def __init__(self, message: dict[str, Any], error: JsonRpcException):
+        super().__init__(error.message)
+        self.msg_id, self.method, self.error = message.get("id"), message.get("method"), error
+        self.request = "id" in message and "method" in message
+        """It asks for an answer (its id may be null)."""
+        cause = error.__cause__ or error
+        self.reason = (str(cause).splitlines() or [""])[0]
 
 
-@contextmanager
-def _pygls_muted() -> Iterator[None]:
-    """pygls' own logger says nothing meanwhile (the event loop is single-threaded)."""
-    logger = logging.getLogger("pygls.protocol.json_rpc")
-    mute = logging.Filter("-nothing-")  # passes only records of a logger named so: none
-    logger.addFilter(mute)
-    try:
-        yield
-    finally:
-        logger.removeFilter(mute)
+class PlainMessages(LanguageServerProtocol):
+    """See the module docstring."""
 
-
-class QuietClientMistakes(LanguageServerProtocol):
-    """See the module docstring. Every method defers to pygls but for what is the client's doing."""
-
-    def _send_handler_result(self, future: Any, *, msg_id: Any) -> None:
-        error = None if future.cancelled() else future.exception()
-        if not isinstance(error, JsonRpcException) or isinstance(error, JsonRpcInternalError):
-            super()._send_handler_result(future, msg_id=msg_id)  # a result, a cancel or our fault
-            return
-        self._request_futures.pop(msg_id, None)
-        log.info("request %s refused: %s", msg_id, error.message)
-        self._send_response(msg_id, error=error.to_response_error())
-
-    def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
-        try:
-            self._get_handler(method_name)
-        except JsonRpcMethodNotFound as e:
-            log.info("request %s: unknown method %r", msg_id, method_name)
-            self._send_response(msg_id, None, e.to_response_error())
-            return
-        super()._handle_request(msg_id, method_name, params)
-
-    def _handle_notification(self, method_name: str, params: Any) -> None:
-        if method_name != types.CANCEL_REQUEST:
-            try:
-                self._get_handler(method_name)
-            except JsonRpcMethodNotFound:
-                log.debug("notification for unknown method %r ignored", method_name)
-                return
-        super()._handle_notification(method_name, params)
-
-    def _handle_cancel_notification(self, msg_id: Any) -> None:
-        if msg_id not in self._request_futures:  # it already finished: routine, not a problem
-            log.debug("$/cancelRequest for %r, which is not running", msg_id)
-            return
-        super()._handle_cancel_notification(msg_id)
-
-    def _handle_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
-        future = self._request_futures.get(msg_id)
-        if future is None or (isinstance(future, asyncio.Future) and future.done()):
-            # unknown id, or a late reply to a request we gave up on (pygls 2.1.1 would raise
-            # InvalidStateError setting a result on a done future: upstream #621)
-            self._request_futures.pop(msg_id, None)
-            log.debug("reply to %r ignored: nothing waits for it", msg_id)
-            return
-        super()._handle_response(msg_id, result, error)
+    inner_messages = 0
+    """Objects with a "jsonrpc" key inside the body pygls parses next (set by rpc_io's reader)."""
 
     def structure_message(self, data: dict[str, Any]) -> Any:
-        with _pygls_muted():
+        if "jsonrpc" not in data:
+            return data
+        if self.inner_messages > 0:
+            self.inner_messages -= 1
+            return data
+        try:
             return super().structure_message(data)
+        except JsonRpcException as e:
+            raise Refused(data, e) from e
 
 
-def track_request(protocol: LanguageServerProtocol, msg_id: Any, task: asyncio.Future[Any]) -> None:
-    protocol._request_futures[msg_id] = task  # type: ignore[assignment]  # pygls' own hold asyncio tasks too
+def _refused(record: logging.LogRecord) -> JsonRpcException | None:
+    """The client's JsonRpcException a record carries (a refused request), else None."""
+    error = record.exc_info[1] if record.exc_info else None
+    if isinstance(error, JsonRpcException) and error.code != codes.INTERNAL_ERROR:
+        return error
+    return None
 
 
-def untrack_request(protocol: LanguageServerProtocol, msg_id: Any) -> None:
-    protocol._request_futures.pop(msg_id, None)
+def _first_arg(record: logging.LogRecord) -> Any:
+    return record.args[0] if isinstance(record.args, tuple) and record.args else None
 
 
-def answer_like_pygls(protocol: LanguageServerProtocol, outcome: asyncio.Future[Any], msg_id: Any) -> None:
-    """The answer pygls writes for a request whose handler ended so (an error or a cancel)."""
-    protocol._send_handler_result(outcome, msg_id=msg_id)  # type: ignore[arg-type]  # as for its own tasks
+QUIET: dict[str, tuple[int, str]] = {
+    'Cancel notification for unknown message id "%s"': (logging.DEBUG, "$/cancelRequest for %r, which is not running"),
+    "Ignoring notification for unknown method %r": (logging.DEBUG, "notification for unknown method %r ignored"),
+    'Received response to unknown message id "%s"': (logging.DEBUG, "reply to %r ignored: nothing waits for it"),
+    "Failed to handle request %r, unknown method %r": (logging.INFO, "request %r: unknown method %r"),
+    "Server shutting down. No more requests!": (logging.INFO, "message after shutdown ignored"),
+    "Ignoring work done progress cancel for unknown token %s": (logging.DEBUG, "progress cancel for unknown token %s"),
+    "Unsupported client-provided TextDocumentContentChangeEvent. "
+    "Please update / submit a Pull Request to your LSP client.": (
+        logging.INFO, "a ranged didChange, though text sync is full: its text taken whole"),
+}
+"""pygls' format string -> (our level, our line) for the client's mistakes it logs loudly."""
+
+REFUSED = ('Exception occurred for message "%s"', "Failed to handle request %s %s %s")
+"""pygls' records of a request answered with an error: quiet when that error is the client's."""
+
+UNSTRUCTURED = "Unable to deserialize message\n%s"
+"""pygls' record of params it could not structure: `Refused` is answered and logged by rpc_io."""
+UNHANDLED = "Unable to handle message"
+"""pygls' loop's record of a message that raised (`Refused` among them) while it was handled."""
 
 
-def shutting_down(protocol: LanguageServerProtocol) -> bool:
-    return bool(protocol._shutdown)
+class QuietClientMistakes(logging.Filter):
+    """See the module docstring. Add it to each logger named in LOGGERS (`install`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.msg
+        if not isinstance(msg, str):
+            return True
+        if msg in QUIET:
+            level, line = QUIET[msg]
+            log.log(level, line, *(record.args if isinstance(record.args, tuple) else ()))
+            return False
+        if msg in REFUSED and (error := _refused(record)) is not None:
+            log.info("request %s refused: %s", _first_arg(record), error.message)
+            return False
+        if msg == UNSTRUCTURED:
+            return False
+        return not (msg == UNHANDLED and record.exc_info and isinstance(record.exc_info[1], Refused))
+
+
+LOGGERS = ("pygls.protocol.json_rpc", "pygls.protocol.language_server", "pygls.workspace.text_document")
+"""The loggers pygls logs client mistakes on (each module's own `logging.getLogger(__name__)`)."""
+
+_filter = QuietClientMistakes()
+
+
+def install(*extra: logging.Logger) -> None:
+    """Put the filter on pygls' loggers and `extra` (once each)."""
+    for logger in (*(logging.getLogger(n) for n in LOGGERS), *extra):
+        if _filter not in logger.filters:
+            logger.addFilter(_filter)

@@ -1,18 +1,30 @@
-"""Stdio transport: our own framing in front of pygls' dispatcher.
+"""The LSP face on stdio: pygls' own message loop (`pygls.io_.run_async`) reads every frame,
+dispatches every message and writes every answer; we wrap the two streams it reads and writes.
 
-pygls' reader answers nothing to unparsable JSON and trusts any Content-Length. Ours reads frames
-on a thread (bounded header lines, bounded bodies), answers -32700/-32600/-32002 itself through
-the same FrameWriter pygls writes to, starts our own `toycoder/*` requests itself (lsp_direct.py:
-answered as pygls answers them, a loop pass sooner and without its per-message work) and hands
-the other well-formed messages to the pygls protocol (`structure_message`, `handle_message`) on
-the event loop. EOF on stdin ends the daemon.
+The reader (`Frames`), because pygls' loop trusts any Content-Length (a client could make it
+allocate anything), answers nothing to a body that is not JSON or not a JSON-RPC message, and
+dispatches requests before `initialize` and a second `initialize`. Frames are read by our bounded
+reader (stdio.read_frames, on a thread that the Outbox holds back over its hard limit), and pygls
+gets only well-formed messages, each as `Content-Length: N\\r\\n\\r\\n<body>` (the one header form
+it parses). The rest is answered here, through the writer pygls writes to, with docs/protocol.md's
+codes: -32700 a body that is not JSON; -32600 a refused frame, a body that is no JSON-RPC message,
+a request to a notification method, a second `initialize`; -32002 a request before `initialize`
+(notifications then are dropped). Params pygls cannot structure are answered by `Frames.refused`,
+run_async's error handler (pygls_adapter.Refused).
+
+The writer (stdio.FrameWriter), because the frames go to the Outbox (one writer thread, the
+backpressure rule) and pygls closes its writer on `exit`: the stream stays open until what is
+queued is written.
+
+`exit`: pygls' handler calls sys.exit; the SystemExit ends run_async here, as the end of input
+does. Either way `on_end` (the exit timer) runs at once, the App shuts down, and what is queued is
+written.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import json
 import logging
 import threading
@@ -20,161 +32,153 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from lsprotocol.types import METHOD_TO_TYPES
-from pygls.exceptions import JsonRpcException
+from pygls.io_ import run_async
 
 from . import protocol as wire
 from .coalesce import OUTPUT
-from .lsp_direct import DirectRequests
 from .outbox import Outbox, written
-from .pygls_adapter import initialize_without_reply
+from .pygls_adapter import PlainMessages, Refused, install
 from .rpc_checks import refusal
-from .server import HANDLERS
-from .stdio import FrameWriter, Inbox
+from .server import ToyCoderServer
+from .stdio import FrameWriter, Stream, read_frames
 
 log = logging.getLogger(__name__)
+loop_log = logging.getLogger(__name__ + ".pygls")
+"""The logger pygls' loop logs on (a message that raised): `Refused` is logged here, once, quietly."""
+
+ANSWER_WAIT = 2.0
+"""Seconds the end of input waits for the answers of requests in flight (the daemon's exit timer,
+__main__.EXIT_GRACE, may end it sooner)."""
 
 LSP_NOTIFICATIONS = frozenset(
     [m for m, types in METHOD_TO_TYPES.items() if types[1] is None] + [n.method for n in wire.NOTIFICATIONS])
 """Methods that take no id: a request (with an id) to one of them is refused with an answer."""
 
 
-class Dispatcher:
-    """Runs on the event loop: validate a frame, answer what pygls would not, pass the rest on."""
+class Frames:
+    """pygls' reader (an `io_.AsyncReader`, read on the event loop): the next well-formed message
+    as a header line, a blank line and the body; b"" at the end of input. The reader thread `put`s
+    what it read; whatever pygls must not get is answered here."""
 
-    def __init__(self, server: Any, writer: FrameWriter, on_exit: Callable[[], None],
-                 answered_initialize: bool = False, *, direct: bool = True):
-        self.server = server
-        self.protocol = server.protocol
+    def __init__(self, protocol: PlainMessages, writer: FrameWriter):
+        self.protocol = protocol
         self.writer = writer
-        self.direct = DirectRequests(server, writer.write, HANDLERS) if direct else None
-        """Our own requests, started here (False: through pygls, for tests comparing the two)."""
-        self.on_exit = on_exit
+        self._frames: asyncio.Queue[tuple[bytes | None, str | None]] = asyncio.Queue()
+        self._body = b""
+        self._inner = 0
+        self._blank = False
         self.initialize_seen = False
-        self.answered_initialize = answered_initialize
-        """The client already has our fast answer to its initialize: pygls is only set up for it."""
+
+    def put(self, body: bytes | None, problem: str | None) -> None:
+        self._frames.put_nowait((body, problem))
+
+    async def readline(self) -> bytes:
+        if self._blank:
+            self._blank = False
+            return b"\r\n"
+        while True:
+            body, problem = await self._frames.get()
+            if body is not None:
+                if self._admit(body):
+                    self._body, self._blank = body, True
+                    return b"Content-Length: %d\r\n" % len(body)
+            elif problem is not None:
+                log.info("refused frame: %s", problem)
+                self.error(None, wire.INVALID_REQUEST, f"Invalid Request: {problem}")
+            else:
+                self._frames.put_nowait((None, None))  # the end stays the end
+                return b""
+
+    async def readexactly(self, n: int) -> bytes:
+        body, self._body = self._body, b""
+        self.protocol.inner_messages = self._inner  # pygls parses it right away
+        return body
 
     def error(self, msg_id: Any, code: int, message: str) -> None:
         self.writer.send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}})
 
-    def frame(self, body: bytes | None, problem: str | None) -> None:
-        if body is None:
-            if problem is None:
-                self.on_exit()
-            else:
-                log.info("refused frame: %s", problem)
-                self.error(None, wire.INVALID_REQUEST, f"Invalid Request: {problem}")
-            return
+    def _admit(self, body: bytes) -> bool:
+        """Whether pygls gets this body; if not, it is answered (or dropped, as a notification
+        before `initialize`)."""
+        carriers = 0
+
+        def count(o: dict[str, Any]) -> dict[str, Any]:
+            nonlocal carriers
+            carriers += "jsonrpc" in o
+            return o
+
         try:
-            obj = json.loads(body)
+            obj = json.loads(body, object_hook=count)
         except (ValueError, UnicodeDecodeError, RecursionError) as e:
             log.info("unparsable frame: %s", e)
             self.error(None, wire.PARSE_ERROR, f"Parse error: {e}")
-            return
+            return False
         refused = refusal(obj, LSP_NOTIFICATIONS)
         if refused is not None:
             log.info("refused message: %s", refused.message)
             if refused.code is not None:
                 self.error(refused.msg_id, refused.code, refused.message)
-            return
-        msg_id = obj.get("id")
+            return False
         method = obj.get("method")
-        if method == "exit":
-            self.on_exit()
-            return
         if method == "initialize":
             if self.initialize_seen:  # a second App would orphan the first one's turns and locks
-                self.error(msg_id, wire.INVALID_REQUEST, "Invalid Request: initialize was already done")
-                return
+                self.error(obj.get("id"), wire.INVALID_REQUEST, "Invalid Request: initialize was already done")
+                return False
             self.initialize_seen = True
-            if self.answered_initialize:
-                self.answered_initialize = False
-                try:
-                    initialize_without_reply(self.protocol, self.server.converter, obj.get("params") or {})
-                except Exception:  # the client has its answer; requests will say "not initialized"
-                    log.exception("setting up for the already answered initialize failed")
-                return
-        elif method is not None and not self.initialize_seen:
+        elif method not in (None, "exit") and not self.initialize_seen:
             if "id" in obj:
-                self.error(msg_id, wire.SERVER_NOT_INITIALIZED,
+                self.error(obj["id"], wire.SERVER_NOT_INITIALIZED,
                            f"Server not initialized: send initialize before {method}")
-            return
-        if self.direct is not None and self.direct.takes(obj):
-            self.direct.start(msg_id, method, obj.get("params"))
-            return
-        try:
-            message = self.protocol.structure_message(obj)
-        except JsonRpcException as e:  # params pygls cannot structure: the client's mistake
-            cause = (str(e.__cause__ or e).splitlines() or [""])[0]
-            log.info("%s refused: %s", method, cause)
-            if "id" in obj and method is not None:
-                self.error(msg_id, e.code, e.message or "Invalid params")
-            return
-        try:
-            self.protocol.handle_message(message)
-        except Exception:
-            log.exception("unhandled error while dispatching %s", method)
-            if "id" in obj and method is not None:
-                self.error(msg_id, wire.INTERNAL_ERROR, "Internal error (see the daemon log)")
+            return False
+        self._inner = carriers - 1  # all but the message itself, the last object pygls structures
+        return True
+
+    def refused(self, error: Exception, source: Any) -> None:
+        """run_async's error handler: a message that raised while pygls took it."""
+        if not isinstance(error, Refused):
+            return  # a fault of ours: pygls' loop logged it with its traceback
+        log.info("%s refused: %s", error.method or "a response", error.reason)
+        if error.request:
+            self.error(error.msg_id, error.error.code, error.error.message or "Invalid params")
 
 
-async def serve(server: Any, inbox: Inbox, stdout: BinaryIO | Outbox, *, answered_initialize: bool = False,
-                on_end: Callable[[], None] | None = None) -> int:
+async def serve(server: ToyCoderServer, stdin: BinaryIO, stdout: Stream, *, on_end: Callable[[], None] | None = None) -> int:
     """Serve until stdin closes or `exit` arrives; returns the process exit code. `on_end` is
     called as soon as the input ends (from the reader thread at EOF: even a stuck loop cannot
     delay it), e.g. to bound how long the process may take to exit. With an Outbox (the daemon's
     stdout) frames are written by its thread and the backpressure rule applies; a plain stream
-    (in-process tests) is written on the loop. `deliver` may run on the loop (lsp_early hands
-    frames over from there), so it never waits: the reader thread's gate is serve_lsp's.
-
-    `inbox` is fed by one thread: the reader (each frame a loop callback) or the loop itself
-    (lsp_early, once pygls is in). On the loop a frame is dispatched at once, without a second loop
-    callback (a pass's wait beside streaming turns), unless frames handed over before are still
-    waiting for theirs, which keeps the order; the ones `inbox` held before serve started keep
-    their callbacks (queued ahead of lsp_early's hand-over work, as they were)."""
+    (in-process tests) is written on the loop."""
     loop = asyncio.get_running_loop()
-    loop_thread = threading.get_ident()
-    stopped = asyncio.Event()
     outbox = stdout if isinstance(stdout, Outbox) else None
-    writer = FrameWriter(stdout)  # type: ignore[arg-type]  # an Outbox is the file-like FrameWriter needs
+    writer = FrameWriter(stdout)
     server.protocol.set_writer(writer)
-    dispatcher = Dispatcher(server, writer, stopped.set, answered_initialize)
+    install(loop_log)
+    frames = Frames(server.protocol, writer)
     if outbox is not None:
-        OUTPUT.set(outbox)
-    context = contextvars.copy_context()  # the reader thread's callbacks (and the tasks they start) see OUTPUT
+        OUTPUT.set(outbox)  # pygls runs each message in a copy of this task's context: turns see it
+    try:
+        fd: int | None = stdin.fileno()
+    except (OSError, ValueError):  # io.UnsupportedOperation is both: an in-memory stream
+        fd = None
 
-    waiting = 0
-    """Frames the loop handed over that wait for their callback (only the loop touches this)."""
-    at_once = False
-
-    def queued(body: bytes | None, problem: str | None) -> None:
-        nonlocal waiting
-        waiting -= 1
-        dispatcher.frame(body, problem)
-
-    def deliver(body: bytes | None, problem: str | None) -> None:
-        nonlocal waiting
+    def deliver(body: bytes | None, problem: str | None) -> None:  # on the reader thread
         if body is None and problem is None and on_end is not None:
             on_end()
-        if threading.get_ident() != loop_thread:
-            with contextlib.suppress(RuntimeError):  # the loop is already closed
-                loop.call_soon_threadsafe(dispatcher.frame, body, problem, context=context.copy())
-        elif at_once and not waiting:
-            context.copy().run(dispatcher.frame, body, problem)
-        else:
-            waiting += 1
-            loop.call_soon(queued, body, problem, context=context.copy())
+        with contextlib.suppress(RuntimeError):  # the loop is already closed
+            loop.call_soon_threadsafe(frames.put, body, problem)
 
-    def from_now_on() -> None:
-        nonlocal at_once
-        at_once = True
+    def gate() -> None:
+        if outbox is not None:
+            outbox.wait_input(fd)
 
-    inbox.attach(deliver)
-    loop.call_soon(from_now_on)  # after the callbacks of what `inbox` held (and lsp_early's release)
-    await stopped.wait()
+    threading.Thread(target=read_frames, args=(stdin, deliver, gate), name="stdin-reader", daemon=True).start()
+    with contextlib.suppress(SystemExit):  # pygls' `exit` handler calls sys.exit
+        await run_async(threading.Event(), frames, server.protocol, loop_log, frames.refused)
     if on_end is not None:  # `exit` ends the input too
         on_end()
     log.info("shutting down")
     if server.app is not None:
-        await server.app.shutdown()
+        await server.app.shutdown()  # every turn ends: a prompt's answer is its cancelled turn
+    await server.answered(ANSWER_WAIT)  # requests in flight are answered (the client may still read)
     await written(stdout)  # what is queued goes out (the client may still read) within the exit grace
     return 0

@@ -1,10 +1,9 @@
-"""The LSP-framed JSON-RPC face (pygls): one small typed handler per method, registered from the
-method table in protocol.py by `make_server`.
+"""The LSP-framed JSON-RPC face (pygls): one small typed handler per method, registered as pygls
+features from the method table in protocol.py by `make_server` (rpc_io.py runs it on stdio).
 
-Handlers are `async def` so `$/cancelRequest` reaches them and nothing blocks a pool thread. The
-table's Params type validates what comes in (a bad field is -32602 naming the field); the
-handler's result is dumped through the table's Result type (a mismatch is a daemon bug: logged,
-answered -32603). Core values become wire types in lsp_mapping.py.
+Handlers are `async def` so `$/cancelRequest` reaches them and nothing blocks a pool thread. Each
+is called through lsp_calls.call: params validated by the table's type, core errors mapped,
+the result checked. Core values become wire types in lsp_mapping.py.
 """
 
 from __future__ import annotations
@@ -12,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import lsp_method
+from pygls.uris import to_fs_path
 
 from . import __version__
 from . import lsp_mapping as to_wire
@@ -30,31 +31,13 @@ from .checkpoints import UnknownCheckpoint
 from .commands.builtin import commands
 from .commands.served import with_served
 from .editor_frontend import EditorFrontend
-from .lsp_calls import (
-    RpcError,
-    call,
-    cancel,
-    document_changed,
-    document_closed,
-    document_opened,
-    instant,
-    on_initialized,
-    prompt,
-    session_changed,
-    session_info_changed,
-    session_list,
-    session_load,
-    session_new,
-    workspace_root,
-)
+from .lsp_calls import call, rpc_error
 from .modes import available_modes
-from .pygls_adapter import QuietClientMistakes, raw_converter
+from .pygls_adapter import PlainMessages, install, raw_converter
+from .sessions.session import TranscriptEntry
+from .sessions.store import SessionSummary
 
 log = logging.getLogger(__name__)
-
-
-def rpc_error(code: int, message: str) -> JsonRpcException:
-    return JsonRpcException(message=message, code=code)
 
 
 Handler = Callable[["ToyCoderServer", Any], Awaitable[wire.Wire]]
@@ -65,15 +48,16 @@ def bind(request: wire.Request, handler: Handler) -> Callable[[ToyCoderServer, A
 
     @functools.wraps(handler)
     async def feature(ls: ToyCoderServer, params: Any) -> dict[str, Any]:
-        try:
-            return await call(request, handler, ls, params)
-        except RpcError as e:
-            raise rpc_error(e.code, e.message) from None
+        task = asyncio.current_task()
+        assert task is not None
+        ls.answering.add(task)
+        task.add_done_callback(ls.answering.discard)  # after pygls' own callback, which answers
+        return await call(request, handler, ls, params)
 
     return feature
 
 
-class ToyCoderProtocol(QuietClientMistakes):
+class ToyCoderProtocol(PlainMessages):
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams):  # type: ignore[no-untyped-def]
         result = yield from super().lsp_initialize(params)
@@ -85,6 +69,8 @@ class ToyCoderProtocol(QuietClientMistakes):
 class ToyCoderServer(LanguageServer):
     """pygls' server plus what the handlers and the EditorFrontend need (its `EditorLink`)."""
 
+    protocol: ToyCoderProtocol
+
     def __init__(self, config_path: str | None = None) -> None:
         self.converter = raw_converter()
         super().__init__(
@@ -94,9 +80,15 @@ class ToyCoderServer(LanguageServer):
         self.config_path = config_path
         self.app: App | None = None
         self.client_toycoder: dict[str, Any] = {}
-        self.early_documents: dict[str, tuple[str, int, str]] = {}
-        """Documents lsp_early.py took (didOpen) before pygls was in: uri -> (languageId, version, text)."""
         self.background = Background()
+        self.answering: set[asyncio.Task[Any]] = set()
+        """Requests of the table being answered: the end of input waits for their answers (`answered`)."""
+
+    async def answered(self, timeout: float) -> None:
+        """Wait (at most `timeout`) until every request being answered is: pygls writes each answer
+        in its task's first done callback, before asyncio.wait sees the task done."""
+        if self.answering:
+            await asyncio.wait(set(self.answering), timeout=timeout)
 
     def get_app(self) -> App:
         if self.app is None:
@@ -133,6 +125,8 @@ class ToyCoderServer(LanguageServer):
         self.protocol.notify(method, params)
 
     def send_request(self, method: str, params: Any, msg_id: str) -> asyncio.Future[Any]:
+        # never cancelled: EditorFrontend awaits it shielded (pygls 2.1.1 would raise completing a
+        # cancelled one with a late reply: #621)
         return self.protocol.send_request_async(method, params, msg_id=msg_id)  # type: ignore[no-any-return]
 
     async def progress_create(self, token: str) -> None:
@@ -163,47 +157,117 @@ class ToyCoderServer(LanguageServer):
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
     def report_server_error(self, error: Exception, source: Any) -> None:
-        # pygls reports only daemon faults here: client mistakes are answered quietly (pygls_adapter)
+        if isinstance(error, JsonRpcException) and error.code != wire.INTERNAL_ERROR:
+            return  # a client's mistake, answered and logged quietly (pygls_adapter.QuietClientMistakes)
         log.error("server error (%s): %s", getattr(source, "__name__", source), error)
 
 
 # ---- lifecycle --------------------------------------------------------------------------------
 
+def workspace_root(ls: ToyCoderServer, params: types.InitializeParams) -> str:
+    """pygls' workspace root (rootUri, else rootPath), else the first workspace folder, else the
+    daemon's cwd."""
+    root = ls.workspace.root_path
+    if not root and params.workspace_folders:
+        root = to_fs_path(params.workspace_folders[0].uri)
+    return root or os.getcwd()
+
+
 def on_initialize(ls: ToyCoderServer, params: types.InitializeParams) -> None:
     options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
     experimental = params.capabilities.experimental if isinstance(params.capabilities.experimental, dict) else {}
     ls.client_toycoder = experimental.get("toycoder") or {}
-    if ls.app is None:  # else lsp_early.py opened it from these params while pygls loaded
-        root = workspace_root(params.root_uri, params.root_path, [f.uri for f in params.workspace_folders or []])
-        ls.app = App.open(root, options.get("configPath") or ls.config_path)
-    for uri, (language, version, text) in ls.early_documents.items():  # pygls refuses news of documents it never saw
-        ls.workspace.put_text_document(types.TextDocumentItem(uri=uri, language_id=language, version=version, text=text))
+    ls.app = App.open(workspace_root(ls, params), options.get("configPath") or ls.config_path)
     ls.app.on_notice = ls.show_message
     ls.app.sharing.on_changed = functools.partial(session_changed, ls)
     ls.app.on_session_info = functools.partial(session_info_changed, ls)
     log.info("workspace %s, config %s", ls.app.workspace.root, ls.app.config_path or "(built-in defaults)")
 
 
+def on_initialized(ls: ToyCoderServer, params: Any) -> None:
+    app = ls.get_app()
+    if app.config_error:
+        ls.show_message("error", str(app.config_error))
+    ls.background.run(app.start())
+
+
+def session_changed(ls: ToyCoderServer, session_id: str, entries: list[TranscriptEntry], reset: bool) -> None:
+    """Another daemon added to a session this client has open."""
+    update = wire.SessionChangedUpdate(transcript=[to_wire.transcript_entry(e) for e in entries], reset=reset)
+    ls.notify(wire.UPDATE, wire.UpdateParams(session_id=session_id, turn_id="", update=update).dump())
+
+
+def session_info_changed(ls: ToyCoderServer, summary: SessionSummary, turn_id: str) -> None:
+    update = wire.SessionInfoUpdate(session=to_wire.session_info(summary))
+    ls.notify(wire.UPDATE, wire.UpdateParams(session_id=summary.id, turn_id=turn_id, update=update).dump())
+
+
 # ---- open documents: read_file shows the editor's text, unsaved changes included -------------
+
+def _doc_path(uri: str) -> Path | None:
+    fs = to_fs_path(uri)
+    return Path(fs).resolve() if fs else None
+
 
 def did_open(ls: ToyCoderServer, params: types.DidOpenTextDocumentParams) -> None:
     d = params.text_document
-    document_opened(ls.app, d.uri, d.text, d.version)
+    if ls.app and (p := _doc_path(d.uri)):
+        ls.app.workspace.set_document(p, d.text, d.version)
 
 
 def did_change(ls: ToyCoderServer, params: types.DidChangeTextDocumentParams) -> None:
-    document_changed(ls.app, params.text_document.uri, [c.text for c in params.content_changes],
-                     params.text_document.version)
+    texts = [c.text for c in params.content_changes]
+    if ls.app and (p := _doc_path(params.text_document.uri)) and texts:
+        # full sync; the version is what a versioned workspace/applyEdit is checked against
+        ls.app.workspace.set_document(p, texts[-1], params.text_document.version)
 
 
 def did_close(ls: ToyCoderServer, params: types.DidCloseTextDocumentParams) -> None:
-    document_closed(ls.app, params.text_document.uri)
+    if ls.app and (p := _doc_path(params.text_document.uri)):
+        ls.app.workspace.close_document(p)
 
 
 # ---- toycoder/* handlers (typed params in, typed results out) ---------------------------------
 
-@instant
-def session_delete(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.EmptyResult:
+async def session_new(ls: ToyCoderServer, p: wire.SessionNewParams) -> wire.SessionInfo:
+    return to_wire.session_info(ls.get_app().new_session(p.title).summary())
+
+
+async def session_list(ls: ToyCoderServer, p: wire.EmptyParams) -> wire.SessionList:
+    rows = await asyncio.to_thread(ls.get_app().list_sessions)  # file I/O: never on the event loop
+    return wire.SessionList(sessions=[to_wire.session_info(s) for s in rows])
+
+
+async def session_load(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.SessionLoadResult:
+    s = await ls.get_app().load(p.session_id)  # open here from now on: it hears turns made elsewhere
+    return wire.SessionLoadResult(session=to_wire.session_info(s.summary()),
+                                  transcript=[to_wire.transcript_entry(e) for e in ls.get_app().transcript(s)])
+
+
+async def prompt(ls: ToyCoderServer, p: wire.PromptParams) -> wire.PromptResult:
+    if not p.text.strip():
+        raise rpc_error(wire.INVALID_PARAMS, "Invalid params: text: the prompt is empty")
+    frontends: list[EditorFrontend] = []
+
+    def frontend_for(session_id: str, turn_id: str) -> EditorFrontend:
+        f = EditorFrontend(ls, session_id, turn_id)
+        f.begin_progress()
+        frontends.append(f)
+        return f
+
+    try:
+        outcome = await ls.get_app().prompt(p.session_id, p.text, frontend_for)
+    finally:
+        for f in frontends:  # every update reaches the client before the answer does
+            f.end_progress("done")
+    return to_wire.prompt_result(outcome)
+
+
+async def cancel(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.CancelResult:
+    return wire.CancelResult(cancelled=ls.get_app().cancel(p.session_id))
+
+
+async def session_delete(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.EmptyResult:
     ls.get_app().delete_session(p.session_id)
     return wire.EmptyResult()
 
@@ -213,21 +277,18 @@ async def session_close(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.Emp
     return wire.EmptyResult()
 
 
-@instant
-def session_set_mode(ls: ToyCoderServer, p: wire.SetModeParams) -> wire.SessionInfo:
+async def session_set_mode(ls: ToyCoderServer, p: wire.SetModeParams) -> wire.SessionInfo:
     try:
         return to_wire.session_info(ls.get_app().set_mode(p.session_id, p.mode))
     except ValueError as e:
         raise rpc_error(wire.INVALID_PARAMS, f"Invalid params: mode: {e}") from None
 
 
-@instant
-def tools_list(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.ToolList:
+async def tools_list(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.ToolList:
     return wire.ToolList(tools=[to_wire.tool_info(t) for t in ls.get_app().tool_infos(p.session_id)])
 
 
-@instant
-def tools_set_enabled(ls: ToyCoderServer, p: wire.SetEnabledParams) -> wire.EmptyResult:
+async def tools_set_enabled(ls: ToyCoderServer, p: wire.SetEnabledParams) -> wire.EmptyResult:
     try:
         ls.get_app().set_tool_enabled(p.session_id, p.name, p.enabled)
     except KeyError:
@@ -235,8 +296,7 @@ def tools_set_enabled(ls: ToyCoderServer, p: wire.SetEnabledParams) -> wire.Empt
     return wire.EmptyResult()
 
 
-@instant
-def commands_list(ls: ToyCoderServer, p: wire.EmptyParams) -> wire.CommandList:
+async def commands_list(ls: ToyCoderServer, p: wire.EmptyParams) -> wire.CommandList:
     return wire.CommandList(commands=[to_wire.command_info(c) for c in commands.all()])
 
 
@@ -246,13 +306,11 @@ async def models_list(ls: ToyCoderServer, p: wire.ModelsListParams) -> wire.Mode
     return to_wire.models_result(await with_served(app, app.models_info(p.session_id), session))
 
 
-@instant
-def models_set(ls: ToyCoderServer, p: wire.ModelsSetParams) -> wire.ModelsResult:
+async def models_set(ls: ToyCoderServer, p: wire.ModelsSetParams) -> wire.ModelsResult:
     return to_wire.models_result(ls.get_app().set_model(p.session_id, p.provider, p.model))
 
 
-@instant
-def checkpoint_list(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.CheckpointList:
+async def checkpoint_list(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.CheckpointList:
     return to_wire.checkpoint_list(ls.get_app().checkpoint_list(p.session_id))
 
 
@@ -278,6 +336,7 @@ HANDLERS: dict[str, Handler] = {
 
 def make_server(config_path: str | None = None) -> ToyCoderServer:
     """A fresh server: LSP lifecycle and document features, then every toycoder/* request of the table."""
+    install()
     ls = ToyCoderServer(config_path)
     ls.feature(types.INITIALIZE)(on_initialize)
     ls.feature(types.INITIALIZED)(on_initialized)

@@ -38,10 +38,10 @@ from typing import Any
 from . import child, launcher
 
 PRELOAD = (
-    # our entry, App and faces (the faces' modules are looked up by name: they change between trees)
-    "toycoder_daemon.daemon", "toycoder_daemon.app", "toycoder_daemon.server", "toycoder_daemon.acp",
-    "toycoder_daemon.stdio", "toycoder_daemon.outbox", "toycoder_daemon.lsp_early", "toycoder_daemon.acp_early",
-    "toycoder_daemon.acp_fast", "toycoder_daemon.editor_frontend", "toycoder_daemon.acp_frontend",
+    # our entry, App and faces
+    "toycoder_daemon.daemon", "toycoder_daemon.app", "toycoder_daemon.server", "toycoder_daemon.rpc_io",
+    "toycoder_daemon.acp", "toycoder_daemon.stdio", "toycoder_daemon.outbox", "toycoder_daemon.ndjson",
+    "toycoder_daemon.editor_frontend", "toycoder_daemon.acp_frontend",
     "toycoder_daemon.llm.http_stream", "toycoder_daemon.llm.openai_client", "toycoder_daemon.llm.json_codec",
     "toycoder_daemon.tools.sandbox.probe", "toycoder_daemon.environ_scrub", "toycoder_daemon.logs",
     # their libraries
