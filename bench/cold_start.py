@@ -8,7 +8,7 @@ rotating order, the same interpreter is timed spawn-to-exit on baselines:
 
   python -c "pass"                          interpreter start-up alone
   python -c "import pygls.lsp.server"       the LSP framework the daemon is built on
-  python -c "import toycoder_daemon.server" everything the daemon imports before it serves
+  python -c "import toycoder_daemon.faces.lsp.server" everything the daemon imports before it serves
 
 Every process gets HOME and TOYCODER_DATA_DIR pointing at temp dirs; the daemon gets a config file
 whose provider points at an unused local port (nothing is contacted), or, with --defaults, no
@@ -170,8 +170,8 @@ def main() -> int:
         cases = [
             ('python -c "pass"', lambda: (time_python("pass", env, ws),)),
             ('python -c "import pygls.lsp.server"', lambda: (time_python("import pygls.lsp.server", env, ws),)),
-            ('python -c "import toycoder_daemon.server"',
-             lambda: (time_python("import toycoder_daemon.server", env, ws),)),
+            ('python -c "import toycoder_daemon.faces.lsp.server"',
+             lambda: (time_python("import toycoder_daemon.faces.lsp.server", env, ws),)),
             ("LSP daemon", lambda: time_daemon(daemon_args, env, ws)),
             ("ACP daemon", lambda: time_acp(daemon_args, env, ws)),
         ]

@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from toycoder_daemon.tools import shell  # noqa: E402
-from toycoder_daemon.tools.sandbox import tree  # noqa: E402
+from toycoder_daemon.tools.shell import run_command as shell  # noqa: E402
+from toycoder_daemon.tools.shell.sandbox import tree  # noqa: E402
 
 STUCK = """import ctypes, os, sys, time
 ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER

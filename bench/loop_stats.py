@@ -46,6 +46,6 @@ asyncio.base_events.BaseEventLoop._run_once = timed  # type: ignore[attr-defined
 signal.signal(signal.SIGUSR1, lambda *_: passes.clear())
 signal.signal(signal.SIGUSR2, dump)
 sys.argv[0] = "toycoder_daemon"
-from toycoder_daemon.daemon import main  # noqa: E402
+from toycoder_daemon.faces.main import main  # noqa: E402
 
 main()

@@ -52,7 +52,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 import test_architecture as layers  # noqa: E402
 from inproc_app import InProc  # noqa: E402
 
-from toycoder_daemon.app import App  # noqa: E402
+from toycoder_daemon.app.application import App  # noqa: E402
 
 PACKAGE = ROOT / "toycoder_daemon"
 SKIPPED = str(PACKAGE / "testing")
@@ -77,7 +77,7 @@ APP = {str(Path(sys.modules[c.__module__].__file__ or "").relative_to(PACKAGE))
 def _runtime_modules() -> set[str]:
     """The module of SessionRuntime (none before there was one)."""
     try:
-        from toycoder_daemon.app_runtime import SessionRuntime
+        from toycoder_daemon.app.runtime import SessionRuntime
     except ImportError:
         return set()
     return {str(Path(sys.modules[SessionRuntime.__module__].__file__ or "").relative_to(PACKAGE))}

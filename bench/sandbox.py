@@ -30,10 +30,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from toycoder_daemon.tools.sandbox import cgroups, probe  # noqa: E402
-from toycoder_daemon.tools.sandbox.policy import Policy, plan  # noqa: E402
+from toycoder_daemon.tools.shell.sandbox import cgroups, probe  # noqa: E402
+from toycoder_daemon.tools.shell.sandbox.policy import Policy, plan  # noqa: E402
 
-JOIN = ("import sys; sys.path.append({package!r}); from toycoder_daemon.tools.sandbox import contain, launch; "
+JOIN = ("import sys; sys.path.append({package!r}); from toycoder_daemon.tools.shell.sandbox import contain, launch; "
         "contain.fork_into_cgroup = lambda path: None; sys.exit(launch.main(sys.argv[1:]))")
 """The launcher with clone3 refused: the shell joins its cgroup by a write to cgroup.procs."""
 

@@ -38,10 +38,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from toycoder_daemon.tools import rg as rg_process  # noqa: E402
-from toycoder_daemon.tools import search_rg  # noqa: E402
 from toycoder_daemon.tools.base import ToolContext  # noqa: E402
-from toycoder_daemon.tools.search import glob_search, grep_search  # noqa: E402
+from toycoder_daemon.tools.search import rg as rg_process  # noqa: E402
+from toycoder_daemon.tools.search import rg_runs as search_rg  # noqa: E402
+from toycoder_daemon.tools.search.tools import glob_search, grep_search  # noqa: E402
 from toycoder_daemon.tools.workspace import Workspace  # noqa: E402
 
 WORDS = [

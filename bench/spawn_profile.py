@@ -193,8 +193,8 @@ FLOOR = [("interpreter (`-c pass`)", ""),
          ("+ the HTTP stack (httpx2, httpcore2, anyio's asyncio backend)",
           "import asyncio, json, logging, yaml, orjson\n" + _MODEL + _HTTP),
          ("the LSP face's imports before its first chunk (server, rpc_io + the HTTP stack)",
-          "import toycoder_daemon.server, toycoder_daemon.rpc_io\n" + _HTTP),
-         ("the ACP face's (acp, the SDK included, + the HTTP stack)", "import toycoder_daemon.acp\n" + _HTTP)]
+          "import toycoder_daemon.faces.lsp.server, toycoder_daemon.faces.lsp.transport\n" + _HTTP),
+         ("the ACP face's (acp, the SDK included, + the HTTP stack)", "import toycoder_daemon.faces.acp.agent\n" + _HTTP)]
 
 
 def floor(python: str, env: dict[str, str], runs: int, warmup: int) -> None:

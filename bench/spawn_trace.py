@@ -168,9 +168,10 @@ def _after_futures_thread(mod: Any) -> None:
     mod._WorkItem.run = traced
 
 
-HOOKS = {"toycoder_daemon.outbox": _after_outbox, "socket": _after_socket, "toycoder_daemon.server": _after_lsp_server,
-         "toycoder_daemon.rpc_io": _after_rpc_io,
-         "toycoder_daemon.acp": _after_acp, "toycoder_daemon.app": _after_app,
+HOOKS = {"toycoder_daemon.rpc.outbox": _after_outbox, "socket": _after_socket,
+         "toycoder_daemon.faces.lsp.server": _after_lsp_server,
+         "toycoder_daemon.faces.lsp.transport": _after_rpc_io,
+         "toycoder_daemon.faces.acp.agent": _after_acp, "toycoder_daemon.app.application": _after_app,
          "toycoder_daemon.llm.http_stream": _after_http_stream}
 if PROFILE:
     HOOKS["concurrent.futures.thread"] = _after_futures_thread

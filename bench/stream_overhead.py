@@ -51,7 +51,7 @@ def _dump(*_):
     prof.dump_stats(out)
     print("profile written", flush=True, file=sys.stderr)
 signal.signal(signal.SIGUSR2, _dump)
-from toycoder_daemon.daemon import main
+from toycoder_daemon.faces.main import main
 sys.argv[0] = "toycoder_daemon"
 main()
 """

@@ -26,9 +26,9 @@ from acp.client.connection import ClientSideConnection
 from conftest import write_config
 from rpc import Daemon
 
-from toycoder_daemon.acp import serve_acp
-from toycoder_daemon.rpc_io import serve
-from toycoder_daemon.server import make_server
+from toycoder_daemon.faces.acp.agent import serve_acp
+from toycoder_daemon.faces.lsp.server import make_server
+from toycoder_daemon.faces.lsp.transport import serve
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 

@@ -12,11 +12,11 @@ from typing import Any
 
 from waiting import DEFAULT_TIMEOUT, wait_until_async
 
-from toycoder_daemon.app import App, PromptOutcome
-from toycoder_daemon.config import Config
+from toycoder_daemon.app.application import App, PromptOutcome
+from toycoder_daemon.config.model import Config
+from toycoder_daemon.core.messages import Message
+from toycoder_daemon.core.ports import CommandRunner, Decision, EditApplied, EditorTextUnknown, Event, PermissionRequest
 from toycoder_daemon.llm.base import ChatModel, ChatResponse, RetryNotice
-from toycoder_daemon.messages import Message
-from toycoder_daemon.ports import CommandRunner, Decision, EditApplied, EditorTextUnknown, Event, PermissionRequest
 from toycoder_daemon.sessions.store import SessionStore
 from toycoder_daemon.testing.scripted_model import ScriptedModel
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from helpers import processes_with
 
-from toycoder_daemon.tools.sandbox import cgroups, probe
-from toycoder_daemon.tools.sandbox.policy import Plan, Policy, plan
+from toycoder_daemon.tools.shell.sandbox import cgroups, probe
+from toycoder_daemon.tools.shell.sandbox.policy import Plan, Policy, plan
 
 _probed: dict[str, probe.Support] = {}
 FAKE_DAEMON = ("import json, os, subprocess, sys; spec = json.loads(sys.argv[1]); spec['daemon'] = os.getpid(); "

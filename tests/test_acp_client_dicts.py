@@ -14,11 +14,7 @@ from acp import schema
 from acp.utils import serialize_params
 from inproc_app import InProc
 
-from toycoder_daemon import acp_fs, acp_sessions
-from toycoder_daemon.acp_content import commands_update, replay
-from toycoder_daemon.acp_frontend import AcpFrontend
-from toycoder_daemon.acp_terminal import Terminals
-from toycoder_daemon.ports import (
+from toycoder_daemon.core.ports import (
     ChangedFile,
     CommandRequest,
     Compacted,
@@ -32,6 +28,11 @@ from toycoder_daemon.ports import (
     ToolCallStarted,
     UsageReport,
 )
+from toycoder_daemon.faces.acp import fs as acp_fs
+from toycoder_daemon.faces.acp import sessions as acp_sessions
+from toycoder_daemon.faces.acp.content import commands_update, replay
+from toycoder_daemon.faces.acp.frontend import AcpFrontend
+from toycoder_daemon.faces.acp.terminal import Terminals
 from toycoder_daemon.sessions.session import TranscriptEntry
 
 MODELS: dict[str, type[Any]] = {
@@ -157,7 +158,7 @@ async def test_a_permission_answer_is_read_from_its_dict_and_a_malformed_one_is_
 
 @pytest.mark.parametrize("answer", [{"content": None}, {"content": ["x"]}, "x", None])
 async def test_a_read_answer_without_text_is_unknown(answer: Any) -> None:
-    from toycoder_daemon.ports import EditorTextUnknown
+    from toycoder_daemon.core.ports import EditorTextUnknown
 
     with pytest.raises(EditorTextUnknown, match="no text"):
         await acp_fs.read_text(Recorder({"fs/read_text_file": answer}), "s1", Path("/w/a.py"))

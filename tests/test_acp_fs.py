@@ -15,9 +15,9 @@ from acp import RequestError, text_block
 from acp.schema import ClientCapabilities, FileSystemCapabilities, ReadTextFileResponse, WriteTextFileResponse
 from test_acp import Editor, acp_daemon, acp_face, new_session
 
-from toycoder_daemon import acp_fs
-from toycoder_daemon.acp_client import ClientError
-from toycoder_daemon.ports import EditorTextUnknown
+from toycoder_daemon.core.ports import EditorTextUnknown
+from toycoder_daemon.faces.acp import fs as acp_fs
+from toycoder_daemon.faces.acp.client import ClientError
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 CALC = "def add(a, b):\n    return a + b\n"

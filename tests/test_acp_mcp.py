@@ -19,8 +19,8 @@ from test_acp import acp_daemon, acp_face
 from test_mcp import http_server  # noqa: F401  (the fixture)
 from waiting import wait_until_async
 
-from toycoder_daemon.acp_mcp import check_raw, specs
-from toycoder_daemon.session_mcp import ClientServer
+from toycoder_daemon.app.session_mcp import ClientServer
+from toycoder_daemon.faces.acp.mcp import check_raw, specs
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 SERVER = str(Path(__file__).parent / "mcp_servers" / "toy_server.py")

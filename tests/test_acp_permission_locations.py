@@ -9,9 +9,9 @@ import pytest
 from acp import text_block
 from test_acp import acp_face, new_session
 
-from toycoder_daemon.acp_frontend import first_changed_line
+from toycoder_daemon.faces.acp.frontend import first_changed_line
 from toycoder_daemon.testing.fake_llm import FakeLLM
-from toycoder_daemon.tools.edit import unified_diff
+from toycoder_daemon.tools.files.edit import unified_diff
 
 
 async def test_permission_request_carries_a_relative_location_with_the_line(tmp_path: Path, llm: FakeLLM,

@@ -28,9 +28,9 @@ from helpers import MARKER_VAR, processes_running, processes_with, sleep_command
 from test_acp import Editor, acp_daemon, acp_face, new_session
 from waiting import scaled, wait_until_async
 
-from toycoder_daemon import secrets
+from toycoder_daemon.core.util import secrets
 from toycoder_daemon.testing.fake_llm import FakeLLM
-from toycoder_daemon.tools.sandbox import landlock, probe
+from toycoder_daemon.tools.shell.sandbox import landlock, probe
 
 CAPS = ClientCapabilities(terminal=True)
 ENABLED = "tools: {enabled: [run_command]}\n"

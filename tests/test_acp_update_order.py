@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from inproc_app import InProc, eventually
 
-from toycoder_daemon.acp_client import ClientError
-from toycoder_daemon.acp_frontend import AcpFrontend
-from toycoder_daemon.acp_terminal import Terminals
-from toycoder_daemon.ports import CommandNotStarted, CommandRequest, ToolCallStarted
+from toycoder_daemon.core.ports import CommandNotStarted, CommandRequest, ToolCallStarted
+from toycoder_daemon.faces.acp.client import ClientError
+from toycoder_daemon.faces.acp.frontend import AcpFrontend
+from toycoder_daemon.faces.acp.terminal import Terminals
 
 
 class HeldClient:

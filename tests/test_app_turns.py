@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from inproc_app import InProc, SharedScript, eventually
 
-from toycoder_daemon.errors import ProviderError, SessionBusy
-from toycoder_daemon.ports import ToolCallFinished
+from toycoder_daemon.core.errors import ProviderError, SessionBusy
+from toycoder_daemon.core.ports import ToolCallFinished
 
 
 async def test_streamed_text_equals_final_text(inproc) -> None:
@@ -86,8 +86,8 @@ async def test_provider_error_leaves_a_valid_conversation(inproc) -> None:
 
 
 async def test_no_api_key_is_a_provider_error_before_the_turn(tmp_path: Path, workspace: Path) -> None:
-    from toycoder_daemon.app import App
-    from toycoder_daemon.config import Config
+    from toycoder_daemon.app.application import App
+    from toycoder_daemon.config.model import Config
     from toycoder_daemon.sessions.store import SessionStore
 
     app = App(workspace, Config.model_validate({"providers": {"openai": {"api_keys": []}}}),
@@ -133,8 +133,8 @@ async def test_tool_settings_come_from_the_config(inproc, workspace: Path) -> No
 
 
 async def test_a_broken_config_still_opens_and_reports(tmp_path: Path, workspace: Path) -> None:
-    from toycoder_daemon.app import App
-    from toycoder_daemon.errors import ConfigError
+    from toycoder_daemon.app.application import App
+    from toycoder_daemon.core.errors import ConfigError
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("agent: {max_steps: 0}\n")

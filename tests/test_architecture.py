@@ -1,111 +1,105 @@
-"""The import graph of toycoder_daemon keeps the layers of docs/architecture.md: every import, lazy
-(inside a function) and TYPE_CHECKING ones included, goes in an allowed direction, and no two
-modules need each other."""
+"""The package's tree keeps the layers of docs/architecture.md: every import between subpackages (lazy
+ones inside functions and `if TYPE_CHECKING:` ones included) goes in a direction the table below
+allows, no two subpackages need each other, no two modules need each other, only `__init__` and
+`__main__` sit at the package root, and every subpackage says what it is for."""
 
 from __future__ import annotations
 
 import ast
+import shutil
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "toycoder_daemon"
+NAME = "toycoder_daemon"
 
-# The groups, lowest first, and what each may import besides itself (docs/architecture.md).
-GROUPS: dict[str, tuple[str, ...]] = {
-    "base": ("toycoder_daemon", "toycoder_daemon.ports", "toycoder_daemon.messages", "toycoder_daemon.errors",
-             "toycoder_daemon.secrets", "toycoder_daemon.environ_scrub", "toycoder_daemon.atomic", "toycoder_daemon.logs",
-             "toycoder_daemon.coalesce", "toycoder_daemon.background", "toycoder_daemon.safejson",
-             "toycoder_daemon.modes", "toycoder_daemon.field_docs", "toycoder_daemon.warm.idle",
-             "toycoder_daemon.warm.proc_identity"),
-    "wire": ("toycoder_daemon.protocol", "toycoder_daemon.protocol_base", "toycoder_daemon.protocol_codes",
-             "toycoder_daemon.protocol_checkpoints",
-             "toycoder_daemon.protocol_sessions",
-             "toycoder_daemon.protocol_ts"),
-    "llm": ("toycoder_daemon.llm",),
-    "config": ("toycoder_daemon.config",),
-    "prompts": ("toycoder_daemon.prompts",),
-    "tools": ("toycoder_daemon.tools",),
-    "agent": ("toycoder_daemon.agent",),
-    "sessions": ("toycoder_daemon.sessions",),
-    "checkpoints": ("toycoder_daemon.checkpoints",),
-    "commands": ("toycoder_daemon.commands",),
-    "app": ("toycoder_daemon.app", "toycoder_daemon.app_models", "toycoder_daemon.app_runtime", "toycoder_daemon.factories", "toycoder_daemon.undo",
-            "toycoder_daemon.shared_sessions", "toycoder_daemon.session_mcp"),
-    "faces": ("toycoder_daemon.server", "toycoder_daemon.editor_frontend", "toycoder_daemon.acp",
-              "toycoder_daemon.acp_frontend", "toycoder_daemon.acp_client", "toycoder_daemon.acp_sessions",
-              "toycoder_daemon.acp_fs", "toycoder_daemon.acp_terminal", "toycoder_daemon.acp_content", "toycoder_daemon.acp_mcp", "toycoder_daemon.stdio",
-              "toycoder_daemon.rpc_io", "toycoder_daemon.__main__", "toycoder_daemon.daemon", "toycoder_daemon.warm", "toycoder_daemon.lsp_mapping",
-              "toycoder_daemon.pygls_adapter", "toycoder_daemon.ndjson", "toycoder_daemon.rpc_checks", "toycoder_daemon.outbox",
-              "toycoder_daemon.reply_wait", "toycoder_daemon.lsp_calls",
-              "toycoder_daemon.acp_turn"),
-    "testing": ("toycoder_daemon.testing",),
-    "terminal": ("toycoder_daemon.terminal",),
-}
-CORE = {"base", "llm", "config", "prompts", "tools", "agent", "sessions", "checkpoints", "commands"}
+BELOW_AGENT = {"core", "config", "llm", "tools"}
+CORE = BELOW_AGENT | {"agent", "sessions", "checkpoints", "commands", "prompts"}
 ALLOWED: dict[str, set[str]] = {
-    "base": set(),
-    "wire": {"base"},
-    "llm": {"base"},
-    "config": {"base"},
-    "prompts": {"base"},
-    "tools": {"base"},
-    "agent": {"base", "llm", "tools"},
-    "sessions": {"base", "llm", "tools"},
-    "checkpoints": {"base"},
-    "commands": {"base", "llm", "tools", "sessions"},
+    # core <- config <- llm, tools <- agent <- sessions, checkpoints, commands, prompts <- app <- faces
+    "core": set(),
+    "config": {"core"},
+    "llm": {"core", "config"},
+    "tools": {"core", "config"},
+    "agent": BELOW_AGENT,
+    "prompts": BELOW_AGENT,
+    "sessions": BELOW_AGENT | {"agent"},
+    "checkpoints": BELOW_AGENT | {"agent", "sessions"},
+    "commands": BELOW_AGENT | {"agent", "sessions", "checkpoints", "prompts"},
     "app": CORE,
-    "faces": CORE | {"app", "wire"},
-    "testing": {"base", "llm"},
-    "terminal": {"base", "wire"},  # a client: it speaks the protocol, it never imports the daemon's core
+    # wire <- rpc <- faces; wire takes field docs from config
+    "wire": {"core", "config"},
+    "rpc": {"core", "wire"},
+    "faces": CORE | {"app", "wire", "rpc"},
+    "warm": CORE | {"app", "wire", "rpc", "faces"},  # the fork server preloads the faces
+    "root": {"warm"},  # __main__ hands over to the launcher at once
+    "cli": {"wire"},  # a client: it speaks the protocol and imports nothing else of the daemon
+    "testing": CORE | {"app", "wire", "rpc", "faces", "warm", "cli"},
 }
+"""What each subpackage may import besides itself (the standard library and third parties aside).
+Nothing may import `testing`."""
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+
+@dataclass(frozen=True)
+class Edge:
+    importer: str
+    target: str
+    path: Path
+    line: int
+
+
+def module_name(path: Path, package: Path) -> str:
+    parts = path.relative_to(package.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def modules() -> dict[str, Path]:
-    return {module_name(p): p for p in PACKAGE.rglob("*.py") if "sample_project" not in p.parts}
+def modules(package: Path = PACKAGE) -> dict[str, Path]:
+    return {module_name(p, package): p for p in package.rglob("*.py") if "sample_project" not in p.parts}
 
 
-def imported(name: str, path: Path, known: set[str]) -> Iterator[str]:
-    """Every toycoder_daemon module `path` imports, anywhere in the file."""
-    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        targets: list[str] = []
-        if isinstance(node, ast.Import):
-            targets = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = ".".join(package[: len(package) - node.level + 1] + [node.module or ""]).rstrip(".") \
-                if node.level else (node.module or "")
-            # `from pkg import mod` imports the module pkg.mod; `from mod import name` imports mod
-            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
-        for t in targets:
-            while t and t not in known:
-                t = t.rpartition(".")[0]
-            if t and t != name:
-                yield t
+def edges(package: Path = PACKAGE) -> Iterator[Edge]:
+    """Every import of one of the package's modules, anywhere in a file, with its line."""
+    known = modules(package)
+    for name, path in known.items():
+        parts = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = (".".join(parts[: len(parts) - node.level + 1] + [node.module or ""]).rstrip(".")
+                        if node.level else (node.module or ""))
+                # `from pkg import mod` imports the module pkg.mod; `from mod import name` imports mod
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+            for t in targets:
+                while t and t not in known:
+                    t = t.rpartition(".")[0]
+                if t and t != name:
+                    yield Edge(name, t, path, node.lineno)
 
 
-def graph() -> dict[str, set[str]]:
-    known = modules()
-    return {name: set(imported(name, path, set(known))) for name, path in known.items()}
+def layer(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) == 1 or parts[1] == "__main__":
+        return "root"
+    assert parts[1] in ALLOWED, f"{module} is in no layer: add its subpackage to ALLOWED and docs/architecture.md"
+    return parts[1]
 
 
-def group_of(module: str) -> str:
-    best = ""
-    found = None
-    for group, prefixes in GROUPS.items():
-        for p in prefixes:
-            matches = module == p or (module.startswith(p + ".") and p != "toycoder_daemon")
-            if matches and len(p) > len(best):
-                best, found = p, group
-    assert found is not None, f"{module} is in no layer: add it to GROUPS and docs/architecture.md"
-    return found
+def wrong_directions(package: Path = PACKAGE) -> list[str]:
+    wrong = []
+    for e in edges(package):
+        a, b = layer(e.importer), layer(e.target)
+        if b == "root" and e.target == NAME:  # the package itself: __version__
+            continue
+        if a != b and b not in ALLOWED[a]:
+            wrong.append(f"{e.path.relative_to(package.parent)}:{e.line}: {e.importer} ({a}) imports {e.target} ({b})")
+    return sorted(wrong)
 
 
 def cycles(g: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one module (Tarjan)."""
+    """Strongly connected components with more than one node (Tarjan)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -116,7 +110,7 @@ def cycles(g: dict[str, set[str]]) -> list[list[str]]:
         index[v] = low[v] = len(index)
         stack.append(v)
         on_stack.add(v)
-        for w in g.get(v, ()):
+        for w in sorted(g.get(v, ())):
             if w not in index:
                 visit(w)
                 low[v] = min(low[v], low[w])
@@ -139,29 +133,71 @@ def cycles(g: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def module_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    g: dict[str, set[str]] = {m: set() for m in modules(package)}
+    for e in edges(package):
+        g[e.importer].add(e.target)
+    return g
+
+
+def subpackage_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    g: dict[str, set[str]] = {}
+    for e in edges(package):
+        a, b = layer(e.importer), layer(e.target)
+        if a != b and e.target != NAME:
+            g.setdefault(a, set()).add(b)
+    return g
+
+
 def test_the_graph_is_read() -> None:
-    g = graph()
-    assert "toycoder_daemon.agent.react" in g["toycoder_daemon.app_runtime"]
-    assert "toycoder_daemon.tools.base" in g["toycoder_daemon.tools.files"]
-    assert "toycoder_daemon.llm.openai_client" in g["toycoder_daemon.factories"]  # a lazy import counts
+    g = module_graph()
+    assert "toycoder_daemon.agent.react" in g["toycoder_daemon.app.runtime"]
+    assert "toycoder_daemon.tools.base" in g["toycoder_daemon.tools.files.read"]
+    assert "toycoder_daemon.llm.openai_client" in g["toycoder_daemon.app.factories"]  # a lazy import counts
 
 
 def test_imports_go_in_the_allowed_directions() -> None:
-    wrong = []
-    for importer, targets in graph().items():
-        for target in targets:
-            a, b = group_of(importer), group_of(target)
-            if a != b and b not in ALLOWED[a]:
-                wrong.append(f"{importer} ({a}) imports {target} ({b})")
-    assert not wrong, "\n".join(sorted(wrong))
+    assert wrong_directions() == []
 
 
-def test_no_import_cycles() -> None:
-    assert cycles(graph()) == []
+def test_no_cycles_between_subpackages_nor_modules() -> None:
+    assert cycles(subpackage_graph()) == []
+    assert cycles(module_graph()) == []
 
 
-def test_the_checks_can_fail() -> None:
-    # the cycle finder and the direction table catch what they are meant to catch
+def test_nothing_in_the_package_imports_testing() -> None:
+    assert [f"{e.path.relative_to(PACKAGE.parent)}:{e.line}" for e in edges()
+            if layer(e.target) == "testing" and layer(e.importer) != "testing"] == []
+
+
+def test_only_init_and_main_at_the_root_and_every_subpackage_says_what_it_is_for() -> None:
+    assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py", "__main__.py"]
+    silent = []
+    for init in PACKAGE.rglob("__init__.py"):
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        if init.parent != PACKAGE and "sample_project" not in init.parts and not doc:
+            silent.append(str(init.relative_to(PACKAGE)))
+    assert silent == []
+    top = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    assert top == set(ALLOWED) - {"root"}, "a subpackage the table does not know, or a table row without one"
+
+
+def test_an_upward_import_fails_naming_file_and_line(tmp_path: Path) -> None:
+    # on a throwaway copy of the package: core reaching up into app, and tools into agent
+    copy = tmp_path / NAME
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert wrong_directions(copy) == []
+    errors = copy / "core" / "errors.py"
+    errors.write_text(errors.read_text() + "\n\ndef later():\n    from toycoder_daemon.app import application\n")
+    line = len(errors.read_text().splitlines())
+    base = copy / "tools" / "base.py"
+    base.write_text(base.read_text() + "\nif False:\n    from ..agent import react\n")
+    assert wrong_directions(copy) == [
+        f"{NAME}/core/errors.py:{line}: toycoder_daemon.core.errors (core) imports toycoder_daemon.app.application (app)",
+        f"{NAME}/tools/base.py:{len(base.read_text().splitlines())}: toycoder_daemon.tools.base (tools) imports "
+        "toycoder_daemon.agent.react (agent)",
+    ]
+
+
+def test_the_cycle_finder_can_fail() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-    assert "agent" not in ALLOWED["tools"] and "app" not in ALLOWED["commands"]
-    assert group_of("toycoder_daemon.tools.files") == "tools" and group_of("toycoder_daemon") == "base"

@@ -11,14 +11,14 @@ from typing import Annotated, Any
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
-from toycoder_daemon import factories
+from toycoder_daemon.app import factories
 from toycoder_daemon.tools import arg_schemas
 from toycoder_daemon.tools.base import Tool, ToolContext, tool
-from toycoder_daemon.tools.files import read_file
+from toycoder_daemon.tools.files.read import read_file
 
 
 def test_shipped_schemas_are_what_the_tools_make_now() -> None:
-    # after changing a tool's parameters: python -m toycoder_daemon.factories
+    # after changing a tool's parameters: python -m toycoder_daemon.app.factories
     assert arg_schemas.SCHEMA_FILE.read_text(encoding="utf-8") == factories.tool_schema_file()
 
 

@@ -26,7 +26,7 @@ from helpers import pipe_writers, rss_bytes
 from waiting import scaled, wait_until
 from warm_helpers import serving_pid
 
-from toycoder_daemon.app import App
+from toycoder_daemon.app.application import App
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 ROOT = Path(__file__).resolve().parent.parent

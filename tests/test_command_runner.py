@@ -14,16 +14,16 @@ import pytest
 from helpers import AllowAll
 from inproc_app import InProc, eventually
 
-from toycoder_daemon import secrets
-from toycoder_daemon.acp_client import ClientError
-from toycoder_daemon.acp_terminal import TerminalFailed, TerminalRunner, Terminals, terminal_runner
 from toycoder_daemon.agent.subagent import ChildFrontend
-from toycoder_daemon.ports import CommandNotStarted, CommandOutput, CommandRequest
+from toycoder_daemon.core.ports import CommandNotStarted, CommandOutput, CommandRequest
+from toycoder_daemon.core.util import secrets
+from toycoder_daemon.faces.acp.client import ClientError
+from toycoder_daemon.faces.acp.terminal import TerminalFailed, TerminalRunner, Terminals, terminal_runner
 from toycoder_daemon.tools.base import ToolContext
 from toycoder_daemon.tools.permission import PermissionGate
 from toycoder_daemon.tools.registry import ToolRegistry
-from toycoder_daemon.tools.sandbox import probe
-from toycoder_daemon.tools.shell import run_command
+from toycoder_daemon.tools.shell.run_command import run_command
+from toycoder_daemon.tools.shell.sandbox import probe
 from toycoder_daemon.tools.workspace import Workspace
 
 

@@ -7,7 +7,7 @@ import json
 
 from inproc_app import InProc
 
-from toycoder_daemon.ports import Compacted
+from toycoder_daemon.core.ports import Compacted
 from toycoder_daemon.sessions.context import SUMMARY_PREFIX, split_point
 
 SMALL = {"session": {"max_messages": 6, "compress_keep_recent": 2}}

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from toycoder_daemon.config import Config, data_dir, expand_env, find_config, load_config
-from toycoder_daemon.errors import ConfigError
+from toycoder_daemon.config.model import Config, data_dir, expand_env, find_config, load_config
+from toycoder_daemon.core.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -108,10 +108,10 @@ def test_data_dir_override(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_config_reference_is_current_and_complete() -> None:
-    from toycoder_daemon.config import reference
+    from toycoder_daemon.config.model import reference
 
     text = reference()
-    assert (ROOT / "docs" / "config.md").read_text() == text, "run: python -m toycoder_daemon.config > docs/config.md"
+    assert (ROOT / "docs" / "config.md").read_text() == text, "run: python -m toycoder_daemon.config.model > docs/config.md"
     rows = [line for line in text.splitlines() if line.startswith("| `")]
     assert len(rows) > 40
     undocumented = [r.split("|")[1] for r in rows if not r.rstrip(" |").split("|")[-1].strip()]

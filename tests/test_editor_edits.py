@@ -16,8 +16,8 @@ from inproc import start_daemon_inproc  # noqa: F401  (the LSP face in-process)
 from inproc_app import InProc, eventually
 from rpc import Daemon
 
-from toycoder_daemon.lsp_mapping import workspace_edit
-from toycoder_daemon.ports import EditApplied, PermissionRequest, ToolCallFinished
+from toycoder_daemon.core.ports import EditApplied, PermissionRequest, ToolCallFinished
+from toycoder_daemon.faces.lsp.mapping import workspace_edit
 from toycoder_daemon.testing.fake_llm import FakeLLM
 from toycoder_daemon.tools.workspace import Workspace
 

@@ -11,7 +11,7 @@ from typing import Any
 from inproc_app import InProc
 from test_editor_edits import CALC, edit, one_call
 
-from toycoder_daemon.ports import EditApplied, EditorTextUnknown
+from toycoder_daemon.core.ports import EditApplied, EditorTextUnknown
 
 UNSAVED = CALC + "# typed, not saved\n"
 BOM_BYTES = "\ufeff".encode()

@@ -11,11 +11,11 @@ from waiting import wait_until_async
 
 from toycoder_daemon.agent.react import answer_open_tool_calls, run_turn
 from toycoder_daemon.agent.subagent import ChildFrontend
-from toycoder_daemon.errors import ProviderError
-from toycoder_daemon.ports import PermissionRequest, TextDelta, ToolCallFinished
+from toycoder_daemon.core.errors import ProviderError
+from toycoder_daemon.core.ports import PermissionRequest, TextDelta, ToolCallFinished
 from toycoder_daemon.testing.scripted_model import ScriptedModel
 from toycoder_daemon.tools.base import ToolContext, ToolError, tool
-from toycoder_daemon.tools.files import list_directory, read_file
+from toycoder_daemon.tools.files.read import list_directory, read_file
 from toycoder_daemon.tools.registry import ToolRegistry
 from toycoder_daemon.tools.workspace import Workspace
 

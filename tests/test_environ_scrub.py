@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import proc_dir
 
-from toycoder_daemon import environ_scrub, secrets
+from toycoder_daemon.core.util import environ_scrub, secrets
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the environment block is Linux's")
 

@@ -10,8 +10,8 @@ import pytest
 from helpers import AllowAll
 
 from toycoder_daemon.tools.base import ToolContext
-from toycoder_daemon.tools.edit import edit_file, write_file
-from toycoder_daemon.tools.files import list_directory, read_file
+from toycoder_daemon.tools.files.edit import edit_file, write_file
+from toycoder_daemon.tools.files.read import list_directory, read_file
 from toycoder_daemon.tools.registry import ToolRegistry
 from toycoder_daemon.tools.workspace import Workspace
 

@@ -17,14 +17,14 @@ import pytest
 from helpers import AllowAll
 from waiting import scaled
 
-from toycoder_daemon import secrets
-from toycoder_daemon.atomic import SymlinkInPath, atomic_write
+from toycoder_daemon.core.util import secrets
+from toycoder_daemon.core.util.atomic import SymlinkInPath, atomic_write
 from toycoder_daemon.tools.base import ToolContext
-from toycoder_daemon.tools.edit import edit_file, write_file
 from toycoder_daemon.tools.escape import NAME_NOTE
-from toycoder_daemon.tools.files import LINE_CAP, list_directory, read_file
+from toycoder_daemon.tools.files.edit import edit_file, write_file
+from toycoder_daemon.tools.files.read import LINE_CAP, list_directory, read_file
 from toycoder_daemon.tools.registry import ToolOutcome, ToolRegistry
-from toycoder_daemon.tools.search import glob_search, grep_search
+from toycoder_daemon.tools.search.tools import glob_search, grep_search
 from toycoder_daemon.tools.workspace import Workspace
 
 

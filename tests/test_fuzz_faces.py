@@ -24,8 +24,8 @@ from helpers import rss_bytes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toycoder_daemon import protocol as wire
 from toycoder_daemon.testing.fake_llm import FakeLLM
+from toycoder_daemon.wire import protocol as wire
 
 SLOW = os.environ.get("TOYCODER_SLOW") == "1"
 TARGET_FRAMES = 100_000 if SLOW else 10_000

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from toycoder_daemon.errors import ProviderError
+from toycoder_daemon.core.errors import ProviderError
 from toycoder_daemon.llm.openai_client import OpenAIChatModel
 
 MSGS = [{"role": "user", "content": "hi"}]

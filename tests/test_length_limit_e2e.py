@@ -14,7 +14,7 @@ from helpers import new_session
 from rpc import Daemon
 
 from toycoder_daemon.agent.react import CONTINUE_PROMPT, LENGTH_NOTICE
-from toycoder_daemon.config import Config
+from toycoder_daemon.config.model import Config
 from toycoder_daemon.sessions.context import compact
 from toycoder_daemon.testing.fake_llm import FakeLLM
 from toycoder_daemon.testing.scripted_model import ScriptedModel
@@ -50,7 +50,7 @@ async def test_still_cut_after_two_continuations_ends_with_max_tokens(daemon: Da
 def test_one_shot_exits_4_on_a_cut_reply(tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
     cfg = write_config(tmp_path / "c.yaml", llm)
     llm.add(*({"text": "cut", "finish_reason": "length"} for _ in range(3)))
-    p = subprocess.run([sys.executable, "-m", "toycoder_daemon.terminal", "--config", str(cfg), "-p", "go"],
+    p = subprocess.run([sys.executable, "-m", "toycoder_daemon.cli", "--config", str(cfg), "-p", "go"],
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, cwd=str(workspace))
     assert p.returncode == 4, p.stderr
     assert LENGTH_NOTICE in p.stdout

@@ -10,7 +10,7 @@ from conftest import write_config
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from toycoder_daemon.modes import available_modes
+from toycoder_daemon.core.modes import available_modes
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 

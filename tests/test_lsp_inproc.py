@@ -20,12 +20,12 @@ from inproc import start_daemon_inproc, start_lsp  # noqa: F401  (in-process LSP
 from rpc import Daemon, RpcError, frame
 from waiting import scaled
 
-from toycoder_daemon import protocol as wire
-from toycoder_daemon import server as server_module
-from toycoder_daemon.rpc_io import Frames
-from toycoder_daemon.server import make_server
-from toycoder_daemon.stdio import MAX_CONTENT_LENGTH, FrameWriter, read_frames
+from toycoder_daemon.faces.lsp import server as server_module
+from toycoder_daemon.faces.lsp.server import make_server
+from toycoder_daemon.faces.lsp.transport import Frames
+from toycoder_daemon.rpc.lsp_framing import MAX_CONTENT_LENGTH, FrameWriter, read_frames
 from toycoder_daemon.testing.fake_llm import FakeLLM
+from toycoder_daemon.wire import protocol as wire
 
 # ---- read_frames on bytes --------------------------------------------------------------------
 

@@ -24,13 +24,13 @@ from mcp.client.session import ClientSession
 from mcp.shared.message import SessionMessage
 from waiting import scaled, wait_until_async
 
-from toycoder_daemon import secrets
-from toycoder_daemon.config import McpServerConfig
-from toycoder_daemon.tools import mcp_stdio
+from toycoder_daemon.config.model import McpServerConfig
+from toycoder_daemon.core.util import secrets
 from toycoder_daemon.tools.base import ToolError
-from toycoder_daemon.tools.mcp import McpManager, object_schema, result_text, tool_name
-from toycoder_daemon.tools.mcp_spec import McpServerSpec
-from toycoder_daemon.tools.mcp_stdio import StdioChild, encode_message, parse_line
+from toycoder_daemon.tools.mcp import stdio as mcp_stdio
+from toycoder_daemon.tools.mcp.manager import McpManager, object_schema, result_text, tool_name
+from toycoder_daemon.tools.mcp.spec import McpServerSpec
+from toycoder_daemon.tools.mcp.stdio import StdioChild, encode_message, parse_line
 
 SERVER = str(Path(__file__).parent / "mcp_servers" / "toy_server.py")
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")

@@ -17,7 +17,7 @@ from helpers import processes_with, unique_marker
 from inproc_app import InProc, eventually
 from waiting import DEFAULT_TIMEOUT
 
-from toycoder_daemon.ports import McpWaiting
+from toycoder_daemon.core.ports import McpWaiting
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 SERVER = str(Path(__file__).parent / "mcp_servers" / "toy_server.py")

@@ -17,7 +17,7 @@ from rpc import RpcError
 from test_acp import acp_face
 from test_acp import new_session as acp_new_session
 
-from toycoder_daemon.ports import ToolCallFinished, ToolCallStarted
+from toycoder_daemon.core.ports import ToolCallFinished, ToolCallStarted
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 RUN = {"tools": {"enabled": ["run_command"]}}

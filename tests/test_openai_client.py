@@ -7,8 +7,8 @@ import time
 import pytest
 from waiting import scaled
 
-from toycoder_daemon import secrets
-from toycoder_daemon.errors import ProviderError
+from toycoder_daemon.core.errors import ProviderError
+from toycoder_daemon.core.util import secrets
 from toycoder_daemon.llm.openai_client import KeyPool, OpenAIChatModel
 from toycoder_daemon.testing.fake_llm import FakeLLM
 

@@ -9,7 +9,7 @@ import threading
 
 from waiting import wait_until, wait_until_async
 
-from toycoder_daemon.outbox import Outbox
+from toycoder_daemon.rpc.outbox import Outbox
 
 
 def pipe() -> tuple[int, object]:

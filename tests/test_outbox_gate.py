@@ -15,11 +15,11 @@ from typing import Any
 from conftest import write_config
 from waiting import scaled, wait_until
 
-from toycoder_daemon.acp import serve_acp
-from toycoder_daemon.outbox import Outbox, hung_up
-from toycoder_daemon.rpc_io import serve
-from toycoder_daemon.server import make_server
-from toycoder_daemon.stdio import encode_frame
+from toycoder_daemon.faces.acp.agent import serve_acp
+from toycoder_daemon.faces.lsp.server import make_server
+from toycoder_daemon.faces.lsp.transport import serve
+from toycoder_daemon.rpc.lsp_framing import encode_frame
+from toycoder_daemon.rpc.outbox import Outbox, hung_up
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 

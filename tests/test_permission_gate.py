@@ -10,7 +10,7 @@ from pathlib import Path
 from helpers import write_call
 from inproc_app import InProc, eventually
 
-from toycoder_daemon.ports import ToolCallFinished
+from toycoder_daemon.core.ports import ToolCallFinished
 
 
 def results(p: InProc, sid: str) -> list[ToolCallFinished]:
@@ -101,7 +101,8 @@ async def test_a_run_command_call_is_judged_once(inproc, monkeypatch) -> None:
     # The gate's analysis of a call (a deny rule on run_command judges the programs the command runs;
     # the sandbox escalation check) ran for every question about one call: announcing it
     # (will_ask), before its preview and in the gate's check, twice each. One call is judged once.
-    from toycoder_daemon.tools import permission, shell_programs
+    from toycoder_daemon.tools import permission
+    from toycoder_daemon.tools.shell import programs as shell_programs
 
     analysed: list[str] = []
     escalations: list[dict[str, object]] = []

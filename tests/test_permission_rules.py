@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from helpers import AllowAll
 
-from toycoder_daemon.ports import PermissionRequest
+from toycoder_daemon.core.ports import PermissionRequest
 from toycoder_daemon.tools.base import ToolContext
-from toycoder_daemon.tools.edit import edit_file, write_file
+from toycoder_daemon.tools.files.edit import edit_file, write_file
 from toycoder_daemon.tools.permission import PermissionGate, Rule
-from toycoder_daemon.tools.shell import run_command
+from toycoder_daemon.tools.shell.run_command import run_command
 from toycoder_daemon.tools.workspace import Workspace
 
 

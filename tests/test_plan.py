@@ -14,7 +14,7 @@ from inproc_app import InProc
 from test_acp import acp_face
 from test_acp import new_session as acp_new_session
 
-from toycoder_daemon.ports import PlanUpdated, ToolCallFinished
+from toycoder_daemon.core.ports import PlanUpdated, ToolCallFinished
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 

@@ -18,13 +18,13 @@ from test_acp import new_session as acp_new_session
 from test_plan import plan_call
 from test_planner_plan import PLANNER_ANSWER, SEEDED, planner_call, shown
 
-from toycoder_daemon.ports import PlanEntry, PlanUpdated
+from toycoder_daemon.core.ports import PlanEntry, PlanUpdated
 from toycoder_daemon.sessions.context import compact
 from toycoder_daemon.sessions.session import Session, TranscriptEntry
 from toycoder_daemon.testing.fake_llm import FakeLLM
 from toycoder_daemon.testing.scripted_model import ScriptedModel
-from toycoder_daemon.tools.plan import session_plan
-from toycoder_daemon.tools.plan_text import listing, seeded
+from toycoder_daemon.tools.plan.text import listing, seeded
+from toycoder_daemon.tools.plan.tool import session_plan
 from toycoder_daemon.tools.registry import ToolRegistry
 
 IN_PROGRESS = [("read the code", "completed"), ("fix the bug", "in_progress"), ("run the tests", "pending")]

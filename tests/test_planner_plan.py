@@ -18,9 +18,9 @@ from test_acp import new_session as acp_new_session
 from test_plan import plan_call
 
 from toycoder_daemon.agent.subagent import plan_progress
-from toycoder_daemon.ports import PlanUpdated, ToolCallStarted
+from toycoder_daemon.core.ports import PlanUpdated, ToolCallStarted
 from toycoder_daemon.testing.fake_llm import FakeLLM
-from toycoder_daemon.tools.plan_text import MAX_CONTENT, MAX_STEPS, plan_from_text
+from toycoder_daemon.tools.plan.text import MAX_CONTENT, MAX_STEPS, plan_from_text
 
 
 def steps(text: str) -> list[tuple[str, str]]:

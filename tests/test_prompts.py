@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from rpc import Daemon
 
-from toycoder_daemon.errors import ConfigError
+from toycoder_daemon.core.errors import ConfigError
 from toycoder_daemon.prompts.manager import AGENTS_MD_MAX, PromptManager
 
 

@@ -6,8 +6,8 @@ import json
 import re
 from pathlib import Path
 
-from toycoder_daemon import protocol as wire
-from toycoder_daemon.server import make_server
+from toycoder_daemon.faces.lsp.server import make_server
+from toycoder_daemon.wire import protocol as wire
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = (ROOT / "docs" / "protocol.md").read_text()
@@ -47,7 +47,7 @@ def test_every_update_kind_is_documented() -> None:
 
 def test_schema_export_is_current() -> None:
     exported = json.loads((ROOT / "docs" / "protocol.schema.json").read_text())
-    assert exported == wire.json_schema(), "run: python -m toycoder_daemon.protocol > docs/protocol.schema.json"
+    assert exported == wire.json_schema(), "run: python -m toycoder_daemon.wire.protocol > docs/protocol.schema.json"
 
 
 def test_the_command_list_names_every_command_and_only_what_the_repository_has() -> None:

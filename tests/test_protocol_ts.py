@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from toycoder_daemon import protocol as wire
-from toycoder_daemon.protocol_ts import generate, ts_type
+from toycoder_daemon.wire import protocol as wire
+from toycoder_daemon.wire.typescript import generate, ts_type
 
 TS = Path(__file__).resolve().parent.parent / "clients" / "vscode" / "src" / "shared" / "protocol.ts"
 
 
 def test_generated_typescript_is_current() -> None:
     assert TS.read_text() == generate(), (
-        "stale: python -m toycoder_daemon.protocol_ts > clients/vscode/src/shared/protocol.ts")
+        "stale: python -m toycoder_daemon.wire.typescript > clients/vscode/src/shared/protocol.ts")
 
 
 def test_every_table_type_and_method_is_in_the_typescript() -> None:

@@ -18,9 +18,9 @@ import pygls.workspace.text_document
 import pytest
 from pygls.exceptions import JsonRpcInvalidParams
 
-from toycoder_daemon import pygls_adapter
-from toycoder_daemon.pygls_adapter import QUIET, REFUSED, UNHANDLED, UNSTRUCTURED, Refused
-from toycoder_daemon.server import ToyCoderProtocol, make_server
+from toycoder_daemon.faces.lsp import converter as pygls_adapter
+from toycoder_daemon.faces.lsp.converter import QUIET, REFUSED, UNHANDLED, UNSTRUCTURED, Refused
+from toycoder_daemon.faces.lsp.server import ToyCoderProtocol, make_server
 
 PACKAGE = Path(pygls_adapter.__file__).parent
 LSP_FACE = ("server.py", "rpc_io.py", "pygls_adapter.py", "lsp_calls.py", "stdio.py", "editor_frontend.py",

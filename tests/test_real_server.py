@@ -122,7 +122,7 @@ async def test_a_context_overflow_is_survived(llama: LlamaServer, start: Any) ->
 
 def test_a_length_cut_reply_is_reported_as_such(llama: LlamaServer, tmp_path: Path, workspace: Path) -> None:
     cfg = config(tmp_path / "short.yaml", llama.base_url, max_tokens=16)
-    p = subprocess.run([sys.executable, "-m", "toycoder_daemon.terminal", "--config", str(cfg), "-p",
+    p = subprocess.run([sys.executable, "-m", "toycoder_daemon.cli", "--config", str(cfg), "-p",
                         "Write a long story about a dragon."], capture_output=True, text=True, timeout=300,
                        stdin=subprocess.DEVNULL, cwd=str(workspace))
     assert p.returncode == 4, p.stderr

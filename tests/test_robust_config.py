@@ -13,8 +13,8 @@ import pytest
 from inproc import start_lsp
 from rpc import RpcError
 
-from toycoder_daemon.config import load_config
-from toycoder_daemon.errors import ConfigError
+from toycoder_daemon.config.model import load_config
+from toycoder_daemon.core.errors import ConfigError
 
 BROKEN = (
     "providers:\n"

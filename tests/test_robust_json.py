@@ -11,7 +11,7 @@ from acp import text_block
 from conftest import write_config
 from test_acp import acp_face, new_session
 
-from toycoder_daemon import safejson
+from toycoder_daemon.core.util import safejson
 from toycoder_daemon.llm.base import for_api
 from toycoder_daemon.sessions.store import SessionStore
 from toycoder_daemon.testing.fake_llm import FakeLLM

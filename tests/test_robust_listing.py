@@ -12,9 +12,9 @@ from typing import Any
 
 from inproc import start_daemon_inproc  # noqa: F401  (in-process LSP face)
 
-from toycoder_daemon import protocol as wire
 from toycoder_daemon.sessions import listing
 from toycoder_daemon.sessions.store import SessionStore
+from toycoder_daemon.wire import protocol as wire
 
 
 def big_tool_message(i: int) -> dict[str, Any]:

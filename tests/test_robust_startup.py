@@ -11,8 +11,8 @@ import pytest
 from inproc import start_lsp
 from rpc import RpcError
 
-from toycoder_daemon import protocol as wire
 from toycoder_daemon.testing.fake_llm import FakeLLM
+from toycoder_daemon.wire import protocol as wire
 
 CONFIGS = {
     "latin-1 byte": (b"agent:\n  max_steps: 4  # caf\xe9\n", ["not UTF-8", "byte 0xe9", "line 2"]),

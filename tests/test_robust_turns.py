@@ -9,8 +9,8 @@ from collections import Counter
 from inproc_app import InProc, SharedScript
 
 from toycoder_daemon.agent.react import unique_call_ids
+from toycoder_daemon.core.ports import ToolCallFinished
 from toycoder_daemon.llm.base import ToolCall
-from toycoder_daemon.ports import ToolCallFinished
 
 
 def pairing_problems(messages: list[dict]) -> list[str]:

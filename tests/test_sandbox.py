@@ -28,7 +28,7 @@ from sandbox_helpers import (
 )
 from waiting import wait_until
 
-from toycoder_daemon.tools.sandbox import landlock, launch, observe, probe
+from toycoder_daemon.tools.shell.sandbox import landlock, launch, observe, probe
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or landlock.abi_version() < 1,
                                 reason="the sandbox needs Linux with Landlock")
@@ -237,7 +237,7 @@ def test_the_launcher_refuses_rather_than_run_unconfined_when_required(runner: R
 # window in which a SIGKILLed daemon used to leave the init running the command with no parent.
 HELD_INIT = """import os, sys, time
 sys.path.append(sys.argv.pop(1))
-from toycoder_daemon.tools.sandbox import contain, launch
+from toycoder_daemon.tools.shell.sandbox import contain, launch
 forked, go, launcher = sys.argv.pop(1), sys.argv.pop(1), os.getpid()
 arm = contain.prctl
 def held(option, value):

@@ -20,8 +20,8 @@ from sandbox_helpers import FAKE_DAEMON, Box, Runner, cgroups_of, kill_markers, 
 from test_sandbox_hopper import CC, HOPPER
 from waiting import scaled, wait_until
 
-from toycoder_daemon.tools.sandbox import cgroups, command, landlock, probe, tree
 from toycoder_daemon.tools.settings import ToolSettings
+from toycoder_daemon.tools.shell.sandbox import cgroups, command, landlock, probe, tree
 
 ABI = landlock.abi_version() if sys.platform.startswith("linux") else 0
 NO_CGROUP = cgroups.unusable() if ABI >= 1 else "the sandbox needs Linux with Landlock"
@@ -37,7 +37,7 @@ NO_CLONE3 = "contain.fork_into_cgroup = lambda path: None"
 def patched_launcher(patch: str, spec: dict[str, object]) -> list[str]:
     package = str(Path(cgroups.__file__).resolve().parents[3])
     code = ("import sys\nsys.path.append(sys.argv.pop(1))\n"
-            "from toycoder_daemon.tools.sandbox import contain, launch, tree\n"
+            "from toycoder_daemon.tools.shell.sandbox import contain, launch, tree\n"
             f"{patch}\nsys.exit(launch.main(sys.argv[1:]))\n")
     return [sys.executable, "-I", "-S", "-c", code, package, json.dumps(spec)]
 
@@ -120,10 +120,10 @@ def test_the_command_cannot_leave_its_cgroup(box: Box, cgroup: str, namespaces: 
 @needs_cgroups
 @pytest.mark.parametrize("how", ["returns", "cancel"])
 async def test_run_command_removes_its_cgroup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
-    from toycoder_daemon.tools import shell
     from toycoder_daemon.tools.base import ToolContext
     from toycoder_daemon.tools.permission import PermissionGate
     from toycoder_daemon.tools.registry import ToolRegistry
+    from toycoder_daemon.tools.shell import run_command as shell
     from toycoder_daemon.tools.workspace import Workspace
 
     monkeypatch.setattr(probe, "_cached", probe.Support(sys.platform, ABI, False, False, cgroup=True))

@@ -15,7 +15,7 @@ from rpc import Daemon
 from sandbox_helpers import cgroups_of, kill_markers, remove_cgroups_of, unique_sleep
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
-from toycoder_daemon.tools.sandbox import landlock
+from toycoder_daemon.tools.shell.sandbox import landlock
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or landlock.abi_version() < 1,
                                 reason="the sandbox needs Linux with Landlock")

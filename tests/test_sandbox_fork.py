@@ -19,7 +19,7 @@ from sandbox_helpers import Box, Runner, remove_cgroups_of, spec_for, unique_sle
 from test_sandbox_cgroup import ABI, NO_CGROUP, needs_cgroups
 from waiting import scaled, wait_until
 
-from toycoder_daemon.tools.sandbox import cgroups, probe
+from toycoder_daemon.tools.shell.sandbox import cgroups, probe
 
 pytestmark = pytest.mark.skipif(ABI < 1, reason="the sandbox needs Linux with Landlock")
 box, cgroup = test_sandbox_cgroup.box, test_sandbox_cgroup.cgroup  # its fixtures
@@ -37,7 +37,7 @@ def _python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
 def test_clone3_runs_pythons_after_fork_work_and_the_child_is_born_in_the_cgroup(cgroup: str) -> None:
     done = _python(
         "import os\n"
-        "from toycoder_daemon.tools.sandbox import contain\n"
+        "from toycoder_daemon.tools.shell.sandbox import contain\n"
         "r, w = os.pipe()\n"
         "os.register_at_fork(after_in_child=lambda: os.write(w, b'child-hook '))\n"
         "pid = contain.fork_into_cgroup(sys.argv[1])\n"
@@ -60,7 +60,7 @@ def test_clone3_refuses_in_a_threaded_process(cgroup: str) -> None:
     """Another thread may hold a lock (malloc's, stdio's) that only libc's fork resets in the child."""
     done = _python(
         "import threading\n"
-        "from toycoder_daemon.tools.sandbox import contain\n"
+        "from toycoder_daemon.tools.shell.sandbox import contain\n"
         "stop = threading.Event()\n"
         "t = threading.Thread(target=stop.wait)\n"
         "t.start()\n"
@@ -78,7 +78,7 @@ def test_clone3_refuses_in_a_threaded_process(cgroup: str) -> None:
 SLOW_CHILD = """import sys, time
 sys.path.append(sys.argv.pop(1))
 flag, log = sys.argv.pop(1), sys.argv.pop(1)
-from toycoder_daemon.tools.sandbox import contain, launch
+from toycoder_daemon.tools.shell.sandbox import contain, launch
 import os
 real_kill, real_fork, real_clone = contain.kill_and_reap, os.fork, contain.fork_into_cgroup
 

@@ -21,11 +21,11 @@ from helpers import AllowAll, proc_dir, processes_with
 from sandbox_helpers import FAKE_DAEMON, Box, Runner, cgroups_of, spec_for
 from waiting import scaled, wait_until
 
-from toycoder_daemon.tools import shell
 from toycoder_daemon.tools.base import ToolContext
 from toycoder_daemon.tools.permission import PermissionGate
 from toycoder_daemon.tools.registry import ToolRegistry
-from toycoder_daemon.tools.sandbox import cgroups, landlock, probe
+from toycoder_daemon.tools.shell import run_command as shell
+from toycoder_daemon.tools.shell.sandbox import cgroups, landlock, probe
 from toycoder_daemon.tools.workspace import Workspace
 
 ABI = landlock.abi_version() if sys.platform.startswith("linux") else 0
@@ -163,7 +163,7 @@ def test_a_process_whose_main_thread_ended_is_still_killed(tmp_path: Path) -> No
     subprocess.run([str(CC), "-pthread", "-o", str(exe), str(src)], check=True, capture_output=True)
     report = tmp_path / "report"
     code = ("import os, signal, sys, time\n"
-            "from toycoder_daemon.tools.sandbox import contain\n"
+            "from toycoder_daemon.tools.shell.sandbox import contain\n"
             "contain.prctl(contain.PR_SET_CHILD_SUBREAPER, 1)\n"
             "z = os.fork()\n"
             f"if z == 0:\n    os.execv({str(exe)!r}, ['zleader'])\n"

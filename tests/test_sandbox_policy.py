@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from toycoder_daemon.config import Config, RunCommandConfig, ToolsConfig
-from toycoder_daemon.factories import tool_settings
-from toycoder_daemon.tools.sandbox import landlock, observe, probe
-from toycoder_daemon.tools.sandbox.policy import Plan, Policy, escalation, plan
+from toycoder_daemon.app.factories import tool_settings
+from toycoder_daemon.config.model import Config, RunCommandConfig, ToolsConfig
 from toycoder_daemon.tools.settings import ToolSettings
+from toycoder_daemon.tools.shell.sandbox import landlock, observe, probe
+from toycoder_daemon.tools.shell.sandbox.policy import Plan, Policy, escalation, plan
 
 FULL = probe.Support("linux", 7, True, True)
 NO_NAMESPACES_OLD_KERNEL = probe.Support("linux", 3, False, False)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from sandbox_helpers import Box, Runner, run, spec_for
 
-from toycoder_daemon.tools.sandbox import caps, landlock
+from toycoder_daemon.tools.shell.sandbox import caps, landlock
 
 ABI = landlock.abi_version() if sys.platform.startswith("linux") else 0
 pytestmark = [

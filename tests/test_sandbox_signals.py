@@ -23,11 +23,11 @@ from helpers import AllowAll, parent_of, proc_dir, processes_running, processes_
 from sandbox_helpers import FAKE_DAEMON, Box, Runner, kill_markers, run, spec_for, unique_sleep
 from waiting import wait_until, wait_until_async
 
-from toycoder_daemon.tools import shell
 from toycoder_daemon.tools.base import ToolContext
 from toycoder_daemon.tools.permission import PermissionGate
 from toycoder_daemon.tools.registry import ToolRegistry
-from toycoder_daemon.tools.sandbox import landlock, probe
+from toycoder_daemon.tools.shell import run_command as shell
+from toycoder_daemon.tools.shell.sandbox import landlock, probe
 from toycoder_daemon.tools.workspace import Workspace
 
 ABI = landlock.abi_version() if sys.platform.startswith("linux") else 0
@@ -218,7 +218,7 @@ async def test_the_daemons_exit_lets_a_subreaper_launcher_end_what_left_the_grou
 # A launcher whose clean-up never finishes (as when a command forks faster than it kills).
 STUCK_CLEANUP = """import sys, time
 sys.path.append(sys.argv.pop(1))
-from toycoder_daemon.tools.sandbox import contain, launch
+from toycoder_daemon.tools.shell.sandbox import contain, launch
 contain.kill_and_reap = lambda **_: time.sleep(600)
 sys.exit(launch.main(sys.argv[1:]))
 """

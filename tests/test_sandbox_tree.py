@@ -18,7 +18,7 @@ from waiting import scaled, wait_until
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pidfds and /proc: Linux only")
 
 if sys.platform.startswith("linux"):
-    from toycoder_daemon.tools.sandbox import tree
+    from toycoder_daemon.tools.shell.sandbox import tree
 
 
 def _sleeper() -> subprocess.Popen[bytes]:

@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 from helpers import AllowAll
 
-from toycoder_daemon import secrets
-from toycoder_daemon.ports import CommandOutput, CommandRequest
-from toycoder_daemon.terminal.rpc import default_daemon_command
+from toycoder_daemon.cli.rpc import default_daemon_command
+from toycoder_daemon.core.ports import CommandOutput, CommandRequest
+from toycoder_daemon.core.util import secrets
 from toycoder_daemon.tools.base import ToolContext
 from toycoder_daemon.tools.permission import PermissionGate
 from toycoder_daemon.tools.registry import ToolRegistry
-from toycoder_daemon.tools.sandbox import probe
-from toycoder_daemon.tools.shell import run_command
+from toycoder_daemon.tools.shell.run_command import run_command
+from toycoder_daemon.tools.shell.sandbox import probe
 from toycoder_daemon.tools.workspace import Workspace
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the launcher is Linux only")

@@ -14,13 +14,14 @@ import pytest
 from helpers import AllowAll
 from waiting import scaled, wait_until_async
 
-from toycoder_daemon.config import ToolsConfig
-from toycoder_daemon.tools import rg, search_rg
+from toycoder_daemon.config.model import ToolsConfig
 from toycoder_daemon.tools.base import ToolContext
-from toycoder_daemon.tools.files import list_directory
+from toycoder_daemon.tools.files.read import list_directory
 from toycoder_daemon.tools.registry import ToolRegistry
-from toycoder_daemon.tools.search import glob_search, grep_search
-from toycoder_daemon.tools.search_results import Hits, TopPaths
+from toycoder_daemon.tools.search import rg
+from toycoder_daemon.tools.search import rg_runs as search_rg
+from toycoder_daemon.tools.search.results import Hits, TopPaths
+from toycoder_daemon.tools.search.tools import glob_search, grep_search
 from toycoder_daemon.tools.workspace import Workspace
 
 

@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 from helpers import AllowAll
 
-from toycoder_daemon import secrets
+from toycoder_daemon.core.util import secrets
 from toycoder_daemon.tools.base import ToolContext
-from toycoder_daemon.tools.files import LINE_CAP, read_file
-from toycoder_daemon.tools.mcp_results import cap_output
+from toycoder_daemon.tools.files.read import LINE_CAP, read_file
+from toycoder_daemon.tools.mcp.results import cap_output
 from toycoder_daemon.tools.permission import PermissionGate
 from toycoder_daemon.tools.registry import ToolRegistry
-from toycoder_daemon.tools.search import grep_search
-from toycoder_daemon.tools.search_results import LINE_MAX_CHARS
-from toycoder_daemon.tools.shell import HeadTail, run_command
+from toycoder_daemon.tools.search.results import LINE_MAX_CHARS
+from toycoder_daemon.tools.search.tools import grep_search
+from toycoder_daemon.tools.shell.run_command import HeadTail, run_command
 from toycoder_daemon.tools.workspace import Workspace
 
 KEY = "sk-cut0123456789abcdefghijklmnopqrst"  # 36 characters, like the keys of the report

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from toycoder_daemon.errors import SessionBusy, SessionNotFound
-from toycoder_daemon.messages import Message
+from toycoder_daemon.core.errors import SessionBusy, SessionNotFound
+from toycoder_daemon.core.messages import Message
 from toycoder_daemon.sessions.conversation import Conversation
 from toycoder_daemon.sessions.session import FileSink
 from toycoder_daemon.sessions.store import SessionStore

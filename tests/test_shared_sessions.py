@@ -13,7 +13,7 @@ import pytest
 from inproc_app import InProc, eventually
 from test_acp import Editor
 
-from toycoder_daemon.errors import SessionBusy
+from toycoder_daemon.core.errors import SessionBusy
 from toycoder_daemon.sessions.session import Session, TranscriptEntry
 from toycoder_daemon.tools.registry import ToolRegistry
 

@@ -12,7 +12,7 @@ import pytest
 
 from toycoder_daemon.tools.base import ToolContext
 from toycoder_daemon.tools.permission import PermissionGate
-from toycoder_daemon.tools.shell import run_command
+from toycoder_daemon.tools.shell.run_command import run_command
 from toycoder_daemon.tools.workspace import Workspace
 
 
@@ -109,14 +109,14 @@ def test_deleting_programs_ask_only_when_a_rule_denies_a_deleting_program(tmp_pa
     ("command -v rm", ["command"]),                            # -v only looks the program up
 ])
 def test_shell_words_find_every_program_a_line_runs(line: str, programs: list[str]) -> None:
-    from toycoder_daemon.tools.shell_programs import invocations
+    from toycoder_daemon.tools.shell.programs import invocations
     found = invocations(line)
     assert [i.program for i in found] == programs
     assert not any(i.unsure for i in found)
 
 
 def test_word_masks_mark_what_an_expansion_or_a_glob_can_change() -> None:
-    from toycoder_daemon.tools.shell_words import parse
+    from toycoder_daemon.tools.shell.words import parse
     script = parse("$HOME/bin/rm 'a b' \"$X\"c /???/x")
     assert not script.unsure and len(script.commands) == 1
     words = script.commands[0]

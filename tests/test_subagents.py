@@ -9,7 +9,7 @@ from pathlib import Path
 
 from inproc_app import InProc, eventually
 
-from toycoder_daemon.ports import ToolCallFinished, ToolCallStarted
+from toycoder_daemon.core.ports import ToolCallFinished, ToolCallStarted
 
 EXPLORER = {"agents": {
     "explorer": {"tools": ["read_file", "list_directory"], "model": "fast", "max_steps": 4},

@@ -19,7 +19,7 @@ from waiting import scaled, wait_until
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 ROOT = Path(__file__).resolve().parent.parent
-TOYCODER = [sys.executable, "-m", "toycoder_daemon.terminal"]
+TOYCODER = [sys.executable, "-m", "toycoder_daemon.cli"]
 ANSI = re.compile(r"\x1b\[[0-9;?<=>]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[=>()#][0-9A-Za-z]?|\r")
 
 
@@ -299,13 +299,13 @@ def test_without_a_key_it_says_how_to_configure_a_provider(workspace: Path) -> N
 # ---- packaging and layering --------------------------------------------------------------------------
 
 def test_the_terminal_client_never_imports_the_agent_core() -> None:
-    code = ("import toycoder_daemon.terminal.cli, toycoder_daemon.terminal.client, toycoder_daemon.terminal.render, "
-            "toycoder_daemon.terminal.prompt, toycoder_daemon.terminal.demo, toycoder_daemon.terminal.rpc, sys; "
+    code = ("import toycoder_daemon.cli.main, toycoder_daemon.cli.client, toycoder_daemon.cli.render, "
+            "toycoder_daemon.cli.prompt, toycoder_daemon.cli.demo, toycoder_daemon.cli.rpc, sys; "
             "print(sorted(sys.modules))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert p.returncode == 0, p.stderr
     modules = eval(p.stdout)
-    assert "toycoder_daemon.terminal.render" in modules and "toycoder_daemon.protocol" in modules
+    assert "toycoder_daemon.cli.render" in modules and "toycoder_daemon.wire.protocol" in modules
     core = [m for m in modules if re.match(r"toycoder_daemon\.(agent|tools|llm|sessions|app|server|commands|"
                                            r"testing|editor_frontend|config)\b", m)]
     assert core == []
@@ -319,7 +319,7 @@ def test_the_demo_files_are_package_data_and_toycoder_is_a_console_script() -> N
     from fnmatch import fnmatch
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert project["project"]["scripts"]["toycoder"] == "toycoder_daemon.terminal.cli:main"
+    assert project["project"]["scripts"]["toycoder"] == "toycoder_daemon.cli.main:main"
     globs = project["tool"]["setuptools"]["package-data"]["toycoder_daemon"]
     pkg = ROOT / "toycoder_daemon"
     files = [f.relative_to(pkg).as_posix() for f in (pkg / "terminal" / "demo").rglob("*")

@@ -146,7 +146,7 @@ def test_init_config_writes_the_shipped_example_and_never_overwrites(tmp_path: P
     assert p.returncode == 0 and str(target) in p.stderr, p.stderr
     text = target.read_text()
     assert text.startswith("# ToyCoder configuration") and "${OPENAI_API_KEY:-}" in text
-    from toycoder_daemon.config import load_config
+    from toycoder_daemon.config.model import load_config
 
     assert load_config(str(target))[0].default_provider == "openai"  # what it writes is a config the daemon takes
     target.write_text("# mine\n")

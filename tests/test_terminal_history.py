@@ -119,7 +119,7 @@ def test_text_printed_for_good_is_already_gone_from_the_live_area() -> None:
 
 
 def test_a_resumed_sessions_plan_is_shown_after_its_history() -> None:
-    from toycoder_daemon.terminal.history import show_transcript
+    from toycoder_daemon.cli.history import show_transcript
 
     spy = Spy()
     show_transcript(spy.view, [{"role": "user", "text": "fix it"}, {"role": "assistant", "text": "Working."},

@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.text import Text
 
-from toycoder_daemon.terminal.render import TurnView
-from toycoder_daemon.terminal.stable_markdown import split_stable
+from toycoder_daemon.cli.render import TurnView
+from toycoder_daemon.cli.stable_markdown import split_stable
 
 
 class Spy:
@@ -191,7 +191,7 @@ def test_a_changes_update_is_one_line_with_counts_and_names() -> None:
 
 
 def test_changes_line_singular_and_many_files() -> None:
-    from toycoder_daemon.terminal.changes import changes_line
+    from toycoder_daemon.cli.changes import changes_line
 
     assert changes_line([{"path": "x.py", "status": "deleted", "added": 0, "removed": 4}]) == \
         "1 file changed +0 \u22124: x.py"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from inproc_app import RecordingFrontend, config_for_tests
 
-from toycoder_daemon.app import App
+from toycoder_daemon.app.application import App
 from toycoder_daemon.llm.openai_client import OpenAIChatModel
 from toycoder_daemon.llm.tools_ignored import MARK, dropped_by_quirks, notice, unparsed_call
 from toycoder_daemon.sessions.store import SessionStore

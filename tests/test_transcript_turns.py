@@ -9,8 +9,8 @@ from pathlib import Path
 
 from inproc_app import InProc, SharedScript, eventually
 
-from toycoder_daemon.lsp_mapping import transcript_entry
-from toycoder_daemon.messages import INTERRUPTED_MARK
+from toycoder_daemon.core.messages import INTERRUPTED_MARK
+from toycoder_daemon.faces.lsp.mapping import transcript_entry
 
 
 def wire(p: InProc, sid: str) -> list[dict]:

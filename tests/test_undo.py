@@ -11,8 +11,8 @@ import pytest
 from inproc_app import InProc, eventually
 
 from toycoder_daemon.checkpoints import UnknownCheckpoint
-from toycoder_daemon.errors import SessionBusy
-from toycoder_daemon.ports import FilesChanged, ToolCallFinished
+from toycoder_daemon.core.errors import SessionBusy
+from toycoder_daemon.core.ports import FilesChanged, ToolCallFinished
 
 
 def write(path: str, content: str) -> dict:
@@ -216,7 +216,7 @@ async def test_a_subagents_writes_are_the_turns_and_undone_with_it(inproc, works
 
 
 def test_the_acp_face_offers_the_checkpoint_commands() -> None:
-    from toycoder_daemon.acp_content import commands_update
+    from toycoder_daemon.faces.acp.content import commands_update
 
     offered = {c["name"]: c for c in commands_update()["availableCommands"]}
     assert {"undo", "checkpoints", "restore"} <= set(offered)

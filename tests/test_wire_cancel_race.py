@@ -19,10 +19,10 @@ from helpers import write_call
 from inproc import acp_agent, start_daemon_inproc  # noqa: F401  (in-process LSP face)
 from rpc import Daemon, frame
 
-from toycoder_daemon.acp_frontend import AcpFrontend
-from toycoder_daemon.editor_frontend import EditorFrontend
-from toycoder_daemon.ports import PermissionRequest
-from toycoder_daemon.reply_wait import _reply_within_310, reply_within
+from toycoder_daemon.core.ports import PermissionRequest
+from toycoder_daemon.faces.acp.frontend import AcpFrontend
+from toycoder_daemon.faces.lsp.frontend import EditorFrontend
+from toycoder_daemon.rpc.reply_wait import _reply_within_310, reply_within
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 ROUNDS = 25

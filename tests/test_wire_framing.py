@@ -14,7 +14,7 @@ from conftest import write_config
 from inproc import acp_agent, start_daemon_inproc  # noqa: F401  (in-process LSP face)
 from rpc import Daemon, RpcError
 
-from toycoder_daemon.ndjson import MAX_LINE, Lines
+from toycoder_daemon.rpc.ndjson import MAX_LINE, Lines
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 

@@ -11,9 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from toycoder_daemon import protocol as wire
-from toycoder_daemon.lsp_mapping import transcript_entry, update_payload
-from toycoder_daemon.ports import (
+from toycoder_daemon.core.ports import (
     Compacted,
     McpWaiting,
     RetryScheduled,
@@ -22,8 +20,10 @@ from toycoder_daemon.ports import (
     ToolCallStarted,
     UsageReport,
 )
+from toycoder_daemon.faces.lsp.mapping import transcript_entry, update_payload
 from toycoder_daemon.sessions.session import Session
 from toycoder_daemon.tools.registry import ToolRegistry
+from toycoder_daemon.wire import protocol as wire
 
 GOLDEN = Path(__file__).parent / "golden"
 

@@ -15,13 +15,21 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .. import safejson
-from ..llm import tools_ignored
-from ..llm.base import ChatModel, ChatResponse, ContextOverflow, RetryNotice, ToolCall, Usage
-from ..messages import INTERRUPTED_MARK, AssistantMessage, Message, ToolMessage
-from ..ports import Frontend, RetryScheduled, StopReason, TextDelta, ToolCallFinished, ToolCallStarted, UsageReport
-from ..tools.base import ToolContext
-from ..tools.registry import ToolRegistry
+from toycoder_daemon.core.messages import INTERRUPTED_MARK, AssistantMessage, Message, ToolMessage
+from toycoder_daemon.core.ports import (
+    Frontend,
+    RetryScheduled,
+    StopReason,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    UsageReport,
+)
+from toycoder_daemon.core.util import safejson
+from toycoder_daemon.llm import tools_ignored
+from toycoder_daemon.llm.base import ChatModel, ChatResponse, ContextOverflow, RetryNotice, ToolCall, Usage
+from toycoder_daemon.tools.base import ToolContext
+from toycoder_daemon.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 

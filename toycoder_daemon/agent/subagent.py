@@ -18,14 +18,22 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Literal
 
-from ..llm.base import ChatModel, Usage
-from ..messages import Message
-from ..ports import CommandRunner, Decision, EditApplied, Event, Frontend, PermissionRequest, PlanUpdated
-from ..tools.base import Tool, ToolContext, ToolError
-from ..tools.plan import session_plan
-from ..tools.plan_text import listing, plan_from_text
-from ..tools.registry import ToolRegistry
-from .react import run_turn
+from toycoder_daemon.agent.react import run_turn
+from toycoder_daemon.core.messages import Message
+from toycoder_daemon.core.ports import (
+    CommandRunner,
+    Decision,
+    EditApplied,
+    Event,
+    Frontend,
+    PermissionRequest,
+    PlanUpdated,
+)
+from toycoder_daemon.llm.base import ChatModel, Usage
+from toycoder_daemon.tools.base import Tool, ToolContext, ToolError
+from toycoder_daemon.tools.plan.text import listing, plan_from_text
+from toycoder_daemon.tools.plan.tool import session_plan
+from toycoder_daemon.tools.registry import ToolRegistry
 
 Role = Literal["default", "fast"]
 

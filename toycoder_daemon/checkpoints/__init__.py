@@ -1,9 +1,18 @@
 """Checkpoints: each turn's file writes recorded per session, so any turn can be undone (store.py
-says what they cannot track)."""
+says what they cannot track); `undo` is the per-session service the app and commands use.
 
-from .restore import UNTRACKED_NOTE, Conflict, RestoreResult, UnknownCheckpoint, conversation_note
-from .state import Recorded
-from .store import Checkpoint, CheckpointStore, FileChange
+May import: `core`, `config`, `llm`, `tools`, `agent`, `sessions`.
+"""
+
+from toycoder_daemon.checkpoints.restore import (
+    UNTRACKED_NOTE,
+    Conflict,
+    RestoreResult,
+    UnknownCheckpoint,
+    conversation_note,
+)
+from toycoder_daemon.checkpoints.state import Recorded
+from toycoder_daemon.checkpoints.store import Checkpoint, CheckpointStore, FileChange
 
 __all__ = ["UNTRACKED_NOTE", "Checkpoint", "CheckpointStore", "Conflict", "FileChange", "Recorded", "RestoreResult",
            "UnknownCheckpoint", "conversation_note"]

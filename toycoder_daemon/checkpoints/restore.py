@@ -15,9 +15,9 @@ import uuid
 from pathlib import Path
 from typing import Protocol, TypedDict
 
-from ..atomic import atomic_write
-from ..errors import ToyCoderError
-from .state import Blobs, Recorded, State, Turn
+from toycoder_daemon.checkpoints.state import Blobs, Recorded, State, Turn
+from toycoder_daemon.core.errors import ToyCoderError
+from toycoder_daemon.core.util.atomic import atomic_write
 
 UNTRACKED_NOTE = ("Only changes made by ToyCoder's file tools are undone; files changed by run_command "
                   "(or outside ToyCoder) are not tracked and stay as they are.")

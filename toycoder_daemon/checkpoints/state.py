@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..atomic import NEW_FILE_MODE
+from toycoder_daemon.core.util.atomic import NEW_FILE_MODE
 
 CHUNK = 1 << 20
 Kind = Literal["absent", "file", "link", "other"]

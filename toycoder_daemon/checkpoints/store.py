@@ -32,8 +32,8 @@ import time
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
-from .restore import RestoreResult, UnknownCheckpoint, restore
-from .state import Blobs, Recorded, State, Turn, dumps, observe, of_content
+from toycoder_daemon.checkpoints.restore import RestoreResult, UnknownCheckpoint, restore
+from toycoder_daemon.checkpoints.state import Blobs, Recorded, State, Turn, dumps, observe, of_content
 
 log = logging.getLogger(__name__)
 

@@ -1,1 +1,7 @@
-"""Slash commands, served by the daemon so every client gets them."""
+"""Slash commands, served by the daemon so every client gets them; written against `CommandContext`
+and `CommandHost` (context.py). A new command is a handler in `builtin.py` registered with
+`@commands.add(...)`.
+
+May import: `core`, `config`, `llm`, `tools`, `agent`, `sessions`, `checkpoints`, `prompts`.
+"""
+

@@ -7,11 +7,11 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ConfigError, ToyCoderError
-from ..modes import MODES
-from .context import CommandContext
-from .registry import CommandError, CommandRegistry, CommandResult
-from .served import unknown_model_warning, with_served
+from toycoder_daemon.commands.context import CommandContext
+from toycoder_daemon.commands.registry import CommandError, CommandRegistry, CommandResult
+from toycoder_daemon.commands.served import unknown_model_warning, with_served
+from toycoder_daemon.core.errors import ConfigError, ToyCoderError
+from toycoder_daemon.core.modes import MODES
 
 commands = CommandRegistry()
 
@@ -86,7 +86,7 @@ async def tools(c: CommandContext) -> CommandResult:
         always = ", always allowed" if t.name in c.session.tools.gate.always else ""
         lines.append(f"{t.name:<16} {t.level:<10} {state}{always}  [{t.source}]")
     if c.session.tools.get("run_command") is not None:
-        from ..tools.sandbox.probe import status_line
+        from toycoder_daemon.tools.shell.sandbox.probe import status_line
 
         lines.append(await asyncio.to_thread(status_line, c.host.settings.run_command.sandbox))
     return CommandResult("\n".join(lines))

@@ -8,12 +8,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..llm.base import ChatModel
-from ..ports import Event, Frontend, ModelsInfo
-from ..sessions.context import Compaction
-from ..sessions.session import Session
-from ..sessions.store import SessionSummary
-from ..tools.settings import ToolSettings
+from toycoder_daemon.core.ports import Event, Frontend, ModelsInfo
+from toycoder_daemon.llm.base import ChatModel
+from toycoder_daemon.sessions.context import Compaction
+from toycoder_daemon.sessions.session import Session
+from toycoder_daemon.sessions.store import SessionSummary
+from toycoder_daemon.tools.settings import ToolSettings
 
 
 class CheckpointHost(Protocol):

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .context import CommandContext
+from toycoder_daemon.commands.context import CommandContext
 
 
 @dataclass

@@ -7,10 +7,10 @@ import dataclasses
 import logging
 from typing import Protocol
 
-from ..errors import ToyCoderError
-from ..llm.base import ChatModel
-from ..ports import ModelsInfo
-from ..sessions.session import Session
+from toycoder_daemon.core.errors import ToyCoderError
+from toycoder_daemon.core.ports import ModelsInfo
+from toycoder_daemon.llm.base import ChatModel
+from toycoder_daemon.sessions.session import Session
 
 log = logging.getLogger(__name__)
 

@@ -6,9 +6,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .. import safejson
-from ..errors import ProviderError
-from ..messages import Message
+from toycoder_daemon.core.errors import ProviderError
+from toycoder_daemon.core.messages import Message
+from toycoder_daemon.core.util import safejson
 
 API_FIELDS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name"})
 

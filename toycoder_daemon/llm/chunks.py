@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .base import ChatResponse, ToolCall, Usage
+from toycoder_daemon.llm.base import ChatResponse, ToolCall, Usage
 
 
 class StreamCut(Exception):

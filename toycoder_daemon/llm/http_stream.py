@@ -20,12 +20,12 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..coalesce import OUTPUT
-from ..messages import Message
-from . import dialect, json_codec
-from .base import for_api
-from .chunks import ChunkDelta, StreamCut, read_chunk
-from .sse import SSEDecoder
+from toycoder_daemon.core.messages import Message
+from toycoder_daemon.core.ports import OUTPUT
+from toycoder_daemon.llm import dialect, json_codec
+from toycoder_daemon.llm.base import for_api
+from toycoder_daemon.llm.chunks import ChunkDelta, StreamCut, read_chunk
+from toycoder_daemon.llm.sse import SSEDecoder
 
 BIG_HISTORY = 64
 """Messages above which the request body is built and encoded off the event loop."""

@@ -18,13 +18,13 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import secrets
-from ..errors import ProviderError
-from ..messages import Message
-from . import dialect, overflow, tools_ignored
-from .base import ChatResponse, ContextOverflow, RetryNotice
-from .chunks import EmptyReply, ReplyAssembler, StreamCut, StreamErrorEvent
-from .http_stream import ConnectionProblem, HTTPStatusFailure, StreamTransport, request_body
+from toycoder_daemon.core.errors import ProviderError
+from toycoder_daemon.core.messages import Message
+from toycoder_daemon.core.util import secrets
+from toycoder_daemon.llm import dialect, overflow, tools_ignored
+from toycoder_daemon.llm.base import ChatResponse, ContextOverflow, RetryNotice
+from toycoder_daemon.llm.chunks import EmptyReply, ReplyAssembler, StreamCut, StreamErrorEvent
+from toycoder_daemon.llm.http_stream import ConnectionProblem, HTTPStatusFailure, StreamTransport, request_body
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 
-from .base import ChatModel
+from toycoder_daemon.llm.base import ChatModel
 
 ModelFactory = Callable[[str, str], ChatModel]
 """(provider name, model name) -> a chat model; raises ProviderError when it cannot be made."""

@@ -1,1 +1,5 @@
-"""Prompt templates (YAML) and their rendering."""
+"""Prompt templates (YAML) and their rendering.
+
+May import: `core`, `config`.
+"""
+

@@ -16,7 +16,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from toycoder_daemon.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 TEMPLATES = Path(__file__).with_name("templates") / "agents.yaml"

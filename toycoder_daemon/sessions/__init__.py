@@ -1,1 +1,6 @@
-"""Conversations: the session objects and where they are kept."""
+"""Conversations: `Session`, `Conversation` (every mutation written), the session store and listing,
+room-making and compaction, titles, and sharing one session between daemons.
+
+May import: `core`, `config`, `llm`, `tools`, `agent`.
+"""
+

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, cast
 
-from ..llm.base import ChatModel
-from ..messages import Message
-from ..tools.plan import plan_source
+from toycoder_daemon.core.messages import Message
+from toycoder_daemon.llm.base import ChatModel
+from toycoder_daemon.tools.plan.tool import plan_source
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Protocol, overload
 
-from ..messages import Message, SystemMessage
+from toycoder_daemon.core.messages import Message, SystemMessage
 
 
 class ConversationSink(Protocol):

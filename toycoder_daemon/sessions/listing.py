@@ -24,7 +24,7 @@ import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..atomic import atomic_write
+from toycoder_daemon.core.util.atomic import atomic_write
 
 log = logging.getLogger(__name__)
 

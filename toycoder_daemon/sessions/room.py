@@ -10,13 +10,13 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from ..errors import ConfigError, ProviderError
-from ..llm.base import ChatModel, ContextOverflow
-from ..ports import Compacted, Frontend, TextDelta
-from .context import Compaction as Compaction
-from .context import compact as compact
-from .context import needs_compaction, trim_largest
-from .session import Session
+from toycoder_daemon.core.errors import ConfigError, ProviderError
+from toycoder_daemon.core.ports import Compacted, Frontend, TextDelta
+from toycoder_daemon.llm.base import ChatModel, ContextOverflow
+from toycoder_daemon.sessions.context import Compaction as Compaction
+from toycoder_daemon.sessions.context import compact as compact
+from toycoder_daemon.sessions.context import needs_compaction, trim_largest
+from toycoder_daemon.sessions.session import Session
 
 log = logging.getLogger(__name__)
 

@@ -9,15 +9,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
-from ..llm.base import Usage
-from ..messages import INTERRUPTED_MARK, Message, calls_before
-from ..modes import MODES
-from ..ports import ChangedFile, PlanEntry, StopReason, ToolStatus
-from ..tools.plan import answers_plan, session_plan
-from ..tools.registry import ToolRegistry
-from .conversation import Conversation
-from .store import SessionFile, SessionSummary
-from .titles import prompt_title
+from toycoder_daemon.core.messages import INTERRUPTED_MARK, Message, calls_before
+from toycoder_daemon.core.modes import MODES
+from toycoder_daemon.core.ports import ChangedFile, PlanEntry, StopReason, ToolStatus
+from toycoder_daemon.llm.base import Usage
+from toycoder_daemon.sessions.conversation import Conversation
+from toycoder_daemon.sessions.store import SessionFile, SessionSummary
+from toycoder_daemon.sessions.titles import prompt_title
+from toycoder_daemon.tools.plan.tool import answers_plan, session_plan
+from toycoder_daemon.tools.registry import ToolRegistry
 
 
 @dataclass(frozen=True)

@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
-from .. import safejson
-from ..atomic import atomic_write
-from ..errors import SessionBusy, SessionNotFound
-from ..messages import Message
-from .listing import SessionIndex, SessionSummary
+from toycoder_daemon.core.errors import SessionBusy, SessionNotFound
+from toycoder_daemon.core.messages import Message
+from toycoder_daemon.core.util import safejson
+from toycoder_daemon.core.util.atomic import atomic_write
+from toycoder_daemon.sessions.listing import SessionIndex, SessionSummary
 
 __all__ = ["SessionFile", "SessionStore", "SessionSummary"]
 

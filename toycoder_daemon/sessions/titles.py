@@ -7,9 +7,9 @@ from __future__ import annotations
 import logging
 import re
 
-from ..errors import ToyCoderError
-from ..llm.base import ChatModel
-from ..messages import Message
+from toycoder_daemon.core.errors import ToyCoderError
+from toycoder_daemon.core.messages import Message
+from toycoder_daemon.llm.base import ChatModel
 
 log = logging.getLogger(__name__)
 

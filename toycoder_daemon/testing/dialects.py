@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from . import script as steps
+from toycoder_daemon.testing import script as steps
 
 EMPTY: tuple[int, None] = (200, None)
 """judge()'s answer for "a 200 with an empty body"."""

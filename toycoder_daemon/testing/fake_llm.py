@@ -76,9 +76,9 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
 
-from . import dialects
-from . import script as steps
-from .replies import error_body, load_script, plan_deltas, tool_call_problems
+from toycoder_daemon.testing import dialects
+from toycoder_daemon.testing import script as steps
+from toycoder_daemon.testing.replies import error_body, load_script, plan_deltas, tool_call_problems
 
 __all__ = ["FakeLLM", "load_script", "tool_call_problems", "main"]
 

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from . import script as steps
+from toycoder_daemon.testing import script as steps
 
 
 def load_script(path: str | os.PathLike[str]) -> list[dict[str, Any]]:

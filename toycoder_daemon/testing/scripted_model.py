@@ -15,10 +15,10 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import ProviderError
-from ..llm.base import ChatResponse, RetryNotice, ToolCall, Usage
-from ..messages import Message
-from . import script as steps
+from toycoder_daemon.core.errors import ProviderError
+from toycoder_daemon.core.messages import Message
+from toycoder_daemon.llm.base import ChatResponse, RetryNotice, ToolCall, Usage
+from toycoder_daemon.testing import script as steps
 
 
 class ScriptedModel:

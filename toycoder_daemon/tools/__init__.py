@@ -1,1 +1,9 @@
-"""Tools the agent can call, the registry that dispatches them, and the permission gate."""
+"""Tools the agent can call: `Tool` and `ToolContext` (base), the registry that dispatches them through
+the permission gate, `ToolSettings`, and workspace confinement; one subpackage per kind of tool:
+`files/`, `search/`, `shell/` (with its OS `sandbox/`), `mcp/`, `plan/`.
+
+May import: `core` and `config`. Never `agent` or higher: a tool that needs the agent is built per
+session by the app. A new tool is an `@tool` function in the subpackage of its kind, added to
+`app.factories.BUILTIN_TOOLS`.
+"""
+

@@ -4,7 +4,7 @@ Building a pydantic model per tool at import and its JSON schema in the first tu
 process ~20 ms before its first chunk. So a tool keeps its signature (`ArgSpec`); the model is
 built at its first call, once per signature (every session's sub-agent tools share one), and the
 schema the model is offered comes from `schemas.json`, generated from the built-in tools
-(`python -m toycoder_daemon.factories`). An entry is used only when its key, a hash of everything
+(`python -m toycoder_daemon.app.factories`). An entry is used only when its key, a hash of everything
 that shapes the schema (fields, nested models, the pydantic version), matches: a changed tool
 gets its schema built live, so a stale file costs time, never a wrong schema.
 """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from .base import ToolContext, tool
+from toycoder_daemon.tools.base import ToolContext, tool
 
 NO_ANSWER = (
     "The user did not answer (the question was dismissed, or this editor cannot ask questions). "

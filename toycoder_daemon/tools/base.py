@@ -19,11 +19,11 @@ from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel
 
-from ..ports import CheckpointRecorder, Frontend, Level
-from . import arg_schemas
-from .arg_schemas import ArgField, ArgSpec
-from .settings import ToolSettings
-from .workspace import Workspace
+from toycoder_daemon.core.ports import CheckpointRecorder, Frontend, Level
+from toycoder_daemon.tools import arg_schemas
+from toycoder_daemon.tools.arg_schemas import ArgField, ArgSpec
+from toycoder_daemon.tools.settings import ToolSettings
+from toycoder_daemon.tools.workspace import Workspace
 
 
 class ToolError(Exception):

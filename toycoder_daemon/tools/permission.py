@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..ports import PermissionRequest
-    from .base import Tool, ToolContext
-    from .shell_programs import Invocation
+    from toycoder_daemon.core.ports import PermissionRequest
+    from toycoder_daemon.tools.base import Tool, ToolContext
+    from toycoder_daemon.tools.shell.programs import Invocation
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ def command_matches(pattern: str, command: str) -> bool:
 
 
 def _escalates(args: dict[str, Any], ctx: ToolContext) -> bool:
-    from .sandbox.policy import Policy, escalation
+    from toycoder_daemon.tools.shell.sandbox.policy import Policy, escalation
 
     return escalation(Policy.from_settings(ctx.settings), args) is not None
 
@@ -91,7 +91,7 @@ def program_verdict(pattern: str, inv: Invocation) -> str | None:
     """"deny" when the program and its arguments meet a deny pattern, "ask" when they might or the
     program is not known for certain, else None. The pattern's first word names the program (a
     path in it counts by its basename, like the command's)."""
-    from .shell_programs import DELETERS
+    from toycoder_daemon.tools.shell.programs import DELETERS
 
     words = pattern.split()
     if not words:
@@ -184,7 +184,7 @@ class PermissionGate:
         command_rules = [r for r in self.deny if r.tool == tool.name and r.pattern is not None]
         if subject and subject[0] == "command" and command_rules:
             # the shell analysis (~7 ms to import) only for a command under a deny rule
-            from .shell_programs import Invocation, invocations
+            from toycoder_daemon.tools.shell.programs import Invocation, invocations
 
             try:
                 programs = invocations(subject[1], ctx.workspace.root)

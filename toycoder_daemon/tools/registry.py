@@ -14,11 +14,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .. import safejson, secrets
-from ..ports import PermissionRequest, ToolStatus
-from .base import Tool, ToolContext, ToolError
-from .escape import escape_surrogates
-from .permission import Judgement, PermissionGate
+from toycoder_daemon.core.ports import PermissionRequest, ToolStatus
+from toycoder_daemon.core.util import safejson, secrets
+from toycoder_daemon.tools.base import Tool, ToolContext, ToolError
+from toycoder_daemon.tools.escape import escape_surrogates
+from toycoder_daemon.tools.permission import Judgement, PermissionGate
 
 
 @dataclass

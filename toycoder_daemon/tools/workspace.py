@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .escape import escape_surrogates, unescape_bytes
+from toycoder_daemon.tools.escape import escape_surrogates, unescape_bytes
 
 
 class OutsideWorkspace(Exception):

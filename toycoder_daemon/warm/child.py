@@ -24,8 +24,9 @@ import threading
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from .. import environ_scrub
-from . import idle, launcher, proc_identity
+from toycoder_daemon.config import model as config_model
+from toycoder_daemon.core.util import environ_scrub
+from toycoder_daemon.warm import launcher, proc_identity
 
 
 def run(fds: list[int], hello: bytearray, signals: dict[int, Any], release: Callable[[], None],
@@ -91,10 +92,16 @@ def _adopt(fds: list[int], hello: bytearray, signals: dict[int, Any], release: C
     sys.argv[:] = launch["argv"]
     _locale()
     _stdio(launch["stdio"])
-    idle.report = report_idle
-    from ..daemon import main
+    config_model.on_loaded = lambda config: _report(report_idle, config.daemon.warm_idle_minutes)
+    from toycoder_daemon.faces.main import main
 
     return main(sys.argv[1:])
+
+
+def _report(report_idle: Callable[[float], None], minutes: float) -> None:
+    """The loaded config's idle limit, to this daemon's fork server."""
+    with contextlib.suppress(OSError):  # the server is gone: it has nothing to wait for any more
+        report_idle(minutes)
 
 
 def _show_identity(cmdline: bytes) -> None:

@@ -116,7 +116,7 @@ def install_hash() -> str:
     """Names the socket: this package's version and files (path, size, mtime), the interpreter and
     the import path (with each entry's mtime, which an install into it changes), so an upgrade, an
     edit in an editable install or another venv is never served by a server running older code."""
-    from .. import __version__
+    from toycoder_daemon import __version__
 
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     parts = [__version__, sys.executable, sys.version, package]
@@ -539,6 +539,6 @@ def main(argv: list[str] | None = None) -> int:
         except NotWarm as e:
             if e.reason:
                 say(f"not using the fork server: {e.reason}; starting cold")
-    from ..daemon import main as cold_main
+    from toycoder_daemon.faces.main import main as cold_main
 
     return cold_main(args)

@@ -35,15 +35,16 @@ import threading
 import time
 from typing import Any
 
-from . import child, launcher
+from toycoder_daemon.warm import child, launcher
 
 PRELOAD = (
     # our entry, App and faces
-    "toycoder_daemon.daemon", "toycoder_daemon.app", "toycoder_daemon.server", "toycoder_daemon.rpc_io",
-    "toycoder_daemon.acp", "toycoder_daemon.stdio", "toycoder_daemon.outbox", "toycoder_daemon.ndjson",
-    "toycoder_daemon.editor_frontend", "toycoder_daemon.acp_frontend",
+    "toycoder_daemon.faces.main", "toycoder_daemon.app.application", "toycoder_daemon.faces.lsp.server",
+    "toycoder_daemon.faces.lsp.transport", "toycoder_daemon.faces.acp.agent", "toycoder_daemon.rpc.lsp_framing",
+    "toycoder_daemon.rpc.outbox", "toycoder_daemon.rpc.ndjson",
+    "toycoder_daemon.faces.lsp.frontend", "toycoder_daemon.faces.acp.frontend",
     "toycoder_daemon.llm.http_stream", "toycoder_daemon.llm.openai_client", "toycoder_daemon.llm.json_codec",
-    "toycoder_daemon.tools.sandbox.probe", "toycoder_daemon.environ_scrub", "toycoder_daemon.logs",
+    "toycoder_daemon.tools.shell.sandbox.probe", "toycoder_daemon.core.util.environ_scrub", "toycoder_daemon.core.util.logs",
     # their libraries
     "pygls.lsp.server", "pygls.protocol", "lsprotocol.types", "lsprotocol.converters", "acp", "acp.schema",
     "pydantic", "yaml", "orjson", "ssl",
@@ -293,7 +294,7 @@ class Server:
             launcher.send(sock, launcher.IDLE, repr(float(minutes)).encode())
 
     def status(self) -> dict[str, Any]:
-        from .. import __version__
+        from toycoder_daemon import __version__
 
         return {"pid": os.getpid(), "socket": self.path, "version": __version__, "python": sys.version.split()[0],
                 "started": self.started, "idleMinutes": self.idle_minutes,

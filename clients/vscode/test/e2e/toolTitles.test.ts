@@ -28,10 +28,10 @@ const SAMPLES: Array<[string, Record<string, unknown>]> = [
 const SCRIPT = `
 import json, sys
 from toycoder_daemon.tools.ask import ask_user
-from toycoder_daemon.tools.edit import edit_file, write_file
-from toycoder_daemon.tools.files import list_directory, read_file
-from toycoder_daemon.tools.search import glob_search, grep_search
-from toycoder_daemon.tools.shell import run_command
+from toycoder_daemon.tools.files.edit import edit_file, write_file
+from toycoder_daemon.tools.files.read import list_directory, read_file
+from toycoder_daemon.tools.search.tools import glob_search, grep_search
+from toycoder_daemon.tools.shell.run_command import run_command
 tools = {t.name: t for t in (read_file, list_directory, glob_search, grep_search, write_file, edit_file, run_command, ask_user)}
 out = [[tools[name].describe_call(args), tools[name].level] for name, args in json.load(sys.stdin)]
 print(json.dumps(out))

@@ -1,0 +1,293 @@
+"""Composition root: the only place that builds and wires config, models, tools, sessions and
+prompts. App keeps what spans sessions (the config, the store, the model clients, the MCP servers,
+the list of open sessions) and hands it to each session it opens (app_runtime.SessionRuntime),
+where prompts run.
+
+The wire faces (server.py, acp.py) build it with `App.open` and call these methods, passing a
+`Frontend` factory; nothing here knows about JSON-RPC. Tests build it directly with a scripted
+model factory and a store on a temp dir (tests/inproc_app.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from toycoder_daemon.app.factories import openai_models, subagents, tool_catalog, tool_settings
+from toycoder_daemon.app.runtime import FrontendFactory, Outlets, PromptOutcome, SessionParts, SessionRuntime, read_only
+from toycoder_daemon.app.session_mcp import McpHub
+from toycoder_daemon.app.settings import Models
+from toycoder_daemon.checkpoints import Checkpoint, RestoreResult
+from toycoder_daemon.checkpoints.undo import ChangesOfStore, Checkpoints
+from toycoder_daemon.config.model import Config, data_dir, load_config
+from toycoder_daemon.core.errors import ConfigError, SessionBusy
+from toycoder_daemon.core.ports import Event, Frontend, ModelsInfo, ToolSummary
+from toycoder_daemon.core.util import environ_scrub, secrets
+from toycoder_daemon.llm.base import ChatModel
+from toycoder_daemon.llm.pool import ModelFactory, ModelPool
+from toycoder_daemon.prompts.manager import PromptManager
+from toycoder_daemon.sessions.context import Compaction
+from toycoder_daemon.sessions.session import Session, TranscriptEntry
+from toycoder_daemon.sessions.sharing import Sharing
+from toycoder_daemon.sessions.store import SessionStore, SessionSummary
+from toycoder_daemon.tools.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+__all__ = ["App", "FrontendFactory", "PromptOutcome"]
+
+
+class OpenSessions(Mapping[str, Session]):
+    """The sessions of App's open runtimes, by id (read-only)."""
+
+    def __init__(self, runtimes: dict[str, SessionRuntime]):
+        self._runtimes = runtimes
+
+    def __getitem__(self, session_id: str) -> Session:
+        return self._runtimes[session_id].session
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._runtimes)
+
+    def __len__(self) -> int:
+        return len(self._runtimes)
+
+
+class App:
+    def __init__(self, workspace_root: str | Path, config: Config, *, model_factory: ModelFactory | None = None,
+                 store: SessionStore | None = None, config_error: ConfigError | None = None,
+                 config_path: Path | None = None):
+        """`config_error`: the config could not be loaded (`config` is then the defaults); the app
+        still starts so the face can report it, and every model call raises it."""
+        self.workspace = Workspace(workspace_root)
+        self.config, self.config_path, self.config_error = config, config_path, config_error
+        try:
+            self.prompts = PromptManager(self.workspace.root, config.prompts_file)
+            for name, decl in config.agents.items():
+                if (decl.prompt or name) not in self.prompts.roles:
+                    raise ConfigError(f"config: agents.{name}: no prompt template named '{decl.prompt or name}'")
+        except ConfigError as e:
+            log.error("%s", e)
+            self.config_error, self.config, self.config_path = e, Config(), None
+            self.prompts = PromptManager(self.workspace.root)
+        secrets.register([k for p in self.config.providers.values() for k in p.api_keys])
+        self.models = Models(self.config, self.config_error, ModelPool(model_factory or openai_models(self.config)))
+        self.store = store or SessionStore(data_dir(), self.workspace.root)
+        self.settings = tool_settings(self.config)
+        self.checkpoints = Checkpoints(self.store.data_dir, self.workspace.root)
+        self.sharing = Sharing()
+        agents = subagents(self.config, self.prompts)
+        self.tools = tool_catalog(self.config, agents)
+        self.mcp = McpHub(self.config.mcp_servers, self.workspace.root, self.tools)  # the config's and each session's
+        self._outlets = Outlets()
+        self.parts = SessionParts(self.workspace, self.config, self.prompts, self.store, self.settings, self.tools,
+                                  agents, self.mcp, self.checkpoints, self.sharing, self.models, self._outlets, self)
+        self.runtimes: dict[str, SessionRuntime] = {}
+        """The sessions this daemon has open."""
+        self.live = OpenSessions(self.runtimes)
+        self._loading: dict[str, asyncio.Future[SessionRuntime]] = {}
+        environ_scrub.scrub()  # last: every config secret is registered (McpHub's too); before any command
+
+    @classmethod
+    def open(cls, workspace_root: str | Path, config_path: str | None = None) -> App:
+        """What the faces call: load the config (a broken one is reported, not fatal) and build."""
+        try:
+            config, path = load_config(config_path)
+        except ConfigError as e:
+            log.error("%s", e)
+            return cls(workspace_root, Config(), config_error=e)
+        return cls(workspace_root, config, config_path=path)
+
+    async def start(self) -> None:
+        """Background start-up after initialize: MCP servers connect and the streaming client's
+        imports (~0.1 s) and CA store (~50 ms, for TLS providers) load while the person types their
+        first prompt (a turn that comes first starts the MCP servers itself: mcp.settle)."""
+        await self.mcp.start()
+        if not self.config_error:
+            from toycoder_daemon.llm import http_stream, openai_client  # noqa: F401  (loaded now, not in the first turn)
+
+            urls = [p.base_url for p in self.config.providers.values() if p.api_keys]
+            await asyncio.to_thread(http_stream.preload, urls)
+
+    # ---- what the wire face sets -------------------------------------------------------------
+
+    @property
+    def on_notice(self) -> Callable[[str, str], None]:
+        """Set by the wire face: show a message to the person (level: info|warning|error)."""
+        return self.mcp.on_notice
+
+    @on_notice.setter
+    def on_notice(self, show: Callable[[str, str], None]) -> None:
+        self.mcp.on_notice = show
+
+    @property
+    def on_session_info(self) -> Callable[[SessionSummary, str], None]:
+        """Set by the wire face: a session's title (the model's, /title) or mode changed; with the id of
+        the turn that changed it ("" outside a turn)."""
+        return self._outlets.session_info
+
+    @on_session_info.setter
+    def on_session_info(self, tell: Callable[[SessionSummary, str], None]) -> None:
+        self._outlets.session_info = tell
+
+    # ---- open sessions ------------------------------------------------------------------------
+
+    def _opened(self, runtime: SessionRuntime) -> SessionRuntime:
+        self.runtimes[runtime.session.id] = runtime
+        return runtime
+
+    def _open_now(self, session_id: str) -> SessionRuntime:
+        runtime = self.runtimes.get(session_id)
+        return runtime if runtime is not None else self._opened(SessionRuntime.open(self.parts, session_id))
+
+    async def _open(self, session_id: str) -> SessionRuntime:
+        """The session's runtime: open already, or loaded from disk (the file is read and repaired
+        in a worker thread); concurrent loads of one session share the first."""
+        runtime = self.runtimes.get(session_id)
+        if runtime is not None:
+            return runtime
+        pending = self._loading.get(session_id)
+        if pending is None:
+            pending = self._loading[session_id] = asyncio.ensure_future(self._load(session_id))
+            pending.add_done_callback(lambda _: self._loading.pop(session_id, None))
+        return await asyncio.shield(pending)
+
+    async def _load(self, session_id: str) -> SessionRuntime:
+        return self._opened(await SessionRuntime.load(self.parts, session_id))
+
+    def new_session(self, title: str | None = None) -> Session:
+        return self._opened(SessionRuntime.create(self.parts, title)).session
+
+    def session(self, session_id: str) -> Session:
+        """An open session, or one loaded from disk (made valid for the model if a turn was cut)."""
+        return self._open_now(session_id).session
+
+    async def load(self, session_id: str) -> Session:
+        """`session` for async callers: the file is read (and repaired) in a worker thread, and
+        concurrent loads of one session share the first."""
+        return (await self._open(session_id)).session
+
+    def peek(self, session_id: str) -> Session:
+        """A session to read (load, tools/list, models/list): the open one, or a copy read from disk
+        without taking its lock, so looking at history never blocks another editor."""
+        runtime = self.runtimes.get(session_id)
+        return runtime.session if runtime is not None else read_only(self.parts, session_id)
+
+    def list_sessions(self) -> list[SessionSummary]:
+        """Stored sessions, newest first; untitled empty ones (clients open sessions eagerly) only
+        while this daemon has them open."""
+        return [r for r in self.store.list() if r.message_count or r.title or r.id in self.runtimes]
+
+    async def close_session(self, session_id: str) -> None:
+        """This daemon stops having the session open (a running turn is cancelled first); it stays
+        on disk, and any daemon (this one too) can load it again."""
+        runtime = self.runtimes.get(session_id)
+        if runtime is None:
+            return
+        await runtime.stop()
+        if self.runtimes.get(session_id) is runtime:
+            del self.runtimes[session_id]
+        runtime.release()
+        await self.mcp.close_session(session_id)  # the servers its client gave stop with it
+
+    def delete_session(self, session_id: str) -> None:
+        runtime = self.runtimes.get(session_id)
+        if runtime is not None and runtime.session.busy:
+            raise SessionBusy(session_id)
+        self.store.delete(session_id)  # refused while another daemon's turn runs: then it stays open here
+        if runtime is not None:
+            del self.runtimes[session_id]
+            runtime.release()
+            self.mcp.close_later(session_id)
+        self.checkpoints.delete(session_id)
+
+    # ---- turns --------------------------------------------------------------------------------
+
+    async def prompt(self, session_id: str, text: str, frontend_for: FrontendFactory, *,
+                     close_on_switch: bool = True) -> PromptOutcome:
+        """Run a turn (or a slash command) in the session (SessionRuntime.prompt). `close_on_switch=False`:
+        the client keeps the session open after /new, /switch or /clear (an ACP client picks its
+        sessions and ends them with session/close), so its MCP servers and file stay as they are."""
+        outcome = await (await self._open(session_id)).prompt(text, frontend_for)
+        action = outcome.action
+        if close_on_switch and action and action.get("kind") == "switch" and action.get("sessionId") != session_id:
+            await self.close_session(session_id)  # /new, /switch, /clear: this daemon moves on
+        return outcome
+
+    async def compact(self, s: Session, frontend: Frontend, *, force: bool = False) -> Compaction | None:
+        """Compact the session's context when it is over the thresholds (or when forced)."""
+        return await (await self._open(s.id)).compact(frontend, force=force)
+
+    def cancel(self, session_id: str) -> bool:
+        runtime = self.runtimes.get(session_id)
+        if runtime is None:
+            self.peek(session_id)  # SessionNotFound for an unknown id
+            return False
+        return runtime.cancel()
+
+    async def shutdown(self, timeout: float = 2.0) -> None:
+        """End every turn (which kills their child processes), close files and model clients."""
+        turns = [r.session.turn for r in self.runtimes.values() if r.session.turn and not r.session.turn.done()]
+        for t in [*turns, *self.parts.background]:
+            t.cancel()
+        if turns:
+            await asyncio.wait(turns, timeout=timeout)
+        from toycoder_daemon.tools.shell.run_command import kill_all
+
+        kill_all()  # whatever a turn did not manage to stop in time
+        self.sharing.close()
+        for runtime in self.runtimes.values():
+            runtime.release()
+        await self.mcp.aclose()
+        await self.models.pool.aclose()
+
+    # ---- checkpoints (undo.py) ----------------------------------------------------------------
+
+    def transcript(self, s: Session) -> list[TranscriptEntry]:
+        """The session's history with a `changes` entry after each turn that changed files."""
+        runtime = self.runtimes.get(s.id)
+        return s.transcript(runtime.checkpoints.changes() if runtime is not None else
+                            ChangesOfStore(self.checkpoints.store(s.id)))
+
+    def checkpoint_list(self, session_id: str) -> list[Checkpoint]:
+        runtime = self.runtimes.get(session_id)
+        if runtime is not None:
+            return runtime.checkpoints.rows()
+        return self.checkpoints.store(self.peek(session_id).id).list()
+
+    async def restore(self, session_id: str, turn_ref: str, paths: list[str] | None = None, force: bool = False,
+                      frontend_for: FrontendFactory | None = None) -> RestoreResult:
+        """Restore a turn and every later one (undo.py); SessionBusy while a turn runs."""
+        return await (await self._open(session_id)).restore(turn_ref, paths, force, frontend_for)
+
+    # ---- settings, tools and models -----------------------------------------------------------
+
+    def set_mode(self, session_id: str, mode: str) -> SessionSummary:
+        """ValueError for an unknown mode; SessionBusy while another daemon's turn runs."""
+        return self._open_now(session_id).set_mode(mode)
+
+    def tool_infos(self, session_id: str) -> list[ToolSummary]:
+        s = self.peek(session_id)
+        return [ToolSummary(t.name, t.description, t.level, s.tools.is_enabled(t.name), t.source) for t in s.tools.list()]
+
+    def set_tool_enabled(self, session_id: str, name: str, enabled: bool) -> None:
+        self._open_now(session_id).set_tool_enabled(name, enabled)
+
+    async def settle_mcp(self, session_id: str, emit: Callable[[Event], None] | None = None) -> None:
+        await self.mcp.settle(session_id, emit)
+
+    def mcp_status(self, session_id: str | None = None) -> list[dict[str, Any]] | None:
+        return self.mcp.status(session_id)
+
+    def model_for(self, session: Session | None, role: str | None = None) -> ChatModel:
+        """The session's model, or the provider's model for a role ("fast" for summaries)."""
+        return self.models.of(session, role)
+
+    def models_info(self, session_id: str | None) -> ModelsInfo:
+        return self.models.info(self.peek(session_id) if session_id else None)
+
+    def set_model(self, session_id: str, provider: str | None, model: str) -> ModelsInfo:
+        return self._open_now(session_id).set_model(provider, model)

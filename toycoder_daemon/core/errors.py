@@ -1,0 +1,41 @@
+"""Errors the core raises; the wire faces map them to their own error codes."""
+
+from __future__ import annotations
+
+
+class ToyCoderError(Exception):
+    """Base of the errors a client is meant to read."""
+
+
+class ConfigError(ToyCoderError):
+    """The configuration is missing, unreadable or invalid. `problems`: each one, naming its field
+    (the message holds them all)."""
+
+    def __init__(self, message: str, problems: list[str] | None = None):
+        super().__init__(message)
+        self.problems = problems if problems is not None else [message]
+
+
+class SessionNotFound(ToyCoderError):
+    def __init__(self, session_id: str):
+        super().__init__(f"session not found: {session_id}")
+        self.session_id = session_id
+
+
+class SessionBusy(ToyCoderError):
+    def __init__(self, session_id: str, why: str = "it is already running a turn; wait for it or cancel it"):
+        super().__init__(f"session {session_id} is busy: {why}")
+        self.session_id = session_id
+
+
+class ProviderError(ToyCoderError):
+    """The model provider failed after our retries (or on a non-retryable error)."""
+
+    def __init__(self, provider: str, reason: str, status: int | None = None):
+        from toycoder_daemon.core.util import secrets
+
+        reason = secrets.redact(reason)  # some proxies echo the key in their error text
+        super().__init__(f"provider {provider!r} failed: {reason}")
+        self.provider = provider
+        self.reason = reason
+        self.status = status

@@ -1,0 +1,346 @@
+"""The Agent Client Protocol face (`toycoder-daemon --acp`): the same App, for ACP clients (Zed,
+CodeCompanion.nvim, avante.nvim, agent-shell...). Newline-delimited JSON-RPC 2.0 on stdio, protocol
+version 1, through the `agent-client-protocol` SDK's Connection, from the first line to the last.
+
+Every message is read, dispatched and answered by the SDK's Connection, with the router the SDK
+builds for an Agent (`build_agent_router`, plus the `session/delete` route 0.12.1 lacks) behind one
+handler of ours (`handler`: raw `mcpServers` checked, a client's bad notification logged in one
+line). It reads and writes the streams ndjson.py wraps (stdin on a thread, any kind of stdin; frames
+only to the protocol stream __main__ kept). One App per distinct `cwd` of session/new or
+session/load; a session belongs to the App that created or loaded it. See docs/protocol.md, "The
+ACP face", for the mapping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from acp import (
+    PROTOCOL_VERSION,
+    RequestError,
+)
+from acp.agent.router import build_agent_router
+from acp.core import Connection
+from acp.meta import AGENT_METHODS
+from acp.router import MessageRouter
+from acp.schema import (
+    AgentCapabilities,
+    ClientCapabilities,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptCapabilities,
+    ResumeSessionResponse,
+    SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionDeleteCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
+    SessionModeState,
+    SessionResumeCapabilities,
+)
+from pydantic import ValidationError
+
+from toycoder_daemon import __version__
+from toycoder_daemon.app.application import App
+from toycoder_daemon.core.errors import ToyCoderError
+from toycoder_daemon.core.ports import OUTPUT
+from toycoder_daemon.core.util.background import Background
+from toycoder_daemon.faces.acp import (
+    client as acp_client,
+)
+from toycoder_daemon.faces.acp import (
+    fs as acp_fs,
+)
+from toycoder_daemon.faces.acp import (
+    mcp as acp_mcp,
+)
+from toycoder_daemon.faces.acp import (
+    sessions as acp_sessions,
+)
+from toycoder_daemon.faces.acp import (
+    turn as acp_turn,
+)
+from toycoder_daemon.faces.acp.content import commands_update, plan_now, replay
+from toycoder_daemon.faces.acp.terminal import Terminals
+from toycoder_daemon.rpc.ndjson import open_stdio
+from toycoder_daemon.rpc.outbox import Outbox, written
+from toycoder_daemon.wire import codes as wire
+
+log = logging.getLogger(__name__)
+
+RESOURCE_NOT_FOUND = acp_sessions.RESOURCE_NOT_FOUND
+ACP_NOTIFICATIONS = frozenset(m for m in AGENT_METHODS.values()
+                              if m == "session/cancel" or m.startswith("document/did"))
+"""Client -> agent methods that take no id (a request to one of them is refused with an answer)."""
+
+
+def acp_errors(handler: Any) -> Any:
+    """Core errors -> JSON-RPC errors: ACP's code for a missing session, ours for the rest."""
+
+    @functools.wraps(handler)
+    async def wrapped(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await handler(*args, **kwargs)
+        except ToyCoderError as e:
+            if (error := acp_turn.core_error(e)) is None:
+                raise
+            raise RequestError(*error) from None
+
+    return wrapped
+
+
+class SdkClient:
+    """acp_client.RawClient over the SDK's Connection (send_notification, send_request): the dicts
+    go out as they are, with no model built or validated per update."""
+
+    def __init__(self, conn: Connection):
+        self._conn = conn
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        await self._conn.send_notification(method, params)
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        try:
+            return await self._conn.send_request(method, params)
+        except RequestError as e:
+            raise acp_client.ClientError(e.code, str(e), e.data) from None
+
+    async def session_update(self, session_id: str, update: dict[str, Any]) -> None:
+        await self.notify(acp_client.SESSION_UPDATE, {"sessionId": session_id, "update": update})
+
+
+class ToyCoderAgent:
+    """The acp.Agent implementation: one small method per ACP method."""
+
+    def __init__(self, config_path: str | None = None):
+        self.config_path = config_path
+        self.raw: SdkClient = None  # type: ignore[assignment]  # set with the connection (serve_acp)
+        self.caps = acp_turn.Caps()
+        self.terminals: Terminals | None = None  # set when the client declares terminals (acp_terminal)
+        self.apps: dict[Path, App] = {}
+        self.owner: dict[str, App] = {}
+        self.told: acp_sessions.Told = {}
+        """What the client was last told of each open session's title and mode (acp_sessions.hook)."""
+        self._prompts: set[asyncio.Task[Any]] = set()
+        self._starting: set[asyncio.Task[Any]] = set()
+        """Prompts on their way to their turn (App.prompt loads the session, takes its lock)."""
+        self._ending = False
+        """The input ended (shutdown): no turn starts from now on."""
+        self.later = Background().run  # work that goes after the current answer
+
+    set_session_mode = acp_sessions.set_session_mode  # session/set_mode
+    delete_session = acp_sessions.delete_session  # session/delete (routed by acp_sessions.route_delete)
+
+    def app_for(self, cwd: str) -> App:
+        p = Path(cwd)
+        if not p.is_absolute() or not p.is_dir():
+            raise RequestError.invalid_params({"cwd": f"not an absolute path to a directory: {cwd!r}"})
+        key = p.resolve()
+        app = self.apps.get(key)
+        if app is None:
+            app = self.apps[key] = App.open(key, self.config_path)
+            app.on_notice = lambda level, message: log.warning("%s", message)  # ACP has no message to show
+            acp_sessions.hook(app, self.owner, lambda sid, u: self.raw.session_update(sid, u), self.later, replay,
+                              self.told)
+            self.later(app.start())
+            log.info("workspace %s, config %s", app.workspace.root, app.config_path or "(built-in defaults)")
+        return app
+
+    def app_of(self, session_id: str) -> App:
+        app = self.owner.get(session_id)
+        if app is None:
+            raise RequestError(RESOURCE_NOT_FOUND, f"session not found: {session_id} (not open on this connection: "
+                               "use session/new or session/load first)", {"sessionId": session_id})
+        return app
+
+    async def _send(self, session_id: str, updates: list[dict[str, Any]]) -> None:
+        for update in updates:
+            await self.raw.session_update(session_id, update)
+
+    async def _announce_commands(self, session_id: str) -> None:
+        await self.raw.session_update(session_id, commands_update())
+
+    # ---- lifecycle and sessions ---------------------------------------------------------------
+
+    async def initialize(self, protocol_version: int, client_capabilities: ClientCapabilities | None = None,
+                         client_info: Any = None, **_: Any) -> InitializeResponse:
+        # where the client sent capabilities it cannot read, the SDK puts its defaults as a plain dict
+        caps = client_capabilities if isinstance(client_capabilities, ClientCapabilities) else None
+        self.terminals = Terminals(usable=True) if caps and caps.terminal else None
+        can_read, can_write = acp_fs.declared(caps)
+        self.caps = acp_turn.Caps(elicit=bool(caps and caps.elicitation and caps.elicitation.form is not None),
+                                  read=can_read, write=can_write)
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(
+                load_session=True, prompt_capabilities=PromptCapabilities(embedded_context=True),
+                mcp_capabilities=acp_mcp.CAPABILITIES,
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities(), close=SessionCloseCapabilities(),
+                                                         resume=SessionResumeCapabilities(),
+                                                         delete=SessionDeleteCapabilities())),
+            agent_info=Implementation(name="toycoder-daemon", title="ToyCoder", version=__version__),
+        )
+
+    @acp_errors
+    async def new_session(self, cwd: str, mcp_servers: Any = None, **_: Any) -> NewSessionResponse:
+        app = self.app_for(cwd)
+        servers = acp_mcp.specs(mcp_servers)  # an unsupported one is refused before a session is made
+        s = app.new_session()
+        self.owner[s.id] = app
+        acp_sessions.opened(self.told, s)
+        await acp_mcp.start(self, app, s.id, servers)
+        self.later(self._announce_commands(s.id))  # queued after the answer
+        return NewSessionResponse(session_id=s.id, modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)))
+
+    @acp_errors
+    async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any) -> LoadSessionResponse:
+        app = self.app_for(cwd)
+        s = await app.load(session_id)  # open here from now on: it hears turns made elsewhere
+        self.owner[s.id] = app
+        title = acp_sessions.opened(self.told, s)
+        await acp_mcp.start(self, app, s.id, acp_mcp.specs(mcp_servers))
+        for update in replay(s.transcript(), app) + title:
+            await self.raw.session_update(s.id, update)
+        self.later(self._announce_commands(s.id))
+        return LoadSessionResponse(modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)))
+
+    @acp_errors
+    async def resume_session(self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any) -> ResumeSessionResponse:
+        """session/load without the replay: the client already shows the history."""
+        app = self.app_for(cwd)
+        s = await app.load(session_id)
+        self.owner[s.id] = app
+        acp_sessions.opened(self.told, s)  # the client shows the session already, its title included
+        await acp_mcp.start(self, app, s.id, acp_mcp.specs(mcp_servers))
+        self.later(self._send(s.id, plan_now(s)))  # after the answer: resume replays nothing before it
+        self.later(self._announce_commands(s.id))
+        return ResumeSessionResponse(modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)))
+
+    @acp_errors
+    async def close_session(self, session_id: str, **_: Any) -> None:
+        """The client is done with the session here (a running turn is cancelled); it stays on disk."""
+        app = self.app_of(session_id)
+        await app.close_session(session_id)
+        del self.owner[session_id]
+        self.told.pop(session_id, None)
+
+    @acp_errors
+    async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any) -> ListSessionsResponse:
+        apps = [self.app_for(cwd)] if cwd else list(self.apps.values())
+        listed = [(app, await asyncio.to_thread(app.list_sessions)) for app in apps]  # file I/O: off the loop
+        return ListSessionsResponse(sessions=[
+            SessionInfo(session_id=r.id, cwd=str(app.workspace.root), title=r.title or None,
+                        updated_at=wire.iso_time(r.updated_at))
+            for app, rows in listed for r in rows
+        ])
+
+    # ---- turns --------------------------------------------------------------------------------
+
+    @acp_errors
+    async def prompt(self, prompt: list[Any], session_id: str, **_: Any) -> dict[str, Any]:
+        app = self.app_of(session_id)
+        if self._ending:  # the input ended before this prompt's task ran: its turn never starts
+            return acp_turn.answer("cancelled")
+        me = asyncio.current_task()
+        if me:
+            self._prompts.add(me)
+            self._starting.add(me)
+        try:
+            return await acp_turn.run_prompt(app, session_id, prompt, self.raw, self.caps, self.terminals,
+                                             begun=lambda: self._starting.discard(me))
+        except acp_turn.EmptyPrompt as e:
+            raise RequestError.invalid_params({"prompt": str(e)}) from None
+        except asyncio.CancelledError:
+            if not self._ending or me not in self._starting:
+                raise
+            return acp_turn.answer("cancelled")  # shutdown cancelled it before its turn began
+        finally:
+            if me:
+                self._prompts.discard(me)
+                self._starting.discard(me)
+
+    async def cancel(self, session_id: str, **_: Any) -> None:
+        app = self.owner.get(session_id)
+        if app is None:
+            return
+        try:
+            app.cancel(session_id)  # the running session/prompt answers stopReason "cancelled"
+        except ToyCoderError as e:
+            log.info("cancel %s: %s", session_id, e)
+
+    async def shutdown(self) -> None:
+        """stdin closed: end every turn, let the prompts answer ("cancelled"), close the Apps. A
+        prompt still on its way to its turn (App.prompt loads the session and takes its lock first)
+        is cancelled too: App.shutdown cannot see a turn not begun, and would close its files."""
+        self._ending = True
+        for task in self._starting:
+            task.cancel()  # ToyCoderAgent.prompt answers it as cancelled
+        for app in self.apps.values():
+            await app.shutdown()
+        if self._prompts:
+            await asyncio.wait(self._prompts, timeout=2.0)
+
+
+
+# ---- the connection -----------------------------------------------------------------------------
+
+def handler(agent: ToyCoderAgent) -> Callable[[str, Any, bool], Any]:
+    """The Connection's one method handler: the SDK's router for an Agent, which validates params
+    (-32602), answers -32601 for methods ToyCoderAgent lacks, and calls the agent, with two things
+    around it: raw `mcpServers` are checked before the router's models drop items they cannot read
+    (acp_mcp.check_raw), and a notification with bad params, the client's mistake, is one info
+    line, not the SDK's logged traceback (a request gets its error answer without one)."""
+    # session/close and session/resume are routed as unstable in 0.12.1
+    router: MessageRouter = build_agent_router(agent, use_unstable_protocol=True)  # type: ignore[arg-type]
+    acp_sessions.route_delete(router, agent)
+
+    async def handle(method: str, params: Any, is_notification: bool) -> Any:
+        if not is_notification:
+            if method in acp_mcp.SESSION_METHODS:
+                acp_mcp.check_raw(params)
+            return await router(method, params, False)
+        try:
+            return await router(method, params, True)
+        except (ValidationError, RequestError) as e:
+            log.info("notification %s ignored: %s", method, str(e).splitlines()[0])
+            return None
+
+    return handle
+
+
+async def serve_acp(out: BinaryIO | Outbox, config_path: str | None = None, *, stdin: int = 0,
+                    on_end: Callable[[], None] | None = None) -> int:
+    """Serve ACP on `stdin` (an fd: the daemon's 0, or a pipe when tests drive the face in-process)
+    and `out` until the input ends; returns the exit code. `on_end` is called when the input ends.
+    With an Outbox (the daemon's stdout) frames are written by its thread, under the backpressure
+    rule (outbox.py): above its hard limit stdin is not read."""
+    outbox = out if isinstance(out, Outbox) else None
+    if outbox is not None:
+        OUTPUT.set(outbox)  # the SDK's tasks (and so the turns) start from this task's context
+    stdio = await open_stdio(out, stdin, notifications=ACP_NOTIFICATIONS,  # type: ignore[arg-type]  # file-like
+                             gate=outbox.wait_input if outbox is not None else None)
+    agent = ToyCoderAgent(config_path)
+    conn = Connection(handler(agent), stdio.writer, stdio.reader, listening=False)
+    agent.raw = SdkClient(conn)
+    try:
+        await conn.main_loop()
+    finally:
+        log.info("stdin closed: shutting down")
+        if on_end is not None:
+            on_end()
+        await agent.shutdown()
+        try:
+            await asyncio.wait_for(conn.close(), 2.0)
+        except asyncio.TimeoutError:
+            log.warning("ACP connection did not close in time")
+        await written(out)  # what is queued goes out (the client may still read) within the exit grace
+        stdio.close()
+    return 0

@@ -1,0 +1,117 @@
+"""The ACP face's session extras: what it tells a client about its open sessions outside its own
+prompts (turns another daemon made, replayed as the updates the client would have seen; title
+changes as `session_info_update`; mode changes as `current_mode_update`), session modes, and
+`session/delete` (which SDK 0.12.1 does not route)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+from acp import RequestError
+from acp.meta import AGENT_METHODS
+from acp.router import MessageRouter
+from acp.schema import DeleteSessionRequest, SetSessionModeResponse
+
+from toycoder_daemon.app.application import App
+from toycoder_daemon.core.errors import SessionBusy, SessionNotFound
+from toycoder_daemon.core.modes import MODES
+from toycoder_daemon.sessions.session import Session, TranscriptEntry
+from toycoder_daemon.sessions.store import SessionSummary
+from toycoder_daemon.wire import codes as wire
+
+Send = Callable[[str, Any], Awaitable[None]]
+Replay = Callable[[list[TranscriptEntry], App], list[Any]]
+
+
+Told = dict[str, tuple[str | None, str | None]]
+"""Session id -> the (title, mode) its client was last told (opening it says both)."""
+
+
+def opened(told: Told, s: Session) -> list[Any]:
+    """A session was made, loaded or resumed here: its answer tells the client its mode. Returns
+    what a load sends after the replay: the title, when there is one (a client that loads by a
+    stored id, without the session list, has it from nowhere else). From then on only a change of
+    either is news."""
+    told[s.id] = (s.title, s.mode)
+    return [{"title": s.title, "sessionUpdate": "session_info_update"}] if s.title else []
+
+
+def hook(app: App, owner: dict[str, App], send: Send, later: Callable[[Coroutine[Any, Any, Any]], Any],
+         replay: Replay, told: Told) -> None:
+    """Wire `app`'s session events to the client; only sessions open on this connection (`owner`)."""
+
+    async def send_all(session_id: str, updates: list[Any]) -> None:
+        for update in updates:
+            await send(session_id, update)
+
+    def changed(session_id: str, entries: list[TranscriptEntry], reset: bool) -> None:
+        if owner.get(session_id) is app and not reset:  # ACP cannot retract: a rewrite is not replayed
+            later(send_all(session_id, replay(entries, app)))
+
+    def info(summary: SessionSummary, turn_id: str) -> None:
+        if owner.get(summary.id) is not app:
+            return
+        title, mode = told.get(summary.id, (None, None))
+        updates: list[Any] = []
+        if summary.title != title:
+            info = {"title": summary.title, "updatedAt": wire.iso_time(summary.updated_at)}
+            updates.append({**{k: v for k, v in info.items() if v}, "sessionUpdate": "session_info_update"})
+        if summary.mode and summary.mode != mode:
+            updates.append({"currentModeId": summary.mode, "sessionUpdate": "current_mode_update"})
+        told[summary.id] = (summary.title, summary.mode)
+        later(send_all(summary.id, updates))
+
+    app.sharing.on_changed = changed
+    app.on_session_info = info
+
+
+def mode_state(mode: str) -> dict[str, Any]:
+    """`modes` of session/new, load and resume, as the SDK dumps its SessionModeState."""
+    return {"currentModeId": mode,
+            "availableModes": [{"id": m, "name": name, "description": d} for m, (name, d) in MODES.items()]}
+
+
+async def set_session_mode(agent: Any, session_id: str, mode_id: str, **_: Any) -> SetSessionModeResponse:
+    """session/set_mode (a method of ToyCoderAgent): an unknown mode is -32602."""
+    app: App = agent.app_of(session_id)
+    try:
+        app.set_mode(session_id, mode_id)
+    except ValueError as e:
+        raise RequestError.invalid_params({"modeId": str(e)}) from None
+    except SessionBusy as e:
+        raise RequestError(wire.SESSION_BUSY, str(e), {"sessionId": session_id}) from None
+    return SetSessionModeResponse()
+
+
+RESOURCE_NOT_FOUND = -32002
+"""ACP's "resource not found", used for an unknown session."""
+
+
+async def delete_session(agent: Any, session_id: str, **_: Any) -> None:
+    """session/delete (a method of ToyCoderAgent), as toycoder/session/delete: refused while a turn
+    runs, here or in another daemon; an unknown id is -32002. The request has no cwd: the session
+    is looked for in the workspaces this connection opened (session/new, load, list with a cwd)."""
+    owner = agent.owner.get(session_id)
+    apps: list[App] = [owner] if owner is not None else list(agent.apps.values())
+    for app in apps:
+        try:
+            app.delete_session(session_id)
+        except SessionNotFound:
+            continue
+        except SessionBusy as e:
+            raise RequestError(wire.SESSION_BUSY, str(e), {"sessionId": session_id}) from None
+        agent.owner.pop(session_id, None)
+        agent.told.pop(session_id, None)
+        return
+    roots = ", ".join(str(a.workspace.root) for a in agent.apps.values()) or "none yet"
+    raise RequestError(RESOURCE_NOT_FOUND, f"session not found: {session_id} (looked in the workspaces this "
+                       f"connection opened: {roots}; open its workspace with session/list {{cwd}} first)",
+                       {"sessionId": session_id})
+
+
+def route_delete(router: MessageRouter, agent: Any) -> None:
+    """Route session/delete through the SDK's router (its params validation and -32602), as a later
+    SDK does: 0.12.1 names the method but has no route for it (it answered -32601)."""
+    router.route_request(AGENT_METHODS["session_delete"], DeleteSessionRequest, agent, "delete_session",
+                         adapt_result=lambda _: {})

@@ -1,0 +1,168 @@
+"""Namespaces, read-only bind mounts and killing what a command left behind (Linux, via ctypes).
+
+Used by the launcher only, in a process that exists to run one command, so changing its own
+namespaces and signal dispositions is safe.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+
+from toycoder_daemon.tools.shell.sandbox import cgroups, tree
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
+SYS_CLONE3 = 435  # the same on every architecture (the generic syscall table)
+CLONE_INTO_CGROUP = 0x200000000
+# statvfs flags that a remount inside a user namespace must keep (they are locked there).
+_KEEP = {os.ST_NOSUID: MS_NOSUID, os.ST_NODEV: MS_NODEV, os.ST_NOEXEC: MS_NOEXEC, os.ST_NOATIME: MS_NOATIME,
+         os.ST_NODIRATIME: MS_NODIRATIME, os.ST_RELATIME: MS_RELATIME}
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def prctl(option: int, value: int) -> None:
+    _check(_libc().prctl(option, value, 0, 0, 0), f"prctl({option})")
+
+
+class _CloneArgs(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_uint64) for name in (
+        "flags", "pidfd", "child_tid", "parent_tid", "exit_signal", "stack", "stack_size", "tls", "set_tid",
+        "set_tid_size", "cgroup")]
+
+
+def fork_into_cgroup(path: str) -> int | None:
+    """fork(), the child born in the cgroup at `path` (clone3 with CLONE_INTO_CGROUP, Linux 5.7);
+    None when refused (the caller then forks and joins). Moving a process in afterwards waits for an
+    RCU grace period (~10 ms a command here: bench/README.md), this does not.
+
+    It does what os.fork() does around the syscall: Python's before- and after-fork work (the import
+    lock, the at-fork hooks, signals tripped in the parent not run again in the child) through its
+    public API, the GIL held throughout (a PyDLL call does not release it). What it skips is libc's
+    own fork work (its at-fork handlers, resetting locks other threads held), which only matters when
+    other threads exist: so it refuses unless this is the process's only thread, as the launcher
+    is. The child must still only set itself up and exec or _exit."""
+    try:
+        if len(os.listdir("/proc/self/task")) != 1:
+            return None
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    api, libc = ctypes.pythonapi, ctypes.PyDLL(None, use_errno=True)
+    for hook in (api.PyOS_BeforeFork, api.PyOS_AfterFork_Child, api.PyOS_AfterFork_Parent):
+        hook.restype = None
+    libc.syscall.restype = ctypes.c_long
+    args = _CloneArgs(flags=CLONE_INTO_CGROUP, exit_signal=signal.SIGCHLD, cgroup=fd)
+    api.PyOS_BeforeFork()
+    pid = int(libc.syscall(ctypes.c_long(SYS_CLONE3), ctypes.byref(args), ctypes.c_size_t(ctypes.sizeof(args))))
+    if pid == 0:
+        api.PyOS_AfterFork_Child()
+    else:
+        api.PyOS_AfterFork_Parent()
+    os.close(fd)  # in both processes
+    return pid if pid >= 0 else None
+
+
+def writer_gone(fd: int) -> bool:
+    """Whether every write end of the pipe `fd` reads from is closed (its holder has exited)."""
+    os.set_blocking(fd, False)
+    try:
+        return os.read(fd, 1) == b""
+    except BlockingIOError:  # open and empty
+        return False
+
+
+def enter_namespaces(*, network: bool) -> set[str]:
+    """Unshare PID, mount and (unless network) network namespaces; an unprivileged process takes a
+    user namespace too, mapping itself to its own ids. Returns the names entered, empty when the
+    kernel or its settings refuse (the caller then falls back).
+
+    Root takes no user namespace: mapped to itself alone it would lose its rights over other
+    users' files (a root daemon in a user's checkout, the usual container) and, with the network
+    on, low ports and raw sockets. So a root daemon's command keeps root's capabilities, less those
+    caps.py drops, and can read other root processes' environments: docs/security.md."""
+    flags = CLONE_NEWPID | CLONE_NEWNS | (0 if network else CLONE_NEWNET)
+    uid, gid = os.geteuid(), os.getegid()
+    as_user = uid != 0
+    if as_user:
+        flags |= CLONE_NEWUSER
+    libc = _libc()
+    if libc.unshare(flags) != 0:
+        return set()
+    if as_user:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as f:
+                f.write(text)
+    # Our mounts must not propagate back to the daemon's namespace.
+    _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount private /")
+    entered = {"pid", "mount"}
+    if not network:
+        entered.add("network")
+    return entered
+
+
+def bind_readonly(path: str) -> None:
+    """Make `path` read-only in this mount namespace (a bind mount of itself, remounted ro)."""
+    libc = _libc()
+    raw = os.fsencode(path)
+    _check(libc.mount(raw, raw, None, MS_BIND | MS_REC, None), f"bind {path}")
+    keep = os.statvfs(path).f_flag
+    extra = sum(ms for st, ms in _KEEP.items() if keep & st)
+    _check(libc.mount(None, raw, None, MS_REMOUNT | MS_BIND | MS_RDONLY | extra, None), f"remount {path} read-only")
+
+
+def kill_and_reap(*, pid_namespace_init: bool, cgroup: str | None = None) -> None:
+    """Kill everything this process started and reap it. With the command's cgroup (cgroups.py)
+    that is one write, forks in flight included; then, and without one, as the init of a PID
+    namespace `kill(-1)` reaches exactly the namespace; otherwise this process is a subreaper and
+    walks its tree, signalling through pidfds (tree.py: a reused pid is never signalled). The walk
+    stays in cgroup mode too: it costs one pass when the cgroup killed everything, and catches a
+    shell that could not join it. The emptied cgroup is removed."""
+    if cgroup:
+        cgroups.kill(cgroup)
+    wait = tree.FIRST_WAIT
+    while True:
+        fds: list[int] = []
+        if pid_namespace_init:
+            try:  # noqa: SIM105 (contextlib costs start-up time on every command)
+                os.kill(-1, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        else:
+            fds = tree.signal_found(tree.descendants(os.getpid()), signal.SIGKILL)
+        # Reap everything already dead before walking again: one reap per walk is quadratic when the
+        # command left thousands of zombies (each walk then takes ~0.1 s).
+        reaped = 0
+        while True:
+            try:
+                pid = os.waitpid(-1, os.WNOHANG)[0]
+            except ChildProcessError:  # nothing left to reap: every descendant is gone
+                tree.close(fds)
+                if cgroup:
+                    cgroups.remove(cgroup, within=1.0)
+                return
+            if not pid:
+                break
+            reaped += 1
+        if reaped:
+            tree.close(fds)
+            wait = tree.FIRST_WAIT
+        else:  # killed but not yet dead: wait for one to exit, then kill again in case one forked
+            tree.wait_any(fds, wait)
+            wait = tree.next_wait(wait)

@@ -1,0 +1,390 @@
+"""The wire contract: method names, error codes and every params/result type (camelCase on the wire).
+
+`REQUESTS`, `NOTIFICATIONS` and `DAEMON_REQUESTS` at the end bind every method to its types; that
+one table drives the LSP face's handler registration and its params/result validation, the JSON
+Schema export (`python -m toycoder_daemon.wire.protocol`), the generated TypeScript types
+(protocol_ts.py) and the docs drift test. Golden fixtures under tests/golden lock the shapes.
+docs/protocol.md explains them. A new method: add its types and one row to the table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+# the shared base, the error codes (protocol_codes: no pydantic, all the ACP face needs), the checkpoint
+# and the session types live beside this module (each under 400 lines); re-exported here, so `wire.X`
+# names every wire type and code
+from toycoder_daemon.wire.base import Decision as Decision
+from toycoder_daemon.wire.base import Level as Level
+from toycoder_daemon.wire.base import StopReason as StopReason
+from toycoder_daemon.wire.base import ToolStatus as ToolStatus
+from toycoder_daemon.wire.base import Wire as Wire
+from toycoder_daemon.wire.checkpoints import ChangedFileInfo as ChangedFileInfo
+from toycoder_daemon.wire.checkpoints import ChangesUpdate as ChangesUpdate
+from toycoder_daemon.wire.checkpoints import CheckpointFile as CheckpointFile
+from toycoder_daemon.wire.checkpoints import CheckpointInfo as CheckpointInfo
+from toycoder_daemon.wire.checkpoints import CheckpointList as CheckpointList
+from toycoder_daemon.wire.checkpoints import RestoreConflict as RestoreConflict
+from toycoder_daemon.wire.checkpoints import RestoreParams as RestoreParams
+from toycoder_daemon.wire.checkpoints import RestoreResult as RestoreResult
+from toycoder_daemon.wire.codes import CONFIG_ERROR as CONFIG_ERROR
+from toycoder_daemon.wire.codes import INTERNAL_ERROR as INTERNAL_ERROR
+from toycoder_daemon.wire.codes import INVALID_PARAMS as INVALID_PARAMS
+from toycoder_daemon.wire.codes import INVALID_REQUEST as INVALID_REQUEST
+from toycoder_daemon.wire.codes import METHOD_NOT_FOUND as METHOD_NOT_FOUND
+from toycoder_daemon.wire.codes import PARSE_ERROR as PARSE_ERROR
+from toycoder_daemon.wire.codes import PROVIDER_ERROR as PROVIDER_ERROR
+from toycoder_daemon.wire.codes import REQUEST_CANCELLED as REQUEST_CANCELLED
+from toycoder_daemon.wire.codes import SERVER_NOT_INITIALIZED as SERVER_NOT_INITIALIZED
+from toycoder_daemon.wire.codes import SESSION_BUSY as SESSION_BUSY
+from toycoder_daemon.wire.codes import SESSION_NOT_FOUND as SESSION_NOT_FOUND
+from toycoder_daemon.wire.codes import iso_time as iso_time
+from toycoder_daemon.wire.sessions import PlanEntryInfo as PlanEntryInfo
+from toycoder_daemon.wire.sessions import PlanUpdate as PlanUpdate
+from toycoder_daemon.wire.sessions import SessionChangedUpdate as SessionChangedUpdate
+from toycoder_daemon.wire.sessions import SessionInfo as SessionInfo
+from toycoder_daemon.wire.sessions import SessionInfoUpdate as SessionInfoUpdate
+from toycoder_daemon.wire.sessions import SetModeParams as SetModeParams
+from toycoder_daemon.wire.sessions import TranscriptEntry as TranscriptEntry
+from toycoder_daemon.wire.sessions import UsageInfo as UsageInfo
+
+PROTOCOL_VERSION = 1
+
+# client -> daemon
+SESSION_NEW = "toycoder/session/new"
+SESSION_LIST = "toycoder/session/list"
+SESSION_LOAD = "toycoder/session/load"
+SESSION_DELETE = "toycoder/session/delete"
+SESSION_CLOSE = "toycoder/session/close"
+SESSION_SET_MODE = "toycoder/session/setMode"
+PROMPT = "toycoder/prompt"
+CANCEL = "toycoder/cancel"
+TOOLS_LIST = "toycoder/tools/list"
+TOOLS_SET_ENABLED = "toycoder/tools/setEnabled"
+COMMANDS_LIST = "toycoder/commands/list"
+MODELS_LIST = "toycoder/models/list"
+MODELS_SET = "toycoder/models/set"
+CHECKPOINT_LIST = "toycoder/checkpoint/list"
+CHECKPOINT_RESTORE = "toycoder/checkpoint/restore"
+# daemon -> client
+UPDATE = "toycoder/update"
+REQUEST_PERMISSION = "toycoder/requestPermission"
+ASK_USER = "toycoder/askUser"
+
+
+# ---- params ---------------------------------------------------------------------------------
+
+class SessionNewParams(Wire):
+    title: str | None = None
+
+
+class EmptyParams(Wire):
+    pass
+
+
+class SessionIdParams(Wire):
+    session_id: str = Field(min_length=1)
+
+
+class PromptParams(Wire):
+    session_id: str = Field(min_length=1)
+    text: str
+
+
+class SetEnabledParams(Wire):
+    session_id: str = Field(min_length=1)
+    name: str
+    enabled: bool
+
+
+class ModelsListParams(Wire):
+    session_id: str | None = None
+
+
+class ModelsSetParams(Wire):
+    session_id: str = Field(min_length=1)
+    provider: str | None = None
+    model: str
+
+
+# ---- results --------------------------------------------------------------------------------
+
+class SessionList(Wire):
+    sessions: list[SessionInfo]
+
+
+class EmptyResult(Wire):
+    pass
+
+
+class SessionLoadResult(Wire):
+    session: SessionInfo
+    transcript: list[TranscriptEntry]
+
+
+class SwitchAction(Wire):
+    kind: Literal["switch"] = "switch"
+    session_id: str
+
+
+class QuitAction(Wire):
+    kind: Literal["quit"] = "quit"
+
+
+Action = Annotated[SwitchAction | QuitAction, Field(discriminator="kind")]
+
+
+class PromptResult(Wire):
+    turn_id: str
+    stop_reason: StopReason
+    text: str
+    usage: UsageInfo
+    action: Action | None = None
+    """What a slash command asks the client to do next."""
+
+
+class CancelResult(Wire):
+    cancelled: bool
+
+
+class ToolInfo(Wire):
+    name: str
+    description: str
+    permission: Level
+    enabled: bool
+    source: str
+
+
+class ToolList(Wire):
+    tools: list[ToolInfo]
+
+
+class CommandInfo(Wire):
+    name: str
+    usage: str
+    help: str
+    aliases: list[str] = []
+
+
+class CommandList(Wire):
+    commands: list[CommandInfo]
+
+
+class ModelRef(Wire):
+    provider: str
+    model: str
+
+
+class ProviderInfo(Wire):
+    name: str
+    base_url: str | None = None
+    models: dict[str, str]
+    key_count: int
+    """How many API keys are configured (the keys themselves never leave the daemon)."""
+    served_models: list[str] | None = None
+    """The models the provider's server lists (its /v1/models; the current provider only), when it can."""
+
+
+class ModelsResult(Wire):
+    current: ModelRef
+    providers: list[ProviderInfo]
+
+
+# ---- notifications --------------------------------------------------------------------------
+
+class TextDeltaUpdate(Wire):
+    kind: Literal["text_delta"] = "text_delta"
+    text: str
+
+
+class ToolCallUpdate(Wire):
+    kind: Literal["tool_call"] = "tool_call"
+    tool_call_id: str
+    name: str
+    title: str
+    arguments: Any
+    permission: Level
+
+
+class ToolResultUpdate(Wire):
+    kind: Literal["tool_result"] = "tool_result"
+    tool_call_id: str
+    status: ToolStatus
+    output: str
+    changed_paths: list[str] | None = None
+    """Absolute paths of files the call wrote (editors reload them)."""
+
+
+class UsageUpdate(Wire):
+    kind: Literal["usage"] = "usage"
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class CompactionUpdate(Wire):
+    kind: Literal["compaction"] = "compaction"
+    strategy: Literal["summary", "truncate"]
+    before: int
+    after: int
+
+
+class RetryUpdate(Wire):
+    kind: Literal["retry"] = "retry"
+    attempt: int
+    delay_seconds: float
+    reason: str
+
+
+class McpWaitUpdate(Wire):
+    """The turn (or /tools) waits for MCP servers to start: "waiting" once the wait has lasted a short
+    moment (never when they are settled or there are none), then "done" when they are ready or failed."""
+
+    kind: Literal["mcp_wait"] = "mcp_wait"
+    state: Literal["waiting", "done"]
+    servers: list[str]
+    """The servers waited for (the same in both)."""
+    failed: list[str] | None = None
+    """done: those that failed (each also reported with its reason, as window/showMessage)."""
+
+
+Update = Annotated[
+    TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate
+    | McpWaitUpdate | ChangesUpdate | SessionChangedUpdate | SessionInfoUpdate | PlanUpdate,
+    Field(discriminator="kind"),
+]
+
+
+class UpdateParams(Wire):
+    session_id: str
+    turn_id: str
+    parent_tool_call_id: str | None = None
+    update: Update
+
+
+# ---- daemon -> client requests --------------------------------------------------------------
+
+class DiffPreview(Wire):
+    kind: Literal["diff"] = "diff"
+    path: str
+    """Relative to the workspace root."""
+    uri: str | None = None
+    """The file's absolute file:// URI."""
+    diff: str
+
+
+class CommandPreview(Wire):
+    kind: Literal["command"] = "command"
+    command: str
+    cwd: str | None = None
+
+
+Preview = Annotated[DiffPreview | CommandPreview, Field(discriminator="kind")]
+
+
+class PermissionParams(Wire):
+    session_id: str
+    turn_id: str
+    tool_call_id: str
+    tool: str
+    level: Level
+    title: str
+    arguments: Any
+    preview: Preview | None = None
+
+
+class PermissionResult(Wire):
+    decision: Decision
+
+
+class AskUserParams(Wire):
+    session_id: str
+    turn_id: str
+    question: str
+    options: list[str] | None = None
+
+
+class AskUserResult(Wire):
+    answer: str | None = None
+    cancelled: bool | None = None
+
+
+# ---- the method table -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    params: type[Wire]
+    result: type[Wire]
+
+
+@dataclass(frozen=True)
+class Notification:
+    method: str
+    params: type[Wire]
+
+
+REQUESTS: tuple[Request, ...] = (
+    Request(SESSION_NEW, SessionNewParams, SessionInfo),
+    Request(SESSION_LIST, EmptyParams, SessionList),
+    Request(SESSION_LOAD, SessionIdParams, SessionLoadResult),
+    Request(SESSION_DELETE, SessionIdParams, EmptyResult),
+    Request(SESSION_CLOSE, SessionIdParams, EmptyResult),
+    Request(SESSION_SET_MODE, SetModeParams, SessionInfo),
+    Request(PROMPT, PromptParams, PromptResult),
+    Request(CANCEL, SessionIdParams, CancelResult),
+    Request(TOOLS_LIST, SessionIdParams, ToolList),
+    Request(TOOLS_SET_ENABLED, SetEnabledParams, EmptyResult),
+    Request(COMMANDS_LIST, EmptyParams, CommandList),
+    Request(MODELS_LIST, ModelsListParams, ModelsResult),
+    Request(MODELS_SET, ModelsSetParams, ModelsResult),
+    Request(CHECKPOINT_LIST, SessionIdParams, CheckpointList),
+    Request(CHECKPOINT_RESTORE, RestoreParams, RestoreResult),
+)
+"""client -> daemon requests."""
+NOTIFICATIONS: tuple[Notification, ...] = (Notification(UPDATE, UpdateParams),)
+"""daemon -> client notifications."""
+DAEMON_REQUESTS: tuple[Request, ...] = (
+    Request(REQUEST_PERMISSION, PermissionParams, PermissionResult),
+    Request(ASK_USER, AskUserParams, AskUserResult),
+)
+"""daemon -> client requests (sent only when the client announced the capability)."""
+
+
+def wire_models() -> list[type[Wire]]:
+    """Every params/result type of the table, in table order, each once."""
+    seen: dict[type[Wire], None] = {}
+    for n in NOTIFICATIONS:
+        seen[n.params] = None
+    for r in (*REQUESTS, *DAEMON_REQUESTS):
+        seen[r.params] = None
+        seen[r.result] = None
+    return list(seen)
+
+
+def json_schema() -> dict[str, Any]:
+    """JSON Schema of every wire type (by name), and under "methods" which types each method takes."""
+    from toycoder_daemon.config.field_docs import document
+
+    document(wire_models())
+    out: dict[str, Any] = {m.__name__: m.model_json_schema(by_alias=True) for m in wire_models()}
+    methods: dict[str, Any] = {}
+    for r in REQUESTS:
+        methods[r.method] = {"direction": "client->daemon", "params": r.params.__name__, "result": r.result.__name__}
+    for n in NOTIFICATIONS:
+        methods[n.method] = {"direction": "daemon->client", "params": n.params.__name__}
+    for r in DAEMON_REQUESTS:
+        methods[r.method] = {"direction": "daemon->client", "params": r.params.__name__, "result": r.result.__name__}
+    out["methods"] = methods
+    return out
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    json.dump(json_schema(), sys.stdout, indent=2)
+    sys.stdout.write("\n")
