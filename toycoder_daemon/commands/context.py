@@ -28,7 +28,7 @@ class CheckpointHost(Protocol):
 
 
 class CommandHost(Protocol):
-    """The session the command runs in, as the app runs it (app_runtime.SessionRuntime)."""
+    """The session the command runs in, as the app runs it (app.runtime.SessionRuntime)."""
 
     @property
     def settings(self) -> ToolSettings:
