@@ -89,7 +89,7 @@ RUNTIME = _runtime_modules()
 def rank(file: str) -> tuple[int, int]:
     """(layer height, place in the app layer) of `file`, relative to the package."""
     module = "toycoder_daemon." + file.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
-    group = layers.group_of(module)
+    group = layers.layer(module)
     within = 2 if file in APP else 1 if file in RUNTIME else 0
     return HEIGHTS[group], within if group == "app" else 0
 
