@@ -10,6 +10,7 @@ rotating order, the same interpreter is timed spawn-to-exit on baselines:
   python -c "import pygls.lsp.server"       the LSP framework the daemon is built on
   python -c "import toycoder_daemon.faces.lsp.server" everything the daemon imports before it serves
 
+Every launch is cold (TOYCODER_WARM=0: no fork server; bench/peers.py times warm launches too).
 Every process gets HOME and TOYCODER_DATA_DIR pointing at temp dirs; the daemon gets a config file
 whose provider points at an unused local port (nothing is contacted), or, with --defaults, no
 --config at all (built-in defaults).
@@ -152,8 +153,10 @@ def main() -> int:
         ws, home = tmpd / "ws", tmpd / "home"
         ws.mkdir()
         home.mkdir()
+        # TOYCODER_WARM=0: every launch runs the daemon in its own process (a cold start), and none
+        # leaves a fork server behind in the user's runtime dir
         env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
-               "TOYCODER_DATA_DIR": str(tmpd / "data"), "PYTHONPATH": str(args.tree.resolve())}
+               "TOYCODER_DATA_DIR": str(tmpd / "data"), "PYTHONPATH": str(args.tree.resolve()), "TOYCODER_WARM": "0"}
         for var in ("TOYCODER_CONFIG", "OPENAI_API_KEY", "OPENAI_BASE_URL", "PYTHONSTARTUP", "PYTHONDONTWRITEBYTECODE"):
             env.pop(var, None)
         # bytecode as an installed daemon has it (pip compiles at install): the warm-up run compiles

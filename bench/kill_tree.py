@@ -1,6 +1,6 @@
-"""What the daemon's kill of a stuck launcher's tree (shell._kill_tree) costs: the old loop (walk,
-kill by pid, walk again at once) against the current one (pidfd kills, then a wait for one to
-exit, 1 ms doubling to 32 ms). Linux only; run as any user.
+"""What the daemon's kill of a stuck launcher's tree (run_command._kill_tree) costs: the old loop
+(walk, kill by pid, walk again at once) against the current one (pidfd kills, then a wait for one
+to exit, 1 ms doubling to 32 ms). Linux only; run as any user.
 
     python bench/kill_tree.py [--runs 7] [--children 4] [--mb 400]
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from toycoder_daemon.tools.shell import run_command as shell  # noqa: E402
+from toycoder_daemon.tools.shell import run_command  # noqa: E402
 from toycoder_daemon.tools.shell.sandbox import tree  # noqa: E402
 
 STUCK = """import ctypes, os, sys, time
@@ -41,7 +41,7 @@ time.sleep(600)  # never reaps
 """
 
 
-def old_kill_tree(root: int, passes: list[int], within: float = shell.KILL_TREE_LIMIT) -> None:
+def old_kill_tree(root: int, passes: list[int], within: float = run_command.KILL_TREE_LIMIT) -> None:
     """The loop before pidfds: kill by pid, walk again at once."""
     deadline = time.monotonic() + within
     while (found := tree.descendants(root)) and time.monotonic() < deadline:
@@ -60,7 +60,7 @@ def new_kill_tree(root: int, passes: list[int]) -> None:
 
     tree.descendants = counted
     try:
-        shell._kill_tree(root)
+        run_command._kill_tree(root)
     finally:
         tree.descendants = real
 

@@ -144,7 +144,7 @@ class Setup:
         # the names are the same), then codex
         trees = [daemon_root] + ([against] if against else [])
         names = [t.name for t in trees] if len({t.name for t in trees}) == len(trees) else [str(t) for t in trees]
-        # warm and cold rows (loop_stats.py runs daemon.main in its own process: cold only)
+        # warm and cold rows (loop_stats.py runs faces.main.main in its own process: cold only)
         modes = [False] if loop_stats else [True, False]
         self.rows = [Row(kind.name + (" warm" if warm else " cold") + (f" [{name}]" if against else ""), kind,
                          {**tree_env(base, tree), **({} if warm else {"TOYCODER_WARM": "0"})}, warm)

@@ -21,9 +21,9 @@ What is counted (sys.setprofile over `App.prompt`, from its call to its return):
   prints the stops, each with the functions called there.
 - A module's *rank* is its layer's height in the table tests/test_architecture.py checks
   (docs/architecture.md): a layer that may import nothing is 0, any other is one above the highest
-  it may import (base 0; wire, llm, config, prompts, tools, checkpoints 1; agent, sessions 2;
-  commands 3; app 4; faces 5). Within the app layer, App itself (app.py and the modules of App's
-  base classes) is above the per-session runtime (the module of SessionRuntime, once there is
+  it may import (core 0; config 1; llm, tools, wire 2; agent, prompts, rpc 3; sessions 4;
+  checkpoints 5; commands 6; app 7; faces 8). Within the app layer, App itself (app/application.py
+  and the modules of App's base classes) is above the per-session runtime (the module of SessionRuntime, once there is
   one), which is above the app's other parts (factories, undo, sharing, MCP servers...).
 - A *climb back up* is either
   (a) an upward call: the callee's rank is higher than its caller's (a lower layer calling back
@@ -72,7 +72,7 @@ for _group in layers.ALLOWED:
     _height(_group, HEIGHTS)
 APP = {str(Path(sys.modules[c.__module__].__file__ or "").relative_to(PACKAGE))
        for c in App.__mro__ if c.__module__.startswith("toycoder_daemon")}
-"""App's modules: app.py and those of its base classes (their methods are App's)."""
+"""App's modules: app/application.py and those of its base classes (their methods are App's)."""
 
 def _runtime_modules() -> set[str]:
     """The module of SessionRuntime (none before there was one)."""
@@ -89,7 +89,7 @@ RUNTIME = _runtime_modules()
 def rank(file: str) -> tuple[int, int]:
     """(layer height, place in the app layer) of `file`, relative to the package."""
     module = "toycoder_daemon." + file.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
-    group = layers.group_of(module)
+    group = layers.layer(module)
     within = 2 if file in APP else 1 if file in RUNTIME else 0
     return HEIGHTS[group], within if group == "app" else 0
 

@@ -47,7 +47,7 @@ def timed(argv: list[str], cwd: str, env: dict[str, str], spec: dict[str, Any] |
         made = cgroups.create()
         argv = probe.launcher_argv(json.dumps({**spec, "cgroup": made}))
         if join:
-            package = str(Path(cgroups.__file__).resolve().parents[3])
+            package = str(Path(__file__).resolve().parent.parent)  # the tree whose launcher runs
             argv = [*argv[:4], JOIN.format(package=package), *argv[5:]]
     done = subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True)
     if made:

@@ -6,7 +6,7 @@ Python/TypeScript/Markdown sources with realistic-ish content and a few planted 
 Then, for each query, times side by side, rounds interleaved in rotating order:
 
   rg        the exact rg command lines the tool runs (recorded from a tool call; two at once for a
-            path glob, see search_rg.py), with stdout read from a pipe by an asyncio subprocess,
+            path glob, see tools/search/rg_runs.py), with stdout read from a pipe by an asyncio subprocess,
             like the tool, and dropped;
   tool      the tool function awaited with a ToolContext: those rg runs plus parsing, sorting and
             formatting;
@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from toycoder_daemon.tools.base import ToolContext  # noqa: E402
 from toycoder_daemon.tools.search import rg as rg_process  # noqa: E402
-from toycoder_daemon.tools.search import rg_runs as search_rg  # noqa: E402
+from toycoder_daemon.tools.search import rg_runs  # noqa: E402
 from toycoder_daemon.tools.search.tools import glob_search, grep_search  # noqa: E402
 from toycoder_daemon.tools.workspace import Workspace  # noqa: E402
 
@@ -201,8 +201,8 @@ async def main() -> int:
         print(f"{args.runs} runs each, after 1 warm-up round; rotating order\n")
 
         ctx = ToolContext(Workspace(root), None, "bench")  # type: ignore[arg-type]
-        common = [*search_rg.RG_COMMON, *search_rg.SKIP_GIT]
-        grep = [*common, *search_rg.RG_GREP]
+        common = [*rg_runs.RG_COMMON, *rg_runs.SKIP_GIT]
+        grep = [*common, *rg_runs.RG_GREP]
         # (kind, label, tool arguments, the plain `rg --glob` command when the query has a glob)
         queries = [
             ("grep", r"FIXME\(bench\)", {"pattern": r"FIXME\(bench\)"}, None),
@@ -218,7 +218,7 @@ async def main() -> int:
         ]
 
         seen_argv: list[list[str]] = []
-        real_run_rg = search_rg.run_rg
+        real_run_rg = rg_runs.run_rg
 
         async def recording_run_rg(argv, cwd, on_lines, on_err_lines=None):
             argv = list(argv)
@@ -236,7 +236,7 @@ async def main() -> int:
 
         # Correctness first, and the exact rg command lines each tool call runs: the tool's total
         # must be what its rg commands printed.
-        search_rg.run_rg = recording_run_rg
+        rg_runs.run_rg = recording_run_rg
         ok = True
         plans = []
         for kind, label, targs, plain in queries:
@@ -249,7 +249,7 @@ async def main() -> int:
                 ok = False
                 print(f"MISMATCH {kind} {label}: its rg commands printed {n_rg} lines, tool total {total_of(a)}")
             plans.append((kind, label, targs, argvs, plain, total_of(a), n_plain))
-        search_rg.run_rg = real_run_rg
+        rg_runs.run_rg = real_run_rg
         if not ok:
             return 1
         print("checked: tool totals agree with what its rg commands printed\n")

@@ -82,7 +82,9 @@ async def run(args: argparse.Namespace, tmp: Path) -> int:
     ws.mkdir()
     cfg = tmp / "config.yaml"
     cfg.write_text("providers:\n  openai:\n    api_keys: [bench]\n    base_url: http://127.0.0.1:9/v1\n")
-    env = {**os.environ, "HOME": str(tmp), "TOYCODER_DATA_DIR": str(tmp / "data"), "PYTHONPATH": str(ROOT)}
+    # cold (TOYCODER_WARM=0): the daemon is the process spawned here, and no fork server is left behind
+    env = {**os.environ, "HOME": str(tmp), "TOYCODER_DATA_DIR": str(tmp / "data"), "PYTHONPATH": str(ROOT),
+           "TOYCODER_WARM": "0"}
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "toycoder_daemon", "--config", str(cfg), stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, env=env, cwd=str(tmp), limit=1 << 26)

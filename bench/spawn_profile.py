@@ -1,9 +1,10 @@
 """Where a new process's first turn goes: spawn -> first streamed token, both faces (issue 17).
 
-Each run spawns a fresh daemon and drives peers.py's sequence (initialize, session/new, the prompt,
-each sent as soon as the one before is answered; the fake model streams --tokens chunks), with
-spawn_trace.py loaded as `sitecustomize` for stamps inside the process. Faces alternate; medians
-of --runs after --warmup (the warm-up compiles bytecode into the temp dir, as peers.py does).
+Each run spawns a fresh daemon, cold (TOYCODER_WARM=0), and drives peers.py's sequence
+(initialize, session/new, the prompt, each sent as soon as the one before is answered; the fake
+model streams --tokens chunks), with spawn_trace.py loaded as `sitecustomize` for stamps inside the
+process. Faces alternate; medians of --runs after --warmup (the warm-up compiles bytecode into the
+temp dir, as peers.py does).
 
   --mode timeline    ms from spawn: interpreter ready, initialize answered, the App's imports done,
                      session answered, prompt read, HTTP connect / request sent / first bytes back,
@@ -192,9 +193,9 @@ FLOOR = [("interpreter (`-c pass`)", ""),
          ("+ pydantic (one model built), yaml, orjson", "import asyncio, json, logging, yaml, orjson\n" + _MODEL),
          ("+ the HTTP stack (httpx2, httpcore2, anyio's asyncio backend)",
           "import asyncio, json, logging, yaml, orjson\n" + _MODEL + _HTTP),
-         ("the LSP face's imports before its first chunk (server, rpc_io + the HTTP stack)",
+         ("the LSP face's imports before its first chunk (server, transport + the HTTP stack)",
           "import toycoder_daemon.faces.lsp.server, toycoder_daemon.faces.lsp.transport\n" + _HTTP),
-         ("the ACP face's (acp, the SDK included, + the HTTP stack)", "import toycoder_daemon.faces.acp.agent\n" + _HTTP)]
+         ("the ACP face's (agent, the SDK included, + the HTTP stack)", "import toycoder_daemon.faces.acp.agent\n" + _HTTP)]
 
 
 def floor(python: str, env: dict[str, str], runs: int, warmup: int) -> None:
@@ -233,7 +234,9 @@ async def main() -> None:
         site.mkdir()
         (site / "sitecustomize.py").write_text(f"import sys\nsys.path.insert(0, {str(HERE)!r})\n"
                                                "import spawn_trace  # noqa\ndel sys.path[0]\n")
-        env = {**setup.env, "PYTHONPATH": setup.env["PYTHONPATH"] + os.pathsep + str(site)}
+        # cold (TOYCODER_WARM=0): the stamps hang on this process's imports, which a warm launch
+        # (a forked child of the fork server, imports done) never makes
+        env = {**setup.env, "PYTHONPATH": setup.env["PYTHONPATH"] + os.pathsep + str(site), "TOYCODER_WARM": "0"}
         if args.mode == "importtime":
             env["PYTHONPROFILEIMPORTTIME"] = "1"
         if args.mode == "cprofile":

@@ -92,7 +92,7 @@ def _after_lsp_server(mod: Any) -> None:
     stamp("app_imported")
 
 
-def _after_rpc_io(mod: Any) -> None:
+def _after_lsp_transport(mod: Any) -> None:
     put = mod.Frames.put
 
     def traced(self: Any, body: bytes | None, problem: str | None) -> None:
@@ -170,7 +170,7 @@ def _after_futures_thread(mod: Any) -> None:
 
 HOOKS = {"toycoder_daemon.rpc.outbox": _after_outbox, "socket": _after_socket,
          "toycoder_daemon.faces.lsp.server": _after_lsp_server,
-         "toycoder_daemon.faces.lsp.transport": _after_rpc_io,
+         "toycoder_daemon.faces.lsp.transport": _after_lsp_transport,
          "toycoder_daemon.faces.acp.agent": _after_acp, "toycoder_daemon.app.application": _after_app,
          "toycoder_daemon.llm.http_stream": _after_http_stream}
 if PROFILE:

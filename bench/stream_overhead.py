@@ -250,8 +250,10 @@ async def main_async(args: argparse.Namespace) -> int:
         (ws / "README.md").write_text("# bench workspace\n")
         home = tmpd / "home"
         home.mkdir()
+        # cold (TOYCODER_WARM=0): the daemon must be the process spawned here, whose /proc stat the CPU
+        # rows read (a warm launch's daemon is a child of the fork server), and none is left running
         env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
-               "TOYCODER_DATA_DIR": str(tmpd / "data")}
+               "TOYCODER_DATA_DIR": str(tmpd / "data"), "TOYCODER_WARM": "0"}
         for var in ("TOYCODER_CONFIG", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
             env.pop(var, None)
         cfg = write_config(tmpd / "config.yaml", llm)

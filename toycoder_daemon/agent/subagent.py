@@ -108,7 +108,7 @@ def subagent_tool(agent: SubAgent, description: str, runtime: AgentRuntime | Non
 
 
 def plan_progress(messages: Iterable[Message], planners: Collection[str] = ("planner",)) -> tuple[int, int] | None:
-    """(completed, steps) of the session's plan as its conversation has it (tools/plan.py
+    """(completed, steps) of the session's plan as its conversation has it (tools/plan/tool.py
     session_plan); None when it has none."""
     plan = session_plan(messages, planners)
     return plan.progress if plan else None
@@ -125,7 +125,7 @@ def seed_plan(ctx: ToolContext, answer: str, current: tuple[int, int] | None = N
     request without tools, which every model answers, tool calling or not, and a numbered list is
     what it is asked for and what models write reliably; a plan it would have to send through a
     tool is lost whenever a model answers in prose instead. So its answer is read as a list
-    (tools/plan_text.py: numbered or bulleted lines; no plan when there are fewer than two) and
+    (tools/plan/text.py: numbered or bulleted lines; no plan when there are fewer than two) and
     the PlanUpdated goes out on the planner tool call's own frontend, the main agent's, untagged:
     it is the session's plan, the one the main agent then keeps with update_plan, not a sub-agent's
     detail. The note lists the steps as sent, so the main agent's next update_plan can carry them

@@ -1,11 +1,11 @@
 """Composition root: the only place that builds and wires config, models, tools, sessions and
 prompts. App keeps what spans sessions (the config, the store, the model clients, the MCP servers,
-the list of open sessions) and hands it to each session it opens (app_runtime.SessionRuntime),
+the list of open sessions) and hands it to each session it opens (runtime.SessionRuntime),
 where prompts run.
 
-The wire faces (server.py, acp.py) build it with `App.open` and call these methods, passing a
-`Frontend` factory; nothing here knows about JSON-RPC. Tests build it directly with a scripted
-model factory and a store on a temp dir (tests/inproc_app.py).
+The wire faces (faces/lsp/server.py, faces/acp/agent.py) build it with `App.open` and call these
+methods, passing a `Frontend` factory; nothing here knows about JSON-RPC. Tests build it directly
+with a scripted model factory and a store on a temp dir (tests/inproc_app.py).
 """
 
 from __future__ import annotations
@@ -244,7 +244,7 @@ class App:
         await self.mcp.aclose()
         await self.models.pool.aclose()
 
-    # ---- checkpoints (undo.py) ----------------------------------------------------------------
+    # ---- checkpoints (checkpoints/undo.py) ----------------------------------------------------------------
 
     def transcript(self, s: Session) -> list[TranscriptEntry]:
         """The session's history with a `changes` entry after each turn that changed files."""
@@ -260,7 +260,7 @@ class App:
 
     async def restore(self, session_id: str, turn_ref: str, paths: list[str] | None = None, force: bool = False,
                       frontend_for: FrontendFactory | None = None) -> RestoreResult:
-        """Restore a turn and every later one (undo.py); SessionBusy while a turn runs."""
+        """Restore a turn and every later one (checkpoints/undo.py); SessionBusy while a turn runs."""
         return await (await self._open(session_id)).restore(turn_ref, paths, force, frontend_for)
 
     # ---- settings, tools and models -----------------------------------------------------------

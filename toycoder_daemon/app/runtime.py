@@ -4,9 +4,9 @@ file, its tools (sub-agents bound, the MCP servers' tools), its checkpoints, its
 daemons, and the model it uses. A prompt is then one pass down a pipeline on it:
 
     prompt: a slash command (commands/), or a turn:
-        the session's model -> lock + catch-up (shared_sessions) -> turn id and checkpoint (undo)
+        the session's model -> lock + catch-up (sessions/sharing) -> turn id and checkpoint (checkpoints/undo)
         -> room: compaction (sessions/room) -> MCP servers settled -> run_turn (agent/)
-        -> end of turn: its record in the session, its `changes` (undo)
+        -> end of turn: its record in the session, its `changes` (checkpoints/undo)
 
 and events flow out through the Frontend the face gives for the turn (ports). Nothing below calls
 back up into this module or App: the ReAct loop gets the session's conversation, registry, a
@@ -251,8 +251,8 @@ class SessionRuntime:
 
     async def restore(self, turn_ref: str, paths: list[str] | None, force: bool,
                       frontend_for: FrontendFactory | None) -> RestoreResult:
-        """Restore a turn and every later one (undo.py), as a turn of its own (so it can be undone);
-        SessionBusy while a turn runs."""
+        """Restore a turn and every later one (checkpoints/undo.py), as a turn of its own (so it can
+        be undone); SessionBusy while a turn runs."""
         s, sharing = self.session, self.parts.sharing
         if s.busy:
             raise SessionBusy(s.id)

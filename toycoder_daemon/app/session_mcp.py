@@ -1,12 +1,12 @@
 """The App's MCP servers: the config's, shared by every session, and those an ACP client gives one
-session in session/new, load or resume. Both run on the same McpManager (tools/mcp.py); a client's
+session in session/new, load or resume. Both run on the same McpManager (tools/mcp/manager.py); a client's
 servers are started for that session alone, their tools are in that session's registry only, and
 they stop when the session closes (session/close, delete; /new and /switch on the ACP face leave it
 open, as the client still holds it) and when the daemon exits.
 
     hub = McpHub(config.mcp_servers, root, app.tools)
     hub.on_notice = face.show_message                       # the config's servers' failures
-    s.tools.add_own_source(hub.tools_of(s.id))              # every session (app_runtime._bind)
+    s.tools.add_own_source(hub.tools_of(s.id))              # every session (runtime._bind)
     await hub.set_session_servers(s.id, {"files": ClientServer(command=...)}, on_status)
     await hub.settle(s.id, frontend.emit)                   # before a turn: all started, or failed
     await hub.close_session(s.id)                           # session/close (App.close_session)

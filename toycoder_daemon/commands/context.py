@@ -17,7 +17,7 @@ from toycoder_daemon.tools.settings import ToolSettings
 
 
 class CheckpointHost(Protocol):
-    """The session's checkpoints (the app's undo.SessionCheckpoints)."""
+    """The session's checkpoints (checkpoints.undo.SessionCheckpoints)."""
 
     def rows(self) -> Sequence[Mapping[str, Any]]:
         """Turns that changed files, oldest first: {turnId, kind, createdAt, prompt, files}."""
@@ -28,7 +28,7 @@ class CheckpointHost(Protocol):
 
 
 class CommandHost(Protocol):
-    """The session the command runs in, as the app runs it (app_runtime.SessionRuntime)."""
+    """The session the command runs in, as the app runs it (app.runtime.SessionRuntime)."""
 
     @property
     def settings(self) -> ToolSettings:

@@ -85,7 +85,7 @@ _armed = False
 
 
 def _serve_lsp(proto_out: BinaryIO, config_path: str | None) -> int:
-    """The LSP face (pygls, rpc_io.py), frames only to proto_out."""
+    """The LSP face (pygls, faces/lsp/transport.py), frames only to proto_out."""
     import asyncio
 
     from toycoder_daemon.faces.lsp.server import make_server
@@ -99,7 +99,7 @@ def _serve_lsp(proto_out: BinaryIO, config_path: str | None) -> int:
 
 
 def _serve_acp(proto_out: BinaryIO, config_path: str | None) -> int:
-    """The ACP face (acp.py): the SDK's connection on stdin, frames only to proto_out."""
+    """The ACP face (faces/acp/agent.py): the SDK's connection on stdin, frames only to proto_out."""
     import asyncio
 
     from toycoder_daemon.faces.acp.agent import serve_acp

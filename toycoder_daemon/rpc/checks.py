@@ -1,5 +1,5 @@
-"""What makes a decoded frame a JSON-RPC 2.0 message we act on, shared by both faces (rpc_io.py for
-the LSP face, ndjson.py for the ACP face), so both refuse the same things the same way."""
+"""What makes a decoded frame a JSON-RPC 2.0 message we act on, shared by both faces (faces/lsp/transport.py
+for the LSP face, ndjson.py for the ACP face), so both refuse the same things the same way."""
 
 from __future__ import annotations
 

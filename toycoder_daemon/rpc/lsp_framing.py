@@ -1,6 +1,6 @@
 """The LSP face's framing as bytes: the bounded frame reader and the one frame writer.
 
-pygls' own reader trusts any Content-Length; rpc_io feeds it through `read_frames` instead.
+pygls' own reader trusts any Content-Length; faces/lsp/transport.py feeds it through `read_frames` instead.
 """
 
 from __future__ import annotations
@@ -125,4 +125,4 @@ class FrameWriter:
 
     def close(self) -> None:
         """pygls closes its writer on `exit`; the stream stays open until what is queued is written
-        (rpc_io.serve ends with that)."""
+        (transport.serve ends with that)."""

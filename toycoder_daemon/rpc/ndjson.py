@@ -10,7 +10,7 @@ connect_read_pipe, which refuses a regular file. So:
   read the backpressure gate may hold it (Outbox.wait_input, docs/protocol.md "Backpressure");
 - `Lines` cuts it into lines and refuses what the LSP face refuses, the connection serving on: a line
   over MAX_LINE is dropped while it is read (never held) and answered -32600, unparsable JSON
-  -32700, anything that is not a JSON-RPC 2.0 message -32600 (rpc_checks.py), with id null unless
+  -32700, anything that is not a JSON-RPC 2.0 message -32600 (checks.py), with id null unless
   the message had a usable id; blank lines are dropped (the SDK skips them too);
 - every other line goes on as it came, byte for byte, into a pipe whose read end is the SDK's
   StreamReader (connect_read_pipe, as its own stdio helper reads stdin): the pipe and the reader's

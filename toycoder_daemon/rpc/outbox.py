@@ -6,7 +6,6 @@ stream is read through `core.ports.OUTPUT`, which awaits `room()`) while answers
 still queued; above `hard_limit` the thread that reads stdin stops reading (`wait_input`, never on
 the event loop), so a client that sends requests without reading their answers is held back by its
 own pipe, not by our memory; it still sees stdin close (`hung_up`), so the daemon can exit.
-Standard library only: the ACP face's fast start uses it before the SDK is imported.
 """
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ def _render(messages: Sequence[Message]) -> str:
 
 
 def _plan_kept(old: Sequence[Message], recent: Sequence[Message], planners: frozenset[str]) -> list[Message]:
-    """The call and result that set the session's plan (tools/plan.py), when the summarised part
+    """The call and result that set the session's plan (tools/plan/tool.py), when the summarised part
     holds it and `recent` sets none: kept verbatim after the summary, so a reload still shows the
     plan and the planner's seeding rule still sees one in progress."""
     if plan_source(recent, planners) is not None or (source := plan_source(old, planners)) is None:

@@ -7,7 +7,7 @@ for the rest of that session. No answer, an error or a dismissed prompt is a rej
 Rules look like `write_file`, `write_file(docs/**)` or `run_command(pytest *)`. The part in
 parentheses matches the call's subject: the `command` argument, else the `path` argument (relative
 to the workspace). A command that chains, pipes, substitutes or redirects never matches an allow
-rule. Deny rules judge the programs a command runs (shell_programs.py), not its text: every simple
+rule. Deny rules judge the programs a command runs (shell/programs.py), not its text: every simple
 command of it, through paths, globs and wrappers, so `ls; /bin/rm x` and `setsid rm x` meet `rm *`.
 When a run_command deny rule exists, what that analysis cannot judge with certainty is asked about,
 even past allow rules and "always"; so are interpreters given code inline (perl -e, python -c, awk),

@@ -1,7 +1,7 @@
 """ToolSettings: the limits and timeouts tools read, as a plain dataclass.
 
-tools/ does not import the config (it sits above tools in the layers); app.py fills this from the
-`tools:` section, and the defaults here are the only copy tools fall back on (tests, benches).
+tools/ does not read the config: app/factories.py (`tool_settings`) fills this from the `tools:`
+section, and the defaults here are the only copy tools fall back on (tests, benches).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Literal
 
 @dataclass(frozen=True)
 class RunCommandSettings:
-    """run_command's OS sandbox (tools/sandbox/, docs/security.md)."""
+    """run_command's OS sandbox (tools/shell/sandbox/, docs/security.md)."""
 
     sandbox: Literal["auto", "required", "off"] = "auto"
     writable: tuple[str, ...] = ()

@@ -7,7 +7,7 @@ stdout, stderr and the working directory from the launcher's fds; its umask, sig
 ignored signals; its whole environment (os.environ, so C getenv and children see it too), also as
 /proc/<pid>/environ shows it (proc_identity), with keys blanked there as a cold start blanks them
 (environ_scrub); its argv; stdio objects with its encodings; and a thread that kills this process
-when the launcher dies (its end of the pipe closes). Then `daemon.main`, exactly as a cold start
+when the launcher dies (its end of the pipe closes). Then `faces.main.main`, exactly as a cold start
 runs it.
 """
 

@@ -3,7 +3,7 @@
 Warm: this process connects to the user's fork server for this install (warm/server.py), which has
 imported everything already, and passes it stdin, stdout, stderr and the working directory
 (SCM_RIGHTS) with argv, the whole environment, umask, signal mask and ignored signals. The server
-forks a child that adopts them (warm/child.py) and runs the daemon's cold main (daemon.py). This
+forks a child that adopts them (warm/child.py) and runs the daemon's cold main (faces/main.py). This
 process stays as the child's stand-in for whoever started it: it forwards SIGINT, SIGTERM and SIGHUP
 and ends the way the child ended (exit status, or the same signal). The child holds the read end of
 a pipe whose only write end is here: when this process dies, however, the child dies with it.
@@ -17,7 +17,7 @@ writes "go" on the pipe, which it does only once the server has answered that th
 any other outcome closes the pipe and the child ends without reading.
 
 Every launch imports this module, so it uses only cheap standard modules and nothing else of ours
-(the package __init__s are empty; tests/test_warm_launcher.py checks `-X importtime` and
+(the package __init__s are empty; tests/test_warm.py checks `-X importtime` and
 /proc/<pid>/maps). The server imports it for what the two sides share: where the socket is, its
 name, the messages.
 """

@@ -3,7 +3,7 @@
 `REQUESTS`, `NOTIFICATIONS` and `DAEMON_REQUESTS` at the end bind every method to its types; that
 one table drives the LSP face's handler registration and its params/result validation, the JSON
 Schema export (`python -m toycoder_daemon.wire.protocol`), the generated TypeScript types
-(protocol_ts.py) and the docs drift test. Golden fixtures under tests/golden lock the shapes.
+(typescript.py) and the docs drift test. Golden fixtures under tests/golden lock the shapes.
 docs/protocol.md explains them. A new method: add its types and one row to the table.
 """
 
@@ -14,9 +14,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-# the shared base, the error codes (protocol_codes: no pydantic, all the ACP face needs), the checkpoint
-# and the session types live beside this module (each under 400 lines); re-exported here, so `wire.X`
-# names every wire type and code
+# the shared base, the error codes (codes.py: no pydantic, all the ACP face needs), the checkpoint
+# and the session types live beside this module; re-exported here, so `wire.X` names every wire type
+# and code
 from toycoder_daemon.wire.base import Decision as Decision
 from toycoder_daemon.wire.base import Level as Level
 from toycoder_daemon.wire.base import StopReason as StopReason

@@ -16,7 +16,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 
 from toycoder_daemon.config.field_docs import document
-from toycoder_daemon.wire import codes as protocol_codes
+from toycoder_daemon.wire import codes as wire_codes
 from toycoder_daemon.wire import protocol as wire
 
 ALIASES: dict[str, Any] = {"Level": wire.Level, "ToolStatus": wire.ToolStatus, "StopReason": wire.StopReason,
@@ -139,7 +139,7 @@ def generate() -> str:
     methods: list[wire.Request | wire.Notification] = [*wire.REQUESTS, *wire.NOTIFICATIONS, *wire.DAEMON_REQUESTS]
     out.append("export const Methods = {\n" + "".join(f"  {_method_key(m.method)}: '{m.method}',\n" for m in methods)
                + "} as const;\n")
-    codes = {k: v for k, v in vars(protocol_codes).items() if k.isupper() and isinstance(v, int) and v < 0}
+    codes = {k: v for k, v in vars(wire_codes).items() if k.isupper() and isinstance(v, int) and v < 0}
     out.append("export const ErrorCodes = {\n" + "".join(f"  {_camel(k)}: {v},\n" for k, v in codes.items())
                + "} as const;\n")
     for name, alias in ALIASES.items():

@@ -6,7 +6,7 @@ Every message is read, dispatched and answered by the SDK's Connection, with the
 builds for an Agent (`build_agent_router`, plus the `session/delete` route 0.12.1 lacks) behind one
 handler of ours (`handler`: raw `mcpServers` checked, a client's bad notification logged in one
 line). It reads and writes the streams ndjson.py wraps (stdin on a thread, any kind of stdin; frames
-only to the protocol stream __main__ kept). One App per distinct `cwd` of session/new or
+only to the protocol stream faces.main kept). One App per distinct `cwd` of session/new or
 session/load; a session belongs to the App that created or loaded it. See docs/protocol.md, "The
 ACP face", for the mapping.
 """
@@ -124,7 +124,7 @@ class ToyCoderAgent:
         self.config_path = config_path
         self.raw: SdkClient = None  # type: ignore[assignment]  # set with the connection (serve_acp)
         self.caps = acp_turn.Caps()
-        self.terminals: Terminals | None = None  # set when the client declares terminals (acp_terminal)
+        self.terminals: Terminals | None = None  # set when the client declares terminals (terminal.py)
         self.apps: dict[Path, App] = {}
         self.owner: dict[str, App] = {}
         self.told: acp_sessions.Told = {}

@@ -19,7 +19,7 @@ SESSION_UPDATE = "session/update"
 
 
 class RawClient(Protocol):
-    """A JSON-RPC connection to the client: acp.SdkClient (over the SDK's Connection)."""
+    """A JSON-RPC connection to the client: agent.SdkClient (over the SDK's Connection)."""
 
     async def notify(self, method: str, params: dict[str, Any]) -> None: ...
 

@@ -125,9 +125,9 @@ class AcpFrontend:
         self.terminals = terminals
         """Set when the client declared `terminal`: run_command runs in its terminals."""
         self.can_write = can_write
-        """The client offered fs/write_text_file: every edit goes through it (acp_fs.py)."""
+        """The client offered fs/write_text_file: every edit goes through it (fs.py)."""
         self.can_read = can_read
-        """The client offered fs/read_text_file: tools see its buffers (acp_fs.py)."""
+        """The client offered fs/read_text_file: tools see its buffers (fs.py)."""
         self.can_elicit = can_elicit
         """The client offered form elicitation (ask_user is then asked as a form)."""
         self.app = app

@@ -2,7 +2,7 @@
 documents and workspace/applyEdit), used when the client declared it in `initialize`:
 
 - `fs.readTextFile`: read_file and the edit tools ask `fs/read_text_file` for a workspace file and
-  so see the client's unsaved buffer (tools/editor_text.py). "Resource not found" (-32002) means the
+  so see the client's unsaved buffer (tools/files/editor_text.py). "Resource not found" (-32002) means the
   client has no such file: the disk is the truth. Any other error reply, a malformed answer or no
   answer within READ_TIMEOUT is EditorTextUnknown: read_file then reads the disk, but an edit is
   refused (its base would be the disk, and the whole-file write below would replace the client's

@@ -3,7 +3,7 @@ that session (session_mcp.McpHub); any other transport is refused with -32602 na
 and the transport, never dropped without a word.
 
 The SDK's request models skip list items they cannot validate (an unknown `type`, a missing field),
-so the raw params are checked first (`check_raw`, called by acp.handler before the SDK's router);
+so the raw params are checked first (`check_raw`, called by agent.handler before the SDK's router);
 `specs` refuses what the SDK did parse but we do not support (sse, acp).
 """
 

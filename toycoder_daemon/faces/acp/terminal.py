@@ -1,6 +1,6 @@
 """run_command in the ACP client's terminal (`terminal/*`, when the client declared the capability).
 
-The command (our sandbox launcher around the shell: tools/sandbox/command.Prepared.portable) is
+The command (our sandbox launcher around the shell: tools/shell/sandbox/command.Prepared.portable) is
 started with `terminal/create`; the tool call shows the terminal live (`{"type": "terminal"}`
 content); we wait for its exit with our timeout, polling `terminal/output` meanwhile only until we
 hold the output's start (the client keeps just the end once its byte limit is reached); on timeout

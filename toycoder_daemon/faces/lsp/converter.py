@@ -6,12 +6,12 @@
   (protocol.py).
 * `PlainMessages`, the protocol class (`protocol_cls`), overrides the public `structure_message`:
   - params pygls cannot structure (a client's `textDocument/didOpen` with a number for its document,
-    say) raise `Refused`, carrying the message's id and method, for rpc_io's error handler to answer
-    (pygls' loop would log an ERROR with a traceback and answer nothing);
+    say) raise `Refused`, carrying the message's id and method, for transport's error handler
+    (`Frames.refused`) to answer (pygls' loop would log an ERROR with a traceback and answer nothing);
   - pygls' loop parses each body with `object_hook=structure_message`, so it sees every object in a
     message, innermost first, and would take an object in the params that merely has a "jsonrpc"
-    key for a message of its own. rpc_io's reader counts those (`inner_messages`) before it hands
-    the body over; they stay dicts.
+    key for a message of its own. transport's reader (`Frames`) counts those (`inner_messages`)
+    before it hands the body over; they stay dicts.
 * `QuietClientMistakes`: pygls logs a client's mistakes (an unknown method, a refused request, a
   `$/cancelRequest` for a request already answered, a reply nobody waits for) at WARNING or ERROR,
   with tracebacks; editors show those lines to their users. This `logging.Filter` on pygls' loggers
@@ -69,7 +69,7 @@ class PlainMessages(LanguageServerProtocol):
     """See the module docstring."""
 
     inner_messages = 0
-    """Objects with a "jsonrpc" key inside the body pygls parses next (set by rpc_io's reader)."""
+    """Objects with a "jsonrpc" key inside the body pygls parses next (set by transport.Frames)."""
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         if "jsonrpc" not in data:
@@ -112,7 +112,8 @@ REFUSED = ('Exception occurred for message "%s"', "Failed to handle request %s %
 """pygls' records of a request answered with an error: quiet when that error is the client's."""
 
 UNSTRUCTURED = "Unable to deserialize message\n%s"
-"""pygls' record of params it could not structure: `Refused` is answered and logged by rpc_io."""
+"""pygls' record of params it could not structure: `Refused` is answered and logged by
+transport.Frames.refused."""
 UNHANDLED = "Unable to handle message"
 """pygls' loop's record of a message that raised (`Refused` among them) while it was handled."""
 

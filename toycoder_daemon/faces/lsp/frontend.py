@@ -1,5 +1,5 @@
 """The Frontend port over the LSP-framed connection: updates out, permission and questions in.
-Text deltas are coalesced (coalesce.py). It talks to the connection through `EditorLink` (the
+Text deltas are coalesced (rpc/coalesce.py). It talks to the connection through `EditorLink` (the
 server implements it), so it does not know the server module."""
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The LSP-framed JSON-RPC face (pygls): one small typed handler per method, registered as pygls
-features from the method table in protocol.py by `make_server` (rpc_io.py runs it on stdio).
+features from the method table in protocol.py by `make_server` (transport.py runs it on stdio).
 
 Handlers are `async def` so `$/cancelRequest` reaches them and nothing blocks a pool thread. Each
-is called through lsp_calls.call: params validated by the table's type, core errors mapped,
-the result checked. Core values become wire types in lsp_mapping.py.
+is called through calls.call: params validated by the table's type, core errors mapped,
+the result checked. Core values become wire types in mapping.py.
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ class ToyCoderServer(LanguageServer):
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         if isinstance(error, JsonRpcException) and error.code != wire.INTERNAL_ERROR:
-            return  # a client's mistake, answered and logged quietly (pygls_adapter.QuietClientMistakes)
+            return  # a client's mistake, answered and logged quietly (converter.QuietClientMistakes)
         log.error("server error (%s): %s", getattr(source, "__name__", source), error)
 
 

@@ -4,15 +4,15 @@ dispatches every message and writes every answer; we wrap the two streams it rea
 The reader (`Frames`), because pygls' loop trusts any Content-Length (a client could make it
 allocate anything), answers nothing to a body that is not JSON or not a JSON-RPC message, and
 dispatches requests before `initialize` and a second `initialize`. Frames are read by our bounded
-reader (stdio.read_frames, on a thread that the Outbox holds back over its hard limit), and pygls
+reader (rpc/lsp_framing.read_frames, on a thread that the Outbox holds back over its hard limit), and pygls
 gets only well-formed messages, each as `Content-Length: N\\r\\n\\r\\n<body>` (the one header form
 it parses). The rest is answered here, through the writer pygls writes to, with docs/protocol.md's
 codes: -32700 a body that is not JSON; -32600 a refused frame, a body that is no JSON-RPC message,
 a request to a notification method, a second `initialize`; -32002 a request before `initialize`
 (notifications then are dropped). Params pygls cannot structure are answered by `Frames.refused`,
-run_async's error handler (pygls_adapter.Refused).
+run_async's error handler (converter.Refused).
 
-The writer (stdio.FrameWriter), because the frames go to the Outbox (one writer thread, the
+The writer (rpc/lsp_framing.FrameWriter), because the frames go to the Outbox (one writer thread, the
 backpressure rule) and pygls closes its writer on `exit`: the stream stays open until what is
 queued is written.
 
@@ -48,7 +48,7 @@ loop_log = logging.getLogger(__name__ + ".pygls")
 
 ANSWER_WAIT = 2.0
 """Seconds the end of input waits for the answers of requests in flight (the daemon's exit timer,
-__main__.EXIT_GRACE, may end it sooner)."""
+faces.main.EXIT_GRACE, may end it sooner)."""
 
 LSP_NOTIFICATIONS = frozenset(
     [m for m, types in METHOD_TO_TYPES.items() if types[1] is None] + [n.method for n in wire.NOTIFICATIONS])

@@ -8,7 +8,7 @@ buffer (unsaved work, undo history) gets it. An editor that serves files (ACP fs
 gives the base (an edit is refused when it cannot answer); one that is the source of truth for
 every file (ACP fs/write_text_file) gets every edit as the whole new text, a BOM the file had
 included, except for a file that is not UTF-8: the client would write the text back as UTF-8, so the
-daemon writes it here in its encoding (tools/editor_text.py, ports.Frontend).
+daemon writes it here in its encoding (editor_text.py, core.ports.Frontend).
 """
 
 from __future__ import annotations

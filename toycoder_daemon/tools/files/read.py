@@ -191,7 +191,7 @@ async def list_directory(
     max_entries = ctx.settings.list_max_entries if ctx.settings else 500
     rel = ctx.workspace.relative(p)
     names = await off_loop(_names, p)
-    # rg says which entries the ignore rules hide (search_rg.py: the same rules as the searches);
+    # rg says which entries the ignore rules hide (search/rg_runs.py: the same rules as the searches);
     # imported here, as the searches do: not in every new process
     from toycoder_daemon.tools.search.rg_runs import ignored_entries
 

@@ -6,10 +6,10 @@
     ...
     await manager.aclose()         # at daemon exit: every server is shut down, no process left behind
 
-`servers` maps names to anything shaped like `McpServerSpec` (mcp_spec.py): the config model
-fits it, so tools/ does not import config; so does session_mcp.ClientServer (the servers an ACP
+`servers` maps names to anything shaped like `McpServerSpec` (spec.py): the config model
+fits it, so tools/ does not import config; so does app.session_mcp.ClientServer (the servers an ACP
 client gives one session get a manager of their own, `source="client-mcp"`). Each server is owned by one long-lived asyncio task
-(mcp_server.McpServer); a stdio server's process is spawned by us (mcp_stdio.StdioChild), so its
+(server.McpServer); a stdio server's process is spawned by us (stdio.StdioChild), so its
 PID and process group are ours to stop and reap.
 
 - stdio servers run `command args` in `cwd` (default: the workspace root) in their own session

@@ -1,5 +1,5 @@
 """What the MCP adapter needs to know about one configured server, as a structural type: the
-config model (config.McpServerConfig) satisfies it as is, so tools/ never imports config."""
+config model (config.model.McpServerConfig) satisfies it as is, so tools/ never imports config."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ rg does all the matching (ignore rules and globs); this module only rewrites tex
   rewritten to be relative to the workspace root, lowest precedence first (`rules_above`).
 * The caller's glob, relative to the searched directory, rewritten the same way for `rg --glob`,
   plus what kind of filter it is (`GlobFilter`): rg's `--glob` overrides ignore rules, so a
-  positive glob must not be handed to rg alone (see search_rg.py).
+  positive glob must not be handed to rg alone (see rg_runs.py).
 
 The line syntax follows ripgrep 14.1's `ignore` crate (the pinned `ripgrep` wheel).
 """

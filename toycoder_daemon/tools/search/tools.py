@@ -2,8 +2,8 @@
 
 Both are gitignore-aware (.gitignore files of the workspace and its .git/info/exclude, nothing from
 above the workspace), include hidden files, skip `.git`, and never leave the workspace. ripgrep
-does all the work (search_rg.py; search_scope.py says what rg searches): these functions check
-the arguments, collect what rg prints (search_results.py) and format it.
+does all the work (rg_runs.py; scope.py says what rg searches): these functions check
+the arguments, collect what rg prints (results.py) and format it.
 
 Globs (glob_search's pattern, grep_search's glob) have ripgrep's `--glob` syntax, relative to
 the searched directory, but never re-include an ignored file (rg's `-g` would).

@@ -1,6 +1,6 @@
 """Which programs a shell line runs: the command word's basename, seen through wrappers.
 
-`invocations(line)` parses the line (shell_words.py) and, for each simple command, strips the
+`invocations(line)` parses the line (words.py) and, for each simple command, strips the
 wrappers that run their arguments as a command (env, nice, ionice, setsid, stdbuf, timeout,
 flock, taskset, nohup, xargs, command, builtin, exec, time, sudo, doas, busybox), each with its
 own option syntax, so `/usr/bin/nice -n 5 /bin/rm x` is judged as `rm x`. `sh -c STRING`,

@@ -3,7 +3,7 @@
 The command runs under /bin/sh -c in its own process group with stdin from /dev/null and an
 environment without secrets. Timeout, cancel, the end of the command and the daemon's exit kill the
 whole group. Output is capped keeping its head and tail. On Linux it runs under the OS sandbox
-(tools/sandbox): writes confined, network off, and what it started ends with it (in a PID namespace
+(sandbox/): writes confined, network off, and what it started ends with it (in a PID namespace
 without exception; docs/security.md says what the subreaper fallback cannot promise). Unsandboxed
 (`sandbox: false`, or no sandbox here) only the group is killed: what left it (`setsid`) keeps
 running, and a daemon killed outright leaves the whole command running.
