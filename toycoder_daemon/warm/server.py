@@ -51,6 +51,11 @@ PRELOAD = (
     # the HTTP stack, also what it imports only at its first request
     "httpx2", "httpcore2", "anyio", "anyio.streams.tls", "sniffio", "truststore", "httpx", "httpcore",
 )
+PREPARE = (
+    # the same for every launch and reading nothing of one: the LSP face's converter and hooks
+    "toycoder_daemon.faces.lsp.converter:prepare",
+)
+"""Functions (no arguments) the server calls once after PRELOAD, before any fork."""
 IDLE_MINUTES = 30.0
 """Until a warm daemon reports its config's `daemon.warm_idle_minutes`."""
 READ_TIMEOUT = 2.0
@@ -73,6 +78,12 @@ def preload() -> None:
                 log(f"not preloaded: {name}: {e}")
         except Exception as e:
             log(f"not preloaded: {name}: {type(e).__name__}: {e}")
+    for name in PREPARE:
+        module, _, function = name.partition(":")
+        try:
+            getattr(importlib.import_module(module), function)()
+        except Exception as e:  # another tree's, or a library this install lacks: the child does it
+            log(f"not prepared: {name}: {type(e).__name__}: {e}")
 
 
 def threads_problem() -> str | None:
