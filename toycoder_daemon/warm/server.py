@@ -52,8 +52,9 @@ PRELOAD = (
     "httpx2", "httpcore2", "anyio", "anyio.streams.tls", "sniffio", "truststore", "httpx", "httpcore",
 )
 PREPARE = (
-    # the same for every launch and reading nothing of one: the LSP face's converter and hooks
-    "toycoder_daemon.faces.lsp.converter:prepare",
+    # the same for every launch and reading nothing of one: the LSP face's converter and hooks, the
+    # wire types' validators (built at first use otherwise)
+    "toycoder_daemon.faces.lsp.converter:prepare", "toycoder_daemon.wire.base:build_all",
 )
 """Functions (no arguments) the server calls once after PRELOAD, before any fork."""
 IDLE_MINUTES = 30.0
