@@ -16,11 +16,15 @@ temp dir, as peers.py does).
   --mode cprofile    cProfile with a CPU clock (thread_time), the main thread plus worker-thread
                      jobs, up to the first chunk: top --top functions by own and cumulative time
 
+--warm profiles warm launches: the bench starts a fork server of its own with spawn_trace.py
+imported first (so its children carry the stamps), and the timeline adds the launcher's points
+(`launcher:`) and the child's (`child:`), sorted by time.
+
 --launch installed (the default) runs the daemon as peers.py does, as a user's install runs it
 (installed.py: pip's console script in a venv of the dependencies, no editable-install finder);
 --launch bench runs `python -m toycoder_daemon` with the project's venv, its finder included.
 
-Run:  .venv/bin/python bench/spawn_profile.py [--mode timeline] [--runs 9] [--launch installed]
+Run:  .venv/bin/python bench/spawn_profile.py [--mode timeline] [--runs 9] [--launch installed] [--warm]
 """
 
 from __future__ import annotations
@@ -53,7 +57,13 @@ STAMPS = [("ready", "interpreter ready (site done)", "d"), ("init", "initialize 
           ("client_make", "HTTP client: making (its import)", "d"), ("client_made", "HTTP client made", "d"),
           ("connect", "HTTP connect", "d"),
           ("request_sent", "HTTP request sent", "d"), ("response_in", "first bytes back", "d"),
-          ("chunk_out", "first chunk queued", "d"), ("chunk", "first chunk at the client", "c")]
+          ("chunk_out", "first chunk queued", "d"), ("chunk", "first chunk at the client", "c"),
+          ("l_ready", "launcher: interpreter ready", "l"), ("l_imported", "launcher: its module imported", "l"),
+          ("l_hash", "launcher: install hash begins", "l"), ("l_hashed", "launcher: install hash done", "l"),
+          ("l_connect", "launcher: connects", "l"), ("l_forked", "launcher: server answered (child forked)", "l"),
+          ("l_go", "launcher: go written", "l"), ("forked", "child: forked", "d"),
+          ("main", "child: adopted the launch, faces.main.main called", "d"),
+          ("frame_in", "first frame read", "d")]
 
 
 async def one_run(setup: Setup, kind: type[Peer], argv: list[str], env: dict[str, str], tmp: Path,
@@ -78,10 +88,13 @@ async def one_run(setup: Setup, kind: type[Peer], argv: list[str], env: dict[str
         got["chunk"] = turn.first_chunk
     finally:
         await peer.close()
-    for line in trace.read_text().splitlines():
+    launcher, imported = trace.with_name(trace.name + ".launcher"), trace.with_name(trace.name + ".imported")
+    if imported.exists():
+        print(f"{kind.name} warm child imported: {' '.join(imported.read_text().split())}")
+    for line in trace.read_text().splitlines() + (launcher.read_text().splitlines() if launcher.exists() else []):
         name, _, value = line.partition("=")
         got[name] = float(value)
-    return {k: (v - t0) * 1000 for k, v in got.items()}, err, prof
+    return {k: v * 1000 if k.startswith("cpu") else (v - t0) * 1000 for k, v in got.items()}, err, prof
 
 
 def importtimes(err: Path) -> dict[str, tuple[float, float]]:
@@ -120,16 +133,18 @@ def med(rows: list[dict[Any, float]], key: Any) -> float:
 
 
 def show_timeline(face: str, rows: list[dict[str, float]]) -> None:
-    print(f"\n{face}: ms from spawn, medians of {len(rows)} (p25-p75)")
+    print(f"\n{face}: ms from spawn, medians of {len(rows)} (p25-p75); CPU ms to the first chunk: daemon "
+          f"{med(rows, 'cpu'):.0f}" + (f", launcher {med(rows, 'cpu_launcher'):.0f}" if any('cpu_launcher' in r for r in rows)
+                                       else ""))
     print("| point | ms | p25-p75 | from the point before |\n|---|--:|--:|--:|")
     before = 0.0
-    for key, label, side in STAMPS:
+    present = [(key, label, side) for key, label, side in STAMPS if any(key in r for r in rows)]
+    for key, label, side in sorted(present, key=lambda p: statistics.median(r[p[0]] for r in rows if p[0] in r)):
         values = sorted(r[key] for r in rows if key in r)
-        if not values:
-            continue
         m = statistics.median(values)
         q = statistics.quantiles(values, n=4) if len(values) > 1 else [m, m, m]
-        print(f"| {label} ({'daemon' if side == 'd' else 'client'}) | {m:.1f} | {q[0]:.0f}-{q[2]:.0f} | {m - before:+.1f} |")
+        side = dict(d="daemon", c="client", l="launcher")[side]
+        print(f"| {label} ({side}) | {m:.1f} | {q[0]:.0f}-{q[2]:.0f} | {m - before:+.1f} |")
         before = m
 
 
@@ -214,6 +229,35 @@ def floor(python: str, env: dict[str, str], runs: int, warmup: int) -> None:
         print(f"| {label} | {statistics.median(times[label]):.0f} |")
 
 
+def start_traced_server(launch: list[str], env: dict[str, str], tmp: Path) -> subprocess.Popen[bytes]:
+    """A fork server as a launcher would start it (launcher.spawn_server: same import path, runtime
+    dir and install hash, only SERVER_ENV), with spawn_trace.py imported before its main."""
+    from toycoder_daemon.warm.launcher import SERVER_ENV
+
+    bindir = Path(launch[0]).parent
+    probe = bindir / "warm-probe"  # beside the console script: the same sys.path as a launch
+    probe.write_text(f"#!{bindir / 'python'}\nimport marshal\nfrom toycoder_daemon.warm import launcher as l\n"
+                     "print(l.runtime_dir(), l.install_hash(), marshal.dumps(l.import_path()).hex())\n")
+    probe.chmod(0o755)
+    directory, digest, path = subprocess.run([str(probe)], env=env, check=True, capture_output=True,
+                                             text=True).stdout.split()
+    boot = ("import sys, marshal; sys.path[:] = marshal.loads(bytes.fromhex(sys.argv[1])); "
+            f"sys.path.insert(0, {str(HERE)!r}); import spawn_trace; del sys.path[0]; "
+            "from toycoder_daemon.warm.server import main; main(sys.argv[2:])")
+    server_env = {k: v for k, v in env.items()
+                  if k in SERVER_ENV or k.startswith("LC_") or k == "BENCH_TRACE_PROFILE"}  # that: profile children
+    with open(tmp / "warm-server.log", "wb") as log:
+        server = subprocess.Popen([str(bindir / "python"), "-c", boot, path, directory, digest], env=server_env,
+                                  cwd="/", stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
+    sock = Path(directory) / f"server-{digest}.sock"
+    deadline = time.monotonic() + 60
+    while not sock.exists():
+        if server.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"the traced fork server did not start: {(tmp / 'warm-server.log').read_text()}")
+        time.sleep(0.05)
+    return server
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", choices=["timeline", "importtime", "cprofile", "floor"], default="timeline")
@@ -223,6 +267,7 @@ async def main() -> None:
     ap.add_argument("--top", type=int, default=20)
     ap.add_argument("--launch", choices=["installed", "bench"], default="installed")
     ap.add_argument("--daemon-root", type=Path, default=HERE.parent)
+    ap.add_argument("--warm", action="store_true", help="warm launches, from a traced fork server of the bench's own")
     ap.add_argument("--keep", type=Path, help="cprofile: keep each run's pstats file here (face.N.prof)")
     args = ap.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f} at the start", flush=True)
@@ -249,6 +294,9 @@ async def main() -> None:
             floor(str(Path(launch[0]).parent / "python") if args.launch == "installed" else sys.executable,
                   setup.env, args.runs, args.warmup)
             return
+        server = start_traced_server(launch, env, tmp) if args.warm else None
+        if not args.warm:
+            env["TOYCODER_WARM"] = "0"
         results: dict[type[Peer], list[Any]] = defaultdict(list)
         loads = []
         n = 0
@@ -264,7 +312,10 @@ async def main() -> None:
                 if i >= args.warmup:
                     results[kind].append(got if args.mode == "timeline" else
                                          importtimes(err) if args.mode == "importtime" else prof)
-        print(f"launch: {' '.join(launch)}; load average {min(loads):.2f}-{max(loads):.2f} "
+        if server is not None:
+            server.terminate()  # stops listening; exits once its children have ended
+            server.wait(30)
+        print(f"launch: {' '.join(launch)}{' (warm)' if args.warm else ''}; load average {min(loads):.2f}-{max(loads):.2f} "
               f"(median {statistics.median(loads):.2f})")
         for kind, rows in results.items():
             if args.mode == "timeline":

@@ -9,6 +9,11 @@ $BENCH_TRACE when the first streamed chunk (the fake model's "tok0") is queued f
 `name=perf_counter` lines (CLOCK_MONOTONIC, the client's clock too), and with $BENCH_TRACE_PROFILE
 the main thread's cProfile (CPU timer) plus every worker-thread job that ended by then, as one
 pstats file. stdout stays the protocol's; only stderr gets a marker line (for -X importtime).
+
+Warm launches (spawn_profile.py --warm): the same module is loaded in the launcher (as its
+sitecustomize: stamps named `l_*`, written to $BENCH_TRACE.launcher once the child has the fds) and
+in a fork server the bench starts itself (imported before the server's main), where each forked
+child starts its stamps afresh (`forked`) and writes them at its first chunk as above.
 """
 
 from __future__ import annotations
@@ -20,9 +25,10 @@ from typing import Any
 
 _now = time.perf_counter
 stamps: dict[str, float] = {"ready": _now()}
-OUT = os.environ["BENCH_TRACE"]
 PROFILE = os.environ.get("BENCH_TRACE_PROFILE")
 _profiles: list[Any] = []
+_preloaded: set[str] = set()
+"""In a warm child: the modules the fork server had imported (the others are listed at the end)."""
 _done = False
 
 
@@ -44,11 +50,15 @@ def _finish() -> None:
         stats = pstats.Stats(_profiles[0])
         for extra in _profiles[1:]:
             stats.add(extra)
-        stats.dump_stats(PROFILE)
+        stats.dump_stats(os.environ.get("BENCH_TRACE_PROFILE") or PROFILE)  # a warm child's: its launch's
     sys.stderr.write("BENCH_TRACE first chunk\n")
     sys.stderr.flush()
-    with open(OUT, "w") as f:
+    with open(os.environ["BENCH_TRACE"], "w") as f:  # read now: a warm child has just adopted it
         f.write("".join(f"{k}={v!r}\n" for k, v in stamps.items()))
+        f.write(f"cpu={time.process_time()!r}\n")  # the process's CPU seconds, all threads (a child's: since its fork)
+    if _preloaded:
+        with open(os.environ["BENCH_TRACE"] + ".imported", "w") as f:
+            f.write("".join(f"{name}\n" for name in sorted(set(sys.modules) - _preloaded)))
 
 
 def _after_outbox(mod: Any) -> None:
@@ -96,6 +106,7 @@ def _after_lsp_transport(mod: Any) -> None:
     put = mod.Frames.put
 
     def traced(self: Any, body: bytes | None, problem: str | None) -> None:
+        stamp("frame_in")
         if body is not None and b'"toycoder/prompt"' in body:
             stamp("prompt")
         put(self, body, problem)
@@ -168,7 +179,68 @@ def _after_futures_thread(mod: Any) -> None:
     mod._WorkItem.run = traced
 
 
-HOOKS = {"toycoder_daemon.rpc.outbox": _after_outbox, "socket": _after_socket,
+def _after_launcher(mod: Any) -> None:
+    """The launcher's side of a warm launch: its stamps go to $BENCH_TRACE.launcher at "go"."""
+    stamp("l_imported")
+    install_hash, hand_over, serve_warm = mod.install_hash, mod.hand_over, mod.serve_warm
+
+    def hashed() -> str:
+        stamp("l_hash")
+        try:
+            return install_hash()  # type: ignore[no-any-return]
+        finally:
+            stamp("l_hashed")
+
+    def handed(path: str) -> Any:
+        stamp("l_connect")
+        try:
+            return hand_over(path)
+        finally:
+            stamp("l_forked")
+
+    def serving(*a: Any) -> Any:
+        stamp("l_go")
+        with open(os.environ["BENCH_TRACE"] + ".launcher", "w") as f:
+            f.write("".join(f"{k if k.startswith('l_') else 'l_' + k}={v!r}\n" for k, v in stamps.items()))
+            f.write(f"cpu_launcher={time.process_time()!r}\n")
+        return serve_warm(*a)
+
+    mod.install_hash, mod.hand_over, mod.serve_warm = hashed, handed, serving
+
+
+def _after_child(mod: Any) -> None:
+    """In the fork server: each child's stamps start at its fork."""
+    run = mod.run
+
+    def forked(*a: Any) -> Any:
+        global _done
+        stamps.clear()
+        _done = False
+        stamp("forked")
+        _preloaded.update(sys.modules)
+        if PROFILE:  # the server's own profile (its imports) is not this launch's
+            import cProfile
+
+            _profiles[:] = [cProfile.Profile(time.thread_time)]
+            _profiles[0].enable()
+        return run(*a)
+
+    mod.run = forked
+
+
+def _after_main(mod: Any) -> None:
+    main = mod.main
+
+    def traced(*a: Any) -> Any:
+        stamp("main")
+        return main(*a)
+
+    mod.main = traced
+
+
+HOOKS = {"toycoder_daemon.warm.launcher": _after_launcher, "toycoder_daemon.warm.child": _after_child,
+         "toycoder_daemon.faces.main": _after_main,
+         "toycoder_daemon.rpc.outbox": _after_outbox, "socket": _after_socket,
          "toycoder_daemon.faces.lsp.server": _after_lsp_server,
          "toycoder_daemon.faces.lsp.transport": _after_lsp_transport,
          "toycoder_daemon.faces.acp.agent": _after_acp, "toycoder_daemon.app.application": _after_app,

@@ -46,11 +46,19 @@ PRELOAD = (
     "toycoder_daemon.llm.http_stream", "toycoder_daemon.llm.openai_client", "toycoder_daemon.llm.json_codec",
     "toycoder_daemon.tools.shell.sandbox.probe", "toycoder_daemon.core.util.environ_scrub", "toycoder_daemon.core.util.logs",
     # their libraries
-    "pygls.lsp.server", "pygls.protocol", "lsprotocol.types", "lsprotocol.converters", "acp", "acp.schema",
+    "pygls.lsp.server", "pygls.protocol", "pygls.progress", "lsprotocol.types", "lsprotocol.converters", "acp", "acp.schema",
     "pydantic", "yaml", "orjson", "ssl",
     # the HTTP stack, also what it imports only at its first request
     "httpx2", "httpcore2", "anyio", "anyio.streams.tls", "sniffio", "truststore", "httpx", "httpcore",
 )
+PREPARE = (
+    # the same for every launch and reading nothing of one: the LSP face's converter and hooks, the
+    # wire types' validators (built at first use otherwise), the HTTP stack's lazy imports (not its
+    # TLS context: that reads the environment, so each daemon makes its own)
+    "toycoder_daemon.faces.lsp.converter:prepare", "toycoder_daemon.wire.base:build_all",
+    "toycoder_daemon.llm.http_stream:preload",
+)
+"""Functions (no arguments) the server calls once after PRELOAD, before any fork."""
 IDLE_MINUTES = 30.0
 """Until a warm daemon reports its config's `daemon.warm_idle_minutes`."""
 READ_TIMEOUT = 2.0
@@ -73,6 +81,12 @@ def preload() -> None:
                 log(f"not preloaded: {name}: {e}")
         except Exception as e:
             log(f"not preloaded: {name}: {type(e).__name__}: {e}")
+    for name in PREPARE:
+        module, _, function = name.partition(":")
+        try:
+            getattr(importlib.import_module(module), function)()
+        except Exception as e:  # another tree's, or a library this install lacks: the child does it
+            log(f"not prepared: {name}: {type(e).__name__}: {e}")
 
 
 def threads_problem() -> str | None:

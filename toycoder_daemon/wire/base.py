@@ -21,3 +21,14 @@ class Wire(BaseModel):
 
     def dump(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def build_all() -> None:
+    """Build every wire type defined so far now, not at its first use (defer_build): the fork
+    server does it once before it forks, so no launch pays for it (the
+    eight a first LSP turn uses took ~3 ms of CPU)."""
+    pending = Wire.__subclasses__()
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        cls.model_rebuild()

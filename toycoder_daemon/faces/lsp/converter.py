@@ -3,7 +3,9 @@
 * `raw_converter` (the documented `converter_factory` constructor argument, cattrs' public
   `register_structure_hook`): pygls structures the params of methods it has no type for into
   namedtuples; ours stay plain dicts, which the handlers validate with the pydantic wire types
-  (protocol.py).
+  (protocol.py). It is made once per process (lsprotocol's hooks take ~45 ms to register) and
+  `prepare` has cattrs generate the hooks of a session's start (~20 ms at the first `initialize`):
+  the fork server calls it before it forks, so a warm launch pays neither.
 * `PlainMessages`, the protocol class (`protocol_cls`), overrides the public `structure_message`:
   - params pygls cannot structure (a client's `textDocument/didOpen` with a number for its document,
     say) raise `Refused`, carrying the message's id and method, for transport's error handler
@@ -23,11 +25,14 @@
 
 from __future__ import annotations
 
+import functools
 import logging
+import typing
 from typing import Any
 
+import attrs
 from cattrs import Converter
-from lsprotocol import converters
+from lsprotocol import converters, types
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, LanguageServerProtocol
 
@@ -36,8 +41,10 @@ from toycoder_daemon.wire import codes as codes
 log = logging.getLogger(__name__)
 
 
+@functools.cache
 def raw_converter() -> Converter:
-    """lsprotocol's converter, but custom-method params/results stay plain dicts."""
+    """lsprotocol's converter, but custom-method params/results stay plain dicts. One per process:
+    the hooks are the same for every server, and nothing registers others later."""
     c: Converter = converters.get_converter()
     c.register_structure_hook(
         JsonRPCRequestMessage,
@@ -50,6 +57,34 @@ def raw_converter() -> Converter:
         JsonRPCResponseMessage, lambda o, cls: cls(id=o["id"], jsonrpc=o["jsonrpc"], result=o.get("result"))
     )
     return c
+
+
+START = (types.INITIALIZE, types.INITIALIZED, types.SHUTDOWN, types.EXIT)
+"""The lsprotocol-typed methods of every session: the other messages of ours stay plain dicts."""
+
+
+def prepare() -> None:
+    """The converter and cattrs' hooks for a session's start, generated now rather than at their
+    first use (the same for every launch): START's messages in; out, pygls' message classes and
+    every class an `initialize` result can hold (pygls answers with a message whose `result` is
+    `Any`, so cattrs picks each value's hook by its class when it is sent)."""
+    c = raw_converter()
+    for method in START:
+        c.get_structure_hook(types.METHOD_TO_TYPES[method][0])
+    for cls in (JsonRPCResponseMessage, JsonRPCNotification, JsonRPCRequestMessage,
+                *_reachable(types.InitializeResult, set())):
+        c.get_unstructure_hook(cls)
+
+
+def _reachable(cls: Any, seen: set[type]) -> set[type]:
+    """The attrs classes `cls` is or holds (through fields, unions, lists...)."""
+    for arg in typing.get_args(cls):
+        _reachable(arg, seen)
+    if isinstance(cls, type) and attrs.has(cls) and cls not in seen:
+        seen.add(cls)
+        for field in attrs.fields(cls):
+            _reachable(field.type, seen)
+    return seen
 
 
 class Refused(Exception):
