@@ -49,7 +49,7 @@ PRELOAD = (
     "pygls.lsp.server", "pygls.protocol", "lsprotocol.types", "lsprotocol.converters", "acp", "acp.schema",
     "pydantic", "yaml", "orjson", "ssl",
     # the HTTP stack, also what it imports only at its first request
-    "httpx2", "httpcore2", "anyio", "anyio.streams.tls", "sniffio", "truststore", "httpx", "httpcore",
+    "httpx2", "httpcore2", "anyio", "anyio.streams.tls", "sniffio", "truststore",
 )
 IDLE_MINUTES = 30.0
 """Until a warm daemon reports its config's `daemon.warm_idle_minutes`."""
