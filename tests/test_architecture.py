@@ -274,3 +274,40 @@ def test_an_undeclared_or_unused_dependency_is_named(tmp_path: Path) -> None:
         f"{NAME}/llm/titles_sdk.py:2: imports openai, which pyproject.toml does not declare",
         "pyproject.toml declares left-over, which the package never imports",
     ]
+
+
+def error_codes(package: Path = PACKAGE) -> tuple[dict[int, list[str]], list[str]]:
+    """JSON-RPC and LSP error codes (-32899..-32000) in the package: value -> the module constants defined as
+    that literal, and every other place the literal is written."""
+    defined: dict[int, list[str]] = {}
+    elsewhere: list[str] = []
+    for name, path in modules(package).items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        constants = {id(node.value): node for node in tree.body if isinstance(node, ast.Assign)}
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant)
+                    and isinstance(node.operand.value, int) and 32000 <= node.operand.value <= 32899):
+                assign = constants.get(id(node))
+                if assign is None:
+                    elsewhere.append(f"{path.relative_to(package.parent)}:{node.lineno}")
+                else:
+                    defined.setdefault(-node.operand.value, []).extend(f"{name}.{ast.unparse(t)}" for t in assign.targets)
+    return defined, elsewhere
+
+
+def test_each_error_code_is_one_constant() -> None:
+    defined, elsewhere = error_codes()
+    assert elsewhere == []
+    assert defined[-32800] == [f"{NAME}.wire.codes.REQUEST_CANCELLED"]
+    # one number, two protocols: LSP's "server not initialized" and ACP's "resource not found"
+    assert defined.pop(-32002) == [f"{NAME}.wire.codes.SERVER_NOT_INITIALIZED", f"{NAME}.faces.acp.client.RESOURCE_NOT_FOUND"]
+    assert {code: names for code, names in defined.items() if len(names) > 1} == {}
+
+
+def test_a_second_error_code_constant_is_found(tmp_path: Path) -> None:
+    copy = tmp_path / NAME
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "faces" / "lsp" / "cancelled.py").write_text("REQUEST_CANCELLED = -32800\n\ndef f():\n    return {'code': -32601}\n")
+    defined, elsewhere = error_codes(copy)
+    assert defined[-32800] == [f"{NAME}.wire.codes.REQUEST_CANCELLED", f"{NAME}.faces.lsp.cancelled.REQUEST_CANCELLED"]
+    assert elsewhere == [f"{NAME}/faces/lsp/cancelled.py:4"]
