@@ -67,6 +67,7 @@ class Daemon:
             while True:
                 line = await out.readline()
                 if not line:
+                    assert not block, f"stdout ended inside a header block: {block!r}"
                     return
                 block += line
                 line = line.strip()
@@ -161,6 +162,11 @@ class Daemon:
             elif u["kind"] == "tool_call":
                 reply_start = len(text)
         return text
+
+    async def read_to_end(self) -> None:
+        """Wait until the reader has taken all of stdout, to its end, as frames; it fails on bytes that
+        are no frame (a header block without Content-Length, a body cut short, one that is not JSON)."""
+        await asyncio.wait_for(asyncio.shield(self._reader), scaled(10))
 
     async def wait_for(self, predicate: Callable[[], Any], timeout: float = DEFAULT_TIMEOUT,
                        what: str = "the condition") -> Any:
