@@ -42,6 +42,7 @@ class Daemon:
         self.requests_seen: list[dict[str, Any]] = []
         self.handlers: dict[str, Callable[[dict[str, Any]], Awaitable[Any] | Any]] = {}
         self.orphans: list[dict[str, Any]] = []  # responses with an unknown id (e.g. id null errors)
+        self.header_blocks: list[bytes] = []  # each frame's header lines as read, in order
         self._notified = asyncio.Event()
         self._reader = asyncio.ensure_future(self._read())
         self._stderr = bytearray()
@@ -62,15 +63,19 @@ class Daemon:
         assert out is not None
         while True:
             headers = {}
+            block = b""
             while True:
                 line = await out.readline()
                 if not line:
+                    assert not block, f"stdout ended inside a header block: {block!r}"
                     return
+                block += line
                 line = line.strip()
                 if not line:
                     break
                 k, _, v = line.decode().partition(":")
                 headers[k.strip().lower()] = v.strip()
+            self.header_blocks.append(block)
             body = await out.readexactly(int(headers["content-length"]))
             msg = json.loads(body)
             if "method" in msg and "id" in msg:
@@ -157,6 +162,11 @@ class Daemon:
             elif u["kind"] == "tool_call":
                 reply_start = len(text)
         return text
+
+    async def read_to_end(self) -> None:
+        """Wait until the reader has taken all of stdout, to its end, as frames; it fails on bytes that
+        are no frame (a header block without Content-Length, a body cut short, one that is not JSON)."""
+        await asyncio.wait_for(asyncio.shield(self._reader), scaled(10))
 
     async def wait_for(self, predicate: Callable[[], Any], timeout: float = DEFAULT_TIMEOUT,
                        what: str = "the condition") -> Any:

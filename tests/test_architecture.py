@@ -1,12 +1,16 @@
 """The package's tree keeps the layers of docs/architecture.md: every import between subpackages (lazy
 ones inside functions and `if TYPE_CHECKING:` ones included) goes in a direction the table below
 allows, no two subpackages need each other, no two modules need each other, only `__init__` and
-`__main__` sit at the package root, and every subpackage says what it is for."""
+`__main__` sit at the package root, every subpackage says what it is for, and the third-party
+distributions the package imports are exactly those pyproject.toml declares."""
 
 from __future__ import annotations
 
 import ast
+import importlib.metadata
+import re
 import shutil
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -201,3 +205,109 @@ def test_an_upward_import_fails_naming_file_and_line(tmp_path: Path) -> None:
 
 def test_the_cycle_finder_can_fail() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+NOT_IMPORTED = {"ripgrep": "ships the rg binary that tools/search runs"}
+"""Declared distributions the package uses without importing them, and why."""
+
+
+def third_party_imports(package: Path = PACKAGE) -> dict[str, str]:
+    """The top-level names the package imports (statements anywhere in a file, and importlib.import_module
+    of a literal), the standard library and the package itself aside: name -> first place."""
+    found: dict[str, str] = {}
+    for path in modules(package).values():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "import_module"
+                  and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+                names = [node.args[0].value]
+            for name in names:
+                top = name.split(".")[0]
+                if top != NAME and top not in sys.stdlib_module_names:
+                    found.setdefault(top, f"{path.relative_to(package.parent)}:{node.lineno}")
+    return found
+
+
+def normalized(distribution: str) -> str:
+    return re.sub(r"[-_.]+", "-", distribution).lower()
+
+
+def imported_distributions(package: Path = PACKAGE) -> dict[str, str]:
+    """The distributions behind third_party_imports (an import name no installed distribution provides,
+    such as a backport this Python does not need, stands for a distribution of its own name)."""
+    provides = importlib.metadata.packages_distributions()
+    return {normalized(dist): where for name, where in third_party_imports(package).items()
+            for dist in provides.get(name, [name])}
+
+
+def declared_distributions() -> set[str]:
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        from pip._vendor import tomli as tomllib
+    project = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"]
+    return {normalized(re.match(r"[A-Za-z0-9._-]+", req)[0]) for req in project["dependencies"]}
+
+
+def dependency_mismatches(imported: dict[str, str], declared: set[str]) -> list[str]:
+    return ([f"{where}: imports {dist}, which pyproject.toml does not declare" for dist, where in sorted(imported.items())
+             if dist not in declared]
+            + [f"pyproject.toml declares {dist}, which the package never imports" for dist in sorted(declared)
+               if dist not in imported and dist not in NOT_IMPORTED])
+
+
+def test_declared_dependencies_are_the_imported_ones() -> None:
+    imported = imported_distributions()
+    assert {"pygls", "httpx2", "httpcore2", "orjson", "pyyaml"} <= set(imported)  # lazy and import_module ones count
+    assert dependency_mismatches(imported, declared_distributions()) == []
+
+
+def test_an_undeclared_or_unused_dependency_is_named(tmp_path: Path) -> None:
+    copy = tmp_path / NAME
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "llm" / "titles_sdk.py").write_text("def title():\n    import openai.types\n")
+    assert dependency_mismatches(imported_distributions(copy), declared_distributions() | {"left-over"}) == [
+        f"{NAME}/llm/titles_sdk.py:2: imports openai, which pyproject.toml does not declare",
+        "pyproject.toml declares left-over, which the package never imports",
+    ]
+
+
+def error_codes(package: Path = PACKAGE) -> tuple[dict[int, list[str]], list[str]]:
+    """JSON-RPC and LSP error codes (-32899..-32000) in the package: value -> the module constants defined as
+    that literal, and every other place the literal is written."""
+    defined: dict[int, list[str]] = {}
+    elsewhere: list[str] = []
+    for name, path in modules(package).items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        constants = {id(node.value): node for node in tree.body if isinstance(node, ast.Assign)}
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant)
+                    and isinstance(node.operand.value, int) and 32000 <= node.operand.value <= 32899):
+                assign = constants.get(id(node))
+                if assign is None:
+                    elsewhere.append(f"{path.relative_to(package.parent)}:{node.lineno}")
+                else:
+                    defined.setdefault(-node.operand.value, []).extend(f"{name}.{ast.unparse(t)}" for t in assign.targets)
+    return defined, elsewhere
+
+
+def test_each_error_code_is_one_constant() -> None:
+    defined, elsewhere = error_codes()
+    assert elsewhere == []
+    assert defined[-32800] == [f"{NAME}.wire.codes.REQUEST_CANCELLED"]
+    # one number, two protocols: LSP's "server not initialized" and ACP's "resource not found"
+    assert defined.pop(-32002) == [f"{NAME}.wire.codes.SERVER_NOT_INITIALIZED", f"{NAME}.faces.acp.client.RESOURCE_NOT_FOUND"]
+    assert {code: names for code, names in defined.items() if len(names) > 1} == {}
+
+
+def test_a_second_error_code_constant_is_found(tmp_path: Path) -> None:
+    copy = tmp_path / NAME
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "faces" / "lsp" / "cancelled.py").write_text("REQUEST_CANCELLED = -32800\n\ndef f():\n    return {'code': -32601}\n")
+    defined, elsewhere = error_codes(copy)
+    assert defined[-32800] == [f"{NAME}.wire.codes.REQUEST_CANCELLED", f"{NAME}.faces.lsp.cancelled.REQUEST_CANCELLED"]
+    assert elsewhere == [f"{NAME}/faces/lsp/cancelled.py:4"]

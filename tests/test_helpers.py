@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+import sys
 
 import pytest
 from helpers import (
@@ -125,3 +126,21 @@ def test_a_process_in_our_own_group_is_killed_alone() -> None:
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+@pytest.mark.parametrize("stray", [b"", b"hello from a print\n", b"Content-Length: 99\r\n\r\n{}"])
+async def test_read_to_end_fails_on_stdout_that_is_not_frames(stray: bytes) -> None:
+    from rpc import Daemon, frame
+
+    out = frame({"jsonrpc": "2.0", "method": "x", "params": {}}) + stray
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", f"import sys; sys.stdout.buffer.write({out!r})", stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
+    d = Daemon(proc)
+    assert await proc.wait() == 0
+    if stray:
+        with pytest.raises((AssertionError, KeyError, asyncio.IncompleteReadError)):
+            await d.read_to_end()
+    else:
+        await d.read_to_end()
+    assert [n["method"] for n in d.notifications] == ["x"]

@@ -280,6 +280,21 @@ async def test_exit_ends_the_face(daemon: Daemon) -> None:
     assert await asyncio.wait_for(daemon.proc.wait(), scaled(10)) == 0
 
 
+async def test_every_frame_of_a_session_has_the_one_header_form(daemon: Daemon, llm: FakeLLM, workspace: Path) -> None:
+    """pygls' frames (answers, streamed notifications, a request to the editor) and the answers the
+    face writes itself (a body that is not JSON, one that is no JSON-RPC message) are headed alike."""
+    daemon.handlers["toycoder/requestPermission"] = lambda p: {"decision": "allow_once"}
+    llm.add(write_call("headed.txt", "x"), {"text": "written"})
+    daemon.send_raw(b"Content-Length: 9\r\n\r\n{not json")
+    daemon.send_raw(frame({"id": 5, "method": "toycoder/session/list"}))
+    sid = (await daemon.call("toycoder/session/new", {}))["sessionId"]
+    assert (await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "write"}))["stopReason"] == "end_turn"
+    await daemon.wait_for(lambda: len(daemon.orphans) == 2)
+    assert (workspace / "headed.txt").read_text() == "x" and daemon.notifications
+    assert [m["method"] for m in daemon.requests_seen] == ["toycoder/requestPermission"]
+    assert {re.sub(rb"\d+", b"N", b) for b in daemon.header_blocks} == {b"Content-Length: N\r\n\r\n"}
+
+
 async def test_a_prompt_cancelled_in_the_same_read_is_answered(daemon: Daemon) -> None:
     """Esc at once: $/cancelRequest comes before the prompt's handler took its first step."""
     sid = (await daemon.call("toycoder/session/new", {}))["sessionId"]
@@ -364,7 +379,7 @@ def test_the_workspace_root_and_config_come_from_initialize(where: str, workspac
         params[where] = workspace.as_uri() if where == "rootUri" else str(workspace)
     ls = make_server()
     out = Recorder()
-    ls.protocol.set_writer(FrameWriter(out))  # type: ignore[arg-type]
+    FrameWriter(out).attach(ls.protocol)  # type: ignore[arg-type]
     ls.protocol.handle_message(ls.protocol.structure_message(
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}))
     assert [f["id"] for f in out.frames] == [1] and "result" in out.frames[0]

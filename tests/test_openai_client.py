@@ -52,6 +52,7 @@ def test_key_pool_round_robin_cooling_and_dropping() -> None:
     assert key == "a" and 9 < wait <= 10
     pool.drop("a")
     assert pool.pick() == (None, 0.0) and len(pool) == 0
+    assert (pool.number("a"), pool.number("b")) == (1, 2)  # how the log names a dropped key
 
 
 async def test_provider_errors_never_carry_the_key(llm: FakeLLM) -> None:

@@ -5,12 +5,18 @@ an edit that cannot apply, cancel while asking. test_permission_e2e.py keeps the
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
-from helpers import write_call
+from helpers import AllowAll, write_call
 from inproc_app import InProc, eventually
 
 from toycoder_daemon.core.ports import ToolCallFinished
+from toycoder_daemon.tools.base import ToolContext
+from toycoder_daemon.tools.files.edit import edit_file
+from toycoder_daemon.tools.files.read import read_file
+from toycoder_daemon.tools.registry import ToolRegistry
+from toycoder_daemon.tools.workspace import Workspace
 
 
 def results(p: InProc, sid: str) -> list[ToolCallFinished]:
@@ -127,3 +133,20 @@ async def test_a_run_command_call_is_judged_once(inproc, monkeypatch) -> None:
     assert [r.status for r in results(p, sid)] == ["denied"]
     assert analysed == ["echo hi"]
     assert escalations == [{"command": "echo hi"}]
+
+
+async def test_the_registry_reads_its_tool_sources_once_per_question(tmp_path: Path) -> None:
+    # the tools on offer (each model step) and one call's look-up each take one table of the tools,
+    # not one per tool or per check: an MCP server's tools could change between two
+    reg = ToolRegistry()
+    reg.register(edit_file)
+    asked: list[int] = []
+    reg.add_source(lambda: asked.append(1) or [read_file])
+    assert [s["function"]["name"] for s in reg.schemas()] == ["edit_file", "read_file"]
+    assert len(asked) == 1
+    (tmp_path / "a.txt").write_text("a\n")
+    asked.clear()
+    args = json.dumps({"path": "a.txt", "old_string": "a", "new_string": "b"})
+    out = await reg.dispatch("edit_file", args, ToolContext(Workspace(tmp_path), AllowAll(), "c1"))
+    assert out.status == "completed" and (tmp_path / "a.txt").read_text() == "b\n"
+    assert len(asked) == 1

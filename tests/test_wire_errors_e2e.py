@@ -4,7 +4,6 @@ EOF (the subprocess layer; protocol-level errors are tested in-process in test_l
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 
 from rpc import Daemon, frame
@@ -55,14 +54,16 @@ async def test_shutdown_then_exit(daemon: Daemon) -> None:
 
 
 async def test_stdout_carries_only_frames(daemon: Daemon, llm: FakeLLM) -> None:
-    # The reader in rpc.py parses every byte of stdout as frames; anything else would break it.
+    # The reader in rpc.py parses every byte of stdout as frames, to the end; anything else fails it.
     llm.add({"text": "ok"})
     sid = (await daemon.call("toycoder/session/new", {}))["sessionId"]
     await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "hi"})
-    await daemon.close()
-    assert daemon.proc.stdout is not None
-    assert await daemon.proc.stdout.read() == b""
-    assert all(json.dumps(n) for n in daemon.notifications)
+    assert daemon.proc.stdin is not None
+    daemon.proc.stdin.close()
+    assert await asyncio.wait_for(daemon.proc.wait(), scaled(10)) == 0
+    await daemon.read_to_end()
+    assert daemon.streamed_text(sid) == "ok"
+    assert daemon.notifications and all(n["jsonrpc"] == "2.0" and isinstance(n["method"], str) for n in daemon.notifications)
 
 
 async def test_oversized_frame_is_skipped_and_the_next_one_is_read(daemon: Daemon) -> None:

@@ -96,11 +96,13 @@ class Blobs:
             return None
         return data if hashlib.sha256(data).hexdigest() == sha else None
 
-    def _temp(self) -> tuple[int, str]:
+    def new_temp(self) -> tuple[int, str]:
+        """A temporary file in the store (fd, path) for a content being written; `keep` makes it a blob."""
         self.root.mkdir(mode=0o700, exist_ok=True)  # its parent is the store's, made 0700 already
         return tempfile.mkstemp(dir=self.root, prefix=".in.", suffix=".tmp")  # mkstemp: 0600
 
-    def _keep(self, tmp: str, sha: str) -> None:
+    def keep(self, tmp: str, sha: str) -> None:
+        """The temporary file from `new_temp` becomes the blob of `sha` (or goes, if that blob exists)."""
         final = self.path(sha)
         if final.exists():
             os.unlink(tmp)  # deduplicated: this content is already kept
@@ -151,7 +153,7 @@ def of_content(data: bytes, p: Path, blobs: Blobs, cap: int) -> State:
 def _stream(src: Any, mode: int, blobs: Blobs | None, cap: int) -> State:
     h = hashlib.sha256()
     size = 0
-    tmp_fd, tmp = blobs._temp() if blobs is not None else (-1, "")
+    tmp_fd, tmp = blobs.new_temp() if blobs is not None else (-1, "")
     out = os.fdopen(tmp_fd, "wb") if tmp_fd >= 0 else None
     try:
         while chunk := src.read(CHUNK):
@@ -170,7 +172,7 @@ def _stream(src: Any, mode: int, blobs: Blobs | None, cap: int) -> State:
         os.fsync(out.fileno())  # the index line naming this blob must never outlive its content
         out.close()
         assert blobs is not None
-        blobs._keep(tmp, sha)
+        blobs.keep(tmp, sha)
         return State("file", sha=sha, mode=mode, size=size, stored=True)
     except BaseException:
         if out is not None:

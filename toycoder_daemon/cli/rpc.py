@@ -18,6 +18,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from toycoder_daemon.wire import codes
+
 Handler = Callable[[str, Any, Any], Any]
 """on_request(method, params, request id) -> result (raise RpcError to answer an error)."""
 
@@ -140,13 +142,13 @@ class Connection:
             except queue.Empty:
                 waited += 0.1
                 if timeout is not None and waited > timeout:
-                    raise RpcError(-32603, f"{method}: no answer from the daemon in {timeout:.0f}s") from None
+                    raise RpcError(codes.INTERNAL_ERROR, f"{method}: no answer from the daemon in {timeout:.0f}s") from None
                 continue
             self.dispatch(msg, on_notification, on_request)
         reply = self._responses.pop(msg_id)
         if "error" in reply:
             err = reply["error"] or {}
-            raise RpcError(err.get("code", -32603), err.get("message", "unknown error"))
+            raise RpcError(err.get("code", codes.INTERNAL_ERROR), err.get("message", "unknown error"))
         return reply.get("result")
 
     def dispatch(self, msg: dict[str, Any] | None, on_notification: Callable[[dict[str, Any]], None] | None,
@@ -157,7 +159,7 @@ class Connection:
         if "method" in msg and "id" in msg:
             try:
                 if on_request is None:
-                    raise RpcError(-32601, f"unhandled method {msg['method']}")
+                    raise RpcError(codes.METHOD_NOT_FOUND, f"unhandled method {msg['method']}")
                 reply: dict[str, Any] = {"result": on_request(msg["method"], msg.get("params") or {}, msg["id"])}
             except RpcError as e:
                 reply = {"error": {"code": e.code, "message": e.message}}

@@ -1,5 +1,5 @@
-"""The streaming chat request, sent with the HTTP library the openai SDK itself uses (httpx2 for
-openai >= 3, httpx before), without the SDK's request transformation and per-chunk models.
+"""The streaming chat request, sent with httpx2 (the HTTP library of the openai SDK >= 3), without the
+SDK's request transformation and per-chunk models.
 
 The SDK's `create()` walks and transforms every message on the event loop (72% of the first-chunk
 time in a 5,000-message session) and builds a pydantic object per streamed event (~70% of a
@@ -80,10 +80,10 @@ def preload(base_urls: Sequence[str | None] = ()) -> None:
     """Import what the first streamed turn needs (~0.1 s), for a background thread after initialize,
     and load the CA store when one of these providers is reached over TLS (~50 ms, else paid by the
     first turn). The openai SDK (~0.5 s) is not on the streaming path any more: preloading it is wasted CPU."""
-    hx = _httpx()
+    _httpx()
     # the client's transport imports the connection layer only when the first client is made (~45 ms),
     # and that layer its async backend only when the first connection opens (~30 ms, in the first turn)
-    importlib.import_module("httpcore2" if hx.__name__ == "httpx2" else "httpcore")
+    importlib.import_module("httpcore2")
     for name in ("anyio._backends._asyncio", "anyio.streams.stapled", "anyio.streams.memory", "anyio.lowlevel"):
         with contextlib.suppress(ImportError):  # another anyio: the first connection imports its own
             importlib.import_module(name)
@@ -114,10 +114,9 @@ def tls_context() -> Any:
 
 
 def _httpx() -> Any:
-    try:
-        return importlib.import_module("httpx2")
-    except ImportError:
-        return importlib.import_module("httpx")
+    import httpx2  # here, not at the top: a process pays its import (~0.1 s) only when it talks to a model
+
+    return httpx2
 
 
 class StreamTransport:

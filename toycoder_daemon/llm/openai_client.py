@@ -67,6 +67,10 @@ class KeyPool:
     def drop(self, key: str) -> None:
         self._dropped.add(key)
 
+    def number(self, key: str) -> int:
+        """The key's place in the configured list, from 1: how a log names a key without showing it."""
+        return self._keys.index(key) + 1
+
     def any_ready(self) -> bool:
         """Is some usable key not cooling down right now?"""
         now = time.monotonic()
@@ -175,7 +179,7 @@ class OpenAIChatModel:
                 reason = _status_reason(e)
                 if status == 401:
                     self.keys.drop(key)
-                    log.warning("provider %s: key #%d rejected (401); dropped for this run", self.provider, self._key_index(key))
+                    log.warning("provider %s: key #%d rejected (401); dropped for this run", self.provider, self.keys.number(key))
                     if len(self.keys):
                         continue  # another key may work; not a retry of the same failure
                     raise ProviderError(self.provider, f"authentication failed ({reason}); check the API key", status) from None
@@ -273,9 +277,6 @@ class OpenAIChatModel:
             window = info.windows.get(self.model) or (next(iter(info.windows.values())) if len(info.windows) == 1 else None)
             self.context_tokens = window
         return self.context_tokens
-
-    def _key_index(self, key: str) -> int:
-        return self.keys._keys.index(key) + 1
 
     def _backoff(self, attempt: int, hint: float | None) -> float:
         if hint is not None:

@@ -1,6 +1,9 @@
 """The LSP face's framing as bytes: the bounded frame reader and the one frame writer.
 
 pygls' own reader trusts any Content-Length; faces/lsp/transport.py feeds it through `read_frames` instead.
+Every frame the face writes has the one header form of `frame`: pygls hands FrameWriter bare bodies
+(`set_writer(..., include_headers=False)`, its public switch) and FrameWriter heads them as it heads
+our own answers, so no frame carries pygls' Content-Type line beside ours without it.
 """
 
 from __future__ import annotations
@@ -98,9 +101,13 @@ def read_frames(stdin: BinaryIO, deliver: Deliver, gate: Callable[[], object] = 
         deliver(None, None)
 
 
-def encode_frame(message: Any) -> bytes:
-    body = json.dumps(safejson.scrub_tree(message)).encode()  # lone surrogates go out as U+FFFD
+def frame(body: bytes) -> bytes:
+    """The one header form (Content-Type is optional and its default is the only one allowed)."""
     return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def encode_frame(message: Any) -> bytes:
+    return frame(json.dumps(safejson.scrub_tree(message)).encode())  # lone surrogates go out as U+FFFD
 
 
 class Stream(Protocol):
@@ -109,19 +116,24 @@ class Stream(Protocol):
 
 
 class FrameWriter:
-    """The one writer of the protocol channel (an Outbox, or a stream in tests): pygls' frames (it is
-    pygls' writer, `protocol.set_writer`) and ours. Each write is one whole frame, so frames never
-    interleave."""
+    """The one writer of the protocol channel (an Outbox, or a stream in tests): pygls' messages (it
+    is pygls' writer, given bare bodies: `attach`) and ours. Each write is one whole frame, so frames
+    never interleave."""
 
     def __init__(self, out: Stream):
         self._out = out
 
-    def write(self, data: bytes) -> None:
-        self._out.write(data)
+    def attach(self, protocol: Any) -> None:
+        """Become pygls' writer (a JsonRPCProtocol): it writes bodies only, this adds the header."""
+        protocol.set_writer(self, include_headers=False)
+
+    def write(self, body: bytes) -> None:
+        self._out.write(frame(body))
         self._out.flush()
 
     def send(self, message: Any) -> None:
-        self.write(encode_frame(message))
+        self._out.write(encode_frame(message))
+        self._out.flush()
 
     def close(self) -> None:
         """pygls closes its writer on `exit`; the stream stays open until what is queued is written

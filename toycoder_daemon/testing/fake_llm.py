@@ -104,20 +104,20 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        self.server.fake._track(self.connection, True)
+        self.server.fake.track_connection(self.connection, True)
 
     def finish(self) -> None:
         try:
             super().finish()
         finally:
-            self.server.fake._track(self.connection, False)
+            self.server.fake.track_connection(self.connection, False)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # FakeLLM.log gets one summary line per request instead
 
     # ----- plumbing
     def _log(self, status: int | str, detail: str = "") -> None:
-        self.server.fake._log(f"{self.command} {self.path} -> {status} {detail}".rstrip())
+        self.server.fake.log_line(f"{self.command} {self.path} -> {status} {detail}".rstrip())
 
     def _send_json(self, status: int, obj: dict[str, Any] | None, headers: dict[str, Any] | None = None) -> None:
         data = b"" if obj is None else json.dumps(obj).encode()  # None: an empty body
@@ -148,10 +148,10 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         fake = self.server.fake
         path = self.path.split("?", 1)[0]
-        fake._record(path, None, self.headers)
+        fake.record(path, None, self.headers)
         if path.rstrip("/") in MODELS_PATHS:
             self._log(200)
-            models = [dialects.model_entry(fake.dialect, m) for m in fake._models]
+            models = [dialects.model_entry(fake.dialect, m) for m in fake.models()]
             self._send_json(200, {"object": "list", "data": models})
         else:
             self._send_error(404, f"fake_llm: no route GET {path}")
@@ -164,7 +164,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
-        n = fake._record(path, body, self.headers)
+        n = fake.record(path, body, self.headers)
         if path.rstrip("/") not in CHAT_PATHS:
             return self._send_error(404, f"fake_llm: no route POST {path}")
         if not isinstance(body, dict):
@@ -172,7 +172,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fake.check_tool_invariant:
             problems = tool_call_problems(body.get("messages"))
             if problems:
-                fake._violation(f"request {n}: " + "; ".join(problems))
+                fake.add_violation(f"request {n}: " + "; ".join(problems))
                 return self._send_error(400, (
                     "An assistant message with 'tool_calls' must be followed by tool messages responding "
                     "to each 'tool_call_id', and each tool message must answer one of them: "
@@ -181,16 +181,14 @@ class _Handler(BaseHTTPRequestHandler):
         if verdict is not None:  # the real server's own answer (an empty 200: llama-cpp-python's overflow)
             self._log(verdict[0], "dialect")
             return self._send_json(*verdict)
-        reply = fake._take_reply(body.get("model"))
+        reply = fake.take_reply(body.get("model"))
         if reply is None:
-            with fake._cond:
-                chat_requests = sum(r["path"].rstrip("/") in CHAT_PATHS for r in fake.requests)
-            message = f"fake_llm: script exhausted ({chat_requests} requests)"
-            fake._violation(message)
+            message = f"fake_llm: script exhausted ({fake.chat_requests()} requests)"
+            fake.add_violation(message)
             return self._send_error(500, message)
         for problem in steps.expect_problems(reply.get("expect") or {}, body.get("messages") or [],
                                              body.get("tools"), body.get("model")):
-            fake._violation(f"request {n}: {problem}")
+            fake.add_violation(f"request {n}: {problem}")
         if reply.get("delay"):
             time.sleep(reply["delay"])
         f = steps.fault(reply)
@@ -203,7 +201,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer(fake, n, body, dialects.shape_reply(fake.dialect, body, reply))
 
     def _answer(self, fake: FakeLLM, n: int, body: dict[str, Any], reply: dict[str, Any]) -> None:
-        deltas, calls = plan_deltas(reply, fake._new_call_id)
+        deltas, calls = plan_deltas(reply, fake.new_call_id)
         finish = steps.finish_reason(reply, bool(calls))
         prompt, completion = steps.usage(reply, sum(
             len(steps.text_of(m.get("content"))) for m in body.get("messages") or [] if isinstance(m, dict)), len(deltas))
@@ -328,30 +326,39 @@ class FakeLLM:
                 raise TimeoutError(f"fake_llm: {len(self.requests)} of {n} requests after {timeout}s")
 
     # ----- used by the handler threads
-    def _record(self, path: str, body: Any, headers: Any) -> int:
+    def record(self, path: str, body: Any, headers: Any) -> int:
         with self._cond:
             self.requests.append({"path": path, "body": body,
                                   "headers": {k.lower(): v for k, v in headers.items()}})
             self._cond.notify_all()
             return len(self.requests)
 
-    def _violation(self, text: str) -> None:
+    def add_violation(self, text: str) -> None:
         with self._cond:
             self.violations.append(text)
-        self._log(f"VIOLATION {text}")
+        self.log_line(f"VIOLATION {text}")
 
-    def _take_reply(self, model: Any) -> dict[str, Any] | None:
+    def take_reply(self, model: Any) -> dict[str, Any] | None:
         with self._cond:
             if isinstance(model, str) and model not in self._models:
                 self._models.append(model)
             return self._script.pop(0) if self._script else None
 
-    def _new_call_id(self) -> str:
+    def models(self) -> list[str]:
+        """The models /v1/models lists: the configured one, then each one a request named."""
+        with self._cond:
+            return list(self._models)
+
+    def chat_requests(self) -> int:
+        with self._cond:
+            return sum(r["path"].rstrip("/") in CHAT_PATHS for r in self.requests)
+
+    def new_call_id(self) -> str:
         with self._cond:
             self._call_ids += 1
             return f"call_{self._call_ids}"
 
-    def _track(self, sock: socket.socket, is_open: bool) -> None:
+    def track_connection(self, sock: socket.socket, is_open: bool) -> None:
         with self._cond:
             if is_open:
                 self.connections += 1
@@ -359,7 +366,7 @@ class FakeLLM:
             else:
                 self._open.discard(sock)
 
-    def _log(self, line: str) -> None:
+    def log_line(self, line: str) -> None:
         if self.log is not None:
             print(f"fake_llm: {line}", file=self.log, flush=True)
 

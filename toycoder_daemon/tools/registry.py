@@ -134,7 +134,10 @@ class ToolRegistry:
 
     def is_enabled(self, name: str) -> bool:
         t = self.get(name)
-        return t is not None and self._overrides.get(name, t.level != "dangerous")  # dangerous starts disabled
+        return t is not None and self._enabled(t)
+
+    def _enabled(self, t: Tool) -> bool:
+        return self._overrides.get(t.name, t.level != "dangerous")  # dangerous starts disabled
 
     def set_enabled(self, name: str, enabled: bool) -> None:
         if self.get(name) is None:
@@ -146,7 +149,7 @@ class ToolRegistry:
 
     def schemas(self) -> builtins.list[dict[str, Any]]:  # `list` here is the method above
         """What the model is offered: enabled tools only."""
-        return [t.schema() for t in self.list() if self.is_enabled(t.name)]
+        return [t.schema() for t in self.list() if self._enabled(t)]  # one table: the sources are asked once
 
     def parse(self, name: str, raw_arguments: str) -> tuple[Tool | None, dict[str, Any] | None, str | None]:
         """Look the tool up and decode its arguments; the str is an error for the model."""
@@ -169,7 +172,7 @@ class ToolRegistry:
         t, args, problem = self.parse(name, raw_arguments)
         if problem or t is None or args is None:
             return ToolCall(name, ctx, ToolOutcome("failed", f"error: {problem}"))
-        if not self.is_enabled(name):
+        if not self._enabled(t):
             hint = f" (enable it with /tool enable {name})" if t.level == "dangerous" else ""
             return ToolCall(name, ctx, ToolOutcome("denied", f"denied: the tool {name} is disabled{hint}"))
         try:

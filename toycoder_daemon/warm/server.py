@@ -49,7 +49,7 @@ PRELOAD = (
     "pygls.lsp.server", "pygls.protocol", "pygls.progress", "lsprotocol.types", "lsprotocol.converters", "acp", "acp.schema",
     "pydantic", "yaml", "orjson", "ssl",
     # the HTTP stack, also what it imports only at its first request
-    "httpx2", "httpcore2", "anyio", "anyio.streams.tls", "sniffio", "truststore", "httpx", "httpcore",
+    "httpx2", "httpcore2", "anyio", "anyio.streams.tls", "sniffio", "truststore",
 )
 PREPARE = (
     # the same for every launch and reading nothing of one: the LSP face's converter and hooks, the

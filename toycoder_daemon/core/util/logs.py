@@ -21,6 +21,6 @@ def setup(level: str = "WARNING", log_file: str | None = None) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    # The SDK and HTTP layers log request details at debug; they are never useful enough to risk.
-    for noisy in ("openai", "httpx", "httpx2", "httpcore", "pygls"):
+    # The HTTP layers log request details at debug; they are never useful enough to risk.
+    for noisy in ("httpx2", "httpcore2", "pygls"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))

@@ -76,7 +76,6 @@ from toycoder_daemon.wire import codes as wire
 
 log = logging.getLogger(__name__)
 
-RESOURCE_NOT_FOUND = acp_sessions.RESOURCE_NOT_FOUND
 ACP_NOTIFICATIONS = frozenset(m for m in AGENT_METHODS.values()
                               if m == "session/cancel" or m.startswith("document/did"))
 """Client -> agent methods that take no id (a request to one of them is refused with an answer)."""
@@ -157,7 +156,7 @@ class ToyCoderAgent:
     def app_of(self, session_id: str) -> App:
         app = self.owner.get(session_id)
         if app is None:
-            raise RequestError(RESOURCE_NOT_FOUND, f"session not found: {session_id} (not open on this connection: "
+            raise RequestError(acp_client.RESOURCE_NOT_FOUND, f"session not found: {session_id} (not open on this connection: "
                                "use session/new or session/load first)", {"sessionId": session_id})
         return app
 

@@ -16,6 +16,8 @@ from typing import Any, Protocol
 from toycoder_daemon.core.ports import PlanEntry
 
 SESSION_UPDATE = "session/update"
+RESOURCE_NOT_FOUND = -32002
+"""ACP's "resource not found": what we answer for an unknown session, what a client answers for a file it lacks."""
 
 
 class RawClient(Protocol):

@@ -22,12 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from toycoder_daemon.core.ports import EditorTextUnknown
-from toycoder_daemon.faces.acp.client import ClientError, RawClient
+from toycoder_daemon.faces.acp.client import RESOURCE_NOT_FOUND, ClientError, RawClient
 from toycoder_daemon.rpc.reply_wait import reply_within
 
 log = logging.getLogger(__name__)
 
-NOT_FOUND = -32002
 READ_TIMEOUT = 5.0
 """Seconds a client gets to answer fs/read_text_file (it reads a buffer or a local file)."""
 
@@ -50,7 +49,7 @@ async def read_text(client: RawClient, session_id: str, path: Path, timeout: flo
     except asyncio.CancelledError:
         raise
     except ClientError as e:
-        if e.code == NOT_FOUND:
+        if e.code == RESOURCE_NOT_FOUND:
             return None
         log.debug("fs/read_text_file %s: error %s: %s", path, e.code, said(e))
         raise EditorTextUnknown(f"the client answered with an error: {said(e):.200}", replied=True) from None

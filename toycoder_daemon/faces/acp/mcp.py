@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from toycoder_daemon.app.application import App
 from toycoder_daemon.app.session_mcp import ClientServer
 from toycoder_daemon.faces.acp import client as acp_client
+from toycoder_daemon.wire import codes
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +31,7 @@ TRANSPORTS: dict[str, type[BaseModel]] = {"stdio": McpServerStdio, "http": HttpM
 
 def refused(name: Any, transport: str, why: str) -> RequestError:
     shown = f"'{name}'" if isinstance(name, str) else "(unnamed)"
-    return RequestError(-32602, f"MCP server {shown}: {why}",
+    return RequestError(codes.INVALID_PARAMS, f"MCP server {shown}: {why}",
                         {"mcpServers": {"name": name, "transport": transport, "reason": why}})
 
 

@@ -16,6 +16,7 @@ from acp.schema import DeleteSessionRequest, SetSessionModeResponse
 from toycoder_daemon.app.application import App
 from toycoder_daemon.core.errors import SessionBusy, SessionNotFound
 from toycoder_daemon.core.modes import MODES
+from toycoder_daemon.faces.acp.client import RESOURCE_NOT_FOUND
 from toycoder_daemon.sessions.session import Session, TranscriptEntry
 from toycoder_daemon.sessions.store import SessionSummary
 from toycoder_daemon.wire import codes as wire
@@ -82,10 +83,6 @@ async def set_session_mode(agent: Any, session_id: str, mode_id: str, **_: Any) 
     except SessionBusy as e:
         raise RequestError(wire.SESSION_BUSY, str(e), {"sessionId": session_id}) from None
     return SetSessionModeResponse()
-
-
-RESOURCE_NOT_FOUND = -32002
-"""ACP's "resource not found", used for an unknown session."""
 
 
 async def delete_session(agent: Any, session_id: str, **_: Any) -> None:

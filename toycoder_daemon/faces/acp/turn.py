@@ -10,9 +10,9 @@ from typing import Any
 from toycoder_daemon.app.application import App
 from toycoder_daemon.core.errors import ConfigError, ProviderError, SessionBusy, SessionNotFound
 from toycoder_daemon.faces.acp import client as acp_client
+from toycoder_daemon.faces.acp.client import RESOURCE_NOT_FOUND
 from toycoder_daemon.faces.acp.content import prompt_text
 from toycoder_daemon.faces.acp.frontend import AcpFrontend
-from toycoder_daemon.faces.acp.sessions import RESOURCE_NOT_FOUND
 from toycoder_daemon.faces.acp.terminal import Terminals
 from toycoder_daemon.wire import codes as wire
 

@@ -14,7 +14,8 @@ run_async's error handler (converter.Refused).
 
 The writer (rpc/lsp_framing.FrameWriter), because the frames go to the Outbox (one writer thread, the
 backpressure rule) and pygls closes its writer on `exit`: the stream stays open until what is
-queued is written.
+queued is written. pygls gives it bare bodies (`set_writer`'s `include_headers=False`) and it adds
+the header, so pygls' frames and the answers written here have one header form.
 
 `exit`: pygls' handler calls sys.exit; the SystemExit ends run_async here, as the end of input
 does. Either way `on_end` (the exit timer) runs at once, the App shuts down, and what is queued is
@@ -151,7 +152,7 @@ async def serve(server: ToyCoderServer, stdin: BinaryIO, stdout: Stream, *, on_e
     loop = asyncio.get_running_loop()
     outbox = stdout if isinstance(stdout, Outbox) else None
     writer = FrameWriter(stdout)
-    server.protocol.set_writer(writer)
+    writer.attach(server.protocol)
     install(loop_log)
     frames = Frames(server.protocol, writer)
     if outbox is not None:

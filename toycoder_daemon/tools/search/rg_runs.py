@@ -135,7 +135,8 @@ class Walk:
     def keep(self, rel: bytes) -> bool:
         return self.listed is None or rel in self.listed
 
-    def _raise(self, err: str) -> None:
+    def fail(self, err: str) -> None:
+        """Raise the ToolError for rg's error output: a bad glob named as such, else rg's own words."""
         reason = _glob_error(err, self.glob)
         if reason is not None and self.glob is not None:
             raise ToolError(f"invalid glob {self.glob.text!r}: {reason}")
@@ -151,7 +152,7 @@ class Walk:
 
         code, err = await run_rg(["--files", *self.args(with_glob=with_glob), *paths], self.root, on_lines)
         if code == 2 and err:
-            self._raise(err)
+            self.fail(err)
 
     async def check_glob(self) -> None:
         """Let rg parse the glob without listing anything: an invalid glob is an error even when
@@ -160,7 +161,7 @@ class Walk:
             args = ["--files", *RG_COMMON, "--max-depth", "0", "--glob", self.glob.rg_glob, "--", "."]
             code, err = await run_rg(args, self.root, lambda lines: None)
             if code == 2 and err:
-                self._raise(err)
+                self.fail(err)
 
     async def selects_file(self) -> bool:
         """For a file target: whether the glob (relative to the file's directory) selects it.
@@ -175,7 +176,7 @@ class Walk:
                 "--", parent or "."]
         code, err = await run_rg(args, self.root, found.extend)
         if code == 2 and err:
-            self._raise(err)
+            self.fail(err)
         return os.fsencode(name) in {line.removeprefix(strip) for line in found}
 
     async def load_listing(self) -> None:
@@ -273,7 +274,7 @@ async def _grep(walk: Walk, pattern: str, case_sensitive: bool, hits: Hits,
         if _glob_error(err, walk.glob) is None and any(
                 w in err for w in ("regex", "literal", "look-around", "backreferences")):
             raise ToolError(f"invalid regex {pattern!r}: {rg_error(err)}")
-        walk._raise(err)
+        walk.fail(err)
 
 
 # -- list_directory ----------------------------------------------------------------------------------
