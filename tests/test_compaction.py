@@ -48,11 +48,10 @@ async def test_compaction_at_the_threshold(inproc) -> None:
     assert sent[0]["role"] == "system" and "ToyCoder" in sent[0]["content"]
     assert sent[1]["content"] == SUMMARY_PREFIX + "The user asked questions 0-2 and got answers."
     assert [m["content"] for m in sent[2:]] == ["question 3", "answer 3", "question 4"]
-    # the file was rewritten to the compacted conversation, then appended to
+    # the file keeps every message (issue 33): compaction only appended where the model's context starts
     assert [m["content"] for m in stored_messages(p, sid)] == [
-        SUMMARY_PREFIX + "The user asked questions 0-2 and got answers.", "question 3", "answer 3", "question 4",
-        "answer 4"]
-    assert p.app.peek(sid).message_count == 5
+        *(f"{kind} {i}" for i in range(4) for kind in ("question", "answer")), "question 4", "answer 4"]
+    assert p.app.peek(sid).message_count == 10
 
 
 async def test_failing_summary_falls_back_to_truncation(inproc) -> None:

@@ -111,15 +111,17 @@ async def test_conversation_writes_every_mutation(store: SessionStore) -> None:
     assert [m["content"] for m in conv] == ["system prompt", "one", "two", "three"]
     assert [m["content"] for m in conv.stored()] == ["one", "two", "three"]
     assert [r["m"]["content"] for r in records(store, sid) if r["t"] == "msg"] == ["one", "two", "three"]
-    await conv.replace_all([{"role": "system", "content": "new prompt"}, user("summary"), user("three")])
+    await conv.replace_all([{"role": "system", "content": "new prompt"}, user("summary"), conv[-1]], strategy="summary")
     assert conv.system == "new prompt" and len(conv) == 3 and conv[1]["content"] == "summary"
-    recs = records(store, sid)
-    assert recs[0] == {"t": "meta", "title": "after"}  # a rewrite starts with the current settings
-    assert [r["m"]["content"] for r in recs if r["t"] == "msg"] == ["summary", "three"]
-    conv.append(user("four"))  # appends go on after a rewrite
-    assert [r["m"]["content"] for r in records(store, sid) if r["t"] == "msg"] == ["summary", "three", "four"]
+    recs = records(store, sid)  # compaction appends where the model's context starts; nothing is removed
+    assert [r["m"]["content"] for r in recs if r["t"] == "msg"] == ["one", "two", "three"]
+    assert recs[-1] == {"t": "context", "start": 2, "head": [user("summary")], "strategy": "summary"}
+    conv.append(user("four"))
+    assert [r["m"]["content"] for r in records(store, sid) if r["t"] == "msg"] == ["one", "two", "three", "four"]
+    assert [m["content"] for m in conv] == ["new prompt", "summary", "three", "four"]
     await conv.replace_all([user("only")])  # without a system message the prompt is kept
     assert [m["content"] for m in conv] == ["new prompt", "only"]
+    assert [m["content"] for m in conv.history()] == ["one", "two", "three", "four"]
     f.close()
 
 
@@ -142,8 +144,12 @@ async def test_rewrite_runs_off_the_event_loop(store: SessionStore) -> None:
         rewrite(meta, messages)
 
     f.rewrite = spy  # type: ignore[method-assign]
-    conv = Conversation("s", [], FileSink(f, dict))
-    await conv.replace_all([user("x")])
+    call = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]}
+    conv = Conversation("s", [call, user("later")], FileSink(f, dict))
+    answer = {"role": "tool", "tool_call_id": "c1", "content": "cancelled"}
+    assert conv.repair([conv[1], answer, conv[2]])  # inserted before a later message: a rewrite
+    await conv.rewrite()
     assert threads and threads[0] != "MainThread"
     f.close()
 

@@ -14,6 +14,7 @@ from inproc_app import InProc, eventually
 from test_acp import Editor
 
 from toycoder_daemon.core.errors import SessionBusy
+from toycoder_daemon.sessions.conversation import Conversation
 from toycoder_daemon.sessions.session import Session, TranscriptEntry
 from toycoder_daemon.tools.registry import ToolRegistry
 
@@ -79,17 +80,21 @@ async def test_a_prompt_during_the_other_daemons_turn_is_busy_elsewhere(inproc) 
     assert [m.get("content") for m in b.script.calls[-1]["messages"][1:]][0] == "tell a story"
 
 
-async def test_a_rewrite_elsewhere_is_heard_as_the_whole_history(inproc) -> None:
+async def test_a_compaction_elsewhere_is_heard_as_a_compaction_entry(inproc) -> None:
     a, b, sid, got = await shared(inproc)
     a.script.add({"text": "one"})
     await a.prompt(sid, "first")
     await eventually(lambda: sum(len(e) for _, e, _ in got) == 2, "b to hear the first turn")
     s = a.app.session(sid)
-    await s.messages.replace_all([{"role": "user", "content": "summary of it all"}])  # as compaction does
-    await eventually(lambda: got[-1][2], "b to hear the rewrite")
+    summary = {"role": "user", "content": "summary of it all"}
+    await s.messages.replace_all([summary], strategy="summary", summary="it all")  # as compaction does: an append
+    await eventually(lambda: any(e.role == "compaction" for _, entries, _ in got for e in entries),
+                     "b to hear the compaction")
     _, entries, reset = got[-1]
-    assert reset and [e.text for e in entries] == ["summary of it all"]
-    assert [m.get("content") for m in b.app.session(sid).messages.stored()] == ["summary of it all"]
+    assert not reset and [(e.role, e.text) for e in entries] == [("compaction", "it all")]
+    seen = b.app.session(sid).messages
+    assert [m.get("content") for m in seen.stored()] == ["summary of it all"]  # what b's model gets
+    assert [m.get("content") for m in seen.history()] == ["first", "one"]  # what b's person sees
 
 
 async def test_an_acp_client_gets_a_replay_of_a_turn_made_in_another_daemon(tmp_path, llm, workspace) -> None:
@@ -141,7 +146,7 @@ def test_a_result_in_a_later_batch_is_named_as_in_one() -> None:
     s = Session(id="s", title="", tools=ToolRegistry())
     heard: list[TranscriptEntry] = []
     for batch in batches:
-        s.messages = [*s.messages, *batch]
+        s.messages = Conversation("", [*s.messages.history(), *batch])
         heard += s.transcript(messages=batch)
     assert [(e.role, e.tool_call_id, e.name) for e in heard] == [
         (e.role, e.tool_call_id, e.name) for e in s.transcript()]

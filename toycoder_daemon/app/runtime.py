@@ -35,12 +35,11 @@ from toycoder_daemon.commands.builtin import commands
 from toycoder_daemon.commands.context import CommandContext, SessionDirectory
 from toycoder_daemon.config.model import Config
 from toycoder_daemon.core.errors import ConfigError, ProviderError, SessionBusy
-from toycoder_daemon.core.messages import Message
 from toycoder_daemon.core.ports import Event, Frontend, ModelsInfo
 from toycoder_daemon.llm.base import ChatModel, Usage
 from toycoder_daemon.prompts.manager import PromptManager
 from toycoder_daemon.sessions.context import Compaction
-from toycoder_daemon.sessions.conversation import Conversation
+from toycoder_daemon.sessions.conversation import Conversation, Stored
 from toycoder_daemon.sessions.room import Compactor, RoomMaker
 from toycoder_daemon.sessions.session import FileSink, Session
 from toycoder_daemon.sessions.sharing import Sharing
@@ -114,12 +113,12 @@ def _session(parts: SessionParts, session_id: str, *, title: str = "", meta: dic
     return Session.restore(session_id, meta, mtime, tools)
 
 
-def _bind(parts: SessionParts, s: Session, stored: list[Message], file: SessionFile | None = None,
+def _bind(parts: SessionParts, s: Session, stored: list[Stored], file: SessionFile | None = None,
           system: str = "") -> Session:
     """`s` with its conversation (written to `file`; none: a read-only copy) and its tools: its
     sub-agents bound to its registry, models and conversation, the MCP servers its client gave."""
     s.file = file
-    s.messages = Conversation(system, stored, FileSink(file, s.meta) if file else None)
+    s.messages = Conversation(system, stored, FileSink(file, functools.partial(s.meta, ends=True)) if file else None)
     s.planners = parts.planners
     lent = AgentRuntime(s.tools, functools.partial(parts.models.of, s), s.add_usage, s.messages.snapshot, s.planners)
     for agent, description in parts.agents:
@@ -132,7 +131,9 @@ def read_only(parts: SessionParts, session_id: str) -> Session:
     """A copy of a stored session read from disk without taking its lock, to look at (load,
     tools/list, models/list): looking at history never blocks another editor."""
     meta, stored, mtime = parts.store.read(session_id)
-    return _bind(parts, _session(parts, session_id, meta=meta, mtime=mtime), repair_tool_calls(stored))
+    s = _bind(parts, _session(parts, session_id, meta=meta, mtime=mtime), stored)
+    s.messages.repair(repair_tool_calls(s.messages.history()))  # without a file: nothing is written
+    return s
 
 
 class SessionRuntime:
@@ -156,9 +157,9 @@ class SessionRuntime:
         """The stored session (made valid for the model if a turn was cut), its file held open."""
         file, meta, stored = parts.store.open(session_id)
         with file.closed_on_error():
-            s, repaired = cls._restored(parts, session_id, file, meta, stored)
-            if repaired:
-                file.rewrite(s.meta(), s.messages.stored())
+            s, rewrite = cls._restored(parts, session_id, file, meta, stored)
+            if rewrite:
+                file.rewrite(s.meta(ends=True), s.messages.records())
             file.release()  # taken by open() for the repair; from now on only turns hold it
             return cls(parts, s)
 
@@ -167,21 +168,25 @@ class SessionRuntime:
         """`open` for async callers: the file is read (and repaired) in a worker thread."""
         file, meta, stored = await asyncio.to_thread(parts.store.open, session_id)
         with file.closed_on_error():
-            s, repaired = cls._restored(parts, session_id, file, meta, stored)
-            if repaired:
-                await asyncio.to_thread(file.rewrite, s.meta(), s.messages.stored())
+            s, rewrite = cls._restored(parts, session_id, file, meta, stored)
+            if rewrite:
+                await asyncio.to_thread(file.rewrite, s.meta(ends=True), s.messages.records())
             file.release()
             return cls(parts, s)
 
     @staticmethod
     def _restored(parts: SessionParts, session_id: str, file: SessionFile, meta: dict[str, Any],
-                  stored: list[Message]) -> tuple[Session, bool]:
-        """The session, and whether its messages were repaired (tool calls a killed daemon left open)."""
-        s = _session(parts, session_id, meta=meta, mtime=file.path.stat().st_mtime)
-        messages = repair_tool_calls(stored) if file.held else stored  # else: a turn runs elsewhere
-        if messages is not stored:
-            log.info("session %s: answered tool calls left open by an interrupted turn", s.id)
-        return _bind(parts, s, messages, file, parts.prompts.system("main")), messages is not stored
+                  stored: list[Stored]) -> tuple[Session, bool]:
+        """The session, and whether its file must be rewritten: tool calls a killed daemon left
+        open were answered before later messages (answers at the end are appended)."""
+        s = _bind(parts, _session(parts, session_id, meta=meta, mtime=file.path.stat().st_mtime), stored, file,
+                  parts.prompts.system("main"))
+        history = s.messages.history()
+        repaired = repair_tool_calls(history) if file.held else history  # else: a turn runs elsewhere
+        if repaired is history:
+            return s, False
+        log.info("session %s: answered tool calls left open by an interrupted turn", s.id)
+        return s, s.messages.repair(repaired)
 
     # ---- the pipeline -------------------------------------------------------------------------
 

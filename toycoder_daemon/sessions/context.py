@@ -32,6 +32,8 @@ class Compaction:
     after: int
     messages: list[Message]
     error: str | None = None
+    summary: str = ""
+    """The model's summary of the earlier turns ("" when they were truncated)."""
 
 
 def estimate_tokens(messages: Sequence[Message], mark: tuple[int, int]) -> int:
@@ -113,7 +115,7 @@ async def compact(messages: list[Message], model: ChatModel | None, summarizer_p
         return Compaction("truncate", before, len(recent), system + recent, str(e))
     new: list[Message] = [*system, {"role": "user", "content": SUMMARY_PREFIX + summary}, *_plan_kept(old, recent, planners),
                           *recent]
-    return Compaction("summary", before, len(new) - len(system), new)
+    return Compaction("summary", before, len(new) - len(system), new, summary=summary)
 
 
 TRIM_NOTICE = ("[{cut} characters of this message were cut here: it did not fit the model's context window "

@@ -67,7 +67,9 @@ class Compactor:
         if done is None:
             return None
         s.context_mark = (0, 0)
-        await s.messages.replace_all(done.messages)  # rewrites the session file off the event loop
+        # the history stays whole: one record says where the model's context now starts
+        await s.messages.replace_all(done.messages, strategy=done.strategy, before=done.before, after=done.after,
+                                     **({"summary": done.summary} if done.summary else {}))
         frontend.emit(Compacted(done.strategy, done.before, done.after))
         return done
 
@@ -107,7 +109,7 @@ class RoomMaker:
         if trimmed is None:
             return False
         new, cut = trimmed
-        await self.s.messages.replace_all(new)
+        await self.s.messages.replace_all(new, strategy="trim")  # the person still sees it whole
         self.s.context_mark = (0, 0)
         self.frontend.emit(TextDelta(f"[a message was too long for the model's context window ({why}): "
                                      f"{cut} characters of it were cut]\n\n"))

@@ -13,7 +13,8 @@ from toycoder_daemon.core.messages import INTERRUPTED_MARK, Message, calls_befor
 from toycoder_daemon.core.modes import MODES
 from toycoder_daemon.core.ports import ChangedFile, PlanEntry, StopReason, ToolStatus
 from toycoder_daemon.llm.base import Usage
-from toycoder_daemon.sessions.conversation import Conversation
+from toycoder_daemon.sessions.context import SUMMARY_PREFIX
+from toycoder_daemon.sessions.conversation import Conversation, Mark, Stored
 from toycoder_daemon.sessions.store import SessionFile, SessionSummary
 from toycoder_daemon.sessions.titles import prompt_title
 from toycoder_daemon.tools.plan.tool import answers_plan, session_plan
@@ -22,7 +23,8 @@ from toycoder_daemon.tools.registry import ToolRegistry
 
 @dataclass(frozen=True)
 class TranscriptEntry:
-    """One render-ready line of history: role is user, assistant, tool_call, tool, changes or plan."""
+    """One render-ready line of history: role is user, assistant, tool_call, tool, changes, compaction
+    (where earlier turns were summarised for the model; `text` is the summary) or plan."""
 
     role: str
     text: str
@@ -91,9 +93,12 @@ class FileSink:
     def append(self, messages: list[Message]) -> None:
         self.file.append(messages)
 
-    async def rewrite(self, messages: list[Message]) -> None:
+    def mark(self, mark: Mark) -> None:
+        self.file.mark(mark)
+
+    async def rewrite(self, records: list[Stored]) -> None:
         meta = self.meta()  # read on the loop, where the session changes
-        await asyncio.to_thread(self.file.rewrite, meta, messages)
+        await asyncio.to_thread(self.file.rewrite, meta, records)
 
 
 @dataclass
@@ -119,8 +124,8 @@ class Session:
     file: SessionFile | None = None
     """The open SessionFile messages and settings are written to (None: a read-only copy)."""
     turn_ends: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Checkpoint id -> {"stopReason", "usage": [prompt, completion, total]} of each turn still in the
-    conversation (pruned with it, so the meta record stays small)."""
+    """Checkpoint id -> {"stopReason", "usage": [prompt, completion, total]} of each turn (each stored
+    as a record of its own when it ends: the meta record stays the same size)."""
     title_by: str = ""
     """Who wrote the title: "prompt" (its first line), "model" (after the first turn) or "user" (/title)."""
     planners: frozenset[str] = frozenset({"planner"})
@@ -150,8 +155,8 @@ class Session:
             self.tools.gate.mode = meta["mode"]
         if "always" in meta:
             self.tools.gate.always = {n for n in meta.get("always") or () if self.tools.get(n)}
-        if isinstance(meta.get("turnEnds"), dict):
-            self.turn_ends = dict(meta["turnEnds"])
+        if isinstance(meta.get("turnEnds"), dict):  # on restore all of them; later, the new ones
+            self.turn_ends.update(meta["turnEnds"])
 
     @property
     def busy(self) -> bool:
@@ -159,28 +164,30 @@ class Session:
 
     @property
     def message_count(self) -> int:
-        return sum(1 for m in self.messages if m["role"] != "system")
+        """Messages the person saw (compacted ones included), as the session list counts them."""
+        return len(self.messages.history())
 
     def summary(self) -> SessionSummary:
         return SessionSummary(self.id, self.title, self.created_at, self.updated_at, self.message_count, self.mode)
 
-    def meta(self) -> dict[str, Any]:
+    def meta(self, *, ends: bool = False) -> dict[str, Any]:
+        """The settings; with `ends`, every turn's end too (a rewritten file starts with them)."""
         return {
             "id": self.id, "title": self.title, "titleBy": self.title_by, "createdAt": self.created_at,
             "provider": self.provider, "mode": self.mode,
             "model": self.model, "toolOverrides": self.tool_overrides, "always": sorted(self.tools.gate.always),
             "usage": [self.usage.prompt_tokens, self.usage.completion_tokens, self.usage.total_tokens,
                       self.usage.unreported],
-            "turnEnds": self.turn_ends,
+            **({"turnEnds": self.turn_ends} if ends else {}),
         }
 
     def end_turn(self, turn_id: str, stop_reason: str, usage: Usage) -> None:
-        """Record how a turn ended, with the session's settings; forget turns compacted away."""
-        present = {m.get("turn") for m in self.messages if m["role"] == "user"}
-        self.turn_ends = {t: e for t, e in self.turn_ends.items() if t in present}
-        self.turn_ends[turn_id] = {"stopReason": stop_reason,
-                                   "usage": [usage.prompt_tokens, usage.completion_tokens, usage.total_tokens]}
-        self.changed()
+        """Record how a turn ended (one record of its own), with the session's settings."""
+        end = self.turn_ends[turn_id] = {"stopReason": stop_reason,
+                                         "usage": [usage.prompt_tokens, usage.completion_tokens, usage.total_tokens]}
+        self.updated_at = time.time()
+        if self.file:
+            self.file.end_turn(turn_id, end, self.meta())
 
     def add_usage(self, u: Usage) -> None:
         self.usage = self.usage + u
@@ -231,17 +238,20 @@ class Session:
         self.changed()
 
     def transcript(self, changes_of: ChangesOf | None = None,
-                   messages: Sequence[Message] | None = None) -> list[TranscriptEntry]:
-        """Render-ready history: what a client shows when it resumes this session. With
+                   messages: Sequence[Stored] | None = None) -> list[TranscriptEntry]:
+        """Render-ready history, whole (compacted turns included, a `compaction` entry where the
+        model's context was compacted): what a client shows when it resumes this session. With
         `changes_of`, each turn that changed files is followed by a `changes` entry (a restore's
         note to the model shows as the restore's `changes` entry). `messages`: render only these
         (what another daemon added, already in this conversation). It ends with the session's plan,
         when it has one (with `messages`, only when a result in them answers a plan call), so a
         client shows it again."""
         out: list[TranscriptEntry] = []
-        # a result in `messages` whose call came in an earlier batch is named as if they came together
-        names = {} if messages is None else {
-            cid: c["function"]["name"] for cid, c in calls_before(self.messages, messages).items()}
+        history = self.messages.history()
+        added = None if messages is None else [r for r in messages if not isinstance(r, Mark)]
+        # a result in `records` whose call came in an earlier batch is named as if they came together
+        names = {} if added is None else {
+            cid: c["function"]["name"] for cid, c in calls_before(history, added).items()}
         pending: str | None = None  # the checkpoint id of the turn being read
 
         def close_turn() -> None:
@@ -251,8 +261,18 @@ class Session:
                 out.append(entry)
             pending = None
 
-        for m in self.messages if messages is None else messages:
+        for m in self.messages.records() if messages is None else messages:
+            if isinstance(m, Mark):
+                if m.compaction:
+                    close_turn()
+                    out.append(TranscriptEntry("compaction", m.summary))
+                continue
             if m["role"] == "system":
+                continue
+            if m["role"] == "user" and (m.get("content") or "").startswith(SUMMARY_PREFIX):
+                # what an older version wrote when it compacted: the summary in place of the turns
+                close_turn()
+                out.append(TranscriptEntry("compaction", str(m.get("content")).removeprefix(SUMMARY_PREFIX)))
                 continue
             if m["role"] == "user":
                 close_turn()
@@ -281,8 +301,8 @@ class Session:
         close_turn()
         # After a poll's batch, the plan is news when a result in it answers a plan call, which
         # may be in an earlier batch (the assistant's calls are stored before they run).
-        news = messages is None or answers_plan(self.messages, messages, self.planners)
-        plan = session_plan(self.messages, self.planners) if news else None
+        news = added is None or answers_plan(history, added, self.planners)
+        plan = session_plan(history, self.planners) if news else None
         if plan and plan.entries:
             out.append(TranscriptEntry("plan", "", plan=plan.entries))
         return out

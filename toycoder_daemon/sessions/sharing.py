@@ -48,7 +48,7 @@ class Sharing:
 
     def _tell(self, s: Session, changes: Callable[[], ChangesOf], new: Appended) -> None:
         """The session's clients hear what another daemon added (its turns' `changes` included)."""
-        entries = s.transcript(changes(), s.messages.stored() if new.reset else new.messages)
+        entries = s.transcript(changes(), s.messages.records() if new.reset else new.messages)
         self.on_changed(s.id, entries, new.reset)
 
     async def begin_turn(self, s: Session, changes: Callable[[], ChangesOf]) -> None:
@@ -63,11 +63,12 @@ class Sharing:
         s.file.acquire()
         try:
             new = await self.catch_up(s)
-            stored = s.messages.stored()
-            repaired = repair_tool_calls(stored)
-            if repaired is not stored:  # a daemon was killed mid-turn: its open calls get an answer
+            history = s.messages.history()
+            repaired = repair_tool_calls(history)
+            if repaired is not history:  # a daemon was killed mid-turn: its open calls get an answer
                 log.info("session %s: answered tool calls left open by an interrupted turn", s.id)
-                await s.messages.replace_all(repaired)
+                if s.messages.repair(repaired):
+                    await s.messages.rewrite()
             if new and (new.messages or new.reset):
                 self._tell(s, changes, new)
         except BaseException:

@@ -3,11 +3,19 @@
     <data>/sessions/<hash of the workspace path>/<session id>.jsonl
     {"t":"meta", ...}      settings; the last meta record wins
     {"t":"msg","m":{...}}  one message (the system prompt is not stored: it is rendered afresh)
+    {"t":"end","turn":id,"stopReason":..,"usage":[..]}  how a turn ended (older files keep these
+                           in the meta record's "turnEnds", which is still read)
+    {"t":"context","start":n,"head":[{...}],"strategy":..}  the model's context from here on: `head`
+                           (a compaction's summary), then the messages from the n-th (sessions/conversation.Mark)
+
+Nothing is ever removed by compaction: the file holds every message the person saw, and a turn
+appends only what it adds.
 
 Appending writes one line (cost independent of the session's length). A torn last line (the
-daemon was killed mid-write) is cut off on open and reported in the log. Rewrites (compaction) go
-through a temp file, fsync and os.replace. A `<id>.lock` file held with flock while a turn (or a
-settings change) writes keeps two daemons from writing at once: the second gets SessionBusy. Between
+daemon was killed mid-write) is cut off on open and reported in the log. Rewrites (a repair that
+inserts answers to tool calls a killed daemon left open) go through a temp file, fsync and
+os.replace. A `<id>.lock` file held with flock while a turn (or a settings change) writes keeps
+two daemons from writing at once: the second gets SessionBusy. Between
 turns any daemon may have the session open; each remembers how far it has read (`offset`) and reads
 only what others appended since (`read_new`). Lists come from an index (sessions/listing.py).
 """
@@ -31,6 +39,7 @@ from toycoder_daemon.core.errors import SessionBusy, SessionNotFound
 from toycoder_daemon.core.messages import Message
 from toycoder_daemon.core.util import safejson
 from toycoder_daemon.core.util.atomic import atomic_write
+from toycoder_daemon.sessions.conversation import Mark, Stored
 from toycoder_daemon.sessions.listing import SessionIndex, SessionSummary
 
 __all__ = ["SessionFile", "SessionStore", "SessionSummary"]
@@ -47,10 +56,11 @@ def _line(record: dict[str, Any]) -> bytes:
     return safejson.dumps_bytes(record) + b"\n"
 
 
-def _parse(chunk: bytes, name: str) -> tuple[dict[str, Any], list[Message]]:
-    """Complete lines -> (meta updates, the last meta record winning; messages)."""
+def _parse(chunk: bytes, name: str) -> tuple[dict[str, Any], list[Stored]]:
+    """Complete lines -> (meta updates, the last meta record winning, turn ends merged into its
+    "turnEnds"; messages and marks in order)."""
     meta: dict[str, Any] = {}
-    messages: list[Message] = []
+    records: list[Stored] = []
     for number, raw in enumerate(chunk.split(b"\n"), 1):
         if not raw.strip():
             continue
@@ -59,20 +69,35 @@ def _parse(chunk: bytes, name: str) -> tuple[dict[str, Any], list[Message]]:
         except ValueError:
             log.warning("%s: unreadable line %d skipped", name, number)
             continue
-        if rec.get("t") == "meta":
+        kind = rec.get("t")
+        if kind == "meta":
+            ends = {**(meta.get("turnEnds") or {}), **(rec.get("turnEnds") or {})} if "turnEnds" in rec else None
             meta.update({k: v for k, v in rec.items() if k != "t"})
-        elif rec.get("t") == "msg" and isinstance(rec.get("m"), dict):
-            messages.append(cast(Message, rec["m"]))  # our own records: trusted to have our shapes
-    return meta, messages
+            if ends is not None:
+                meta["turnEnds"] = ends
+        elif kind == "msg" and isinstance(rec.get("m"), dict):
+            records.append(cast(Message, rec["m"]))  # our own records: trusted to have our shapes
+        elif kind == "end" and isinstance(rec.get("turn"), str):
+            meta.setdefault("turnEnds", {})[rec["turn"]] = {k: v for k, v in rec.items() if k not in ("t", "turn")}
+        elif kind == "context" and isinstance(rec.get("start"), int) and isinstance(rec.get("head"), list):
+            info = {k: v for k, v in rec.items() if k not in ("t", "start", "head")}
+            records.append(Mark(rec["start"], tuple(rec["head"]), info))
+    return meta, records
+
+
+def _record(r: Stored) -> dict[str, Any]:
+    if isinstance(r, Mark):
+        return {"t": "context", "start": r.start, "head": list(r.head), **r.info}
+    return {"t": "msg", "m": r}
 
 
 @dataclass
 class Appended:
-    """What other daemons wrote since this one last read. `reset`: the file was rewritten
-    (compaction, a repair), so `messages` is the whole conversation, not an addition."""
+    """What other daemons wrote since this one last read: settings, messages and marks. `reset`:
+    the file was rewritten (a repair), so `messages` is the whole history, not an addition."""
 
     meta: dict[str, Any] = field(default_factory=dict)
-    messages: list[Message] = field(default_factory=list)
+    messages: list[Stored] = field(default_factory=list)
     reset: bool = False
 
 
@@ -137,19 +162,29 @@ class SessionFile:
     def append(self, messages: list[Message]) -> None:
         self._write(b"".join(_line({"t": "msg", "m": m}) for m in messages))
 
+    def mark(self, mark: Mark) -> None:
+        self._write(_line(_record(mark)))
+
+    def end_turn(self, turn_id: str, end: dict[str, Any], meta: dict[str, Any]) -> None:
+        """How a turn ended, and the settings as it ends: two lines, one write."""
+        self._write_locked(_line({"t": "end", "turn": turn_id, **end}) + _line({"t": "meta", **meta}))
+
     def write_meta(self, meta: dict[str, Any]) -> None:
         """A settings change: outside a turn it takes the lock for the one write."""
+        self._write_locked(_line({"t": "meta", **meta}))
+
+    def _write_locked(self, data: bytes) -> None:
         if self.held:
-            self._write(_line({"t": "meta", **meta}))
+            self._write(data)
             return
         self.acquire()
         try:
-            self._write(_line({"t": "meta", **meta}))
+            self._write(data)
         finally:
             self.release()
 
-    def rewrite(self, meta: dict[str, Any], messages: list[Message]) -> None:
-        data = _line({"t": "meta", **meta}) + b"".join(_line({"t": "msg", "m": m}) for m in messages)
+    def rewrite(self, meta: dict[str, Any], records: list[Stored]) -> None:
+        data = _line({"t": "meta", **meta}) + b"".join(_line(_record(r)) for r in records)
         with self._writing:
             self._out.close()
             try:
@@ -227,12 +262,12 @@ def _lock(lock_path: Path) -> int:
     return fd
 
 
-def _read(path: Path, repair: bool = True) -> tuple[dict[str, Any], list[Message]]:
+def _read(path: Path, repair: bool = True) -> tuple[dict[str, Any], list[Stored]]:
     meta, messages, _ = _read_to(path, repair)
     return meta, messages
 
 
-def _read_to(path: Path, repair: bool = True) -> tuple[dict[str, Any], list[Message], int]:
+def _read_to(path: Path, repair: bool = True) -> tuple[dict[str, Any], list[Stored], int]:
     """Parse a session file; a torn last line is skipped, and cut off (when repairing, i.e. with the
     lock held) so the next append starts clean."""
     data = path.read_bytes()
@@ -278,8 +313,8 @@ class SessionStore:
         f.write_meta(meta)
         return f
 
-    def open(self, session_id: str) -> tuple[SessionFile, dict[str, Any], list[Message]]:
-        """The file, its settings and messages; the file holds the lock when no turn runs elsewhere
+    def open(self, session_id: str) -> tuple[SessionFile, dict[str, Any], list[Stored]]:
+        """The file, its settings and messages (and marks); the file holds the lock when no turn runs elsewhere
         (then the caller may repair, and must `release()`)."""
         path = self._path(session_id)
         if not path.is_file():
@@ -291,8 +326,8 @@ class SessionStore:
             meta, messages, f.offset = _read_to(path, repair=f.held)  # a running turn's half line stays
             return f, meta, messages
 
-    def read(self, session_id: str) -> tuple[dict[str, Any], list[Message], float]:
-        """(meta, messages, mtime) without the lock: for looking, never for writing."""
+    def read(self, session_id: str) -> tuple[dict[str, Any], list[Stored], float]:
+        """(meta, messages and marks, mtime) without the lock: for looking, never for writing."""
         path = self._path(session_id)
         try:
             mtime = path.stat().st_mtime

@@ -41,7 +41,8 @@ class PlanEntryInfo(Wire):
 
 class TranscriptEntry(Wire):
     role: str
-    """user, assistant, tool_call, tool, changes (after a turn that changed files), or plan (last)."""
+    """user, assistant, tool_call, tool, changes (after a turn that changed files), compaction (where
+    earlier turns were summarised for the model: `text` is the summary, "" when they were cut), or plan (last)."""
     text: str
     tool_call_id: str | None = None
     name: str | None = None
@@ -76,7 +77,8 @@ class SessionChangedUpdate(Wire):
     transcript: list[TranscriptEntry]
     """The new history entries, in order (the same shapes session/load answers)."""
     reset: bool = False
-    """True: the other daemon rewrote the session (compaction): `transcript` is the whole history."""
+    """True: the other daemon rewrote the session (a repair of tool calls a killed turn left open):
+    `transcript` is the whole history. A compaction is an addition: a `compaction` entry."""
 
 
 class SessionInfoUpdate(Wire):

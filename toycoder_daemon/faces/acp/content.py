@@ -90,6 +90,8 @@ def replay(transcript: list[TranscriptEntry], app: App) -> list[dict[str, Any]]:
             updates.append(wire.tool_call_update(entry.tool_call_id or "",
                                                  "completed" if status == "completed" else "failed",
                                                  [wire.text_content(text)]))
+        elif role == "compaction":  # where earlier turns were summarised for the model: a divider
+            updates.append(wire.chunk("[earlier turns summarised for the model]\n", "agent_thought_chunk"))
         elif role == "plan":  # the session's plan as the history ends: the client shows it again
             updates.append(wire.plan(entry.plan))
     return updates

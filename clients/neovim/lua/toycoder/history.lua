@@ -132,6 +132,11 @@ function M.rows(loaded, note)
       end
       virt(style.changes_chunks("", e.files))
       last_kind = "item"
+    elseif e.role == "compaction" then -- the turns above stay whole; the model got a summary of them
+      footer()
+      text("")
+      virt({ { "── earlier turns summarised for the model ──", "ToyCoderNotice" } })
+      in_reply, last_kind = false, "item"
     elseif e.role == "plan" and type(e.entries) == "table" and #e.entries > 0 then
       -- the session's plan as the history ends (last): the block a live turn shows
       if last_kind ~= "item" then

@@ -141,7 +141,8 @@ export interface PlanEntryInfo {
 }
 
 export interface TranscriptEntry {
-  /** user, assistant, tool_call, tool, changes (after a turn that changed files), or plan (last). */
+  /** user, assistant, tool_call, tool, changes (after a turn that changed files), compaction (where
+earlier turns were summarised for the model: `text` is the summary, "" when they were cut), or plan (last). */
   role: string;
   text: string;
   toolCallId?: string;
@@ -166,7 +167,8 @@ export interface SessionChangedUpdate {
   kind: 'session_changed';
   /** The new history entries, in order (the same shapes session/load answers). */
   transcript: TranscriptEntry[];
-  /** True: the other daemon rewrote the session (compaction): `transcript` is the whole history. */
+  /** True: the other daemon rewrote the session (a repair of tool calls a killed turn left open):
+`transcript` is the whole history. A compaction is an addition: a `compaction` entry. */
   reset: boolean;
 }
 

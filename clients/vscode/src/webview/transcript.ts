@@ -28,6 +28,8 @@ export function renderTranscript(entries: TranscriptEntry[], start: (prompt: str
       current().transcriptToolCall(entry);
     } else if (entry.role === 'tool') {
       current().transcriptToolResult(entry);
+    } else if (entry.role === 'compaction') {
+      current().notice('earlier turns summarised for the model', 'compaction'); // the turns above stay whole
     } else if (entry.role === 'plan' && entry.entries) {
       current().plan(entry.entries); // the session's plan as the history ends (last): its card again
     }
