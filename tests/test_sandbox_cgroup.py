@@ -35,7 +35,7 @@ NO_CLONE3 = "contain.fork_into_cgroup = lambda path: None"
 
 
 def patched_launcher(patch: str, spec: dict[str, object]) -> list[str]:
-    package = str(Path(cgroups.__file__).resolve().parents[3])
+    package = probe.PACKAGE_PARENT
     code = ("import sys\nsys.path.append(sys.argv.pop(1))\n"
             "from toycoder_daemon.tools.shell.sandbox import contain, launch, tree\n"
             f"{patch}\nsys.exit(launch.main(sys.argv[1:]))\n")

@@ -23,7 +23,7 @@ from toycoder_daemon.tools.shell.sandbox import cgroups, probe
 
 pytestmark = pytest.mark.skipif(ABI < 1, reason="the sandbox needs Linux with Landlock")
 box, cgroup = test_sandbox_cgroup.box, test_sandbox_cgroup.cgroup  # its fixtures
-PACKAGE = str(Path(cgroups.__file__).resolve().parents[3])
+PACKAGE = probe.PACKAGE_PARENT
 
 
 def _python(code: str, *args: str) -> subprocess.CompletedProcess[str]:

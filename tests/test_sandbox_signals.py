@@ -228,7 +228,7 @@ async def test_a_cancel_that_must_kill_the_launcher_kills_its_tree_first(tmp_pat
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A cancel TERMs the group and KILLs it after KILL_GRACE. A launcher still cleaning up then
     used to die with a setsid'd child of the command still below it, which kept running."""
-    package = str(Path(shell.__file__).resolve().parents[2])
+    package = probe.PACKAGE_PARENT
     monkeypatch.setattr(probe, "launcher_argv", lambda *args: [sys.executable, "-I", "-S", "-c", STUCK_CLEANUP,
                                                                package, *args])
     monkeypatch.setattr(shell, "KILL_GRACE", 0.3)

@@ -16,8 +16,8 @@ from toycoder_daemon.tools.shell.sandbox import cgroups, landlock
 
 log = logging.getLogger(__name__)
 
-_PACKAGE_PARENT = str(Path(toycoder_daemon.__file__).resolve().parents[1])  # where `import toycoder_daemon` finds us
-BOOT = (f"import sys; sys.path.append({_PACKAGE_PARENT!r}); "
+PACKAGE_PARENT = str(Path(toycoder_daemon.__file__).resolve().parents[1])  # where `import toycoder_daemon` finds us
+BOOT = (f"import sys; sys.path.append({PACKAGE_PARENT!r}); "
         "from toycoder_daemon.tools.shell.sandbox.launch import main; sys.exit(main(sys.argv[1:]))")
 """The launcher's entry. It runs before the command is confined, so nothing of the workspace may
 reach its imports: -I keeps the current directory and PYTHON* variables off sys.path (with a bare
