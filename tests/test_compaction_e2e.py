@@ -42,4 +42,5 @@ async def test_compaction_at_the_threshold(start_daemon, llm: FakeLLM) -> None:
     assert sent[1]["content"] == SUMMARY_PREFIX + "The user asked questions 0-2 and got answers."
     assert [m["content"] for m in sent[2:]] == ["question 3", "answer 3", "question 4"]
     loaded = await d.call("toycoder/session/load", {"sessionId": sid})
-    assert loaded["session"]["messageCount"] == 5
+    assert loaded["session"]["messageCount"] == 10  # the whole history is kept; the model is sent the summary
+    assert [e["role"] for e in loaded["transcript"]].count("compaction") == 1

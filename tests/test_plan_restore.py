@@ -20,6 +20,7 @@ from test_planner_plan import PLANNER_ANSWER, SEEDED, planner_call, shown
 
 from toycoder_daemon.core.ports import PlanEntry, PlanUpdated
 from toycoder_daemon.sessions.context import compact
+from toycoder_daemon.sessions.conversation import Conversation
 from toycoder_daemon.sessions.session import Session, TranscriptEntry
 from toycoder_daemon.testing.fake_llm import FakeLLM
 from toycoder_daemon.testing.scripted_model import ScriptedModel
@@ -105,11 +106,11 @@ def test_a_poll_that_splits_a_plan_call_from_its_result_still_sends_the_plan() -
     s = Session(id="s", title="", tools=ToolRegistry())
     heard = []
     for batch in batches:  # as a second daemon's poll reads them: the calls stored before they run
-        s.messages = [*s.messages, *batch]
+        s.messages = Conversation("", [*s.messages.history(), *batch])
         heard.append([shown(e.plan) for e in s.transcript(messages=batch) if e.role == "plan"])
     assert heard == [[], [shown(steps)], [], [entries_of(IN_PROGRESS)]]
     reused = calls(("read_file", "{}", "text"))  # a model that numbers its calls anew each turn: "c0" again
-    s.messages = [*s.messages, *reused]
+    s.messages = Conversation("", [*s.messages.history(), *reused])
     assert not [e for e in s.transcript(messages=reused[1:]) if e.role == "plan"]  # answers the read, not the planner
 
 
@@ -118,14 +119,14 @@ def test_a_malformed_stored_message_does_not_fail_a_load() -> None:
     update = calls(("update_plan", plan_args(*IN_PROGRESS), "plan updated: 1/3 completed"))
     for broken in ({"role": "tool", "content": "plan updated: 1/3 completed"},  # no tool_call_id
                    {"role": "tool", "tool_call_id": "c0", "content": None}):
-        s.messages = [*update, broken]
+        s.messages = Conversation("", [*update, broken])
         assert restored(s.transcript()) == entries_of(IN_PROGRESS)
     for odd in ({"role": "tool", "tool_call_id": ["c0"], "content": "x"},
                 {"role": "assistant", "content": None, "tool_calls": [None, {"id": "c9"}, {"function": "x"}]}):
         plan = session_plan([*update, odd])
         assert plan is not None and shown(plan.entries) == entries_of(IN_PROGRESS)
     odd_arguments = calls(("update_plan", None, "plan updated: 0/1 completed"))  # not JSON text
-    s.messages = odd_arguments
+    s.messages = Conversation("", odd_arguments)
     assert restored(s.transcript()) is None
     plan = session_plan(odd_arguments)
     assert plan is not None and plan.progress == (0, 1) and plan.entries == ()

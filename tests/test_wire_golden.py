@@ -21,6 +21,7 @@ from toycoder_daemon.core.ports import (
     UsageReport,
 )
 from toycoder_daemon.faces.lsp.mapping import transcript_entry, update_payload
+from toycoder_daemon.sessions.conversation import Conversation
 from toycoder_daemon.sessions.session import Session
 from toycoder_daemon.tools.registry import ToolRegistry
 from toycoder_daemon.wire import protocol as wire
@@ -73,14 +74,13 @@ def test_permission_request_params() -> None:
 
 def test_session_transcript_shape() -> None:
     s = Session(id="abc", title="t", tools=ToolRegistry())
-    s.messages = [
-        {"role": "system", "content": "sys"},
+    s.messages = Conversation("sys", [
         {"role": "user", "content": "read it"},
         {"role": "assistant", "content": None, "tool_calls": [
             {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"a\"}"}}]},
         {"role": "tool", "tool_call_id": "c1", "content": "1\thello", "status": "completed"},
         {"role": "assistant", "content": "It says hello."},
-    ]
+    ])
     transcript = [transcript_entry(e).dump() for e in s.transcript()]
     check("transcript", {"transcript": transcript})
 
