@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -18,7 +19,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from helpers import MARKER_VAR, kill_process_groups, processes_of_test, unique_marker  # noqa: E402
+from helpers import (  # noqa: E402
+    MARKER_VAR,
+    TOY_MCP_SERVER,
+    kill_process_groups,
+    processes_of_test,
+    unique_marker,
+    write_config,
+)
 from rpc import Daemon  # noqa: E402
 from warm_helpers import RUNTIME_VAR, new_runtime_dir, stop_servers  # noqa: E402
 
@@ -85,16 +93,25 @@ def llm() -> Iterator[FakeLLM]:
         yield server
 
 
-def write_config(path: Path, llm: FakeLLM, *, keys: list[str] | None = None, extra: str = "") -> Path:
-    """auto_title is off: every test scripts each model request (test_titles.py turns it on)."""
-    keys = keys or ["test-key-1"]
-    path.write_text(
-        "providers:\n  openai:\n    api_keys: [" + ", ".join(f'"{k}"' for k in keys) + "]\n"
-        f"    base_url: {llm.base_url}\n    models: {{default: fake-model, fast: fake-fast}}\n"
-        "default_provider: openai\n"
-        "agent: {max_steps: 16, max_retries: 2, retry_interval: 0.05, auto_title: false}\n" + extra
-    )
-    return path
+@pytest.fixture
+def http_server() -> Iterator[Callable[..., str]]:
+    """http_server(*args) -> (the /mcp URL of a toy server on 127.0.0.1, its process), killed at teardown."""
+    procs: list[subprocess.Popen[str]] = []
+
+    def start(*args: str) -> tuple[str, subprocess.Popen[str]]:
+        proc = subprocess.Popen([sys.executable, TOY_MCP_SERVER, "--http", "0", *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+        procs.append(proc)
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        return f"http://127.0.0.1:{port}/mcp", proc
+
+    yield start
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 @pytest.fixture

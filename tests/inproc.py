@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from acp.client.connection import ClientSideConnection
-from conftest import write_config
+from helpers import write_config
 from rpc import Daemon
 
 from toycoder_daemon.faces.acp.agent import serve_acp

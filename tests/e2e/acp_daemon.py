@@ -12,9 +12,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from helpers import ROOT
 from waiting import DEFAULT_TIMEOUT
 
-ROOT = Path(__file__).resolve().parent.parent
 CAPS = {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}},
         "clientInfo": {"name": "test", "version": "1"}}
 

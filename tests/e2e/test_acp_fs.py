@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from acp import RequestError, text_block
 from acp.schema import ClientCapabilities, FileSystemCapabilities, ReadTextFileResponse, WriteTextFileResponse
-from test_acp import Editor, acp_daemon, acp_face, new_session
+from acp_client import Editor, acp_daemon, acp_face, new_session
 
 from toycoder_daemon.core.ports import EditorTextUnknown
 from toycoder_daemon.faces.acp import fs as acp_fs

@@ -13,25 +13,22 @@ from typing import Any
 import pytest
 from acp import RequestError, text_block
 from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
-from helpers import processes_with, unique_marker
+from acp_client import acp_daemon, acp_face
+from helpers import TOY_MCP_SERVER, processes_with, unique_marker
 from inproc_app import InProc
-from test_acp import acp_daemon, acp_face
-from test_mcp import http_server  # noqa: F401  (the fixture)
 from waiting import wait_until_async
 
 from toycoder_daemon.app.session_mcp import ClientServer
 from toycoder_daemon.faces.acp.mcp import check_raw, specs
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
-SERVER = str(Path(__file__).parent / "mcp_servers" / "toy_server.py")
-
 
 def toy(tag: str) -> ClientServer:
-    return ClientServer(command=sys.executable, args=(SERVER, "--tag", tag))
+    return ClientServer(command=sys.executable, args=(TOY_MCP_SERVER, "--tag", tag))
 
 
 def toy_stdio(name: str, tag: str) -> McpServerStdio:
-    return McpServerStdio(name=name, command=sys.executable, args=[SERVER, "--tag", tag], env=[])
+    return McpServerStdio(name=name, command=sys.executable, args=[TOY_MCP_SERVER, "--tag", tag], env=[])
 
 
 class Statuses:
@@ -50,7 +47,7 @@ async def gone(tag: str, what: str) -> None:
 
 async def test_client_servers_are_offered_in_their_session_only(inproc: Any) -> None:
     tag, config_tag = unique_marker("toycoder-client-mcp"), unique_marker("toycoder-config-mcp")
-    p: InProc = inproc({"mcp_servers": {"toy": {"command": sys.executable, "args": [SERVER, "--tag", config_tag],
+    p: InProc = inproc({"mcp_servers": {"toy": {"command": sys.executable, "args": [TOY_MCP_SERVER, "--tag", config_tag],
                                                 "permission": "safe"}}})
     await p.app.start()
     mine, other = p.new_session(), p.new_session()

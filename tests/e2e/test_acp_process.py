@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp_daemon import ROOT, AcpDaemon
-from conftest import write_config
-from helpers import write_call
+from acp_daemon import AcpDaemon
+from helpers import ROOT, write_call, write_config
 from waiting import DEFAULT_TIMEOUT, wait_until
 
 from toycoder_daemon import __version__

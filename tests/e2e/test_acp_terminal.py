@@ -23,9 +23,8 @@ from acp.schema import (
     TerminalOutputResponse,
     WaitForTerminalExitResponse,
 )
-from conftest import write_config
-from helpers import MARKER_VAR, processes_running, processes_with, sleep_command
-from test_acp import Editor, acp_daemon, acp_face, new_session
+from acp_client import Editor, acp_daemon, acp_face, new_session
+from helpers import MARKER_VAR, processes_running, processes_with, run_call, sleep_command, write_config
 from waiting import scaled, wait_until_async
 
 from toycoder_daemon.core.util import secrets
@@ -125,10 +124,6 @@ class TerminalEditor(Editor):
 
     def methods(self) -> list[str]:
         return [m for m, _ in self.calls if m != "wait"]
-
-
-def run_call(command: str, **args: Any) -> dict[str, Any]:
-    return {"tool_calls": [{"name": "run_command", "arguments": {"command": command, **args}}]}
 
 
 def observation(llm: FakeLLM, request: int = 1) -> str:

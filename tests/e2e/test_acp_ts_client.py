@@ -20,18 +20,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write_config
-from helpers import processes_with, sleep_command, unique_marker, write_call
-from test_acp_terminal import run_call
-from test_plan import plan_call
-from test_planner_plan import PLANNER_ANSWER, SEEDED, planner_call
+from helpers import (
+    PLANNER_ANSWER,
+    ROOT,
+    SEEDED,
+    TESTS,
+    TOY_MCP_SERVER,
+    plan_call,
+    planner_call,
+    processes_with,
+    run_call,
+    sleep_command,
+    unique_marker,
+    write_call,
+    write_config,
+)
 from waiting import scaled, wait_until
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
-ROOT = Path(__file__).resolve().parent.parent
-CLIENT = Path(__file__).resolve().parent / "acp_ts_client"
-MCP_SERVER = str(Path(__file__).resolve().parent / "mcp_servers" / "toy_server.py")
+CLIENT = TESTS / "acp_ts_client"
 CALC = "def add(a, b):\n    return a + b\n"
 UNSAVED = CALC + "# typed in the editor, not saved\n"
 
@@ -108,7 +116,7 @@ def test_the_typescript_sdk_client_sees_only_schema_valid_frames(tmp_path: Path,
     report = run_client(node, {
         "python": sys.executable, "config": str(config), "repoRoot": str(ROOT), "workspace": str(workspace.resolve()),
         "buffers": {str(calc): UNSAVED}, "sleepCommand": sleep,
-        "mcpServer": {"name": "toy", "command": sys.executable, "args": [MCP_SERVER, "--tag", tag], "env": []},
+        "mcpServer": {"name": "toy", "command": sys.executable, "args": [TOY_MCP_SERVER, "--tag", tag], "env": []},
         "report": str(tmp_path / "report.json"), "log": str(tmp_path / "daemon.log"),
     }, tmp_path)
     frames = [(f["from"], f["msg"]) for f in report["frames"]]

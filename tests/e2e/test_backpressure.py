@@ -21,15 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write_config
-from helpers import pipe_writers, rss_bytes
+from helpers import ROOT, pipe_writers, rss_bytes, write_config
 from waiting import scaled, wait_until
 from warm_helpers import serving_pid
 
 from toycoder_daemon.app.application import App
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
-ROOT = Path(__file__).resolve().parent.parent
 REPLY = "".join(f"{i:07d} " for i in range(500_000))  # 4 MB of text
 CHUNK = 64  # ~62,000 deltas: an unbounded queue of frames would hold far more than the text itself
 GROWTH_LIMIT = 40 * 1024 * 1024

@@ -12,15 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from acp_daemon import AcpDaemon
-from conftest import write_config
-from helpers import processes_with, unique_marker
+from helpers import TOY_MCP_SERVER, processes_with, unique_marker, write_config
 from inproc_app import InProc, eventually
 from rpc import Daemon
 from waiting import DEFAULT_TIMEOUT, wait_until
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
-SERVER = str(Path(__file__).parent / "mcp_servers" / "toy_server.py")
 ADD = {"tool_calls": [{"name": "mcp__toy__add", "arguments": {"a": 2, "b": 40}}]}
 SUM = {"text": "2 + 40 = 42", "expect": {"last_tool_contains": "42"}}
 
@@ -28,9 +26,9 @@ SUM = {"text": "2 + 40 = 42", "expect": {"last_tool_contains": "42"}}
 def servers(tag: str) -> str:
     """A safe toy server, one that cannot start, and one that never answers its handshake."""
     return ("mcp_servers:\n"
-            f"  toy: {{command: {sys.executable}, args: [{SERVER}, --tag, {tag}], permission: safe}}\n"
+            f"  toy: {{command: {sys.executable}, args: [{TOY_MCP_SERVER}, --tag, {tag}], permission: safe}}\n"
             "  broken: {command: /nonexistent/mcp-server, start_timeout: 5}\n"
-            f"  mute: {{command: {sys.executable}, args: [{SERVER}, --tag, {tag}, --start-delay, '60'],"
+            f"  mute: {{command: {sys.executable}, args: [{TOY_MCP_SERVER}, --tag, {tag}, --start-delay, '60'],"
             " start_timeout: 1}\n")
 
 
@@ -78,7 +76,7 @@ def acp_first_prompt(tmp_path: Path, workspace: Path, llm: FakeLLM, *, config_se
                      client_servers: bool) -> None:
     tag = unique_marker("toycoder-first-mcp")
     config = write_config(tmp_path / "config.yaml", llm, extra=servers(tag) if config_servers else "")
-    given = [{"name": "toy", "command": sys.executable, "args": [SERVER, "--tag", tag], "env": []}]
+    given = [{"name": "toy", "command": sys.executable, "args": [TOY_MCP_SERVER, "--tag", tag], "env": []}]
     llm.add(ADD, SUM)  # the client's server is named as the config's would be: nothing clashes
     d = AcpDaemon(config)
     try:
@@ -126,9 +124,9 @@ async def test_the_first_turn_of_an_app_not_started_waits_for_the_config_servers
     (one that cannot start, one that never answers its handshake) before it asks the model."""
     tag, mute = unique_marker("toycoder-first-mcp"), unique_marker("toycoder-first-mcp")
     p: InProc = inproc({"mcp_servers": {
-        "toy": {"command": sys.executable, "args": [SERVER, "--tag", tag], "permission": "safe"},
+        "toy": {"command": sys.executable, "args": [TOY_MCP_SERVER, "--tag", tag], "permission": "safe"},
         "broken": {"command": "/nonexistent/mcp-server", "start_timeout": 5},
-        "mute": {"command": sys.executable, "args": [SERVER, "--tag", mute, "--start-delay", "60"], "start_timeout": 1}}})
+        "mute": {"command": sys.executable, "args": [TOY_MCP_SERVER, "--tag", mute, "--start-delay", "60"], "start_timeout": 1}}})
     notices: list[tuple[str, str]] = []
     p.app.on_notice = lambda level, message: notices.append((level, message))
     sid = p.new_session()
@@ -155,7 +153,7 @@ async def test_tools_as_the_first_prompt_lists_the_config_servers_tools(inproc: 
     the config's servers as a turn does, so their tools are listed too."""
     tag = unique_marker("toycoder-first-mcp")
     p: InProc = inproc({"mcp_servers": {
-        "toy": {"command": sys.executable, "args": [SERVER, "--tag", tag], "permission": "safe"}}})
+        "toy": {"command": sys.executable, "args": [TOY_MCP_SERVER, "--tag", tag], "permission": "safe"}}})
     listing = (await p.command(p.new_session(), "/tools")).result.text
     assert "mcp__toy__add" in listing and "[mcp:toy]" in listing
 
@@ -165,7 +163,7 @@ async def test_a_turn_waiting_for_a_server_that_never_answers_can_be_cancelled(i
     the prompt is kept (a reload shows it, the next turn's request carries it), as a later cancel keeps it."""
     tag = unique_marker("toycoder-first-mcp")
     p: InProc = inproc({"mcp_servers": {"mute": {
-        "command": sys.executable, "args": [SERVER, "--tag", tag, "--start-delay", "60"], "start_timeout": 60}}})
+        "command": sys.executable, "args": [TOY_MCP_SERVER, "--tag", tag, "--start-delay", "60"], "start_timeout": 60}}})
     sid = p.new_session()
     turn = p.start_prompt(sid, "hello")
     await eventually(lambda: bool(processes_with(tag)) and p.app.peek(sid).busy, "the turn waiting for the server")

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 from acp import text_block
+from acp_client import acp_face
+from acp_client import new_session as acp_session
 from helpers import new_session, tool_results
 from rpc import Daemon, RpcError
-from test_acp import acp_face
-from test_acp import new_session as acp_session
 from waiting import scaled
 
 from toycoder_daemon.testing.fake_llm import FakeLLM

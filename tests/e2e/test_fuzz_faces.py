@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write_config
-from helpers import rss_bytes
+from helpers import ROOT, rss_bytes, write_config
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -32,7 +31,6 @@ TARGET_FRAMES = 100_000 if SLOW else 10_000
 PER_EXAMPLE = (20, 50)
 EXAMPLES = TARGET_FRAMES // PER_EXAMPLE[0]  # an upper bound: the run stops once TARGET_FRAMES were sent
 RSS_GROWTH_LIMIT = 200 * 1024 * 1024
-ROOT = Path(__file__).resolve().parent.parent
 
 # ---- values --------------------------------------------------------------------------------------
 

@@ -17,12 +17,20 @@ from typing import Any
 
 import pytest
 from acp import RequestError, text_block
-from conftest import write_config
-from helpers import kill_process_groups, new_session, processes_running, processes_with, sleep_command, tool_results, write_call
+from acp_client import acp_daemon
+from acp_client import new_session as acp_new_session
+from helpers import (
+    kill_process_groups,
+    new_session,
+    processes_running,
+    processes_with,
+    sleep_command,
+    tool_results,
+    write_call,
+    write_config,
+)
 from rpc import Daemon
 from sandbox_helpers import remove_cgroups_of
-from test_acp import acp_daemon
-from test_acp import new_session as acp_new_session
 from waiting import DEFAULT_TIMEOUT, wait_until_async
 
 from toycoder_daemon.testing.fake_llm import FakeLLM

@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import write_config
-from helpers import new_session
+from helpers import new_session, write_config
 from rpc import Daemon
 
 from toycoder_daemon.agent.react import CONTINUE_PROMPT, LENGTH_NOTICE

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest_lsp
-from conftest import write_config
+from helpers import write_config
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 

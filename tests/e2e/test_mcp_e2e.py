@@ -4,22 +4,19 @@ failures reported to the editor, /mcp, and no process left behind."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-from helpers import processes_with, unique_marker
+from helpers import TOY_MCP_SERVER, processes_with, unique_marker
 from rpc import Daemon
 from waiting import wait_until_async
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
-SERVER = Path(__file__).parent / "mcp_servers" / "toy_server.py"
-
 
 def mcp_config(tag: str) -> str:
     return (
         "mcp_servers:\n"
-        f"  toy: {{command: {sys.executable}, args: [{SERVER}, --tag, {tag}], permission: safe}}\n"
-        f"  guarded: {{command: {sys.executable}, args: [{SERVER}, --tag, {tag}]}}\n"
+        f"  toy: {{command: {sys.executable}, args: [{TOY_MCP_SERVER}, --tag, {tag}], permission: safe}}\n"
+        f"  guarded: {{command: {sys.executable}, args: [{TOY_MCP_SERVER}, --tag, {tag}]}}\n"
         "  broken: {command: /nonexistent/mcp-server, start_timeout: 5}\n"
     )
 

@@ -12,26 +12,23 @@ from pathlib import Path
 from typing import Any
 
 from acp_daemon import AcpDaemon
-from conftest import write_config
-from helpers import processes_with, unique_marker
+from helpers import SLOW_MCP_START, TOY_MCP_SERVER, processes_with, slow_and_mute_mcp_servers, unique_marker, write_config
 from inproc_app import InProc, eventually
 from waiting import DEFAULT_TIMEOUT
 
 from toycoder_daemon.core.ports import McpWaiting
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
-SERVER = str(Path(__file__).parent / "mcp_servers" / "toy_server.py")
-DELAY = "3"
 """The slow server's seconds before it answers anything (six times SHOW_WAIT_AFTER)."""
 
 
 def slow(tag: str, **kw: Any) -> dict[str, Any]:
-    return {"command": sys.executable, "args": [SERVER, "--tag", tag, "--start-delay", DELAY], "permission": "safe", **kw}
+    return {"command": sys.executable, "args": [TOY_MCP_SERVER, "--tag", tag, "--start-delay", SLOW_MCP_START], "permission": "safe", **kw}
 
 
 def mute(tag: str, *extra: str, timeout: float = 1) -> dict[str, Any]:
     """Never answers its handshake (60 s asleep): it fails at its start_timeout."""
-    return {"command": sys.executable, "args": [SERVER, "--tag", tag, *extra, "--start-delay", "60"],
+    return {"command": sys.executable, "args": [TOY_MCP_SERVER, "--tag", tag, *extra, "--start-delay", "60"],
             "start_timeout": timeout}
 
 
@@ -79,7 +76,7 @@ async def test_no_servers_or_servers_already_settled_show_nothing(inproc: Any) -
     p.script.add({"text": "hi"})
     assert (await p.prompt(sid, "hello")).result.text == "hi"
     tag = unique_marker("toycoder-mcp-wait")
-    q: InProc = inproc({"mcp_servers": {"toy": {"command": sys.executable, "args": [SERVER, "--tag", tag]}}})
+    q: InProc = inproc({"mcp_servers": {"toy": {"command": sys.executable, "args": [TOY_MCP_SERVER, "--tag", tag]}}})
     await q.app.start()
     assert q.app.mcp.shared is not None and await q.app.mcp.shared.wait_ready(DEFAULT_TIMEOUT)
     other = q.new_session()
@@ -137,16 +134,8 @@ async def test_a_timed_out_server_does_not_hold_the_turn_while_it_is_stopped(inp
 
 # ---- through the real daemon -------------------------------------------------------------------
 
-def config_servers(tag: str) -> str:
-    return ("mcp_servers:\n"
-            f"  toy: {{command: {sys.executable}, args: [{SERVER}, --tag, {tag}, --start-delay, '{DELAY}'],"
-            " permission: safe}\n"
-            f"  mute: {{command: {sys.executable}, args: [{SERVER}, --tag, {tag}, --start-delay, '60'],"
-            " start_timeout: 1}\n")
-
-
 async def test_lsp_the_wait_is_an_mcp_wait_update_before_the_reply(start_daemon: Any, llm: FakeLLM) -> None:
-    d = await start_daemon(extra=config_servers(unique_marker("toycoder-mcp-wait")), progress=True)
+    d = await start_daemon(extra=slow_and_mute_mcp_servers(unique_marker("toycoder-mcp-wait")), progress=True)
     sid = (await d.call("toycoder/session/new", {}))["sessionId"]
     llm.add({"text": "hi"})
     assert (await d.call("toycoder/prompt", {"sessionId": sid, "text": "hello"}))["text"] == "hi"
@@ -166,7 +155,7 @@ async def test_lsp_the_wait_is_an_mcp_wait_update_before_the_reply(start_daemon:
 
 def test_acp_the_wait_is_a_tool_call_of_its_own(tmp_path: Path, workspace: Path, llm: FakeLLM) -> None:
     tag = unique_marker("toycoder-mcp-wait")
-    config = write_config(tmp_path / "config.yaml", llm, extra=config_servers(tag))
+    config = write_config(tmp_path / "config.yaml", llm, extra=slow_and_mute_mcp_servers(tag))
     llm.add({"text": "hi"})
     d = AcpDaemon(config)
     try:

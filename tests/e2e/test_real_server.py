@@ -1,5 +1,5 @@
 """The real-server tier (issue 18): the daemon against llama.cpp's own `llama-server` running
-SmolLM2-135M (tests/llama_server.py). Skipped, with the reason shown, unless TOYCODER_LLAMA_SERVER
+SmolLM2-135M (llama_server.py beside it). Skipped, with the reason shown, unless TOYCODER_LLAMA_SERVER
 names the binary; `.ci/run` enables it. Generation stays short (small max_tokens, --temp 0).
 
 A 135M model does not decide to call a tool for an ordinary request ("Read notes.txt" gets prose at

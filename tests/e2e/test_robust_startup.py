@@ -41,7 +41,7 @@ async def test_undecodable_config_is_reported_not_fatal(tmp_path: Path, workspac
 
 async def test_undecodable_branch_and_agents_md_degrade_with_a_warning(
         tmp_path: Path, workspace: Path, llm: FakeLLM, caplog: pytest.LogCaptureFixture) -> None:
-    from conftest import write_config
+    from helpers import write_config
 
     (workspace / ".git").mkdir(exist_ok=True)
     (workspace / ".git" / "HEAD").write_bytes(b"ref: refs/heads/caf\xe9\n")

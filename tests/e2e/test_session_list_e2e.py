@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from acp import text_block
-from test_acp import acp_daemon
-from test_acp import new_session as acp_new_session
-from test_acp_delete import delete
+from acp_client import acp_daemon, delete
+from acp_client import new_session as acp_new_session
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
 

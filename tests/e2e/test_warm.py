@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write_config
 from helpers import (
     MARKER_VAR,
     alive,
@@ -38,6 +37,7 @@ from helpers import (
     processes_running,
     processes_with,
     sleep_command,
+    write_config,
 )
 from rpc import ROOT, Daemon, frame
 from waiting import scaled, wait_until

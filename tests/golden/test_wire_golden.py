@@ -25,7 +25,7 @@ from toycoder_daemon.sessions.session import Session
 from toycoder_daemon.tools.registry import ToolRegistry
 from toycoder_daemon.wire import protocol as wire
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).parent
 
 EVENTS = {
     "update_text_delta": TextDelta("Hello"),

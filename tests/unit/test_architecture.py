@@ -11,7 +11,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "toycoder_daemon"
+from helpers import ROOT
+
+PACKAGE = ROOT / "toycoder_daemon"
 NAME = "toycoder_daemon"
 
 BELOW_AGENT = {"core", "config", "llm", "tools"}

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
+from helpers import TESTS
 
-TESTS = Path(__file__).resolve().parent
 THIS = Path(__file__).resolve()
 
 Finding = tuple[str, int, str]  # (file, line number, line)

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "toycoder_daemon"
+from helpers import ROOT
+
+PACKAGE = ROOT / "toycoder_daemon"
 LIBRARIES = ("pygls", "lsprotocol", "acp", "pydantic", "pydantic_core", "mcp")
 FACES = sorted((PACKAGE / "faces").rglob("*.py")) + sorted((PACKAGE / "rpc").rglob("*.py"))
 

@@ -23,13 +23,11 @@ from typing import Any
 
 import pynvim
 import pytest
-from conftest import write_config
-from helpers import alive, child_processes
+from helpers import ROOT, alive, child_processes, write_config
 from waiting import DEFAULT_TIMEOUT, scaled, wait_until
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
-ROOT = Path(__file__).resolve().parent.parent
 PLUGIN = ROOT / "clients" / "neovim"
 NVIM = str(Path(sys.executable).parent / "nvim") if (Path(sys.executable).parent / "nvim").exists() else shutil.which("nvim")
 ERROR = 4  # vim.log.levels.ERROR

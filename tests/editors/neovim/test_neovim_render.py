@@ -16,7 +16,7 @@ from typing import Any
 
 import pynvim
 import test_neovim
-from helpers import unique_marker
+from helpers import slow_and_mute_mcp_servers, unique_marker
 from nvim_screen import Screen
 from test_neovim import ERROR, NVIM, PLUGIN, Editor
 
@@ -262,9 +262,7 @@ def test_a_starting_line_shows_while_the_daemon_starts(editor, llm: FakeLLM) -> 
 
 
 def test_a_turn_waiting_for_mcp_servers_shows_a_line_that_says_how_the_wait_ended(editor, llm: FakeLLM) -> None:
-    from test_mcp_wait import config_servers  # a server 3 s slow to start, one that never answers
-
-    ed = editor(extra=config_servers(unique_marker("toycoder-nvim-mcp")))
+    ed = editor(extra=slow_and_mute_mcp_servers(unique_marker("toycoder-nvim-mcp")))
     llm.add({"text": "Hello there."})
     ed.cmd("ToyCoder hello")
     ed.wait_chat("\nstarting MCP servers: toy, mute…")

@@ -13,12 +13,11 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from conftest import write_config
+from helpers import ROOT, write_config
 from waiting import scaled, wait_until
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
-ROOT = Path(__file__).resolve().parent.parent
 TOYCODER = [sys.executable, "-m", "toycoder_daemon.cli"]
 ANSI = re.compile(r"\x1b\[[0-9;?<=>]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[=>()#][0-9A-Za-z]?|\r")
 

@@ -8,11 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import write_config
+from helpers import ROOT, write_config
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
-ROOT = Path(__file__).resolve().parent.parent
 DAEMON = f"{sys.executable} -m toycoder_daemon"
 
 

@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from helpers import kill_process_groups
+from helpers import ROOT, kill_process_groups
 from test_terminal_cli import ANSI, TOYCODER, toycoder
 from waiting import scaled, wait_until
 
-ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "scripts" / "run"
 ONESHOT = ROOT / "clients" / "terminal" / "oneshot.sh"
 

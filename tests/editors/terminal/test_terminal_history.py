@@ -1,5 +1,7 @@
-"""The terminal client's details a new user trips over: a narrow diff's panel footer, a resumed
-session's history (failed tool calls marked, each turn's usage), and "1 msg"."""
+"""The terminal client's details a new user trips over: a narrow diff's panel footer, the tool's
+time without the person's, a resumed session's history (failed tool calls marked, each turn's usage).
+The renderer's part is in-process in unit/cli/test_terminal_render.py, "1 msg" in
+unit/commands/test_commands.py."""
 
 from __future__ import annotations
 
@@ -7,11 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import write_config
-from inproc_app import InProc
-from rich.markdown import Markdown
+from helpers import write_config
 from test_terminal_cli import Term
-from test_terminal_render import Spy
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
@@ -82,48 +81,3 @@ def test_resumed_history_marks_failed_calls_and_shows_each_turns_usage(start, ll
     t.expect("One was missing.")
     t.expect(r"1,334 tokens in · 11 out")  # the turn's usage, as the live turn's last line said
     t.expect("Ctrl-D or /quit exits")
-
-
-async def test_one_message_is_1_msg(inproc) -> None:
-    p: InProc = inproc()
-    sid = p.new_session()
-    p.app.session(sid).messages.append({"role": "user", "content": "hello"})
-    listed = (await p.command(sid, "/sessions")).result.text
-    assert "   1 msg   (untitled)" in listed and "1 msgs" not in listed, listed  # the title column stays put
-    assert "1 message)" in (await p.command(sid, f"/switch {sid}")).result.text
-
-
-def test_text_printed_for_good_is_already_gone_from_the_live_area() -> None:
-    """Rich redraws the live area (from view.text) right after each print: text still there would
-    show twice for a frame."""
-    spy = Spy(height=14)
-    overlaps: list[str] = []
-    recording = spy.console.print
-
-    def check(*objs, **kw):
-        for o in objs:
-            if isinstance(o, Markdown) and o.markup.strip() and o.markup.strip() in spy.view.text:
-                overlaps.append(o.markup)
-        recording(*objs, **kw)
-
-    spy.console.print = check  # type: ignore[method-assign]
-    spy.view.begin()
-    try:
-        for i in range(12):
-            spy.feed({"kind": "text_delta", "text": f"Paragraph {i} says something.\n\n"})
-        spy.feed({"kind": "tool_call", "toolCallId": "c1", "name": "read_file", "title": "read_file a"})
-    finally:
-        spy.view.pause()
-    assert any("Paragraph 0" in p for p in spy.printed)  # blocks were committed while it streamed
-    assert not overlaps, overlaps
-
-
-def test_a_resumed_sessions_plan_is_shown_after_its_history() -> None:
-    from toycoder_daemon.cli.history import show_transcript
-
-    spy = Spy()
-    show_transcript(spy.view, [{"role": "user", "text": "fix it"}, {"role": "assistant", "text": "Working."},
-                               {"role": "plan", "text": "", "entries": [
-                                   {"content": "read", "priority": "medium", "status": "completed"},
-                                   {"content": "fix", "priority": "high", "status": "in_progress"}]}])
-    assert spy.printed[-1] == "plan 1/2\n  ✓ read\n  ▸ fix !", spy.printed

@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 VSCODE = ROOT / "clients" / "vscode"
 VENV_PYTHON = ROOT / ".venv" / "bin" / ("python.exe" if os.name == "nt" else "python")
 # Read before the autouse fixture points HOME at a temporary dir: npm keeps its config and cache there.

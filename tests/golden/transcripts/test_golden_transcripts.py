@@ -1,6 +1,6 @@
 """Golden transcripts of both faces: every frame, both directions, through the real daemon subprocess
 (`python -m toycoder_daemon`, `--acp`) against the scripted model server, compared exactly after
-normalisation with tests/golden/transcripts/<face>/<scenario>.json (tests/transcripts.py says what is
+normalisation with tests/golden/transcripts/<face>/<scenario>.json (transcripts.py beside it says what is
 normalised). What a client sees is the contract, whatever implements a face and however the daemon was
 started. After a deliberate change: UPDATE_GOLDEN=1, and say why in the commit.
 

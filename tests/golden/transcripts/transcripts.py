@@ -46,7 +46,7 @@ from warm_helpers import served_warm
 from toycoder_daemon import __version__
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
-GOLDEN = Path(__file__).parent / "golden" / "transcripts"
+GOLDEN = Path(__file__).parent
 Frame = dict[str, Any]
 
 

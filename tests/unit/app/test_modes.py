@@ -9,13 +9,12 @@ from typing import Any
 
 import pytest
 from acp import RequestError, text_block
-from conftest import write_config
-from helpers import new_session, write_call
+from acp_client import acp_face
+from acp_client import new_session as acp_new_session
+from helpers import new_session, write_call, write_config
 from inproc import start_daemon_inproc  # noqa: F401  (in-process LSP face)
 from inproc_app import InProc
 from rpc import RpcError
-from test_acp import acp_face
-from test_acp import new_session as acp_new_session
 
 from toycoder_daemon.core.ports import ToolCallFinished, ToolCallStarted
 from toycoder_daemon.testing.fake_llm import FakeLLM

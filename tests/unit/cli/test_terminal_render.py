@@ -223,3 +223,39 @@ def test_session_info_notes_a_new_title_and_mode_once_and_keeps_the_mode() -> No
     assert "mode: read-only" in s.printed
     assert not any(p.startswith("mode: ask") for p in s.printed)
     assert s.view.mode == "read-only"
+
+
+def test_text_printed_for_good_is_already_gone_from_the_live_area() -> None:
+    """Rich redraws the live area (from view.text) right after each print: text still there would
+    show twice for a frame."""
+    spy = Spy(height=14)
+    overlaps: list[str] = []
+    recording = spy.console.print
+
+    def check(*objs, **kw):
+        for o in objs:
+            if isinstance(o, Markdown) and o.markup.strip() and o.markup.strip() in spy.view.text:
+                overlaps.append(o.markup)
+        recording(*objs, **kw)
+
+    spy.console.print = check  # type: ignore[method-assign]
+    spy.view.begin()
+    try:
+        for i in range(12):
+            spy.feed({"kind": "text_delta", "text": f"Paragraph {i} says something.\n\n"})
+        spy.feed({"kind": "tool_call", "toolCallId": "c1", "name": "read_file", "title": "read_file a"})
+    finally:
+        spy.view.pause()
+    assert any("Paragraph 0" in p for p in spy.printed)  # blocks were committed while it streamed
+    assert not overlaps, overlaps
+
+
+def test_a_resumed_sessions_plan_is_shown_after_its_history() -> None:
+    from toycoder_daemon.cli.history import show_transcript
+
+    spy = Spy()
+    show_transcript(spy.view, [{"role": "user", "text": "fix it"}, {"role": "assistant", "text": "Working."},
+                               {"role": "plan", "text": "", "entries": [
+                                   {"content": "read", "priority": "medium", "status": "completed"},
+                                   {"content": "fix", "priority": "high", "status": "in_progress"}]}])
+    assert spy.printed[-1] == "plan 1/2\n  ✓ read\n  ▸ fix !", spy.printed

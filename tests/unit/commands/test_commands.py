@@ -92,3 +92,12 @@ async def test_mcp_command_without_servers(inproc) -> None:
     p: InProc = inproc()
     sid = p.new_session()
     assert "no MCP servers configured" in await text(p, sid, "/mcp")
+
+
+async def test_one_message_is_1_msg(inproc) -> None:
+    p: InProc = inproc()
+    sid = p.new_session()
+    p.app.session(sid).messages.append({"role": "user", "content": "hello"})
+    listed = (await p.command(sid, "/sessions")).result.text
+    assert "   1 msg   (untitled)" in listed and "1 msgs" not in listed, listed  # the title column stays put
+    assert "1 message)" in (await p.command(sid, f"/switch {sid}")).result.text

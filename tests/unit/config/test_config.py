@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
 from toycoder_daemon.config.model import Config, data_dir, expand_env, find_config, load_config
 from toycoder_daemon.core.errors import ConfigError
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_env_expansion_with_defaults() -> None:

@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 from acp import PROTOCOL_VERSION, text_block
 from acp.schema import DeniedOutcome, RequestPermissionResponse
-from conftest import write_config
-from helpers import write_call
+from helpers import write_call, write_config
 from inproc import acp_agent, start_daemon_inproc  # noqa: F401  (in-process LSP face)
 from rpc import Daemon, frame
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from acp import PROTOCOL_VERSION, RequestError, text_block
-from conftest import write_config
+from helpers import write_config
 from inproc import acp_agent, start_daemon_inproc  # noqa: F401  (in-process LSP face)
 from rpc import Daemon, RpcError, frame
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from acp import PROTOCOL_VERSION
-from conftest import write_config
+from helpers import write_config
 from inproc import acp_agent, start_daemon_inproc  # noqa: F401  (in-process LSP face)
 from rpc import Daemon, RpcError
 

@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from conftest import write_config
+from helpers import write_config
 from waiting import scaled, wait_until
 
 from toycoder_daemon.faces.acp.agent import serve_acp

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from acp import text_block
-from conftest import write_config
-from test_acp import acp_face, new_session
+from acp_client import acp_face, new_session
+from helpers import write_config
 
 from toycoder_daemon.core.util import safejson
 from toycoder_daemon.llm.base import for_api

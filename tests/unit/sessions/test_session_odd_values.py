@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 from acp import text_block
+from acp_client import acp_face
 from inproc import start_daemon_inproc  # noqa: F401  (in-process LSP face)
 from inproc_app import InProc
-from test_acp import acp_face
 
 from toycoder_daemon.sessions.store import SessionStore
 from toycoder_daemon.testing.fake_llm import FakeLLM

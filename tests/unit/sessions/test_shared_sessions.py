@@ -10,8 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from acp_client import Editor
 from inproc_app import InProc, eventually
-from test_acp import Editor
 
 from toycoder_daemon.core.errors import SessionBusy
 from toycoder_daemon.sessions.session import Session, TranscriptEntry
@@ -94,7 +94,7 @@ async def test_a_rewrite_elsewhere_is_heard_as_the_whole_history(inproc) -> None
 
 async def test_an_acp_client_gets_a_replay_of_a_turn_made_in_another_daemon(tmp_path, llm, workspace) -> None:
     from acp import text_block
-    from test_acp import acp_face, new_session
+    from acp_client import acp_face, new_session
 
     async with acp_face(tmp_path, llm) as (one, _, _), acp_face(tmp_path, llm) as (two, editor, _):
         sid = await new_session(one, workspace)
@@ -172,7 +172,7 @@ async def test_the_other_daemons_result_keeps_its_tools_name_across_polls(inproc
 
 async def test_an_acp_client_hears_a_split_tool_call_as_in_one_poll(tmp_path, llm, workspace) -> None:
     from acp import text_block
-    from test_acp import acp_face, new_session
+    from acp_client import acp_face, new_session
 
     class Holding(Editor):
         """Answers a permission question only once `release` is set."""

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 from acp import text_block
-from conftest import write_config
+from acp_client import acp_face, new_session
+from helpers import write_config
 from inproc import start_daemon_inproc  # noqa: F401  (in-process LSP face)
 from inproc_app import InProc, eventually
-from test_acp import acp_face, new_session
 
 from toycoder_daemon.sessions.titles import clean_title, prompt_title
 from toycoder_daemon.testing.fake_llm import FakeLLM

@@ -9,16 +9,15 @@ import select
 import subprocess
 import sys
 import time
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import openai
 import pytest
+from helpers import ROOT
 from waiting import scaled
 
 from toycoder_daemon.testing.fake_llm import FakeLLM, load_script, tool_call_problems
 
-REPO = Path(__file__).resolve().parents[1]
 USER = [{"role": "user", "content": "hi"}]
 
 
@@ -401,7 +400,7 @@ def test_cli_prints_base_url_first_and_serves(tmp_path, from_stdin):
     script = json.dumps([{"text": "from the cli"}])
     path = tmp_path / "script.json"
     path.write_text(script)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.Popen(
         [sys.executable, "-m", "toycoder_daemon.testing.fake_llm", "--script", "-" if from_stdin else str(path)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
+
+from helpers import ROOT
 
 from toycoder_daemon.faces.lsp.server import make_server
 from toycoder_daemon.wire import protocol as wire
 
-ROOT = Path(__file__).resolve().parent.parent
 DOC = (ROOT / "docs" / "protocol.md").read_text()
 
 

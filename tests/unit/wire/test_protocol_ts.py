@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from helpers import ROOT
 
 from toycoder_daemon.wire import protocol as wire
 from toycoder_daemon.wire.typescript import generate, ts_type
 
-TS = Path(__file__).resolve().parent.parent / "clients" / "vscode" / "src" / "shared" / "protocol.ts"
+TS = ROOT / "clients" / "vscode" / "src" / "shared" / "protocol.ts"
 
 
 def test_generated_typescript_is_current() -> None:

@@ -7,23 +7,12 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import pytest
 from acp import RequestError, text_block
-from test_acp import acp_daemon, acp_face, new_session
+from acp_client import acp_daemon, acp_face, delete, new_session, streaming
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
-
-
-async def delete(conn: Any, session_id: Any) -> Any:
-    return await conn._conn.send_request("session/delete", {"sessionId": session_id})
-
-
-def streaming(session_id: str) -> Any:
-    """A frame predicate: the session's turn is streaming its reply."""
-    return lambda f: (f.get("params", {}).get("sessionId") == session_id
-                      and f["params"].get("update", {}).get("sessionUpdate") == "agent_message_chunk")
 
 
 async def test_delete_removes_the_session_and_unknown_or_busy_ones_are_refused(tmp_path: Path, llm: FakeLLM,

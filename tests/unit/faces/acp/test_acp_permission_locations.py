@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from acp import text_block
-from test_acp import acp_face, new_session
+from acp_client import acp_face, new_session
 
 from toycoder_daemon.faces.acp.frontend import first_changed_line
 from toycoder_daemon.testing.fake_llm import FakeLLM

@@ -68,7 +68,7 @@ def test_params_pygls_cannot_structure_are_refused_with_the_id(caplog: pytest.Lo
 
 
 def test_our_subclasses_of_pygls_classes_touch_none_of_its_private_attributes() -> None:
-    # through `self`, which tests/test_public_api.py allows (other reaches into pygls are checked there)
+    # through `self`, which tests/unit/test_public_api.py allows (other reaches into pygls are checked there)
     theirs = {n for m in (pygls.protocol.json_rpc, pygls.protocol.language_server, pygls.server, pygls.lsp.server)
               for n in re.findall(r"self\.(_\w+)", inspect.getsource(m))}
     ours = set(re.findall(r"self\.(_\w+)", "".join((PACKAGE / f).read_text() for f in ("server.py", "converter.py"))))

@@ -7,11 +7,10 @@ import asyncio
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -19,7 +18,7 @@ from typing import Any, Literal
 import mcp_types as mt
 import pytest
 import pytest_asyncio
-from helpers import processes_with
+from helpers import TOY_MCP_SERVER, processes_with
 from mcp.client.session import ClientSession
 from mcp.shared.message import SessionMessage
 from waiting import scaled, wait_until_async
@@ -32,7 +31,6 @@ from toycoder_daemon.tools.mcp.manager import McpManager, object_schema, result_
 from toycoder_daemon.tools.mcp.spec import McpServerSpec
 from toycoder_daemon.tools.mcp.stdio import StdioChild, encode_message, parse_line
 
-SERVER = str(Path(__file__).parent / "mcp_servers" / "toy_server.py")
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
@@ -52,7 +50,7 @@ class PlainSpec:
 
 
 def stdio(*args: str, **kw: Any) -> McpServerConfig:
-    return McpServerConfig(command=sys.executable, args=[SERVER, *args], **kw)
+    return McpServerConfig(command=sys.executable, args=[TOY_MCP_SERVER, *args], **kw)
 
 
 class Recorder:
@@ -124,27 +122,6 @@ def group_alive(pgid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
-
-
-@pytest.fixture
-def http_server() -> Iterator[Callable[..., str]]:
-    """http_server(*args) -> (the /mcp URL of a toy server on 127.0.0.1, its process), killed at teardown."""
-    procs: list[subprocess.Popen[str]] = []
-
-    def start(*args: str) -> tuple[str, subprocess.Popen[str]]:
-        proc = subprocess.Popen([sys.executable, SERVER, "--http", "0", *args], stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, text=True, start_new_session=True)
-        procs.append(proc)
-        assert proc.stdout is not None
-        port = int(proc.stdout.readline())
-        return f"http://127.0.0.1:{port}/mcp", proc
-
-    yield start
-    for proc in procs:
-        proc.kill()
-        proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
 
 
 # --- pure helpers -------------------------------------------------------------------------------
@@ -446,7 +423,7 @@ def test_the_config_model_is_a_server_spec() -> None:
 
 async def test_any_object_shaped_like_a_spec_configures_a_server(managers: Any, workspace: Path) -> None:
     (workspace / "sub").mkdir()
-    m = await managers({"plain": PlainSpec(command=sys.executable, args=(SERVER,), cwd="sub",
+    m = await managers({"plain": PlainSpec(command=sys.executable, args=(TOY_MCP_SERVER,), cwd="sub",
                                            env={"SERVER_API_KEY": "k"})})
     tools = by_name(m)
     assert {t.level for t in tools.values()} == {"safe"}
@@ -473,7 +450,7 @@ async def test_a_cancelled_connection_kills_and_reaps_the_whole_group(workspace:
     monkeypatch.setattr(mcp_stdio, "TERM_GRACE", 0.3)
     tag = uuid.uuid4().hex
     # Ignores stdin EOF and SIGTERM, and leaves a child in its group.
-    child = StdioChild("stubborn", sys.executable, [SERVER, "--spawn-child", "--linger", "--tag", tag],
+    child = StdioChild("stubborn", sys.executable, [TOY_MCP_SERVER, "--spawn-child", "--linger", "--tag", tag],
                        env=secrets.child_env(), cwd=workspace)
     connected = asyncio.Event()
 
@@ -497,7 +474,7 @@ async def test_a_cancelled_connection_kills_and_reaps_the_whole_group(workspace:
 
 
 async def test_stderr_is_kept_for_messages_and_never_mixed_into_the_protocol(workspace: Path) -> None:
-    child = StdioChild("toy", sys.executable, [SERVER], env=secrets.child_env(), cwd=workspace)
+    child = StdioChild("toy", sys.executable, [TOY_MCP_SERVER], env=secrets.child_env(), cwd=workspace)
     async with child.connect() as (read, write), ClientSession(read, write) as session:
         await session.initialize()  # the server wrote to stderr first: the handshake is unharmed
         assert (await session.call_tool("echo", {"text": "hi"})).content[0].text == "hi"  # type: ignore[union-attr]

@@ -7,21 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from acp import text_block
-from conftest import write_config
-from helpers import new_session
+from acp_client import acp_face
+from acp_client import new_session as acp_new_session
+from helpers import new_session, plan_call, write_config
 from inproc import start_daemon_inproc  # noqa: F401  (in-process LSP face)
 from inproc_app import InProc
-from test_acp import acp_face
-from test_acp import new_session as acp_new_session
 
 from toycoder_daemon.core.ports import PlanUpdated, ToolCallFinished
 from toycoder_daemon.testing.fake_llm import FakeLLM
-
-
-def plan_call(*steps: tuple[str, str]) -> dict[str, Any]:
-    return {"tool_calls": [{"name": "update_plan", "arguments": {"entries": [
-        {"content": c, "status": s, "priority": "high" if i == 0 else "medium"} for i, (c, s) in enumerate(steps)]}}]}
-
 
 STEPS = [plan_call(("read the code", "in_progress"), ("fix the bug", "pending")),
          plan_call(("read the code", "completed"), ("fix the bug", "in_progress")),

@@ -11,12 +11,11 @@ from typing import Any
 
 import pytest
 from acp import text_block
-from helpers import new_session
+from acp_client import acp_face
+from acp_client import new_session as acp_new_session
+from helpers import PLANNER_ANSWER, SEEDED, new_session, plan_call, planner_call
 from inproc_app import InProc, eventually
-from test_acp import acp_face
-from test_acp import new_session as acp_new_session
-from test_plan import plan_call
-from test_planner_plan import PLANNER_ANSWER, SEEDED, planner_call, shown
+from test_planner_plan import shown
 
 from toycoder_daemon.core.ports import PlanEntry, PlanUpdated
 from toycoder_daemon.sessions.context import compact

@@ -10,12 +10,11 @@ from typing import Any
 
 import pytest
 from acp import text_block
-from helpers import new_session
+from acp_client import acp_daemon
+from acp_client import new_session as acp_new_session
+from helpers import PLANNER_ANSWER, SEEDED, new_session, plan_call, planner_call
 from inproc_app import InProc
 from rpc import Daemon
-from test_acp import acp_daemon
-from test_acp import new_session as acp_new_session
-from test_plan import plan_call
 
 from toycoder_daemon.agent.subagent import plan_progress
 from toycoder_daemon.core.ports import PlanUpdated, ToolCallStarted
@@ -72,15 +71,6 @@ def test_limits_are_the_ones_update_plan_takes() -> None:
     assert len(many) == MAX_STEPS and many[-1].content == f"step {MAX_STEPS}"
     long = plan_from_text(f"1. {'x' * 900}\n2. short")
     assert len(long[0].content) == MAX_CONTENT and long[0].content.endswith("…")
-
-
-PLANNER_ANSWER = "I would do this:\n1. Read src/app.py\n2. Add subtract() (high)\n3. Add tests (low)"
-SEEDED = [("Read src/app.py", "medium", "pending"), ("Add subtract()", "high", "pending"),
-          ("Add tests", "low", "pending")]
-
-
-def planner_call(query: str = "Add a subtract() function with tests") -> dict[str, Any]:
-    return {"text": "Let me plan.", "tool_calls": [{"name": "planner", "arguments": {"query": query}}]}
 
 
 def shown(entries: Any) -> list[tuple[str, str, str]]:
