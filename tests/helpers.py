@@ -217,6 +217,10 @@ def plan_call(*steps: tuple[str, str]) -> dict[str, Any]:
         {"content": c, "status": s, "priority": "high" if i == 0 else "medium"} for i, (c, s) in enumerate(steps)]}}]}
 
 
+IN_PROGRESS = [("read the code", "completed"), ("fix the bug", "in_progress"), ("run the tests", "pending")]
+"""A plan in (content, status) steps for plan_call: one done, one under way, one to do."""
+
+
 def planner_call(query: str = "Add a subtract() function with tests") -> dict[str, Any]:
     """A scripted model reply that calls the planner sub-agent; PLANNER_ANSWER is what it answers."""
     return {"text": "Let me plan.", "tool_calls": [{"name": "planner", "arguments": {"query": query}}]}

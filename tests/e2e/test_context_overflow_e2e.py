@@ -1,7 +1,8 @@
 """A prompt over the model's context window (issue 18): recognised as its own error whatever the
 server's dialect, room made (compaction, or cutting the largest message with a notice) and the
 request sent once more; a session is never left holding a prompt it can only fail on. Through the
-real daemon against the scripted server playing llama.cpp's 400 and llama-cpp-python's empty 200."""
+real daemon against the scripted server playing llama.cpp's 400 and llama-cpp-python's empty 200.
+Recognising each dialect's error: unit/llm/test_context_overflow.py."""
 
 from __future__ import annotations
 
@@ -9,8 +10,7 @@ import pytest
 from helpers import new_session
 from rpc import Daemon, RpcError
 
-from toycoder_daemon.llm.overflow import context_size, is_overflow
-from toycoder_daemon.testing.dialects import Dialect, llama_cpp_overflow
+from toycoder_daemon.testing.dialects import Dialect
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 
@@ -76,27 +76,3 @@ async def test_still_over_after_making_room_fails_clearly_and_the_session_recove
     result = await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "hello again"})
     assert result["text"] == "Fine now."
     assert chars_sent(llm.requests[-1]) < base + 2000  # the 20,000-character prompt is not sent again
-
-
-@pytest.mark.parametrize("status, body, size", [
-    (*llama_cpp_overflow(833, 512), 512),
-    (400, {"error": {"message": "This model's maximum context length is 8192 tokens. However, your messages "
-                                "resulted in 9000 tokens.", "code": "context_length_exceeded"}}, 8192),
-    (400, {"object": "error", "message": "This model's maximum context length is 2048 tokens. However, you "
-                                         "requested 2100 tokens (2000 in the messages, 100 in the completion).",
-           "type": "BadRequestError", "code": 400}, 2048),
-    (400, {"error": {"message": "input length exceeds maximum context length"}}, None),  # Ollama
-    (500, {"error": "prompt is too long"}, None),
-])
-def test_overflow_dialects_are_recognised(status: int, body: dict, size: int | None) -> None:
-    assert is_overflow(status, body)
-    assert context_size(body) == size
-
-
-@pytest.mark.parametrize("status, body", [
-    (400, {"error": {"message": "messages: field required"}}),
-    (429, {"error": {"message": "Rate limit reached for tokens per min"}}),
-    (200, {"error": {"message": "context length"}}),
-])
-def test_other_errors_are_not_overflow(status: int, body: dict) -> None:
-    assert not is_overflow(status, body)

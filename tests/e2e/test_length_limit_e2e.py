@@ -1,6 +1,7 @@
 """Replies cut by the output limit (issue 18): the daemon sends max_tokens, continues a cut reply at
 most twice, then ends the turn with stopReason max_tokens, a notice, and exit code 4 in `toycoder -p`.
-Through the real daemon against the scripted server; the summary case in-process."""
+Through the real daemon against the scripted server; the summary case in-process
+(unit/agent/test_length_limit.py)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from helpers import new_session, write_config
 from rpc import Daemon
 
 from toycoder_daemon.agent.react import CONTINUE_PROMPT, LENGTH_NOTICE
-from toycoder_daemon.config.model import Config
-from toycoder_daemon.sessions.context import compact
 from toycoder_daemon.testing.fake_llm import FakeLLM
-from toycoder_daemon.testing.scripted_model import ScriptedModel
 
 
 async def test_a_cut_reply_is_continued_and_max_tokens_is_sent(daemon: Daemon, llm: FakeLLM) -> None:
@@ -53,21 +50,3 @@ def test_one_shot_exits_4_on_a_cut_reply(tmp_path: Path, llm: FakeLLM, workspace
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, cwd=str(workspace))
     assert p.returncode == 4, p.stderr
     assert LENGTH_NOTICE in p.stdout
-
-
-def test_per_model_output_limit_overrides_the_provider_default() -> None:
-    cfg = Config.model_validate({"providers": {"local": {"max_tokens": 256, "model_max_tokens": {"big": 8000}}},
-                                 "default_provider": "local"})
-    _, p = cfg.provider()
-    assert p.max_tokens_for("big") == 8000 and p.max_tokens_for("small") == 256
-    with pytest.raises(ValueError):
-        Config.model_validate({"providers": {"local": {"max_tokens": 0}}})
-
-
-async def test_a_cut_compaction_summary_is_not_used() -> None:
-    model = ScriptedModel([{"text": "The user asked abo", "finish_reason": "length"}])
-    messages = [{"role": "system", "content": "sys"}] + [
-        {"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i}"} for i in range(12)]
-    done = await compact(messages, model, "summarise", keep_recent=4)  # type: ignore[arg-type]
-    assert done is not None and done.strategy == "truncate"
-    assert not any("The user asked abo" in str(m["content"]) for m in done.messages)

@@ -8,7 +8,6 @@ toycoder_daemon` on pipes (rpc.Daemon, or subprocess where a test needs the raw 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import os
 import shutil
@@ -453,12 +452,3 @@ def test_a_launcher_in_another_network_namespace_serves_cold(rundir: Path) -> No
     assert out.returncode == 0 and out.stdout == "toycoder-daemon 0.1.0\n"
     assert "the fork server is in another net namespace; starting cold" in out.stderr
     assert launcher.NAMESPACES == ("mnt", "net", "pid", "user", "uts", "ipc", "cgroup")
-
-
-def test_every_module_the_server_preloads_exists() -> None:
-    # a renamed or deleted module of ours would silently be left out: every launch would import it
-    from toycoder_daemon.warm.server import PRELOAD
-
-    ours = [name for name in PRELOAD if name.startswith("toycoder_daemon.")]
-    missing = [name for name in ours if importlib.util.find_spec(name) is None]
-    assert ours and missing == []

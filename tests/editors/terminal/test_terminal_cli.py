@@ -1,5 +1,6 @@
 """`toycoder`, the Rich + prompt_toolkit terminal client: driven in a real pseudo-terminal (pexpect)
-against the real daemon and the scripted model, and as a one-shot command in a subprocess."""
+against the real daemon and the scripted model, and as a one-shot command in a subprocess. What it
+imports and ships: unit/cli/test_cli_package.py."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from helpers import ROOT, write_config
+from helpers import write_config
 from waiting import scaled, wait_until
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
@@ -296,37 +297,6 @@ def test_without_a_key_it_says_how_to_configure_a_provider(workspace: Path) -> N
 
 
 # ---- packaging and layering --------------------------------------------------------------------------
-
-def test_the_terminal_client_never_imports_the_agent_core() -> None:
-    code = ("import toycoder_daemon.cli.main, toycoder_daemon.cli.client, toycoder_daemon.cli.render, "
-            "toycoder_daemon.cli.prompt, toycoder_daemon.cli.demo, toycoder_daemon.cli.rpc, sys; "
-            "print(sorted(sys.modules))")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
-    assert p.returncode == 0, p.stderr
-    modules = eval(p.stdout)
-    assert "toycoder_daemon.cli.render" in modules and "toycoder_daemon.wire.protocol" in modules
-    core = [m for m in modules if re.match(r"toycoder_daemon\.(agent|tools|llm|sessions|app|server|commands|"
-                                           r"testing|editor_frontend|config)\b", m)]
-    assert core == []
-
-
-def test_the_demo_files_are_package_data_and_toycoder_is_a_console_script() -> None:
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10: pip vendors the same parser
-        from pip._vendor import tomli as tomllib  # type: ignore[no-redef]
-    from fnmatch import fnmatch
-
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert project["project"]["scripts"]["toycoder"] == "toycoder_daemon.cli.main:main"
-    globs = project["tool"]["setuptools"]["package-data"]["toycoder_daemon"]
-    pkg = ROOT / "toycoder_daemon"
-    files = [f.relative_to(pkg).as_posix() for f in (pkg / "terminal" / "demo").rglob("*")
-             if f.is_file() and "__pycache__" not in f.parts]
-    assert "terminal/demo/script.json" in files and "terminal/demo/sample_project/calc.py" in files
-    # setuptools globs: '*' does not cross '/'
-    unshipped = [f for f in files if not any(fnmatch(f, g) and f.count("/") == g.count("/") for g in globs)]
-    assert unshipped == []
 
 
 # ---- long diffs are paged ------------------------------------------------------------------------------

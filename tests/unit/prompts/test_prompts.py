@@ -1,11 +1,11 @@
-"""Prompt templates: workspace facts, AGENTS.md, user overrides, errors at start."""
+"""Prompt templates: workspace facts, AGENTS.md, user overrides, errors. The daemon process reporting a
+broken prompts file at start: e2e/test_prompts_e2e.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from rpc import Daemon
 
 from toycoder_daemon.core.errors import ConfigError
 from toycoder_daemon.prompts.manager import AGENTS_MD_MAX, PromptManager
@@ -47,17 +47,3 @@ def test_broken_templates_fail_at_start(tmp_path: Path, body: str, expected: str
     with pytest.raises(ConfigError) as e:
         PromptManager(tmp_path, str(f))
     assert expected in str(e.value) and str(f) in str(e.value)
-
-
-async def test_daemon_reports_a_broken_prompts_file_at_start(tmp_path: Path, workspace: Path) -> None:
-    bad = tmp_path / "bad.yaml"
-    bad.write_text("main:\n  system: 'Hi {oops}'\n")
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text(f"prompts_file: {bad}\nproviders: {{openai: {{api_keys: [k]}}}}\n")
-    d = await Daemon.start("--config", str(cfg))
-    try:
-        await d.initialize(workspace)
-        shown = await d.wait_for(lambda: [n for n in d.notifications if n["method"] == "window/showMessage"])
-        assert "oops" in shown[0]["params"]["message"]
-    finally:
-        await d.close()

@@ -1,7 +1,8 @@
 """A session's plan comes back with it: read from its conversation (the last accepted update_plan,
 or the planner's seed), it ends the history a load answers (LSP: a `plan` transcript entry; ACP: a
 `plan` update ending the replay; session/resume sends it just after its answer), a second daemon's clients
-hear it with the turn that changed it, and the planner's seeding rule sees it after a load."""
+hear it with the turn that changed it, and the planner's seeding rule sees it after a load. In-process;
+a load by a second daemon process: e2e/test_plan_restore_e2e.py."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from acp import text_block
 from acp_client import acp_face
 from acp_client import new_session as acp_new_session
-from helpers import PLANNER_ANSWER, SEEDED, new_session, plan_call, planner_call
+from helpers import IN_PROGRESS, PLANNER_ANSWER, SEEDED, plan_call, planner_call
 from inproc_app import InProc, eventually
 from test_planner_plan import shown
 
@@ -26,7 +27,6 @@ from toycoder_daemon.tools.plan.text import listing, seeded
 from toycoder_daemon.tools.plan.tool import session_plan
 from toycoder_daemon.tools.registry import ToolRegistry
 
-IN_PROGRESS = [("read the code", "completed"), ("fix the bug", "in_progress"), ("run the tests", "pending")]
 ALL_DONE = [("read the code", "completed"), ("fix the bug", "completed")]
 
 
@@ -218,18 +218,6 @@ async def test_the_other_daemons_clients_hear_a_seed_whose_call_came_in_an_earli
 
 
 # ---- through the faces ----------------------------------------------------------------------------
-
-async def test_lsp_load_ends_with_the_plan(start_daemon, llm: FakeLLM) -> None:
-    a = await start_daemon()
-    llm.add(plan_call(*IN_PROGRESS), {"text": "working"})
-    sid = await new_session(a)
-    await a.call("toycoder/prompt", {"sessionId": sid, "text": "fix it"})
-    live = [u["update"]["entries"] for u in a.updates(sid) if u["update"]["kind"] == "plan"][-1]
-    await a.close()
-    b = await start_daemon()
-    transcript = (await b.call("toycoder/session/load", {"sessionId": sid}))["transcript"]
-    assert transcript[-1] == {"role": "plan", "text": "", "entries": live}
-    assert [e["role"] for e in transcript].count("plan") == 1
 
 
 @pytest.mark.parametrize("resume", [False, True])

@@ -1,12 +1,10 @@
 """Sandbox policy as data, without starting processes: the plan per machine and per call, what the
-person is shown, when a call escalates, how refused writes are explained, and the reports."""
+person is shown, when a call escalates, how refused writes are explained, and the reports (as
+--check-config prints them: e2e/test_sandbox_policy_e2e.py)."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -171,15 +169,3 @@ def test_explain_adds_the_way_forward_only_when_something_was_blocked() -> None:
     assert "network: true" in net
     unsandboxed = Plan(False, True)
     assert observe.explain("touch: cannot touch '/etc/x': Permission denied", unsandboxed, WS) == ""
-
-
-def test_check_config_reports_the_sandbox(tmp_path: Path) -> None:
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text("tools: {run_command: {sandbox: required}}\n")
-    done = subprocess.run([sys.executable, "-m", "toycoder_daemon", "--check-config", "--config", str(cfg)],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)["sandbox"]
-    assert report["mode"] == "required"
-    assert report["available"] == (probe.support().missing() is None)
-    assert report["landlockAbi"] == landlock.abi_version() and report["summary"].startswith("sandbox: ")
