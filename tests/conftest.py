@@ -1,13 +1,20 @@
-"""Shared fixtures: an isolated environment, a workspace, the scripted model server, the daemon.
+"""Fixtures every tier shares: an isolated environment, a workspace, the scripted model server, the
+in-process App, the daemon (whose `start_daemon` each tier's conftest.py gives: in-process in unit/, a
+process in e2e/), and the tier markers.
 
-Shared helpers live in helpers.py (processes, sessions, AllowAll) and waiting.py (wait_until); two
-runs of the suite at once on one machine must not see each other: everything a test writes is under
-its tmp_path, ports are chosen by the OS, and processes are found and killed by per-test markers.
+The tests live in tier folders (tests/README.md): unit/, e2e/, editors/, golden/. Every test gets the
+marker of its folder here, so `pytest -m unit` runs the in-process tier alone.
+
+Shared helpers live in helpers.py (processes, sessions, AllowAll, scripted replies, config) and
+waiting.py (wait_until), at tests/ (put on sys.path below) whatever the folder of the test that
+imports them; import them from there, never from a conftest (every conftest.py is the module
+'conftest'). Two runs of the suite at once on one machine must not see each other: everything a test
+writes is under its tmp_path, ports are chosen by the OS, and processes are found and killed by
+per-test markers.
 """
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import subprocess
 import sys
@@ -17,20 +24,29 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent))  # the shared helpers, for every tier
 
 from helpers import (  # noqa: E402
     MARKER_VAR,
+    TESTS,
+    TIERS,
     TOY_MCP_SERVER,
     kill_process_groups,
     processes_of_test,
     unique_marker,
-    write_config,
 )
 from rpc import Daemon  # noqa: E402
 from warm_helpers import RUNTIME_VAR, new_runtime_dir, stop_servers  # noqa: E402
 
 from toycoder_daemon.testing.fake_llm import FakeLLM  # noqa: E402
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test gets its tier folder's marker (test_hygiene.py checks that every test file is in one)."""
+    for item in items:
+        path = item.path.resolve()
+        if path.is_relative_to(TESTS) and (tier := path.relative_to(TESTS).parts[0]) in TIERS:
+            item.add_marker(getattr(pytest.mark, tier))
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -115,28 +131,9 @@ def http_server() -> Iterator[Callable[..., str]]:
 
 
 @pytest.fixture
-async def start_daemon(tmp_path: Path, workspace: Path, llm: FakeLLM) -> AsyncIterator[Callable[..., Any]]:
-    """start_daemon(keys=..., extra=yaml, caps=..., progress=...) -> an initialized Daemon."""
-    daemons: list[Daemon] = []
-
-    async def start(*, keys: list[str] | None = None, extra: str = "", caps: dict[str, Any] | None = None,
-                    progress: bool = False, args: tuple[str, ...] = (), init: bool = True) -> Daemon:
-        cfg = write_config(tmp_path / f"config{len(daemons)}.yaml", llm, keys=keys, extra=extra)
-        d = await Daemon.start("--config", str(cfg), "--log-level", "INFO", *args)
-        daemons.append(d)
-        if init:
-            await d.initialize(workspace, toycoder_caps=caps, progress=progress)
-        return d
-
-    yield start
-    for d in daemons:
-        await d.close()
-        # shown by pytest only when the test failed: the daemon's own account of what happened
-        print(f"--- daemon {d.proc.pid} stderr ---\n{await d.stderr_text()}")
-
-
-@pytest.fixture
 async def daemon(start_daemon: Callable[..., Awaitable[Daemon]]) -> Daemon:
+    """An initialized daemon with the default config: `start_daemon()` of the test's tier (unit/conftest.py:
+    the LSP face in this process; e2e/conftest.py: a daemon process)."""
     return await start_daemon()
 
 
@@ -154,25 +151,3 @@ async def inproc(tmp_path: Path, workspace: Path) -> AsyncIterator[Callable[...,
     yield make
     for p in made:
         await p.close()
-
-
-@pytest.fixture
-def scans(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, bool]]:
-    """Every file scan the index makes: (start offset, end offset, ran on an event loop)."""
-    from toycoder_daemon.sessions import listing
-
-    seen: list[tuple[int, int, bool]] = []
-    real = listing._scan
-
-    def recording(path: Path, entry: Any, st: Any) -> Any:
-        try:
-            asyncio.get_running_loop()
-            on_loop = True
-        except RuntimeError:
-            on_loop = False
-        out = real(path, entry, st)
-        seen.append((entry.offset, out.offset, on_loop))
-        return out
-
-    monkeypatch.setattr(listing, "_scan", recording)
-    return seen

@@ -28,6 +28,9 @@ TESTS = Path(__file__).resolve().parent
 """tests/: the shared helpers live here, whatever tier folder a test file is in."""
 ROOT = TESTS.parent
 """The repository."""
+TIERS = ("unit", "e2e", "editors", "golden")
+"""The tier folders under tests/, each one a pytest marker of the same name (conftest.py applies it,
+pyproject.toml registers it)."""
 TOY_MCP_SERVER = str(TESTS / "mcp_servers" / "toy_server.py")
 """The toy MCP server (stdio, or streamable HTTP with `--http PORT`); `--tag` marks its command line."""
 SLOW_MCP_START = "3"

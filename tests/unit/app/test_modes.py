@@ -12,7 +12,6 @@ from acp import RequestError, text_block
 from acp_client import acp_face
 from acp_client import new_session as acp_new_session
 from helpers import new_session, write_call, write_config
-from inproc import start_daemon_inproc  # noqa: F401  (in-process LSP face)
 from inproc_app import InProc
 from rpc import RpcError
 

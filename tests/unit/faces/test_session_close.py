@@ -8,7 +8,6 @@ from acp import RequestError, text_block
 from acp_client import acp_face
 from acp_client import new_session as acp_new_session
 from helpers import new_session
-from inproc import start_daemon_inproc  # noqa: F401  (in-process LSP face)
 from rpc import RpcError
 
 from toycoder_daemon.testing.fake_llm import FakeLLM

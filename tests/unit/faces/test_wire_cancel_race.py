@@ -15,7 +15,7 @@ import pytest
 from acp import PROTOCOL_VERSION, text_block
 from acp.schema import DeniedOutcome, RequestPermissionResponse
 from helpers import write_call, write_config
-from inproc import acp_agent, start_daemon_inproc  # noqa: F401  (in-process LSP face)
+from inproc import acp_agent
 from rpc import Daemon, frame
 
 from toycoder_daemon.core.ports import PermissionRequest

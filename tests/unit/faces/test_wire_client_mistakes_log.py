@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from acp import PROTOCOL_VERSION, RequestError, text_block
 from helpers import write_config
-from inproc import acp_agent, start_daemon_inproc  # noqa: F401  (in-process LSP face)
+from inproc import acp_agent
 from rpc import Daemon, RpcError, frame
 
 from toycoder_daemon.testing.fake_llm import FakeLLM

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from acp import PROTOCOL_VERSION
 from helpers import write_config
-from inproc import acp_agent, start_daemon_inproc  # noqa: F401  (in-process LSP face)
+from inproc import acp_agent
 from rpc import Daemon, RpcError
 
 from toycoder_daemon.rpc.ndjson import MAX_LINE, Lines

@@ -10,8 +10,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from inproc import start_daemon_inproc  # noqa: F401  (in-process LSP face)
-
 from toycoder_daemon.sessions import listing
 from toycoder_daemon.sessions.store import SessionStore
 from toycoder_daemon.wire import protocol as wire

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from acp import text_block
 from acp_client import acp_face
-from inproc import start_daemon_inproc  # noqa: F401  (in-process LSP face)
 from inproc_app import InProc
 
 from toycoder_daemon.sessions.store import SessionStore

@@ -9,7 +9,6 @@ import pytest
 from acp import text_block
 from acp_client import acp_face, new_session
 from helpers import write_config
-from inproc import start_daemon_inproc  # noqa: F401  (in-process LSP face)
 from inproc_app import InProc, eventually
 
 from toycoder_daemon.sessions.titles import clean_title, prompt_title

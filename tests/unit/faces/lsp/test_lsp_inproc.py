@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from helpers import write_call
-from inproc import start_daemon_inproc, start_lsp  # noqa: F401  (in-process LSP face)
+from inproc import start_lsp
 from rpc import Daemon, RpcError, frame
 from waiting import scaled
 

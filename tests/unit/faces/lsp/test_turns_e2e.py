@@ -7,7 +7,6 @@ import asyncio
 
 import pytest
 from helpers import new_session
-from inproc import start_daemon_inproc  # noqa: F401  (in-process LSP face)
 from rpc import Daemon, RpcError
 from waiting import scaled
 

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from helpers import new_session, tool_results
-from inproc import start_daemon_inproc  # noqa: F401  (the LSP face in-process)
 from inproc_app import InProc, eventually
 from rpc import Daemon
 

@@ -10,7 +10,6 @@ from acp import text_block
 from acp_client import acp_face
 from acp_client import new_session as acp_new_session
 from helpers import new_session, plan_call, write_config
-from inproc import start_daemon_inproc  # noqa: F401  (in-process LSP face)
 from inproc_app import InProc
 
 from toycoder_daemon.core.ports import PlanUpdated, ToolCallFinished
