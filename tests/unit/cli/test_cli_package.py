@@ -35,9 +35,9 @@ def test_the_demo_files_are_package_data_and_toycoder_is_a_console_script() -> N
     assert project["project"]["scripts"]["toycoder"] == "toycoder_daemon.cli.main:main"
     globs = project["tool"]["setuptools"]["package-data"]["toycoder_daemon"]
     pkg = ROOT / "toycoder_daemon"
-    files = [f.relative_to(pkg).as_posix() for f in (pkg / "terminal" / "demo").rglob("*")
+    files = [f.relative_to(pkg).as_posix() for f in (pkg / "cli" / "demo").rglob("*")
              if f.is_file() and "__pycache__" not in f.parts]
-    assert "terminal/demo/script.json" in files and "terminal/demo/sample_project/calc.py" in files
+    assert "cli/demo/script.json" in files and "cli/demo/sample_project/calc.py" in files
     # setuptools globs: '*' does not cross '/'
     unshipped = [f for f in files if not any(fnmatch(f, g) and f.count("/") == g.count("/") for g in globs)]
     assert unshipped == []

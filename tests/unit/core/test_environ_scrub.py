@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="th
 
 CHILD = """
 import json, os, sys
-from toycoder_daemon import environ_scrub, secrets
+from toycoder_daemon.core.util import environ_scrub, secrets
 secrets.register(["held-by-value-0123"])
 blanked = environ_scrub.scrub()
 print(json.dumps({"blanked": blanked, "key": os.environ.get("FAKE_API_KEY"), "plain": os.environ.get("PLAIN_VAR")}), flush=True)

@@ -10,12 +10,12 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from helpers import alive, processes_running, processes_with
 from sandbox_helpers import (
     FAKE_DAEMON,
+    PACKAGE_PARENT,
     Box,
     Runner,
     kill_markers,
@@ -261,8 +261,7 @@ def test_a_daemon_killed_while_the_init_starts_takes_the_command_with_it() -> No
     a, c = unique_sleep(), unique_sleep()
     spec, _ = spec_for(f"touch ran; setsid sleep {a} & sleep {c}", box, runner.support())
     forked, go = box.tmp / "forked", box.tmp / "go"
-    package = str(Path(launch.__file__).resolve().parents[3])
-    launcher = [sys.executable, "-I", "-S", "-c", HELD_INIT, package, str(forked), str(go)]
+    launcher = [sys.executable, "-I", "-S", "-c", HELD_INIT, PACKAGE_PARENT, str(forked), str(go)]
     parent = subprocess.Popen([sys.executable, "-c", FAKE_DAEMON, json.dumps(spec), *launcher], cwd="/",
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
     markers = [f"sleep {a}", f"sleep {c}"]  # the launcher and its init carry them too (in the spec)

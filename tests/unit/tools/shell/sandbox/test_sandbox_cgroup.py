@@ -16,7 +16,18 @@ from pathlib import Path
 
 import pytest
 from helpers import AllowAll, proc_dir, processes_running, processes_with
-from sandbox_helpers import FAKE_DAEMON, Box, Runner, cgroups_of, kill_markers, remove_cgroups_of, run, spec_for, unique_sleep
+from sandbox_helpers import (
+    FAKE_DAEMON,
+    PACKAGE_PARENT,
+    Box,
+    Runner,
+    cgroups_of,
+    kill_markers,
+    remove_cgroups_of,
+    run,
+    spec_for,
+    unique_sleep,
+)
 from test_sandbox_hopper import CC, HOPPER
 from waiting import scaled, wait_until
 
@@ -35,11 +46,10 @@ NO_CLONE3 = "contain.fork_into_cgroup = lambda path: None"
 
 
 def patched_launcher(patch: str, spec: dict[str, object]) -> list[str]:
-    package = str(Path(cgroups.__file__).resolve().parents[3])
     code = ("import sys\nsys.path.append(sys.argv.pop(1))\n"
             "from toycoder_daemon.tools.shell.sandbox import contain, launch, tree\n"
             f"{patch}\nsys.exit(launch.main(sys.argv[1:]))\n")
-    return [sys.executable, "-I", "-S", "-c", code, package, json.dumps(spec)]
+    return [sys.executable, "-I", "-S", "-c", code, PACKAGE_PARENT, json.dumps(spec)]
 
 
 @pytest.fixture

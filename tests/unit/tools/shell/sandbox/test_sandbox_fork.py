@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import test_sandbox_cgroup
 from helpers import proc_dir
-from sandbox_helpers import Box, Runner, remove_cgroups_of, spec_for, unique_sleep
+from sandbox_helpers import PACKAGE_PARENT, Box, Runner, remove_cgroups_of, spec_for, unique_sleep
 from test_sandbox_cgroup import ABI, NO_CGROUP, needs_cgroups
 from waiting import scaled, wait_until
 
@@ -23,12 +23,11 @@ from toycoder_daemon.tools.shell.sandbox import cgroups, probe
 
 pytestmark = pytest.mark.skipif(ABI < 1, reason="the sandbox needs Linux with Landlock")
 box, cgroup = test_sandbox_cgroup.box, test_sandbox_cgroup.cgroup  # its fixtures
-PACKAGE = str(Path(cgroups.__file__).resolve().parents[3])
 
 
 def _python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
     """`code` in a fresh isolated interpreter (as the launcher runs), our package importable."""
-    prelude = f"import sys\nsys.path.append({PACKAGE!r})\n"
+    prelude = f"import sys\nsys.path.append({PACKAGE_PARENT!r})\n"
     return subprocess.run([sys.executable, "-I", "-S", "-c", prelude + code, *args], capture_output=True,
                           text=True, timeout=scaled(30), cwd=probe.LAUNCH_CWD, stdin=subprocess.DEVNULL)
 
@@ -109,7 +108,7 @@ def test_a_stop_just_after_the_fork_runs_the_supervisors_handler_only_in_the_sup
     spec, _ = spec_for(f"sleep {unique_sleep()}", box, runner.support(), namespaces=False)
     spec["cgroup"] = cgroups.create() if how == "clone3" else None
     flag, log = tmp_path / "forked", tmp_path / "log"
-    argv = [sys.executable, "-I", "-S", "-c", SLOW_CHILD, PACKAGE, str(flag), str(log), json.dumps(spec)]
+    argv = [sys.executable, "-I", "-S", "-c", SLOW_CHILD, PACKAGE_PARENT, str(flag), str(log), json.dumps(spec)]
     launcher = subprocess.Popen(argv, cwd=probe.LAUNCH_CWD, stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         wait_until(flag.exists, scaled(30), "the launcher to fork")

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from helpers import AllowAll, parent_of, proc_dir, processes_running, processes_with
-from sandbox_helpers import FAKE_DAEMON, Box, Runner, kill_markers, run, spec_for, unique_sleep
+from sandbox_helpers import FAKE_DAEMON, PACKAGE_PARENT, Box, Runner, kill_markers, run, spec_for, unique_sleep
 from waiting import wait_until, wait_until_async
 
 from toycoder_daemon.tools.base import ToolContext
@@ -228,9 +228,8 @@ async def test_a_cancel_that_must_kill_the_launcher_kills_its_tree_first(tmp_pat
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A cancel TERMs the group and KILLs it after KILL_GRACE. A launcher still cleaning up then
     used to die with a setsid'd child of the command still below it, which kept running."""
-    package = str(Path(shell.__file__).resolve().parents[2])
     monkeypatch.setattr(probe, "launcher_argv", lambda *args: [sys.executable, "-I", "-S", "-c", STUCK_CLEANUP,
-                                                               package, *args])
+                                                               PACKAGE_PARENT, *args])
     monkeypatch.setattr(shell, "KILL_GRACE", 0.3)
     async with _a_setsid_child_in_subreaper_mode(tmp_path, monkeypatch) as (turn, markers):
         turn.cancel()
