@@ -19,7 +19,7 @@ What is counted (sys.setprofile over `App.prompt`, from its call to its return):
   event loop runs).
 - A *stop* is a visit of a file: a maximal run of consecutive calls into the same file. The walk
   prints the stops, each with the functions called there.
-- A module's *rank* is its layer's height in the table tests/test_architecture.py checks
+- A module's *rank* is its layer's height in the table tests/unit/test_architecture.py checks
   (docs/architecture.md): a layer that may import nothing is 0, any other is one above the highest
   it may import (base 0; wire, llm, config, prompts, tools, checkpoints 1; agent, sessions 2;
   commands 3; app 4; faces 5). Within the app layer, App itself (app.py and the modules of App's
