@@ -19,7 +19,7 @@ What is counted (sys.setprofile over `App.prompt`, from its call to its return):
   event loop runs).
 - A *stop* is a visit of a file: a maximal run of consecutive calls into the same file. The walk
   prints the stops, each with the functions called there.
-- A module's *rank* is its layer's height in the table tests/test_architecture.py checks
+- A module's *rank* is its layer's height in the table tests/unit/test_architecture.py checks
   (docs/architecture.md): a layer that may import nothing is 0, any other is one above the highest
   it may import (core 0; config 1; llm, tools, wire 2; agent, prompts, rpc 3; sessions 4;
   checkpoints 5; commands 6; app 7; faces 8). Within the app layer, App itself (app/application.py

@@ -1,14 +1,22 @@
-"""Shared fixtures: an isolated environment, a workspace, the scripted model server, the daemon.
+"""Fixtures every tier shares: an isolated environment, a workspace, the scripted model server, the
+in-process App, the daemon (whose `start_daemon` each tier's conftest.py gives: in-process in unit/, a
+process in e2e/), and the tier markers.
 
-Shared helpers live in helpers.py (processes, sessions, AllowAll) and waiting.py (wait_until); two
-runs of the suite at once on one machine must not see each other: everything a test writes is under
-its tmp_path, ports are chosen by the OS, and processes are found and killed by per-test markers.
+The tests live in tier folders (tests/README.md): unit/, e2e/, editors/, golden/. Every test gets the
+marker of its folder here, so `pytest -m unit` runs the in-process tier alone.
+
+Shared helpers live in helpers.py (processes, sessions, AllowAll, scripted replies, config) and
+waiting.py (wait_until), at tests/ (put on sys.path below) whatever the folder of the test that
+imports them; import them from there, never from a conftest (every conftest.py is the module
+'conftest'). Two runs of the suite at once on one machine must not see each other: everything a test
+writes is under its tmp_path, ports are chosen by the OS, and processes are found and killed by
+per-test markers.
 """
 
 from __future__ import annotations
 
-import asyncio
 import shutil
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -16,13 +24,29 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent))  # the shared helpers, for every tier
 
-from helpers import MARKER_VAR, kill_process_groups, processes_of_test, unique_marker  # noqa: E402
+from helpers import (  # noqa: E402
+    MARKER_VAR,
+    TESTS,
+    TIERS,
+    TOY_MCP_SERVER,
+    kill_process_groups,
+    processes_of_test,
+    unique_marker,
+)
 from rpc import Daemon  # noqa: E402
 from warm_helpers import RUNTIME_VAR, new_runtime_dir, stop_servers  # noqa: E402
 
 from toycoder_daemon.testing.fake_llm import FakeLLM  # noqa: E402
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test gets its tier folder's marker (test_hygiene.py checks that every test file is in one)."""
+    for item in items:
+        path = item.path.resolve()
+        if path.is_relative_to(TESTS) and (tier := path.relative_to(TESTS).parts[0]) in TIERS:
+            item.add_marker(getattr(pytest.mark, tier))
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -85,41 +109,31 @@ def llm() -> Iterator[FakeLLM]:
         yield server
 
 
-def write_config(path: Path, llm: FakeLLM, *, keys: list[str] | None = None, extra: str = "") -> Path:
-    """auto_title is off: every test scripts each model request (test_titles.py turns it on)."""
-    keys = keys or ["test-key-1"]
-    path.write_text(
-        "providers:\n  openai:\n    api_keys: [" + ", ".join(f'"{k}"' for k in keys) + "]\n"
-        f"    base_url: {llm.base_url}\n    models: {{default: fake-model, fast: fake-fast}}\n"
-        "default_provider: openai\n"
-        "agent: {max_steps: 16, max_retries: 2, retry_interval: 0.05, auto_title: false}\n" + extra
-    )
-    return path
-
-
 @pytest.fixture
-async def start_daemon(tmp_path: Path, workspace: Path, llm: FakeLLM) -> AsyncIterator[Callable[..., Any]]:
-    """start_daemon(keys=..., extra=yaml, caps=..., progress=...) -> an initialized Daemon."""
-    daemons: list[Daemon] = []
+def http_server() -> Iterator[Callable[..., str]]:
+    """http_server(*args) -> (the /mcp URL of a toy server on 127.0.0.1, its process), killed at teardown."""
+    procs: list[subprocess.Popen[str]] = []
 
-    async def start(*, keys: list[str] | None = None, extra: str = "", caps: dict[str, Any] | None = None,
-                    progress: bool = False, args: tuple[str, ...] = (), init: bool = True) -> Daemon:
-        cfg = write_config(tmp_path / f"config{len(daemons)}.yaml", llm, keys=keys, extra=extra)
-        d = await Daemon.start("--config", str(cfg), "--log-level", "INFO", *args)
-        daemons.append(d)
-        if init:
-            await d.initialize(workspace, toycoder_caps=caps, progress=progress)
-        return d
+    def start(*args: str) -> tuple[str, subprocess.Popen[str]]:
+        proc = subprocess.Popen([sys.executable, TOY_MCP_SERVER, "--http", "0", *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+        procs.append(proc)
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        return f"http://127.0.0.1:{port}/mcp", proc
 
     yield start
-    for d in daemons:
-        await d.close()
-        # shown by pytest only when the test failed: the daemon's own account of what happened
-        print(f"--- daemon {d.proc.pid} stderr ---\n{await d.stderr_text()}")
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 @pytest.fixture
 async def daemon(start_daemon: Callable[..., Awaitable[Daemon]]) -> Daemon:
+    """An initialized daemon with the default config: `start_daemon()` of the test's tier (unit/conftest.py:
+    the LSP face in this process; e2e/conftest.py: a daemon process)."""
     return await start_daemon()
 
 
@@ -137,25 +151,3 @@ async def inproc(tmp_path: Path, workspace: Path) -> AsyncIterator[Callable[...,
     yield make
     for p in made:
         await p.close()
-
-
-@pytest.fixture
-def scans(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, bool]]:
-    """Every file scan the index makes: (start offset, end offset, ran on an event loop)."""
-    from toycoder_daemon.sessions import listing
-
-    seen: list[tuple[int, int, bool]] = []
-    real = listing._scan
-
-    def recording(path: Path, entry: Any, st: Any) -> Any:
-        try:
-            asyncio.get_running_loop()
-            on_loop = True
-        except RuntimeError:
-            on_loop = False
-        out = real(path, entry, st)
-        seen.append((entry.offset, out.offset, on_loop))
-        return out
-
-    monkeypatch.setattr(listing, "_scan", recording)
-    return seen

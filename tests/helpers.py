@@ -1,4 +1,6 @@
-"""Helpers shared by the test files: processes a test started, sessions, tool results, a frontend.
+"""Helpers shared by the test files of every tier: processes a test started, sessions, tool results, a
+frontend, the scripted model replies and config several tiers use, and the paths (ROOT, TESTS, the toy
+MCP server) that must not depend on how deep a test file sits in tests/.
 
 Process hygiene: every test runs with a unique TOYCODER_TEST_MARKER in its environment (conftest's
 autouse fixture), which every process it starts inherits (daemons, their commands, MCP servers,
@@ -12,12 +14,27 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from toycoder_daemon.testing.fake_llm import FakeLLM
 
 MARKER_VAR = "TOYCODER_TEST_MARKER"
+TESTS = Path(__file__).resolve().parent
+"""tests/: the shared helpers live here, whatever tier folder a test file is in."""
+ROOT = TESTS.parent
+"""The repository."""
+TIERS = ("unit", "e2e", "editors", "golden")
+"""The tier folders under tests/, each one a pytest marker of the same name (conftest.py applies it,
+pyproject.toml registers it)."""
+TOY_MCP_SERVER = str(TESTS / "mcp_servers" / "toy_server.py")
+"""The toy MCP server (stdio, or streamable HTTP with `--http PORT`); `--tag` marks its command line."""
+SLOW_MCP_START = "3"
+"""Seconds a slow toy server takes to start: long enough for a turn to show that it waits."""
 
 
 def unique_marker(prefix: str = "toycoder-test") -> str:
@@ -192,6 +209,55 @@ def write_call(path: str, content: str) -> dict[str, Any]:
     return {"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": content}}]}
 
 
+def run_call(command: str, **args: Any) -> dict[str, Any]:
+    """A scripted model reply that calls run_command."""
+    return {"tool_calls": [{"name": "run_command", "arguments": {"command": command, **args}}]}
+
+
+def plan_call(*steps: tuple[str, str]) -> dict[str, Any]:
+    """A scripted model reply that calls update_plan with (content, status) steps, the first one high priority."""
+    return {"tool_calls": [{"name": "update_plan", "arguments": {"entries": [
+        {"content": c, "status": s, "priority": "high" if i == 0 else "medium"} for i, (c, s) in enumerate(steps)]}}]}
+
+
+IN_PROGRESS = [("read the code", "completed"), ("fix the bug", "in_progress"), ("run the tests", "pending")]
+"""A plan in (content, status) steps for plan_call: one done, one under way, one to do."""
+
+
+def planner_call(query: str = "Add a subtract() function with tests") -> dict[str, Any]:
+    """A scripted model reply that calls the planner sub-agent; PLANNER_ANSWER is what it answers."""
+    return {"text": "Let me plan.", "tool_calls": [{"name": "planner", "arguments": {"query": query}}]}
+
+
+PLANNER_ANSWER = "I would do this:\n1. Read src/app.py\n2. Add subtract() (high)\n3. Add tests (low)"
+SEEDED = [("Read src/app.py", "medium", "pending"), ("Add subtract()", "high", "pending"),
+          ("Add tests", "low", "pending")]
+"""The plan PLANNER_ANSWER seeds: (content, priority, status) per entry."""
+
+
+def slow_and_mute_mcp_servers(tag: str) -> str:
+    """Config YAML: `toy`, a safe toy server SLOW_MCP_START seconds slow to start, and `mute`, one that
+    never answers its handshake (start_timeout 1)."""
+    return ("mcp_servers:\n"
+            f"  toy: {{command: {sys.executable}, args: [{TOY_MCP_SERVER}, --tag, {tag}, --start-delay, '{SLOW_MCP_START}'],"
+            " permission: safe}\n"
+            f"  mute: {{command: {sys.executable}, args: [{TOY_MCP_SERVER}, --tag, {tag}, --start-delay, '60'],"
+            " start_timeout: 1}\n")
+
+
+def write_config(path: Path, llm: FakeLLM, *, keys: list[str] | None = None, extra: str = "") -> Path:
+    """A config for the scripted model server `llm` (keys: its API keys; extra: more YAML). auto_title is
+    off: every test scripts each model request (test_titles.py turns it on)."""
+    keys = keys or ["test-key-1"]
+    path.write_text(
+        "providers:\n  openai:\n    api_keys: [" + ", ".join(f'"{k}"' for k in keys) + "]\n"
+        f"    base_url: {llm.base_url}\n    models: {{default: fake-model, fast: fake-fast}}\n"
+        "default_provider: openai\n"
+        "agent: {max_steps: 16, max_retries: 2, retry_interval: 0.05, auto_title: false}\n" + extra
+    )
+    return path
+
+
 class AllowAll:
     """A Frontend for in-process tool calls: ignores events, allows everything, answers no question."""
 
@@ -260,8 +326,7 @@ def held_import(tmp: Path, package: str) -> tuple[dict[str, str], Path, Path]:
     (shim / package).mkdir(parents=True)
     (shim / package / "__init__.py").write_text(_HELD_IMPORT.format(package=package))
     entered, release = tmp / f"{package}-entered", tmp / f"{package}-release"
-    root = Path(__file__).resolve().parent.parent
     env = {"HELD_IMPORT_ENTERED": str(entered), "HELD_IMPORT_RELEASE": str(release),
            "TOYCODER_WARM": "0",  # what a fresh process does before the import: a cold start's
-           "PYTHONPATH": os.pathsep.join([str(shim), str(root), os.environ.get("PYTHONPATH", "")])}
+           "PYTHONPATH": os.pathsep.join([str(shim), str(ROOT), os.environ.get("PYTHONPATH", "")])}
     return env, entered, release

@@ -16,20 +16,17 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
 from acp.client.connection import ClientSideConnection
-from conftest import write_config
 from rpc import Daemon
 
 from toycoder_daemon.faces.acp.agent import serve_acp
 from toycoder_daemon.faces.lsp.server import make_server
 from toycoder_daemon.faces.lsp.transport import serve
-from toycoder_daemon.testing.fake_llm import FakeLLM
 
 
 class _Feed:
@@ -165,23 +162,3 @@ async def acp_agent(editor: Any, config: Path, *, observers: list[Any] | None = 
             await asyncio.wait_for(proc.wait(), 10)
         finally:
             await conn.close()
-
-
-@pytest.fixture(name="start_daemon")
-async def start_daemon_inproc(tmp_path: Path, workspace: Path, llm: FakeLLM) -> AsyncIterator[Callable[..., Any]]:
-    """conftest's start_daemon, in-process: a test module opts in with
-    `from inproc import start_daemon_inproc  # noqa: F401`, and its `daemon` fixture follows."""
-    daemons: list[Daemon] = []
-
-    async def start(*, keys: list[str] | None = None, extra: str = "", caps: dict[str, Any] | None = None,
-                    progress: bool = False, init: bool = True) -> Daemon:
-        cfg = write_config(tmp_path / f"config{len(daemons)}.yaml", llm, keys=keys, extra=extra)
-        d = await start_lsp(cfg)
-        daemons.append(d)
-        if init:
-            await d.initialize(workspace, toycoder_caps=caps, progress=progress)
-        return d
-
-    yield start
-    for d in daemons:
-        assert await d.close() == 0

@@ -20,10 +20,15 @@ from typing import Any
 
 from helpers import processes_with
 
+import toycoder_daemon
 from toycoder_daemon.tools.shell.sandbox import cgroups, probe
 from toycoder_daemon.tools.shell.sandbox.policy import Plan, Policy, plan
 
 _probed: dict[str, probe.Support] = {}
+PACKAGE_PARENT = str(Path(toycoder_daemon.__file__).resolve().parents[1])
+"""Where `import toycoder_daemon` finds our package: what a launcher run by a test appends to sys.path
+(as probe.BOOT does), found from the package, not by counting a module's folders."""
+
 FAKE_DAEMON = ("import json, os, subprocess, sys; spec = json.loads(sys.argv[1]); spec['daemon'] = os.getpid(); "
                "subprocess.Popen(sys.argv[2:] + [json.dumps(spec)], start_new_session=True); "
                "import time; time.sleep(600)")

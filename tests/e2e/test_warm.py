@@ -1,0 +1,455 @@
+"""The warm start (toycoder_daemon/warm): the launcher, the fork server, and each fault of issue 26.
+
+Every test here has a runtime dir of its own (`rundir`), so the servers it meets are the ones it
+started, and it stops them at the end. Daemons are started as editors start them, `python -m
+toycoder_daemon` on pipes (rpc.Daemon, or subprocess where a test needs the raw streams).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import (
+    MARKER_VAR,
+    alive,
+    cmdline_of,
+    cwd_of,
+    environ_of,
+    has_env,
+    live_pids,
+    maps_of,
+    memory_holds,
+    parent_of,
+    processes_running,
+    processes_with,
+    sleep_command,
+    write_config,
+)
+from rpc import ROOT, Daemon, frame
+from waiting import scaled, wait_until
+from warm_helpers import (
+    RUNTIME_VAR,
+    new_runtime_dir,
+    served_warm,
+    serving_pid,
+    sockets,
+    status,
+    stop_servers,
+    wait_for_server,
+)
+
+from toycoder_daemon.testing.fake_llm import FakeLLM
+from toycoder_daemon.warm import launcher
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the warm start is Linux's by default")
+CAN_ADD_USERS = os.geteuid() == 0 and shutil.which("useradd") and shutil.which("runuser")
+DAEMON = [sys.executable, "-m", "toycoder_daemon"]
+
+
+@pytest.fixture
+def rundir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    directory = new_runtime_dir()
+    monkeypatch.setenv(RUNTIME_VAR, str(directory))
+    yield directory
+    stop_servers(directory)
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def run(*args: str, env: dict[str, str] | None = None, cwd: str | Path | None = None,
+        timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*DAEMON, *args], capture_output=True, text=True, env={**os.environ, **(env or {})},
+                          cwd=str(cwd or ROOT), timeout=scaled(timeout), start_new_session=True)
+
+
+def start_server(rundir: Path) -> dict[str, Any]:
+    """A launch that finds no server serves cold and starts one: its status once it serves."""
+    assert run("--version").returncode == 0
+    return wait_for_server(rundir)
+
+
+def server_socket(rundir: Path) -> Path:
+    """Where this install's server listens in `rundir` (learnt from a real one, then stopped)."""
+    start_server(rundir)
+    (path,) = sockets(rundir)
+    stop_servers(rundir)
+    wait_until(lambda: not path.exists(), what="the stopped server's socket to go")
+    return path
+
+
+async def started(rundir: Path, cfg: Path, workspace: Path, **kw: Any) -> Daemon:
+    d = await Daemon.start("--config", str(cfg), **kw)
+    await d.initialize(workspace)
+    return d
+
+
+# -- a warm launch ------------------------------------------------------------------------------
+
+async def test_a_warm_child_runs_with_the_launchers_fds_cwd_env_and_argv(rundir: Path, workspace: Path, llm: FakeLLM,
+                                                                       tmp_path: Path) -> None:
+    server = start_server(rundir)
+    cfg = write_config(tmp_path / "config.yaml", llm)
+    d = await started(rundir, cfg, workspace, env={"WARM_PROBE": "probe-1"}, cwd=str(workspace))
+    child = serving_pid(d.proc.pid, rundir)
+    assert child != d.proc.pid, "the launch was not served warm"
+    llm.add({"text": "warm hello"})
+    sid = (await d.call("toycoder/session/new", {}))["sessionId"]
+    await d.call("toycoder/prompt", {"sessionId": sid, "text": "hi"})
+    assert d.streamed_text(sid) == "warm hello"
+    assert cwd_of(child) == str(workspace)
+    assert b"WARM_PROBE=probe-1" in environ_of(child) and f"{MARKER_VAR}={os.environ[MARKER_VAR]}".encode() in environ_of(child)
+    assert cmdline_of(child) == cmdline_of(d.proc.pid)
+    assert os.getpgid(child) == child and os.getsid(child) == child  # its own session and group
+    assert parent_of(child) == server["pid"]
+    assert "_pydantic_core" not in maps_of(d.proc.pid) and "_pydantic_core" in maps_of(child)
+    assert await d.close() == 0
+    wait_until(lambda: not alive(child), what="the child to end with the session")
+
+
+def test_the_launcher_imports_the_stdlib_and_one_module_of_ours(rundir: Path) -> None:
+    start_server(rundir)
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "toycoder_daemon", "--version"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=scaled(60))
+    assert out.returncode == 0 and out.stdout == "toycoder-daemon 0.1.0\n", out.stderr
+    names = {line.rsplit("|", 1)[1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
+    ours = {n.strip() for n in names if n.strip().startswith("toycoder_daemon")}
+    assert ours == {"toycoder_daemon", "toycoder_daemon.warm", "toycoder_daemon.warm.launcher"}, ours
+    heavy = {n for n in names if n.split(".")[0] in {"pydantic", "pydantic_core", "pygls", "lsprotocol", "acp", "yaml",
+                                                      "httpx2", "asyncio"}}
+    assert not heavy, heavy
+
+
+async def test_cold_when_disabled_and_no_server_is_started(rundir: Path, workspace: Path, llm: FakeLLM,
+                                                           tmp_path: Path) -> None:
+    d = await started(rundir, write_config(tmp_path / "c.yaml", llm), workspace, env={"TOYCODER_WARM": "0"})
+    await d.call("toycoder/session/new", {})
+    assert "_pydantic_core" in maps_of(d.proc.pid)  # the daemon runs in the launcher's process
+    assert serving_pid(d.proc.pid, rundir) == d.proc.pid
+    mine = f"{RUNTIME_VAR}={rundir}".encode()
+    others = [p for p in live_pids() if p not in (d.proc.pid, os.getpid()) and has_env(p, mine)]
+    assert others == [] and sockets(rundir) == []
+    assert await d.close() == 0
+
+
+def test_warm_status_and_warm_stop(rundir: Path) -> None:
+    server = start_server(rundir)
+    shown = json.loads(run("--warm-status").stdout)
+    assert shown["running"] and shown["pid"] == server["pid"] and shown["children"] == []
+    stopped = run("--warm-stop")
+    assert stopped.returncode == 0 and stopped.stdout == "stopped 1 fork server\n"
+    wait_until(lambda: not alive(server["pid"]), what="the server to exit")
+    after = run("--warm-status", env={"TOYCODER_WARM": "1"})
+    assert after.returncode == 1 and not json.loads(after.stdout)["running"]
+
+
+async def test_the_configured_idle_time_ends_the_server(rundir: Path, workspace: Path, llm: FakeLLM,
+                                                        tmp_path: Path) -> None:
+    server = start_server(rundir)
+    cfg = write_config(tmp_path / "c.yaml", llm, extra="daemon: {warm_idle_minutes: 0.02}\n")
+    d = await started(rundir, cfg, workspace)
+    assert served_warm(d.proc.pid, rundir)
+    wait_until(lambda: (status(sockets(rundir)[0]) or {}).get("idleMinutes") == 0.02, what="the child's report")
+    assert alive(server["pid"])  # not while a daemon runs
+    assert await d.close() == 0
+    wait_until(lambda: not alive(server["pid"]), 20, "the idle server to exit")
+    assert sockets(rundir) == []
+
+
+def test_the_server_forks_only_single_threaded() -> None:
+    code = ("import threading, time\nfrom toycoder_daemon.warm.server import threads_problem\n"
+            "print(threads_problem())\nstop = threading.Event()\nt = threading.Thread(target=stop.wait)\nt.start()\n"
+            "print(threads_problem())\nstop.set()\nt.join()\n"
+            # a joined thread is gone from /proc/self/task a moment after join returns
+            "deadline = time.monotonic() + 10\nwhile threads_problem() and time.monotonic() < deadline:\n"
+            "    time.sleep(0.01)\nprint(threads_problem())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=scaled(60))
+    assert out.stdout.splitlines() == ["None", "2 Python threads", "None"], out.stderr
+
+
+# -- faults -------------------------------------------------------------------------------------
+
+async def test_a_server_killed_between_starts(rundir: Path, workspace: Path, llm: FakeLLM, tmp_path: Path) -> None:
+    """The next launch works (cold, the socket is stale) and the one after is warm."""
+    first = start_server(rundir)
+    os.kill(first["pid"], signal.SIGKILL)
+    wait_until(lambda: not alive(first["pid"]), what="the server to die")
+    cfg = write_config(tmp_path / "c.yaml", llm)
+    cold = await started(rundir, cfg, workspace)
+    assert not served_warm(cold.proc.pid, rundir)
+    second = wait_for_server(rundir)
+    assert second["pid"] != first["pid"]
+    warm = await started(rundir, cfg, workspace)
+    assert served_warm(warm.proc.pid, rundir)
+    assert await cold.close() == 0 and await warm.close() == 0
+    assert "is stale" in await cold.stderr_text()
+
+
+FAKE_SERVER = """
+import os, socket, struct, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8)
+print("listening", flush=True)
+conn, _ = s.accept()
+head, anc, _, _ = conn.recvmsg(8, socket.CMSG_SPACE(6 * 4))
+kind, length = struct.unpack("!4sI", head)
+got = 0
+while got < length:
+    got += len(conn.recv(length - got))
+print("got", kind.decode(), len(anc[0][2]) // 4, flush=True)
+time.sleep(600)
+"""
+
+
+def read_frame(stream: Any) -> dict[str, Any]:
+    length = 0
+    while (line := stream.readline()) not in (b"\r\n", b""):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return dict(json.loads(stream.read(length)))
+
+
+def test_a_server_killed_in_the_handshake(rundir: Path, workspace: Path) -> None:
+    """The launcher serves cold within 100 ms of the server's death; every frame sent before it is
+    answered once: none lost, none doubled."""
+    path = server_socket(rundir)
+    fake = subprocess.Popen([sys.executable, "-c", FAKE_SERVER, str(path)], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        assert fake.stdout is not None and fake.stdout.readline() == "listening\n"
+        proc = subprocess.Popen(DAEMON, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                cwd=ROOT, start_new_session=True)
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        proc.stdin.write(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "processId": os.getpid(), "rootUri": workspace.as_uri(), "capabilities": {}}}))
+        proc.stdin.write(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        proc.stdin.write(frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
+        proc.stdin.flush()
+        assert fake.stdout.readline() == "got TCWL 6\n"  # the launch, with stdin, stdout, stderr, cwd, the two pipes
+        lines: list[tuple[float, bytes]] = []
+        reader = threading.Thread(target=lambda: lines.extend((time.monotonic(), ln) for ln in proc.stderr), daemon=True)  # type: ignore[union-attr]
+        reader.start()
+        killed = time.monotonic()
+        os.kill(fake.pid, signal.SIGKILL)
+        said = wait_until(lambda: [t for t, ln in lines if b"starting cold" in ln], what="the launcher to go cold")
+        assert said[0] - killed <= scaled(0.1), f"{(said[0] - killed) * 1000:.0f} ms"
+        answers = [read_frame(proc.stdout), read_frame(proc.stdout)]
+        assert sorted(a["id"] for a in answers) == [1, 2] and "capabilities" in answers[0]["result"]
+        proc.stdin.close()
+        assert proc.wait(scaled(20)) == 0
+        assert proc.stdout.read() == b""  # nothing more: no answer twice
+    finally:
+        fake.kill()
+        fake.wait()
+
+
+async def test_a_stale_socket_is_refused_and_replaced(rundir: Path, workspace: Path, llm: FakeLLM, tmp_path: Path) -> None:
+    path = server_socket(rundir)
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(path))  # a socket file nothing listens on (a server that died)
+    cfg = write_config(tmp_path / "c.yaml", llm)
+    d = await started(rundir, cfg, workspace)
+    assert not served_warm(d.proc.pid, rundir)
+    wait_for_server(rundir)
+    warm = await started(rundir, cfg, workspace)
+    assert served_warm(warm.proc.pid, rundir)
+    assert await d.close() == 0 and await warm.close() == 0
+    assert f"fork server socket {path} is stale" in await d.stderr_text()
+
+
+@pytest.fixture
+def other_user() -> Iterator[tuple[str, int, int]]:
+    if not CAN_ADD_USERS:
+        pytest.skip("a socket or directory of another uid needs root, useradd and runuser")
+    from sandbox_helpers import temporary_user
+
+    with temporary_user() as name:
+        out = subprocess.run(["id", "-u", name], capture_output=True, text=True, check=True)
+        gid = subprocess.run(["id", "-g", name], capture_output=True, text=True, check=True)
+        yield name, int(out.stdout), int(gid.stdout)
+
+
+OTHER_SERVER = """
+import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])
+if sys.argv[2] == "file":
+    os.chown(sys.argv[1], int(sys.argv[3]), int(sys.argv[4]))
+else:  # the socket file stays ours; who listens (what SO_PEERCRED shows) is the other user
+    os.setgid(int(sys.argv[4])); os.setuid(int(sys.argv[3]))
+s.listen(8)
+print("listening", flush=True)
+while True:
+    s.accept()
+"""
+
+
+@pytest.mark.parametrize("whose", ["listener", "file"])
+def test_a_socket_of_another_uid_is_refused(rundir: Path, workspace: Path, other_user: tuple[str, int, int],
+                                            whose: str) -> None:
+    _, uid, gid = other_user
+    path = server_socket(rundir)
+    other = subprocess.Popen([sys.executable, "-c", OTHER_SERVER, str(path), whose, str(uid), str(gid)],
+                             stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert other.stdout is not None and other.stdout.readline() == "listening\n"
+        out = run("--check-config")
+        assert out.returncode == 0 and json.loads(out.stdout)["valid"]  # served, cold
+        expected = f"is served by uid {uid}" if whose == "listener" else f"is not a socket of uid {os.geteuid()}"
+        assert f"fork server socket {path} {expected}" in out.stderr and "starting cold" in out.stderr
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_the_server_refuses_a_launcher_of_another_uid(rundir: Path, other_user: tuple[str, int, int]) -> None:
+    from sandbox_helpers import python_for
+
+    name, uid, _ = other_user
+    python = python_for(name)
+    if python is None:
+        pytest.skip(f"no Python interpreter that the test user {name} may run")
+    server = start_server(rundir)
+    (path,) = sockets(rundir)
+    rundir.chmod(0o711)  # a mistake of ours, made here so that the other user can reach the socket at all
+    path.chmod(0o777)
+    client = ("import socket, struct, sys\ns = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
+              "try:\n    s.sendall(struct.pack('!4sI', b'TCWL', 0))\nexcept BrokenPipeError:\n    pass  # refused already\nkind, n = struct.unpack('!4sI', s.recv(8))\n"
+              "print(kind.decode(), s.recv(n).decode())\n")
+    out = subprocess.run(["runuser", "-u", name, "--", python, "-c", client, str(path)], capture_output=True,
+                         text=True, timeout=scaled(30))
+    rundir.chmod(0o700)
+    assert out.stdout.strip() == f"TCWR uid {uid} is not the fork server's", out.stderr
+    assert (status(path) or {}).get("children") == [] and status(path)["pid"] == server["pid"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize("problem", ["mode 0777", "another owner"])
+def test_a_runtime_dir_not_ours_alone_is_refused(rundir: Path, problem: str, request: pytest.FixtureRequest) -> None:
+    if problem == "mode 0777":
+        rundir.chmod(0o777)
+        expected = f"runtime dir {rundir} has mode 0777, not 0700"
+    else:
+        _, uid, gid = request.getfixturevalue("other_user")
+        os.chown(rundir, uid, gid)
+        expected = f"runtime dir {rundir} is owned by uid {uid}"
+    before = os.stat(rundir)
+    out = run("--check-config")
+    assert out.returncode == 0 and json.loads(out.stdout)["valid"]  # served, cold
+    assert expected in out.stderr and "starting cold" in out.stderr
+    after = os.stat(rundir)
+    assert (after.st_mode, after.st_uid) == (before.st_mode, before.st_uid) and list(rundir.iterdir()) == []
+    os.chown(rundir, 0, 0) if problem != "mode 0777" else rundir.chmod(0o700)
+
+
+async def test_a_launcher_killed_mid_turn_takes_its_child_and_tools_along(rundir: Path, workspace: Path, llm: FakeLLM,
+                                                                         tmp_path: Path) -> None:
+    start_server(rundir)
+    cfg = write_config(tmp_path / "c.yaml", llm,
+                       extra="permissions: {allow: ['run_command(sleep *)']}\ntools: {enabled: [run_command]}\n")
+    d = await started(rundir, cfg, workspace)
+    child = serving_pid(d.proc.pid, rundir)
+    assert child != d.proc.pid
+    sleep = sleep_command(120)
+    llm.add({"tool_calls": [{"name": "run_command", "arguments": {"command": sleep}}]}, {"text": "done"})
+    sid = (await d.call("toycoder/session/new", {}))["sessionId"]
+    d.request_future("toycoder/prompt", {"sessionId": sid, "text": "sleep"})
+    await d.wait_for(lambda: processes_running(sleep), timeout=30, what="the command to start")
+    os.kill(d.proc.pid, signal.SIGKILL)
+    wait_until(lambda: not alive(child) and processes_with(sleep) == [], 2, "the child and its command to end")
+    assert await d.close() == -signal.SIGKILL
+
+
+async def test_a_crashed_child_ends_its_launcher_the_same_way(rundir: Path, workspace: Path, llm: FakeLLM,
+                                                              tmp_path: Path) -> None:
+    start_server(rundir)
+    bad = run("--log-level", "nonsense")
+    cold = run("--log-level", "nonsense", env={"TOYCODER_WARM": "0"})
+    assert bad.returncode == cold.returncode == 2 and "invalid choice" in bad.stderr
+    assert bad.stderr.splitlines()[-1] == cold.stderr.splitlines()[-1]
+    d = await started(rundir, write_config(tmp_path / "c.yaml", llm), workspace)
+    child = serving_pid(d.proc.pid, rundir)
+    assert child != d.proc.pid
+    os.kill(child, signal.SIGKILL)
+    assert await asyncio.wait_for(d.proc.wait(), scaled(10)) == -signal.SIGKILL
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+async def test_signals_to_the_launcher_reach_the_child(rundir: Path, workspace: Path, llm: FakeLLM, tmp_path: Path,
+                                                       signum: int) -> None:
+    start_server(rundir)
+    d = await started(rundir, write_config(tmp_path / "c.yaml", llm), workspace)
+    child = serving_pid(d.proc.pid, rundir)
+    assert child != d.proc.pid
+    d.proc.send_signal(signum)
+    assert await asyncio.wait_for(d.proc.wait(), scaled(10)) == -signum  # the child died of it; so did we
+    wait_until(lambda: not alive(child), what="the child to be gone")
+
+
+def test_twenty_launchers_at_once_each_get_their_own_env_and_cwd(rundir: Path, tmp_path: Path) -> None:
+    start_server(rundir)
+    procs = []
+    for i in range(20):
+        home = tmp_path / f"launch{i}"
+        home.mkdir()
+        (home / "cfg.yaml").write_text(f'providers:\n  p:\n    api_keys: [k]\n    base_url: "${{WARM_URL}}/{i}"\n'
+                                       "default_provider: p\n")
+        procs.append(subprocess.Popen([*DAEMON, "--check-config"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True, cwd=home, env={**os.environ, "TOYCODER_CONFIG": "cfg.yaml",
+                                                                "WARM_URL": f"http://host{i}"},
+                                      start_new_session=True))
+    for i, p in enumerate(procs):
+        out, err = p.communicate(timeout=scaled(60))
+        assert p.returncode == 0 and "starting cold" not in err, err
+        assert json.loads(out)["providers"][0]["baseUrl"] == f"http://host{i}/{i}"
+
+
+async def test_two_launches_reach_their_own_model_server_and_keys_stay_theirs(rundir: Path, workspace: Path) -> None:
+    server = start_server(rundir)
+    keys = {"a": f"sk-warm-a-{os.urandom(8).hex()}", "b": f"sk-warm-b-{os.urandom(8).hex()}"}
+    with FakeLLM() as llm_a, FakeLLM() as llm_b:
+        llms = {"a": llm_a, "b": llm_b}
+        daemons: dict[str, Daemon] = {}
+        for name, llm in llms.items():
+            llm.add({"text": f"from {name}"})
+            daemons[name] = await Daemon.start(env={"OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": keys[name],
+                                                    "TOYCODER_MODEL": "fake-model"})
+            await daemons[name].initialize(workspace)
+        for name, d in daemons.items():
+            assert served_warm(d.proc.pid, rundir)
+            sid = (await d.call("toycoder/session/new", {}))["sessionId"]
+            await d.call("toycoder/prompt", {"sessionId": sid, "text": "hi"})
+            assert d.streamed_text(sid) == f"from {name}"
+            # the turn, and maybe already the title request that follows it: each with this launch's key
+            assert {r["headers"]["authorization"] for r in llms[name].requests} == {f"Bearer {keys[name]}"}
+        children = {name: serving_pid(d.proc.pid, rundir) for name, d in daemons.items()}
+        for name, other in (("a", "b"), ("b", "a")):
+            block = b"\0".join(environ_of(children[name]))
+            assert f"OPENAI_BASE_URL={llms[name].base_url}".encode() in block
+            assert keys[other].encode() not in block
+            assert keys[name].encode() not in block and b"OPENAI_API_KEY=" in block  # blanked, as a cold start does
+            launcher_block = b"\0".join(environ_of(daemons[name].proc.pid))  # the launcher's copy too
+            assert keys[name].encode() not in launcher_block and b"OPENAI_API_KEY=" in launcher_block
+        assert not [e for e in environ_of(server["pid"]) if b"sk-warm" in e or e.startswith(b"OPENAI")]
+        assert memory_holds(server["pid"], [k.encode() for k in keys.values()]) == []
+        for d in daemons.values():
+            assert await d.close() == 0
+
+
+def test_a_launcher_in_another_network_namespace_serves_cold(rundir: Path) -> None:
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("`unshare -n` needs root")
+    start_server(rundir)
+    out = subprocess.run(["unshare", "-n", *DAEMON, "--version"], capture_output=True, text=True, cwd=ROOT,
+                         timeout=scaled(60))
+    assert out.returncode == 0 and out.stdout == "toycoder-daemon 0.1.0\n"
+    assert "the fork server is in another net namespace; starting cold" in out.stderr
+    assert launcher.NAMESPACES == ("mnt", "net", "pid", "user", "uts", "ipc", "cgroup")
