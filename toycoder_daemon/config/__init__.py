@@ -2,5 +2,5 @@
 model, and field docstrings used as descriptions in the generated docs and schema.
 
 May import: `core`. A new setting is a field on a model in `model.py` (with its docstring);
-regenerate docs/config.md (tests/test_config.py says how).
+regenerate docs/config.md (tests/unit/config/test_config.py says how).
 """

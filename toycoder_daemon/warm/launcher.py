@@ -17,7 +17,7 @@ writes "go" on the pipe, which it does only once the server has answered that th
 any other outcome closes the pipe and the child ends without reading.
 
 Every launch imports this module, so it uses only cheap standard modules and nothing else of ours
-(the package __init__s are empty; tests/test_warm.py checks `-X importtime` and
+(the package __init__s are empty; tests/e2e/test_warm.py checks `-X importtime` and
 /proc/<pid>/maps). The server imports it for what the two sides share: where the socket is, its
 name, the messages.
 """

@@ -2,7 +2,7 @@
 
     python -m toycoder_daemon.wire.typescript > clients/vscode/src/shared/protocol.ts
 
-tests/test_protocol_ts.py fails when the checked-in file differs from this output. Wire fields
+tests/unit/wire/test_protocol_ts.py fails when the checked-in file differs from this output. Wire fields
 that are None by default are never sent (the daemon dumps with exclude_none), so they become
 optional properties; fields with any other default are always sent, so they are required.
 """
@@ -28,7 +28,7 @@ HEADER = """/**
  * The ToyCoder wire contract (protocol version {version}), as TypeScript types.
  * GENERATED from toycoder_daemon/wire/protocol.py -- do not edit. Regenerate with
  *   python -m toycoder_daemon.wire.typescript > clients/vscode/src/shared/protocol.ts
- * (tests/test_protocol_ts.py fails when this file is stale). docs/protocol.md explains every field.
+ * (tests/unit/wire/test_protocol_ts.py fails when this file is stale). docs/protocol.md explains every field.
  * Shared by the extension host and the webview (types only, no runtime code but the names).
  */
 """

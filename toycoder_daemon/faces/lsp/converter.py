@@ -19,7 +19,7 @@
   with tracebacks; editors show those lines to their users. This `logging.Filter` on pygls' loggers
   turns each into one line of ours at info or debug; daemon faults (-32603) keep pygls' ERROR with
   its traceback. `ToyCoderServer.report_server_error` (a public hook) stays quiet for the same.
-  It recognises pygls' records by their format strings (`QUIET`): tests/test_pygls_adapter.py
+  It recognises pygls' records by their format strings (`QUIET`): tests/unit/faces/lsp/test_pygls_adapter.py
   checks each is still in pygls' source.
 """
 

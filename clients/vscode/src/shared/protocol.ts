@@ -2,7 +2,7 @@
  * The ToyCoder wire contract (protocol version 1), as TypeScript types.
  * GENERATED from toycoder_daemon/wire/protocol.py -- do not edit. Regenerate with
  *   python -m toycoder_daemon.wire.typescript > clients/vscode/src/shared/protocol.ts
- * (tests/test_protocol_ts.py fails when this file is stale). docs/protocol.md explains every field.
+ * (tests/unit/wire/test_protocol_ts.py fails when this file is stale). docs/protocol.md explains every field.
  * Shared by the extension host and the webview (types only, no runtime code but the names).
  */
 
