@@ -47,7 +47,7 @@ from types import FrameType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "unit")]  # inproc_app; test_architecture
 
 import test_architecture as layers  # noqa: E402
 from inproc_app import InProc  # noqa: E402
