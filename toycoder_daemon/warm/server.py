@@ -55,7 +55,7 @@ PREPARE = (
     # the same for every launch and reading nothing of one: the LSP face's converter and hooks, the
     # wire types' validators (built at first use otherwise), the HTTP stack's lazy imports (not its
     # TLS context: that reads the environment, so each daemon makes its own)
-    "toycoder_daemon.faces.lsp.converter:prepare", "toycoder_daemon.wire.base:build_all",
+    "toycoder_daemon.faces.lsp.converter:prepare", "toycoder_daemon.wire.protocol:build_all",
     "toycoder_daemon.llm.http_stream:preload",
 )
 """Functions (no arguments) the server calls once after PRELOAD, before any fork."""

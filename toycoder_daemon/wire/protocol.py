@@ -3,8 +3,10 @@
 `REQUESTS`, `NOTIFICATIONS` and `DAEMON_REQUESTS` at the end bind every method to its types; that
 one table drives the LSP face's handler registration and its params/result validation, the JSON
 Schema export (`python -m toycoder_daemon.wire.protocol`), the generated TypeScript types
-(typescript.py) and the docs drift test. Golden fixtures under tests/golden lock the shapes.
-docs/protocol.md explains them. A new method: add its types and one row to the table.
+(typescript.py) and the docs drift test. The shared base (`Wire`) comes first, then the types of
+checkpoints (issue 11) and of sessions as clients show them (issue 15), then the methods'. Golden
+fixtures under tests/golden lock the shapes. docs/protocol.md explains them. A new method: add its
+types and one row to the table.
 """
 
 from __future__ import annotations
@@ -12,24 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
-# the shared base, the error codes (codes.py: no pydantic, all the ACP face needs), the checkpoint
-# and the session types live beside this module; re-exported here, so `wire.X` names every wire type
-# and code
-from toycoder_daemon.wire.base import Decision as Decision
-from toycoder_daemon.wire.base import Level as Level
-from toycoder_daemon.wire.base import StopReason as StopReason
-from toycoder_daemon.wire.base import ToolStatus as ToolStatus
-from toycoder_daemon.wire.base import Wire as Wire
-from toycoder_daemon.wire.checkpoints import ChangedFileInfo as ChangedFileInfo
-from toycoder_daemon.wire.checkpoints import ChangesUpdate as ChangesUpdate
-from toycoder_daemon.wire.checkpoints import CheckpointFile as CheckpointFile
-from toycoder_daemon.wire.checkpoints import CheckpointInfo as CheckpointInfo
-from toycoder_daemon.wire.checkpoints import CheckpointList as CheckpointList
-from toycoder_daemon.wire.checkpoints import RestoreConflict as RestoreConflict
-from toycoder_daemon.wire.checkpoints import RestoreParams as RestoreParams
-from toycoder_daemon.wire.checkpoints import RestoreResult as RestoreResult
+# the error codes live in codes.py (no pydantic: all the ACP face needs); re-exported here, so `wire.X`
+# names every wire type and code
 from toycoder_daemon.wire.codes import CONFIG_ERROR as CONFIG_ERROR
 from toycoder_daemon.wire.codes import INTERNAL_ERROR as INTERNAL_ERROR
 from toycoder_daemon.wire.codes import INVALID_PARAMS as INVALID_PARAMS
@@ -42,14 +31,180 @@ from toycoder_daemon.wire.codes import SERVER_NOT_INITIALIZED as SERVER_NOT_INIT
 from toycoder_daemon.wire.codes import SESSION_BUSY as SESSION_BUSY
 from toycoder_daemon.wire.codes import SESSION_NOT_FOUND as SESSION_NOT_FOUND
 from toycoder_daemon.wire.codes import iso_time as iso_time
-from toycoder_daemon.wire.sessions import PlanEntryInfo as PlanEntryInfo
-from toycoder_daemon.wire.sessions import PlanUpdate as PlanUpdate
-from toycoder_daemon.wire.sessions import SessionChangedUpdate as SessionChangedUpdate
-from toycoder_daemon.wire.sessions import SessionInfo as SessionInfo
-from toycoder_daemon.wire.sessions import SessionInfoUpdate as SessionInfoUpdate
-from toycoder_daemon.wire.sessions import SetModeParams as SetModeParams
-from toycoder_daemon.wire.sessions import TranscriptEntry as TranscriptEntry
-from toycoder_daemon.wire.sessions import UsageInfo as UsageInfo
+
+# ---- what every wire type shares ---------------------------------------------------------------------
+
+Level = Literal["safe", "sensitive", "dangerous"]
+ToolStatus = Literal["completed", "failed", "denied", "cancelled"]
+StopReason = Literal["end_turn", "max_steps", "max_tokens", "cancelled", "error", "command"]
+Decision = Literal["allow_once", "allow_always", "reject"]
+
+
+class Wire(BaseModel):
+    # field docstrings become descriptions in the generated schema only (field_docs.document): reading
+    # them at class creation (use_attribute_docstrings) costs every new process ~15 ms
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", defer_build=True)
+
+    def dump(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def build_all() -> None:
+    """Build every wire type defined so far now, not at its first use (defer_build): the fork
+    server does it once before it forks, so no launch pays for it (the
+    eight a first LSP turn uses took ~3 ms of CPU)."""
+    pending = Wire.__subclasses__()
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        cls.model_rebuild()
+
+
+# ---- checkpoints: toycoder/checkpoint/list and /restore, the `changes` update ------------------------
+
+FileStatus = Literal["created", "modified", "deleted"]
+
+
+class CheckpointFile(Wire):
+    path: str
+    """Relative to the workspace root."""
+    status: FileStatus
+    added: int | None = None
+    """Lines added; absent when either side is not text (binary, too large to keep, a symlink)."""
+    removed: int | None = None
+    """Lines removed; absent like `added`."""
+
+
+class ChangedFileInfo(CheckpointFile):
+    uri: str
+    """The file's absolute file:// URI."""
+
+
+class CheckpointInfo(Wire):
+    turn_id: str
+    """The turn's id (the `turnId` of its toycoder/prompt answer and updates); restore takes it."""
+    created_at: str
+    prompt: str
+    """The first line of the turn's prompt ("restore <turn>" for a restore)."""
+    files: list[CheckpointFile]
+
+
+class CheckpointList(Wire):
+    checkpoints: list[CheckpointInfo]
+    """Turns that changed files, oldest first."""
+
+
+class RestoreParams(Wire):
+    session_id: str = Field(min_length=1)
+    turn_id: str = Field(min_length=1)
+    """A turn id (or a unique prefix of one, or its number)."""
+    paths: list[str] | None = None
+    """Only these files (relative to the workspace root, or absolute); default: every file."""
+    force: bool | None = None
+    """Overwrite files changed outside the agent since its last write (default: they are conflicts)."""
+
+
+class RestoreConflict(Wire):
+    path: str
+    reason: str
+
+
+class RestoreResult(Wire):
+    restored: list[str]
+    """Paths (relative to the workspace root) now as they were before the turn."""
+    conflicts: list[RestoreConflict]
+    """Paths left as they are, each with the reason."""
+    turn_id: str | None = None
+    """The restore's own checkpoint (restore it to undo this restore); absent when nothing was written."""
+    note: str
+    """What undo cannot track (files changed by run_command or outside ToyCoder)."""
+
+
+class ChangesUpdate(Wire):
+    kind: Literal["changes"] = "changes"
+    files: list[ChangedFileInfo]
+    """The turn's net change per file (sent once, at the end of a turn or restore that changed files)."""
+
+
+# ---- sessions as clients show them: SessionInfo, TranscriptEntry, their updates ----------------------
+
+class SetModeParams(Wire):
+    session_id: str = Field(min_length=1)
+    mode: str = Field(min_length=1)
+
+
+class SessionInfo(Wire):
+    session_id: str
+    title: str
+    created_at: str
+    updated_at: str
+    message_count: int
+    mode: str | None = None
+    """The permission mode (an id of `availableModes`), for an open session; lists leave it out."""
+
+
+class UsageInfo(Wire):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+class PlanEntryInfo(Wire):
+    content: str
+    priority: Literal["high", "medium", "low"]
+    status: Literal["pending", "in_progress", "completed"]
+
+
+class TranscriptEntry(Wire):
+    role: str
+    """user, assistant, tool_call, tool, changes (after a turn that changed files), compaction (where
+    earlier turns were summarised for the model: `text` is the summary, "" when they were cut), or plan (last)."""
+    text: str
+    tool_call_id: str | None = None
+    name: str | None = None
+    status: ToolStatus | None = None
+    """For role "tool": how the call ended."""
+    turn_id: str | None = None
+    """For role "changes": the turn's checkpoint id (what toycoder/checkpoint/restore takes)."""
+    files: list[ChangedFileInfo] | None = None
+    """For role "changes": the turn's net change per file."""
+    interrupted: bool | None = None
+    """For role "assistant": true when a cancel cut the reply short (`text` is what had arrived)."""
+    stop_reason: StopReason | None = None
+    """For role "user": how the turn this prompt started ended (absent while it runs, or if unrecorded)."""
+    usage: UsageInfo | None = None
+    """For role "user": that turn's tokens, sub-agents included (with `stopReason`)."""
+    entries: list[PlanEntryInfo] | None = None
+    """For role "plan": the session's plan as the history ends (as the `plan` update has it)."""
+
+
+class PlanUpdate(Wire):
+    """The model's plan (its update_plan tool), whole each time: clients replace what they show."""
+
+    kind: Literal["plan"] = "plan"
+    entries: list[PlanEntryInfo]
+
+
+class SessionChangedUpdate(Wire):
+    """Another daemon (another editor, a script) added to this session while this client had it
+    open; `turnId` of the notification is "" (the turn was not this daemon's)."""
+
+    kind: Literal["session_changed"] = "session_changed"
+    transcript: list[TranscriptEntry]
+    """The new history entries, in order (the same shapes session/load answers)."""
+    reset: bool = False
+    """True: the other daemon rewrote the session (a repair of tool calls a killed turn left open):
+    `transcript` is the whole history. A compaction is an addition: a `compaction` entry."""
+
+
+class SessionInfoUpdate(Wire):
+    """The session's title or mode changed: the fast model's title after the first turn, /title,
+    /mode, setMode (not the first prompt's line). `turnId`: the turn that changed it (sent as it
+    ends), or ""."""
+
+    kind: Literal["session_info"] = "session_info"
+    session: SessionInfo
+
 
 PROTOCOL_VERSION = 1
 

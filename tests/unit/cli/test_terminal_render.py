@@ -9,8 +9,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.text import Text
 
-from toycoder_daemon.cli.render import TurnView
-from toycoder_daemon.cli.stable_markdown import split_stable
+from toycoder_daemon.cli.render import TurnView, split_stable
 
 
 class Spy:
