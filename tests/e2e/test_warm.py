@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -453,3 +454,61 @@ def test_a_launcher_in_another_network_namespace_serves_cold(rundir: Path) -> No
     assert out.returncode == 0 and out.stdout == "toycoder-daemon 0.1.0\n"
     assert "the fork server is in another net namespace; starting cold" in out.stderr
     assert launcher.NAMESPACES == ("mnt", "net", "pid", "user", "uts", "ipc", "cgroup")
+
+
+# -- the server in-process: one connection's faults, over a socketpair ---------------------------
+
+@pytest.fixture
+def inproc_server() -> Iterator[Any]:
+    from toycoder_daemon.warm.server import Server
+
+    server = Server("/nonexistent/unused.sock", -1, {})
+    yield server
+    os.close(server.wake_r)
+    os.close(server.wake_w)
+
+
+def open_fds() -> set[int]:
+    """This process's open fds (not the one listing them, gone by the time it is read)."""
+    found = set()
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            os.readlink(f"/proc/self/fd/{name}")
+        except FileNotFoundError:
+            continue
+        found.add(int(name))
+    return found
+
+
+def send_launch_header(sock: socket.socket, nfds: int, length: int) -> None:
+    """A LAUNCH header carrying `nfds` fds (of /dev/null; the copies sent are closed here)."""
+    fds = [os.open(os.devnull, os.O_RDONLY) for _ in range(nfds)]
+    try:
+        sock.sendmsg([struct.pack("!4sI", launcher.LAUNCH, length)],
+                     [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{nfds}i", *fds))])
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def test_a_launch_of_five_fds_from_a_peer_that_left_is_dropped(inproc_server: Any) -> None:
+    """launch() closes the fds it was handed; nothing closes them twice (EBADF would end the server)."""
+    ours, theirs = socket.socketpair()
+    send_launch_header(theirs, 5, 0)
+    theirs.close()
+    before = open_fds() - {ours.fileno()}
+    inproc_server.serve(ours)  # refuses (5 fds), to a peer that is gone: logged, not raised
+    assert ours.fileno() == -1 and open_fds() == before
+
+
+def test_a_launcher_stalling_mid_message_is_dropped(inproc_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from toycoder_daemon.warm import server as server_module
+
+    monkeypatch.setattr(server_module, "READ_TIMEOUT", 0.2)
+    ours, theirs = socket.socketpair()
+    with theirs:
+        send_launch_header(theirs, launcher.LAUNCH_FDS, 10)
+        theirs.sendall(b"ab")  # 2 of 10 bytes, then nothing
+        before = open_fds() - {ours.fileno()}
+        inproc_server.serve(ours)
+        assert ours.fileno() == -1 and open_fds() == before and inproc_server.children == {}

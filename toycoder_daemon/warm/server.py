@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import functools
 import gc
 import importlib
 import marshal
@@ -33,6 +34,7 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from toycoder_daemon.warm import child, launcher
@@ -174,12 +176,20 @@ class Server:
                 if fd == self.wake_r:
                     with contextlib.suppress(BlockingIOError):
                         os.read(self.wake_r, 512)
-                    self.reap()
+                    self._guarded(self.reap)
                 elif self.listener is not None and fd == self.listener.fileno():
-                    self.accept()
+                    self._guarded(self.accept)
                 else:
-                    self._launcher_spoke(fd)
-            self.reap()
+                    self._guarded(functools.partial(self._launcher_spoke, fd))
+            self._guarded(self.reap)
+
+    @staticmethod
+    def _guarded(handler: Callable[[], None]) -> None:
+        """One event's handling: a fault in it (one bad connection) is logged, never the server's end."""
+        try:
+            handler()
+        except Exception as e:
+            log(f"{type(e).__name__} while serving: {e}")
 
     def _launcher_spoke(self, fd: int) -> None:
         """A launcher says nothing after the hand-over: this is its end (the child sees it too)."""
@@ -215,6 +225,10 @@ class Server:
             conn, _ = self.listener.accept()
         except OSError:
             return
+        self.serve(conn)
+
+    def serve(self, conn: socket.socket) -> None:
+        """One connection's request; the connection is closed unless a launch keeps it."""
         conn.settimeout(READ_TIMEOUT)
         keep = False
         fds: list[int] = []
@@ -226,8 +240,8 @@ class Server:
                 return
             kind, length, fds = launcher.receive_header(conn, max_fds=launcher.LAUNCH_FDS)
             if kind == launcher.LAUNCH:
-                keep = self.launch(conn, pid, length, fds)
-                fds = []
+                owned, fds = fds, []  # launch() closes them, whatever happens
+                keep = self.launch(conn, pid, length, owned)
             elif kind == launcher.STATUS:
                 launcher.send(conn, launcher.ANSWER, marshal.dumps(self.status()))
             elif kind == launcher.STOP:
