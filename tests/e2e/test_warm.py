@@ -8,6 +8,7 @@ toycoder_daemon` on pipes (rpc.Daemon, or subprocess where a test needs the raw 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -512,3 +513,28 @@ def test_a_launcher_stalling_mid_message_is_dropped(inproc_server: Any, monkeypa
         before = open_fds() - {ours.fileno()}
         inproc_server.serve(ours)
         assert ours.fileno() == -1 and open_fds() == before and inproc_server.children == {}
+
+
+def test_a_peer_trickling_its_message_is_cut_off_at_the_deadline(inproc_server: Any,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """READ_TIMEOUT bounds the whole message, not each receive: a byte every 0.15 s (each receive
+    well within it) is cut off once the message as a whole took 0.5 s."""
+    from toycoder_daemon.warm import server as server_module
+
+    monkeypatch.setattr(server_module, "READ_TIMEOUT", 0.5)
+    ours, theirs = socket.socketpair()
+    message = struct.pack("!4sI", launcher.IDLE, 3) + b"5.0"
+
+    def trickle() -> None:
+        with theirs, contextlib.suppress(OSError):  # the server hung up on us: that is the point
+            for i in range(len(message)):
+                theirs.send(message[i:i + 1])
+                time.sleep(0.15)  # the slowness under test, not a wait for a condition
+
+    peer = threading.Thread(target=trickle)
+    peer.start()
+    began = time.monotonic()
+    inproc_server.serve(ours)
+    took = time.monotonic() - began
+    peer.join(scaled(10))
+    assert inproc_server.idle_minutes == server_module.IDLE_MINUTES and took < 1.0, took

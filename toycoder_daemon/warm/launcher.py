@@ -159,11 +159,22 @@ def send(sock: socket.socket, kind: bytes, payload: bytes = b"", fds: list[int] 
         sock.sendall(data[sent:])
 
 
-def receive_header(sock: socket.socket, max_fds: int = 0) -> tuple[bytes, int, list[int]]:
+def _within(sock: socket.socket, deadline: float | None) -> None:
+    """The next receive may wait only until `deadline` (time.monotonic()); TimeoutError once past it."""
+    if deadline is not None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the message was not complete in time")
+        sock.settimeout(left)
+
+
+def receive_header(sock: socket.socket, max_fds: int = 0,
+                   deadline: float | None = None) -> tuple[bytes, int, list[int]]:
     """(kind, payload length, fds received with it); kind b"" at end of stream."""
     buf = bytearray(HEADER.size)
     got, fds = 0, list[int]()
     while got < HEADER.size:
+        _within(sock, deadline)
         if max_fds and not fds:
             n, anc, _, _ = sock.recvmsg_into([memoryview(buf)[got:]], socket.CMSG_SPACE(max_fds * 4))
             for level, kind, data in anc:
@@ -180,10 +191,11 @@ def receive_header(sock: socket.socket, max_fds: int = 0) -> tuple[bytes, int, l
     return kind, length, fds
 
 
-def receive_into(sock: socket.socket, buf: bytearray) -> bool:
+def receive_into(sock: socket.socket, buf: bytearray, deadline: float | None = None) -> bool:
     """Fill `buf` from the socket (received in place: no copy of it is left anywhere); False at EOF."""
     view, got = memoryview(buf), 0
     while got < len(buf):
+        _within(sock, deadline)
         n = sock.recv_into(view[got:])
         if n == 0:
             return False

@@ -64,7 +64,8 @@ PREPARE = (
 IDLE_MINUTES = 30.0
 """Until a warm daemon reports its config's `daemon.warm_idle_minutes`."""
 READ_TIMEOUT = 2.0
-"""Seconds a connection may take to deliver its message (one slow peer stalls the others)."""
+"""Seconds a connection may take to deliver its whole message (the server is single-threaded: a
+slow peer stalls the others for at most this long)."""
 
 
 def log(text: str) -> None:
@@ -229,6 +230,7 @@ class Server:
 
     def serve(self, conn: socket.socket) -> None:
         """One connection's request; the connection is closed unless a launch keeps it."""
+        deadline = time.monotonic() + READ_TIMEOUT
         conn.settimeout(READ_TIMEOUT)
         keep = False
         fds: list[int] = []
@@ -238,10 +240,10 @@ class Server:
                 log(f"refused a connection from pid {pid}: uid {uid} is not ours")
                 launcher.send(conn, launcher.REFUSED, f"uid {uid} is not the fork server's".encode())
                 return
-            kind, length, fds = launcher.receive_header(conn, max_fds=launcher.LAUNCH_FDS)
+            kind, length, fds = launcher.receive_header(conn, launcher.LAUNCH_FDS, deadline)
             if kind == launcher.LAUNCH:
                 owned, fds = fds, []  # launch() closes them, whatever happens
-                keep = self.launch(conn, pid, length, owned)
+                keep = self.launch(conn, pid, length, owned, deadline)
             elif kind == launcher.STATUS:
                 launcher.send(conn, launcher.ANSWER, marshal.dumps(self.status()))
             elif kind == launcher.STOP:
@@ -250,7 +252,7 @@ class Server:
                 self.stop_listening()
             elif kind == launcher.IDLE and 0 < length < 32:
                 body = bytearray(length)
-                if launcher.receive_into(conn, body):
+                if launcher.receive_into(conn, body, deadline):
                     self.idle_minutes = max(0.0, float(body.decode()))
             elif kind:
                 launcher.send(conn, launcher.REFUSED, b"unknown request")
@@ -262,7 +264,7 @@ class Server:
             if not keep:
                 conn.close()
 
-    def launch(self, conn: socket.socket, launcher_pid: int, length: int, fds: list[int]) -> bool:
+    def launch(self, conn: socket.socket, launcher_pid: int, length: int, fds: list[int], deadline: float) -> bool:
         """Fork a child for this launch; True when the connection is kept to report its end."""
         try:
             if len(fds) != launcher.LAUNCH_FDS or length > launcher.MAX_MESSAGE:
@@ -270,7 +272,7 @@ class Server:
                 return False
             hello = bytearray(length)
             try:
-                if not launcher.receive_into(conn, hello):
+                if not launcher.receive_into(conn, hello, deadline):
                     return False
                 problem = threads_problem()
                 if problem:  # never fork like this: say so, and take no more launches
