@@ -463,7 +463,7 @@ def test_a_launcher_in_another_network_namespace_serves_cold(rundir: Path) -> No
 def inproc_server() -> Iterator[Any]:
     from toycoder_daemon.warm.server import Server
 
-    server = Server("/nonexistent/unused.sock", -1, {})
+    server = Server("/nonexistent/unused.sock", -1)
     yield server
     os.close(server.wake_r)
     os.close(server.wake_w)
@@ -538,3 +538,32 @@ def test_a_peer_trickling_its_message_is_cut_off_at_the_deadline(inproc_server: 
     took = time.monotonic() - began
     peer.join(scaled(10))
     assert inproc_server.idle_minutes == server_module.IDLE_MINUTES and took < 1.0, took
+
+
+def signal_set(pid: int, field: str) -> set[int]:
+    """The signals of /proc/<pid>/status's SigIgn, SigBlk... (a hex mask, bit n-1 for signal n)."""
+    with open(f"/proc/{pid}/status") as f:
+        line = next(ln for ln in f if ln.startswith(f"{field}:"))
+    mask = int(line.split()[1], 16)
+    return {n for n in range(1, 65) if mask >> (n - 1) & 1}
+
+
+def _ignore_usr2_block_usr1() -> None:
+    signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1])
+
+
+async def test_the_first_launchers_signal_state_reaches_neither_the_server_nor_later_children(
+        rundir: Path, workspace: Path, llm: FakeLLM, tmp_path: Path) -> None:
+    first = subprocess.run([*DAEMON, "--version"], capture_output=True, cwd=ROOT, timeout=scaled(60),
+                           preexec_fn=_ignore_usr2_block_usr1, start_new_session=True)
+    assert first.returncode == 0, first.stderr
+    server = wait_for_server(rundir)
+    assert signal.SIGUSR2 not in signal_set(server["pid"], "SigIgn")
+    assert signal.SIGUSR1 not in signal_set(server["pid"], "SigBlk")
+    d = await started(rundir, write_config(tmp_path / "c.yaml", llm), workspace)
+    child = serving_pid(d.proc.pid, rundir)
+    assert child != d.proc.pid, "the launch was not served warm"
+    ignored = signal_set(child, "SigIgn")
+    assert signal.SIGUSR2 not in ignored and signal.SIGPIPE in ignored, ignored  # as a cold interpreter's
+    assert await d.close() == 0

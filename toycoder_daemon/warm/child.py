@@ -1,7 +1,8 @@
 """A launch adopted in a freshly forked child of the fork server, then the daemon's cold main.
 
 In order: its own session and process group; the server's descriptors closed and its signal
-handlers back to what the interpreter started with; a wait for the launcher's "go" (nothing of the
+handlers as a fresh interpreter has them (SIG_DFL, SIGINT raising KeyboardInterrupt, SIGPIPE and
+SIGXFSZ ignored), never the server's; a wait for the launcher's "go" (nothing of the
 launch is used before it: a launcher that gave up finds the child gone untouched); then stdin,
 stdout, stderr and the working directory from the launcher's fds; its umask, signal mask and
 ignored signals; its whole environment (os.environ, so C getenv and children see it too), also as
@@ -29,12 +30,12 @@ from toycoder_daemon.core.util import environ_scrub
 from toycoder_daemon.warm import launcher, proc_identity
 
 
-def run(fds: list[int], hello: bytearray, signals: dict[int, Any], release: Callable[[], None],
+def run(fds: list[int], hello: bytearray, release: Callable[[], None],
         report_idle: Callable[[float], None]) -> NoReturn:
     """Never returns: the process ends as the daemon ends (or at once if the launcher gave up)."""
     code = 1
     try:
-        code = _adopt(fds, hello, signals, release, report_idle)
+        code = _adopt(fds, hello, release, report_idle)
     except SystemExit as e:
         code = _exit_code(e)
     except BaseException:
@@ -60,14 +61,12 @@ def _exit_code(e: SystemExit) -> int:
     return 1
 
 
-def _adopt(fds: list[int], hello: bytearray, signals: dict[int, Any], release: Callable[[], None],
+def _adopt(fds: list[int], hello: bytearray, release: Callable[[], None],
            report_idle: Callable[[float], None]) -> int:
     os.setsid()
     release()
     signal.set_wakeup_fd(-1)
-    for signum, handler in signals.items():
-        with contextlib.suppress(OSError, ValueError, TypeError):
-            signal.signal(signum, handler)
+    _fresh_signals()
     stdin, stdout, stderr, cwd, go, blanks = fds
     for fd in (go, blanks):
         os.set_inheritable(fd, False)  # received fds are inheritable: no command of the daemon gets these
@@ -96,6 +95,18 @@ def _adopt(fds: list[int], hello: bytearray, signals: dict[int, Any], release: C
     from toycoder_daemon.faces.main import main
 
     return main(sys.argv[1:])
+
+
+def _fresh_signals() -> None:
+    """Every handler as a fresh interpreter has it (not as the server's or its first launcher's were):
+    the launch's own ignored signals and mask are applied on top once it says "go"."""
+    for signum in signal.valid_signals():
+        if signum not in (signal.SIGKILL, signal.SIGSTOP):
+            with contextlib.suppress(OSError, ValueError):  # numbers libc keeps for itself
+                signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for signum in launcher.SET_BY_PYTHON:
+        signal.signal(signum, signal.SIG_IGN)
 
 
 def _report(report_idle: Callable[[float], None], minutes: float) -> None:

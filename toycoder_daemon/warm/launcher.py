@@ -522,6 +522,13 @@ def spawn_server(directory: str, digest: str) -> None:
                 os.dup2(null, 1)
                 os.dup2(out, 2)
                 os.chdir("/")
+                # ignored signals and the blocked mask survive execve: the server (and through it
+                # every child) must not start with this one launch's
+                signal.pthread_sigmask(signal.SIG_SETMASK, [])
+                for signum in signal.valid_signals():
+                    if signum not in (signal.SIGKILL, signal.SIGSTOP):
+                        with contextlib.suppress(OSError, ValueError):  # numbers libc keeps for itself
+                            signal.signal(signum, signal.SIG_DFL)
                 os.execve(sys.executable, argv, env)
         finally:
             os._exit(0)

@@ -110,8 +110,8 @@ def threads_problem() -> str | None:
 
 
 class Server:
-    def __init__(self, path: str, lock: int, signals: dict[int, Any]):
-        self.path, self.lock, self.signals = path, lock, signals
+    def __init__(self, path: str, lock: int):
+        self.path, self.lock = path, lock
         self.listener: socket.socket | None = None
         self.children: dict[int, tuple[socket.socket | None, int]] = {}
         """Child pid -> (its launcher's connection, the launcher's pid)."""
@@ -282,7 +282,7 @@ class Server:
                     return False
                 pid = os.fork()
                 if pid == 0:
-                    child.run(fds, hello, self.signals, lambda: self._release(conn), self._report_idle)
+                    child.run(fds, hello, lambda: self._release(conn), self._report_idle)
             finally:
                 hello[:] = bytes(len(hello))  # the launch's environment, keys and all: not kept here
         finally:
@@ -333,8 +333,6 @@ class Server:
 
 def main(argv: list[str]) -> None:
     directory, digest = argv
-    signals: dict[int, Any] = {s: signal.getsignal(s) for s in signal.valid_signals()
-               if s not in (signal.SIGKILL, signal.SIGSTOP) and signal.getsignal(s) is not None}
     os.chdir("/")
     os.umask(0o077)
     for name in list(os.environ):  # as the launcher started us; also if someone else did
@@ -353,7 +351,7 @@ def main(argv: list[str]) -> None:
     if launcher.install_hash() != digest:
         log("the install changed while the server started: exiting (the next cold start starts another)")
         return
-    server = Server(path, lock, signals)
+    server = Server(path, lock)
     server.listen()
     log(f"serving {path} (imports took {time.monotonic() - started:.2f} s)")
     server.run()
