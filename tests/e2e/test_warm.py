@@ -567,3 +567,15 @@ async def test_the_first_launchers_signal_state_reaches_neither_the_server_nor_l
     ignored = signal_set(child, "SigIgn")
     assert signal.SIGUSR2 not in ignored and signal.SIGPIPE in ignored, ignored  # as a cold interpreter's
     assert await d.close() == 0
+
+
+def test_a_launcher_with_no_new_privs_serves_cold(rundir: Path) -> None:
+    if not shutil.which("setpriv"):
+        pytest.skip("setpriv (util-linux) is not installed")
+    start_server(rundir)
+    out = subprocess.run(["setpriv", "--no-new-privs", *DAEMON, "--version"], capture_output=True, text=True, cwd=ROOT,
+                         timeout=scaled(60), start_new_session=True)
+    assert out.returncode == 0 and out.stdout == "toycoder-daemon 0.1.0\n", out.stderr
+    assert "the fork server's NoNewPrivs is not ours" in out.stderr and "starting cold" in out.stderr, out.stderr
+    plain = run("--version")  # the same launch without it: warm, so nothing else differs
+    assert plain.returncode == 0 and "starting cold" not in plain.stderr, plain.stderr

@@ -51,6 +51,10 @@ HANDSHAKE_TIMEOUT = 3.0
 """Seconds the server may take to fork a child before this launch serves cold (the child, if it
 comes later, finds the pipe closed and ends)."""
 NAMESPACES = ("mnt", "net", "pid", "user", "uts", "ipc", "cgroup")
+CONFINEMENT = ("Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp",
+               "Seccomp_filters")
+"""/proc/<pid>/status fields that must be the server's and ours alike: a confined launcher (dropped
+capabilities, no_new_privs, a seccomp filter, other groups) must never get an unconfined child."""
 SERVER_ENV = ("PATH", "HOME", "LANG", "TMPDIR", "XDG_RUNTIME_DIR", "TOYCODER_RUNTIME_DIR")
 """The only variables the server is started with (and LC_*): it holds no launch's keys."""
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -302,11 +306,28 @@ def same_place(server_pid: int) -> None:
         with open(f"/proc/{server_pid}/cgroup", "rb") as theirs, open("/proc/self/cgroup", "rb") as ours:
             if theirs.read() != ours.read():
                 raise NotWarm("the fork server is in another cgroup")
+        server, us = _confinement(str(server_pid)), _confinement("self")
+        for name in (*CONFINEMENT, "attr/current"):
+            if server.get(name) != us.get(name):
+                raise NotWarm(f"the fork server's {name} is not ours (other privileges or confinement)")
     except FileNotFoundError:
         if sys.platform.startswith("linux"):
             raise NotWarm("cannot see the fork server's namespaces") from None
     except PermissionError:
         raise NotWarm("cannot see the fork server's namespaces") from None
+
+
+def _confinement(pid: str) -> dict[str, bytes]:
+    """CONFINEMENT's fields of /proc/<pid>/status, and the LSM label (attr/current) where readable."""
+    with open(f"/proc/{pid}/status", "rb") as f:
+        fields = dict(line.partition(b":")[::2] for line in f)
+    found = {name: fields[name.encode()].strip() for name in CONFINEMENT if name.encode() in fields}
+    try:
+        with open(f"/proc/{pid}/attr/current", "rb") as f:
+            found["attr/current"] = f.read()
+    except OSError:  # no LSM that labels processes
+        pass
+    return found
 
 
 def warm_allowed() -> bool:
