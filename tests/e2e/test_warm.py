@@ -579,3 +579,36 @@ def test_a_launcher_with_no_new_privs_serves_cold(rundir: Path) -> None:
     assert "the fork server's NoNewPrivs is not ours" in out.stderr and "starting cold" in out.stderr, out.stderr
     plain = run("--version")  # the same launch without it: warm, so nothing else differs
     assert plain.returncode == 0 and "starting cold" not in plain.stderr, plain.stderr
+
+
+def test_a_child_dead_before_go_makes_the_launch_cold() -> None:
+    """serve_warm in-process: the "go" pipe's reader is gone, so the launch is handed back (NotWarm),
+    with our signal handlers and stdio untouched and its fds closed."""
+    go_r, go_w = os.pipe()
+    os.close(go_r)
+    blanks_r, blanks_w = os.pipe()
+    ours, theirs = socket.socketpair()
+    handlers = {s: signal.getsignal(s) for s in launcher.FORWARDED}
+    before, sock_fd = open_fds(), ours.fileno()
+    try:
+        with pytest.raises(launcher.NotWarm, match="ended before it started"):
+            launcher.serve_warm(ours, launcher.Child(os.getpid(), None, blanks_r), go_w)
+        assert {s: signal.getsignal(s) for s in launcher.FORWARDED} == handlers
+        assert ours.fileno() == -1 and open_fds() == before - {go_w, blanks_r, sock_fd}
+    finally:
+        for s, h in handlers.items():
+            signal.signal(s, h)
+        os.close(blanks_w)
+        theirs.close()
+
+
+def test_blanking_for_a_child_that_is_gone_does_not_raise() -> None:
+    report_r, report_w = os.pipe()
+    answer_r, answer_w = os.pipe()
+    os.close(answer_r)
+    try:
+        os.write(report_w, struct.pack("!I", 0))  # a report naming nothing, to a child that left
+        assert launcher.Blanks(report_r).read(answer_w)
+    finally:
+        for fd in (report_r, report_w, answer_w):
+            os.close(fd)

@@ -315,6 +315,8 @@ def same_place(server_pid: int) -> None:
             raise NotWarm("cannot see the fork server's namespaces") from None
     except PermissionError:
         raise NotWarm("cannot see the fork server's namespaces") from None
+    except OSError as e:  # ProcessLookupError: it died meanwhile
+        raise NotWarm(f"cannot see the fork server: {e.strerror or e}", spawn=True) from None
 
 
 def _confinement(pid: str) -> dict[str, bytes]:
@@ -393,19 +395,22 @@ def hand_over(path: str) -> tuple[socket.socket, Child, int]:
                 os.fstat(fd)
             except OSError:
                 raise NotWarm(f"fd {fd} is closed") from None
-        cwd = os.open(".", getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY)
+        try:
+            cwd = os.open(".", getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY)
+        except OSError as e:
+            raise NotWarm(f"cannot open the working directory: {e.strerror or e}") from None
         try:
             send(sock, LAUNCH, _hello(), [0, 1, 2, cwd, go_r, blanks_w])
             kind, length, fds = receive_header(sock, max_fds=1)
+            if not kind:
+                raise NotWarm("the fork server closed the connection in the handshake", spawn=True)
+            body = bytearray(length if length <= MAX_MESSAGE else 0)
+            if not receive_into(sock, body):
+                raise NotWarm("the fork server closed the connection in the handshake", spawn=True)
         except TimeoutError:
             raise NotWarm(f"the fork server did not answer within {HANDSHAKE_TIMEOUT:.0f} s") from None
         except OSError as e:
             raise NotWarm(f"the fork server broke the handshake: {e.strerror or e}", spawn=True) from None
-        if not kind:
-            raise NotWarm("the fork server closed the connection in the handshake", spawn=True)
-        body = bytearray(length if length <= MAX_MESSAGE else 0)
-        if not receive_into(sock, body):
-            raise NotWarm("the fork server closed the connection in the handshake", spawn=True)
         if kind == REFUSED:
             raise NotWarm(f"the fork server refused: {body.decode(errors='replace')}")
         if kind != FORKED or len(body) != 4:
@@ -462,7 +467,8 @@ class Blanks:
         while len(self.buffer) >= 4 and len(self.buffer) >= 4 + (size := struct.unpack("!I", self.buffer[:4])[0]):
             blank_own(set(self.buffer[4:4 + size].split(b"\0")))
             self.buffer = self.buffer[4 + size:]
-            os.write(answer, BLANKED)
+            with contextlib.suppress(BrokenPipeError):  # the child is gone: its end is reported by the server
+                os.write(answer, BLANKED)
         return bool(data)
 
 
@@ -483,10 +489,18 @@ def _relay_end(code: int) -> int:
 
 def serve_warm(sock: socket.socket, child: Child, go_w: int) -> int:
     """Be the child's stand-in until it ends; its exit status (negative: the signal)."""
-    for signum in FORWARDED:
-        if signal.getsignal(signum) is not signal.SIG_IGN:
-            signal.signal(signum, lambda s, frame: child.signal(s))
-    os.write(go_w, GO)  # from here the child owns stdin/stdout: ours go to /dev/null
+    previous = {signum: signal.signal(signum, lambda s, frame: child.signal(s))
+                for signum in FORWARDED if signal.getsignal(signum) is not signal.SIG_IGN}
+    try:
+        os.write(go_w, GO)  # from here the child owns stdin/stdout: ours go to /dev/null
+    except BrokenPipeError:  # the child died before "go": it touched nothing, so this launch is ours
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for fd in (go_w, child.blanks.fd, child.pidfd):
+            if fd is not None:
+                os.close(fd)
+        sock.close()
+        raise NotWarm("the warm child ended before it started") from None
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
