@@ -612,3 +612,23 @@ def test_blanking_for_a_child_that_is_gone_does_not_raise() -> None:
     finally:
         for fd in (report_r, report_w, answer_w):
             os.close(fd)
+
+
+@pytest.mark.parametrize("minutes", [b"inf", b"nan", b"-1.0", b"1e300", b"20000.0"])
+def test_an_idle_limit_out_of_range_is_refused(inproc_server: Any, minutes: bytes) -> None:
+    for value, expected in ((minutes, 30.0), (b"5.0", 5.0)):  # the same connection's kind, in range, is taken
+        ours, theirs = socket.socketpair()
+        with theirs:
+            theirs.sendall(struct.pack("!4sI", launcher.IDLE, len(value)) + value)
+            inproc_server.serve(ours)
+        assert inproc_server.idle_minutes == expected
+
+
+def test_the_config_bounds_the_idle_limit() -> None:
+    from pydantic import ValidationError
+
+    from toycoder_daemon.config.model import DaemonConfig
+
+    assert DaemonConfig(warm_idle_minutes=10080).warm_idle_minutes == 10080
+    with pytest.raises(ValidationError):
+        DaemonConfig(warm_idle_minutes=1e9)

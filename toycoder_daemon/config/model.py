@@ -189,8 +189,12 @@ class McpServerConfig(BaseModel):
     """Seconds one tool call may take."""
 
 
+MAX_WARM_IDLE_MINUTES = 10080.0
+"""A week: the fork server refuses more too (its poll() would overflow at ~24 days)."""
+
+
 class DaemonConfig(_Section):
-    warm_idle_minutes: float = Field(default=30.0, ge=0)
+    warm_idle_minutes: float = Field(default=30.0, ge=0, le=MAX_WARM_IDLE_MINUTES)
     """Minutes the fork server (warm starts) waits with no daemon running before it exits; set by the latest warm daemon."""
 
 

@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from toycoder_daemon.config import model as config_model
 from toycoder_daemon.warm import child, launcher
 
 PRELOAD = (
@@ -63,6 +64,8 @@ PREPARE = (
 """Functions (no arguments) the server calls once after PRELOAD, before any fork."""
 IDLE_MINUTES = 30.0
 """Until a warm daemon reports its config's `daemon.warm_idle_minutes`."""
+MAX_WAIT = 3600.0
+"""Seconds one poll waits at most (the idle check then runs again)."""
 READ_TIMEOUT = 2.0
 """Seconds a connection may take to deliver its whole message (the server is single-threaded: a
 slow peer stalls the others for at most this long)."""
@@ -172,7 +175,7 @@ class Server:
                     log(f"idle for {self.idle_minutes:g} minutes: exiting")
                     self.stop_listening()
                     continue
-                timeout = left * 1000
+                timeout = min(left, MAX_WAIT) * 1000  # poll() takes at most ~24 days; the loop comes back
             for fd, _ in poller.poll(timeout):
                 if fd == self.wake_r:
                     with contextlib.suppress(BlockingIOError):
@@ -253,7 +256,10 @@ class Server:
             elif kind == launcher.IDLE and 0 < length < 32:
                 body = bytearray(length)
                 if launcher.receive_into(conn, body, deadline):
-                    self.idle_minutes = max(0.0, float(body.decode()))
+                    minutes = float(body.decode())
+                    if not 0 <= minutes <= config_model.MAX_WARM_IDLE_MINUTES:  # also NaN
+                        raise ValueError(f"idle limit {minutes!r} out of range")
+                    self.idle_minutes = minutes
             elif kind:
                 launcher.send(conn, launcher.REFUSED, b"unknown request")
         except (OSError, ValueError) as e:
