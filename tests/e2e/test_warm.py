@@ -632,3 +632,34 @@ def test_the_config_bounds_the_idle_limit() -> None:
     assert DaemonConfig(warm_idle_minutes=10080).warm_idle_minutes == 10080
     with pytest.raises(ValidationError):
         DaemonConfig(warm_idle_minutes=1e9)
+
+
+def test_a_refusal_carrying_an_fd_leaves_no_fd_open() -> None:
+    """hand_over in-process against a server that refuses with an fd attached: NotWarm, nothing leaked."""
+    directory = new_runtime_dir()
+    path = str(directory / "s.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+
+    def refuse() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            header = conn.recv(8)
+            conn.recv(struct.unpack("!4sI", header)[1], socket.MSG_WAITALL)
+            null = os.open(os.devnull, os.O_RDONLY)
+            conn.sendmsg([struct.pack("!4sI", launcher.REFUSED, 2) + b"no"],
+                         [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", null))])
+            os.close(null)
+
+    fake = threading.Thread(target=refuse)
+    fake.start()
+    before = open_fds()
+    try:
+        with pytest.raises(launcher.NotWarm, match="refused: no"):
+            launcher.hand_over(path)
+        fake.join(scaled(10))
+        assert open_fds() == before
+    finally:
+        listener.close()
+        shutil.rmtree(directory, ignore_errors=True)

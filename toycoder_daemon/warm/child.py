@@ -67,9 +67,7 @@ def _adopt(fds: list[int], hello: bytearray, release: Callable[[], None],
     release()
     signal.set_wakeup_fd(-1)
     _fresh_signals()
-    stdin, stdout, stderr, cwd, go, blanks = fds
-    for fd in (go, blanks):
-        os.set_inheritable(fd, False)  # received fds are inheritable: no command of the daemon gets these
+    stdin, stdout, stderr, cwd, go, blanks = fds  # received close-on-exec (launcher.receive_header)
     if os.read(go, 1) != launcher.GO:
         os._exit(0)  # the launcher served cold (or died): its fds were never ours
     launch = marshal.loads(bytes(hello))

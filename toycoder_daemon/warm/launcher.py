@@ -180,7 +180,8 @@ def receive_header(sock: socket.socket, max_fds: int = 0,
     while got < HEADER.size:
         _within(sock, deadline)
         if max_fds and not fds:
-            n, anc, _, _ = sock.recvmsg_into([memoryview(buf)[got:]], socket.CMSG_SPACE(max_fds * 4))
+            n, anc, _, _ = sock.recvmsg_into([memoryview(buf)[got:]], socket.CMSG_SPACE(max_fds * 4),
+                                             getattr(socket, "MSG_CMSG_CLOEXEC", 0))
             for level, kind, data in anc:
                 if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                     fds += list(struct.unpack(f"{len(data) // 4}i", data[: len(data) - len(data) % 4]))
@@ -191,6 +192,8 @@ def receive_header(sock: socket.socket, max_fds: int = 0,
                 os.close(fd)
             return b"", 0, []
         got += n
+    for fd in fds:  # where MSG_CMSG_CLOEXEC is missing: no command may inherit them
+        os.set_inheritable(fd, False)
     kind, length = HEADER.unpack(buf)
     return kind, length, fds
 
@@ -386,7 +389,7 @@ def hand_over(path: str) -> tuple[socket.socket, Child, int]:
     sock = connect(path)
     go_r, go_w = os.pipe()
     blanks_r, blanks_w = os.pipe()
-    cwd = -1
+    cwd, fds = -1, list[int]()
     try:
         server_pid, _, _ = peer(sock)
         same_place(server_pid)
@@ -418,6 +421,8 @@ def hand_over(path: str) -> tuple[socket.socket, Child, int]:
         (pid,) = struct.unpack("!i", body)
         return sock, Child(pid, fds[0] if fds else None, blanks_r), go_w
     except BaseException:
+        for fd in fds:  # the pidfd of a child that ends untouched
+            os.close(fd)
         os.close(go_w)  # a child that was forked anyway finds the pipe closed and ends untouched
         os.close(blanks_r)
         sock.close()
@@ -556,6 +561,7 @@ def spawn_server(directory: str, digest: str) -> None:
                 os.dup2(null, 0)
                 os.dup2(null, 1)
                 os.dup2(out, 2)
+                os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # nothing of this launch reaches the server
                 os.chdir("/")
                 # ignored signals and the blocked mask survive execve: the server (and through it
                 # every child) must not start with this one launch's
