@@ -71,6 +71,26 @@ def proc_dir(pid: int) -> str:
     return f"/proc/{pid}"
 
 
+def open_fds() -> set[int]:
+    """This process's open fds (not the one listing them, gone by the time it is read)."""
+    found = set()
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            os.readlink(f"/proc/self/fd/{name}")
+        except FileNotFoundError:
+            continue
+        found.add(int(name))
+    return found
+
+
+def signal_set(pid: int, field: str) -> set[int]:
+    """The signals of /proc/<pid>/status's SigIgn, SigBlk... (a hex mask, bit n-1 for signal n)."""
+    with open(f"/proc/{pid}/status") as f:
+        line = next(ln for ln in f if ln.startswith(f"{field}:"))
+    mask = int(line.split()[1], 16)
+    return {n for n in range(1, 65) if mask >> (n - 1) & 1}
+
+
 def parent_of(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 

@@ -34,9 +34,11 @@ from helpers import (
     live_pids,
     maps_of,
     memory_holds,
+    open_fds,
     parent_of,
     processes_running,
     processes_with,
+    signal_set,
     sleep_command,
     write_config,
 )
@@ -469,18 +471,6 @@ def inproc_server() -> Iterator[Any]:
     os.close(server.wake_w)
 
 
-def open_fds() -> set[int]:
-    """This process's open fds (not the one listing them, gone by the time it is read)."""
-    found = set()
-    for name in os.listdir("/proc/self/fd"):
-        try:
-            os.readlink(f"/proc/self/fd/{name}")
-        except FileNotFoundError:
-            continue
-        found.add(int(name))
-    return found
-
-
 def send_launch_header(sock: socket.socket, nfds: int, length: int) -> None:
     """A LAUNCH header carrying `nfds` fds (of /dev/null; the copies sent are closed here)."""
     fds = [os.open(os.devnull, os.O_RDONLY) for _ in range(nfds)]
@@ -538,14 +528,6 @@ def test_a_peer_trickling_its_message_is_cut_off_at_the_deadline(inproc_server: 
     took = time.monotonic() - began
     peer.join(scaled(10))
     assert inproc_server.idle_minutes == server_module.IDLE_MINUTES and took < 1.0, took
-
-
-def signal_set(pid: int, field: str) -> set[int]:
-    """The signals of /proc/<pid>/status's SigIgn, SigBlk... (a hex mask, bit n-1 for signal n)."""
-    with open(f"/proc/{pid}/status") as f:
-        line = next(ln for ln in f if ln.startswith(f"{field}:"))
-    mask = int(line.split()[1], 16)
-    return {n for n in range(1, 65) if mask >> (n - 1) & 1}
 
 
 def _ignore_usr2_block_usr1() -> None:
