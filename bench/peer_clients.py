@@ -1,4 +1,5 @@
-"""Stdio JSON-RPC drivers for the peer bench: our daemon (LSP face, ACP face) and codex app-server.
+"""Stdio JSON-RPC drivers for the peer bench: our daemon (LSP face, ACP face), codex app-server and
+claude-agent-acp.
 
 Each driver spawns its peer fresh, times `initialize` from spawn, opens a session and runs a turn,
 reporting when the first streamed text arrived and when the turn ended. Frames are stamped on
@@ -36,6 +37,8 @@ class Turn:
 class Peer:
     name = "peer"
     framing = "jsonl"  # or "lsp" (Content-Length headers)
+    has_history = True
+    """Whether open_history can hand it a stored N-message history (the big-history case)."""
 
     def __init__(self, proc: asyncio.subprocess.Process, spawned: float, marker: str = ""):
         self.proc = proc
@@ -350,3 +353,33 @@ class Codex(Peer):
             self._chunk(params.get("threadId"), now, params.get("delta", ""))
         elif method == "turn/completed":
             self._end(str(params.get("threadId")), now)
+
+
+class ClaudeACP(ToyACP):
+    """@zed-industries/claude-agent-acp: a node ACP adapter that runs the Claude Code CLI (node)
+    per session and speaks Anthropic's Messages API (bench/peer_llm.py serves that dialect too)."""
+    name = "claude-agent-acp"
+    has_history = False  # its sessions are the CLI's private JSONL files; we do not write those
+
+    def processes(self) -> list[int]:
+        """The adapter and every process under it: the CLI it spawns per session does the turn's
+        work (unlike our daemon's children, which a plain-text turn does not have)."""
+        parents: dict[int, int] = {}
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                try:
+                    with open(f"/proc/{name}/stat") as f:
+                        parents[int(name)] = int(f.read().rsplit(")", 1)[1].split()[1])
+                except OSError:
+                    continue
+        tree = [self.proc.pid]
+        for pid in tree:  # grows while walked: breadth-first over the children
+            tree += [child for child, parent in parents.items() if parent == pid]
+        return tree
+
+    async def cheap_request(self, sid: str) -> None:
+        """An unknown method, answered -32601 by its SDK's router: its request path with no work
+        (it advertises auth methods, so `authenticate` would do work)."""
+        _, msg = await self.request("bench/none", {})
+        if msg.get("error", {}).get("code") != -32601:
+            raise RuntimeError(f"{self.name}: bench/none answered {msg}")

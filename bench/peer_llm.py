@@ -47,12 +47,16 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json(200, {"tokens": self.server.tokens})
         self.server.requests += 1
         self.server.request_bytes += len(body)
-        path = self.path.rstrip("/")
+        path = self.path.split("?", 1)[0].rstrip("/")  # the Agent SDK adds ?beta=true
         n = self.server.tokens
         if path.endswith("/chat/completions"):
             events = _chat_events(n)
         elif path.endswith("/responses"):
             events = _responses_events(n)
+        elif path.endswith("/messages"):
+            if not json.loads(body or b"{}").get("stream"):  # the Agent SDK's side requests (titles, probes)
+                return self._json(200, _messages_reply(n))
+            events = _messages_events(n)
         else:
             return self._json(404, {"error": {"message": f"no route POST {self.path}"}})
         self.send_response(200)
@@ -112,6 +116,29 @@ def _responses_events(n: int) -> list[bytes]:
         "id": "resp_bench", "usage": {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
                                       "output_tokens": n, "output_tokens_details": {"reasoning_tokens": 0},
                                       "total_tokens": n + 10}}}))
+    return out
+
+
+def _messages_reply(n: int) -> dict[str, Any]:
+    return {"id": "msg_bench", "type": "message", "role": "assistant", "model": "fake-model",
+            "content": [{"type": "text", "text": "".join(f"tok{i} " for i in range(n))}],
+            "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": n}}
+
+
+def _messages_events(n: int) -> list[bytes]:
+    """Anthropic's Messages API stream (claude-agent-acp's dialect), one text delta per event."""
+    def ev(obj: dict[str, Any]) -> bytes:
+        return b"event: " + obj["type"].encode() + b"\ndata: " + _dump(obj) + b"\n\n"
+
+    start = {**_messages_reply(0), "content": [], "stop_reason": None, "usage": {"input_tokens": 10, "output_tokens": 1}}
+    out = [ev({"type": "message_start", "message": start}),
+           ev({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})]
+    out += [ev({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": f"tok{i} "}})
+            for i in range(n)]
+    out += [ev({"type": "content_block_stop", "index": 0}),
+            ev({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": n}}),
+            ev({"type": "message_stop"})]
     return out
 
 

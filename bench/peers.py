@@ -1,10 +1,11 @@
-"""Our daemon (both faces) side by side with codex app-server, against one fake model server.
+"""Our daemon (both faces) side by side with codex app-server and claude-agent-acp, against one fake
+model server (Chat Completions for ours, Responses for codex, Messages for claude: bench/peer_llm.py).
 
 Per token count, each run spawns every peer fresh, in rotating order (interleaved), and times:
 init ms (spawn -> initialize answered), session ms (new session), 1st chunk ms (prompt -> first
 streamed text), spawn->chunk ms (spawn -> first streamed text: what a person waits in all),
 turn ms (prompt -> turn end), turn CPU s (the peer process, /proc), RSS after the turn.
-Medians of --runs after --warmup, then ours/codex ratios per column (< 1: we are ahead).
+Medians of --runs after --warmup, then ours/peer ratios per column (< 1: we are ahead).
 --against DIR runs a second daemon tree's faces in the same rotation (rows labelled by tree), so a
 before/after pair shares the machine's load; --daemon-root replaces the tree that runs.
 The concurrency case runs --sessions sessions streaming at once in one process per peer, with a
@@ -23,10 +24,13 @@ the fork server, outside the spawned launcher's tree: a marker in each spawn's e
 and its CPU and memory count as that launch's (the server's one-time imports do not, like a page
 cache; its RSS is printed once). USS MiB is the launch's private memory.
 codex: `--install-codex` puts npm @openai/codex@0.171.0 into bench/.peers/ (gitignored, never a
-project dependency); CODEX_BIN points at another binary. Without it, only our rows are printed.
+project dependency); CODEX_BIN points at another binary. claude-agent-acp: `--install-claude` puts
+npm @zed-industries/claude-agent-acp@0.23.1 there (CLAUDE_ACP_JS points at another dist/index.js);
+its CPU and memory count the adapter and the Claude Code CLI it runs per session; its cheap request
+is an unknown method (-32601); it has no row in the history case. A peer not installed has no row.
 
 Run:  .venv/bin/python bench/peers.py [--tokens 2000,20000] [--runs 5] [--warmup 1] [--sessions 20] [--history 5000]
-                                     [--against DIR] [--quick]
+                                     [--against DIR] [--quick] [--install-codex] [--install-claude] [--no-claude]
 """
 
 from __future__ import annotations
@@ -54,10 +58,12 @@ sys.path.insert(0, str(HERE))
 
 from big_history import history  # noqa: E402
 from installed import installed_launcher  # noqa: E402
-from peer_clients import Codex, Peer, ToyACP, ToyLSP  # noqa: E402
+from peer_clients import ClaudeACP, Codex, Peer, ToyACP, ToyLSP  # noqa: E402
 from peer_llm import PeerLLM  # noqa: E402
 
 CODEX_PKG = "@openai/codex@0.171.0"
+CLAUDE_PKG = "@zed-industries/claude-agent-acp@0.23.1"
+PEERS = (Codex, ClaudeACP)
 PEERS_DIR = HERE / ".peers"
 MODEL = "fake-model"
 PROMPT = "say hello"
@@ -71,11 +77,19 @@ def find_codex() -> str | None:
     return found[0] if found else None
 
 
-def install_codex() -> None:
+def find_claude() -> str | None:
+    if os.environ.get("CLAUDE_ACP_JS"):
+        return os.environ["CLAUDE_ACP_JS"]
+    js = PEERS_DIR / "node_modules/@zed-industries/claude-agent-acp/dist/index.js"
+    return str(js) if js.exists() and shutil.which("node") else None
+
+
+def install_peer(package: str) -> None:
     if not shutil.which("npm"):
-        raise SystemExit("--install-codex: npm is not on PATH")
+        raise SystemExit(f"installing {package}: npm is not on PATH")
     PEERS_DIR.mkdir(exist_ok=True)
-    subprocess.run(["npm", "install", "--no-save", "--no-audit", "--no-fund", "--prefix", str(PEERS_DIR), CODEX_PKG],
+    # saved into bench/.peers/package.json: a later install of the other peer keeps this one
+    subprocess.run(["npm", "install", "--save-exact", "--no-audit", "--no-fund", "--prefix", str(PEERS_DIR), package],
                    check=True)
 
 
@@ -97,7 +111,7 @@ class Setup:
     """Temp dirs, config and argv for every peer; nothing of the user's is read or written."""
 
     def __init__(self, tmp: Path, llm: PeerLLM, codex: str | None, daemon_root: Path = ROOT, loop_stats: bool = False,
-                 against: Path | None = None):
+                 against: Path | None = None, claude: str | None = None):
         self.ws = tmp / "ws"
         self.ws.mkdir()
         (self.ws / "README.md").write_text("# bench workspace\n")
@@ -151,6 +165,13 @@ class Setup:
                      for tree, name in zip(trees, names, strict=True) for kind in (ToyLSP, ToyACP) for warm in modes]
         if codex:
             self.rows.append(Row(Codex.name, Codex, self.env))
+        if claude:
+            self.argv[ClaudeACP] = [shutil.which("node") or "node", claude]
+            self.rows.append(Row(ClaudeACP.name, ClaudeACP, {
+                **self.env, "ANTHROPIC_BASE_URL": llm.base_url.rsplit("/v1", 1)[0], "ANTHROPIC_API_KEY": "bench-key",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+                # the CLI refuses to start as root unless told it is in a sandbox (this machine runs as root)
+                **({"IS_SANDBOX": "1"} if os.geteuid() == 0 else {})}))
 
     def warm_status(self, row: Row) -> dict[str, object]:
         out = subprocess.run([*self.daemon, "--warm-status"], capture_output=True, text=True, env=row.env)
@@ -332,18 +353,18 @@ PASSES = [("pass_cpu", "loop pass CPU p99", "{:9.1f}"), ("pass_wall", "loop pass
 
 
 def table(title: str, cols: list[tuple[str, str, str]], rows: dict[Row, dict[str, float]]) -> None:
-    ours = [r for r in rows if r.kind is not Codex]
-    codex = next((rows[r] for r in rows if r.kind is Codex), None)
-    ratio_labels = {r: "ratio " + r.label.removeprefix("toycoder ") + "/codex" for r in ours}
+    ours = [r for r in rows if r.kind not in PEERS]
+    peers = [r for r in rows if r.kind in PEERS]
+    short = {Codex: "codex", ClaudeACP: "claude"}
+    ratio_labels = {(r, p): "ratio " + r.label.removeprefix("toycoder ") + "/" + short[p.kind] for p in peers for r in ours}
     width = max([22, *(len(r.label) + 2 for r in rows), *(len(s) + 2 for s in ratio_labels.values())])
     print(f"\n{title}")
     print(f"{'':{width}}" + "".join(f"{label:>18}" for _, label, _ in cols))
     for r, row in rows.items():
         print(f"{r.label:{width}}" + "".join(f"{fmt.format(row[key]):>18}" for key, _, fmt in cols))
-    if codex is not None:
-        for r in ours:
-            ratios = [rows[r][k] / codex[k] if codex[k] else float("nan") for k, _, _ in cols]
-            print(f"{ratio_labels[r]:{width}}" + "".join(f"{x:18.2f}" for x in ratios))
+    for (r, p), label in ratio_labels.items():
+        ratios = [rows[r][k] / rows[p][k] if rows[p][k] else float("nan") for k, _, _ in cols]
+        print(f"{label:{width}}" + "".join(f"{x:18.2f}" for x in ratios))
 
 
 def medians(runs: list[dict[str, float]]) -> dict[str, float]:
@@ -355,9 +376,13 @@ async def main_async(args: argparse.Namespace) -> int:
     if codex is None:
         print(f"codex: not installed (run with --install-codex to put npm {CODEX_PKG} into bench/.peers/, "
               "or set CODEX_BIN); printing our numbers only", file=sys.stderr)
+    claude = find_claude() if not args.no_claude else None
+    if claude is None and not args.no_claude:
+        print(f"claude-agent-acp: not installed (run with --install-claude to put npm {CLAUDE_PKG} into bench/.peers/, "
+              "or set CLAUDE_ACP_JS); no claude rows", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="toycoder-peers-") as tmp, PeerLLM() as llm:
         against = Path(args.against).resolve() if args.against else None
-        setup = Setup(Path(tmp), llm, codex, Path(args.daemon_root).resolve(), args.loop_stats, against)
+        setup = Setup(Path(tmp), llm, codex, Path(args.daemon_root).resolve(), args.loop_stats, against, claude)
         entries = setup.rows
         print(f"peers: {', '.join(e.label for e in entries)}; medians of {args.runs} runs after {args.warmup} warm-up, "
               f"interleaved; load average {os.getloadavg()[0]:.2f}")
@@ -407,9 +432,10 @@ async def measure(args: argparse.Namespace, setup: Setup, llm: PeerLLM, entries:
     if args.history:
         llm.set_tokens(args.history_tokens)
         messages = history(args.history)
-        hist: dict[Row, list[dict[str, float]]] = {e: [] for e in entries}
+        with_history = [e for e in entries if e.kind.has_history]
+        hist: dict[Row, list[dict[str, float]]] = {e: [] for e in with_history}
         for r in range(args.warmup + args.history_runs):
-            for entry in entries[r % len(entries):] + entries[:r % len(entries)]:
+            for entry in with_history[r % len(with_history):] + with_history[:r % len(with_history)]:
                 m = await big_history_turn(setup, entry, messages)
                 if r >= args.warmup:
                     hist[entry].append(m)
@@ -435,6 +461,9 @@ def main() -> int:
     parser.add_argument("--against", help="a second tree whose daemon runs in the same rotation, rows labelled by "
                                            "tree (before/after under one load)")
     parser.add_argument("--install-codex", action="store_true", help=f"npm install {CODEX_PKG} into bench/.peers/ first")
+    parser.add_argument("--install-claude", action="store_true",
+                        help=f"npm install {CLAUDE_PKG} into bench/.peers/ first")
+    parser.add_argument("--no-claude", action="store_true", help="leave claude-agent-acp out (it is slow to start)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: --tokens 2000 --runs 2 --warmup 0 --many-runs 1 --history-runs 1")
     args = parser.parse_args()
@@ -442,7 +471,9 @@ def main() -> int:
         args.tokens, args.runs, args.warmup, args.many_runs, args.history_runs = "2000", 2, 0, 1, 1
     args.tokens = [int(t) for t in str(args.tokens).split(",") if t]
     if args.install_codex:
-        install_codex()
+        install_peer(CODEX_PKG)
+    if args.install_claude:
+        install_peer(CLAUDE_PKG)
     return asyncio.run(main_async(args))
 
 
