@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -51,6 +52,7 @@ from warm_helpers import (
     serving_pid,
     sockets,
     status,
+    statuses,
     stop_servers,
     wait_for_server,
 )
@@ -145,6 +147,22 @@ async def test_cold_when_disabled_and_no_server_is_started(rundir: Path, workspa
     others = [p for p in live_pids() if p not in (d.proc.pid, os.getpid()) and has_env(p, mine)]
     assert others == [] and sockets(rundir) == []
     assert await d.close() == 0
+
+
+def test_interpreter_flags_and_hash_seed_name_the_server(rundir: Path) -> None:
+    """A forked child keeps its server's flags and hash seed: launches with other `-X utf8`, `-B` or
+    PYTHONHASHSEED get a server of their own, started with the same flags and seed."""
+    launches = {"utf8": (["-X", "utf8=1"], "7"), "plain": (["-X", "utf8=0", "-B"], "8")}
+    for opts, seed in launches.values():
+        done = subprocess.run([sys.executable, *opts, "-m", "toycoder_daemon", "--version"], capture_output=True,
+                              env={**os.environ, "PYTHONHASHSEED": seed}, cwd=str(ROOT), timeout=scaled(60),
+                              start_new_session=True)
+        assert done.returncode == 0, done.stderr
+    wait_until(lambda: len(statuses(rundir)) == 2, timeout=60, what="a fork server for each set of flags")
+    for shown in statuses(rundir):
+        argv = cmdline_of(shown["pid"]).split(b"\0")
+        (name,) = [k for k, (opts, _) in launches.items() if all(o.encode() in argv for o in opts)]
+        assert f"PYTHONHASHSEED={launches[name][1]}".encode() in environ_of(shown["pid"])
 
 
 def test_warm_status_and_warm_stop(rundir: Path) -> None:
@@ -490,6 +508,31 @@ def test_a_launch_of_five_fds_from_a_peer_that_left_is_dropped(inproc_server: An
     before = open_fds() - {ours.fileno()}
     inproc_server.serve(ours)  # refuses (5 fds), to a peer that is gone: logged, not raised
     assert ours.fileno() == -1 and open_fds() == before
+
+
+def test_a_stale_event_does_not_end_a_launch_that_reused_the_fd_number(inproc_server: Any) -> None:
+    """One poll round: a launcher hangs up and its child is reaped (its connection closed), then an
+    accept gets the same fd number for a new launch. The round's stale event for that number must not
+    be taken as the new launcher's end."""
+    old, old_peer = socket.socketpair()
+    number = old.fileno()
+    inproc_server.children[101] = (old, 1)
+    conns = {number: old}  # what the round registered
+    del inproc_server.children[101]  # reaped earlier in the round
+    old.close()
+    reused, new_peer = socket.socketpair()  # the new launch's connection gets the freed number
+    if reused.fileno() != number:
+        os.dup2(reused.fileno(), number)
+        reused.close()
+        reused = socket.socket(fileno=number)
+    inproc_server.children[202] = (reused, 2)
+    try:
+        inproc_server.dispatch([(number, select.POLLIN)], conns)
+        assert inproc_server.children[202] == (reused, 2) and reused.fileno() == number
+    finally:
+        reused.close()
+        old_peer.close()
+        new_peer.close()
 
 
 def test_a_launcher_stalling_mid_message_is_dropped(inproc_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:

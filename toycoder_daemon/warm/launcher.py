@@ -116,14 +116,39 @@ def import_path() -> list[str]:
     return [p for p in sys.path if not script or os.path.abspath(p or ".") != script]
 
 
+def interpreter_options() -> list[str]:
+    """Command-line options that give a new interpreter this one's sys.flags. A forked child keeps
+    the server's flags, so the server is started with the launcher's (and they are in the socket's
+    name): `-X utf8`, `-O` or `-B` on a launch are never served by a server started without them."""
+    f = sys.flags
+    opts = ["-O"] * f.optimize + ["-b"] * f.bytes_warning + ["-v"] * f.verbose
+    opts += [flag for flag, on in (("-B", f.dont_write_bytecode), ("-s", f.no_user_site), ("-S", f.no_site),
+                                   ("-I", f.isolated), ("-E", f.ignore_environment and not f.isolated),
+                                   ("-P", getattr(f, "safe_path", False) and not f.isolated)) if on]
+    opts += ["-X", f"utf8={f.utf8_mode}"]  # explicit: the server's environment has no PYTHONUTF8
+    if f.dev_mode:
+        opts += ["-X", "dev"]
+    if getattr(f, "warn_default_encoding", 0):
+        opts += ["-X", "warn_default_encoding"]
+    if getattr(f, "int_max_str_digits", -1) not in (-1, None):
+        opts += ["-X", f"int_max_str_digits={f.int_max_str_digits}"]
+    return opts
+
+
+def hash_seed() -> str | None:
+    """PYTHONHASHSEED as this interpreter used it (None: random, or the environment was ignored)."""
+    return None if sys.flags.ignore_environment else os.environ.get("PYTHONHASHSEED") or None
+
+
 def install_hash() -> str:
-    """Names the socket: this package's version and files (path, size, mtime), the interpreter and
-    the import path (with each entry's mtime, which an install into it changes), so an upgrade, an
-    edit in an editable install or another venv is never served by a server running older code."""
+    """Names the socket: this package's version and files (path, size, mtime), the interpreter, its
+    flags and hash seed, and the import path (with each entry's mtime, which an install into it
+    changes), so an upgrade, an edit in an editable install, another venv or other interpreter flags
+    are never served by a server running other code or flags."""
     from toycoder_daemon import __version__
 
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    parts = [__version__, sys.executable, sys.version, package]
+    parts = [__version__, sys.executable, sys.version, package, " ".join(interpreter_options()), f"seed={hash_seed()}"]
     for entry in import_path():
         try:
             parts.append(f"{entry}:{os.stat(entry or '.').st_mtime_ns}")
@@ -542,9 +567,11 @@ def spawn_server(directory: str, digest: str) -> None:
     """Start this install's fork server, detached (its own session, reparented away from us), stdio
     on /dev/null and a log in the state dir, with only SERVER_ENV of our environment."""
     env = {k: v for k, v in os.environ.items() if k in SERVER_ENV or k.startswith("LC_")}
+    if hash_seed() is not None:  # the launcher's, as its flags are (install_hash names both)
+        env["PYTHONHASHSEED"] = str(hash_seed())
     boot = ("import sys, marshal; sys.path[:] = marshal.loads(bytes.fromhex(sys.argv[1])); "
             "from toycoder_daemon.warm.server import main; main(sys.argv[2:])")
-    argv = [sys.executable, "-c", boot, marshal.dumps(import_path()).hex(), directory, digest]
+    argv = [sys.executable, *interpreter_options(), "-c", boot, marshal.dumps(import_path()).hex(), directory, digest]
     log = os.devnull
     try:
         os.makedirs(state_dir(), mode=0o700, exist_ok=True)

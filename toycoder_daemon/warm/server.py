@@ -165,9 +165,9 @@ class Server:
             poller.register(self.wake_r, select.POLLIN)
             if self.listener is not None:
                 poller.register(self.listener, select.POLLIN)
-            for conn, _ in self.children.values():
-                if conn is not None:
-                    poller.register(conn, select.POLLIN)
+            conns = {conn.fileno(): conn for conn, _ in self.children.values() if conn is not None}
+            for fd in conns:
+                poller.register(fd, select.POLLIN)
             timeout = None
             if not self.children and self.listener is not None:
                 left = self.last_active + self.idle_minutes * 60 - time.monotonic()
@@ -176,16 +176,22 @@ class Server:
                     self.stop_listening()
                     continue
                 timeout = min(left, MAX_WAIT) * 1000  # poll() takes at most ~24 days; the loop comes back
-            for fd, _ in poller.poll(timeout):
-                if fd == self.wake_r:
-                    with contextlib.suppress(BlockingIOError):
-                        os.read(self.wake_r, 512)
-                    self._guarded(self.reap)
-                elif self.listener is not None and fd == self.listener.fileno():
-                    self._guarded(self.accept)
-                else:
-                    self._guarded(functools.partial(self._launcher_spoke, fd))
+            self.dispatch(poller.poll(timeout), conns)
             self._guarded(self.reap)
+
+    def dispatch(self, events: list[tuple[int, int]], conns: dict[int, socket.socket]) -> None:
+        """One poll round's events. A launcher's event goes to the connection registered under that
+        fd, not to whatever holds the number now: a reap earlier in the round may close it and an
+        accept reuse the number for a new launch, which a stale event must not end."""
+        for fd, _ in events:
+            if fd == self.wake_r:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(self.wake_r, 512)
+                self._guarded(self.reap)
+            elif self.listener is not None and fd == self.listener.fileno():
+                self._guarded(self.accept)
+            elif fd in conns:
+                self._guarded(functools.partial(self._launcher_spoke, conns[fd]))
 
     @staticmethod
     def _guarded(handler: Callable[[], None]) -> None:
@@ -195,10 +201,10 @@ class Server:
         except Exception as e:
             log(f"{type(e).__name__} while serving: {e}")
 
-    def _launcher_spoke(self, fd: int) -> None:
+    def _launcher_spoke(self, spoke: socket.socket) -> None:
         """A launcher says nothing after the hand-over: this is its end (the child sees it too)."""
         for pid, (conn, launcher_pid) in self.children.items():
-            if conn is not None and conn.fileno() == fd:
+            if conn is spoke:
                 conn.close()
                 self.children[pid] = (None, launcher_pid)
                 return
@@ -342,7 +348,8 @@ def main(argv: list[str]) -> None:
     os.chdir("/")
     os.umask(0o077)
     for name in list(os.environ):  # as the launcher started us; also if someone else did
-        if name not in launcher.SERVER_ENV and not name.startswith("LC_"):
+        # PYTHONHASHSEED stays: it is the launcher's seed, read again by install_hash() below
+        if name not in launcher.SERVER_ENV and name != "PYTHONHASHSEED" and not name.startswith("LC_"):
             del os.environ[name]
     started = time.monotonic()
     preload()
