@@ -33,12 +33,13 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO
 
 from toycoder_daemon.core.errors import SessionBusy, SessionNotFound
 from toycoder_daemon.core.messages import Message
 from toycoder_daemon.core.util import safejson
 from toycoder_daemon.core.util.atomic import atomic_write
+from toycoder_daemon.sessions import stored
 from toycoder_daemon.sessions.conversation import Mark, Stored
 from toycoder_daemon.sessions.listing import SessionIndex, SessionSummary
 
@@ -58,30 +59,43 @@ def _line(record: dict[str, Any]) -> bytes:
 
 def _parse(chunk: bytes, name: str) -> tuple[dict[str, Any], list[Stored]]:
     """Complete lines -> (meta updates, the last meta record winning, turn ends merged into its
-    "turnEnds"; messages and marks in order)."""
+    "turnEnds"; messages and marks in order). Lines are untrusted (sessions/stored.py): what is
+    unreadable is skipped or repaired, and logged."""
     meta: dict[str, Any] = {}
     records: list[Stored] = []
     for number, raw in enumerate(chunk.split(b"\n"), 1):
         if not raw.strip():
             continue
+        where = f"{name}: line {number}"
         try:
             rec = json.loads(raw)
-        except ValueError:
-            log.warning("%s: unreadable line %d skipped", name, number)
+        except (ValueError, RecursionError):  # RecursionError: nested too deep for the parser
+            log.warning("%s: unreadable; skipped", where)
+            continue
+        if not isinstance(rec, dict):
+            log.warning("%s: not a JSON object; skipped", where)
             continue
         kind = rec.get("t")
         if kind == "meta":
+            rec = stored.meta(rec, where)
             ends = {**(meta.get("turnEnds") or {}), **(rec.get("turnEnds") or {})} if "turnEnds" in rec else None
-            meta.update({k: v for k, v in rec.items() if k != "t"})
+            meta.update(rec)
             if ends is not None:
                 meta["turnEnds"] = ends
-        elif kind == "msg" and isinstance(rec.get("m"), dict):
-            records.append(cast(Message, rec["m"]))  # our own records: trusted to have our shapes
+        elif kind == "msg":
+            if (m := stored.message(rec.get("m"), where)) is not None:
+                records.append(m)
         elif kind == "end" and isinstance(rec.get("turn"), str):
             meta.setdefault("turnEnds", {})[rec["turn"]] = {k: v for k, v in rec.items() if k not in ("t", "turn")}
-        elif kind == "context" and isinstance(rec.get("start"), int) and isinstance(rec.get("head"), list):
+        elif kind == "context" and type(rec.get("start")) is int and rec["start"] >= 0 \
+                and isinstance(rec.get("head"), list):
+            head = [m for m in (stored.message(h, where) for h in rec["head"]) if m is not None]
             info = {k: v for k, v in rec.items() if k not in ("t", "start", "head")}
-            records.append(Mark(rec["start"], tuple(rec["head"]), info))
+            records.append(Mark(rec["start"], tuple(head), info))
+        elif kind in ("end", "context"):
+            log.warning("%s: unreadable %s record; skipped", where, kind)
+        else:  # another version's kind of record, perhaps: nothing this one can use
+            log.debug("%s: unknown record (t=%.40r) skipped", where, kind)
     return meta, records
 
 
