@@ -22,6 +22,21 @@ class SessionNotFound(ToyCoderError):
         self.session_id = session_id
 
 
+MAX_SESSION_ID = 64
+"""Bytes a session id may have: it names files (`<id>.jsonl`, `<id>.lock`, checkpoints), and a
+longer one could pass NAME_MAX (ours are 12 characters)."""
+
+
+class InvalidSessionId(ToyCoderError):
+    """A session id no session can have (too long to name its file): the request's params are
+    invalid, whatever it asks."""
+
+    def __init__(self, session_id: str):
+        super().__init__(f"Invalid params: sessionId: longer than {MAX_SESSION_ID} bytes "
+                         f"({len(session_id.encode(errors='replace'))})")
+        self.session_id = session_id
+
+
 class SessionBusy(ToyCoderError):
     def __init__(self, session_id: str, why: str = "it is already running a turn; wait for it or cancel it"):
         super().__init__(f"session {session_id} is busy: {why}")

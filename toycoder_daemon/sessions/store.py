@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from toycoder_daemon.core.errors import SessionBusy, SessionNotFound
+from toycoder_daemon.core.errors import MAX_SESSION_ID, InvalidSessionId, SessionBusy, SessionNotFound
 from toycoder_daemon.core.messages import Message
 from toycoder_daemon.core.util import safejson
 from toycoder_daemon.core.util.atomic import atomic_write
@@ -310,6 +310,8 @@ class SessionStore:
             (self.dir / "workspace.txt").write_text(str(self.workspace) + "\n")
 
     def _path(self, session_id: str) -> Path:
+        if len(session_id.encode(errors="replace")) > MAX_SESSION_ID:
+            raise InvalidSessionId(session_id)
         if not session_id or not all(c.isalnum() or c in "-_" for c in session_id):
             raise SessionNotFound(session_id)
         return self.dir / f"{session_id}.jsonl"

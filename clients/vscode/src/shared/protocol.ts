@@ -267,6 +267,7 @@ export interface ToolList {
 export interface SetEnabledParams {
   sessionId: string;
   name: string;
+  /** true or false only: a lax "yes" or 1 must not enable a tool. */
   enabled: boolean;
 }
 
