@@ -17,9 +17,16 @@ class ConfigError(ToyCoderError):
 
 
 class SessionNotFound(ToyCoderError):
-    def __init__(self, session_id: str):
-        super().__init__(f"session not found: {session_id}")
+    def __init__(self, session_id: str, message: str = ""):
+        super().__init__(message or f"session not found: {session_id}")
         self.session_id = session_id
+
+
+class SessionDeleted(SessionNotFound):
+    """The session was deleted in another daemon while this one had it open: it is not written again."""
+
+    def __init__(self, session_id: str):
+        super().__init__(session_id, f"session {session_id} was deleted in another editor")
 
 
 MAX_SESSION_ID = 64

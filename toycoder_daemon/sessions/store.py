@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from toycoder_daemon.core.errors import MAX_SESSION_ID, InvalidSessionId, SessionBusy, SessionNotFound
+from toycoder_daemon.core.errors import MAX_SESSION_ID, InvalidSessionId, SessionBusy, SessionDeleted, SessionNotFound
 from toycoder_daemon.core.messages import Message
 from toycoder_daemon.core.util import safejson
 from toycoder_daemon.core.util.atomic import atomic_write
@@ -137,9 +137,21 @@ class SessionFile:
         return self._lock_fd >= 0
 
     def acquire(self) -> None:
-        """Take the session for a turn; SessionBusy while another daemon's turn holds it."""
+        """Take the session for a turn; SessionBusy while another daemon's turn holds it,
+        SessionDeleted when another daemon deleted it (then our lock file goes too: the delete
+        left no `<id>.*` file, and neither do we)."""
         if self._lock_fd < 0:
-            self._lock_fd = _lock(self._lock_path)
+            fd = _lock(self._lock_path)
+            if self.gone():  # checked under the lock, which a delete holds while it unlinks
+                self._lock_path.unlink(missing_ok=True)
+                os.close(fd)
+                raise SessionDeleted(self._lock_path.stem)
+            self._lock_fd = fd
+
+    def gone(self) -> bool:
+        """Deleted (by another daemon) since it was opened? A rewrite replaces the file atomically:
+        only a delete leaves no file at the path."""
+        return not os.path.lexists(self.path)
 
     def release(self) -> None:
         if self._lock_fd >= 0:
@@ -170,8 +182,8 @@ class SessionFile:
         line included). Race-free as writes hold the session lock, which a rewrite takes too."""
         try:
             return os.stat(self.path).st_ino != self._inode
-        except FileNotFoundError:  # deleted: nowhere better to write
-            return False
+        except FileNotFoundError:  # deleted elsewhere: a write would go to an unlinked inode, lost
+            raise SessionDeleted(self._lock_path.stem) from None
 
     def append(self, messages: list[Message]) -> None:
         self._write(b"".join(_line({"t": "msg", "m": m}) for m in messages))

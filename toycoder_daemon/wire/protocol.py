@@ -200,6 +200,15 @@ class SessionChangedUpdate(Wire):
     `transcript` is the whole history. A compaction is an addition: a `compaction` entry."""
 
 
+class SessionDeletedUpdate(Wire):
+    """Another daemon (another editor) deleted this session while this client had it open: this
+    daemon has closed it and will not write it again; a prompt in it answers -32010. `turnId` is ""."""
+
+    kind: Literal["session_deleted"] = "session_deleted"
+    message: str
+    """One line for the person ("This session was deleted in another editor.")."""
+
+
 class SessionInfoUpdate(Wire):
     """The session's title or mode changed: the fast model's title after the first turn, /title,
     /mode, setMode (not the first prompt's line). `turnId`: the turn that changed it (sent as it
@@ -412,7 +421,7 @@ class McpWaitUpdate(Wire):
 
 Update = Annotated[
     TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate
-    | McpWaitUpdate | ChangesUpdate | SessionChangedUpdate | SessionInfoUpdate | PlanUpdate,
+    | McpWaitUpdate | ChangesUpdate | SessionChangedUpdate | SessionDeletedUpdate | SessionInfoUpdate | PlanUpdate,
     Field(discriminator="kind"),
 ]
 

@@ -51,7 +51,7 @@ export type StopReason = 'end_turn' | 'max_steps' | 'max_tokens' | 'cancelled' |
 
 export type Decision = 'allow_once' | 'allow_always' | 'reject';
 
-export type Update = TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate | McpWaitUpdate | ChangesUpdate | SessionChangedUpdate | SessionInfoUpdate | PlanUpdate;
+export type Update = TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate | McpWaitUpdate | ChangesUpdate | SessionChangedUpdate | SessionDeletedUpdate | SessionInfoUpdate | PlanUpdate;
 
 export type Action = SwitchAction | QuitAction;
 
@@ -170,6 +170,12 @@ export interface SessionChangedUpdate {
   /** True: the other daemon rewrote the session (a repair of tool calls a killed turn left open):
 `transcript` is the whole history. A compaction is an addition: a `compaction` entry. */
   reset: boolean;
+}
+
+export interface SessionDeletedUpdate {
+  kind: 'session_deleted';
+  /** One line for the person ("This session was deleted in another editor."). */
+  message: string;
 }
 
 export interface SessionInfo {
