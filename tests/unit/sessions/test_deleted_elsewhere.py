@@ -88,3 +88,19 @@ async def test_the_lsp_face_sends_session_deleted_and_answers_32010(start_daemon
     assert e.value.code == -32010 and "deleted in another editor" in e.value.message
     assert [f.name for f in tmp_path.rglob(f"{sid}*")] == []
     assert len(llm.requests) == 1
+
+
+async def test_an_acp_prompt_in_a_session_deleted_elsewhere_says_so(tmp_path: Path, llm: FakeLLM,
+                                                                    workspace: Path) -> None:
+    """ACP has no update for it: the prompt's answer (ACP's not-found, -32002) says what happened."""
+    from acp import RequestError, text_block
+    from acp_client import acp_face, new_session
+
+    async with acp_face(tmp_path, llm) as (one, _, _), acp_face(tmp_path, llm) as (two, _, _):
+        sid = await new_session(one, workspace)
+        await two.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+        await one._conn.send_request("session/delete", {"sessionId": sid})
+        with pytest.raises(RequestError) as e:
+            await two.prompt(session_id=sid, prompt=[text_block("still there?")])
+        assert e.value.code == -32002 and "deleted in another editor" in str(e.value)
+        assert [f.name for f in tmp_path.rglob(f"{sid}*")] == [] and llm.requests == []
