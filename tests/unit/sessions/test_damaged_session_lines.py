@@ -145,3 +145,18 @@ async def test_the_lsp_face_loads_lists_and_prompts_a_damaged_session(
     assert [s["sessionId"] for s in (await d.call("toycoder/session/list", {}))["sessions"]] == [sid]
     llm.add({"text": "fine"})
     assert (await d.call("toycoder/prompt", {"sessionId": sid, "text": "again"}))["stopReason"] == "end_turn"
+
+
+@pytest.mark.parametrize("name", ["a list line", "a line nested 100k deep", "dict content", "a tool call without id",
+                                  "createdAt a string", "title a dict"])
+async def test_the_acp_face_loads_and_prompts_a_damaged_session(name: str, tmp_path: Path, llm: FakeLLM,
+                                                                workspace: Path) -> None:
+    from acp import text_block
+    from acp_client import acp_face
+
+    sid = write_damaged(tmp_path / "data", workspace, DAMAGED[name])
+    llm.add({"text": "fine"})
+    async with acp_face(tmp_path, llm) as (conn, editor, _):
+        await conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+        assert editor.text("user_message_chunk").startswith("hi") and editor.text().startswith("hello")
+        assert (await conn.prompt(session_id=sid, prompt=[text_block("again")])).stop_reason == "end_turn"
