@@ -66,36 +66,35 @@ def _parse(chunk: bytes, name: str) -> tuple[dict[str, Any], list[Stored]]:
     for number, raw in enumerate(chunk.split(b"\n"), 1):
         if not raw.strip():
             continue
-        where = f"{name}: line {number}"
         try:
             rec = json.loads(raw)
         except (ValueError, RecursionError):  # RecursionError: nested too deep for the parser
-            log.warning("%s: unreadable; skipped", where)
+            log.warning("%s: line %d: unreadable; skipped", name, number)
             continue
         if not isinstance(rec, dict):
-            log.warning("%s: not a JSON object; skipped", where)
+            log.warning("%s: line %d: not a JSON object; skipped", name, number)
             continue
         kind = rec.get("t")
         if kind == "meta":
-            rec = stored.meta(rec, where)
+            rec = stored.meta(rec, name, number)
             ends = {**(meta.get("turnEnds") or {}), **(rec.get("turnEnds") or {})} if "turnEnds" in rec else None
             meta.update(rec)
             if ends is not None:
                 meta["turnEnds"] = ends
         elif kind == "msg":
-            if (m := stored.message(rec.get("m"), where)) is not None:
+            if (m := stored.message(rec.get("m"), name, number)) is not None:
                 records.append(m)
         elif kind == "end" and isinstance(rec.get("turn"), str):
             meta.setdefault("turnEnds", {})[rec["turn"]] = {k: v for k, v in rec.items() if k not in ("t", "turn")}
         elif kind == "context" and type(rec.get("start")) is int and rec["start"] >= 0 \
                 and isinstance(rec.get("head"), list):
-            head = [m for m in (stored.message(h, where) for h in rec["head"]) if m is not None]
+            head = [m for m in (stored.message(h, name, number) for h in rec["head"]) if m is not None]
             info = {k: v for k, v in rec.items() if k not in ("t", "start", "head")}
             records.append(Mark(rec["start"], tuple(head), info))
         elif kind in ("end", "context"):
-            log.warning("%s: unreadable %s record; skipped", where, kind)
+            log.warning("%s: line %d: unreadable %s record; skipped", name, number, kind)
         else:  # another version's kind of record, perhaps: nothing this one can use
-            log.debug("%s: unknown record (t=%.40r) skipped", where, kind)
+            log.debug("%s: line %d: unknown record (t=%.40r) skipped", name, number, kind)
     return meta, records
 
 

@@ -22,6 +22,13 @@ def _text(value: Any) -> str:
     return "" if value is None else value if isinstance(value, str) else safejson.dumps(value)
 
 
+def _call_ok(c: Any) -> bool:
+    """A tool call already in our shape (what this daemon writes): kept as it is."""
+    f = c.get("function") if isinstance(c, dict) else None
+    return (isinstance(f, dict) and isinstance(c.get("id"), str) and bool(c["id"]) and c.get("type") == "function"
+            and isinstance(f.get("name"), str) and bool(f["name"]) and isinstance(f.get("arguments"), str))
+
+
 def _call(value: Any) -> dict[str, Any] | None:
     """One tool call in our shape, or None when it names no id or no function."""
     if not isinstance(value, dict):
@@ -35,12 +42,30 @@ def _call(value: Any) -> dict[str, Any] | None:
     return {**value, "type": "function", "function": {**f, "arguments": arguments}}
 
 
-def message(value: Any, where: str) -> Message | None:
-    """`value` as a message of ours (repaired where it can be), or None to skip it. `where` names
-    the line in the log."""
+def _sound(m: dict[str, Any]) -> bool:
+    """Nothing to repair (every message this daemon wrote): the common case costs no copy."""
+    role, content = m.get("role"), m.get("content")
+    if not (isinstance(content, str) or (role == "assistant" and content is None)):
+        return False
+    if role == "tool":
+        return isinstance(m.get("tool_call_id"), str)
+    if role == "user":
+        return isinstance(m.get("turn", ""), str) and isinstance(m.get("note", False), bool)
+    if role == "assistant":
+        made = m.get("tool_calls", [])
+        return (isinstance(made, list) and all(map(_call_ok, made))
+                and isinstance(m.get("interrupted", False), bool))
+    return role == "system"
+
+
+def message(value: Any, name: str, line: int) -> Message | None:
+    """`value` as a message of ours (repaired where it can be), or None to skip it. `name` and
+    `line` (the file's name, the line's number) say where in the log."""
     if not isinstance(value, dict) or value.get("role") not in ROLES:
-        log.warning("%s: not a message (no known role); skipped", where)
+        log.warning("%s: line %d: not a message (no known role); skipped", name, line)
         return None
+    if _sound(value):
+        return cast(Message, value)
     m = dict(value)
     role = m["role"]
     repaired: list[str] = []
@@ -49,7 +74,7 @@ def message(value: Any, where: str) -> Message | None:
         m["content"] = _text(content)
         repaired.append("content")
     if role == "tool" and not isinstance(m.get("tool_call_id"), str):
-        log.warning("%s: a tool result that names no call; skipped", where)
+        log.warning("%s: line %d: a tool result that names no call; skipped", name, line)
         return None
     if role == "user" and "turn" in m and not isinstance(m["turn"], str):
         del m["turn"]
@@ -68,7 +93,7 @@ def message(value: Any, where: str) -> Message | None:
             del m[flag]
             repaired.append(flag)
     if repaired:
-        log.warning("%s: a %s message's unreadable %s repaired", where, role, ", ".join(repaired))
+        log.warning("%s: line %d: a %s message's unreadable %s repaired", name, line, role, ", ".join(repaired))
     return cast(Message, m)
 
 
@@ -102,17 +127,17 @@ what it had: a default, or an earlier record's). Booleans only for toolOverrides
 enable a tool. Others (usage: read leniently by the session) pass as they are."""
 
 
-def meta(record: dict[str, Any], where: str) -> dict[str, Any]:
+def meta(record: dict[str, Any], name: str, line: int) -> dict[str, Any]:
     """A meta record's settings, without the fields whose values are unreadable."""
     out: dict[str, Any] = {}
     for k, v in record.items():
         if k == "t":
             continue
         if k in META_FIELDS and not META_FIELDS[k](v):
-            log.warning("%s: setting %s's unreadable value %.80r dropped", where, k, v)
+            log.warning("%s: line %d: setting %s's unreadable value %.80r dropped", name, line, k, v)
             continue
         if k == "toolOverrides" and not all(isinstance(b, bool) for b in v.values()):
-            log.warning("%s: tool overrides that are not true or false dropped: %.80r", where,
+            log.warning("%s: line %d: tool overrides that are not true or false dropped: %.80r", name, line,
                         {n: b for n, b in v.items() if not isinstance(b, bool)})
             v = {n: b for n, b in v.items() if isinstance(b, bool)}
         out[k] = v
