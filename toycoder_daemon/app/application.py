@@ -248,7 +248,11 @@ class App:
         """Run a turn (or a slash command) in the session (SessionRuntime.prompt). `close_on_switch=False`:
         the client keeps the session open after /new, /switch or /clear (an ACP client picks its
         sessions and ends them with session/close), so its MCP servers and file stay as they are."""
-        outcome = await (await self._open(session_id)).prompt(text, frontend_for)
+        try:
+            outcome = await (await self._open(session_id)).prompt(text, frontend_for)
+        except SessionDeleted:  # found by the turn's writes (its lock found it first: begin_turn)
+            self._deleted_elsewhere(session_id)
+            raise
         action = outcome.action
         if close_on_switch and action and action.get("kind") == "switch" and action.get("sessionId") != session_id:
             await self.close_session(session_id)  # /new, /switch, /clear: this daemon moves on

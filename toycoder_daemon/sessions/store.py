@@ -154,6 +154,8 @@ class SessionFile:
 
     def release(self) -> None:
         if self._lock_fd >= 0:
+            if self.gone():  # deleted under our turn (by hand: a delete takes the lock): leave no lock file
+                self._lock_path.unlink(missing_ok=True)
             os.close(self._lock_fd)  # releases the flock
             self._lock_fd = -1
 

@@ -104,3 +104,20 @@ async def test_an_acp_prompt_in_a_session_deleted_elsewhere_says_so(tmp_path: Pa
             await two.prompt(session_id=sid, prompt=[text_block("still there?")])
         assert e.value.code == -32002 and "deleted in another editor" in str(e.value)
         assert [f.name for f in tmp_path.rglob(f"{sid}*")] == [] and llm.requests == []
+
+
+async def test_a_file_removed_by_hand_during_a_turn_ends_it_without_a_lost_write(inproc: Any) -> None:
+    """Not our delete (which waits for the turn's lock): the turn's next write finds the file gone,
+    and the prompt answers SessionDeleted rather than writing to the unlinked inode; the turn's lock
+    file goes too, and the clients are told."""
+    p: InProc = inproc()
+    told: list[str] = []
+    p.app.on_session_deleted = told.append
+    sid = p.new_session()
+    p.script.add({"text": ["Once upon", " a time"], "chunk_delay": 0.2})
+    turn = p.start_prompt(sid, "tell a story")
+    await eventually(lambda: bool(p.frontend.of(sid, "text_delta")), "the turn to stream")
+    (p.app.store.dir / f"{sid}.jsonl").unlink()
+    with pytest.raises(SessionDeleted):
+        await turn
+    assert left_behind(p, sid) == [] and told == [sid] and sid not in p.app.runtimes
