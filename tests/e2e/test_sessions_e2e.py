@@ -104,3 +104,19 @@ async def test_two_daemons_share_a_session(start_daemon, llm: FakeLLM) -> None:
         ("user", "hi from a"), ("assistant", "Hello from A."), ("user", "wait a bit"), ("assistant", "Waiting.")]
     assert sent[4]["role"] == "tool" and "interrupted" in sent[4]["content"]
     assert sent[5] == {"role": "user", "content": "me too"} and llm.violations == []
+
+
+async def test_a_session_deleted_in_one_daemon_is_dropped_by_the_other(start_daemon, llm: FakeLLM,
+                                                                       tmp_path: Path) -> None:
+    """The process-level counterpart of unit/sessions/test_deleted_elsewhere.py: B hears
+    `session_deleted`, its prompt is -32010, and no `<id>.*` file is left anywhere under the data dir."""
+    a, b = await start_daemon(), await start_daemon()
+    sid = await new_session(a, title="doomed")
+    await b.call("toycoder/session/load", {"sessionId": sid})
+    assert await a.call("toycoder/session/delete", {"sessionId": sid}) == {}
+    await b.wait_for(lambda: any(u["update"]["kind"] == "session_deleted" for u in b.updates(sid)),
+                     what="B to hear that A deleted the session")
+    with pytest.raises(RpcError) as e:
+        await b.call("toycoder/prompt", {"sessionId": sid, "text": "still there?"})
+    assert e.value.code == -32010 and "deleted in another editor" in e.value.message
+    assert list((tmp_path / "data").rglob(f"{sid}*")) == [] and llm.requests == []

@@ -11,6 +11,7 @@ with a scripted model factory and a store on a temp dir (tests/inproc_app.py).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -23,7 +24,7 @@ from toycoder_daemon.app.settings import Models
 from toycoder_daemon.checkpoints import Checkpoint, RestoreResult
 from toycoder_daemon.checkpoints.undo import ChangesOfStore, Checkpoints
 from toycoder_daemon.config.model import Config, data_dir, load_config
-from toycoder_daemon.core.errors import ConfigError, SessionBusy
+from toycoder_daemon.core.errors import ConfigError, SessionBusy, SessionDeleted
 from toycoder_daemon.core.ports import Event, Frontend, ModelsInfo, ToolSummary
 from toycoder_daemon.core.util import environ_scrub, secrets
 from toycoder_daemon.llm.base import ChatModel
@@ -79,6 +80,12 @@ class App:
         self.settings = tool_settings(self.config)
         self.checkpoints = Checkpoints(self.store.data_dir, self.workspace.root)
         self.sharing = Sharing()
+        self.sharing.on_deleted = self._deleted_elsewhere
+        self.on_session_deleted: Callable[[str], None] = lambda session_id: None
+        """Set by the wire face: tell a session's clients that another daemon deleted it."""
+        self._deleted: set[str] = set()
+        """Sessions another daemon deleted while this one had them open: asked for again, they are
+        SessionDeleted ("deleted in another editor"), not just not found."""
         agents = subagents(self.config, self.prompts)
         self.tools = tool_catalog(self.config, agents)
         self.mcp = McpHub(self.config.mcp_servers, self.workspace.root, self.tools)  # the config's and each session's
@@ -139,13 +146,42 @@ class App:
         self.runtimes[runtime.session.id] = runtime
         return runtime
 
+    def _deleted_elsewhere(self, session_id: str) -> None:
+        """Another daemon deleted a session this one has open: it is closed here (its file, its MCP
+        servers; it is never written again) and its clients are told, once."""
+        runtime = self.runtimes.pop(session_id, None)
+        if session_id in self._deleted and runtime is None:
+            return
+        self._deleted.add(session_id)
+        log.warning("session %s was deleted in another daemon: closed here", session_id)
+        if runtime is not None:
+            runtime.release()
+            self.mcp.close_later(session_id)
+        self.on_session_deleted(session_id)
+
+    @contextlib.contextmanager
+    def _writing(self, session_id: str) -> Iterator[SessionRuntime]:
+        """The open session, for a settings change: if its write finds the session deleted by
+        another daemon (before the poll did), it is closed here and its clients are told."""
+        try:
+            yield self._open_now(session_id)
+        except SessionDeleted:
+            self._deleted_elsewhere(session_id)
+            raise
+
+    def _not_deleted(self, session_id: str) -> None:
+        if session_id in self._deleted:
+            raise SessionDeleted(session_id)
+
     def _open_now(self, session_id: str) -> SessionRuntime:
+        self._not_deleted(session_id)
         runtime = self.runtimes.get(session_id)
         return runtime if runtime is not None else self._opened(SessionRuntime.open(self.parts, session_id))
 
     async def _open(self, session_id: str) -> SessionRuntime:
         """The session's runtime: open already, or loaded from disk (the file is read and repaired
         in a worker thread); concurrent loads of one session share the first."""
+        self._not_deleted(session_id)
         runtime = self.runtimes.get(session_id)
         if runtime is not None:
             return runtime
@@ -173,6 +209,7 @@ class App:
     def peek(self, session_id: str) -> Session:
         """A session to read (load, tools/list, models/list): the open one, or a copy read from disk
         without taking its lock, so looking at history never blocks another editor."""
+        self._not_deleted(session_id)
         runtime = self.runtimes.get(session_id)
         return runtime.session if runtime is not None else read_only(self.parts, session_id)
 
@@ -211,7 +248,11 @@ class App:
         """Run a turn (or a slash command) in the session (SessionRuntime.prompt). `close_on_switch=False`:
         the client keeps the session open after /new, /switch or /clear (an ACP client picks its
         sessions and ends them with session/close), so its MCP servers and file stay as they are."""
-        outcome = await (await self._open(session_id)).prompt(text, frontend_for)
+        try:
+            outcome = await (await self._open(session_id)).prompt(text, frontend_for)
+        except SessionDeleted:  # found by the turn's writes (its lock found it first: begin_turn)
+            self._deleted_elsewhere(session_id)
+            raise
         action = outcome.action
         if close_on_switch and action and action.get("kind") == "switch" and action.get("sessionId") != session_id:
             await self.close_session(session_id)  # /new, /switch, /clear: this daemon moves on
@@ -267,14 +308,16 @@ class App:
 
     def set_mode(self, session_id: str, mode: str) -> SessionSummary:
         """ValueError for an unknown mode; SessionBusy while another daemon's turn runs."""
-        return self._open_now(session_id).set_mode(mode)
+        with self._writing(session_id) as runtime:
+            return runtime.set_mode(mode)
 
     def tool_infos(self, session_id: str) -> list[ToolSummary]:
         s = self.peek(session_id)
         return [ToolSummary(t.name, t.description, t.level, s.tools.is_enabled(t.name), t.source) for t in s.tools.list()]
 
     def set_tool_enabled(self, session_id: str, name: str, enabled: bool) -> None:
-        self._open_now(session_id).set_tool_enabled(name, enabled)
+        with self._writing(session_id) as runtime:
+            runtime.set_tool_enabled(name, enabled)
 
     async def settle_mcp(self, session_id: str, emit: Callable[[Event], None] | None = None) -> None:
         await self.mcp.settle(session_id, emit)
@@ -290,4 +333,5 @@ class App:
         return self.models.info(self.peek(session_id) if session_id else None)
 
     def set_model(self, session_id: str, provider: str | None, model: str) -> ModelsInfo:
-        return self._open_now(session_id).set_model(provider, model)
+        with self._writing(session_id) as runtime:
+            return runtime.set_model(provider, model)

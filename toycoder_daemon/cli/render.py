@@ -197,6 +197,9 @@ class TurnView:
             self.print(plan_text(u.get("entries") or []))
         elif kind == "session_info":
             self._session_info(u.get("session") or {})
+        elif kind == "session_deleted":  # another editor deleted it: the daemon's one line, as sent
+            self.commit_text()
+            self.note(str(u.get("message") or ""), "red")
         # usage: the running total; the turn's result carries the final one
 
     def _session_info(self, info: dict[str, Any]) -> None:

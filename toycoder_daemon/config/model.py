@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -267,6 +268,38 @@ def decode_utf8(data: bytes, what: str) -> str:
                           "save it as UTF-8") from None
 
 
+MAX_CONFIG_BYTES = 1 << 20
+"""A config file is a few KiB; a larger one is refused before it is read whole."""
+
+
+def read_config_file(path: Path) -> bytes:
+    """A config file's bytes: a regular file only (/dev/zero would be read without end, a FIFO
+    would block the start), at most MAX_CONFIG_BYTES. Else a ConfigError that says why."""
+    try:
+        # O_NONBLOCK: opening a FIFO with no writer must not hang; it is refused below
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {path}: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError(f"config file {path}: not a regular file; give the path of a YAML file")
+        if st.st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"config file {path}: {st.st_size} bytes, over the limit of {MAX_CONFIG_BYTES}")
+        chunks, size = [], 0
+        while size <= MAX_CONFIG_BYTES and (chunk := os.read(fd, MAX_CONFIG_BYTES + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+        data = b"".join(chunks)
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {path}: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_CONFIG_BYTES:  # it grew since the fstat
+        raise ConfigError(f"config file {path}: over the limit of {MAX_CONFIG_BYTES} bytes")
+    return data
+
+
 def find_config(explicit: str | None = None) -> Path | None:
     """The first config file in the search order, or None for the built-in defaults."""
     if explicit:
@@ -295,10 +328,7 @@ def _load(explicit: str | None) -> tuple[Config, Path | None]:
     path = find_config(explicit)
     if path is None:
         return Config(), None
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise ConfigError(f"cannot read config file {path}: {e.strerror or e}") from None
+    data = read_config_file(path)
     text = decode_utf8(data, f"config file {path}")
     import yaml
 

@@ -17,8 +17,30 @@ class ConfigError(ToyCoderError):
 
 
 class SessionNotFound(ToyCoderError):
+    def __init__(self, session_id: str, message: str = ""):
+        super().__init__(message or f"session not found: {session_id}")
+        self.session_id = session_id
+
+
+class SessionDeleted(SessionNotFound):
+    """The session was deleted in another daemon while this one had it open: it is not written again."""
+
     def __init__(self, session_id: str):
-        super().__init__(f"session not found: {session_id}")
+        super().__init__(session_id, f"session {session_id} was deleted in another editor")
+
+
+MAX_SESSION_ID = 64
+"""Bytes a session id may have: it names files (`<id>.jsonl`, `<id>.lock`, checkpoints), and a
+longer one could pass NAME_MAX (ours are 12 characters)."""
+
+
+class InvalidSessionId(ToyCoderError):
+    """A session id no session can have (too long to name its file): the request's params are
+    invalid, whatever it asks."""
+
+    def __init__(self, session_id: str):
+        super().__init__(f"Invalid params: sessionId: longer than {MAX_SESSION_ID} bytes "
+                         f"({len(session_id.encode(errors='replace'))})")
         self.session_id = session_id
 
 

@@ -19,10 +19,11 @@ class Refusal:
     message: str
 
 
-def refusal(obj: Any, notifications: Collection[str] = ()) -> Refusal | None:
+def refusal(obj: Any, notifications: Collection[str] = (), requests: Collection[str] = ()) -> Refusal | None:
     """None when `obj` is a well-formed request, notification or response; else how to refuse it.
     A request (it has an id) to a method in `notifications` is refused: a request always gets an
-    answer, and these methods have none."""
+    answer, and these methods have none. A notification (no id) to a method in `requests` is
+    dropped unanswered: it would run (a whole turn, for a prompt) with nobody told its outcome."""
     if not isinstance(obj, dict):
         return Refusal(None, wire.INVALID_REQUEST,
                        "Invalid Request: expected a JSON object (batches are not supported)")
@@ -45,4 +46,6 @@ def refusal(obj: Any, notifications: Collection[str] = ()) -> Refusal | None:
     if "id" in obj and method in notifications:
         return Refusal(msg_id, wire.INVALID_REQUEST,
                        f"Invalid Request: {method} is a notification: send it without an id")
+    if "id" not in obj and method in requests:
+        return Refusal(None, None, f"{method} sent as a notification (no id): ignored; it is a request")
     return None

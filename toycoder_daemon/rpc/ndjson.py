@@ -54,9 +54,12 @@ def _error(msg_id: Any, code: int, message: str) -> bytes:
 class Lines:
     """stdin's bytes -> the lines to pass on and the refusals to answer (no I/O here)."""
 
-    def __init__(self, *, notifications: Collection[str] = (), max_line: int = MAX_LINE):
+    def __init__(self, *, notifications: Collection[str] = (), requests: Collection[str] = (),
+                 max_line: int = MAX_LINE):
         self._notifications = notifications
         """Methods without an answer: a request (with an id) to one is refused."""
+        self._requests = requests
+        """Methods with an answer: a notification (no id) to one is dropped."""
         self._max_line = max_line
         self._buf = bytearray()
         """The start of a line not yet whole (never more than max_line)."""
@@ -117,7 +120,7 @@ class Lines:
             log.info("unparsable line: %s", e)
             refusals.append(_error(None, wire.PARSE_ERROR, f"Parse error: {e}"))
             return
-        refused = refusal(obj, self._notifications)
+        refused = refusal(obj, self._notifications, self._requests)
         if refused is None:
             passed += line
             passed += b"\n"
@@ -170,7 +173,8 @@ class Stdio:
 
 
 async def open_stdio(out: BinaryIO, stdin: int = 0, *, notifications: Collection[str] = (),
-                     gate: Callable[[int], object] | None = None, max_line: int = MAX_LINE) -> Stdio:
+                     requests: Collection[str] = (), gate: Callable[[int], object] | None = None,
+                     max_line: int = MAX_LINE) -> Stdio:
     """The StreamReader (stdin's lines that pass) and StreamWriter (to `out`) for the SDK's connection.
     `gate` is called with the fd before each read of stdin, on the reading thread."""
     loop = asyncio.get_running_loop()
@@ -185,7 +189,7 @@ async def open_stdio(out: BinaryIO, stdin: int = 0, *, notifications: Collection
         with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is served any more
             loop.call_soon_threadsafe(frames.write, frame)  # written on the loop, as the SDK's frames are
 
-    lines = Lines(notifications=notifications, max_line=max_line)
+    lines = Lines(notifications=notifications, requests=requests, max_line=max_line)
     threading.Thread(target=_pump, args=(stdin, w, lines, refuse, gate), name="acp-stdin", daemon=True).start()
     return Stdio(reader, writer, pipe)
 

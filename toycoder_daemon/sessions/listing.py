@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from toycoder_daemon.core.util.atomic import atomic_write
+from toycoder_daemon.sessions import stored
 
 log = logging.getLogger(__name__)
 
@@ -77,11 +78,11 @@ def _take(out: _Entry, raw: bytes) -> None:
     elif raw.startswith(META_PREFIX):
         try:
             meta = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # hand-edited: sessions/stored.py says which line
             return
         if isinstance(meta.get("title"), str):
             out.title = meta["title"]
-        if isinstance(meta.get("createdAt"), (int, float)):
+        if stored.timestamp(meta.get("createdAt")):
             out.created_at = float(meta["createdAt"])
 
 

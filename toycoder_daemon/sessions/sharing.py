@@ -1,5 +1,7 @@
 """One session, many daemons: Neovim, VS Code, a script and an ACP client may all have a session
 open; only a running turn (or a settings write) holds its lock (sessions/store.py).
+A session deleted in one daemon is dropped by the others that have it open, when their poll finds
+its file gone or when they next take its lock (SessionDeleted): they never write it again.
 
 Before a turn a daemon takes the lock and catches up on what others appended (read from its last
 offset), answering tool calls a killed daemon left open. Between turns each open session is polled
@@ -14,7 +16,7 @@ import logging
 from collections.abc import Callable
 
 from toycoder_daemon.agent.react import repair_tool_calls
-from toycoder_daemon.core.errors import SessionBusy
+from toycoder_daemon.core.errors import SessionBusy, SessionDeleted
 from toycoder_daemon.sessions.session import ChangesOf, Session, TranscriptEntry
 from toycoder_daemon.sessions.store import Appended
 
@@ -29,6 +31,8 @@ class Sharing:
         self.interval = interval
         self.on_changed: OnChanged = lambda session_id, entries, reset: None
         """Set by the wire face: tell the session's clients."""
+        self.on_deleted: Callable[[str], None] = lambda session_id: None
+        """Set by the App: another daemon deleted a session this one has open (found by the poll)."""
         self._reading: dict[str, asyncio.Lock] = {}
         self._watches: dict[str, asyncio.Task[None]] = {}
 
@@ -60,7 +64,12 @@ class Sharing:
             return
         if s.file.held:
             raise SessionBusy(s.id)
-        s.file.acquire()
+        try:
+            s.file.acquire()
+        except SessionDeleted:  # before the poll found out
+            self.unwatch(s.id)
+            self.on_deleted(s.id)
+            raise
         try:
             new = await self.catch_up(s)
             history = s.messages.history()
@@ -104,6 +113,11 @@ class Sharing:
     async def _poll(self, s: Session, changes: Callable[[], ChangesOf]) -> None:
         while True:
             await asyncio.sleep(self.interval)
+            if s.file is not None and s.file.gone():  # deleted elsewhere: the watch ends here
+                self._watches.pop(s.id, None)
+                self._reading.pop(s.id, None)
+                self.on_deleted(s.id)
+                return
             if s.busy or s.file is None or s.file.held:
                 continue  # our own turn: it catches up when it starts
             try:

@@ -33,12 +33,13 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO
 
-from toycoder_daemon.core.errors import SessionBusy, SessionNotFound
+from toycoder_daemon.core.errors import MAX_SESSION_ID, InvalidSessionId, SessionBusy, SessionDeleted, SessionNotFound
 from toycoder_daemon.core.messages import Message
 from toycoder_daemon.core.util import safejson
 from toycoder_daemon.core.util.atomic import atomic_write
+from toycoder_daemon.sessions import stored
 from toycoder_daemon.sessions.conversation import Mark, Stored
 from toycoder_daemon.sessions.listing import SessionIndex, SessionSummary
 
@@ -58,7 +59,8 @@ def _line(record: dict[str, Any]) -> bytes:
 
 def _parse(chunk: bytes, name: str) -> tuple[dict[str, Any], list[Stored]]:
     """Complete lines -> (meta updates, the last meta record winning, turn ends merged into its
-    "turnEnds"; messages and marks in order)."""
+    "turnEnds"; messages and marks in order). Lines are untrusted (sessions/stored.py): what is
+    unreadable is skipped or repaired, and logged."""
     meta: dict[str, Any] = {}
     records: list[Stored] = []
     for number, raw in enumerate(chunk.split(b"\n"), 1):
@@ -66,22 +68,33 @@ def _parse(chunk: bytes, name: str) -> tuple[dict[str, Any], list[Stored]]:
             continue
         try:
             rec = json.loads(raw)
-        except ValueError:
-            log.warning("%s: unreadable line %d skipped", name, number)
+        except (ValueError, RecursionError):  # RecursionError: nested too deep for the parser
+            log.warning("%s: line %d: unreadable; skipped", name, number)
+            continue
+        if not isinstance(rec, dict):
+            log.warning("%s: line %d: not a JSON object; skipped", name, number)
             continue
         kind = rec.get("t")
         if kind == "meta":
+            rec = stored.meta(rec, name, number)
             ends = {**(meta.get("turnEnds") or {}), **(rec.get("turnEnds") or {})} if "turnEnds" in rec else None
-            meta.update({k: v for k, v in rec.items() if k != "t"})
+            meta.update(rec)
             if ends is not None:
                 meta["turnEnds"] = ends
-        elif kind == "msg" and isinstance(rec.get("m"), dict):
-            records.append(cast(Message, rec["m"]))  # our own records: trusted to have our shapes
+        elif kind == "msg":
+            if (m := stored.message(rec.get("m"), name, number)) is not None:
+                records.append(m)
         elif kind == "end" and isinstance(rec.get("turn"), str):
             meta.setdefault("turnEnds", {})[rec["turn"]] = {k: v for k, v in rec.items() if k not in ("t", "turn")}
-        elif kind == "context" and isinstance(rec.get("start"), int) and isinstance(rec.get("head"), list):
+        elif kind == "context" and type(rec.get("start")) is int and rec["start"] >= 0 \
+                and isinstance(rec.get("head"), list):
+            head = [m for m in (stored.message(h, name, number) for h in rec["head"]) if m is not None]
             info = {k: v for k, v in rec.items() if k not in ("t", "start", "head")}
-            records.append(Mark(rec["start"], tuple(rec["head"]), info))
+            records.append(Mark(rec["start"], tuple(head), info))
+        elif kind in ("end", "context"):
+            log.warning("%s: line %d: unreadable %s record; skipped", name, number, kind)
+        else:  # another version's kind of record, perhaps: nothing this one can use
+            log.debug("%s: line %d: unknown record (t=%.40r) skipped", name, number, kind)
     return meta, records
 
 
@@ -123,12 +136,26 @@ class SessionFile:
         return self._lock_fd >= 0
 
     def acquire(self) -> None:
-        """Take the session for a turn; SessionBusy while another daemon's turn holds it."""
+        """Take the session for a turn; SessionBusy while another daemon's turn holds it,
+        SessionDeleted when another daemon deleted it (then our lock file goes too: the delete
+        left no `<id>.*` file, and neither do we)."""
         if self._lock_fd < 0:
-            self._lock_fd = _lock(self._lock_path)
+            fd = _lock(self._lock_path)
+            if self.gone():  # checked under the lock, which a delete holds while it unlinks
+                self._lock_path.unlink(missing_ok=True)
+                os.close(fd)
+                raise SessionDeleted(self._lock_path.stem)
+            self._lock_fd = fd
+
+    def gone(self) -> bool:
+        """Deleted (by another daemon) since it was opened? A rewrite replaces the file atomically:
+        only a delete leaves no file at the path."""
+        return not os.path.lexists(self.path)
 
     def release(self) -> None:
         if self._lock_fd >= 0:
+            if self.gone():  # deleted under our turn (by hand: a delete takes the lock): leave no lock file
+                self._lock_path.unlink(missing_ok=True)
             os.close(self._lock_fd)  # releases the flock
             self._lock_fd = -1
 
@@ -156,8 +183,8 @@ class SessionFile:
         line included). Race-free as writes hold the session lock, which a rewrite takes too."""
         try:
             return os.stat(self.path).st_ino != self._inode
-        except FileNotFoundError:  # deleted: nowhere better to write
-            return False
+        except FileNotFoundError:  # deleted elsewhere: a write would go to an unlinked inode, lost
+            raise SessionDeleted(self._lock_path.stem) from None
 
     def append(self, messages: list[Message]) -> None:
         self._write(b"".join(_line({"t": "msg", "m": m}) for m in messages))
@@ -296,6 +323,8 @@ class SessionStore:
             (self.dir / "workspace.txt").write_text(str(self.workspace) + "\n")
 
     def _path(self, session_id: str) -> Path:
+        if len(session_id.encode(errors="replace")) > MAX_SESSION_ID:
+            raise InvalidSessionId(session_id)
         if not session_id or not all(c.isalnum() or c in "-_" for c in session_id):
             raise SessionNotFound(session_id)
         return self.dir / f"{session_id}.jsonl"

@@ -14,11 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from pydantic.alias_generators import to_camel
 
 # the error codes live in codes.py (no pydantic: all the ACP face needs); re-exported here, so `wire.X`
 # names every wire type and code
+from toycoder_daemon.core.errors import MAX_SESSION_ID
 from toycoder_daemon.wire.codes import CONFIG_ERROR as CONFIG_ERROR
 from toycoder_daemon.wire.codes import INTERNAL_ERROR as INTERNAL_ERROR
 from toycoder_daemon.wire.codes import INVALID_PARAMS as INVALID_PARAMS
@@ -38,6 +39,8 @@ Level = Literal["safe", "sensitive", "dangerous"]
 ToolStatus = Literal["completed", "failed", "denied", "cancelled"]
 StopReason = Literal["end_turn", "max_steps", "max_tokens", "cancelled", "error", "command"]
 Decision = Literal["allow_once", "allow_always", "reject"]
+SessionId = Annotated[str, Field(min_length=1, max_length=MAX_SESSION_ID)]
+"""A session id in params: a longer one is -32602 (it could name no file)."""
 
 
 class Wire(BaseModel):
@@ -95,12 +98,12 @@ class CheckpointList(Wire):
 
 
 class RestoreParams(Wire):
-    session_id: str = Field(min_length=1)
+    session_id: SessionId
     turn_id: str = Field(min_length=1)
     """A turn id (or a unique prefix of one, or its number)."""
     paths: list[str] | None = None
     """Only these files (relative to the workspace root, or absolute); default: every file."""
-    force: bool | None = None
+    force: StrictBool | None = None
     """Overwrite files changed outside the agent since its last write (default: they are conflicts)."""
 
 
@@ -129,7 +132,7 @@ class ChangesUpdate(Wire):
 # ---- sessions as clients show them: SessionInfo, TranscriptEntry, their updates ----------------------
 
 class SetModeParams(Wire):
-    session_id: str = Field(min_length=1)
+    session_id: SessionId
     mode: str = Field(min_length=1)
 
 
@@ -197,6 +200,15 @@ class SessionChangedUpdate(Wire):
     `transcript` is the whole history. A compaction is an addition: a `compaction` entry."""
 
 
+class SessionDeletedUpdate(Wire):
+    """Another daemon (another editor) deleted this session while this client had it open: this
+    daemon has closed it and will not write it again; a prompt in it answers -32010. `turnId` is ""."""
+
+    kind: Literal["session_deleted"] = "session_deleted"
+    message: str
+    """One line for the person ("This session was deleted in another editor.")."""
+
+
 class SessionInfoUpdate(Wire):
     """The session's title or mode changed: the fast model's title after the first turn, /title,
     /mode, setMode (not the first prompt's line). `turnId`: the turn that changed it (sent as it
@@ -241,26 +253,27 @@ class EmptyParams(Wire):
 
 
 class SessionIdParams(Wire):
-    session_id: str = Field(min_length=1)
+    session_id: SessionId
 
 
 class PromptParams(Wire):
-    session_id: str = Field(min_length=1)
+    session_id: SessionId
     text: str
 
 
 class SetEnabledParams(Wire):
-    session_id: str = Field(min_length=1)
+    session_id: SessionId
     name: str
-    enabled: bool
+    enabled: StrictBool
+    """true or false only: a lax "yes" or 1 must not enable a tool."""
 
 
 class ModelsListParams(Wire):
-    session_id: str | None = None
+    session_id: SessionId | None = None
 
 
 class ModelsSetParams(Wire):
-    session_id: str = Field(min_length=1)
+    session_id: SessionId
     provider: str | None = None
     model: str
 
@@ -408,7 +421,7 @@ class McpWaitUpdate(Wire):
 
 Update = Annotated[
     TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate
-    | McpWaitUpdate | ChangesUpdate | SessionChangedUpdate | SessionInfoUpdate | PlanUpdate,
+    | McpWaitUpdate | ChangesUpdate | SessionChangedUpdate | SessionDeletedUpdate | SessionInfoUpdate | PlanUpdate,
     Field(discriminator="kind"),
 ]
 

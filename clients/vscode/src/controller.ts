@@ -172,13 +172,16 @@ export class ChatController implements vscode.Disposable {
     }
   }
 
-  /** The current session's updates: title and mode for the header, a reload for another daemon's turn. */
+  /** The current session's updates: title and mode for the header, a reload for another daemon's turn, a
+   *  notice when another editor deleted it. */
   private onUpdate(params: UpdateParams): void {
     if (params.sessionId !== this.sessionId) return;
     const u = params.update;
     if (u.kind === 'session_info') this.header.show(u.session);
     // another daemon's turn (never during ours: the session is locked while a turn runs): reload
     else if (u.kind === 'session_changed') void (this.turn ?? this.showSession(params.sessionId).catch(() => undefined));
+    // another editor deleted it: the daemon's one line, as sent
+    else if (u.kind === 'session_deleted') this.post({ type: 'notice', level: 'error', text: u.message });
     else this.post({ type: 'update', params });
   }
 

@@ -1,6 +1,7 @@
 """The Neovim chat shows what the daemon now sends (issue 15): the plan as a block updated in
 place, the session's mode and title in the winbar (`/mode`, `/title`, `:ToyCoderMode`), a turn
-made by another daemon (`session_changed`) by reloading the transcript, and restored turns with the
+made by another daemon (`session_changed`) by reloading the transcript, a session deleted in another
+one (`session_deleted`) as the daemon's notice, and restored turns with the
 footer and the cancelled note a live turn ends with.
 
 Real headless Neovim, the real daemon and the scripted model, through the fixtures of test_neovim.
@@ -103,6 +104,20 @@ def test_a_turn_made_in_another_editor_reloads_the_chat(editor, llm: FakeLLM) ->
     chat = b.wait_chat("Second answer.")
     assert chat.index("second question") < chat.index("Second answer.")
     assert chat.count("First answer.") == 1, chat  # reloaded, not appended twice
+
+
+def test_a_session_deleted_in_another_editor_shows_the_daemons_notice(editor, llm: FakeLLM) -> None:
+    """session_deleted (issue 32): the daemon's one line in the chat of the editor that had it open."""
+    a, b = editor(), editor()
+    llm.add({"text": "First answer."})
+    a.prompt("first question")
+    sid = a.lua("return require('toycoder').session_id()")
+    b.prompt(f"/switch {sid}")
+    deleted = a.lua("local err = require('toycoder.daemon').request_sync('toycoder/session/delete', "
+                    "{sessionId = ...}) return err == nil", sid)
+    assert deleted is True
+    chat = b.wait_chat("This session was deleted in another editor.")
+    assert chat.count("This session was deleted in another editor.") == 1, chat
 
 
 def test_a_loaded_session_shows_its_plan_again(editor, llm: FakeLLM) -> None:

@@ -224,6 +224,14 @@ def test_session_info_notes_a_new_title_and_mode_once_and_keeps_the_mode() -> No
     assert s.view.mode == "read-only"
 
 
+def test_session_deleted_prints_the_daemons_line() -> None:
+    s = Spy()
+    s.view.begin()
+    s.feed({"kind": "session_deleted", "message": "This session was deleted in another editor."})
+    s.view.end({"stopReason": "end_turn", "usage": {}})
+    assert "This session was deleted in another editor." in s.printed
+
+
 def test_text_printed_for_good_is_already_gone_from_the_live_area() -> None:
     """Rich redraws the live area (from view.text) right after each print: text still there would
     show twice for a frame."""

@@ -79,6 +79,8 @@ log = logging.getLogger(__name__)
 ACP_NOTIFICATIONS = frozenset(m for m in AGENT_METHODS.values()
                               if m == "session/cancel" or m.startswith("document/did"))
 """Client -> agent methods that take no id (a request to one of them is refused with an answer)."""
+ACP_REQUESTS = frozenset(AGENT_METHODS.values()) - ACP_NOTIFICATIONS
+"""Client -> agent methods that take an id (a notification to one of them is dropped, logged)."""
 
 
 def acp_errors(handler: Any) -> Any:
@@ -136,7 +138,7 @@ class ToyCoderAgent:
         self.later = Background().run  # work that goes after the current answer
 
     set_session_mode = acp_sessions.set_session_mode  # session/set_mode
-    delete_session = acp_sessions.delete_session  # session/delete (routed by acp_sessions.route_delete)
+    delete_session = acp_errors(acp_sessions.delete_session)  # session/delete (routed by acp_sessions.route_delete)
 
     def app_for(self, cwd: str) -> App:
         p = Path(cwd)
@@ -324,7 +326,7 @@ async def serve_acp(out: BinaryIO | Outbox, config_path: str | None = None, *, s
     outbox = out if isinstance(out, Outbox) else None
     if outbox is not None:
         OUTPUT.set(outbox)  # the SDK's tasks (and so the turns) start from this task's context
-    stdio = await open_stdio(out, stdin, notifications=ACP_NOTIFICATIONS,  # type: ignore[arg-type]  # file-like
+    stdio = await open_stdio(out, stdin, notifications=ACP_NOTIFICATIONS, requests=ACP_REQUESTS,  # type: ignore[arg-type]  # file-like
                              gate=outbox.wait_input if outbox is not None else None)
     agent = ToyCoderAgent(config_path)
     conn = Connection(handler(agent), stdio.writer, stdio.reader, listening=False)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toycoder_daemon.app.application import App
-from toycoder_daemon.core.errors import ConfigError, ProviderError, SessionBusy, SessionNotFound
+from toycoder_daemon.core.errors import MAX_SESSION_ID, ConfigError, InvalidSessionId, ProviderError, SessionBusy, SessionNotFound
 from toycoder_daemon.faces.acp import client as acp_client
 from toycoder_daemon.faces.acp.client import RESOURCE_NOT_FOUND
 from toycoder_daemon.faces.acp.content import prompt_text
@@ -35,6 +35,8 @@ class Caps:
 
 def core_error(e: Exception) -> tuple[int, str, Any] | None:
     """(code, message, data) of the JSON-RPC error for a core error; None for anything else."""
+    if isinstance(e, InvalidSessionId):
+        return wire.INVALID_PARAMS, str(e), {"sessionId": e.session_id[:MAX_SESSION_ID]}
     if isinstance(e, SessionNotFound):
         return RESOURCE_NOT_FOUND, str(e), {"sessionId": e.session_id}
     if isinstance(e, SessionBusy):

@@ -181,6 +181,7 @@ def on_initialize(ls: ToyCoderServer, params: types.InitializeParams) -> None:
     ls.app.on_notice = ls.show_message
     ls.app.sharing.on_changed = functools.partial(session_changed, ls)
     ls.app.on_session_info = functools.partial(session_info_changed, ls)
+    ls.app.on_session_deleted = functools.partial(session_deleted, ls)
     log.info("workspace %s, config %s", ls.app.workspace.root, ls.app.config_path or "(built-in defaults)")
 
 
@@ -194,6 +195,12 @@ def on_initialized(ls: ToyCoderServer, params: Any) -> None:
 def session_changed(ls: ToyCoderServer, session_id: str, entries: list[TranscriptEntry], reset: bool) -> None:
     """Another daemon added to a session this client has open."""
     update = wire.SessionChangedUpdate(transcript=[to_wire.transcript_entry(e) for e in entries], reset=reset)
+    ls.notify(wire.UPDATE, wire.UpdateParams(session_id=session_id, turn_id="", update=update).dump())
+
+
+def session_deleted(ls: ToyCoderServer, session_id: str) -> None:
+    """Another daemon deleted a session this client has open."""
+    update = wire.SessionDeletedUpdate(message="This session was deleted in another editor.")
     ls.notify(wire.UPDATE, wire.UpdateParams(session_id=session_id, turn_id="", update=update).dump())
 
 

@@ -54,6 +54,9 @@ faces.main.EXIT_GRACE, may end it sooner)."""
 LSP_NOTIFICATIONS = frozenset(
     [m for m, types in METHOD_TO_TYPES.items() if types[1] is None] + [n.method for n in wire.NOTIFICATIONS])
 """Methods that take no id: a request (with an id) to one of them is refused with an answer."""
+LSP_REQUESTS = frozenset(
+    [m for m, types in METHOD_TO_TYPES.items() if types[1] is not None] + [r.method for r in wire.REQUESTS])
+"""Methods that take an id: a notification to one of them is dropped (logged)."""
 
 
 class Frames:
@@ -69,6 +72,8 @@ class Frames:
         self._inner = 0
         self._blank = False
         self.initialize_seen = False
+        self.shutdown_seen = False
+        """After `shutdown` only `exit` is taken: every other request is answered -32600."""
 
     def put(self, body: bytes | None, problem: str | None) -> None:
         self._frames.put_nowait((body, problem))
@@ -114,14 +119,22 @@ class Frames:
             log.info("unparsable frame: %s", e)
             self.error(None, wire.PARSE_ERROR, f"Parse error: {e}")
             return False
-        refused = refusal(obj, LSP_NOTIFICATIONS)
+        refused = refusal(obj, LSP_NOTIFICATIONS, LSP_REQUESTS)
         if refused is not None:
             log.info("refused message: %s", refused.message)
             if refused.code is not None:
                 self.error(refused.msg_id, refused.code, refused.message)
             return False
         method = obj.get("method")
-        if method == "initialize":
+        if self.shutdown_seen and method not in (None, "exit"):
+            log.info("%s after shutdown refused", method)
+            if "id" in obj:
+                self.error(obj["id"], wire.INVALID_REQUEST,
+                           f"Invalid Request: {method} after shutdown: only exit is accepted now")
+            return False
+        if method == "shutdown":
+            self.shutdown_seen = True
+        elif method == "initialize":
             if self.initialize_seen:  # a second App would orphan the first one's turns and locks
                 self.error(obj.get("id"), wire.INVALID_REQUEST, "Invalid Request: initialize was already done")
                 return False

@@ -73,6 +73,11 @@ daemon.on_notification("toycoder/update", function(params)
   elseif kind == "session_changed" then
     session_changed(params)
     return
+  elseif kind == "session_deleted" then -- another editor deleted it: the daemon's one line, as sent
+    if params.sessionId == state.session_id then
+      chat.notice(tostring(params.update.message or ""), "error")
+    end
+    return
   end
   local turn = state.turn
   if not turn or params.sessionId ~= turn.session then

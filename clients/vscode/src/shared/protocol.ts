@@ -51,7 +51,7 @@ export type StopReason = 'end_turn' | 'max_steps' | 'max_tokens' | 'cancelled' |
 
 export type Decision = 'allow_once' | 'allow_always' | 'reject';
 
-export type Update = TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate | McpWaitUpdate | ChangesUpdate | SessionChangedUpdate | SessionInfoUpdate | PlanUpdate;
+export type Update = TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate | McpWaitUpdate | ChangesUpdate | SessionChangedUpdate | SessionDeletedUpdate | SessionInfoUpdate | PlanUpdate;
 
 export type Action = SwitchAction | QuitAction;
 
@@ -172,6 +172,12 @@ export interface SessionChangedUpdate {
   reset: boolean;
 }
 
+export interface SessionDeletedUpdate {
+  kind: 'session_deleted';
+  /** One line for the person ("This session was deleted in another editor."). */
+  message: string;
+}
+
 export interface SessionInfo {
   sessionId: string;
   title: string;
@@ -267,6 +273,7 @@ export interface ToolList {
 export interface SetEnabledParams {
   sessionId: string;
   name: string;
+  /** true or false only: a lax "yes" or 1 must not enable a tool. */
   enabled: boolean;
 }
 

@@ -406,3 +406,14 @@ test('session_changed (another daemon\'s turn) reloads the transcript of the cur
   assert.deepEqual(loads, ['s1']);
   assert.deepEqual(posted.map((m) => m.type), ['transcript']);
 });
+
+test('session_deleted (another editor deleted the current session) shows the daemon\'s line as a notice', async () => {
+  const { controller, daemons, posted } = setup();
+  await controller.prompt('hi');
+  const d = daemons[0];
+  posted.length = 0;
+  const message = 'This session was deleted in another editor.';
+  d.handlers.update({ sessionId: 'other', turnId: '', update: { kind: 'session_deleted', message } });
+  d.handlers.update({ sessionId: 's1', turnId: '', update: { kind: 'session_deleted', message } });
+  assert.deepEqual(posted, [{ type: 'notice', level: 'error', text: message }]);
+});
