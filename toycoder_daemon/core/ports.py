@@ -113,6 +113,8 @@ class FilesChanged:
     """The turn's checkpoint id (what a restore takes)."""
     files: tuple[ChangedFile, ...]
     parent_tool_call_id: str | None = None
+    restore_of: str | None = None
+    """For a restore: the turn it restored (clients show "Restored … Redo", never an Undo)."""
     kind: str = field(default="changes", init=False)
 
 

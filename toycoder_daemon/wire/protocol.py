@@ -124,6 +124,9 @@ class ChangesUpdate(Wire):
     kind: Literal["changes"] = "changes"
     files: list[ChangedFileInfo]
     """The turn's net change per file (sent once, at the end of a turn or restore that changed files)."""
+    restore_of: str | None = None
+    """For a restore: the turn it restored (undid; for a restore of a restore, redid). Clients show
+    "Restored …" with Redo (restoring this restore), never an Undo that re-applies."""
 
 
 # ---- sessions as clients show them: SessionInfo, TranscriptEntry, their updates ----------------------
@@ -176,6 +179,8 @@ class TranscriptEntry(Wire):
     """For role "user": that turn's tokens, sub-agents included (with `stopReason`)."""
     entries: list[PlanEntryInfo] | None = None
     """For role "plan": the session's plan as the history ends (as the `plan` update has it)."""
+    restore_of: str | None = None
+    """For role "changes" of a restore: the turn it restored (as the `changes` update has it)."""
 
 
 class PlanUpdate(Wire):

@@ -49,7 +49,7 @@ def transcript_entry(e: TranscriptEntry) -> wire.TranscriptEntry:
                                 files=[changed_file(f) for f in e.files] if e.role == "changes" else None,
                                 interrupted=e.interrupted or None, stop_reason=cast(Any, e.stop_reason),
                                 usage=usage_info(e.usage) if e.usage is not None else None,
-                                entries=plan_entries(e.plan) if e.role == "plan" else None)
+                                entries=plan_entries(e.plan) if e.role == "plan" else None, restore_of=e.restore_of)
 
 
 def usage_info(u: Usage) -> wire.UsageInfo:
@@ -156,7 +156,7 @@ def _compaction(e: Compacted) -> wire.Update:
 
 @_maps(FilesChanged)
 def _changes(e: FilesChanged) -> wire.Update:
-    return wire.ChangesUpdate(files=[changed_file(f) for f in e.files])
+    return wire.ChangesUpdate(files=[changed_file(f) for f in e.files], restore_of=e.restore_of)
 
 
 @_maps(PlanUpdated)
