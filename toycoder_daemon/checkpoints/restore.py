@@ -41,6 +41,7 @@ from toycoder_daemon.checkpoints.merge import revert
 from toycoder_daemon.checkpoints.state import Blobs, Recorded, State, Turn, confined, of_bytes
 from toycoder_daemon.core.errors import ToyCoderError
 from toycoder_daemon.core.util.atomic import SymlinkInPath, atomic_write, open_dir
+from toycoder_daemon.tools.files.write_lock import PathBusy, path_lock
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +113,8 @@ class _DiskItem:
     key: str
     target: State
     data: bytes | None
+    now: State
+    """What the path held when the restore was planned: it is written only if it still does."""
 
 
 @dataclass
@@ -261,9 +264,9 @@ def _plan_text(store: Store, key: str, target: State, force: bool,
         return _BufferItem(key, now, new, encoding)
     data = new.encode(encoding)
     if not new and target.kind == "absent":
-        return _DiskItem(key, State("absent"), None)
+        return _DiskItem(key, State("absent"), None, disk)
     mode = disk.mode if disk.kind == "file" else target.mode
-    return _DiskItem(key, of_bytes(data, mode, store.blobs, store.max_bytes), data)
+    return _DiskItem(key, of_bytes(data, mode, store.blobs, store.max_bytes), data, disk)
 
 
 def _plan_disk(store: Store, key: str, target: State, force: bool) -> _DiskItem | None:
@@ -278,7 +281,7 @@ def _plan_disk(store: Store, key: str, target: State, force: bool) -> _DiskItem 
     if not force and now.kind == "file" and now.size > store.max_bytes:
         raise _Refused(f"its current content is too large to checkpoint ({now.size} bytes), so this "
                        "restore could not be undone; restore with force to overwrite")
-    return _DiskItem(key, target, data)
+    return _DiskItem(key, target, data, now)
 
 
 def _reason(e: OSError) -> str:
@@ -336,8 +339,13 @@ def restore(store: Store, turn_id: str, paths: list[str] | None = None, force: b
     with _Journal(store.journal, rid, [(i.key, i.target) for i in disk]):
         for item in disk:
             try:
-                _put(store.workspace, item.key, item.target, item.data)
+                with path_lock(store.workspace / item.key):  # the file tools' lock: no write between
+                    if not store.state_of(item.key).same_content(item.now):
+                        raise _Refused("it changed while it was being restored; restore again")
+                    _put(store.workspace, item.key, item.target, item.data)
                 restored.append(item.key)
+            except PathBusy:
+                conflicts.append({"path": item.key, "reason": "another session is writing it; restore again"})
             except _Refused as e:
                 conflicts.append({"path": item.key, "reason": str(e)})
             except OSError as e:
