@@ -52,6 +52,8 @@ class FileChange(TypedDict):
     added: int | None
     """Lines added and removed; None when either side is not text (binary, too large, a link)."""
     removed: int | None
+    inEditor: bool
+    """The change went into an editor's buffer (its after-state is the buffer's text), not to disk."""
 
 
 class Checkpoint(TypedDict):
@@ -269,7 +271,7 @@ class CheckpointStore:
             "created" if before.kind == "absent" else "deleted" if after.kind == "absent" else "modified")
         counts = self._line_counts(before, after)
         return {"path": key, "status": status, "added": counts[0] if counts else None,
-                "removed": counts[1] if counts else None}
+                "removed": counts[1] if counts else None, "inEditor": after.editor}
 
     def _text_lines(self, state: State) -> list[bytes] | None:
         if state.kind == "absent":

@@ -21,7 +21,8 @@ EDITOR_WAIT = 60.0
 
 
 def changed_files(root: Path, files: list[FileChange]) -> tuple[ChangedFile, ...]:
-    return tuple(ChangedFile(f["path"], (root / f["path"]).as_uri(), f["status"], f["added"], f["removed"])
+    return tuple(ChangedFile(f["path"], (root / f["path"]).as_uri(), f["status"], f["added"], f["removed"],
+                             f["inEditor"])
                  for f in files)
 
 

@@ -103,6 +103,8 @@ class ChangedFile:
     added: int | None
     """Lines added and removed; None when either side is not text."""
     removed: int | None
+    in_editor: bool = False
+    """The change went into the editor's buffer, not to disk (nothing to reload)."""
 
 
 @dataclass(frozen=True)

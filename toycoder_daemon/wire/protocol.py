@@ -73,6 +73,9 @@ class CheckpointFile(Wire):
     """Lines added; absent when either side is not text (binary, too large to keep, a symlink)."""
     removed: int | None = None
     """Lines removed; absent like `added`."""
+    in_editor: bool | None = None
+    """True: the change went into the editor's open buffer (workspace/applyEdit), not to disk, so
+    there is nothing to reload and no "changed on disk" to warn about."""
 
 
 class ChangedFileInfo(CheckpointFile):
@@ -87,6 +90,8 @@ class CheckpointInfo(Wire):
     prompt: str
     """The first line of the turn's prompt ("restore <turn>" for a restore)."""
     files: list[CheckpointFile]
+    restore_of: str | None = None
+    """For a restore: the turn it restored."""
 
 
 class CheckpointList(Wire):

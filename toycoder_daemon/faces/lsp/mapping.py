@@ -58,13 +58,15 @@ def usage_info(u: Usage) -> wire.UsageInfo:
 
 
 def changed_file(f: ChangedFile) -> wire.ChangedFileInfo:
-    return wire.ChangedFileInfo(path=f.path, uri=f.uri, status=f.status, added=f.added, removed=f.removed)
+    return wire.ChangedFileInfo(path=f.path, uri=f.uri, status=f.status, added=f.added, removed=f.removed,
+                                in_editor=f.in_editor or None)
 
 
 def checkpoint_list(rows: list[Checkpoint]) -> wire.CheckpointList:
     return wire.CheckpointList(checkpoints=[
         wire.CheckpointInfo(turn_id=c["turnId"], created_at=wire.iso_time(c["createdAt"]), prompt=c["prompt"],
-                            files=[wire.CheckpointFile.model_validate(f) for f in c["files"]])
+                            files=[wire.CheckpointFile.model_validate({**f, "inEditor": f["inEditor"] or None})
+                                   for f in c["files"]], restore_of=c["restoreOf"] or None)
         for c in rows])
 
 
