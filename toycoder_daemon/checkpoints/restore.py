@@ -101,6 +101,8 @@ class RestoreResult(TypedDict):
     """The restore's own checkpoint (restore it to undo this); None when nothing was written."""
     restored: list[str]
     conflicts: list[Conflict]
+    inEditor: list[str]
+    """Those of `restored` changed in the editor's buffer, not on disk (nothing to reload)."""
     note: str
 
 
@@ -331,7 +333,7 @@ def restore(store: Store, turn_id: str, paths: list[str] | None = None, force: b
         except OSError as e:
             conflicts.append({"path": key, "reason": _reason(e)})
     if not disk and not buffers:
-        return {"turnId": None, "restored": restored, "conflicts": conflicts, "note": UNTRACKED_NOTE}
+        return {"turnId": None, "restored": restored, "conflicts": conflicts, "inEditor": [], "note": UNTRACKED_NOTE}
     rid = store.begin_turn(as_turn or f"restore-{uuid.uuid4().hex[:8]}", f"restore {turn_id}", kind="restore",
                            restore_of=turn_id)
     for item in disk:  # what each path holds now is kept first: the restore's own undo needs it
@@ -367,7 +369,9 @@ def restore(store: Store, turn_id: str, paths: list[str] | None = None, force: b
     order = list(targets)
     restored.sort(key=order.index)  # the order the turns wrote them in
     conflicts.sort(key=lambda c: order.index(c["path"]) if c["path"] in order else -1)
-    return {"turnId": rid, "restored": restored, "conflicts": conflicts, "note": UNTRACKED_NOTE}
+    in_editor = [b.key for b in buffers if b.key in restored]
+    return {"turnId": rid, "restored": restored, "conflicts": conflicts, "inEditor": in_editor,
+            "note": UNTRACKED_NOTE}
 
 
 class _Journal:

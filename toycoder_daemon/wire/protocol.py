@@ -119,6 +119,9 @@ class RestoreResult(Wire):
     """Paths (relative to the workspace root) now as they were before the turn."""
     conflicts: list[RestoreConflict]
     """Paths left as they are, each with the reason."""
+    in_editor: list[str] | None = None
+    """Those of `restored` whose change went into the editor's open buffer (workspace/applyEdit),
+    not to disk: nothing to reload, and no "restored on disk" to warn about."""
     turn_id: str | None = None
     """The restore's own checkpoint (restore it to undo this restore); absent when nothing was written."""
     note: str

@@ -51,6 +51,8 @@ async def test_undo_of_an_edit_into_a_dirty_buffer_reverts_it_there_and_keeps_th
     p, sid, turn, calc, now = await agent_edits_a_dirty_buffer(inproc, workspace)
     out = await p.command(sid, "/undo")
     assert "restored calc.py" in out.result.text and "not restored" not in out.result.text  # no false conflict
+    [undo_change] = changes(p, sid)[-1].files
+    assert undo_change.in_editor  # in the buffer: clients neither reload it nor warn about the disk
     expected = "# the person's unsaved note\n" + CALC + "# typed after the turn\n"
     assert p.frontend.edits[-1] == (calc, now, expected)  # through the editor (applyEdit)
     assert p.app.workspace.open_documents[calc] == expected

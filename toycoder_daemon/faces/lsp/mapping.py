@@ -72,7 +72,7 @@ def checkpoint_list(rows: list[Checkpoint]) -> wire.CheckpointList:
 
 def restore_result(r: CoreRestoreResult) -> wire.RestoreResult:
     return wire.RestoreResult(restored=r["restored"], turn_id=r["turnId"], note=r["note"],
-                              conflicts=[wire.RestoreConflict(path=c["path"], reason=c["reason"])
+                              in_editor=r["inEditor"] or None, conflicts=[wire.RestoreConflict(path=c["path"], reason=c["reason"])
                                          for c in r["conflicts"]])
 
 

@@ -368,6 +368,9 @@ export interface RestoreResult {
   restored: string[];
   /** Paths left as they are, each with the reason. */
   conflicts: RestoreConflict[];
+  /** Those of `restored` whose change went into the editor's open buffer (workspace/applyEdit),
+not to disk: nothing to reload, and no "restored on disk" to warn about. */
+  inEditor?: string[];
   /** The restore's own checkpoint (restore it to undo this restore); absent when nothing was written. */
   turnId?: string;
   /** What undo cannot track (files changed by run_command or outside ToyCoder). */
