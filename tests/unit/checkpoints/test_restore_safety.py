@@ -168,3 +168,44 @@ def test_hand_edited_checkpoint_data_restores_no_setuid_bit_and_nothing_outside(
     assert (ws / "tool.sh").read_bytes() == b"echo hi\n"
     assert stat.S_IMODE((ws / "tool.sh").stat().st_mode) == 0o755  # permission bits only
     assert (outside / "empty").is_dir() and (outside / "f0.txt").exists()
+
+
+def test_a_thread_swapping_the_directory_back_and_forth_during_restores_never_reaches_outside(
+        ws: Path, tmp_path: Path) -> None:
+    """The race as an attacker runs it: a loop swapping sub/ for a symlink to outside and back while
+    restores run; whatever interleaving happens, the files outside stay as they were."""
+    import threading
+
+    names = [f"f{i}.txt" for i in range(60)]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for name in names:
+        (outside / name).write_bytes(b"outside, keep me\n")
+    store = CheckpointStore(tmp_path / "data", ws, SID)
+    (ws / "sub").mkdir()
+    t1 = store.begin_turn("s1-1", "write sub")
+    for name in names:
+        agent_write(store, t1, ws / "sub" / name, b"agent\n")
+    stop = threading.Event()
+
+    def swapper() -> None:
+        real, link = ws / "sub", ws / "sub-real"
+        while not stop.is_set():
+            try:
+                os.rename(real, link)
+                real.symlink_to(outside)
+                real.unlink()
+                os.rename(link, real)
+            except OSError:
+                pass
+
+    racer = threading.Thread(target=swapper)
+    racer.start()
+    try:
+        for _ in range(5):
+            store.restore(t1, force=True)
+    finally:
+        stop.set()
+        racer.join()
+    assert sorted(p.name for p in outside.iterdir()) == sorted(names)
+    assert all((outside / n).read_bytes() == b"outside, keep me\n" for n in names)

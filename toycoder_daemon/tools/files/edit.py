@@ -200,7 +200,6 @@ async def _commit(ctx: ToolContext, plan: Plan) -> tuple[Path, TextFile, str, st
                 p, f, text = plan(True)  # again, under the lock: the base no other writer can move
                 if f.in_editor:
                     return p, f, text, ""
-                _check_unchanged(ctx, p, f)
                 problem = _record(ctx, p, "before")
                 try:
                     _check_unchanged(ctx, p, f)  # a writer without the lock (an editor, a build)
