@@ -11,10 +11,10 @@ or below the agent's change are the person's own and stay, like every other edit
 
 from __future__ import annotations
 
-from difflib import SequenceMatcher
-
 
 def _hunks(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
+    from difflib import SequenceMatcher  # undo of a buffer edit only: not in every new process
+
     return [(i1, i2, j1, j2) for op, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
             if op != "equal"]
 
