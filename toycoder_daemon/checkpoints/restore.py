@@ -297,6 +297,8 @@ def restore(store: Store, turn_id: str, paths: list[str] | None = None, force: b
     """Restore turn `turn_id` and every later one (only `paths` of them, when given). `as_turn` is
     the id the restore is recorded under (default: a fresh "restore-..." id); `editor`: the buffers
     edits went into (None: none is open)."""
+    if store.journal.exists():  # one this daemon left halfway (its load finishes a killed one's)
+        finish_unfinished(store)
     targets = _targets(store, turn_id)
     conflicts: list[Conflict] = []
     if paths is not None:
@@ -406,10 +408,11 @@ class _Journal:
         if self.fd < 0:
             return
         try:
-            if kind is None or isinstance(error, Exception):  # done (each path's failure is reported)
+            if kind is None:  # done (each path's own failure is reported, not raised)
                 os.unlink(self.path)
                 _fsync_dir(self.path.parent)
-            # else aborted (KeyboardInterrupt, SystemExit...): the journal stays for the next load
+            # else stopped halfway (killed, interrupted, the index unwritable): the journal stays,
+            # and the next load or restore finishes it
         finally:
             os.close(self.fd)
 

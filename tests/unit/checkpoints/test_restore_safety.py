@@ -209,3 +209,28 @@ def test_a_thread_swapping_the_directory_back_and_forth_during_restores_never_re
         racer.join()
     assert sorted(p.name for p in outside.iterdir()) == sorted(names)
     assert all((outside / n).read_bytes() == b"outside, keep me\n" for n in names)
+
+
+def test_a_restore_stopped_halfway_in_this_daemon_is_finished_by_its_next_restore(
+        ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = CheckpointStore(tmp_path / "data", ws, SID)
+    t1 = two_kinds_of_writes(store, ws)
+    real_put = restore_mod._put
+    calls = 0
+
+    def stop_at_four(*args):
+        nonlocal calls
+        calls += 1
+        if calls == 4:
+            raise SystemExit(1)
+        return real_put(*args)
+
+    monkeypatch.setattr(restore_mod, "_put", stop_at_four)
+    with pytest.raises(SystemExit):
+        store.restore(t1)
+    assert store.journal.exists()
+    monkeypatch.setattr(restore_mod, "_put", real_put)
+    again = store.restore(t1)  # the same store: the leftover plan is finished first
+    assert not store.journal.exists() and again["conflicts"] == []
+    assert sorted(p.name for p in (ws / "sub").iterdir()) == NAMES[3:]
+    assert all((ws / "sub" / n).read_bytes() == b"before\n" for n in NAMES[3:])
