@@ -450,12 +450,12 @@ def finish_unfinished(store: Store) -> list[str]:
                 target = State.from_json(row["state"], key)
                 if _finish(store, turn, key, target):
                     done.append(key)
-            except (ValueError, KeyError, TypeError, OSError, _Refused) as e:
+            except (ValueError, KeyError, TypeError, AttributeError, OSError, _Refused) as e:
                 log.warning("%s: unfinished restore of %r not finished: %s", store.journal, row, e)
         os.unlink(store.journal)
         log.warning("%s: finished a restore a stopped daemon left half done (%s)", store.journal,
                     ", ".join(done) or "nothing left to do")
-    except (ValueError, KeyError, TypeError) as e:
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
         log.warning("%s: damaged restore journal dropped (%s)", store.journal, e)
         with contextlib.suppress(OSError):
             os.unlink(store.journal)

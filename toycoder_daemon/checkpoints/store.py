@@ -112,7 +112,7 @@ class CheckpointStore:
             if raw.strip():
                 try:
                     self._apply(json.loads(raw))
-                except (ValueError, KeyError, TypeError) as e:
+                except (ValueError, KeyError, TypeError, AttributeError) as e:
                     log.warning("%s: line %d skipped (%s)", self.index, number, e)
 
     def _apply(self, rec: dict[str, Any]) -> None:

@@ -159,6 +159,7 @@ def test_hand_edited_checkpoint_data_restores_no_setuid_bit_and_nothing_outside(
         if rec["t"] == "before" and rec["path"] == "new/c.txt":
             rec["state"]["dirs"] = ["new", rel_outside]  # "remove this empty directory too"
     lines.append({"t": "before", "turn": t1, "path": "../outside/f0.txt", "state": {"k": "absent"}})
+    lines.append({"t": "after", "turn": t1, "path": "tool.sh", "state": ["not", "an", "object"]})
     store.index.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in lines))
     edited = CheckpointStore(data, ws, SID)
     # a path outside, and directories that are not parents of their path: those lines are skipped
@@ -234,3 +235,24 @@ def test_a_restore_stopped_halfway_in_this_daemon_is_finished_by_its_next_restor
     assert not store.journal.exists() and again["conflicts"] == []
     assert sorted(p.name for p in (ws / "sub").iterdir()) == NAMES[3:]
     assert all((ws / "sub" / n).read_bytes() == b"before\n" for n in NAMES[3:])
+
+
+def test_a_hand_edited_journal_removes_nothing_outside_and_restores_no_setuid_bit(
+        ws: Path, outside: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    store = CheckpointStore(data, ws, SID)
+    (ws / "a.sh").write_bytes(b"x\n")
+    t1 = store.begin_turn("s1-1", "write a")
+    agent_write(store, t1, ws / "a.sh", b"agent\n")
+    kept = store.turns[0].after["a.sh"]  # the journal says: put the agent's a.sh back, setuid
+    (ws / "a.sh").write_bytes(b"x\n")  # what the turn's before-state says a.sh held
+    store.journal.write_text(json.dumps({"turn": t1, "items": [
+        {"path": "../outside/f0.txt", "state": {"k": "absent"}},
+        {"path": "/" + str(outside / "f1.txt").lstrip("/"), "state": {"k": "absent"}},
+        {"path": "a.sh", "state": {**kept.to_json(), "mode": 0o6777}},
+    ]}))
+    CheckpointStore(data, ws, SID)  # the next load runs the journal, as untrusted data
+    assert not store.journal.exists()
+    assert sorted(p.name for p in outside.iterdir()) == NAMES
+    assert (ws / "a.sh").read_bytes() == b"agent\n"  # finished, with the permission bits only
+    assert stat.S_IMODE((ws / "a.sh").stat().st_mode) == 0o777
