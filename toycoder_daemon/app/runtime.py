@@ -139,7 +139,7 @@ def read_only(parts: SessionParts, session_id: str) -> Session:
 class SessionRuntime:
     def __init__(self, parts: SessionParts, s: Session):
         self.parts, self.session = parts, s
-        self.checkpoints = SessionCheckpoints(s, parts.checkpoints.store(s.id))
+        self.checkpoints = SessionCheckpoints(s, parts.checkpoints.store(s.id), parts.workspace)
         self.compactor = Compactor(s, parts.config.session, functools.partial(parts.prompts.system, "summarizer"))
         self.closed = False
         self._shown = (s.title, s.mode)

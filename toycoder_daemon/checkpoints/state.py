@@ -15,11 +15,11 @@ import json
 import os
 import stat
 import tempfile
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from toycoder_daemon.core.util.atomic import NEW_FILE_MODE
+from toycoder_daemon.core.util.atomic import NEW_FILE_MODE, open_dir
 
 CHUNK = 1 << 20
 Kind = Literal["absent", "file", "link", "other"]
@@ -40,6 +40,9 @@ class State:
     dirs: tuple[str, ...] = field(default=())
     """For "absent": the parent directories that did not exist either (deepest first, relative to
     the workspace), so restoring the absence can remove what the agent's write created."""
+    editor: bool = False
+    """The text of an editor's buffer (the edit went through the editor), not of the disk: undo
+    takes the agent's change back in the buffer (restore.py), never by writing this text to disk."""
 
     def same_content(self, other: State) -> bool:
         """Equal for conflict detection: kind and content; mode and bookkeeping aside (a chmod is
@@ -53,19 +56,34 @@ class State:
         if self.kind == "absent":
             return {"k": "absent", "dirs": list(self.dirs)}
         if self.kind == "file":
-            return {"k": "file", "sha": self.sha, "mode": self.mode, "size": self.size, "stored": self.stored}
+            out: dict[str, Any] = {"k": "file", "sha": self.sha, "mode": self.mode, "size": self.size,
+                                   "stored": self.stored}
+            if self.editor:
+                out["editor"] = True
+            return out
         if self.kind == "link":
             return {"k": "link", "target": self.target}
         return {"k": "other"}
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> State:
+    def from_json(cls, d: dict[str, Any], key: str) -> State:
+        """The state of `key` (already checked by `confined`) as an index line has it. The index is
+        untrusted (it may have been edited by hand): a mode keeps its permission bits only (no setuid,
+        setgid or sticky bit is ever restored), a content id must be a sha256, and the directories an
+        absence removes must be parents of `key` (ValueError otherwise)."""
         k = d.get("k")
         if k == "absent":
-            return cls("absent", dirs=tuple(str(x) for x in d.get("dirs") or ()))
+            dirs = tuple(str(x) for x in d.get("dirs") or ())
+            parents = {p.as_posix() for p in PurePosixPath(key).parents} - {"."}
+            if not set(dirs) <= parents:
+                raise ValueError(f"directories {dirs!r} are not parents of {key!r}")
+            return cls("absent", dirs=tuple(sorted(dirs, key=lambda x: -x.count("/"))))  # deepest first
         if k == "file":
-            return cls("file", sha=str(d["sha"]), mode=int(d["mode"]), size=int(d["size"]),
-                       stored=bool(d["stored"]))
+            sha = str(d["sha"])
+            if len(sha) != 64 or not all(c in "0123456789abcdef" for c in sha):
+                raise ValueError(f"not a sha256: {sha!r}")
+            return cls("file", sha=sha, mode=int(d["mode"]) & 0o777, size=int(d["size"]),
+                       stored=bool(d["stored"]), editor=d.get("editor") is True)
         if k == "link":
             return cls("link", target=str(d["target"]))
         if k == "other":
@@ -122,22 +140,34 @@ def _missing_dirs(p: Path, root: Path) -> tuple[str, ...]:
 
 def observe(p: Path, root: Path, blobs: Blobs | None, cap: int) -> State:
     """The state of `p` now. With `blobs`, a regular file's content of at most `cap` bytes is kept
-    there; without, it is only hashed (for comparing)."""
+    there; without, it is only hashed (for comparing). `p` is walked from / without following a
+    symlink (atomic.open_dir): a directory swapped for one raises SymlinkInPath, never reads outside."""
     try:
-        st = os.lstat(p)
+        parent = open_dir(p.parent)
     except FileNotFoundError:
         return State("absent", dirs=_missing_dirs(p, root))
     except NotADirectoryError:  # a parent is a file now: nothing can be at p
         return State("absent")
-    if stat.S_ISLNK(st.st_mode):
-        return State("link", target=os.readlink(p))
-    if not stat.S_ISREG(st.st_mode):
-        return State("other")
-    # O_NOFOLLOW: a symlink swapped in since the lstat fails instead of being read through.
-    fd = os.open(p, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        try:
+            st = os.stat(p.name, dir_fd=parent, follow_symlinks=False)
+        except FileNotFoundError:
+            return State("absent")
+        if stat.S_ISLNK(st.st_mode):
+            return State("link", target=os.readlink(p.name, dir_fd=parent))
+        if not stat.S_ISREG(st.st_mode):
+            return State("other")
+        # O_NOFOLLOW: a symlink swapped in since the stat fails instead of being read through;
+        # O_NONBLOCK: a FIFO swapped in does not hang the read (checked by fstat below)
+        fd = os.open(p.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=parent)
+    finally:
+        os.close(parent)
     with os.fdopen(fd, "rb") as src:
-        mode = stat.S_IMODE(os.fstat(fd).st_mode)
-        return _stream(src, mode, blobs, cap)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return State("other")
+        os.set_blocking(fd, True)
+        return _stream(src, stat.S_IMODE(st.st_mode), blobs, cap)
 
 
 def of_content(data: bytes, p: Path, blobs: Blobs, cap: int) -> State:
@@ -147,6 +177,11 @@ def of_content(data: bytes, p: Path, blobs: Blobs, cap: int) -> State:
         mode = stat.S_IMODE(os.stat(p).st_mode)
     except OSError:
         mode = NEW_FILE_MODE
+    return replace(of_bytes(data, mode, blobs, cap), editor=True)
+
+
+def of_bytes(data: bytes, mode: int, blobs: Blobs, cap: int) -> State:
+    """The state of a file that would hold `data` (kept among the blobs, if within `cap`)."""
     return _stream(io.BytesIO(data), mode, blobs, cap)
 
 
@@ -182,6 +217,15 @@ def _stream(src: Any, mode: int, blobs: Blobs | None, cap: int) -> State:
         raise
 
 
+def confined(key: str) -> str:
+    """`key` when it names a path inside the workspace (relative, normalised: no "..", ".", empty or
+    absolute part, no NUL); ValueError otherwise. Keys from the index and the journal are untrusted."""
+    parts = key.split("/")
+    if not key or "\0" in key or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"not a path inside the workspace: {key!r}")
+    return key
+
+
 def dumps(record: dict[str, Any]) -> bytes:
     """One index line. ASCII escapes keep non-UTF-8 file names (surrogate-escaped str) intact."""
     return json.dumps(record, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n"
@@ -206,3 +250,5 @@ class Turn:
     after: dict[str, State] = field(default_factory=dict)
     """Each path's state after this turn's last recorded write to it."""
     on_disk: bool = False
+    restore_of: str = ""
+    """For a restore: the turn it restored (what it undid, or for a restore of a restore, redid)."""

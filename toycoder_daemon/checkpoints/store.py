@@ -4,12 +4,16 @@
         index.jsonl            append-only; one JSON record a line
         blobs/<ab>/<abcd...>   file contents by sha256, deduplicated
 
-    {"t":"turn","id":...,"kind":"prompt"|"restore","at":<epoch>,"prompt":<first line>}
+        restore.journal        while a restore runs: its plan (restore.py)
+
+    {"t":"turn","id":...,"kind":"prompt"|"restore","at":<epoch>,"prompt":<first line>,"of":<turn>}
     {"t":"before","turn":...,"path":<relative>,"state":{...}}   before the turn's first write to it
     {"t":"after","turn":...,"path":<relative>,"state":{...}}    after each write (the last one counts)
 
 A turn's record is written with its first file record, so turns that wrote nothing leave no trace.
 A torn last line (the daemon was killed mid-append) is ignored, and cut off before the next append.
+The index is untrusted (hand-edited data): a line whose path is not inside the workspace is skipped,
+modes keep their permission bits only (State.from_json). `of` is the turn a restore restored.
 Nothing is ever written to the user's repository and no git command runs. Paths are keyed relative
 to the workspace; non-UTF-8 names travel as surrogate-escaped str (os.fsdecode), round-tripped by
 the index's ASCII escapes. The caller holds the session's lock (SessionStore) while writing here.
@@ -32,8 +36,8 @@ import time
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
-from toycoder_daemon.checkpoints.restore import RestoreResult, UnknownCheckpoint, restore
-from toycoder_daemon.checkpoints.state import Blobs, Recorded, State, Turn, dumps, observe, of_content
+from toycoder_daemon.checkpoints.restore import Editor, RestoreResult, UnknownCheckpoint, finish_unfinished, restore
+from toycoder_daemon.checkpoints.state import Blobs, Recorded, State, Turn, confined, dumps, observe, of_content
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +52,15 @@ class FileChange(TypedDict):
     added: int | None
     """Lines added and removed; None when either side is not text (binary, too large, a link)."""
     removed: int | None
+    inEditor: bool
+    """The change went into an editor's buffer (its after-state is the buffer's text), not to disk."""
 
 
 class Checkpoint(TypedDict):
     turnId: str
     kind: str
+    restoreOf: str
+    """For a restore: the turn it restored ("" otherwise)."""
     createdAt: float
     prompt: str
     files: list[FileChange]
@@ -74,6 +82,7 @@ class CheckpointStore:
         self.base = data_dir / "checkpoints" / key
         self.dir = self.base / session_id
         self.index = self.dir / "index.jsonl"
+        self.journal = self.dir / "restore.journal"
         self.blobs = Blobs(self.dir / "blobs")
         self.workspace = workspace
         self.max_bytes = max_bytes
@@ -85,6 +94,9 @@ class CheckpointStore:
         self._repaired = False
         self._stats: dict[tuple[str, str], tuple[int, int] | None] = {}
         self._load()
+        if self.journal.exists():  # a restore a killed daemon left half done: finished before anything else
+            with self._lock:
+                finish_unfinished(self)
 
     # ---- the index ----------------------------------------------------------------------------
 
@@ -100,14 +112,16 @@ class CheckpointStore:
             if raw.strip():
                 try:
                     self._apply(json.loads(raw))
-                except (ValueError, KeyError, TypeError) as e:
+                except (ValueError, KeyError, TypeError, AttributeError) as e:
                     log.warning("%s: line %d skipped (%s)", self.index, number, e)
 
     def _apply(self, rec: dict[str, Any]) -> None:
         if rec["t"] == "turn":
-            self._add_turn(Turn(str(rec["id"]), str(rec["kind"]), float(rec["at"]), str(rec["prompt"]), on_disk=True))
+            self._add_turn(Turn(str(rec["id"]), str(rec["kind"]), float(rec["at"]), str(rec["prompt"]), on_disk=True,
+                                restore_of=str(rec.get("of") or "")))
             return
-        turn, path, state = self._by_id[rec["turn"]], str(rec["path"]), State.from_json(rec["state"])
+        turn, path = self._by_id[rec["turn"]], confined(str(rec["path"]))
+        state = State.from_json(rec["state"], path)
         if rec["t"] == "before":
             turn.before.setdefault(path, state)
         elif rec["t"] == "after":
@@ -150,7 +164,7 @@ class CheckpointStore:
 
     # ---- recording ----------------------------------------------------------------------------
 
-    def begin_turn(self, turn_id: str, prompt: str, kind: str = "prompt") -> str:
+    def begin_turn(self, turn_id: str, prompt: str, kind: str = "prompt", restore_of: str = "") -> str:
         """Start a turn; returns its checkpoint id: `turn_id`, or `turn_id.N` when an earlier daemon
         already used that id for this session (turn numbers restart with the daemon). Nothing is
         written until the turn records a file."""
@@ -159,8 +173,11 @@ class CheckpointStore:
             while tid in self._by_id:
                 n += 1
                 tid = f"{turn_id}.{n}"
-            self._add_turn(Turn(tid, kind, time.time(), first_line(prompt)))
+            self._add_turn(Turn(tid, kind, time.time(), first_line(prompt), restore_of=restore_of))
             return tid
+
+    def turn(self, turn_id: str) -> Turn | None:
+        return self._by_id.get(turn_id)
 
     def _turn(self, turn_id: str) -> Turn:
         turn = self._by_id.get(turn_id)
@@ -238,7 +255,8 @@ class CheckpointStore:
 
     @staticmethod
     def _turn_record(turn: Turn) -> dict[str, Any]:
-        return {"t": "turn", "id": turn.id, "kind": turn.kind, "at": turn.created_at, "prompt": turn.prompt}
+        rec = {"t": "turn", "id": turn.id, "kind": turn.kind, "at": turn.created_at, "prompt": turn.prompt}
+        return {**rec, "of": turn.restore_of} if turn.restore_of else rec
 
     def last_state(self, key: str) -> State | None:
         return self._last.get(key)
@@ -253,7 +271,7 @@ class CheckpointStore:
             "created" if before.kind == "absent" else "deleted" if after.kind == "absent" else "modified")
         counts = self._line_counts(before, after)
         return {"path": key, "status": status, "added": counts[0] if counts else None,
-                "removed": counts[1] if counts else None}
+                "removed": counts[1] if counts else None, "inEditor": after.editor}
 
     def _text_lines(self, state: State) -> list[bytes] | None:
         if state.kind == "absent":
@@ -307,11 +325,39 @@ class CheckpointStore:
     # ---- undo ---------------------------------------------------------------------------------
 
     def restore(self, turn_id: str, paths: list[str] | None = None, force: bool = False,
-                as_turn: str | None = None) -> RestoreResult:
+                as_turn: str | None = None, editor: Editor | None = None) -> RestoreResult:
         """Put every path the turn (or a later one) wrote back as it was before the turn; see
         restore.restore."""
         with self._lock:
-            return restore(self, turn_id, paths, force, as_turn)
+            return restore(self, turn_id, paths, force, as_turn, editor)
+
+    def undo_redo(self) -> tuple[str | None, str | None]:
+        """(the turn `/undo` restores, the restore `/redo` restores), None for nothing to do.
+
+        Undo walks back one turn at a time: the latest turn that changed files and is not undone.
+        A restore of a turn undoes it and every later one; a restore of a restore (a redo) takes
+        that back. Redo re-applies the last undo not yet redone; a new turn that changes files
+        ends what can be redone (a redo would undo it)."""
+        undone: set[str] = set()
+        redo: list[tuple[str, set[str]]] = []  # (an undo's id, the turns it undid)
+        seen: list[str] = []  # the turns that were not restores, so far
+        with self._lock:
+            listed = [(c["turnId"], c["kind"], c["restoreOf"]) for c in self.list()]
+        for tid, kind, of in listed:
+            if kind != "restore":
+                seen.append(tid)
+                redo.clear()
+            elif of in seen:  # an undo: that turn and every later one are undone
+                now = {t for t in seen[seen.index(of):] if t not in undone}
+                undone |= now
+                redo.append((tid, now))
+            else:  # a restore of a restore: a redo (or a restore from before `of` was recorded: none)
+                for i in range(len(redo) - 1, -1, -1):
+                    if redo[i][0] == of:
+                        undone -= redo.pop(i)[1]
+                        break
+        undo = next((t for t in reversed(seen) if t not in undone), None)
+        return undo, (redo[-1][0] if redo else None)
 
     def delete(self) -> None:
         """Forget this session's checkpoints (the session is being deleted)."""
@@ -332,5 +378,5 @@ class CheckpointStore:
                 files = [c for key in turn.before if (c := self._change(turn, key)) is not None]
                 if files:
                     out.append({"turnId": turn.id, "kind": turn.kind, "createdAt": turn.created_at,
-                                "prompt": turn.prompt, "files": files})
+                                "prompt": turn.prompt, "files": files, "restoreOf": turn.restore_of})
         return out

@@ -6,17 +6,23 @@ turn ids, the `changes` a turn reports, restores with the note the model gets, a
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 
 from toycoder_daemon.checkpoints import Checkpoint, CheckpointStore, FileChange, RestoreResult, conversation_note
 from toycoder_daemon.checkpoints.store import DEFAULT_MAX_BYTES
 from toycoder_daemon.core.messages import UserMessage
-from toycoder_daemon.core.ports import ChangedFile, FilesChanged, Frontend
+from toycoder_daemon.core.ports import ChangedFile, EditorTextUnknown, FilesChanged, Frontend
 from toycoder_daemon.sessions.session import Session, TranscriptEntry
+from toycoder_daemon.tools.workspace import Workspace
+
+EDITOR_WAIT = 60.0
+"""How long a restore waits for the editor to serve or apply a buffer's text."""
 
 
 def changed_files(root: Path, files: list[FileChange]) -> tuple[ChangedFile, ...]:
-    return tuple(ChangedFile(f["path"], (root / f["path"]).as_uri(), f["status"], f["added"], f["removed"])
+    return tuple(ChangedFile(f["path"], (root / f["path"]).as_uri(), f["status"], f["added"], f["removed"],
+                             f["inEditor"])
                  for f in files)
 
 
@@ -47,8 +53,12 @@ class SessionCheckpoints:
     """One open session's checkpoints: its turns' ids, the `changes` each turn reports, restores
     with the note the model gets."""
 
-    def __init__(self, s: Session, store: CheckpointStore):
-        self.session, self.store = s, store
+    def __init__(self, s: Session, store: CheckpointStore, workspace: Workspace | None = None):
+        self.session, self.store, self.workspace = s, store, workspace
+
+    def undo_redo(self) -> tuple[str | None, str | None]:
+        """(the turn /undo restores, the restore /redo restores): CheckpointStore.undo_redo."""
+        return self.store.undo_redo()
 
     def changes_of(self) -> ChangesOfStore:
         """Session.transcript's `changes_of` as the store is now."""
@@ -68,7 +78,8 @@ class SessionCheckpoints:
         """Send the turn's `changes` (when it changed files); returns them."""
         files = changed_files(self.store.workspace, self.store.changes(turn_id))
         if files:
-            frontend.emit(FilesChanged(turn_id, files))
+            turn = self.store.turn(turn_id)
+            frontend.emit(FilesChanged(turn_id, files, restore_of=(turn.restore_of if turn else "") or None))
         return files
 
     def rows(self) -> list[Checkpoint]:
@@ -84,7 +95,9 @@ class SessionCheckpoints:
         changes so editors reload the files."""
         store = self.store
         turn_id = store.resolve(turn_ref)
-        work = asyncio.ensure_future(asyncio.to_thread(store.restore, turn_id, paths, force, as_turn))
+        editor = (_Buffers(asyncio.get_running_loop(), self.workspace, frontend)
+                  if frontend is not None and self.workspace is not None else None)
+        work = asyncio.ensure_future(asyncio.to_thread(store.restore, turn_id, paths, force, as_turn, editor))
         try:
             result = await asyncio.shield(work)
         except asyncio.CancelledError:  # the thread writes the files either way: finish, note, answer
@@ -97,6 +110,38 @@ class SessionCheckpoints:
         if result["turnId"] and frontend is not None:
             self.report(result["turnId"], frontend)
         return result
+
+
+class _Buffers:
+    """restore.Editor over the frontend, called from the restore's thread: the editor's open
+    buffers (an LSP client's open documents, or what an ACP client serves) and applyEdit."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, workspace: Workspace, frontend: Frontend):
+        self.loop, self.workspace, self.frontend = loop, workspace, frontend
+
+    def text(self, key: str) -> str | None:
+        p = self.workspace.root / key
+        if p in self.workspace.open_documents:
+            return self.workspace.open_documents[p]
+        if not self.frontend.can_apply_edit():
+            return None  # edits cannot go through it: the disk is the truth
+        try:
+            return asyncio.run_coroutine_threadsafe(self.frontend.editor_text(p), self.loop).result(EDITOR_WAIT)
+        except (EditorTextUnknown, FutureTimeout):
+            return None
+
+    def apply(self, key: str, before: str, after: str) -> str | None:
+        p = self.workspace.root / key
+        if not self.frontend.can_apply_edit():
+            return "the editor cannot apply edits"
+        try:
+            done = asyncio.run_coroutine_threadsafe(self.frontend.apply_edit(p, before, after),
+                                                    self.loop).result(EDITOR_WAIT)
+        except FutureTimeout:
+            return "the editor did not answer"
+        if done.applied and p in self.workspace.open_documents:
+            self.workspace.open_documents[p] = after  # until its didChange arrives
+        return None if done.applied else (done.reason or "no reason given")
 
 
 class ChangesOfStore:
@@ -112,4 +157,4 @@ class ChangesOfStore:
             return None
         files = changed_files(self.root, c["files"])
         text = summary(files) if c["kind"] != "restore" else f"restored ({summary(files)})"
-        return TranscriptEntry("changes", text, turn_id=turn_id, files=files)
+        return TranscriptEntry("changes", text, turn_id=turn_id, files=files, restore_of=c["restoreOf"] or None)

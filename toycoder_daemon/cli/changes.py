@@ -7,8 +7,9 @@ from typing import Any
 MAX_NAMES = 6  # more than this and the line says how many others, so it stays one line
 
 
-def changes_line(files: list[dict[str, Any]]) -> str:
-    """Counts are summed over the files that have them (a binary file's are null: left out)."""
+def changes_line(files: list[dict[str, Any]], restore_of: str | None = None) -> str:
+    """Counts are summed over the files that have them (a binary file's are null: left out).
+    `restore_of` (the update's restoreOf): a restore's line, "Restored …", taken back with /redo."""
     n = len(files)
     added = sum(f.get("added") or 0 for f in files)
     removed = sum(f.get("removed") or 0 for f in files)
@@ -16,5 +17,6 @@ def changes_line(files: list[dict[str, Any]]) -> str:
     if n > MAX_NAMES:
         names.append(f"{n - MAX_NAMES} more")
     noun = "file" if n == 1 else "files"
-    return f"{n} {noun} changed +{added} \u2212{removed}: {', '.join(names)}"
+    line = f"{n} {noun} changed +{added} \u2212{removed}: {', '.join(names)}"
+    return f"Restored {line} · Redo: /redo" if restore_of else line
 

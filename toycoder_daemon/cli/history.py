@@ -34,7 +34,7 @@ def show_transcript(view: TurnView, entries: list[dict[str, Any]]) -> None:
         elif role == "tool_call":
             view.print(_tool_line(e, results.get(e.get("toolCallId")), width))
         elif role == "changes" and e.get("files"):
-            view.print(Text(changes_line(e["files"]), style="bold"))
+            view.print(Text(changes_line(e["files"], e.get("restoreOf")), style="bold"))
         elif role == "plan" and e.get("entries"):
             view.print(plan_text(e["entries"]))
     _footer(view, turn)

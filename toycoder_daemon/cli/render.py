@@ -191,7 +191,7 @@ class TurnView:
                       "yellow")
         elif kind == "changes":
             self.commit_text()
-            self.note(changes_line(u.get("files") or []), "cyan")
+            self.note(changes_line(u.get("files") or [], u.get("restoreOf")), "cyan")
         elif kind == "plan":
             self.commit_text()
             self.print(plan_text(u.get("entries") or []))

@@ -218,14 +218,23 @@ async def _restore(c: CommandContext, ref: str, what: str) -> CommandResult:
     return _restored(result, what)
 
 
-@commands.add("undo", "/undo [--force]", "Put back the files the last turn that changed files wrote (an "
-              "undo is itself undoable).")
+@commands.add("undo", "/undo [--force]", "Put back the files the last turn not yet undone wrote; again goes "
+              "one more turn back (/redo re-applies).")
 async def undo(c: CommandContext) -> CommandResult:
-    rows = c.host.checkpoints.rows()
-    if not rows:
-        return CommandResult("nothing to undo: no turn of this session changed a file")
-    last = rows[-1]
-    return await _restore(c, last["turnId"], f"undid {last['turnId']}: {last['prompt'] or '(no prompt)'}")
+    turn, _ = c.host.checkpoints.undo_redo()
+    if turn is None:
+        return CommandResult("nothing to undo: no turn of this session changed a file that is not undone")
+    row = next(r for r in c.host.checkpoints.rows() if r["turnId"] == turn)
+    return await _restore(c, turn, f"undid {turn}: {row['prompt'] or '(no prompt)'}")
+
+
+@commands.add("redo", "/redo [--force]", "Re-apply the files of the turn the last /undo (or restore) undid.")
+async def redo(c: CommandContext) -> CommandResult:
+    _, undone = c.host.checkpoints.undo_redo()
+    if undone is None:
+        return CommandResult("nothing to redo: no undo since the last turn that changed files")
+    row = next(r for r in c.host.checkpoints.rows() if r["turnId"] == undone)
+    return await _restore(c, undone, f"redid {row.get('restoreOf') or undone}")
 
 
 @commands.add("restore", "/restore <turn> [--force]", "Put the files back as they were before a turn (its id, "

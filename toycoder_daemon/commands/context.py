@@ -20,7 +20,10 @@ class CheckpointHost(Protocol):
     """The session's checkpoints (checkpoints.undo.SessionCheckpoints)."""
 
     def rows(self) -> Sequence[Mapping[str, Any]]:
-        """Turns that changed files, oldest first: {turnId, kind, createdAt, prompt, files}."""
+        """Turns that changed files, oldest first: {turnId, kind, createdAt, prompt, files, restoreOf}."""
+
+    def undo_redo(self) -> tuple[str | None, str | None]:
+        """(the turn /undo restores, the restore /redo restores); None: nothing to do."""
 
     async def restore(self, turn_ref: str, paths: list[str] | None, force: bool, frontend: Frontend | None,
                       as_turn: str | None = None) -> Mapping[str, Any]:

@@ -103,6 +103,8 @@ class ChangedFile:
     added: int | None
     """Lines added and removed; None when either side is not text."""
     removed: int | None
+    in_editor: bool = False
+    """The change went into the editor's buffer, not to disk (nothing to reload)."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,8 @@ class FilesChanged:
     """The turn's checkpoint id (what a restore takes)."""
     files: tuple[ChangedFile, ...]
     parent_tool_call_id: str | None = None
+    restore_of: str | None = None
+    """For a restore: the turn it restored (clients show "Restored … Redo", never an Undo)."""
     kind: str = field(default="changes", init=False)
 
 

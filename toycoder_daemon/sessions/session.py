@@ -44,6 +44,8 @@ class TranscriptEntry:
     """For role "user": that turn's tokens, sub-agents included."""
     plan: tuple[PlanEntry, ...] = ()
     """For role "plan" (last, once): the session's plan as the history ends, whole."""
+    restore_of: str | None = None
+    """For role "changes" of a restore: the turn it restored (clients offer Redo, not Undo)."""
 
 
 ChangesOf = Callable[[str], "TranscriptEntry | None"]

@@ -76,6 +76,9 @@ class CheckpointFile(Wire):
     """Lines added; absent when either side is not text (binary, too large to keep, a symlink)."""
     removed: int | None = None
     """Lines removed; absent like `added`."""
+    in_editor: bool | None = None
+    """True: the change went into the editor's open buffer (workspace/applyEdit), not to disk, so
+    there is nothing to reload and no "changed on disk" to warn about."""
 
 
 class ChangedFileInfo(CheckpointFile):
@@ -90,6 +93,8 @@ class CheckpointInfo(Wire):
     prompt: str
     """The first line of the turn's prompt ("restore <turn>" for a restore)."""
     files: list[CheckpointFile]
+    restore_of: str | None = None
+    """For a restore: the turn it restored."""
 
 
 class CheckpointList(Wire):
@@ -117,6 +122,9 @@ class RestoreResult(Wire):
     """Paths (relative to the workspace root) now as they were before the turn."""
     conflicts: list[RestoreConflict]
     """Paths left as they are, each with the reason."""
+    in_editor: list[str] | None = None
+    """Those of `restored` whose change went into the editor's open buffer (workspace/applyEdit),
+    not to disk: nothing to reload, and no "restored on disk" to warn about."""
     turn_id: str | None = None
     """The restore's own checkpoint (restore it to undo this restore); absent when nothing was written."""
     note: str
@@ -127,6 +135,9 @@ class ChangesUpdate(Wire):
     kind: Literal["changes"] = "changes"
     files: list[ChangedFileInfo]
     """The turn's net change per file (sent once, at the end of a turn or restore that changed files)."""
+    restore_of: str | None = None
+    """For a restore: the turn it restored (undid; for a restore of a restore, redid). Clients show
+    "Restored …" with Redo (restoring this restore), never an Undo that re-applies."""
 
 
 # ---- sessions as clients show them: SessionInfo, TranscriptEntry, their updates ----------------------
@@ -179,6 +190,8 @@ class TranscriptEntry(Wire):
     """For role "user": that turn's tokens, sub-agents included (with `stopReason`)."""
     entries: list[PlanEntryInfo] | None = None
     """For role "plan": the session's plan as the history ends (as the `plan` update has it)."""
+    restore_of: str | None = None
+    """For role "changes" of a restore: the turn it restored (as the `changes` update has it)."""
 
 
 class PlanUpdate(Wire):

@@ -28,7 +28,9 @@ export async function restoreTurn(daemon: CheckpointDaemon, sessionId: string, r
     return;
   }
   post({ type: 'restoreResult', request, result });
-  const dirty = dirtyDocuments(result.restored ?? [], root);
+  // a restore that went into the buffer (inEditor) left the disk alone: nothing to warn about
+  const inBuffer = new Set(result.inEditor ?? []);
+  const dirty = dirtyDocuments((result.restored ?? []).filter((p) => !inBuffer.has(p)), root);
   if (dirty.length) {
     void vscode.window.showWarningMessage(`ToyCoder restored ${dirty.join(', ')} on disk, but the editor has unsaved `
       + 'changes to it: your buffer was kept. "File: Revert File" takes the restored version; saving keeps yours.');

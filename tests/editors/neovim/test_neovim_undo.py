@@ -168,7 +168,8 @@ def test_undo_restores_the_file_and_its_buffer_reloads(editor, llm: FakeLLM, wor
     assert readme.read_text() == "# Demo\nA tiny project.\n"
     ed.wait(lambda: buffer_of(ed, readme) == ["# Demo", "A tiny project."], "the buffer to reload after /undo")
     assert not ed.lua("return vim.bo[vim.fn.bufnr(...)].modified", str(readme))
-    assert "- 1 file changed +1 −2: README.md" in chat.split("\n"), chat  # the undo's own changes line
+    # the undo's own changes line: a restore (restoreOf), so "Restored" and /redo, never an undo
+    assert "- Restored 1 file changed +1 −2: README.md · Redo: /redo" in chat.split("\n"), chat
 
     # the session loaded again shows both changes lines where they happened
     sid = ed.lua("return require('toycoder').session_id()")
@@ -177,6 +178,7 @@ def test_undo_restores_the_file_and_its_buffer_reloads(editor, llm: FakeLLM, wor
     ed.wait(lambda: ed.chat().count("file changed") == 2, "the loaded session's changes lines")
     lines = ed.chat_lines()
     assert lines.index("- 1 file changed +2 −1: README.md") > lines.index("Written.")
+    assert "- Restored 1 file changed +1 −2: README.md · Redo: /redo" in lines, lines  # resumed: still a restore
 
 
 def test_an_edit_to_a_modified_buffer_goes_through_apply_edit_and_u_undoes_it(editor, llm: FakeLLM,
@@ -207,6 +209,38 @@ def test_an_edit_to_a_modified_buffer_goes_through_apply_edit_and_u_undoes_it(ed
     ed.nv.input("u")
     ed.wait(lambda: buffer_text(ed) == "def add(a, b):\n    return a + b\n# mine, unsaved",
             "u to undo the agent's edit")
+
+
+def test_undo_of_an_edit_into_a_modified_buffer_reverts_it_there_keeping_unsaved_work_and_no_warning(
+        editor, llm: FakeLLM, workspace: Path) -> None:
+    """Issue 32: the undo goes through applyEdit into the buffer; the disk, the person's unsaved line
+    and the buffer's modified flag stay; no "changed on disk" warning; /redo brings the change back."""
+    ed = editor()
+    app = workspace / "src" / "app.py"
+    on_disk = app.read_text()
+    ed.cmd(f"edit {app}")
+    ed.nv.input("Go# mine, unsaved<Esc>")
+    ed.wait(lambda: ed.lua("return vim.bo.modified"), "the buffer to be modified")
+    llm.add({"tool_calls": [{"name": "edit_file", "arguments": {"path": "src/app.py", "old_string": "return a + b",
+                                                                 "new_string": "return a + b  # checked"}}]},
+            {"text": "Edited."})
+    ed.cmd("ToyCoder mark it checked")
+    ed.decide("a")
+    ed.wait_idle()
+    assert buffer_of(ed, app) == ["def add(a, b):", "    return a + b  # checked", "# mine, unsaved"]
+    chat = ed.prompt("/undo")
+    assert "not restored" not in chat, chat  # no false conflict
+    ed.wait(lambda: buffer_of(ed, app) == ["def add(a, b):", "    return a + b", "# mine, unsaved"],
+            "the agent's change taken back in the buffer")
+    assert ed.lua("return vim.bo[vim.fn.bufnr(...)].modified", str(app)), "the unsaved work was saved or dropped"
+    assert app.read_text() == on_disk
+    assert "- Restored 1 file changed +1 −1: src/app.py · Redo: /redo" in chat.split("\n"), chat
+    ed.prompt("/redo")
+    ed.wait(lambda: buffer_of(ed, app) == ["def add(a, b):", "    return a + b  # checked", "# mine, unsaved"],
+            "/redo to put the change back in the buffer")
+    assert app.read_text() == on_disk
+    warned = [n["msg"] for n in ed.lua("return T.notes") if "on disk" in n["msg"]]
+    assert warned == [], warned  # the disk never changed: nothing to warn about, no :e! advice
 
 
 def versioned(ed: Editor, path: Path, version: int, old: str, new: str) -> dict:

@@ -125,7 +125,7 @@ def test_a_file_put_back_by_hand_is_not_a_conflict(ws: Path, data: Path) -> None
     agent_write(store, t1, ws, "a.txt", b"agent\n")
     (ws / "a.txt").write_bytes(b"a1\na2\n")
     result = store.restore(t1)
-    assert result == {"turnId": None, "restored": ["a.txt"], "conflicts": [], "note": UNTRACKED_NOTE}
+    assert result == {"turnId": None, "restored": ["a.txt"], "conflicts": [], "inEditor": [], "note": UNTRACKED_NOTE}
 
 
 def test_a_restore_is_recorded_and_can_be_undone(ws: Path, data: Path) -> None:

@@ -126,9 +126,12 @@ async def test_undo_checkpoints_and_restore_commands(inproc, workspace: Path) ->
     assert "restored b.txt" in undo.result.text and "run_command" in undo.result.text
     assert (workspace / "b.txt").read_text() == "bee\n" and (workspace / "a.txt").read_text() == "one\ntwo\n"
     assert changes(p, sid)[-1].turn_id == undo.turn_id  # the command's turn is the restore's checkpoint
-    # /undo again undoes the undo (the last turn that changed files is now the restore)
+    # /undo again goes one more turn back (never re-applies what it undid)
     await p.command(sid, "/undo")
-    assert (workspace / "b.txt").read_text() == "buzz\n"
+    assert not (workspace / "b.txt").exists() and (workspace / "a.txt").read_text() == "one\n"
+    await p.command(sid, "/redo")
+    await p.command(sid, "/redo")
+    assert (workspace / "b.txt").read_text() == "buzz\n" and (workspace / "a.txt").read_text() == "one\ntwo\n"
     # /restore by the turn's number
     number = turns[0].rsplit("-", 1)[1]
     out = await p.command(sid, f"/restore {number}")

@@ -192,6 +192,8 @@ def test_a_changes_update_is_one_line_with_counts_and_names() -> None:
 def test_changes_line_singular_and_many_files() -> None:
     from toycoder_daemon.cli.changes import changes_line
 
+    assert changes_line([{"path": "x.py", "status": "modified", "added": 1, "removed": 1}], "s-1") == \
+        "Restored 1 file changed +1 \u22121: x.py · Redo: /redo"  # a restore (restoreOf)
     assert changes_line([{"path": "x.py", "status": "deleted", "added": 0, "removed": 4}]) == \
         "1 file changed +0 \u22124: x.py"
     many = changes_line([{"path": f"f{i}.py", "status": "created", "added": 1, "removed": 0} for i in range(8)])

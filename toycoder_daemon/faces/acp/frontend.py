@@ -239,6 +239,9 @@ class AcpFrontend:
         if event.parent_tool_call_id:
             return None
         shown = ", ".join(f"{f.path} ({f.status})" for f in event.files)
+        if event.restore_of:  # a restore: what undoes it is /redo, never an /undo that re-applies
+            return wire.chunk(f"\n[restored {len(event.files)} file(s): {shown}; /redo re-applies them]\n",
+                              "agent_thought_chunk")
         return wire.chunk(f"\n[{len(event.files)} file(s) changed: {shown}; /undo restores them]\n",
                           "agent_thought_chunk")
 

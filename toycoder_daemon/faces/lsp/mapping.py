@@ -49,7 +49,7 @@ def transcript_entry(e: TranscriptEntry) -> wire.TranscriptEntry:
                                 files=[changed_file(f) for f in e.files] if e.role == "changes" else None,
                                 interrupted=e.interrupted or None, stop_reason=cast(Any, e.stop_reason),
                                 usage=usage_info(e.usage) if e.usage is not None else None,
-                                entries=plan_entries(e.plan) if e.role == "plan" else None)
+                                entries=plan_entries(e.plan) if e.role == "plan" else None, restore_of=e.restore_of)
 
 
 def usage_info(u: Usage) -> wire.UsageInfo:
@@ -58,19 +58,21 @@ def usage_info(u: Usage) -> wire.UsageInfo:
 
 
 def changed_file(f: ChangedFile) -> wire.ChangedFileInfo:
-    return wire.ChangedFileInfo(path=f.path, uri=f.uri, status=f.status, added=f.added, removed=f.removed)
+    return wire.ChangedFileInfo(path=f.path, uri=f.uri, status=f.status, added=f.added, removed=f.removed,
+                                in_editor=f.in_editor or None)
 
 
 def checkpoint_list(rows: list[Checkpoint]) -> wire.CheckpointList:
     return wire.CheckpointList(checkpoints=[
         wire.CheckpointInfo(turn_id=c["turnId"], created_at=wire.iso_time(c["createdAt"]), prompt=c["prompt"],
-                            files=[wire.CheckpointFile.model_validate(f) for f in c["files"]])
+                            files=[wire.CheckpointFile.model_validate({**f, "inEditor": f["inEditor"] or None})
+                                   for f in c["files"]], restore_of=c["restoreOf"] or None)
         for c in rows])
 
 
 def restore_result(r: CoreRestoreResult) -> wire.RestoreResult:
     return wire.RestoreResult(restored=r["restored"], turn_id=r["turnId"], note=r["note"],
-                              conflicts=[wire.RestoreConflict(path=c["path"], reason=c["reason"])
+                              in_editor=r["inEditor"] or None, conflicts=[wire.RestoreConflict(path=c["path"], reason=c["reason"])
                                          for c in r["conflicts"]])
 
 
@@ -156,7 +158,7 @@ def _compaction(e: Compacted) -> wire.Update:
 
 @_maps(FilesChanged)
 def _changes(e: FilesChanged) -> wire.Update:
-    return wire.ChangesUpdate(files=[changed_file(f) for f in e.files])
+    return wire.ChangesUpdate(files=[changed_file(f) for f in e.files], restore_of=e.restore_of)
 
 
 @_maps(PlanUpdated)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from toycoder_daemon.core.util.atomic import SymlinkInPath, atomic_write
 from toycoder_daemon.tools.base import ToolContext, ToolError, tool
 from toycoder_daemon.tools.files.editor_text import served_text
 from toycoder_daemon.tools.files.safe_fs import open_regular
+from toycoder_daemon.tools.files.write_lock import Identity, PathBusy, path_lock
 from toycoder_daemon.tools.workspace import OutsideWorkspace, unsaved_text
 
 BOM = "\ufeff"
@@ -41,18 +43,30 @@ class TextFile:
     """The text is an LSP open document (workspace.open_documents): it follows didChange live."""
     editor_bom: bool = False
     """The editor's whole text starts with a BOM: a whole-file write (ACP) sends it back."""
+    identity: Identity | None = None
+    """The file on disk the text was read from (None: it did not exist, or the text is the editor's)."""
 
     @property
     def newline(self) -> str:
         return "\r\n" if "\r\n" in self.text else "\n"
 
 
-def load(p: Path) -> TextFile:
+def _read(p: Path) -> tuple[bytes, Identity] | None:
+    """The bytes of `p` and which file they came from (None: absent)."""
     try:  # regular files only, never blocking on a FIFO, no symlink race (safe_fs.py)
         with open_regular(p) as fh:
+            st = os.fstat(fh.fileno())
             data = fh.read()
     except FileNotFoundError:
+        return None
+    return data, Identity.of(st, data)
+
+
+def load(p: Path) -> TextFile:
+    read = _read(p)
+    if read is None:
         return TextFile("", exists=False)
+    data, identity = read
     if b"\x00" in data[:8192]:
         raise ToolError(f"{p.name} looks like a binary file; it cannot be edited as text")
     try:
@@ -60,7 +74,7 @@ def load(p: Path) -> TextFile:
     except UnicodeDecodeError:
         text, enc = data.decode("latin-1"), "latin-1"
     bom = text.startswith(BOM)
-    return TextFile(text[1:] if bom else text, enc, bom)
+    return TextFile(text[1:] if bom else text, enc, bom, identity=identity)
 
 
 def save(p: Path, f: TextFile, text: str) -> None:
@@ -142,6 +156,13 @@ def _base(ctx: ToolContext, p: Path, path: str, served: str | None = None) -> Te
     return disk
 
 
+def _check_unchanged(ctx: ToolContext, p: Path, f: TextFile) -> None:
+    """The file is still the one the change was computed from: same inode, size, mtime and hash."""
+    read = _read(p)
+    if (read[1] if read is not None else None) != f.identity:
+        raise ToolError(f"{ctx.workspace.relative(p)} changed while it was being edited; read it again")
+
+
 def _check_approved(ctx: ToolContext, p: Path, f: TextFile) -> None:
     """What was approved is what is written: the base must be the one the preview showed."""
     shown = ctx.approved.get(p)
@@ -174,11 +195,19 @@ async def _commit(ctx: ToolContext, plan: Plan) -> tuple[Path, TextFile, str, st
         p, f, text = plan(True)
         if f.in_editor:
             return p, f, text, ""
-        problem = _record(ctx, p, "before")
         try:
-            save(p, f, text)
-        finally:
-            _record(ctx, p, "after")  # whatever is there now, even after a failure
+            with path_lock(p):  # every file tool and restore, in every daemon, takes it to write p
+                p, f, text = plan(True)  # again, under the lock: the base no other writer can move
+                if f.in_editor:
+                    return p, f, text, ""
+                problem = _record(ctx, p, "before")
+                try:
+                    _check_unchanged(ctx, p, f)  # a writer without the lock (an editor, a build)
+                    save(p, f, text)
+                finally:
+                    _record(ctx, p, "after")  # whatever is there now, even after a failure
+        except PathBusy:
+            raise ToolError(f"{ctx.workspace.relative(p)} is being written by another session; try again") from None
         if ctx.changed is not None:
             ctx.changed.append(str(p))
         note = f"\nnote: {problem}" if problem else ""

@@ -37,8 +37,14 @@ function M.format(cp)
 end
 
 local function after_restore(session_id, turn_id, result, force)
+  local in_buffer = {} -- restored through applyEdit: the buffer has it, the disk did not change
+  for _, path in ipairs(type(result.inEditor) == "table" and result.inEditor or {}) do
+    in_buffer[path] = true
+  end
   for _, path in ipairs(result.restored or {}) do
-    reload.file(absolute(path), path)
+    if not in_buffer[path] then
+      reload.file(absolute(path), path)
+    end
   end
   local conflicts = result.conflicts or {}
   local lines = {}

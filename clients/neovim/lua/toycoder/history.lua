@@ -130,7 +130,7 @@ function M.rows(loaded, note)
       if last_kind ~= "item" then -- after the reply's text, like the live line
         text("")
       end
-      virt(style.changes_chunks("", e.files))
+      virt(style.changes_chunks("", e.files, e.restoreOf))
       last_kind = "item"
     elseif e.role == "compaction" then -- the turns above stay whole; the model got a summary of them
       footer()

@@ -96,7 +96,7 @@ daemon.on_notification("toycoder/update", function(params)
   local files = params.update.kind == "changes" and params.update.files -- a turn's or a restore's (/undo)
   if type(files) == "table" and config.options.auto_reload then
     for _, f in ipairs(files) do
-      if type(f.uri) == "string" then
+      if type(f.uri) == "string" and f.inEditor ~= true then -- inEditor: in the buffer already, disk unchanged
         reload.file(vim.uri_to_fname(f.uri), f.path)
       end
     end

@@ -75,8 +75,9 @@ function M.tool_chunks(prefix, status, title, detail)
 end
 
 --- The virtual-text chunks of a turn's `changes` line: `- N files changed +a −r: a.py, b.py`.
---- Counts are summed over the files that have them (a binary file's are null).
-function M.changes_chunks(prefix, files)
+--- Counts are summed over the files that have them (a binary file's are null). `restore_of`: the
+--- line is a restore's (the daemon's restoreOf): "Restored …", and what takes it back is /redo.
+function M.changes_chunks(prefix, files, restore_of)
   local added, removed, names = 0, 0, {}
   for _, f in ipairs(files) do
     added = added + (type(f.added) == "number" and f.added or 0)
@@ -84,13 +85,18 @@ function M.changes_chunks(prefix, files)
     table.insert(names, tostring(f.path or "?"))
   end
   local count = ("%d %s changed"):format(#files, #files == 1 and "file" or "files")
-  return {
+  local restore = type(restore_of) == "string" and restore_of ~= ""
+  local chunks = {
     { prefix .. "- ", "ToyCoderNotice" },
-    { count, "ToyCoderToolName" },
+    { (restore and "Restored " or "") .. count, "ToyCoderToolName" },
     { " +" .. added, "ToyCoderAdded" },
     { " −" .. removed, "ToyCoderRemoved" },
     { ": " .. M.one_line(table.concat(names, ", "), 200), "ToyCoderToolDetail" },
   }
+  if restore then
+    table.insert(chunks, { " · Redo: /redo", "ToyCoderNotice" })
+  end
+  return chunks
 end
 
 -- A plan entry's status -> its mark and group (the terminal client uses the same marks).

@@ -118,6 +118,9 @@ export interface ChangedFileInfo {
   added?: number;
   /** Lines removed; absent like `added`. */
   removed?: number;
+  /** True: the change went into the editor's open buffer (workspace/applyEdit), not to disk, so
+there is nothing to reload and no "changed on disk" to warn about. */
+  inEditor?: boolean;
   /** The file's absolute file:// URI. */
   uri: string;
 }
@@ -126,6 +129,9 @@ export interface ChangesUpdate {
   kind: 'changes';
   /** The turn's net change per file (sent once, at the end of a turn or restore that changed files). */
   files: ChangedFileInfo[];
+  /** For a restore: the turn it restored (undid; for a restore of a restore, redid). Clients show
+"Restored …" with Redo (restoring this restore), never an Undo that re-applies. */
+  restoreOf?: string;
 }
 
 export interface UsageInfo {
@@ -161,6 +167,8 @@ earlier turns were summarised for the model: `text` is the summary, "" when they
   usage?: UsageInfo;
   /** For role "plan": the session's plan as the history ends (as the `plan` update has it). */
   entries?: PlanEntryInfo[];
+  /** For role "changes" of a restore: the turn it restored (as the `changes` update has it). */
+  restoreOf?: string;
 }
 
 export interface SessionChangedUpdate {
@@ -326,6 +334,9 @@ export interface CheckpointFile {
   added?: number;
   /** Lines removed; absent like `added`. */
   removed?: number;
+  /** True: the change went into the editor's open buffer (workspace/applyEdit), not to disk, so
+there is nothing to reload and no "changed on disk" to warn about. */
+  inEditor?: boolean;
 }
 
 export interface CheckpointInfo {
@@ -335,6 +346,8 @@ export interface CheckpointInfo {
   /** The first line of the turn's prompt ("restore <turn>" for a restore). */
   prompt: string;
   files: CheckpointFile[];
+  /** For a restore: the turn it restored. */
+  restoreOf?: string;
 }
 
 export interface CheckpointList {
@@ -362,6 +375,9 @@ export interface RestoreResult {
   restored: string[];
   /** Paths left as they are, each with the reason. */
   conflicts: RestoreConflict[];
+  /** Those of `restored` whose change went into the editor's open buffer (workspace/applyEdit),
+not to disk: nothing to reload, and no "restored on disk" to warn about. */
+  inEditor?: string[];
   /** The restore's own checkpoint (restore it to undo this restore); absent when nothing was written. */
   turnId?: string;
   /** What undo cannot track (files changed by run_command or outside ToyCoder). */

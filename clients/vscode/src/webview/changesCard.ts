@@ -124,7 +124,8 @@ export class ChangesView {
     if (message.type === 'update' && isChangesUpdate(update) && !message.params.parentToolCallId) {
       const u = update;
       if (u.files.length === 0) return;
-      const card = changesCard(message.params.turnId, u.files, this.post, this.restoring > 0);
+      // a restore's card (the daemon says so with restoreOf): "Restored …" with Redo, never an Undo
+      const card = changesCard(message.params.turnId, u.files, this.post, !!u.restoreOf || this.restoring > 0);
       // the turn being shown is the conversation's last (chat.ts appends turns in order)
       const turn = document.querySelector('#conversation > .turn:last-of-type > .assistant');
       (turn ?? document.getElementById('conversation'))?.append(card);
@@ -150,7 +151,7 @@ export class ChangesView {
       else if (entry.role === 'changes' && entry.turnId && entry.files?.length) {
         const turn = turns[Math.max(index, 0)] ?? turns[turns.length - 1];
         const body = turn?.querySelector(':scope > .assistant') ?? document.getElementById('conversation');
-        body?.append(changesCard(entry.turnId, entry.files, this.post));
+        body?.append(changesCard(entry.turnId, entry.files, this.post, !!entry.restoreOf));
       }
     }
   }

@@ -134,3 +134,22 @@ test('a loaded session shows each turn\'s changes card in that turn', async () =
   assert.deepEqual(placed, [['look around', null], ['fix the average', 's-2']]);
   assert.equal(await c.page.locator('.changes-card .changes-summary').textContent(), '1 file changed +7 \u22123');
 });
+
+test('a restore the daemon marks (restoreOf: /undo typed, or a resumed session) shows Restored and Redo, never Undo', async () => {
+  const c = await turnWithChanges();
+  await c.send({ type: 'update', params: { sessionId: 's', turnId: 'r-9',
+    update: { kind: 'changes', files: [FILES[0]], restoreOf: 't-1' } } }); // no card asked for it: /undo
+  const live = c.page.locator('.changes-card[data-turn-id="r-9"]');
+  assert.equal(await live.locator('.changes-summary').textContent(), 'Restored: 1 file changed +7 \u22123');
+  assert.equal(await live.locator('.changes-undo').textContent(), 'Redo');
+
+  const loaded = await chat({ height: 700, ready: false });
+  await loaded.send({ type: 'transcript', session: null, entries: [
+    { role: 'user', text: 'fix the average' },
+    { role: 'changes', text: '1 file changed +7 -3', turnId: 's-1', files: [FILES[0]] },
+    { role: 'user', text: '/undo' },
+    { role: 'changes', text: 'restored (1 file changed +3 -7)', turnId: 's-2', files: [FILES[0]], restoreOf: 's-1' },
+  ] });
+  const buttons = await loaded.page.locator('.changes-card .changes-undo').allTextContents();
+  assert.deepEqual(buttons, ['Undo', 'Redo']);
+});

@@ -84,7 +84,7 @@ async def test_an_open_file_is_edited_through_the_editor_from_its_buffer(inproc,
     assert diff is not None and "+# unsaved note" not in diff["diff"] and "+    return b + a" in diff["diff"]
     # the checkpoint started from the buffer (the person's unsaved note included)
     [cp] = p.app.checkpoint_list(p.app.list_sessions()[0].id)
-    assert cp["files"] == [{"path": "calc.py", "status": "modified", "added": 1, "removed": 1}]
+    assert cp["files"] == [{"path": "calc.py", "status": "modified", "added": 1, "removed": 1, "inEditor": True}]
 
 
 async def test_a_refused_apply_edit_is_a_failed_call_with_the_reason(inproc, workspace: Path) -> None:

@@ -75,7 +75,8 @@ async def test_an_edit_goes_through_an_editor_that_writes_all_files_from_its_tex
     assert calc.read_text() == CALC and p.app.workspace.open_documents == {}  # the disk is the editor's business
     assert p.frontend.text_asks == [calc, calc]  # the preview, then the call once allowed
     [cp] = p.app.checkpoint_list(p.app.list_sessions()[0].id)  # recorded from the editor's text
-    assert cp["files"] == [{"path": "calc.py", "status": "modified", "added": 1, "removed": 1}]
+    assert cp["files"] == [{"path": "calc.py", "status": "modified", "added": 1, "removed": 1,
+                           "inEditor": True}]
 
 
 async def test_a_new_file_and_an_unserved_one_go_through_an_editor_that_writes_all(inproc, workspace: Path) -> None:
