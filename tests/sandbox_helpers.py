@@ -173,3 +173,31 @@ def remove_cgroups_of(pid: int) -> None:
     """Clean-up only: a test leaves no cgroup behind, also when the code under test failed to remove it."""
     for path in cgroups_of(pid):
         cgroups.remove(path)
+
+
+METADATA_OPS = ("chmod", "chown", "utime-past", "utime-now", "setxattr", "setcap")
+_METADATA = """python3 - <<'EOF'
+import os
+target, uid, gid = {target!r}, {uid}, {gid}
+ops = {{
+    "chmod": lambda: os.chmod(target, 0),
+    "chown": lambda: os.chown(target, uid, gid),
+    "utime-past": lambda: os.utime(target, (1, 1)),
+    "utime-now": lambda: os.utime(target),
+    "setxattr": lambda: os.setxattr(target, "user.planted", b"1"),
+    "setcap": lambda: os.setxattr(target, "security.capability",
+                                  bytes.fromhex("0000000200200000000000000000000000000000")),
+}}
+for name, op in ops.items():
+    try:
+        op()
+        print(name, "CHANGED")
+    except OSError as e:
+        print(name, "refused", e.errno)
+EOF"""
+
+
+def metadata_changes(target: Path, uid: int, gid: int) -> str:
+    """A command that tries each of METADATA_OPS on `target` and prints "<op> CHANGED" or
+    "<op> refused <errno>" for each (setcap: a file capability granting CAP_SYS_ADMIN)."""
+    return _METADATA.format(target=str(target), uid=uid, gid=gid)
