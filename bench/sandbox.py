@@ -12,7 +12,11 @@
 Each run is spawn-to-exit through subprocess, in a temp workspace; medians and the ratio to plain
 are printed. The machine is shared and noisy: read the ratio, not the absolute times.
 
-Run:  .venv/bin/python bench/sandbox.py [--runs 100]
+Run:  .venv/bin/python bench/sandbox.py [--runs 100] [--against DIR]
+
+--against times a second checkout's launcher (the package at DIR, e.g. `git archive` of an older
+commit unpacked there) in the same rotation, as `sandboxed, against` and `no-ns, against`, so
+before and after share the machine's load.
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ from toycoder_daemon.tools.shell.sandbox.policy import Policy, plan  # noqa: E40
 JOIN = ("import sys; sys.path.append({package!r}); from toycoder_daemon.tools.shell.sandbox import contain, launch; "
         "contain.fork_into_cgroup = lambda path: None; sys.exit(launch.main(sys.argv[1:]))")
 """The launcher with clone3 refused: the shell joins its cgroup by a write to cgroup.procs."""
+AGAINST = ("import sys; sys.path.append({package!r}); from toycoder_daemon.tools.shell.sandbox.launch import main; "
+           "sys.exit(main(sys.argv[1:]))")
+"""Another checkout's launcher, started as probe.BOOT starts ours."""
 
 
 def timed(argv: list[str], cwd: str, env: dict[str, str], spec: dict[str, Any] | None = None,
@@ -61,6 +68,7 @@ def timed(argv: list[str], cwd: str, env: dict[str, str], spec: dict[str, Any] |
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--against", type=Path, help="another checkout whose launcher is timed in the same rotation")
     args = parser.parse_args()
     support = probe.support()
     print(support.summary())
@@ -81,6 +89,11 @@ def main() -> int:
         }
         if support.cgroup:
             variants["cgroup"] = variants["cgroup-join"] = variants["sandboxed"]
+        if args.against:
+            other = AGAINST.format(package=str(args.against.resolve()))
+            for name in ("sandboxed", "no-ns"):
+                argv = variants[name]
+                variants[f"{name}, against"] = [*argv[:4], other, *argv[5:]]
         times: dict[str, list[float]] = {name: [] for name in variants}
 
         def one(name: str) -> float:
@@ -97,7 +110,7 @@ def main() -> int:
     print(f"{args.runs} runs of `true` each, interleaved")
     for name, values in times.items():
         med = statistics.median(values)
-        print(f"  {name:<11} median {med * 1000:7.2f} ms   ratio to plain {med / plain:6.1f}x")
+        print(f"  {name:<18} median {med * 1000:7.2f} ms   ratio to plain {med / plain:6.1f}x")
     return 0
 
 

@@ -233,3 +233,14 @@ def test_the_daemons_maps_and_open_files_are_hidden(runner: Runner, box: Box) ->
         daemon.kill()
         daemon.wait()
         kill_markers(marker)
+
+
+def test_the_command_still_writes_its_own_streams_through_proc(runner: Runner, box: Box) -> None:
+    """/dev/stdout, /dev/fd/N and process substitution go through the command's read-only /proc
+    to its own pipes, which are not on that mount. (The pipes are the command's own: one the
+    test made as root would refuse the user's reopening it, sandbox or not.)"""
+    inner = "echo out > /dev/stdout; cat <(echo sub); echo fd > /dev/fd/1; echo err > /dev/stderr"
+    spec, _ = spec_for(f"{{ bash -c {json.dumps(inner)} 2>&1; }} | cat", box, runner.support())
+    done = run(runner, box, spec)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "out\nsub\nfd\nerr\n", done.stdout + done.stderr
