@@ -62,6 +62,19 @@ def _abandon(spec: dict[str, Any]) -> int:
     return 137
 
 
+def _layer(spec: dict[str, Any], what: str, apply: Callable[[], None], *, warn: bool = True) -> None:
+    """Apply one layer of the confinement; when it fails, refuse to run under `required` (the
+    process exits), else go on without it (saying so on stderr when `warn`)."""
+    try:
+        apply()
+    except OSError as e:
+        if spec["required"]:
+            os.write(2, f"toycoder sandbox: cannot {what}: {e}; it did not run\n".encode())
+            os._exit(REFUSED_EXIT)
+        if warn:
+            os.write(2, f"toycoder sandbox: cannot {what}: {e}\n".encode())
+
+
 def _run_shell(spec: dict[str, Any], *, join: bool) -> NoReturn:
     """In the final child: confine, then become the shell."""
     try:
@@ -80,28 +93,13 @@ def _run_shell(spec: dict[str, Any], *, join: bool) -> NoReturn:
             os.write(2, b"toycoder sandbox: required, but there is no Landlock to apply; it did not run\n")
             os._exit(REFUSED_EXIT)
         if spec["landlock"]:
-            try:
-                landlock.restrict(spec["writable"], abi=spec["landlock"], block_tcp=spec["block_tcp"],
-                                  network=spec["network"])
-            except OSError as e:
-                if spec["required"]:
-                    os.write(2, f"toycoder sandbox: cannot confine the command: {e}; it did not run\n".encode())
-                    os._exit(REFUSED_EXIT)
-            try:  # no typing into a terminal it holds (seccomp.py)
-                seccomp.install()
-            except OSError as e:
-                if spec["required"]:
-                    os.write(2, f"toycoder sandbox: cannot filter terminal ioctls: {e}; it did not run\n".encode())
-                    os._exit(REFUSED_EXIT)
-                os.write(2, f"toycoder sandbox: cannot filter terminal ioctls: {e}\n".encode())
+            _layer(spec, "confine the command", lambda: landlock.restrict(
+                spec["writable"], abi=spec["landlock"], block_tcp=spec["block_tcp"], network=spec["network"]),
+                warn=False)
+            # no typing into a terminal it holds (seccomp.py)
+            _layer(spec, "filter terminal ioctls", seccomp.install)
         if os.geteuid() == 0:  # no user namespace for root: it would keep CAP_SYS_PTRACE (caps.py)
-            try:
-                caps.drop()
-            except OSError as e:
-                if spec["required"]:
-                    os.write(2, f"toycoder sandbox: cannot drop root's capabilities: {e}; it did not run\n".encode())
-                    os._exit(REFUSED_EXIT)
-                os.write(2, f"toycoder sandbox: cannot drop root's capabilities: {e}\n".encode())
+            _layer(spec, "drop root's capabilities", caps.drop)
         # Whatever started the launcher (an ACP client's terminal) may have left files open to it;
         # the command gets only stdin, stdout and stderr. After Landlock: its ruleset fd goes too.
         os.closerange(3, MAX_FD)
