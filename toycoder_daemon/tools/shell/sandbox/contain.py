@@ -183,7 +183,8 @@ def confine_mounts(writable: list[str], readonly: list[str]) -> None:
                       ctypes.c_uint(OPEN_TREE_CLONE | AT_RECURSIVE | os.O_CLOEXEC))
         roots.append((fd, raw))
     try:
-        _set_attr(libc, AT_FDCWD, b"/", AT_RECURSIVE, MOUNT_ATTR_RDONLY)
+        if "/" not in writable:  # else nothing is outside (the workspace is `/`, or `/` was listed)
+            _set_attr(libc, AT_FDCWD, b"/", AT_RECURSIVE, MOUNT_ATTR_RDONLY)
         for fd, raw in roots:
             _set_attr(libc, fd, b"", AT_EMPTY_PATH | AT_RECURSIVE, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
             _syscall(libc, SYS_MOVE_MOUNT, ctypes.c_int(fd), b"", ctypes.c_int(AT_FDCWD), raw,

@@ -159,8 +159,8 @@ def test_no_device_node_can_be_made(runner: Runner, box: Box, namespaces: bool) 
 
 def test_writable_roots_are_mounted_nodev_and_nosuid(runner: Runner, box: Box) -> None:
     support = runner.support()
-    if not support.namespaces:
-        pytest.skip("no mount namespace here: nothing to mount nodev (Landlock and the capabilities refuse nodes)")
+    if not support.readonly_mounts:
+        pytest.skip("no mount table of its own here: nothing to mount nodev (Landlock and the capabilities refuse nodes)")
     spec, _ = spec_for("cat /proc/self/mountinfo", box, support)
     done = run(runner, box, spec)
     assert done.returncode == 0, done.stderr
@@ -182,8 +182,8 @@ def test_metadata_outside_the_writable_roots_cannot_change(runner: Runner, box: 
     the daemon's own session writes; as root it plants setuid or capability binaries): `/` is
     read-only in the command's mount namespace."""
     support = runner.support()
-    if not support.namespaces:
-        pytest.skip("no mount namespace here: Landlock has no right for metadata (docs/security.md)")
+    if not support.readonly_mounts:
+        pytest.skip("no mount table of its own here: Landlock has no right for metadata (docs/security.md)")
     uid, gid = _ids(runner)
     victims = [box.outside / "mine", box.outside]
     victims[0].write_text("keep\n")
@@ -217,8 +217,8 @@ def test_the_daemons_maps_and_open_files_are_hidden(runner: Runner, box: Box) ->
     """A process of the command's user (standing in for the daemon): its maps and fd list were
     readable from a command. In the command's PID namespace /proc is its own."""
     support = runner.support()
-    if not support.namespaces:
-        pytest.skip("no PID namespace here: /proc stays the host's (docs/security.md)")
+    if not support.readonly_mounts:
+        pytest.skip("no PID namespace or mount table of its own here: /proc stays the host's (docs/security.md)")
     duration = unique_sleep()
     marker = f"sleep {duration}"
     daemon = subprocess.Popen(runner.wrap(["sleep", duration]), stdin=subprocess.DEVNULL,
@@ -248,3 +248,13 @@ def test_the_command_still_writes_its_own_streams_through_proc(runner: Runner, b
     done = run(runner, box, spec)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "out\nsub\nfd\nerr\n", done.stdout + done.stderr
+
+
+def test_root_listed_writable_leaves_nothing_read_only(runner: Runner, box: Box) -> None:
+    """`/` in `writable` (or a workspace at `/`): nothing is outside, so `/` is not made read-only
+    (its copy cannot be moved back over it)."""
+    target = box.outside / "made"
+    spec, _ = spec_for(f"echo x > {target} && chmod 600 {target}", box, runner.support(), writable=("/",))
+    done = run(runner, box, spec)
+    assert done.returncode == 0, done.stderr
+    assert target.read_text() == "x\n" and target.stat().st_mode & 0o777 == 0o600
