@@ -99,10 +99,9 @@ def enter_namespaces(*, network: bool) -> set[str]:
     user namespace too, mapping itself to its own ids. Returns the names entered, empty when the
     kernel or its settings refuse (the caller then falls back).
 
-    Root takes no user namespace: mapped to itself alone it would lose its rights over other
-    users' files (a root daemon in a user's checkout, the usual container) and, with the network
-    on, low ports and raw sockets. So a root daemon's command keeps root's capabilities, less those
-    caps.py drops, and can read other root processes' environments: docs/security.md."""
+    Root takes no user namespace: with the network on it keeps low ports and raw sockets, and it
+    owns root's files. So a root daemon's command keeps root's capabilities less those caps.py
+    cuts (every one that overrides file modes or ownership among them): docs/security.md."""
     flags = CLONE_NEWPID | CLONE_NEWNS | (0 if network else CLONE_NEWNET)
     uid, gid = os.geteuid(), os.getegid()
     as_user = uid != 0
