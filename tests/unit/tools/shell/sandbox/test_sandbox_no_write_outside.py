@@ -258,3 +258,17 @@ def test_root_listed_writable_leaves_nothing_read_only(runner: Runner, box: Box)
     done = run(runner, box, spec)
     assert done.returncode == 0, done.stderr
     assert target.read_text() == "x\n" and target.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_file_listed_writable_stays_writable_and_its_neighbours_do_not(runner: Runner, box: Box) -> None:
+    """A writable root may be a single file (`~/.gitconfig`): its copy is moved back over it."""
+    listed, neighbour = box.outside / "listed", box.outside / "neighbour"
+    for path in (listed, neighbour):
+        path.write_text("before\n")
+        os.chown(path, *_ids(runner))
+    spec, _ = spec_for(f"echo after > {listed} && chmod 600 {listed}; echo after > {neighbour}; echo ran", box,
+                       runner.support(), writable=(str(listed),))
+    done = run(runner, box, spec)
+    assert done.stdout == "ran\n", done.stderr
+    assert listed.read_text() == "after\n" and listed.stat().st_mode & 0o777 == 0o600
+    assert neighbour.read_text() == "before\n"
