@@ -15,7 +15,17 @@ from pathlib import Path
 
 import pytest
 from helpers import processes_running
-from sandbox_helpers import METADATA_OPS, Box, Runner, kill_markers, metadata_changes, run, spec_for, unique_sleep
+from sandbox_helpers import (
+    METADATA_OPS,
+    Box,
+    NoUserNamespaces,
+    Runner,
+    kill_markers,
+    metadata_changes,
+    run,
+    spec_for,
+    unique_sleep,
+)
 from waiting import wait_until
 
 from toycoder_daemon.tools.shell.sandbox import landlock, probe
@@ -272,3 +282,27 @@ def test_a_file_listed_writable_stays_writable_and_its_neighbours_do_not(runner:
     assert done.stdout == "ran\n", done.stderr
     assert listed.read_text() == "after\n" and listed.stat().st_mode & 0o777 == 0o600
     assert neighbour.read_text() == "before\n"
+
+
+def test_without_user_namespaces_the_fallback_still_confines_writes_nodes_and_terminals(unprivileged: Runner) -> None:
+    """A user the machine refuses user namespaces (a seccomp filter refuses unshare(CLONE_NEWUSER),
+    as a container profile does): the launcher's own probe finds no namespaces and no mount table,
+    and the command runs under Landlock, the seccomp filter and the subreaper. What still holds:
+    no write, node or pty outside; what does not (metadata of the user's own files): docs/security.md."""
+    runner = NoUserNamespaces("user without user namespaces", unprivileged.user, unprivileged.python)
+    support = runner.support()
+    assert (support.namespaces, support.readonly_mounts) == (False, False)
+    box = Box.make(runner.user)
+    try:
+        with terminal(_ids(runner)) as (master, _slave, path):
+            command = (f"echo x > {box.outside}/new; echo INJECTED > {path}; mknod chr c 1 3; mkfifo fifo; "
+                       "python3 -c 'import os; os.openpty()' 2>/dev/null || echo no-pty; echo ran")
+            spec, plan = spec_for(command, box, support)
+            assert spec["namespaces"] is False and plan.git_writable_reason
+            done = run(runner, box, spec)
+            assert done.stdout.split() == ["no-pty", "ran"], done.stdout + done.stderr
+            assert b"INJECTED" not in _drain(master)
+        assert not (box.outside / "new").exists() and not os.path.lexists(box.ws / "chr")
+        assert (box.ws / "fifo").is_fifo()
+    finally:
+        box.remove()
