@@ -173,3 +173,56 @@ def remove_cgroups_of(pid: int) -> None:
     """Clean-up only: a test leaves no cgroup behind, also when the code under test failed to remove it."""
     for path in cgroups_of(pid):
         cgroups.remove(path)
+
+
+METADATA_OPS = ("chmod", "chown", "utime-past", "utime-now", "setxattr", "setcap")
+_METADATA = """python3 - <<'EOF'
+import os
+target, uid, gid = {target!r}, {uid}, {gid}
+ops = {{
+    "chmod": lambda: os.chmod(target, 0),
+    "chown": lambda: os.chown(target, uid, gid),
+    "utime-past": lambda: os.utime(target, (1, 1)),
+    "utime-now": lambda: os.utime(target),
+    "setxattr": lambda: os.setxattr(target, "user.planted", b"1"),
+    "setcap": lambda: os.setxattr(target, "security.capability",
+                                  bytes.fromhex("0000000200200000000000000000000000000000")),
+}}
+for name, op in ops.items():
+    try:
+        op()
+        print(name, "CHANGED")
+    except OSError as e:
+        print(name, "refused", e.errno)
+EOF"""
+
+
+def metadata_changes(target: Path, uid: int, gid: int) -> str:
+    """A command that tries each of METADATA_OPS on `target` and prints "<op> CHANGED" or
+    "<op> refused <errno>" for each (setcap: a file capability granting CAP_SYS_ADMIN)."""
+    return _METADATA.format(target=str(target), uid=uid, gid=gid)
+
+
+NO_USER_NAMESPACES = """import ctypes, os, struct, sys
+# A seccomp filter refusing unshare(CLONE_NEWUSER) with EPERM, as a container's profile or a kernel
+# without unprivileged user namespaces does; then exec the rest of argv.
+arch, unshare = {"x86_64": (0xC000003E, 272), "aarch64": (0xC00000B7, 97)}[os.uname().machine]
+prog = [(0x20, 0, 0, 4), (0x15, 1, 0, arch), (0x06, 0, 0, 0x7FFF0000), (0x20, 0, 0, 0), (0x15, 0, 2, unshare),
+        (0x20, 0, 0, 16), (0x45, 1, 0, 0x10000000), (0x06, 0, 0, 0x7FFF0000), (0x06, 0, 0, 0x00050001)]
+raw = b"".join(struct.pack("<HBBI", *ins) for ins in prog)
+buf = ctypes.create_string_buffer(raw)
+fprog = struct.pack("<HxxxxxxQ", len(prog), ctypes.addressof(buf))
+libc = ctypes.CDLL(None, use_errno=True)
+assert libc.prctl(38, 1, 0, 0, 0) == 0
+assert libc.prctl(22, 2, ctypes.c_char_p(fprog), 0, 0) == 0, os.strerror(ctypes.get_errno())
+os.execv(sys.argv[1], sys.argv[1:])
+"""
+"""`python -c NO_USER_NAMESPACES ARGV...`: run ARGV where user namespaces cannot be made."""
+
+
+@dataclass
+class NoUserNamespaces(Runner):
+    """An unprivileged user on a machine that refuses it user namespaces (so any namespace)."""
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        return super().wrap([self.python, "-S", "-c", NO_USER_NAMESPACES, *argv])

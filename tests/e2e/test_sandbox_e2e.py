@@ -141,3 +141,26 @@ async def test_no_command_process_outlives(start_daemon, llm: FakeLLM, how: str)
     finally:
         kill_markers(*markers)
         remove_cgroups_of(d.proc.pid)
+
+
+async def test_a_command_cannot_chmod_the_daemons_own_session_data(start_daemon, llm: FakeLLM, tmp_path: Path) -> None:
+    """Issue 28: one `chmod 000` outside the workspace broke the daemon's own session writes. The
+    command's `/` is read-only but for the writable roots, so the data dir keeps its modes and
+    its time, and the next turn is saved."""
+    data = tmp_path / "data"  # TOYCODER_DATA_DIR (tests/conftest.py)
+    d = await start_daemon(extra="tools: {enabled: [run_command]}\n")
+    d.handlers["toycoder/requestPermission"] = lambda p: {"decision": "allow_once"}  # the person allows it
+    llm.add({"text": "first"})
+    sid = await new_session(d)
+    await d.call("toycoder/prompt", {"sessionId": sid, "text": "one"})
+    before = {p: p.stat().st_mode for p in [data, *data.rglob("*")]}
+    llm.add(command(f"chmod -R 000 {data}; touch -d 2001-01-01 {data}; echo tried"), {"text": "second"})
+    await d.call("toycoder/prompt", {"sessionId": sid, "text": "two"})
+    out = results(d, sid)[0]["output"]
+    assert "tried" in out and "Read-only file system" in out, out
+    assert {p: p.stat().st_mode for p in before} == before
+    assert data.stat().st_mtime > 1.6e9  # not 2001 (the daemon's own writes may move it on)
+    llm.add({"text": "third"})
+    await d.call("toycoder/prompt", {"sessionId": sid, "text": "three"})
+    loaded = await d.call("toycoder/session/load", {"sessionId": sid})
+    assert "third" in str(loaded), loaded

@@ -1,4 +1,4 @@
-"""Namespaces, read-only bind mounts and killing what a command left behind (Linux, via ctypes).
+"""Namespaces, the command's mount table and killing what a command left behind (Linux, via ctypes).
 
 Used by the launcher only, in a process that exists to run one command, so changing its own
 namespaces and signal dispositions is safe.
@@ -20,7 +20,13 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
-SYS_CLONE3 = 435  # the same on every architecture (the generic syscall table)
+SYS_CLONE3 = 435  # the same on every architecture (the generic syscall table), as are these:
+SYS_OPEN_TREE, SYS_MOVE_MOUNT, SYS_MOUNT_SETATTR = 428, 429, 442
+OPEN_TREE_CLONE, AT_RECURSIVE, AT_EMPTY_PATH, AT_FDCWD = 1, 0x8000, 0x1000, -100
+MOVE_MOUNT_F_EMPTY_PATH = 4
+MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID, MOUNT_ATTR_NODEV = 1, 2, 4
+PRIVATE_PTS = "/dev/pts"
+"""Writable for the command only once it is a devpts instance of its own (confine_mounts)."""
 CLONE_INTO_CGROUP = 0x200000000
 # statvfs flags that a remount inside a user namespace must keep (they are locked there).
 _KEEP = {os.ST_NOSUID: MS_NOSUID, os.ST_NODEV: MS_NODEV, os.ST_NOEXEC: MS_NOEXEC, os.ST_NOATIME: MS_NOATIME,
@@ -93,10 +99,9 @@ def enter_namespaces(*, network: bool) -> set[str]:
     user namespace too, mapping itself to its own ids. Returns the names entered, empty when the
     kernel or its settings refuse (the caller then falls back).
 
-    Root takes no user namespace: mapped to itself alone it would lose its rights over other
-    users' files (a root daemon in a user's checkout, the usual container) and, with the network
-    on, low ports and raw sockets. So a root daemon's command keeps root's capabilities, less those
-    caps.py drops, and can read other root processes' environments: docs/security.md."""
+    Root takes no user namespace: with the network on it keeps low ports and raw sockets, and it
+    owns root's files. So a root daemon's command keeps root's capabilities less those caps.py
+    cuts (every one that overrides file modes or ownership among them): docs/security.md."""
     flags = CLONE_NEWPID | CLONE_NEWNS | (0 if network else CLONE_NEWNET)
     uid, gid = os.geteuid(), os.getegid()
     as_user = uid != 0
@@ -125,6 +130,73 @@ def bind_readonly(path: str) -> None:
     keep = os.statvfs(path).f_flag
     extra = sum(ms for st, ms in _KEEP.items() if keep & st)
     _check(libc.mount(None, raw, None, MS_REMOUNT | MS_BIND | MS_RDONLY | extra, None), f"remount {path} read-only")
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64), ("propagation", ctypes.c_uint64),
+                ("userns_fd", ctypes.c_uint64)]
+
+
+def _syscall(libc: ctypes.CDLL, number: int, *args: object) -> int:
+    result = int(libc.syscall(ctypes.c_long(number), *args))
+    if result < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"syscall {number}: {os.strerror(err)}")
+    return result
+
+
+def _set_attr(libc: ctypes.CDLL, fd: int, path: bytes, flags: int, attr_set: int) -> None:
+    attr = _MountAttr(attr_set, 0, 0, 0)
+    _syscall(libc, SYS_MOUNT_SETATTR, ctypes.c_int(fd), path, ctypes.c_uint(flags), ctypes.byref(attr),
+             ctypes.c_size_t(ctypes.sizeof(attr)))
+
+
+def confine_mounts(writable: list[str], readonly: list[str]) -> None:
+    """Give this process a mount namespace of its own (the launcher and the init keep theirs, where
+    they read the host's /proc and remove the command's cgroup) in which, as bubblewrap does:
+
+    - every mount is read-only (EROFS for every write, chmod, chown, utimes and setxattr included),
+      but copies of the writable roots (directories and files; device nodes need no copy: a
+      read-only mount does not stop writing to one) moved back over their paths, `nosuid,nodev`;
+    - `readonly` paths (the workspace's .git) are bound read-only again inside them;
+    - /dev/pts is a devpts instance of its own (no other terminal of the machine is there; /dev/ptmx
+      makes ptys in it) and /proc a procfs of this PID namespace, read-only, so the daemon's maps and
+      open files are not there to read.
+
+    Must run inside the new PID namespace (the procfs shows the caller's), after enter_namespaces.
+    Raises OSError."""
+    libc = _libc()
+    libc.syscall.restype = ctypes.c_long
+    _check(libc.unshare(CLONE_NEWNS), "unshare mount namespace")
+    roots = []
+    for path in sorted(set(writable), key=len):  # parents first: a nested root is moved onto its parent's copy
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            continue  # a root that does not exist cannot be written to anyway
+        if (mode & 0o170000) in (0o020000, 0o060000) or path == "/":
+            continue
+        raw = os.fsencode(path)
+        # A copy of the tree (with its submounts), taken while it is still writable.
+        fd = _syscall(libc, SYS_OPEN_TREE, ctypes.c_int(AT_FDCWD), raw,
+                      ctypes.c_uint(OPEN_TREE_CLONE | AT_RECURSIVE | os.O_CLOEXEC))
+        roots.append((fd, raw))
+    try:
+        if "/" not in writable:  # else nothing is outside (the workspace is `/`, or `/` was listed)
+            _set_attr(libc, AT_FDCWD, b"/", AT_RECURSIVE, MOUNT_ATTR_RDONLY)
+        for fd, raw in roots:
+            _set_attr(libc, fd, b"", AT_EMPTY_PATH | AT_RECURSIVE, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+            _syscall(libc, SYS_MOVE_MOUNT, ctypes.c_int(fd), b"", ctypes.c_int(AT_FDCWD), raw,
+                     ctypes.c_uint(MOVE_MOUNT_F_EMPTY_PATH))
+    finally:
+        for fd, _ in roots:
+            os.close(fd)
+    for path in readonly:
+        bind_readonly(path)
+    _check(libc.mount(b"devpts", PRIVATE_PTS.encode(), b"devpts", MS_NOSUID | MS_NOEXEC,
+                      b"newinstance,ptmxmode=0666,mode=620"), "mount a devpts instance")
+    _check(libc.mount(b"/dev/pts/ptmx", b"/dev/ptmx", None, MS_BIND, None), "bind /dev/ptmx")
+    _check(libc.mount(b"proc", b"/proc", b"proc", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount /proc")
 
 
 def kill_and_reap(*, pid_namespace_init: bool, cgroup: str | None = None) -> None:

@@ -1,6 +1,8 @@
 """Landlock through ctypes: write access only beneath given roots, optionally no TCP connect/bind.
 
-Only write-type rights are *handled*, so reads and execution stay unrestricted. Each right is used
+Only write-type rights are *handled*, so reads and execution stay unrestricted. Making device nodes
+(MAKE_CHAR, MAKE_BLOCK) is handled but granted nowhere: a node made in the workspace would open the
+device it names (a disk, another terminal) past every rule here. Each right is used
 only from the ABI that introduced it (REFER from 2, TRUNCATE from 3, TCP from 4, scopes from 6): on
 an older kernel the rule degrades to what it can express instead of failing.
 
@@ -45,6 +47,8 @@ SCOPE_ABI = 6
 
 _WRITE_ABI1 = (FS_WRITE_FILE | FS_REMOVE_DIR | FS_REMOVE_FILE | FS_MAKE_CHAR | FS_MAKE_DIR | FS_MAKE_REG
                | FS_MAKE_SOCK | FS_MAKE_FIFO | FS_MAKE_BLOCK | FS_MAKE_SYM)
+_NEVER = FS_MAKE_CHAR | FS_MAKE_BLOCK
+"""Handled (so refused everywhere) but never granted beneath a writable root."""
 _FILE_RIGHTS = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE
 """The only rights a rule on a non-directory may carry."""
 
@@ -94,6 +98,11 @@ def write_rights(abi: int) -> int:
     return rights
 
 
+def granted_rights(abi: int) -> int:
+    """What a writable root grants: every handled right but making device nodes."""
+    return write_rights(abi) & ~_NEVER
+
+
 def scopes(abi: int, *, network: bool) -> int:
     """What this ABI can scope: signals always, abstract unix sockets only with the network off (a
     fresh network namespace already has none of the host's; where there is none, reaching a session
@@ -129,7 +138,8 @@ def restrict(writable: list[str], *, abi: int, block_tcp: bool, network: bool) -
                 continue  # a root that does not exist cannot be written to anyway
             try:
                 is_dir = os.path.isdir(path)
-                rule = _PathBeneath(handled_fs if is_dir else handled_fs & _FILE_RIGHTS, fd)
+                granted = granted_rights(abi)
+                rule = _PathBeneath(granted if is_dir else granted & _FILE_RIGHTS, fd)
                 if libc.syscall(ctypes.c_long(SYS_ADD_RULE), ctypes.c_int(ruleset), ctypes.c_int(RULE_PATH_BENEATH),
                                 ctypes.byref(rule), ctypes.c_uint32(0)) < 0:
                     err = ctypes.get_errno()

@@ -23,8 +23,10 @@ daemon gives the command a cgroup of its own (spec "cgroup", cgroups.py), the sh
 it (or joins it before it is confined), and every kill above starts with `cgroup.kill`, which no
 fork outruns.
 
-Root takes a user namespace like anyone else, and drops a few capabilities (caps.py) either way; the
-command inherits no file descriptor beyond 0, 1 and 2.
+The shell gives itself its own mount table first (contain.confine_mounts: `/` read-only, the
+writable roots bound back `nosuid,nodev`, a devpts instance and a procfs of its own). Root takes no
+user namespace and drops the capabilities caps.py lists; the command inherits no file descriptor
+beyond 0, 1 and 2, and a seccomp filter refuses TIOCSTI and TIOCLINUX (seccomp.py).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import os
 import signal
 import sys
 
-from toycoder_daemon.tools.shell.sandbox import caps, cgroups, contain, landlock
+from toycoder_daemon.tools.shell.sandbox import caps, cgroups, contain, landlock, seccomp
 
 TYPE_CHECKING = False  # mypy reads the block below; importing typing costs start-up time per command
 if TYPE_CHECKING:
@@ -60,30 +62,44 @@ def _abandon(spec: dict[str, Any]) -> int:
     return 137
 
 
+def _layer(spec: dict[str, Any], what: str, apply: Callable[[], None], *, warn: bool = True) -> None:
+    """Apply one layer of the confinement; when it fails, refuse to run under `required` (the
+    process exits), else go on without it (saying so on stderr when `warn`)."""
+    try:
+        apply()
+    except OSError as e:
+        if spec["required"]:
+            os.write(2, f"toycoder sandbox: cannot {what}: {e}; it did not run\n".encode())
+            os._exit(REFUSED_EXIT)
+        if warn:
+            os.write(2, f"toycoder sandbox: cannot {what}: {e}\n".encode())
+
+
 def _run_shell(spec: dict[str, Any], *, join: bool) -> NoReturn:
     """In the final child: confine, then become the shell."""
     try:
         if join:  # first, while it may still write there; what it starts stays in it
             cgroups.join(spec["cgroup"])
+        # Its own mount table, in the shell alone: the init above keeps the host's view, where it
+        # kills and removes the cgroup, and the launcher the host's /proc, which its walk reads.
+        if spec.get("mounts"):
+            try:
+                contain.confine_mounts(spec["writable"], spec["readonly"])
+            except OSError as e:
+                os.write(2, f"toycoder sandbox: cannot make the command's mounts: {e}; it did not run\n".encode())
+                os._exit(REFUSED_EXIT)
+            spec["writable"] = [*spec["writable"], contain.PRIVATE_PTS]  # its own instance now
         if spec["required"] and not spec["landlock"]:
             os.write(2, b"toycoder sandbox: required, but there is no Landlock to apply; it did not run\n")
             os._exit(REFUSED_EXIT)
         if spec["landlock"]:
-            try:
-                landlock.restrict(spec["writable"], abi=spec["landlock"], block_tcp=spec["block_tcp"],
-                                  network=spec["network"])
-            except OSError as e:
-                if spec["required"]:
-                    os.write(2, f"toycoder sandbox: cannot confine the command: {e}; it did not run\n".encode())
-                    os._exit(REFUSED_EXIT)
+            _layer(spec, "confine the command", lambda: landlock.restrict(
+                spec["writable"], abi=spec["landlock"], block_tcp=spec["block_tcp"], network=spec["network"]),
+                warn=False)
+            # no typing into a terminal it holds (seccomp.py)
+            _layer(spec, "filter terminal ioctls", seccomp.install)
         if os.geteuid() == 0:  # no user namespace for root: it would keep CAP_SYS_PTRACE (caps.py)
-            try:
-                caps.drop()
-            except OSError as e:
-                if spec["required"]:
-                    os.write(2, f"toycoder sandbox: cannot drop root's capabilities: {e}; it did not run\n".encode())
-                    os._exit(REFUSED_EXIT)
-                os.write(2, f"toycoder sandbox: cannot drop root's capabilities: {e}\n".encode())
+            _layer(spec, "drop root's capabilities", caps.drop)
         # Whatever started the launcher (an ACP client's terminal) may have left files open to it;
         # the command gets only stdin, stdout and stderr. After Landlock: its ruleset fd goes too.
         os.closerange(3, MAX_FD)
@@ -182,12 +198,7 @@ def run(spec: dict[str, Any]) -> int:
         if spec["required"] and not entered:
             os.write(2, b"toycoder sandbox: cannot create the command's namespaces; it did not run\n")
             return REFUSED_EXIT
-        for path in spec["readonly"] if entered else ():
-            try:
-                contain.bind_readonly(path)
-            except OSError as e:
-                os.write(2, f"toycoder sandbox: {e}; it did not run\n".encode())
-                return REFUSED_EXIT
+    spec["mounts"] = bool(spec.get("mounts")) and "mount" in entered
     # A fresh network namespace already cuts the network (with a clear ENETUNREACH); Landlock's TCP
     # rules are the fallback where namespaces are not allowed.
     spec["block_tcp"] = not spec["network"] and "network" not in entered
@@ -222,11 +233,14 @@ def probe() -> dict[str, Any]:
         found["namespaces"] = True
         import tempfile
 
-        try:  # only this process's private mount namespace sees it
-            contain.bind_readonly(tempfile.gettempdir())
-            found["readonlyMounts"] = True
-        except OSError:
-            pass
+        child = os.fork()  # the init of the new PID namespace: only it can mount its /proc
+        if child == 0:
+            try:  # only the child's private mount namespace sees it
+                contain.confine_mounts([tempfile.gettempdir()], [tempfile.gettempdir()])
+                os._exit(0)
+            except BaseException:
+                os._exit(1)
+        found["readonlyMounts"] = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]) == 0
     return found
 
 

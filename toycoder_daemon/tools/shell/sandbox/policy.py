@@ -10,8 +10,10 @@ from typing import Any
 from toycoder_daemon.tools.settings import ToolSettings
 from toycoder_daemon.tools.shell.sandbox.probe import Support
 
-DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts", "/dev/shm")
-"""Always writable: discarding output (`> /dev/null`) and POSIX shared memory must keep working."""
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/shm")
+"""Always writable: discarding output (`> /dev/null`) and POSIX shared memory must keep working.
+Not /dev/pts: the machine's other terminals are there. The launcher adds it once the command has a
+devpts instance of its own (contain.confine_mounts); /dev/tty stays its own controlling terminal."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,8 @@ class Plan:
     def spec(self, command: str, support: Support, *, required: bool) -> dict[str, Any]:
         """What the launcher needs (passed as JSON on its command line)."""
         return {"command": command, "writable": self.writable, "readonly": self.readonly, "network": self.network,
-                "landlock": support.landlock, "namespaces": support.namespaces, "required": required,
+                "landlock": support.landlock, "namespaces": support.namespaces, "mounts": support.readonly_mounts,
+                "required": required,
                 "daemon": os.getpid()}
 
 

@@ -42,7 +42,8 @@ class Support:
     namespaces: bool
     """Fresh PID, mount and network namespaces can be created for a command."""
     readonly_mounts: bool
-    """A path (the workspace's .git) can be made read-only for a command."""
+    """The command can get a mount table of its own (contain.confine_mounts): `/` read-only but the
+    writable roots, the workspace's .git read-only, its own /dev/pts and /proc."""
     cgroup: bool = False
     """Each command gets a cgroup v2 of its own, ended with cgroup.kill (cgroups.py)."""
 
@@ -92,7 +93,8 @@ class Support:
             "available": self.missing() is None, "platform": self.platform, "landlockAbi": self.landlock,
             "network": self.network_isolation, "processes": "PID namespace" if self.namespaces else "subreaper",
             "cgroupKill": self.cgroup,
-            "gitReadOnly": self.readonly_mounts, "signalsScoped": self.landlock >= landlock.SCOPE_ABI,
+            "gitReadOnly": self.readonly_mounts, "rootReadOnly": self.readonly_mounts,
+            "signalsScoped": self.landlock >= landlock.SCOPE_ABI,
             "supervisorExposed": self.supervisor_exposed, "problem": self.missing(),
         }
 
@@ -105,7 +107,7 @@ class Support:
         guard = f" (NOT against a hostile command: {exposed})" if exposed else ""
         return (f"sandbox: Landlock ABI {self.landlock}, network off via {network}, "
                 f"processes contained by {self.processes}{guard}, "
-                f".git read-only {'yes' if self.readonly_mounts else 'no (no mount namespace)'}")
+                f"/ and .git read-only {'yes' if self.readonly_mounts else 'no (no mount namespace)'}")
 
 
 _cached: Support | None = None

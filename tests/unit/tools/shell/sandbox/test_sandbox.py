@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 
 import pytest
 from helpers import alive, processes_running, processes_with
@@ -20,10 +18,8 @@ from sandbox_helpers import (
     Runner,
     kill_markers,
     listening,
-    python_for,
     run,
     spec_for,
-    temporary_user,
     unique_sleep,
 )
 from waiting import wait_until
@@ -32,37 +28,6 @@ from toycoder_daemon.tools.shell.sandbox import landlock, launch, observe, probe
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or landlock.abi_version() < 1,
                                 reason="the sandbox needs Linux with Landlock")
-CAN_ADD_USERS = os.geteuid() == 0 and shutil.which("useradd") and shutil.which("runuser")
-
-
-@pytest.fixture(scope="module")
-def unprivileged() -> Iterator[Runner]:
-    if not CAN_ADD_USERS:
-        pytest.skip("creating a test user needs root, useradd and runuser")
-    with temporary_user() as name:
-        python = python_for(name)
-        if python is None:
-            pytest.skip(f"no Python interpreter that the test user {name} may run")
-        yield Runner("user", name, python)
-
-
-@pytest.fixture(params=["root", "user"])
-def runner(request: pytest.FixtureRequest) -> Runner:
-    if request.param == "root":
-        if os.geteuid() != 0:
-            return Runner("current user")
-        return Runner("root")
-    runner: Runner = request.getfixturevalue("unprivileged")
-    return runner
-
-
-@pytest.fixture
-def box(runner: Runner) -> Iterator[Box]:
-    b = Box.make(runner.user)
-    yield b
-    b.remove()
-
-
 # ---- filesystem ---------------------------------------------------------------------------------
 
 def test_write_outside_is_refused_and_named(runner: Runner, box: Box) -> None:
