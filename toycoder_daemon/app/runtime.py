@@ -283,8 +283,11 @@ class SessionRuntime:
     async def _before_turn(self, text: str, frontend: Frontend) -> str | None:
         """The workspace's trust settled, SessionStart (once) and UserPromptSubmit run: the context
         they add, or None when a UserPromptSubmit hook blocks the prompt."""
-        if self.parts.trust is not None:
-            await self.parts.trust.settle(frontend)
+        trust = self.parts.trust
+        if trust is not None:
+            await trust.settle(frontend)
+            applied = trust.settings
+            await self.parts.mcp.set_workspace_servers(applied.mcp_servers if applied else {})
         hooks = self.hooks
         if hooks is None:
             return ""

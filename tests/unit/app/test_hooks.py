@@ -460,3 +460,27 @@ async def test_a_workspace_hook_runs_in_the_sandbox_unless_the_user_says_not(
     llm.add({"text": "ok"})
     await prompt(d2, sid2)
     assert inside.exists() and outside.exists()
+
+
+async def test_a_workspace_mcp_server_starts_only_after_trust(start_daemon, llm: FakeLLM, workspace: Path) -> None:
+    from helpers import TOY_MCP_SERVER
+
+    workspace_settings(workspace, f"mcp_servers:\n  toy: {{command: {json.dumps(sys.executable)}, "
+                                  f"args: [{json.dumps(TOY_MCP_SERVER)}]}}\n")
+    d = await start_daemon(caps=TRUST_CAPS)
+    sid = await new_session(d)
+    answers = ["deny"]
+    asked: list[Any] = []
+    d.handlers["toycoder/workspace/trust"] = lambda p: asked.append(p) or {"decision": answers[0]}
+    llm.add({"text": "ok"})
+    await prompt(d, sid)
+    assert asked[0]["adds"]["mcpServers"] == [f"{sys.executable} {TOY_MCP_SERVER}"]
+    names = [t["name"] for t in (await d.call("toycoder/tools/list", {"sessionId": sid}))["tools"]]
+    assert not any("toy" in n for n in names)
+    (workspace / ".toycoder" / "settings.yaml").write_text(
+        (workspace / ".toycoder" / "settings.yaml").read_text() + "# now trusted\n")
+    answers[0] = "once"
+    llm.add({"text": "ok"})
+    await prompt(d, sid)
+    tools = (await d.call("toycoder/tools/list", {"sessionId": sid}))["tools"]
+    assert any(t["name"] == "mcp__toy__echo" and t["source"].startswith("workspace-mcp") for t in tools), tools
