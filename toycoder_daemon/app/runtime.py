@@ -35,7 +35,7 @@ from toycoder_daemon.checkpoints import RestoreResult
 from toycoder_daemon.checkpoints.undo import Checkpoints, SessionCheckpoints
 from toycoder_daemon.commands.builtin import commands
 from toycoder_daemon.commands.context import CommandContext, SessionDirectory
-from toycoder_daemon.config.model import Config
+from toycoder_daemon.config.model import AgentDecl, Config
 from toycoder_daemon.core.errors import ConfigError, ProviderError, SessionBusy
 from toycoder_daemon.core.ports import Event, Frontend, ModelsInfo, TextDelta
 from toycoder_daemon.llm.base import ChatModel, Usage
@@ -288,6 +288,8 @@ class SessionRuntime:
             await trust.settle(frontend)
             applied = trust.settings
             await self.parts.mcp.set_workspace_servers(applied.mcp_servers if applied else {})
+            if applied is not None:
+                self._workspace_agents(applied.agents)
         hooks = self.hooks
         if hooks is None:
             return ""
@@ -301,6 +303,21 @@ class SessionRuntime:
             return None
         added.append(submit.additional_context)
         return "\n".join(a for a in added if a)
+
+    def _workspace_agents(self, declared: dict[str, AgentDecl]) -> None:
+        """A trusted workspace's sub-agents join this session's tools (never over a tool of the same
+        name; withdrawn only when the session is opened again)."""
+        s, prompts = self.session, self.parts.prompts
+        lent = AgentRuntime(s.tools, functools.partial(self.parts.models.of, s), s.add_usage, s.messages.snapshot,
+                            s.planners, self.hooks)
+        for name, decl in declared.items():
+            role = decl.prompt or name
+            if s.tools.get(name) is not None or role not in prompts.roles:
+                if s.tools.get(name) is None:
+                    log.warning("workspace agent %s: no prompt template named %r", name, role)
+                continue
+            agent = SubAgent(name, role, prompts.system(role), decl.tools, decl.model, decl.max_steps)
+            s.tools.register(subagent_tool(agent, decl.description or prompts.description(role), lent))
 
     async def _pre_compact(self, frontend: Frontend, forced: bool) -> str:
         assert self.hooks is not None

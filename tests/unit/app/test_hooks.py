@@ -484,3 +484,24 @@ async def test_a_workspace_mcp_server_starts_only_after_trust(start_daemon, llm:
     await prompt(d, sid)
     tools = (await d.call("toycoder/tools/list", {"sessionId": sid}))["tools"]
     assert any(t["name"] == "mcp__toy__echo" and t["source"].startswith("workspace-mcp") for t in tools), tools
+
+
+async def test_a_workspace_agent_joins_only_after_trust(start_daemon, llm: FakeLLM, workspace: Path) -> None:
+    workspace_settings(workspace, "agents:\n  repo_planner: {prompt: planner, description: plans this repo}\n")
+    d = await start_daemon(caps=TRUST_CAPS)
+    sid = await new_session(d)
+    answers = ["deny"]
+    d.handlers["toycoder/workspace/trust"] = lambda p: {"decision": answers[0]}
+
+    async def names() -> list[str]:
+        return [t["name"] for t in (await d.call("toycoder/tools/list", {"sessionId": sid}))["tools"]]
+
+    llm.add({"text": "ok"})
+    await prompt(d, sid)
+    assert "repo_planner" not in await names()
+    (workspace / ".toycoder" / "settings.yaml").write_text(
+        (workspace / ".toycoder" / "settings.yaml").read_text() + "# now trusted\n")
+    answers[0] = "once"
+    llm.add({"text": "ok"})
+    await prompt(d, sid)
+    assert "repo_planner" in await names()
