@@ -505,3 +505,34 @@ async def test_a_workspace_agent_joins_only_after_trust(start_daemon, llm: FakeL
     llm.add({"text": "ok"})
     await prompt(d, sid)
     assert "repo_planner" in await names()
+
+
+def doc_examples() -> list[str]:
+    """The YAML blocks of docs/hooks.md's worked examples."""
+    from helpers import ROOT
+
+    text = (ROOT / "docs" / "hooks.md").read_text().split("## Three worked examples", 1)[1]
+    return [block.split("\n", 1)[1] for block in text.split("```")[1::2]]
+
+
+def test_the_docs_worked_examples_are_valid_config() -> None:
+    import yaml
+
+    from toycoder_daemon.config.model import Config
+
+    examples = doc_examples()
+    assert len(examples) == 3
+    events = [next(iter(Config.model_validate(yaml.safe_load(e)).hooks)) for e in examples]
+    assert events == ["PostToolUse", "PreToolUse", "Stop"]
+
+
+async def test_the_docs_git_push_example_blocks_git_push_only(start_daemon, llm: FakeLLM, workspace: Path) -> None:
+    d = await start_daemon(extra=doc_examples()[1] + "tools: {enabled: [run_command]}\n"
+                           "permissions: {allow: ['run_command(echo *)', 'run_command(git push *)']}\n")
+    sid = await new_session(d)
+    llm.add({"tool_calls": [{"name": "run_command", "arguments": {"command": "git push origin main"}}]},
+            {"tool_calls": [{"name": "run_command", "arguments": {"command": "echo pushed"}}]}, {"text": "ok"})
+    await prompt(d, sid)
+    pushed, echoed = tool_results(d, sid)
+    assert pushed["status"] == "denied" and "git push is for people" in pushed["output"]
+    assert echoed["status"] == "completed" and "pushed" in echoed["output"]
