@@ -5,14 +5,13 @@ update, /hooks, and a workspace's settings applied only after trust (test_hooks_
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import new_session, tool_results, write_call
+from helpers import alive, new_session, tool_results, write_call
 from rpc import Daemon
 from waiting import wait_until_async
 
@@ -206,15 +205,7 @@ async def test_a_hook_past_its_timeout_is_gone_with_its_children_within_a_second
     await wait_until_async(lambda: pids.exists() and pids.read_text().strip(), 10, "the hook to start")
     shell, child = (int(p) for p in pids.read_text().split())
 
-    def gone(pid: int) -> bool:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        with open(f"/proc/{pid}/stat") as f:  # a zombie not yet reaped is gone too
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-
-    await wait_until_async(lambda: gone(shell) and gone(child), 5, "the hook and its child to be killed")
+    await wait_until_async(lambda: not alive(shell) and not alive(child), 5, "the hook and its child to be killed")
     took = time.monotonic() - started
     assert took < 1 + 1 + 0.5, f"{took:.2f}s"  # the 1 s timeout, then within a second (plus the turn's start)
     await task
