@@ -527,3 +527,38 @@ async def test_the_docs_git_push_example_blocks_git_push_only(start_daemon, llm:
     pushed, echoed = tool_results(d, sid)
     assert pushed["status"] == "denied" and "git push is for people" in pushed["output"]
     assert echoed["status"] == "completed" and "pushed" in echoed["output"]
+
+
+async def test_allow_never_skips_the_question_for_leaving_the_sandbox(start_daemon, llm: FakeLLM, workspace: Path,
+                                                                      tmp_path: Path) -> None:
+    cmd = hook_script(tmp_path, "allow", "print(json.dumps({'decision': 'allow'}))\n")
+    d = await start_daemon(extra=hooks_yaml("PreToolUse", cmd) + "tools: {enabled: [run_command]}\n")
+    sid = await new_session(d)
+    asked: list[Any] = []
+    d.handlers["toycoder/requestPermission"] = lambda p: asked.append(p) or {"decision": "reject"}
+    llm.add({"tool_calls": [{"name": "run_command", "arguments": {"command": "echo in"}}]},
+            {"tool_calls": [{"name": "run_command", "arguments": {"command": "echo out", "sandbox": False}}]},
+            {"text": "ok"})
+    await prompt(d, sid)
+    assert [a["arguments"]["command"] for a in asked] == ["echo out"]  # the sandboxed one ran without asking
+    assert [r["status"] for r in tool_results(d, sid)] == ["completed", "denied"]
+
+
+async def test_a_failing_user_prompt_submit_hook_blocks_the_prompt(start_daemon, llm: FakeLLM, workspace: Path) -> None:
+    d = await start_daemon(extra=hooks_yaml("UserPromptSubmit", "exit 1"))
+    sid = await new_session(d)
+    result = await prompt(d, sid, "hello")
+    assert llm.chat_requests() == 0 and "blocked" in result["text"]
+    assert hook_updates(d, sid)[0]["outcome"] == "failed"
+
+
+async def test_session_end_runs_on_delete(start_daemon, llm: FakeLLM, workspace: Path, tmp_path: Path) -> None:
+    ended = tmp_path / "ended.json"
+    end = hook_script(tmp_path, "end", f"open({str(ended)!r}, 'w').write(json.dumps(data))\n")
+    d = await start_daemon(extra=hooks_yaml("SessionEnd", end))
+    sid = await new_session(d)
+    llm.add({"text": "one"})
+    await prompt(d, sid)
+    await d.call("toycoder/session/delete", {"sessionId": sid})
+    await wait_until_async(ended.exists, 10, "the SessionEnd hook to run")
+    assert json.loads(ended.read_text())["reason"] == "delete"
