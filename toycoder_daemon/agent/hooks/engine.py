@@ -154,6 +154,8 @@ def merge(results: list[Result], policy: HookPolicy, event: str) -> Verdict:
     blocks: list[str] = []
     asks: list[str] = []
     allows: list[str] = []
+    ranked: tuple[tuple[Literal["block", "ask", "allow"], list[str]], ...] = (
+        ("block", blocks), ("ask", asks), ("allow", allows))
     for r in results:
         if r.context:
             verdict.context.append(r.context)
@@ -166,9 +168,9 @@ def merge(results: list[Result], policy: HookPolicy, event: str) -> Verdict:
             asks.append(r.reason)
         elif r.decision == "allow":
             allows.append(r.reason)
-    for decision, reasons in (("block", blocks), ("ask", asks), ("allow", allows)):
+    for decision, reasons in ranked:
         if reasons:
-            verdict.decision, verdict.reasons = decision, reasons  # type: ignore[assignment]
+            verdict.decision, verdict.reasons = decision, reasons
             break
     return verdict
 
@@ -185,12 +187,11 @@ class HookBook:
 
     def _settings(self, spec: HookSpec) -> tuple[ToolSettings, dict[str, Any]]:
         """A workspace's hook runs in run_command's sandbox (no network, writes in the workspace) unless
-        the user said otherwise; the user's own hooks run as the user."""
+        the user said otherwise, and never without it: where this machine cannot sandbox, it fails
+        (`required`). The user's own hooks run as the user."""
         if spec.source == "workspace" and self.policy.workspace_sandbox:
-            rc = self.tool_settings.run_command
-            mode = "auto" if rc.sandbox == "off" else rc.sandbox
-            return replace(self.tool_settings, run_command=replace(rc, sandbox=mode, network=False)), \
-                {"sandbox": True, "network": False}
+            rc = replace(self.tool_settings.run_command, sandbox="required", network=False)
+            return replace(self.tool_settings, run_command=rc), {"sandbox": True, "network": False}
         return self.tool_settings, {"sandbox": False}
 
     async def run_one(self, spec: HookSpec, payload: dict[str, Any], env: dict[str, str]) -> Result:
