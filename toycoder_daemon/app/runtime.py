@@ -25,9 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from toycoder_daemon.agent.hooks.engine import HookBook, Hooks, HookSpec
+from toycoder_daemon.agent.hooks.engine import HookBook, HookSpec
 from toycoder_daemon.agent.react import TurnResult, repair_tool_calls, run_turn
 from toycoder_daemon.agent.subagent import AgentRuntime, SubAgent, subagent_tool
+from toycoder_daemon.app.session_hooks import BLOCKED_PROMPT, SessionHooks, hooks_of
 from toycoder_daemon.app.session_mcp import McpHub
 from toycoder_daemon.app.settings import Models
 from toycoder_daemon.app.trust import WorkspaceTrust
@@ -35,7 +36,7 @@ from toycoder_daemon.checkpoints import RestoreResult
 from toycoder_daemon.checkpoints.undo import Checkpoints, SessionCheckpoints
 from toycoder_daemon.commands.builtin import commands
 from toycoder_daemon.commands.context import CommandContext, SessionDirectory
-from toycoder_daemon.config.model import AgentDecl, Config
+from toycoder_daemon.config.model import Config
 from toycoder_daemon.core.errors import ConfigError, ProviderError, SessionBusy
 from toycoder_daemon.core.ports import Event, Frontend, ModelsInfo, TextDelta
 from toycoder_daemon.llm.base import ChatModel, Usage
@@ -127,17 +128,11 @@ def _bind(parts: SessionParts, s: Session, stored: list[Stored], file: SessionFi
     s.messages = Conversation(system, stored, FileSink(file, functools.partial(s.meta, ends=True)) if file else None)
     s.planners = parts.planners
     lent = AgentRuntime(s.tools, functools.partial(parts.models.of, s), s.add_usage, s.messages.snapshot, s.planners,
-                        _hooks(parts, s))
+                        hooks_of(parts.hooks, s))
     for agent, description in parts.agents:
         s.tools.register(subagent_tool(agent, description, lent))
     s.tools.add_own_source(parts.mcp.tools_of(s.id))
     return s
-
-
-def _hooks(parts: SessionParts, s: Session) -> Hooks | None:
-    if parts.hooks is None:
-        return None
-    return Hooks(parts.hooks, s.id, lambda: str(s.file.path) if s.file else "", lambda: s.mode)
 
 
 def read_only(parts: SessionParts, session_id: str) -> Session:
@@ -156,11 +151,8 @@ class SessionRuntime:
         self.compactor = Compactor(s, parts.config.session, functools.partial(parts.prompts.system, "summarizer"))
         self.closed = False
         self._shown = (s.title, s.mode)
-        self.hooks = _hooks(parts, s)
-        if self.hooks is not None:
-            self.compactor.before = self._pre_compact
-        self._started = False  # SessionStart ran (at its first turn in this daemon)
-        self._source = "resume" if any(m["role"] == "user" for m in s.messages) else "startup"
+        self.hooks = SessionHooks(s, parts.hooks, parts.trust, parts.mcp, parts.models, parts.prompts)
+        self.compactor.before = self.hooks.pre_compact
         parts.sharing.watch(s, self.checkpoints.changes_of)  # its clients hear about turns other daemons make in it
 
     # ---- opening ------------------------------------------------------------------------------
@@ -258,11 +250,10 @@ class SessionRuntime:
                          functools.partial(self.compactor, frontend, summary, force=True))
         result = TurnResult("error", "", s.turn_usage, 0)  # unless the turn ends otherwise
         try:
-            context_added = await self._before_turn(text, frontend)
-            if context_added is None:
-                notice = "[the prompt was blocked by a UserPromptSubmit hook; nothing was sent to the model]"
-                frontend.emit(TextDelta(notice))
-                return (result := TurnResult("end_turn", notice, s.turn_usage, 0)), None
+            context_added = await self.hooks.before_turn(text, frontend)
+            if context_added is None:  # nothing of the prompt reaches the model
+                frontend.emit(TextDelta(BLOCKED_PROMPT))
+                return (result := TurnResult("end_turn", BLOCKED_PROMPT, s.turn_usage, 0)), None
             await self.compactor(frontend, summary, window=model)
             await parts.mcp.settle(s.id, frontend.emit)  # the config's servers and the session's: started or failed
             s.ask(text, checkpoint)  # after compaction: the prompt is never summarised
@@ -270,7 +261,7 @@ class SessionRuntime:
                 s.messages.append({"role": "user", "content": f"[context from hooks]\n{context_added}", "turn": checkpoint})
             result = await run_turn(model, s.messages, s.tools, frontend, max_steps=parts.config.agent.max_steps,
                                     make_context=context.for_call, on_usage=s.record_usage, make_room=room,
-                                    hooks=self.hooks)
+                                    hooks=self.hooks.hooks)
             return result, None
         except asyncio.CancelledError:
             log.info("turn cancelled in session %s", s.id)
@@ -280,55 +271,8 @@ class SessionRuntime:
             s.end_turn(checkpoint, result.stop_reason, s.turn_usage)
             self.checkpoints.report(checkpoint, frontend)  # cancelled turns' writes too
 
-    async def _before_turn(self, text: str, frontend: Frontend) -> str | None:
-        """The workspace's trust settled, SessionStart (once) and UserPromptSubmit run: the context
-        they add, or None when a UserPromptSubmit hook blocks the prompt."""
-        trust = self.parts.trust
-        if trust is not None:
-            await trust.settle(frontend)
-            applied = trust.settings
-            await self.parts.mcp.set_workspace_servers(applied.mcp_servers if applied else {})
-            if applied is not None:
-                self._workspace_agents(applied.agents)
-        hooks = self.hooks
-        if hooks is None:
-            return ""
-        added = []
-        if not self._started:
-            self._started = True
-            start = await hooks.run("SessionStart", frontend, {"source": self._source}, self._source)
-            added.append(start.additional_context)
-        submit = await hooks.run("UserPromptSubmit", frontend, {"prompt": text})
-        if submit.blocked:
-            return None
-        added.append(submit.additional_context)
-        return "\n".join(a for a in added if a)
-
-    def _workspace_agents(self, declared: dict[str, AgentDecl]) -> None:
-        """A trusted workspace's sub-agents join this session's tools (never over a tool of the same
-        name; withdrawn only when the session is opened again)."""
-        s, prompts = self.session, self.parts.prompts
-        lent = AgentRuntime(s.tools, functools.partial(self.parts.models.of, s), s.add_usage, s.messages.snapshot,
-                            s.planners, self.hooks)
-        for name, decl in declared.items():
-            role = decl.prompt or name
-            if s.tools.get(name) is not None or role not in prompts.roles:
-                if s.tools.get(name) is None:
-                    log.warning("workspace agent %s: no prompt template named %r", name, role)
-                continue
-            agent = SubAgent(name, role, prompts.system(role), decl.tools, decl.model, decl.max_steps)
-            s.tools.register(subagent_tool(agent, decl.description or prompts.description(role), lent))
-
-    async def _pre_compact(self, frontend: Frontend, forced: bool) -> str:
-        assert self.hooks is not None
-        trigger = "manual" if forced else "auto"
-        verdict = await self.hooks.run("PreCompact", frontend, {"trigger": trigger, "custom_instructions": ""}, trigger)
-        return "\n".join(r for r in [verdict.additional_context, *(verdict.reasons if verdict.blocked else [])] if r)
-
     async def end_hooks(self, reason: str) -> None:
-        """SessionEnd (the session is closed or deleted): no turn, so its runs are only logged."""
-        if self.hooks is not None:
-            await self.hooks.run("SessionEnd", None, {"reason": reason})
+        await self.hooks.end(reason)
 
     async def restore(self, turn_ref: str, paths: list[str] | None, force: bool,
                       frontend_for: FrontendFactory | None) -> RestoreResult:
@@ -410,9 +354,7 @@ class SessionRuntime:
         return self.parts.mcp.status(self.session.id)
 
     def hooks_in_effect(self) -> tuple[list[HookSpec], str | None]:
-        trust = self.parts.trust
-        specs = self.parts.hooks.specs() if self.parts.hooks else []
-        return specs, trust.describe() if trust is not None else None
+        return self.hooks.in_effect()
 
     # ---- news for the session's clients ------------------------------------------------------
 
