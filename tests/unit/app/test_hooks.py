@@ -562,3 +562,16 @@ async def test_session_end_runs_on_delete(start_daemon, llm: FakeLLM, workspace:
     await d.call("toycoder/session/delete", {"sessionId": sid})
     await wait_until_async(ended.exists, 10, "the SessionEnd hook to run")
     assert json.loads(ended.read_text())["reason"] == "delete"
+
+
+def test_a_matcher_is_a_whole_name_regex_and_mcp_tools_have_both_spellings() -> None:
+    from toycoder_daemon.agent.hooks.engine import HookSpec
+
+    def spec(matcher: str) -> HookSpec:
+        return HookSpec("PreToolUse", matcher, "true", 1, "user", "x")
+
+    assert spec("write_file|edit_file").matches("edit_file") and not spec("write").matches("write_file")
+    assert spec("").matches("anything") and spec("*").matches("anything")
+    assert spec("mcp:github:.*").matches("mcp__github__create_issue")
+    assert spec("mcp__github__.*").matches("mcp__github__create_issue")
+    assert not spec("mcp:gitlab:.*").matches("mcp__github__create_issue")

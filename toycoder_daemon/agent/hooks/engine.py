@@ -52,10 +52,15 @@ class HookSpec:
     """Where it is configured (the config file, or the workspace's settings file)."""
 
     def matches(self, subject: str | None) -> bool:
+        """The matcher is a regex on the whole subject; an MCP tool `mcp__<server>__<tool>` is also
+        `mcp:<server>:<tool>` (the issue's and a pasted config's spelling)."""
         if self.matcher in ("", "*") or subject is None:
             return True
+        names = [subject]
+        if subject.startswith("mcp__") and subject.count("__") >= 2:
+            names.append("mcp:" + subject[5:].replace("__", ":", 1))
         try:
-            return re.fullmatch(self.matcher, subject) is not None
+            return any(re.fullmatch(self.matcher, name) is not None for name in names)
         except re.error:  # checked when the config is read; a bad one matches nothing
             return False
 
