@@ -575,3 +575,14 @@ def test_a_matcher_is_a_whole_name_regex_and_mcp_tools_have_both_spellings() -> 
     assert spec("mcp:github:.*").matches("mcp__github__create_issue")
     assert spec("mcp__github__.*").matches("mcp__github__create_issue")
     assert not spec("mcp:gitlab:.*").matches("mcp__github__create_issue")
+
+
+async def test_a_hook_that_cannot_start_fails_closed_and_the_turn_goes_on(start_daemon, llm: FakeLLM,
+                                                                          workspace: Path) -> None:
+    d = await start_daemon(extra='hooks:\n  PreToolUse:\n    - hooks: [{type: command, command: "echo \\0 nul"}]\n')
+    sid = await new_session(d)
+    llm.add(write_call("new.txt", "x\n"), {"text": "ok"})
+    result = await prompt(d, sid)
+    assert result["stopReason"] == "end_turn" and not (workspace / "new.txt").exists()
+    update = hook_updates(d, sid)[0]
+    assert update["outcome"] == "failed" and "could not start" in update["reason"]

@@ -215,9 +215,12 @@ class HookBook:
             return Result(spec, "failed", took(), reason=str(e))
         try:
             run.env.update(env)
-            done = await run_fed(run, json.dumps(payload).encode(), spec.timeout, OUTPUT_CAP, grace=KILL_GRACE)
+            done = await run_fed(run, json.dumps(payload, default=str).encode(), spec.timeout, OUTPUT_CAP,
+                                 grace=KILL_GRACE)
         except OSError as e:
             return Result(spec, "failed", took(), reason=f"it could not start ({e.strerror or e})")
+        except (ValueError, TypeError) as e:  # e.g. a NUL in the command: a failure (fail closed), not a crash
+            return Result(spec, "failed", took(), reason=f"it could not start ({type(e).__name__}: {e})")
         finally:
             await run.cleanup()
         stderr = _text(done.stderr, done.stderr_cut)
