@@ -14,7 +14,7 @@ from toycoder_daemon.app.session_mcp import McpHub
 from toycoder_daemon.app.settings import Models
 from toycoder_daemon.app.trust import WorkspaceTrust
 from toycoder_daemon.config.model import AgentDecl
-from toycoder_daemon.core.ports import Frontend
+from toycoder_daemon.core.ports import Event, Frontend, HookRan
 from toycoder_daemon.prompts.manager import PromptManager
 from toycoder_daemon.sessions.session import Session
 
@@ -52,9 +52,9 @@ class SessionHooks:
         added = []
         if not self._started:
             self._started = True
-            start = await self.hooks.run("SessionStart", frontend, {"source": self._source}, self._source)
+            start = await self.hooks.run("SessionStart", frontend.emit, {"source": self._source}, self._source)
             added.append(start.additional_context)
-        submit = await self.hooks.run("UserPromptSubmit", frontend, {"prompt": text})
+        submit = await self.hooks.run("UserPromptSubmit", frontend.emit, {"prompt": text})
         if submit.blocked:
             return None
         added.append(submit.additional_context)
@@ -81,14 +81,21 @@ class SessionHooks:
         if self.hooks is None:
             return ""
         trigger = "manual" if forced else "auto"
-        verdict = await self.hooks.run("PreCompact", frontend, {"trigger": trigger, "custom_instructions": ""},
+        verdict = await self.hooks.run("PreCompact", frontend.emit, {"trigger": trigger, "custom_instructions": ""},
                                        trigger)
         return "\n".join(r for r in [verdict.additional_context, *(verdict.reasons if verdict.blocked else [])] if r)
 
     async def end(self, reason: str) -> None:
-        """SessionEnd (closed or deleted): no turn to report to, so its runs are only logged."""
+        """SessionEnd (closed or deleted): no turn to report to, so a run that failed is shown as a
+        message (the face's window/showMessage) and the others only logged."""
+
+        def shown(event: Event) -> None:
+            if isinstance(event, HookRan) and event.outcome in ("failed", "timeout"):
+                self.mcp.on_notice("warning", f"ToyCoder: SessionEnd hook {event.command} {event.outcome}: "
+                                              f"{event.reason or ''}".rstrip(": "))
+
         if self.hooks is not None:
-            await self.hooks.run("SessionEnd", None, {"reason": reason})
+            await self.hooks.run("SessionEnd", shown, {"reason": reason})
 
     def in_effect(self) -> tuple[list[HookSpec], str | None]:
         """/hooks: the hooks that run, and a line on the workspace's settings file."""

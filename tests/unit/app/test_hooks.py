@@ -586,3 +586,17 @@ async def test_a_hook_that_cannot_start_fails_closed_and_the_turn_goes_on(start_
     assert result["stopReason"] == "end_turn" and not (workspace / "new.txt").exists()
     update = hook_updates(d, sid)[0]
     assert update["outcome"] == "failed" and "could not start" in update["reason"]
+
+
+async def test_a_failing_session_end_hook_is_shown_as_a_message(start_daemon, llm: FakeLLM, workspace: Path) -> None:
+    d = await start_daemon(extra=hooks_yaml("SessionEnd", "echo cleanup broke >&2; exit 1"))
+    sid = await new_session(d)
+    llm.add({"text": "one"})
+    await prompt(d, sid)
+    await d.call("toycoder/session/close", {"sessionId": sid})
+
+    def shown() -> list[str]:
+        return [n["params"]["message"] for n in d.notifications if n["method"] == "window/showMessage"]
+
+    await wait_until_async(lambda: any("SessionEnd hook" in m for m in shown()), 10, "the message")
+    assert any("exit code 1: cleanup broke" in m for m in shown()), shown()

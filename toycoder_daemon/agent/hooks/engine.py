@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from toycoder_daemon.core.ports import Frontend, HookRan
+from toycoder_daemon.core.ports import Event, Frontend, HookRan
 from toycoder_daemon.core.util import secrets
 from toycoder_daemon.tools.settings import ToolSettings
 
@@ -262,7 +262,7 @@ class Hooks:
     def has(self, event: str) -> bool:
         return bool(self.book.of(event))
 
-    async def run(self, event: str, frontend: Frontend | None, fields: dict[str, Any],
+    async def run(self, event: str, emit: Callable[[Event], None], fields: dict[str, Any],
                   subject: str | None = None) -> Verdict:
         """Run the event's hooks that match `subject` (the tool's name; SessionStart's source; PreCompact's
         trigger) in parallel; each run is shown (HookRan), and their verdicts merged."""
@@ -280,19 +280,18 @@ class Hooks:
             reason = r.reason if r.outcome != "ok" else r.shown
             if r.outcome in ("failed", "timeout"):
                 log.warning("%s hook %r %s: %s", event, r.spec.command, r.outcome, r.reason)
-            if frontend is not None:
-                frontend.emit(HookRan(event, r.spec.command, r.outcome, r.duration_ms, _short(reason) or None,
-                                      r.spec.source))
+            emit(HookRan(event, r.spec.command, r.outcome, r.duration_ms, _short(reason) or None, r.spec.source))
         return merge(list(results), self.book.policy, event)
 
     # ---- the events the ReAct loop raises ------------------------------------------------------
 
     async def pre_tool(self, frontend: Frontend, name: str, args: Any) -> Verdict:
-        return await self.run("PreToolUse", frontend, {"tool_name": name, "tool_input": args}, name)
+        return await self.run("PreToolUse", frontend.emit, {"tool_name": name, "tool_input": args}, name)
 
     async def post_tool(self, frontend: Frontend, name: str, args: Any, status: str, output: str) -> Verdict:
-        return await self.run("PostToolUse", frontend, {
+        return await self.run("PostToolUse", frontend.emit, {
             "tool_name": name, "tool_input": args, "tool_response": {"status": status, "output": output}}, name)
 
     async def stop(self, frontend: Frontend, active: bool) -> Verdict:
-        return await self.run("SubagentStop" if self.subagent else "Stop", frontend, {"stop_hook_active": active})
+        return await self.run("SubagentStop" if self.subagent else "Stop", frontend.emit,
+                              {"stop_hook_active": active})

@@ -295,10 +295,12 @@ async def run_fed(run: Prepared, stdin: bytes, seconds: float, cap: int, *, grac
 
     async def feed() -> None:
         assert proc.stdin is not None
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # it need not read its input
-            proc.stdin.write(stdin)
-            await proc.stdin.drain()
-            proc.stdin.close()
+        try:
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # it need not read its input
+                proc.stdin.write(stdin)
+                await proc.stdin.drain()
+        finally:
+            proc.stdin.close()  # also when it exited first: an open pipe would outlive the process
 
     readers = [asyncio.ensure_future(pump(proc.stdout, "out")), asyncio.ensure_future(pump(proc.stderr, "err")),
                asyncio.ensure_future(feed())]
