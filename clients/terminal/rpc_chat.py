@@ -84,6 +84,9 @@ def show(params):
         files = update["files"]
         added, removed = sum(f.get("added") or 0 for f in files), sum(f.get("removed") or 0 for f in files)
         sys.stderr.write(f"\n{len(files)} file(s) changed +{added} -{removed}: {', '.join(f['path'] for f in files)}\n")
+    elif update["kind"] == "hook":
+        why = f": {update['reason'].splitlines()[0][:100]}" if update.get("reason") else ""
+        sys.stderr.write(f"{indent}hook {update['event']} `{update['command']}` {update['outcome']}{why}\n")
     elif update["kind"] in ("retry", "compaction", "mcp_wait"):
         sys.stderr.write(f"\n[{update['kind']}: {json.dumps(update)}]\n")
 

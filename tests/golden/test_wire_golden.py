@@ -13,6 +13,7 @@ import pytest
 
 from toycoder_daemon.core.ports import (
     Compacted,
+    HookRan,
     McpWaiting,
     RetryScheduled,
     TextDelta,
@@ -40,6 +41,7 @@ EVENTS = {
     "update_mcp_wait": McpWaiting("waiting", ("github", "db")),
     "update_mcp_wait_done": McpWaiting("done", ("github", "db"), ("db",)),
     "update_subagent_text": TextDelta("step 1", parent_tool_call_id="call_9"),
+    "update_hook": HookRan("PreToolUse", "ruff check", "failed", 12, "exit code 127: ruff: not found", "workspace"),
 }
 
 
@@ -70,6 +72,18 @@ def test_permission_request_params() -> None:
     assert wire.PermissionResult.model_validate({"decision": "allow_always"}).decision == "allow_always"
     with pytest.raises(ValueError):
         wire.PermissionResult.model_validate({"decision": "sure"})
+
+
+def test_workspace_trust_params() -> None:
+    from toycoder_daemon.core.ports import TrustRequest
+    from toycoder_daemon.faces.lsp.mapping import trust_params
+
+    params = trust_params(TrustRequest("/work/project", "/work/project/.toycoder/settings.yaml", ("make lint",),
+                                       ("npx srv",), ("run_command(make *)",))).dump()
+    check("workspace_trust", params)
+    assert wire.WorkspaceTrustResult.model_validate({"decision": "once"}).decision == "once"
+    with pytest.raises(ValueError):
+        wire.WorkspaceTrustResult.model_validate({"decision": "sure"})
 
 
 def test_session_transcript_shape() -> None:

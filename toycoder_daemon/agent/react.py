@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from toycoder_daemon.agent.hooks.engine import Hooks
 from toycoder_daemon.core.messages import INTERRUPTED_MARK, AssistantMessage, Message, ToolMessage
 from toycoder_daemon.core.ports import (
     Frontend,
@@ -29,7 +30,7 @@ from toycoder_daemon.core.util import safejson
 from toycoder_daemon.llm import tools_ignored
 from toycoder_daemon.llm.base import ChatModel, ChatResponse, ContextOverflow, RetryNotice, ToolCall, Usage
 from toycoder_daemon.tools.base import ToolContext
-from toycoder_daemon.tools.registry import ToolRegistry
+from toycoder_daemon.tools.registry import ToolOutcome, ToolRegistry
 
 log = logging.getLogger(__name__)
 
@@ -174,10 +175,12 @@ async def run_turn(
     make_context: Callable[[str], ToolContext],
     on_usage: Callable[[Usage], None] | None = None,
     make_room: Callable[[ContextOverflow], Awaitable[bool]] | None = None,
+    hooks: Hooks | None = None,
 ) -> TurnResult:
     """`make_room`: called when a request is over the context window; it shrinks the conversation
     (compaction, trimming) and says whether it did, and then that request is sent once more. Over
-    again, it is called once more (to leave a usable history) and the error is raised."""
+    again, it is called once more (to leave a usable history) and the error is raised.
+    `hooks`: PreToolUse/PostToolUse around each call, Stop (SubagentStop) before the turn ends."""
     usage = Usage()
     partial: list[str] = []  # text of the reply being streamed, dropped on retry
 
@@ -191,6 +194,7 @@ async def run_turn(
 
     step = 0
     cut_parts: list[str] = []  # the pieces of a reply cut by the output limit, continued so far
+    stops = 0  # times a Stop hook made the agent go on
     try:
         while step < max_steps:
             step += 1
@@ -233,6 +237,12 @@ async def run_turn(
                 return TurnResult("max_tokens", ("".join(cut_parts) + "\n\n" + LENGTH_NOTICE).lstrip(), usage, step)
             messages.append(_assistant_message(resp))
             if not resp.tool_calls:
+                if hooks is not None and stops < hooks.max_continuations:
+                    verdict = await hooks.stop(frontend, stops > 0)
+                    if verdict.blocked and step < max_steps:  # the reason is the agent's next instruction
+                        stops += 1
+                        messages.append({"role": "user", "content": f"[a stop hook says: {verdict.reason}]"})
+                        continue
                 return TurnResult("end_turn", "".join(cut_parts) + resp.content, usage, step)
             if resp.finish_reason == "length":
                 # The output limit cut the reply: its last call's arguments may be incomplete, and
@@ -248,10 +258,17 @@ async def run_turn(
                 title = t.describe_call(args) if t and isinstance(args, dict) else tc.name
                 ctx = make_context(tc.id)
                 call = tools.prepare(tc.name, tc.arguments, ctx)
+                blocked = None
+                if hooks is not None and call.ended is None and call.judgement is not None:
+                    verdict = await hooks.pre_tool(frontend, tc.name, args)
+                    if verdict.blocked:
+                        blocked = ToolOutcome("denied", f"denied by a PreToolUse hook: {verdict.reason}")
+                    elif verdict.decision:
+                        call.judgement = tools.gate.steer(call.judgement, verdict.decision)
                 frontend.emit(ToolCallStarted(tc.id, tc.name, title, args, t.level if t else "safe",
-                                              will_ask=tools.will_ask(call)))
+                                              will_ask=blocked is None and tools.will_ask(call)))
                 try:
-                    outcome = await tools.run(call)
+                    outcome = blocked or await tools.run(call)
                 except asyncio.CancelledError:
                     changed = tuple(ctx.changed or ())
                     wrote = f" (it had already written {', '.join(changed)})" if changed else ""
@@ -260,7 +277,14 @@ async def run_turn(
                     messages.append(_tool_message(tc.id, note, "cancelled"))
                     raise
                 frontend.emit(ToolCallFinished(tc.id, outcome.status, outcome.output, tuple(outcome.changed)))
-                messages.append(_tool_message(tc.id, outcome.output, outcome.status))
+                observation = outcome.output
+                if hooks is not None and blocked is None and call.ended is None:
+                    after = await hooks.post_tool(frontend, tc.name, args, outcome.status, outcome.output)
+                    if after.additional_context:
+                        observation += f"\n\n[context from a PostToolUse hook]\n{after.additional_context}"
+                    if after.blocked:
+                        observation += f"\n\n[a PostToolUse hook says: {after.reason}]"
+                messages.append(_tool_message(tc.id, observation, outcome.status))
         notice = (
             f"[stopped after {max_steps} steps (max_steps) before the task was finished; "
             "send another message to let the agent continue]"

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Literal
 
+from toycoder_daemon.agent.hooks.engine import Hooks
 from toycoder_daemon.agent.react import run_turn
 from toycoder_daemon.core.messages import Message
 from toycoder_daemon.core.ports import (
@@ -70,6 +71,8 @@ class AgentRuntime:
     """The session's conversation (the planner reads its current plan there: plan_progress)."""
     planners: frozenset[str] = frozenset()
     """The session's plan-seeding sub-agents by tool name: only their results can hold a seeded plan."""
+    hooks: Hooks | None = None
+    """The session's hooks (its tool calls run them; its end is SubagentStop)."""
 
 
 async def run_subagent(agent: SubAgent, runtime: AgentRuntime, ctx: ToolContext, query: str,
@@ -81,7 +84,8 @@ async def run_subagent(agent: SubAgent, runtime: AgentRuntime, ctx: ToolContext,
 
     child = replace(ctx, frontend=frontend)  # its writes are the turn's too
     result = await run_turn(runtime.model_for(agent.model), messages, registry, frontend,
-                            max_steps=agent.max_steps, make_context=child.for_call, on_usage=runtime.on_usage)
+                            max_steps=agent.max_steps, make_context=child.for_call, on_usage=runtime.on_usage,
+                            hooks=runtime.hooks.for_subagent() if runtime.hooks else None)
     return result.text
 
 

@@ -17,10 +17,12 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from toycoder_daemon.agent.hooks.engine import HookBook, HookPolicy, specs_from
 from toycoder_daemon.app.factories import openai_models, subagents, tool_catalog, tool_settings
 from toycoder_daemon.app.runtime import FrontendFactory, Outlets, PromptOutcome, SessionParts, SessionRuntime, read_only
 from toycoder_daemon.app.session_mcp import McpHub
 from toycoder_daemon.app.settings import Models
+from toycoder_daemon.app.trust import WorkspaceTrust
 from toycoder_daemon.checkpoints import Checkpoint, RestoreResult
 from toycoder_daemon.checkpoints.undo import ChangesOfStore, Checkpoints
 from toycoder_daemon.config.model import Config, data_dir, load_config
@@ -90,8 +92,15 @@ class App:
         self.tools = tool_catalog(self.config, agents)
         self.mcp = McpHub(self.config.mcp_servers, self.workspace.root, self.tools)  # the config's and each session's
         self._outlets = Outlets()
+        self.trust = WorkspaceTrust(self.workspace.root, self.store.data_dir, self.tools.gate)
+        user_hooks = specs_from(self.config.hooks, "user", str(self.config_path or "the config"))
+        self.hooks = HookBook(self.workspace.root, self.settings,
+                              HookPolicy(self.config.hooks_on_error, self.config.hooks_max_continuations,
+                                         self.config.hooks_workspace_sandbox),
+                              lambda: [*user_hooks, *self.trust.hook_specs()])
         self.parts = SessionParts(self.workspace, self.config, self.prompts, self.store, self.settings, self.tools,
-                                  agents, self.mcp, self.checkpoints, self.sharing, self.models, self._outlets, self)
+                                  agents, self.mcp, self.checkpoints, self.sharing, self.models, self._outlets, self,
+                                  hooks=self.hooks, trust=self.trust)
         self.runtimes: dict[str, SessionRuntime] = {}
         """The sessions this daemon has open."""
         self.live = OpenSessions(self.runtimes)
@@ -228,6 +237,7 @@ class App:
         if self.runtimes.get(session_id) is runtime:
             del self.runtimes[session_id]
         runtime.release()
+        await runtime.end_hooks("close")
         await self.mcp.close_session(session_id)  # the servers its client gave stop with it
 
     def delete_session(self, session_id: str) -> None:
@@ -239,6 +249,9 @@ class App:
             del self.runtimes[session_id]
             runtime.release()
             self.mcp.close_later(session_id)
+            task = asyncio.ensure_future(runtime.end_hooks("delete"))  # this call is synchronous
+            self.parts.background.add(task)
+            task.add_done_callback(self.parts.background.discard)
         self.checkpoints.delete(session_id)
 
     # ---- turns --------------------------------------------------------------------------------

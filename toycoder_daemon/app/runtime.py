@@ -25,17 +25,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from toycoder_daemon.agent.hooks.engine import HookBook, HookSpec
 from toycoder_daemon.agent.react import TurnResult, repair_tool_calls, run_turn
 from toycoder_daemon.agent.subagent import AgentRuntime, SubAgent, subagent_tool
+from toycoder_daemon.app.session_hooks import BLOCKED_PROMPT, SessionHooks, hooks_of
 from toycoder_daemon.app.session_mcp import McpHub
 from toycoder_daemon.app.settings import Models
+from toycoder_daemon.app.trust import WorkspaceTrust
 from toycoder_daemon.checkpoints import RestoreResult
 from toycoder_daemon.checkpoints.undo import Checkpoints, SessionCheckpoints
 from toycoder_daemon.commands.builtin import commands
 from toycoder_daemon.commands.context import CommandContext, SessionDirectory
 from toycoder_daemon.config.model import Config
 from toycoder_daemon.core.errors import ConfigError, ProviderError, SessionBusy
-from toycoder_daemon.core.ports import Event, Frontend, ModelsInfo
+from toycoder_daemon.core.ports import Event, Frontend, ModelsInfo, TextDelta
 from toycoder_daemon.llm.base import ChatModel, Usage
 from toycoder_daemon.prompts.manager import PromptManager
 from toycoder_daemon.sessions.context import Compaction
@@ -98,6 +101,10 @@ class SessionParts:
     """App's open sessions, for /new, /clear, /switch and /sessions."""
     background: set[asyncio.Task[Any]] = field(default_factory=set)
     """Work after a turn (the model's title), cancelled at shutdown."""
+    hooks: HookBook | None = None
+    """The hooks in effect (the config's, a trusted workspace's)."""
+    trust: WorkspaceTrust | None = None
+    """The workspace's settings file and whether it is trusted (asked before a turn)."""
 
     @property
     def planners(self) -> frozenset[str]:
@@ -120,7 +127,8 @@ def _bind(parts: SessionParts, s: Session, stored: list[Stored], file: SessionFi
     s.file = file
     s.messages = Conversation(system, stored, FileSink(file, functools.partial(s.meta, ends=True)) if file else None)
     s.planners = parts.planners
-    lent = AgentRuntime(s.tools, functools.partial(parts.models.of, s), s.add_usage, s.messages.snapshot, s.planners)
+    lent = AgentRuntime(s.tools, functools.partial(parts.models.of, s), s.add_usage, s.messages.snapshot, s.planners,
+                        hooks_of(parts.hooks, s))
     for agent, description in parts.agents:
         s.tools.register(subagent_tool(agent, description, lent))
     s.tools.add_own_source(parts.mcp.tools_of(s.id))
@@ -143,6 +151,8 @@ class SessionRuntime:
         self.compactor = Compactor(s, parts.config.session, functools.partial(parts.prompts.system, "summarizer"))
         self.closed = False
         self._shown = (s.title, s.mode)
+        self.hooks = SessionHooks(s, parts.hooks, parts.trust, parts.mcp, parts.models, parts.prompts)
+        self.compactor.before = self.hooks.pre_compact
         parts.sharing.watch(s, self.checkpoints.changes_of)  # its clients hear about turns other daemons make in it
 
     # ---- opening ------------------------------------------------------------------------------
@@ -240,11 +250,18 @@ class SessionRuntime:
                          functools.partial(self.compactor, frontend, summary, force=True))
         result = TurnResult("error", "", s.turn_usage, 0)  # unless the turn ends otherwise
         try:
+            context_added = await self.hooks.before_turn(text, frontend)
+            if context_added is None:  # nothing of the prompt reaches the model
+                frontend.emit(TextDelta(BLOCKED_PROMPT))
+                return (result := TurnResult("end_turn", BLOCKED_PROMPT, s.turn_usage, 0)), None
             await self.compactor(frontend, summary, window=model)
             await parts.mcp.settle(s.id, frontend.emit)  # the config's servers and the session's: started or failed
             s.ask(text, checkpoint)  # after compaction: the prompt is never summarised
+            if context_added:
+                s.messages.append({"role": "user", "content": f"[context from hooks]\n{context_added}", "turn": checkpoint})
             result = await run_turn(model, s.messages, s.tools, frontend, max_steps=parts.config.agent.max_steps,
-                                    make_context=context.for_call, on_usage=s.record_usage, make_room=room)
+                                    make_context=context.for_call, on_usage=s.record_usage, make_room=room,
+                                    hooks=self.hooks.hooks)
             return result, None
         except asyncio.CancelledError:
             log.info("turn cancelled in session %s", s.id)
@@ -253,6 +270,9 @@ class SessionRuntime:
         finally:  # records usage, grants, the time of this turn and how it ended (a reload shows it)
             s.end_turn(checkpoint, result.stop_reason, s.turn_usage)
             self.checkpoints.report(checkpoint, frontend)  # cancelled turns' writes too
+
+    async def end_hooks(self, reason: str) -> None:
+        await self.hooks.end(reason)
 
     async def restore(self, turn_ref: str, paths: list[str] | None, force: bool,
                       frontend_for: FrontendFactory | None) -> RestoreResult:
@@ -332,6 +352,9 @@ class SessionRuntime:
 
     def mcp_status(self) -> list[dict[str, Any]] | None:
         return self.parts.mcp.status(self.session.id)
+
+    def hooks_in_effect(self) -> tuple[list[HookSpec], str | None]:
+        return self.hooks.in_effect()
 
     # ---- news for the session's clients ------------------------------------------------------
 

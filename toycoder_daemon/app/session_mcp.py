@@ -37,6 +37,8 @@ StatusCallback = Callable[[str, str, str], None]
 SHOW_WAIT_AFTER = 0.5
 """Seconds a turn waits for starting MCP servers before the person is told (McpWaiting): a server
 that is ready sooner is not worth a line."""
+WORKSPACE_SOURCE = "workspace-mcp"
+"""The `source` of a trusted workspace's servers' tools."""
 CLIENT_SOURCE = "client-mcp"
 """The `source` of a client server's tools (`client-mcp:<server>`, as /tools shows them)."""
 
@@ -83,6 +85,11 @@ class McpHub:
 
             self.shared = McpManager(servers, self.root, on_status=self._shared_status)
             tools.add_source(self.shared.tools)
+        self.workspace: McpManager | None = None
+        """A trusted workspace's servers (`.toycoder/settings.yaml`, app/trust.py), for every session."""
+        self._workspace_specs: dict[str, McpServerSpec] = {}
+        self._workspace_tools = ToolSlot()
+        tools.add_source(self._workspace_tools)
         self._sessions: dict[str, _SessionServers] = {}
         self._slots: dict[str, ToolSlot] = {}
         """Each session's client servers' tools, kept for its id (a registry made before the servers
@@ -102,6 +109,26 @@ class McpHub:
         """The config's servers connect in the background (after initialize)."""
         if self.shared:
             await self.shared.start()
+
+    async def set_workspace_servers(self, servers: Mapping[str, McpServerSpec]) -> None:
+        """The trusted workspace's servers are now `servers` ({} when it is not, or no longer,
+        trusted): the same ones keep running, others are stopped and these started."""
+        async with self._lock:
+            if dict(servers) == self._workspace_specs:
+                return
+            self._workspace_specs = dict(servers)
+            old, self.workspace = self.workspace, None
+            self._workspace_tools.source = None
+            if old is not None:
+                await old.aclose()
+            if not servers:
+                return
+            from toycoder_daemon.tools.mcp.manager import McpManager
+
+            self.workspace = McpManager(servers, self.root, on_status=self._shared_status, source=WORKSPACE_SOURCE,
+                                        taken=self.shared.parts if self.shared else ())
+            self._workspace_tools.source = self.workspace.tools
+            await self.workspace.start()
 
     # ---- one session's servers ------------------------------------------------------------------
 
@@ -138,7 +165,7 @@ class McpHub:
         and nothing emitted. A wait longer than SHOW_WAIT_AFTER is shown through `emit`: an
         McpWaiting "waiting" naming the servers, and "done" (with those that failed) at its end."""
         entry = self._sessions.get(session_id)
-        managers = [m for m in (self.shared, entry.manager if entry else None) if m is not None]
+        managers = [m for m in (self.shared, self.workspace, entry.manager if entry else None) if m is not None]
         if self.shared:
             await self.shared.start()  # once: App.start's later call does nothing
         names = [(m, name) for m in managers for name in m.starting()]
@@ -185,6 +212,8 @@ class McpHub:
         """The config's servers' rows, then the session's client servers' (`origin: "client"`); None
         when there are none."""
         rows = self.shared.status() if self.shared else []
+        if self.workspace is not None:
+            rows += [{**row, "origin": "workspace"} for row in self.workspace.status()]
         entry = self._sessions.get(session_id) if session_id else None
         if entry is not None and entry.manager is not None:
             rows += [{**row, "origin": "client"} for row in entry.manager.status()]
@@ -203,4 +232,7 @@ class McpHub:
             slot.source = None
         if self.shared:
             managers.append(self.shared)
+        if self.workspace is not None:
+            managers.append(self.workspace)
+            self.workspace, self._workspace_tools.source = None, None
         await asyncio.gather(*(m.aclose() for m in managers), *self._closing)

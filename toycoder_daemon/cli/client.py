@@ -168,10 +168,12 @@ class ChatClient:
 
     def __init__(self, conn: Connection, view: TurnView, *, approve: str = "ask",
                  on_update: Callable[[dict[str, Any]], None] | None = None, line_reader: Callable[[str], str | None]
-                 | None = None):
+                 | None = None, trust_workspace: bool = False):
         self.conn = conn
         self.view = view
         self.approve = approve
+        self.trust_workspace = trust_workspace
+        """--trust-workspace: the workspace's settings apply for this run without asking."""
         self.on_update = on_update
         self.line_reader = line_reader
         self.session_id = ""
@@ -258,6 +260,8 @@ class ChatClient:
             return self.permission(params, msg_id)
         if method == wire.ASK_USER:
             return self.question(params, msg_id)
+        if method == wire.WORKSPACE_TRUST:
+            return self.workspace_trust(params, msg_id)
         raise RpcError(wire.METHOD_NOT_FOUND, f"toycoder does not handle {method}")
 
     def _can_ask(self) -> bool:
@@ -283,6 +287,26 @@ class ChatClient:
         said, style = SAID[decision]
         if self.approve == "ask" or not view.quiet:
             view.note(f"  → {said} {how}".rstrip(), style)
+        view.resume()
+        return {"decision": decision}
+
+    def workspace_trust(self, params: dict[str, Any], msg_id: Any) -> dict[str, str]:
+        """Asked on the terminal; without one (a headless run) "deny" unless --trust-workspace."""
+        view = self.view
+        view.trust(params)
+        if self.trust_workspace:
+            decision, how = "once", "(--trust-workspace)"
+        elif not self._can_ask():
+            decision, how = "deny", "(no terminal to ask on; --trust-workspace trusts it for one run)"
+        else:
+            view.console.print(Text.assemble(("Trust it? ", "bold"), ("t", "bold green"), " trust (remembered) · ",
+                                             ("o", "bold green"), " once · ", ("n", "bold red"), " no "), end="")
+            key = self.guard.read_key("ton", lambda: msg_id in self.conn.cancelled_requests)
+            view.console.print()
+            decision, how = {"t": "trust", "o": "once"}.get(key or "n", "deny"), "" if key else "(no answer)"
+        style = "red" if decision == "deny" else "green"
+        view.note(f"  → {'not trusted: only its deny rules apply' if decision == 'deny' else decision} {how}".rstrip(),
+                  style)
         view.resume()
         return {"decision": decision}
 

@@ -57,6 +57,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--approve", choices=["ask", "allow", "deny"], default=None,
                     help="answer permission prompts: ask (the default on a terminal), allow once, or deny (the "
                     "default without a terminal); without a terminal ask_user takes the first option")
+    ap.add_argument("--trust-workspace", action="store_true", help="apply the workspace's .toycoder/settings.yaml "
+                    "(its hooks, MCP servers, allow rules) for this run without asking; a run without a terminal "
+                    "never applies them otherwise")
     ap.add_argument("--json", action="store_true", help="with -p: print each toycoder/update params object, then "
                     "the prompt result, as JSON lines on stdout")
     ap.add_argument("-v", "--verbose", action="store_true", help="with -p: stream the turn to stderr")
@@ -138,7 +141,7 @@ def one_shot(args: argparse.Namespace) -> int:
         sys.stdout.flush()
 
     conn, client, _ = connect(args, lambda c: ChatClient(c, view, approve=approve, on_update=emit if args.json
-                                                         else None))
+                                                         else None, trust_workspace=args.trust_workspace))
     try:
         outcome = client.run_turn(prompt)
     except KeyboardInterrupt:
@@ -177,7 +180,8 @@ def line_mode(args: argparse.Namespace) -> int:
     from toycoder_daemon.cli.render import TurnView
 
     view = TurnView(Console(highlight=False))
-    conn, client, _ = connect(args, lambda c: ChatClient(c, view, approve=args.approve or "deny"))
+    conn, client, _ = connect(args, lambda c: ChatClient(c, view, approve=args.approve or "deny",
+                                                                    trust_workspace=args.trust_workspace))
     status = 0
     try:
         for line in sys.stdin:
@@ -215,7 +219,8 @@ def interactive(args: argparse.Namespace) -> int:
     editor = LineEditor(data_dir() / "history")
     with console.status("starting toycoder-daemon…", spinner="dots"):
         conn, client, loaded = connect(args, lambda c: ChatClient(c, view, approve=args.approve or "ask",
-                                                                  line_reader=editor.ask))
+                                                                  line_reader=editor.ask,
+                                                                  trust_workspace=args.trust_workspace))
     try:
         editor.set_commands(conn.call(wire.COMMANDS_LIST, {})["commands"])
         try:

@@ -185,6 +185,9 @@ class TurnView:
             self._retry(u, parent)
         elif kind == "mcp_wait":
             self._mcp_wait(u)
+        elif kind == "hook":
+            self.commit_text()
+            self.note(hook_line(u), HOOK_STYLES.get(u.get("outcome", ""), "dim"))
         elif kind == "compaction":
             self.commit_text()
             self.note(f"⟳ context compacted ({u.get('strategy')}): {u.get('before')} → {u.get('after')} messages",
@@ -368,6 +371,17 @@ class TurnView:
                 return
         self.print(permission_panel(params, True, self.console))
 
+    def trust(self, params: dict[str, Any]) -> None:
+        """What a workspace's settings file would add, before the trust question."""
+        self.commit_text()
+        self.pause()
+        self._asked_at = time.monotonic()
+        adds = params.get("adds") or {}
+        self.print(Text("? ", style="bold cyan") + Text(f"{params.get('settingsPath')} wants to add:", style="bold"))
+        for label, key in (("hook", "hooks"), ("MCP server", "mcpServers"), ("allow rule", "allow")):
+            for item in adds.get(key) or []:
+                self.print(Text(f"  {label}: {item}"))
+
     def question(self, params: dict[str, Any]) -> None:
         self.commit_text()
         self.pause()
@@ -375,6 +389,17 @@ class TurnView:
         self.print(Text("? ", style="bold cyan") + Text(params.get("question", ""), style="bold"))
         for i, option in enumerate(params.get("options") or [], 1):
             self.print(Text(f"  {i}. {option}"))
+
+
+HOOK_STYLES = {"ok": "dim", "blocked": "yellow", "failed": "red", "timeout": "red"}
+
+
+def hook_line(u: dict[str, Any]) -> str:
+    """A `hook` update in one line: event, command, outcome, time, and the reason's first line."""
+    reason = (u.get("reason") or "").strip().splitlines()
+    why = f": {short(reason[0], 120)}" if reason else ""
+    return f"⚓ hook {u.get('event')} `{short(str(u.get('command', '')), 60)}` {u.get('outcome')} " \
+           f"({u.get('durationMs', 0)} ms){why}"
 
 
 # ---- where streamed Markdown can be cut: the part later text cannot change is printed for good (the

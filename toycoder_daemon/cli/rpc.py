@@ -203,7 +203,8 @@ def initialize(conn: Connection, workspace: str, *, on_notification: Callable[[d
         "processId": os.getpid(),
         "clientInfo": {"name": "toycoder"},
         "rootUri": Path(workspace).resolve().as_uri(),
-        "capabilities": {"experimental": {"toycoder": {"permissionRequest": True, "askUser": True}}},
+        "capabilities": {"experimental": {"toycoder": {"permissionRequest": True, "askUser": True,
+                                                       "workspaceTrust": True}}},
     }, on_notification=on_notification, timeout=60)
     conn.notify("initialized", {})
     return result

@@ -92,6 +92,16 @@ async def tools(c: CommandContext) -> CommandResult:
     return CommandResult("\n".join(lines))
 
 
+@commands.add("hooks", "/hooks", "List the hooks in effect and where each comes from.")
+async def hooks(c: CommandContext) -> CommandResult:
+    specs, workspace = c.host.hooks_in_effect()
+    lines = [f"{s.event:<16} {s.matcher or '*':<20} {s.command}  (timeout {s.timeout:g}s; {s.source}: {s.origin})"
+             for s in specs] or ["no hooks in effect"]
+    if workspace:
+        lines.append(workspace)
+    return CommandResult("\n".join(lines))
+
+
 @commands.add("tool", "/tool enable|disable <name>", "Enable or disable a tool in this session.")
 async def tool(c: CommandContext) -> CommandResult:
     if len(c.args) != 2 or c.args[0] not in ("enable", "disable"):

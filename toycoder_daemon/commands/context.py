@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from toycoder_daemon.agent.hooks.engine import HookSpec
 from toycoder_daemon.core.ports import Event, Frontend, ModelsInfo
 from toycoder_daemon.llm.base import ChatModel
 from toycoder_daemon.sessions.context import Compaction
@@ -55,6 +56,10 @@ class CommandHost(Protocol):
     def mcp_status(self) -> list[dict[str, Any]] | None:
         """The MCP servers' status rows: the config's, then those the session's client gave (with
         `origin: "client"`); None when there are none."""
+
+    def hooks_in_effect(self) -> tuple[list[HookSpec], str | None]:
+        """The hooks that run (the user's, then a trusted workspace's), and a line on the workspace's
+        settings file (None when it has none)."""
 
 
 class SessionDirectory(Protocol):

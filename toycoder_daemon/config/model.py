@@ -147,10 +147,14 @@ class PermissionsConfig(_Section):
     @field_validator("allow", "deny")
     @classmethod
     def _rule_syntax(cls, rules: list[str]) -> list[str]:
-        for r in rules:
-            if not _RULE.fullmatch(r):
-                raise ValueError(f"bad rule {r!r}: expected NAME or NAME(pattern)")
-        return rules
+        return _rules(rules)
+
+
+def _rules(rules: list[str]) -> list[str]:
+    for r in rules:
+        if not _RULE.fullmatch(r):
+            raise ValueError(f"bad rule {r!r}: expected NAME or NAME(pattern)")
+    return rules
 
 
 class AgentDecl(_Section):
@@ -190,6 +194,63 @@ class McpServerConfig(BaseModel):
     """Seconds one tool call may take."""
 
 
+HookEvent = Literal["PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SubagentStop", "SessionStart",
+                   "SessionEnd", "PreCompact"]
+HOOK_EVENTS: tuple[str, ...] = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SubagentStop",
+                                "SessionStart", "SessionEnd", "PreCompact")
+
+
+class HookCommand(_Section):
+    type: Literal["command"] = "command"
+    """Only `command` hooks exist."""
+    command: str = Field(min_length=1)
+    """Run with /bin/sh -c in the workspace; the event's JSON comes on stdin (docs/hooks.md)."""
+    timeout: float = Field(default=60.0, gt=0, le=3600)
+    """Seconds before the hook is killed with everything it started (a timeout is a failure)."""
+
+
+class HookMatcher(_Section):
+    matcher: str = ""
+    """Regex on the tool name (tool events; MCP tools are `mcp:<server>:<tool>`); "" or "*" match every tool."""
+    hooks: list[HookCommand] = Field(default=[])
+    """The commands run when it matches, all at once."""
+
+    @field_validator("matcher")
+    @classmethod
+    def _regex(cls, v: str) -> str:
+        if v not in ("", "*"):
+            try:
+                re.compile(v)
+            except re.error as e:
+                raise ValueError(f"matcher {v!r} is not a regex: {e}") from None
+        return v
+
+
+class WorkspacePermissions(_Section):
+    allow: list[str] = Field(default=[])
+    """Allow rules (applied only once the workspace is trusted)."""
+    deny: list[str] = Field(default=[])
+    """Deny rules (always applied: they only take away)."""
+
+    @field_validator("allow", "deny")
+    @classmethod
+    def _rule_syntax(cls, rules: list[str]) -> list[str]:
+        return _rules(rules)
+
+
+class WorkspaceSettings(_Section):
+    """`.toycoder/settings.yaml` in a workspace (docs/hooks.md, docs/security.md "Workspace trust")."""
+
+    hooks: dict[HookEvent, list[HookMatcher]] = Field(default={})
+    """Hooks (run only once the workspace is trusted, sandboxed unless `hooks_workspace_sandbox: false`)."""
+    permissions: WorkspacePermissions = Field(default_factory=lambda: WorkspacePermissions())
+    """Allow rules after trust; deny rules always."""
+    mcp_servers: dict[str, McpServerConfig] = Field(default={})
+    """MCP servers (started only once the workspace is trusted)."""
+    agents: dict[str, AgentDecl] = Field(default={})
+    """Sub-agents (only once the workspace is trusted)."""
+
+
 MAX_WARM_IDLE_MINUTES = 10080.0
 """A week: the fork server refuses more too (its poll() would overflow at ~24 days)."""
 
@@ -227,6 +288,14 @@ class Config(_Section):
     """A YAML file whose roles override the built-in prompt templates by name."""
     daemon: DaemonConfig = Field(default_factory=lambda: DaemonConfig())
     """The daemon process: its warm start (docs/architecture.md, "Launcher and fork server")."""
+    hooks: dict[HookEvent, list[HookMatcher]] = Field(default={})
+    """Commands run on agent events, in Claude Code's shape (docs/hooks.md)."""
+    hooks_on_error: Literal["block", "continue"] = "block"
+    """A hook that crashes, times out or prints bad JSON: `block` refuses what it guards; `continue` only warns."""
+    hooks_max_continuations: int = Field(default=3, ge=0, le=50)
+    """Times per turn a Stop (or SubagentStop) hook may make the agent go on."""
+    hooks_workspace_sandbox: bool = True
+    """Run a trusted workspace's hooks inside run_command's sandbox (false: as the user, unconfined)."""
 
     def provider(self, name: str | None = None) -> tuple[str, ProviderConfig]:
         name = name or self.default_provider

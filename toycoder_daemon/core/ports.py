@@ -10,7 +10,7 @@ from __future__ import annotations
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 Decision = Literal["allow_once", "allow_always", "reject"]
 ToolStatus = Literal["completed", "failed", "denied", "cancelled"]
@@ -136,8 +136,24 @@ class PlanUpdated:
     kind: str = field(default="plan", init=False)
 
 
+@dataclass(frozen=True)
+class HookRan:
+    """One hook command ran (agent/hooks/): what it decided, or why it failed."""
+
+    event: str
+    """Its event (PreToolUse, Stop, ...)."""
+    command: str
+    outcome: Literal["ok", "blocked", "failed", "timeout"]
+    duration_ms: int
+    reason: str | None = None
+    """Why it blocked or failed; for `ok`, the text it printed for the person (if any)."""
+    source: Literal["user", "workspace"] = "user"
+    parent_tool_call_id: str | None = None
+    kind: str = field(default="hook", init=False)
+
+
 Event = (TextDelta | ToolCallStarted | ToolCallFinished | UsageReport | RetryScheduled | Compacted | FilesChanged
-         | PlanUpdated | McpWaiting)
+         | PlanUpdated | McpWaiting | HookRan)
 
 
 @dataclass(frozen=True)
@@ -239,6 +255,31 @@ class Frontend(Protocol):
 
     def command_runner(self) -> CommandRunner | None:
         """Where run_command runs instead of a local child process (None: locally)."""
+
+
+TrustDecision = Literal["trust", "once", "deny"]
+
+
+@dataclass(frozen=True)
+class TrustRequest:
+    """Whether to apply a workspace's `.toycoder/settings.yaml` (app/trust.py): what it would add."""
+
+    root: str
+    settings_path: str
+    hooks: tuple[str, ...]
+    """The hook commands it would run."""
+    mcp_servers: tuple[str, ...]
+    """The MCP server commands (or URLs) it would start."""
+    allow: tuple[str, ...]
+    """The allow rules it would add."""
+
+
+@runtime_checkable
+class WorkspaceTruster(Protocol):
+    """A Frontend whose client can answer the workspace trust question (a frontend without it: "deny")."""
+
+    async def trust_workspace(self, request: TrustRequest) -> TrustDecision:
+        """"trust" (remembered), "once" (this daemon), or "deny"; anything but an answer is "deny"."""
 
 
 class Recorded(Protocol):

@@ -48,6 +48,9 @@ class Compactor:
 
     def __init__(self, s: Session, cfg: SessionConfig, summarizer: Callable[[], str]):
         self.s, self.cfg, self.summarizer = s, cfg, summarizer
+        self.before: Callable[[Frontend, bool], Awaitable[str]] | None = None
+        """Run before a compaction (PreCompact hooks, given whether it was forced): instructions added
+        to the summarizer's prompt."""
 
     async def __call__(self, frontend: Frontend, summary_model: Callable[[], ChatModel], *,
                        window: ChatModel | None = None, force: bool = False) -> Compaction | None:
@@ -62,8 +65,9 @@ class Compactor:
         except (ProviderError, ConfigError) as e:
             log.warning("no model for the summary: %s", e)
             model = None
-        done = await compact(s.messages.snapshot(), model, self.summarizer(), self.cfg.compress_keep_recent,
-                             s.planners)
+        extra = await self.before(frontend, force) if self.before is not None else ""
+        prompt = self.summarizer() + (f"\n\nAlso: {extra}" if extra else "")
+        done = await compact(s.messages.snapshot(), model, prompt, self.cfg.compress_keep_recent, s.planners)
         if done is None:
             return None
         s.context_mark = (0, 0)

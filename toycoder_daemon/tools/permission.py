@@ -19,7 +19,7 @@ from __future__ import annotations
 import fnmatch
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -200,6 +200,18 @@ class PermissionGate:
             if self._matches(rule, tool.name, subject, for_deny=False):
                 return "allow", rule
         return None
+
+    def steer(self, j: Judgement, decision: str) -> Judgement:
+        """A PreToolUse hook's "allow" or "ask" (agent/hooks/). Allow skips the question, but never a
+        deny rule, a command a deny rule cannot judge, the mode's refusal or leaving the sandbox
+        (those are checked as before); ask asks even where a rule or "always" would let it run."""
+        if j.rule and j.rule[0] in ("deny", "ask"):
+            return j
+        if decision == "ask":
+            return replace(j, rule=("ask", Rule("PreToolUse hook", j.tool.name, None)))
+        if decision == "allow":
+            return replace(j, rule=("allow", Rule("PreToolUse hook", j.tool.name, None)))
+        return j
 
     # ---- the gate -----------------------------------------------------------------------------
 

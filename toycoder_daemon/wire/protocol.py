@@ -253,6 +253,7 @@ CHECKPOINT_RESTORE = "toycoder/checkpoint/restore"
 UPDATE = "toycoder/update"
 REQUEST_PERMISSION = "toycoder/requestPermission"
 ASK_USER = "toycoder/askUser"
+WORKSPACE_TRUST = "toycoder/workspace/trust"
 
 
 # ---- params ---------------------------------------------------------------------------------
@@ -432,9 +433,25 @@ class McpWaitUpdate(Wire):
     """done: those that failed (each also reported with its reason, as window/showMessage)."""
 
 
+class HookUpdate(Wire):
+    """A hook ran (docs/hooks.md): one line in a client, the reason on demand."""
+
+    kind: Literal["hook"] = "hook"
+    event: str
+    """PreToolUse, PostToolUse, UserPromptSubmit, Stop, SubagentStop, SessionStart, SessionEnd or PreCompact."""
+    command: str
+    outcome: Literal["ok", "blocked", "failed", "timeout"]
+    duration_ms: int
+    reason: str | None = None
+    """Why it blocked or failed; for ok, the text it printed for the person."""
+    source: Literal["user", "workspace"] | None = None
+    """Where the hook is configured: the user's config or the workspace's settings file."""
+
+
 Update = Annotated[
     TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate
-    | McpWaitUpdate | ChangesUpdate | SessionChangedUpdate | SessionDeletedUpdate | SessionInfoUpdate | PlanUpdate,
+    | McpWaitUpdate | ChangesUpdate | SessionChangedUpdate | SessionDeletedUpdate | SessionInfoUpdate | PlanUpdate
+    | HookUpdate,
     Field(discriminator="kind"),
 ]
 
@@ -493,6 +510,26 @@ class AskUserResult(Wire):
     cancelled: bool | None = None
 
 
+class TrustAdds(Wire):
+    hooks: list[str]
+    """Hook commands the file would run."""
+    mcp_servers: list[str]
+    """MCP server commands (or URLs) it would start."""
+    allow: list[str]
+    """Allow rules it would add."""
+
+
+class WorkspaceTrustParams(Wire):
+    root: str
+    settings_path: str
+    adds: TrustAdds
+
+
+class WorkspaceTrustResult(Wire):
+    decision: Literal["trust", "once", "deny"]
+    """trust: remembered for this file's content; once: this daemon; deny: none of it (deny rules still apply)."""
+
+
 # ---- the method table -------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -531,6 +568,7 @@ NOTIFICATIONS: tuple[Notification, ...] = (Notification(UPDATE, UpdateParams),)
 DAEMON_REQUESTS: tuple[Request, ...] = (
     Request(REQUEST_PERMISSION, PermissionParams, PermissionResult),
     Request(ASK_USER, AskUserParams, AskUserResult),
+    Request(WORKSPACE_TRUST, WorkspaceTrustParams, WorkspaceTrustResult),
 )
 """daemon -> client requests (sent only when the client announced the capability)."""
 

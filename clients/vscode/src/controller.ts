@@ -10,7 +10,7 @@ import type { DaemonHandlers } from './daemon';
 import { CheckpointDaemon, openChangedFile, restoreTurn } from './changes';
 import { copyCode, insertCode } from './codeBlocks';
 import { DocumentSink, DocumentSync } from './documents';
-import { askPermission, askUser, ShowDiff } from './permission';
+import { askPermission, askUser, askWorkspaceTrust, ShowDiff } from './permission';
 import type { CancelToken, Reviews } from './reviews';
 import { selectionQuestion } from './selection';
 import { ModeDaemon, pickMode, pickSession, SessionHeader } from './sessionHeader';
@@ -111,6 +111,7 @@ export class ChatController implements vscode.Disposable {
       update: (params) => this.onUpdate(params),
       requestPermission: (params, token) => this.requestPermission(params, token),
       askUser: (params, token) => askUser(params, token),
+      workspaceTrust: (params, token) => askWorkspaceTrust(params, token as vscode.CancellationToken),
       progress: (token, value) => this.onProgress(token, value),
       applyEdit: (params) => applyWorkspaceEdit(params, this.options.log),
       showMessage: (type, message) => {

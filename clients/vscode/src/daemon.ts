@@ -27,6 +27,8 @@ import {
   SessionInfo,
   SessionLoadResult,
   UpdateParams,
+  WorkspaceTrustParams,
+  WorkspaceTrustResult,
 } from './shared/protocol';
 import type { ApplyWorkspaceEditParams, ApplyWorkspaceEditResult, ProgressValue } from './shared/lsp';
 import type { ModeInfo } from './sessionHeader';
@@ -50,6 +52,8 @@ export interface DaemonHandlers {
   update(params: UpdateParams): void;
   requestPermission(params: PermissionParams, token: CancellationToken): Promise<PermissionResult>;
   askUser(params: AskUserParams, token: CancellationToken): Promise<AskUserResult>;
+  /** toycoder/workspace/trust; given, the client declares `workspaceTrust`. */
+  workspaceTrust?(params: WorkspaceTrustParams, token: CancellationToken): Promise<WorkspaceTrustResult>;
   progress?(token: string | number, value: ProgressValue): void;
   /** workspace/applyEdit; given, the client declares `workspace.applyEdit` and open files are edited here. */
   applyEdit?(params: ApplyWorkspaceEditParams): Promise<ApplyWorkspaceEditResult>;
@@ -72,9 +76,9 @@ export interface InitializeResult {
  * `workspaceEdit.documentChanges` so edits carry the document version they were made against
  * (applyEdit.ts refuses a mismatch).
  */
-export function clientCapabilities(appliesEdits: boolean): Record<string, unknown> {
+export function clientCapabilities(appliesEdits: boolean, answersTrust = false): Record<string, unknown> {
   return {
-    experimental: { toycoder: { permissionRequest: true, askUser: true } },
+    experimental: { toycoder: { permissionRequest: true, askUser: true, ...(answersTrust ? { workspaceTrust: true } : {}) } },
     window: { workDoneProgress: true },
     ...(appliesEdits ? { workspace: { applyEdit: true, workspaceEdit: { documentChanges: true } } } : {}),
     textDocument: { synchronization: { dynamicRegistration: false, didSave: false } },
@@ -158,6 +162,13 @@ export class DaemonClient {
         return { cancelled: true } satisfies AskUserResult;
       }
     });
+    connection.onRequest(Methods.workspaceTrust, async (params: WorkspaceTrustParams, token) => {
+      try {
+        return handlers.workspaceTrust ? await handlers.workspaceTrust(params, token) : { decision: 'deny' };
+      } catch {
+        return { decision: 'deny' } satisfies WorkspaceTrustResult;
+      }
+    });
     connection.onRequest('workspace/applyEdit', async (params: ApplyWorkspaceEditParams): Promise<ApplyWorkspaceEditResult> => {
       if (!handlers.applyEdit) return { applied: false, failureReason: 'this client does not apply edits' };
       try {
@@ -192,7 +203,7 @@ export class DaemonClient {
       rootPath: root ?? null,
       workspaceFolders: root ? [{ uri: pathToFileURL(root).href, name: root.split(/[\\/]/).pop() || root }] : null,
       initializationOptions: options.configPath ? { configPath: options.configPath } : {},
-      capabilities: clientCapabilities(handlers.applyEdit !== undefined),
+      capabilities: clientCapabilities(handlers.applyEdit !== undefined, handlers.workspaceTrust !== undefined),
     });
     init.catch(() => undefined);
     let result: InitializeResult;

@@ -1,11 +1,14 @@
 /**
  * Answers to the daemon's questions: toycoder/requestPermission as a native modal (with "Show diff"),
- * toycoder/askUser as a QuickPick or an input box. Dismissing is a "no". When the daemon cancels
+ * toycoder/askUser as a QuickPick or an input box, toycoder/workspace/trust as a modal with Trust /
+ * Once / Deny. Dismissing is a "no". When the daemon cancels
  * the request ($/cancelRequest, e.g. the turn was stopped) we stop waiting at once.
  */
 
 import * as vscode from 'vscode';
-import type { AskUserParams, AskUserResult, Decision, PermissionParams, PermissionResult } from './shared/protocol';
+import type {
+  AskUserParams, AskUserResult, Decision, PermissionParams, PermissionResult, WorkspaceTrustParams, WorkspaceTrustResult,
+} from './shared/protocol';
 
 export const ALLOW_ONCE = 'Allow once';
 export const ALLOW_ALWAYS = 'Always allow';
@@ -101,4 +104,34 @@ export async function askUser(params: AskUserParams, token: vscode.CancellationT
   }
   if (token.isCancellationRequested || answer === undefined) return cancelled;
   return { answer };
+}
+
+export const TRUST = 'Trust';
+export const TRUST_ONCE = 'Once';
+const TRUST_ANSWERS: Record<string, WorkspaceTrustResult['decision']> = { [TRUST]: 'trust', [TRUST_ONCE]: 'once', [DENY]: 'deny' };
+
+export function trustDetail(params: WorkspaceTrustParams): string {
+  const lines = [`${params.settingsPath} would add:`];
+  for (const hook of params.adds.hooks) lines.push(`hook: ${hook}`);
+  for (const server of params.adds.mcpServers) lines.push(`MCP server: ${server}`);
+  for (const rule of params.adds.allow) lines.push(`allow rule: ${rule}`);
+  lines.push('Its deny rules apply either way.');
+  return lines.join('\n');
+}
+
+/** The workspace's settings file: Trust (remembered for this content), Once, or Deny (also dismissing). */
+export async function askWorkspaceTrust(
+  params: WorkspaceTrustParams, token: vscode.CancellationToken,
+): Promise<WorkspaceTrustResult> {
+  const choice = await unlessCancelled(
+    vscode.window.showWarningMessage(
+      "Trust this workspace's ToyCoder settings?",
+      { modal: true, detail: trustDetail(params) },
+      TRUST, TRUST_ONCE, DENY,
+    ),
+    token,
+    undefined,
+  );
+  if (token.isCancellationRequested) return { decision: 'deny' };
+  return { decision: (choice && TRUST_ANSWERS[choice]) || 'deny' };
 }

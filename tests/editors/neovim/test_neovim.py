@@ -412,6 +412,20 @@ def test_ask_user_with_options_and_free_text(editor, llm: FakeLLM) -> None:
     assert "did not answer" in outputs[2]
 
 
+def test_workspace_trust_is_asked_with_vim_ui_select_and_a_hook_run_is_one_line(editor, llm: FakeLLM,
+                                                                                  workspace: Path) -> None:
+    (workspace / ".toycoder").mkdir()
+    (workspace / ".toycoder" / "settings.yaml").write_text(
+        "hooks:\n  UserPromptSubmit:\n    - hooks: [{type: command, command: 'echo from the hook'}]\n")
+    ed = editor(extra="hooks_workspace_sandbox: false\n")
+    ed.answer("Trust")
+    llm.add({"text": "Done."})
+    chat = ed.prompt("hello")
+    asked = ed.lua("return T.selects")
+    assert asked[0]["items"] == ["Trust", "Once", "Deny"] and "hook: echo from the hook" in asked[0]["prompt"]
+    assert "hook UserPromptSubmit `echo from the hook` ok (" in chat and "ms): from the hook" in chat
+
+
 def test_cancel_request_and_cancel_close_a_pending_permission_prompt(editor, llm: FakeLLM, workspace: Path) -> None:
     ed = editor(extra="permissions: {timeout_seconds: 0.5}\n")
     # Nobody answers: the daemon gives up after its timeout and sends $/cancelRequest; the prompt

@@ -259,6 +259,20 @@ def test_one_shot_denial_only_turn_exits_3_and_verbose_streams_to_stderr(
     assert not (workspace / "NOTES.md").exists()
 
 
+def test_one_shot_never_trusts_the_workspace_unless_told(tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
+    cfg = write_config(tmp_path / "c.yaml", llm, extra="hooks_workspace_sandbox: false\n")
+    (workspace / ".toycoder").mkdir()
+    (workspace / ".toycoder" / "settings.yaml").write_text(
+        "hooks:\n  UserPromptSubmit:\n    - hooks: [{type: command, command: 'echo ran >> hook.log'}]\n")
+    llm.add({"text": "One."}, {"text": "Two."})
+    p = toycoder(["--config", str(cfg), "-p", "hi"], workspace)
+    assert p.returncode == 0, p.stderr
+    assert not (workspace / "hook.log").exists() and "--trust-workspace" in p.stderr
+    p = toycoder(["--config", str(cfg), "-p", "hi", "--trust-workspace"], workspace)
+    assert p.returncode == 0, p.stderr
+    assert (workspace / "hook.log").read_text() == "ran\n" and p.stdout == "Two.\n"
+
+
 def test_one_shot_json_lines(tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
     cfg = write_config(tmp_path / "c.yaml", llm)
     llm.add({"text": "Looking.", "tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},

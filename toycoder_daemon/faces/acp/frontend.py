@@ -23,6 +23,7 @@ from toycoder_daemon.core.ports import (
     EditApplied,
     Event,
     FilesChanged,
+    HookRan,
     McpWaiting,
     PermissionRequest,
     PlanUpdated,
@@ -30,6 +31,8 @@ from toycoder_daemon.core.ports import (
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
+    TrustDecision,
+    TrustRequest,
     UsageReport,
 )
 from toycoder_daemon.faces.acp import client as wire
@@ -49,6 +52,11 @@ _MCP_WAITS = itertools.count(1)  # tool call ids of MCP waits, unique in the pro
 OPTIONS = [{"optionId": "allow_once", "name": "Allow", "kind": "allow_once"},
            {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
            {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"}]
+TRUST_OPTIONS = [{"optionId": "allow_always", "name": "Trust", "kind": "allow_always"},
+                 {"optionId": "allow_once", "name": "Once", "kind": "allow_once"},
+                 {"optionId": "reject", "name": "Deny", "kind": "reject_once"}]
+TRUST_ANSWERS: dict[str, TrustDecision] = {"allow_always": "trust", "allow_once": "once"}
+_TRUST_CALLS = itertools.count(1)
 
 
 def tool_kind(name: str, app: App) -> str:
@@ -235,6 +243,12 @@ class AcpFrontend:
         call, self._mcp_wait = self._mcp_wait, ""
         return wire.tool_call_update(call, "failed" if event.failed else "completed", [wire.text_content(text)])
 
+    def _hook(self, event: HookRan) -> Any:
+        """A hook's run as one line of the agent's thought (ACP has no such update)."""
+        why = f": {event.reason}" if event.reason else ""
+        return wire.chunk(f"\n[hook {event.event} `{event.command}` {event.outcome} ({event.duration_ms} ms){why}]\n",
+                          "agent_thought_chunk")
+
     def _changes(self, event: FilesChanged) -> Any:
         if event.parent_tool_call_id:
             return None
@@ -308,6 +322,25 @@ class AcpFrontend:
             self.send(wire.tool_call_update(request.tool_call_id, "in_progress"))
         return decision
 
+    async def trust_workspace(self, request: TrustRequest) -> TrustDecision:
+        """session/request_permission on a "Trust this workspace's settings" call listing what it adds."""
+        await self.drain()
+        lines = [*(f"hook: {c}" for c in request.hooks), *(f"MCP server: {c}" for c in request.mcp_servers),
+                 *(f"allow rule: {r}" for r in request.allow)]
+        call = wire.permission_call(f"workspace-trust-{next(_TRUST_CALLS)}", "Trust this workspace's settings",
+                                    "other", {"settingsPath": request.settings_path},
+                                    [wire.text_content(f"{request.settings_path} would add:\n" + "\n".join(lines))],
+                                    [{"path": request.settings_path}])
+        params = {"sessionId": self.session_id, "toolCall": call, "options": TRUST_OPTIONS}
+        try:
+            answer = await reply_within(self.client.request("session/request_permission", params), self._timeout())
+            return TRUST_ANSWERS.get(wire.permission_choice(answer), "deny")
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # timeout, error reply, malformed answer, client gone: not a yes
+            log.info("workspace trust not granted (%s: %s)", type(e).__name__, e)
+            return "deny"
+
     async def ask(self, question: str, options: list[str] | None) -> str | None:
         """Form elicitation (an unstable ACP feature) when the client offers it; otherwise None."""
         if not self.can_elicit:
@@ -339,4 +372,5 @@ _MAPPINGS: dict[type, Callable[[AcpFrontend, Any], Any]] = {
     Compacted: AcpFrontend._compaction,
     FilesChanged: AcpFrontend._changes,
     PlanUpdated: lambda f, e: wire.plan(e.entries),
+    HookRan: AcpFrontend._hook,
 }

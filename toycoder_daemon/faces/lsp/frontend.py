@@ -19,8 +19,10 @@ from toycoder_daemon.core.ports import (
     PermissionRequest,
     TextDelta,
     ToolCallStarted,
+    TrustDecision,
+    TrustRequest,
 )
-from toycoder_daemon.faces.lsp.mapping import apply_edit_params, update_payload
+from toycoder_daemon.faces.lsp.mapping import apply_edit_params, trust_params, update_payload
 from toycoder_daemon.rpc.coalesce import TextCoalescer
 from toycoder_daemon.rpc.reply_wait import reply_within
 from toycoder_daemon.wire import protocol as wire
@@ -185,6 +187,22 @@ class EditorFrontend:
         except Exception as e:
             log.info("question not answered (%s)", type(e).__name__)
             return None
+
+    async def trust_workspace(self, request: TrustRequest) -> TrustDecision:
+        """toycoder/workspace/trust, to a client that announced `workspaceTrust`; else "deny"."""
+        self.flush()
+        if not self.link.client_can("workspaceTrust"):
+            return "deny"
+        self.progress("waiting for you to trust this workspace's settings")
+        try:
+            result = await self._request(wire.WORKSPACE_TRUST, trust_params(request).dump(),
+                                         self.link.permission_timeout())
+            return wire.WorkspaceTrustResult.model_validate(result or {}).decision
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # timeout, error reply, malformed answer: not a yes
+            log.info("workspace trust not granted (%s)", type(e).__name__)
+            return "deny"
 
     # ---- edits through the editor (workspace/applyEdit) ---------------------------------------
 

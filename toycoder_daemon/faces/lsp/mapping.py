@@ -19,6 +19,7 @@ from toycoder_daemon.core.ports import (
     Compacted,
     Event,
     FilesChanged,
+    HookRan,
     McpWaiting,
     ModelsInfo,
     PlanEntry,
@@ -28,6 +29,7 @@ from toycoder_daemon.core.ports import (
     ToolCallFinished,
     ToolCallStarted,
     ToolSummary,
+    TrustRequest,
     UsageReport,
 )
 from toycoder_daemon.llm.base import Usage
@@ -149,6 +151,17 @@ def _retry(e: RetryScheduled) -> wire.Update:
 @_maps(McpWaiting)
 def _mcp_wait(e: McpWaiting) -> wire.Update:
     return wire.McpWaitUpdate(state=e.state, servers=list(e.servers), failed=list(e.failed) or None)
+
+
+@_maps(HookRan)
+def _hook(e: HookRan) -> wire.Update:
+    return wire.HookUpdate(event=e.event, command=e.command, outcome=e.outcome, duration_ms=e.duration_ms,
+                           reason=e.reason, source=e.source)
+
+
+def trust_params(r: TrustRequest) -> wire.WorkspaceTrustParams:
+    return wire.WorkspaceTrustParams(root=r.root, settings_path=r.settings_path, adds=wire.TrustAdds(
+        hooks=list(r.hooks), mcp_servers=list(r.mcp_servers), allow=list(r.allow)))
 
 
 @_maps(Compacted)

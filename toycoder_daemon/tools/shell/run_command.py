@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 from toycoder_daemon.core.ports import CommandNotStarted, CommandRequest, CommandRunner
@@ -120,11 +121,11 @@ def _kill_tree(root: int, *, within: float = KILL_TREE_LIMIT) -> None:
         wait = tree.next_wait(wait)
 
 
-async def _stop(proc: asyncio.subprocess.Process, run: Prepared) -> None:
+async def _stop(proc: asyncio.subprocess.Process, run: Prepared, grace: float = KILL_GRACE) -> None:
     """TERM the group, then KILL whatever is still there."""
     _kill_group(proc.pid, signal.SIGTERM)
     with contextlib.suppress(asyncio.TimeoutError):
-        await asyncio.wait_for(proc.wait(), KILL_GRACE)
+        await asyncio.wait_for(proc.wait(), grace)
     if proc.returncode is None:  # still there after the grace: its tree first, while it is below it
         run.kill()  # its cgroup, when it has one: the walk below then finds nothing left running
         await asyncio.to_thread(_kill_tree, proc.pid)
@@ -255,3 +256,70 @@ async def _run(run: Prepared, ctx: ToolContext, command: str, seconds: float, li
     else:
         status = f"exit code {proc.returncode} ({elapsed:.1f}s)"
     return _observation(run, ctx, command, status, out)
+
+
+# ---- a command fed on stdin, its streams kept apart (hooks: agent/hooks/) ---------------------
+
+@dataclass
+class Finished:
+    """How a command run by `run_fed` ended, with the start of each stream."""
+
+    exit_code: int | None
+    """None when it timed out or was killed by a signal."""
+    stdout: bytes
+    stderr: bytes
+    stdout_cut: int = 0
+    """Bytes of stdout past the cap that were dropped (likewise stderr_cut)."""
+    stderr_cut: int = 0
+    timed_out: bool = False
+
+
+async def run_fed(run: Prepared, stdin: bytes, seconds: float, cap: int, *, grace: float = KILL_GRACE) -> Finished:
+    """Run a prepared command (sandbox.command.prepare) with `stdin`, in its own process group, keeping
+    the first `cap` bytes of stdout and of stderr. At `seconds` the group gets TERM, `grace` seconds
+    later KILL (with the tree below a sandbox launcher), as run_command's own commands; a cancel
+    does the same, and the daemon's exit kills it (kill_all)."""
+    proc = await asyncio.create_subprocess_exec(
+        *run.argv, cwd=run.cwd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, env=run.env, start_new_session=True)
+    _live_groups[proc.pid] = signal.SIGTERM if run.spec is not None else signal.SIGKILL
+    kept = {"out": bytearray(), "err": bytearray()}
+    cut = {"out": 0, "err": 0}
+
+    async def pump(stream: asyncio.StreamReader | None, name: str) -> None:
+        assert stream is not None
+        while chunk := await stream.read(65536):
+            room = cap - len(kept[name])
+            kept[name] += chunk[:max(room, 0)]
+            cut[name] += max(len(chunk) - max(room, 0), 0)
+
+    async def feed() -> None:
+        assert proc.stdin is not None
+        try:
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # it need not read its input
+                proc.stdin.write(stdin)
+                await proc.stdin.drain()
+        finally:
+            proc.stdin.close()  # also when it exited first: an open pipe would outlive the process
+
+    readers = [asyncio.ensure_future(pump(proc.stdout, "out")), asyncio.ensure_future(pump(proc.stderr, "err")),
+               asyncio.ensure_future(feed())]
+    timed_out = False
+    try:
+        await asyncio.wait_for(proc.wait(), seconds)
+    except asyncio.TimeoutError:
+        timed_out = True
+        await _stop(proc, run, grace)
+    except asyncio.CancelledError:
+        await asyncio.shield(_stop(proc, run, grace))
+        _live_groups.pop(proc.pid, None)
+        for r in readers:
+            r.cancel()
+        raise
+    _kill_group(proc.pid, signal.SIGKILL)  # what it left in the background goes with it
+    _live_groups.pop(proc.pid, None)
+    done, pending = await asyncio.wait(readers, timeout=KILL_GRACE)
+    for r in pending:
+        r.cancel()
+    code = None if timed_out or proc.returncode is None or proc.returncode < 0 else proc.returncode
+    return Finished(code, bytes(kept["out"]), bytes(kept["err"]), cut["out"], cut["err"], timed_out)

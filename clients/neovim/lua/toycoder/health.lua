@@ -52,7 +52,7 @@ local function probe(cmd)
   client.request("initialize", {
     processId = vim.fn.getpid(),
     rootUri = vim.uri_from_fname(root),
-    capabilities = { experimental = { toycoder = { permissionRequest = true, askUser = true } } },
+    capabilities = { experimental = { toycoder = { permissionRequest = true, askUser = true, workspaceTrust = true } } },
     initializationOptions = init_options,
   }, function(err)
     init_done = true

@@ -130,6 +130,7 @@ end)
 
 daemon.on_request("toycoder/requestPermission", prompts.request_permission)
 daemon.on_request("toycoder/askUser", prompts.ask_user)
+daemon.on_request("toycoder/workspace/trust", prompts.workspace_trust)
 daemon.on_request("window/showMessageRequest", prompts.show_message_request)
 daemon.on_request("workspace/applyEdit", function(params)
   return require("toycoder.apply_edit").handle(params)

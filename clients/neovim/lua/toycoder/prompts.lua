@@ -1,5 +1,5 @@
---- Questions from the daemon: toycoder/requestPermission (the review window, see review.lua) and
---- toycoder/askUser (vim.ui.select / vim.ui.input). They wait inside the RPC coroutine without
+--- Questions from the daemon: toycoder/requestPermission (the review window, see review.lua),
+--- toycoder/askUser (vim.ui.select / vim.ui.input) and toycoder/workspace/trust (vim.ui.select). They wait inside the RPC coroutine without
 --- freezing the editor; $/cancelRequest (or the end of their turn) closes them.
 local review = require("toycoder.review")
 
@@ -145,6 +145,24 @@ function M.ask_user(params, ctx)
     return { cancelled = true }
   end
   return { answer = text }
+end
+
+--- toycoder/workspace/trust: what the workspace's settings file would add, then Trust / Once / Deny
+--- (vim.ui.select); dismissing it is "deny".
+local TRUST = { Trust = "trust", Once = "once", Deny = "deny" }
+
+function M.workspace_trust(params, ctx)
+  local adds = type(params.adds) == "table" and params.adds or {}
+  local lines = { ("%s would add:"):format(params.settingsPath or "the workspace's settings") }
+  for _, row in ipairs({ { "hook", adds.hooks }, { "MCP server", adds.mcpServers }, { "allow rule", adds.allow } }) do
+    for _, item in ipairs(type(row[2]) == "table" and row[2] or {}) do
+      table.insert(lines, ("  %s: %s"):format(row[1], item))
+    end
+  end
+  table.insert(lines, "Trust this workspace's settings?")
+  local choice = ask(ctx, params, "select", { "Trust", "Once", "Deny" },
+    { prompt = table.concat(lines, "\n"), kind = "toycoder.trust" })
+  return { decision = TRUST[choice] or "deny" }
 end
 
 --- The standard LSP fallback (we declare our capabilities, but answer it properly anyway).

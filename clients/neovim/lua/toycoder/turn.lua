@@ -282,6 +282,11 @@ function M.update(turn, params)
     add_item(c, notice_chunks(c, text))
   elseif kind == "mcp_wait" then
     mcp_wait(turn, c, u)
+  elseif kind == "hook" then
+    local why = type(u.reason) == "string" and u.reason ~= "" and (": " .. one_line(u.reason, 200)) or ""
+    local text = ("hook %s `%s` %s (%s ms)%s"):format(u.event or "?", one_line(u.command or "", 80),
+      u.outcome or "?", u.durationMs or "?", why)
+    add_item(c, notice_chunks(c, text))
   elseif kind == "compaction" then
     local text = ("context compacted (%s): %s -> %s messages"):format(u.strategy or "?", u.before or "?", u.after or "?")
     add_item(c, notice_chunks(c, text))

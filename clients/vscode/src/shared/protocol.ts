@@ -27,6 +27,7 @@ export const Methods = {
   update: 'toycoder/update',
   requestPermission: 'toycoder/requestPermission',
   askUser: 'toycoder/askUser',
+  workspaceTrust: 'toycoder/workspace/trust',
 } as const;
 
 export const ErrorCodes = {
@@ -51,7 +52,7 @@ export type StopReason = 'end_turn' | 'max_steps' | 'max_tokens' | 'cancelled' |
 
 export type Decision = 'allow_once' | 'allow_always' | 'reject';
 
-export type Update = TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate | McpWaitUpdate | ChangesUpdate | SessionChangedUpdate | SessionDeletedUpdate | SessionInfoUpdate | PlanUpdate;
+export type Update = TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate | McpWaitUpdate | ChangesUpdate | SessionChangedUpdate | SessionDeletedUpdate | SessionInfoUpdate | PlanUpdate | HookUpdate;
 
 export type Action = SwitchAction | QuitAction;
 
@@ -204,6 +205,19 @@ export interface SessionInfoUpdate {
 export interface PlanUpdate {
   kind: 'plan';
   entries: PlanEntryInfo[];
+}
+
+export interface HookUpdate {
+  kind: 'hook';
+  /** PreToolUse, PostToolUse, UserPromptSubmit, Stop, SubagentStop, SessionStart, SessionEnd or PreCompact. */
+  event: string;
+  command: string;
+  outcome: 'ok' | 'blocked' | 'failed' | 'timeout';
+  durationMs: number;
+  /** Why it blocked or failed; for ok, the text it printed for the person. */
+  reason?: string;
+  /** Where the hook is configured: the user's config or the workspace's settings file. */
+  source?: 'user' | 'workspace';
 }
 
 export interface UpdateParams {
@@ -426,6 +440,26 @@ export interface AskUserResult {
   cancelled?: boolean;
 }
 
+export interface TrustAdds {
+  /** Hook commands the file would run. */
+  hooks: string[];
+  /** MCP server commands (or URLs) it would start. */
+  mcpServers: string[];
+  /** Allow rules it would add. */
+  allow: string[];
+}
+
+export interface WorkspaceTrustParams {
+  root: string;
+  settingsPath: string;
+  adds: TrustAdds;
+}
+
+export interface WorkspaceTrustResult {
+  /** trust: remembered for this file's content; once: this daemon; deny: none of it (deny rules still apply). */
+  decision: 'trust' | 'once' | 'deny';
+}
+
 /** client -> daemon requests: params and result of each method. */
 export interface Requests {
   'toycoder/session/new': { params: SessionNewParams; result: SessionInfo };
@@ -449,6 +483,7 @@ export interface Requests {
 export interface DaemonRequests {
   'toycoder/requestPermission': { params: PermissionParams; result: PermissionResult };
   'toycoder/askUser': { params: AskUserParams; result: AskUserResult };
+  'toycoder/workspace/trust': { params: WorkspaceTrustParams; result: WorkspaceTrustResult };
 }
 
 /** daemon -> client notifications: params of each method. */

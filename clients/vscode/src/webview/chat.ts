@@ -203,6 +203,9 @@ export class ChatView {
       case 'mcp_wait':
         turn.mcpWait(u);
         break;
+      case 'hook':
+        turn.hook(u, parent);
+        break;
       case 'compaction':
         turn.notice(`Context compacted (${u.strategy}): ${u.before} → ${u.after} messages`, 'compaction', parent);
         break;

@@ -145,6 +145,14 @@ export class TurnView {
     if (failed.length) el.classList.add('failed');
   }
 
+  /** A hook's run: one line (event, command, outcome, time); its reason shown on a click. */
+  hook(update: Extract<Update, { kind: 'hook' }>, parentToolCallId?: string): void {
+    const el = h('details', `notice hook ${update.outcome}`);
+    el.append(h('summary', '', `Hook ${update.event} \`${update.command}\` ${update.outcome} (${update.durationMs} ms)`));
+    if (update.reason) el.append(h('pre', 'hook-reason', update.reason));
+    this.append(this.container(parentToolCallId), el);
+  }
+
   /** The plan card: where the first plan arrived, its list replaced by each later one. */
   plan(entries: PlanEntryInfo[]): void {
     if (!this.planEl) {

@@ -6,7 +6,7 @@
  */
 
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import * as vscode from 'vscode';
@@ -15,7 +15,9 @@ import { applyWorkspaceEdit } from '../../src/applyEdit';
 import { DaemonClient, DaemonError, DaemonHandlers } from '../../src/daemon';
 import { DocumentSync } from '../../src/documents';
 import type { ApplyWorkspaceEditParams, ProgressValue } from '../../src/shared/lsp';
-import type { AskUserParams, AskUserResult, PermissionParams, PermissionResult, UpdateParams } from '../../src/shared/protocol';
+import type {
+  AskUserParams, AskUserResult, PermissionParams, PermissionResult, UpdateParams, WorkspaceTrustParams,
+} from '../../src/shared/protocol';
 import { applyUnifiedDiff } from '../../src/unifiedDiff';
 import { StubDocument, Uri } from '../../stubs/vscode';
 import { DAEMON_COMMAND, FakeLlm, makeWorkspace, startFakeLlm, TestWorkspace, waitFor, writeConfig } from '../helpers/env';
@@ -38,7 +40,8 @@ after(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
 });
 
-async function harness(replies: unknown[], applyEdit?: DaemonHandlers['applyEdit']): Promise<Harness> {
+async function harness(replies: unknown[], applyEdit?: DaemonHandlers['applyEdit'],
+  workspaceTrust?: DaemonHandlers['workspaceTrust']): Promise<Harness> {
   const ws = makeWorkspace();
   const llm = await startFakeLlm(ws.dir, replies);
   cleanups.push(() => llm.stop());
@@ -57,6 +60,7 @@ async function harness(replies: unknown[], applyEdit?: DaemonHandlers['applyEdit
     stderr: (line) => h.stderr.push(line),
     exit: (code, signal) => h.exits.push([code, signal]),
     applyEdit,
+    workspaceTrust,
   };
   h.client = await DaemonClient.start({
     command: DAEMON_COMMAND, root: ws.root, configPath: writeConfig(ws, llm.baseUrl), env: ws.env, logLevel: 'INFO',
@@ -286,4 +290,21 @@ test('a daemon that dies is reported through the exit handler; start failures re
   const noop = { update() {}, requestPermission: async () => ({ decision: 'reject' as const }), askUser: async () => ({ cancelled: true as const }) };
   await assert.rejects(DaemonClient.start({ command: ['/nonexistent/toycoder-daemon'] }, noop), /was not found/);
   await assert.rejects(DaemonClient.start({ command: ['sh', '-c', 'echo broken config >&2; exit 3'] }, noop), /exited during start \(code 3\):\nbroken config/);
+});
+
+test('the workspace trust request is answered by the client, then the workspace hook runs as a hook update', async () => {
+  const asked: WorkspaceTrustParams[] = [];
+  const h = await harness([{ text: 'ok' }], undefined, async (p) => {
+    asked.push(p);
+    return { decision: 'once' };
+  });
+  mkdirSync(join(h.ws.root, '.toycoder'));
+  writeFileSync(join(h.ws.root, '.toycoder', 'settings.yaml'),
+    "hooks:\n  UserPromptSubmit:\n    - hooks: [{type: command, command: 'echo hooked'}]\n");
+  const session = await h.client.newSession();
+  await h.client.prompt(session.sessionId, 'hello');
+  assert.deepEqual(asked.map((p) => p.adds.hooks), [['echo hooked']], diag(h));
+  const hooks = h.updates.map((u) => u.update).filter((u) => u.kind === 'hook');
+  assert.equal(hooks.length, 1, diag(h));
+  assert.equal(hooks[0].kind === 'hook' && hooks[0].event, 'UserPromptSubmit');
 });

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { beforeEach, test } from 'node:test';
 import * as vscode from 'vscode';
-import { askPermission, askUser, permissionDetail } from '../../src/permission';
-import type { PermissionParams } from '../../src/shared/protocol';
+import { askPermission, askUser, askWorkspaceTrust, permissionDetail } from '../../src/permission';
+import type { PermissionParams, WorkspaceTrustParams } from '../../src/shared/protocol';
 import { CancellationTokenSource, calls, resetStub } from '../../stubs/vscode';
 
 const diffRequest: PermissionParams = {
@@ -99,4 +99,24 @@ test('askUser passes the token on and a cancelled question answers cancelled', a
   source.cancel();
   assert.deepEqual(await pending, { cancelled: true });
   assert.equal(received, source.token);
+});
+
+const trustRequest: WorkspaceTrustParams = {
+  root: '/w', settingsPath: '/w/.toycoder/settings.yaml',
+  adds: { hooks: ['make lint'], mcpServers: ['npx srv'], allow: ['run_command(make *)'] },
+};
+
+test('workspace trust: a modal with Trust, Once and Deny listing what the file adds', async () => {
+  answers('Trust');
+  assert.deepEqual(await askWorkspaceTrust(trustRequest, token()), { decision: 'trust' });
+  const [, args] = calls.find(([n]) => n === 'window.showWarningMessage')!;
+  assert.equal((args[1] as { modal: boolean }).modal, true);
+  assert.deepEqual(args.slice(2), ['Trust', 'Once', 'Deny']);
+  const detail = (args[1] as { detail: string }).detail;
+  assert.ok(detail.includes('hook: make lint') && detail.includes('MCP server: npx srv')
+    && detail.includes('allow rule: run_command(make *)'), detail);
+  answers('Once');
+  assert.deepEqual(await askWorkspaceTrust(trustRequest, token()), { decision: 'once' });
+  answers(undefined);
+  assert.deepEqual(await askWorkspaceTrust(trustRequest, token()), { decision: 'deny' });
 });

@@ -129,6 +129,19 @@ test('a wait for MCP servers is one notice, then says which are ready and which 
   assert.equal(await page.textContent('.notice.mcp-wait.failed'), 'MCP servers ready: github; failed: db');
 });
 
+test('a hook run is one line, its reason on a click', async () => {
+  const c = await chat();
+  const { page } = c;
+  await c.send({ type: 'turnStarted', text: 'go' });
+  await c.send(upd({ kind: 'hook', event: 'PreToolUse', command: 'ruff check', outcome: 'failed', durationMs: 12,
+    reason: 'exit code 127: ruff: not found' }));
+  await page.waitForSelector('.notice.hook.failed');
+  assert.equal(await page.textContent('.notice.hook.failed summary'), 'Hook PreToolUse `ruff check` failed (12 ms)');
+  assert.equal(await page.isVisible('.notice.hook .hook-reason'), false, 'the reason waits for a click');
+  await page.click('.notice.hook summary');
+  assert.equal(await page.textContent('.notice.hook .hook-reason'), 'exit code 127: ruff: not found');
+});
+
 test('the prompt box: Enter sends, Shift+Enter is a newline, slash completion, Stop sends cancel', async () => {
   const c = await chat();
   const { page } = c;
