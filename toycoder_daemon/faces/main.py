@@ -30,6 +30,7 @@ def _check_config(path: str | None) -> int:
 
     from toycoder_daemon.config.model import find_config, load_config
     from toycoder_daemon.core.errors import ConfigError
+    from toycoder_daemon.core.util import secrets
     from toycoder_daemon.tools.shell.sandbox.probe import status as sandbox_status
 
     try:
@@ -39,7 +40,8 @@ def _check_config(path: str | None) -> int:
         return 2
     print(json.dumps({
         "valid": True, "path": str(found) if found else None, "defaultProvider": cfg.default_provider,
-        "providers": [{"name": n, "baseUrl": p.base_url, "models": p.models.model_dump(), "keyCount": len(p.api_keys)}
+        "providers": [{"name": n, "baseUrl": secrets.shown_url(p.base_url) if p.base_url else None,
+                        "models": p.models.model_dump(), "keyCount": len(p.api_keys)}
                       for n, p in cfg.providers.items()],
         "sandbox": sandbox_status(cfg.tools.run_command.sandbox),
     }))
