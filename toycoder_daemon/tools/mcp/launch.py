@@ -38,8 +38,9 @@ class ParentGone(Exception):
 
 
 def _gone(signum: int, frame: object) -> None:
-    # Once: the kernel sends the death signal again each time the parent *thread* dies (a daemon's
-    # threads end one by one), and a second raise would cut the TERM-then-KILL below short.
+    # Once per delivery: the kernel sends the death signal each time the parent *thread* ends (a
+    # killed daemon's threads end one by one), and a second raise would cut the TERM-then-KILL
+    # below short. _wait re-arms it when the daemon itself is still there.
     signal.signal(PARENT_GONE, _ignore)
     raise ParentGone
 
@@ -92,6 +93,21 @@ def _run_server(program: list[str]) -> None:
     os._exit(127)
 
 
+def _wait(server: int, daemon: int) -> None:
+    """Wait for the server and exit as it did; return once the daemon is gone."""
+    while True:
+        try:
+            _, status = os.waitpid(server, 0)
+        except ChildProcessError:
+            os._exit(0)
+        except ParentGone:
+            if os.getppid() == daemon:  # only the daemon's thread that started us ended: keep serving
+                signal.signal(PARENT_GONE, _gone)
+                continue
+            return
+        _exit_as(status)
+
+
 def main(argv: list[str]) -> None:
     daemon, program = int(argv[1]), json.loads(os.environ[ARGV_VAR])
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -107,14 +123,11 @@ def main(argv: list[str]) -> None:
             _run_server(program)
         os.close(0)
         os.close(1)
-        try:
-            _, status = os.waitpid(server, 0)
-        except ChildProcessError:
-            os._exit(0)
-        _exit_as(status)
+        _wait(server, daemon)
     except ParentGone:
-        _end_group(server or os.getpid())
-        os._exit(1)
+        pass
+    _end_group(server or os.getpid())
+    os._exit(1)
 
 
 if __name__ == "__main__":

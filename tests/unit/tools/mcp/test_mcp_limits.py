@@ -77,3 +77,41 @@ async def test_the_server_runs_under_the_launcher_in_its_group_and_exits_as_it_d
                 await anyio.sleep(0.02)
     assert seen.read_text() == f"{launcher} {launcher}"  # the launcher leads the group and is the parent
     assert child.returncode == 3 and launcher not in mcp_stdio._live  # stdin closed: it exited, with its code
+
+
+def test_the_launcher_outlives_the_daemon_thread_that_started_it(tmp_path: Path) -> None:
+    """The death signal comes when the parent *thread* ends: the launcher ends the group only when
+    the daemon process is gone. Here the thread that started it ends and the signal comes again
+    while this process (its daemon) lives: the server keeps running and its exit code comes back."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import threading
+
+    from helpers import kill_process_groups, processes_with, unique_marker
+    from waiting import wait_until
+
+    tag = unique_marker("toycoder-launcher-thread")
+    trigger = tmp_path / "exit-now"
+    code = f"import os, sys, time\nwhile not os.path.exists({str(trigger)!r}): time.sleep(0.05)\nsys.exit(5)"
+    started: list[subprocess.Popen[bytes]] = []
+
+    def spawn() -> None:
+        started.append(subprocess.Popen(
+            [sys.executable, "-I", "-S", mcp_stdio.LAUNCH, str(os.getpid())], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, start_new_session=True,
+            env={**os.environ, mcp_stdio.ARGV_VAR: json.dumps([sys.executable, "-c", code, tag])}))
+
+    t = threading.Thread(target=spawn)
+    t.start()
+    t.join()  # the forking thread is gone; this process is not
+    launcher = started[0]
+    try:
+        wait_until(lambda: processes_with(tag), scaled(20), "the server")
+        os.kill(launcher.pid, signal.SIGUSR2)  # the death signal once more, its daemon still alive
+        trigger.write_text("")
+        assert launcher.wait(scaled(20)) == 5  # the server's own exit, not the group ended (-9)
+    finally:
+        kill_process_groups([launcher.pid])
+        launcher.wait(scaled(10))
