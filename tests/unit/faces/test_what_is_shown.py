@@ -127,3 +127,14 @@ def test_shown_url_drops_the_userinfo() -> None:
     assert secrets.shown_url("https://u:p@host:8443/v1?x=1") == "https://host:8443/v1?x=1"
     assert secrets.shown_url("https://host/v1") == "https://host/v1"
     assert secrets.url_secrets("https://u:p4ss@host/v1") == ["u:p4ss", "p4ss"]
+
+
+async def test_ask_user_shows_its_question_and_options_with_escapes(start_daemon, llm: FakeLLM) -> None:
+    d = await start_daemon(caps={"askUser": True})
+    asked: list[dict[str, Any]] = []
+    d.handlers["toycoder/askUser"] = lambda p: asked.append(p) or {"answer": p["options"][0]}
+    llm.add({"tool_calls": [{"name": "ask_user", "arguments": {
+        "question": "Run tests?\n\x1b[2Jyes", "options": ["yes\u202e", "no\x07"]}}]}, {"text": "ok"})
+    sid = await new_session(d)
+    await d.call("toycoder/prompt", {"sessionId": sid, "text": "ask"})
+    assert asked and asked[0]["question"] == "Run tests?\n\\x1b[2Jyes" and asked[0]["options"] == ["yes\\u202e", "no\\x07"]
