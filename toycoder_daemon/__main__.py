@@ -1,4 +1,4 @@
-"""`python -m toycoder_daemon`: the launcher (warm/launcher.py), as the `toycoder-daemon` script runs it."""
+"""`python -P -m toycoder_daemon`: the launcher (warm/launcher.py), as the `toycoder-daemon` script runs it."""
 
 import os
 import sys

@@ -6,6 +6,7 @@ In-process tests drive the App (the per-session tool source) and the face; one t
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -94,7 +95,7 @@ async def test_the_same_servers_again_start_nothing_and_other_servers_replace_th
     assert len(pids) == 1
     await p.app.mcp.set_session_servers(sid, {"toy": toy(first)}, Statuses())  # a second load
     await p.app.mcp.settle(sid)
-    assert processes_with(first) == pids and p.app.mcp.pids(sid) == {"toy": pids[0]}
+    assert processes_with(first) == pids and p.app.mcp.pids(sid) == {"toy": os.getpgid(pids[0])}
     await p.app.mcp.set_session_servers(sid, {"toy": toy(second)}, Statuses())
     await gone(first, "the replaced server to stop")
     await p.app.mcp.settle(sid)

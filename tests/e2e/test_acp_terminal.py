@@ -168,6 +168,7 @@ async def test_the_command_sees_only_our_scrubbed_environment(tmp_path, llm, wor
     that started the daemon with it would); the command sees none of it."""
     monkeypatch.setenv("OPENAI_API_KEY", "test-key-1")
     monkeypatch.setenv("HOLDS_THE_VALUE", "test-key-1")
+    monkeypatch.setenv("CURL_HDR", "Authorization: Bearer test-key-1")  # contains the key (issue 28)
     llm.add(run_call("env"), {"text": "ran"})
     config = write_config(tmp_path / "config.yaml", llm, extra=ENABLED)
     editor = TerminalEditor()
@@ -177,11 +178,12 @@ async def test_the_command_sees_only_our_scrubbed_environment(tmp_path, llm, wor
         assert (await conn.prompt(session_id=sid, prompt=[text_block("env")])).stop_reason == "end_turn"
     raw = editor.terminals["term-1"].raw.decode()
     assert "test-key-1" not in raw and "OPENAI_API_KEY" not in raw and "HOLDS_THE_VALUE" not in raw
+    assert "CURL_HDR" not in raw
     assert "ONLY_IN_THE_CLIENT" not in raw  # the client's variables do not reach it either
     assert f"{MARKER_VAR}={os.environ[MARKER_VAR]}" in raw  # the daemon's scrubbed environment does
     made = editor.created[0]
     assert made["args"][:3] == ["-I", "-S", "-c"] and '"command": "env"' in made["args"][-1]
-    assert "test-key-1" not in str(made) and "OPENAI_API_KEY" not in made["env"]
+    assert "test-key-1" not in str(made) and "OPENAI_API_KEY" not in made["env"] and "CURL_HDR" not in made["env"]
     assert f"{MARKER_VAR}={os.environ[MARKER_VAR]}" in observation(llm) and "exit code 0" in observation(llm)
     assert editor.methods() == ["create", "release"]
 

@@ -27,6 +27,7 @@ from toycoder_daemon.core.ports import (
     UsageReport,
 )
 from toycoder_daemon.core.util import safejson
+from toycoder_daemon.core.util.visible import visible
 from toycoder_daemon.llm import tools_ignored
 from toycoder_daemon.llm.base import ChatModel, ChatResponse, ContextOverflow, RetryNotice, ToolCall, Usage
 from toycoder_daemon.tools.base import ToolContext
@@ -248,14 +249,15 @@ async def run_turn(
                 # The output limit cut the reply: its last call's arguments may be incomplete, and
                 # running `{}` or half a file would be worse than asking again.
                 for tc in resp.tool_calls:
-                    frontend.emit(ToolCallStarted(tc.id, tc.name, tc.name, _decode(tc.arguments), "safe"))
+                    shown = visible(tc.name)  # a model's tool name, shown: no control characters
+                    frontend.emit(ToolCallStarted(tc.id, shown, shown, _decode(tc.arguments), "safe"))
                     frontend.emit(ToolCallFinished(tc.id, "failed", TRUNCATED_OBSERVATION))
                     messages.append(_tool_message(tc.id, TRUNCATED_OBSERVATION, "failed"))
                 continue
             for tc in resp.tool_calls:
                 t = tools.get(tc.name)
                 args = _decode(tc.arguments)
-                title = t.describe_call(args) if t and isinstance(args, dict) else tc.name
+                title = t.describe_call(args) if t and isinstance(args, dict) else visible(tc.name)
                 ctx = make_context(tc.id)
                 call = tools.prepare(tc.name, tc.arguments, ctx)
                 blocked = None
@@ -265,7 +267,7 @@ async def run_turn(
                         blocked = ToolOutcome("denied", f"denied by a PreToolUse hook: {verdict.reason}")
                     elif verdict.decision:
                         call.judgement = tools.gate.steer(call.judgement, verdict.decision)
-                frontend.emit(ToolCallStarted(tc.id, tc.name, title, args, t.level if t else "safe",
+                frontend.emit(ToolCallStarted(tc.id, visible(tc.name), title, args, t.level if t else "safe",
                                               will_ask=blocked is None and tools.will_ask(call)))
                 try:
                     outcome = blocked or await tools.run(call)

@@ -77,6 +77,8 @@ class App:
             self.config_error, self.config, self.config_path = e, Config(), None
             self.prompts = PromptManager(self.workspace.root)
         secrets.register([k for p in self.config.providers.values() for k in p.api_keys])
+        # a key written into base_url's userinfo (`https://user:KEY@host`) is a key too
+        secrets.register([v for p in self.config.providers.values() for v in secrets.url_secrets(p.base_url)])
         self.models = Models(self.config, self.config_error, ModelPool(model_factory or openai_models(self.config)))
         self.store = store or SessionStore(data_dir(), self.workspace.root)
         self.settings = tool_settings(self.config)

@@ -9,9 +9,15 @@ from collections.abc import Callable
 from toycoder_daemon.config.model import Config
 from toycoder_daemon.core.errors import ConfigError
 from toycoder_daemon.core.ports import ModelsInfo, ProviderSummary
+from toycoder_daemon.core.util.secrets import shown_url
 from toycoder_daemon.llm.base import ChatModel
 from toycoder_daemon.llm.pool import ModelPool
 from toycoder_daemon.sessions.session import Session
+
+
+def _shown(url: str | None) -> str | None:
+    """A base_url as toycoder/models/list shows it: never its userinfo."""
+    return shown_url(url) if url else url
 
 
 def _raise(error: ConfigError) -> ChatModel:
@@ -58,7 +64,7 @@ class Models:
 
     def info(self, s: Session | None) -> ModelsInfo:
         provider, model = self.current(s)
-        return ModelsInfo(provider, model, [ProviderSummary(n, p.base_url, p.models.model_dump(), len(p.api_keys))
+        return ModelsInfo(provider, model, [ProviderSummary(n, _shown(p.base_url), p.models.model_dump(), len(p.api_keys))
                                             for n, p in self.config.providers.items()])
 
     def choose(self, s: Session, provider: str | None, model: str) -> None:

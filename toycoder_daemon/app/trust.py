@@ -25,6 +25,7 @@ from toycoder_daemon.agent.hooks.engine import HookSpec, specs_from
 from toycoder_daemon.config.model import WorkspaceSettings
 from toycoder_daemon.core.ports import Frontend, TrustDecision, TrustRequest, WorkspaceTruster
 from toycoder_daemon.core.util.atomic import atomic_write
+from toycoder_daemon.core.util.visible import visible
 from toycoder_daemon.tools.permission import PermissionGate, Rule
 
 log = logging.getLogger(__name__)
@@ -142,7 +143,9 @@ class WorkspaceTrust:
         allow = tuple(cur.permissions.allow)
         if not (hooks or servers or allow or cur.agents):
             return None
-        return TrustRequest(str(self.root), str(self.path), hooks, servers, allow)
+        # the repository wrote these: the person reads what would run, control characters shown
+        return TrustRequest(str(self.root), str(self.path), *(tuple(visible(x) for x in items)
+                                                              for items in (hooks, servers, allow)))
 
     def _remembered(self, digest: str) -> bool:
         try:

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from toycoder_daemon.core.util.visible import visible, visible_tree
 from toycoder_daemon.wire import codes
 
 Handler = Callable[[str, Any, Any], Any]
@@ -101,7 +102,10 @@ class Connection:
                         length = int(value)
                 if length is None:
                     continue
-                msg = json.loads(stream.read(length))
+                # Every string the daemon sends (the model's streamed text, titles, diffs, names)
+                # with control characters as escapes: nothing from the daemon or the model can
+                # drive the terminal (colours and cursor moves are Rich's own, added later).
+                msg = visible_tree(json.loads(stream.read(length)))
                 if msg.get("method") == "$/cancelRequest":
                     self.cancelled_requests.add((msg.get("params") or {}).get("id"))
                 self.inbox.put(msg)
@@ -178,7 +182,7 @@ class Connection:
             text = self._stderr.read().decode("utf-8", "replace")
         except (OSError, ValueError):
             return ""
-        return "\n".join(text.strip().splitlines()[-lines:])
+        return visible("\n".join(text.strip().splitlines()[-lines:]), lines=True)
 
     def close(self, timeout: float = 5) -> None:
         """Close the daemon's stdin (it ends running turns and exits); kill it if it lingers."""

@@ -30,6 +30,7 @@ def _check_config(path: str | None) -> int:
 
     from toycoder_daemon.config.model import find_config, load_config
     from toycoder_daemon.core.errors import ConfigError
+    from toycoder_daemon.core.util import secrets
     from toycoder_daemon.tools.shell.sandbox.probe import status as sandbox_status
 
     try:
@@ -39,7 +40,8 @@ def _check_config(path: str | None) -> int:
         return 2
     print(json.dumps({
         "valid": True, "path": str(found) if found else None, "defaultProvider": cfg.default_provider,
-        "providers": [{"name": n, "baseUrl": p.base_url, "models": p.models.model_dump(), "keyCount": len(p.api_keys)}
+        "providers": [{"name": n, "baseUrl": secrets.shown_url(p.base_url) if p.base_url else None,
+                        "models": p.models.model_dump(), "keyCount": len(p.api_keys)}
                       for n, p in cfg.providers.items()],
         "sandbox": sandbox_status(cfg.tools.run_command.sandbox),
     }))
@@ -61,17 +63,14 @@ EXIT_GRACE = 0.5
 def _exit_soon() -> None:
     """Arm (once) a timer that ends the process EXIT_GRACE seconds from now, whatever its threads
     are doing: a worker thread stuck in a read of a FIFO or a hung disk cannot be stopped, and
-    asyncio.run would wait for it forever. Commands' process groups are killed first."""
+    asyncio.run would wait for it forever. Commands' and MCP servers' process groups are ended first."""
     global _armed
     if _armed:
         return
     _armed = True
 
     def fire() -> None:
-        from toycoder_daemon.tools.shell.run_command import kill_all
-
-        with contextlib.suppress(Exception):
-            kill_all()
+        _end_children()
         with contextlib.suppress(Exception):
             sys.stderr.flush()
         os._exit(0)
@@ -82,6 +81,20 @@ def _exit_soon() -> None:
 
 
 _armed = False
+
+
+def _end_children() -> None:
+    """Before os._exit: no command and no MCP server outlives the daemon. Commands' groups are
+    killed; each MCP server's group gets TERM, then KILL (its stdin was closed by the shutdown, or
+    closes with this process)."""
+    from toycoder_daemon.tools.shell.run_command import kill_all
+
+    with contextlib.suppress(Exception):
+        kill_all()
+    stdio = sys.modules.get("toycoder_daemon.tools.mcp.stdio")  # not imported: no server was started
+    if stdio is not None:
+        with contextlib.suppress(Exception):
+            stdio.kill_all()
 
 
 def _serve_lsp(proto_out: BinaryIO, config_path: str | None) -> int:
@@ -149,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     # aborts a normal interpreter shutdown; everything is flushed, so leave directly.
     import logging
 
+    _end_children()  # what the shutdown did not end in time
     logging.shutdown()
     for stream in (proto_out, sys.stderr):
         with contextlib.suppress(OSError, ValueError):

@@ -22,6 +22,7 @@ from typing import Any
 
 from toycoder_daemon.core.messages import Message
 from toycoder_daemon.core.ports import OUTPUT
+from toycoder_daemon.core.util import secrets
 from toycoder_daemon.llm import dialect, json_codec
 from toycoder_daemon.llm.base import for_api
 from toycoder_daemon.llm.chunks import ChunkDelta, StreamCut, read_chunk
@@ -125,6 +126,8 @@ class StreamTransport:
     def __init__(self, base_url: str | None, timeout: float):
         self.base = resolve_base_url(base_url)
         self.url = self.base + "/chat/completions"
+        self.shown = secrets.shown_url(self.url)
+        """The URL in messages (which reach the person and the log): without its userinfo."""
         self._timeout = timeout
         self._httpx: Any = None
         self._client: Any = None
@@ -180,9 +183,9 @@ class StreamTransport:
         try:
             response = await http.send(request, stream=True)
         except hx.ConnectError as e:  # nothing listens there (or DNS/TLS failed): say where
-            raise ConnectionProblem(f"cannot connect to {self.url} ({_refused(e)})") from None
+            raise ConnectionProblem(f"cannot connect to {self.shown} ({_refused(e)})") from None
         except hx.TransportError as e:
-            raise ConnectionProblem(f"no answer from {self.url} ({type(e).__name__}: {e})") from None
+            raise ConnectionProblem(f"no answer from {self.shown} ({type(e).__name__}: {e})") from None
         self.server = response.headers.get("server")
         try:
             if response.status_code >= 400:
@@ -205,7 +208,7 @@ class StreamTransport:
                     if output is not None and output.full():  # the client is not reading: stop reading too
                         await output.room()
             except hx.TransportError as e:
-                raise StreamCut(f"the connection to {self.url} was dropped mid-reply ({type(e).__name__}: {e})") from None
+                raise StreamCut(f"the connection to {self.shown} was dropped mid-reply ({type(e).__name__}: {e})") from None
             if decoder.pending():
                 raise StreamCut("the stream ended in the middle of an event")
         finally:

@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from toycoder_daemon.core.errors import ConfigError
+from toycoder_daemon.core.util import secrets
+from toycoder_daemon.core.util.atomic import open_nofollow
+from toycoder_daemon.tools.workspace import OutsideWorkspace, Workspace
 
 log = logging.getLogger(__name__)
 TEMPLATES = Path(__file__).with_name("templates") / "agents.yaml"
@@ -46,14 +49,24 @@ def _load_roles(path: Path, *, ours: bool = False) -> dict[str, dict[str, Any]]:
     return data
 
 
-def _read_text(path: Path) -> str | None:
-    """A prompt input as text; bytes that are not UTF-8 become U+FFFD with a warning (the prompt
-    degrades, the session still starts). None when it cannot be read."""
+def _read_text(root: Path, rel: str) -> str | None:
+    """A prompt input of the workspace `root` (`rel` inside it) as text; bytes that are not UTF-8
+    become U+FFFD with a warning (the prompt degrades, the session still starts). None when it
+    cannot be read.
+
+    The repository is untrusted: it is opened as the file tools open files (Workspace.resolve, then
+    no symlink followed on the way), so an `AGENTS.md -> ~/.aws/credentials` of a cloned repository
+    is refused, never sent to the provider. A symlink to a file inside the workspace is read."""
+    try:
+        path = Workspace(root).resolve(rel)
+    except OutsideWorkspace as e:
+        log.warning("%s: not read (%s)", rel, e)
+        return None
     try:
         # O_NONBLOCK + fstat: a FIFO or device named AGENTS.md (or .git/HEAD) is skipped, never
         # waited on (that would stall session start-up on the event loop)
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
+        fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError:  # absent, or raced into a symlink after the check (SymlinkInPath)
         return None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -75,7 +88,7 @@ def _read_text(path: Path) -> str | None:
 
 def git_branch(root: Path) -> str:
     """The checked-out branch, read from .git/HEAD (no git process)."""
-    head = (_read_text(root / ".git" / "HEAD") or "").strip()
+    head = (_read_text(root, ".git/HEAD") or "").strip()
     if not head:
         return ""
     return head.removeprefix("ref: refs/heads/") if head.startswith("ref: ") else f"detached at {head[:12]}"
@@ -115,10 +128,11 @@ class PromptManager:
             "git_branch": f"Git branch: {branch}." if branch else "",
             "agents_md": self._agents_md(),
         }
-        return str(self.roles[role]["system"].format_map(facts)).strip()
+        # registered secrets never reach the provider, whatever a template or AGENTS.md holds
+        return secrets.redact(str(self.roles[role]["system"].format_map(facts)).strip())
 
     def _agents_md(self) -> str:
-        text = _read_text(self.workspace / "AGENTS.md")
+        text = _read_text(self.workspace, "AGENTS.md")
         if text is None:
             return ""
         if len(text) > AGENTS_MD_MAX:

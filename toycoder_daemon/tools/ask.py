@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from toycoder_daemon.core.util.visible import visible
 from toycoder_daemon.tools.base import ToolContext, tool
 
 NO_ANSWER = (
@@ -20,7 +21,8 @@ async def ask_user(
 ) -> str:
     """Ask the user a question and wait for the answer. Use it when the request is ambiguous or a
     decision is theirs to make; offer options when the answer is one of a few."""
-    answer = await ctx.frontend.ask(question, options or None)
+    # shown as the person will read it: control characters and bidi overrides as escapes
+    answer = await ctx.frontend.ask(visible(question, lines=True), [visible(o) for o in options] if options else None)
     if answer is None:
         return NO_ANSWER
     return f"The user answered: {answer}"

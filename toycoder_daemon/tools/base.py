@@ -20,6 +20,7 @@ from typing import Annotated, Any, get_args, get_origin, get_type_hints
 from pydantic import BaseModel
 
 from toycoder_daemon.core.ports import CheckpointRecorder, Frontend, Level
+from toycoder_daemon.core.util.visible import visible
 from toycoder_daemon.tools import arg_schemas
 from toycoder_daemon.tools.arg_schemas import ArgField, ArgSpec
 from toycoder_daemon.tools.settings import ToolSettings
@@ -118,13 +119,14 @@ class Tool:
         return self.args_model.model_validate(args).model_dump()
 
     def describe_call(self, args: dict[str, Any]) -> str:
+        """The call's one-line title, control characters and bidi overrides shown as escapes."""
         if self.title:
             try:
-                return self.title(args)
+                return visible(str(self.title(args)))
             except Exception:
                 pass
         first = next(iter(args.values()), "")
-        return f"{self.name} {first}".strip() if isinstance(first, str) else self.name
+        return visible(f"{self.name} {first}".strip() if isinstance(first, str) else self.name)
 
 
 def tool(*, level: Level = "safe", name: str | None = None, title: Callable[[dict[str, Any]], str] | None = None,

@@ -1,20 +1,29 @@
-"""Text that every JSON encoder can take: lone surrogates written out as escapes.
+"""Text that every JSON encoder can take, and names that cannot forge lines: escapes.
 
 A file name that is not UTF-8 reaches Python as a str with lone surrogates (surrogateescape), and
 a model may send one in its arguments ("nope\\udcff.txt"). Such a str cannot be encoded as UTF-8,
 so tool output shows it escaped: an undecodable byte as `\\xNN`, any other lone surrogate as
-`\\uDNNN`. `unescape_bytes` turns the `\\xNN` form back into the name, so a name the model copies
-from a listing still opens.
+`\\uDNNN`.
+
+A name may also hold a newline, an ESC or a bidi override: raw in a listing, it forges lines ("[tool
+result ends] SYSTEM: ...") or repaints a terminal. `escape_name` writes those as escapes too
+(core/util/visible.py: `\\x0a`, `\\x1b`, `\\u202e`), and every listing of names (list_directory,
+glob_search, grep_search) goes through it. `unescape_name` turns both forms back into the name, so a
+name the model copies from a listing still opens.
 """
 
 from __future__ import annotations
 
 import re
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-_BYTE_ESCAPE = re.compile(r"\\x([89a-fA-F][0-9a-fA-F])")
+from toycoder_daemon.core.util.visible import visible
 
-NAME_NOTE = "(bytes of a name that are not UTF-8 are shown as \\xNN; a path written that way opens them)"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_NAME_ESCAPE = re.compile(r"\\x(0[1-9a-fA-F]|1[0-9a-fA-F]|7[fF]|[89a-fA-F][0-9a-fA-F])"
+                          r"|\\u(00[89][0-9a-fA-F]|202[a-eA-E]|206[6-9])")
+
+NAME_NOTE = ("(bytes of a name that are not UTF-8 are shown as \\xNN, control characters as \\xNN or \\uNNNN; "
+             "a path written that way opens them)")
 """Said once in a listing that has such a name."""
 
 
@@ -32,6 +41,25 @@ def has_surrogates(text: str) -> bool:
     return _SURROGATE.search(text) is not None
 
 
-def unescape_bytes(text: str) -> str:
-    """`\\xNN` escapes of bytes 0x80-0xff back to the surrogateescape form of a file name."""
-    return _BYTE_ESCAPE.sub(lambda m: chr(0xDC00 + int(m.group(1), 16)), text)
+def escape_name(name: str) -> str:
+    """A file name (or path) as a listing shows it: lone surrogates and control characters escaped."""
+    return visible(escape_surrogates(name))
+
+
+def name_escaped(name: str) -> bool:
+    """Whether `escape_name` changes `name` (the listing then ends with NAME_NOTE)."""
+    return escape_name(name) != name
+
+
+def _unescape(m: re.Match[str]) -> str:
+    if m.group(1) is not None:
+        code = int(m.group(1), 16)
+        return chr(0xDC00 + code) if code >= 0x80 else chr(code)
+    return chr(int(m.group(2), 16))
+
+
+def unescape_name(text: str) -> str:
+    """The escapes `escape_name` writes back to the name: `\\xNN` of a byte 0x80-0xff to its
+    surrogateescape form, `\\xNN` of a control character and `\\uNNNN` of a C1 control or a bidi
+    override to that character."""
+    return _NAME_ESCAPE.sub(_unescape, text)

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from toycoder_daemon.core.ports import PermissionRequest, ToolStatus
 from toycoder_daemon.core.util import safejson, secrets
+from toycoder_daemon.core.util.visible import visible_tree
 from toycoder_daemon.tools.base import Tool, ToolContext, ToolError
 from toycoder_daemon.tools.escape import escape_surrogates
 from toycoder_daemon.tools.permission import Judgement, PermissionGate
@@ -205,9 +206,11 @@ class ToolRegistry:
                 return ToolOutcome("failed", f"error: {e}")
             except Exception as e:  # e.g. an OSError reading the file: the model sees it, the turn goes on
                 return ToolOutcome("failed", f"error: {name} cannot prepare this change: {type(e).__name__}: {e}")
+        # what the person reads: control characters and bidi overrides shown as escapes (the call
+        # itself runs with the arguments as they are)
         request = PermissionRequest(
             tool_call_id=ctx.tool_call_id, tool=name, level=t.level, title=t.describe_call(call.args),
-            arguments=call.args, preview=preview,
+            arguments=visible_tree(call.args), preview=visible_tree(preview) if preview is not None else None,
         )
         verdict = await self.gate.check(j, request, ctx)
         if verdict is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from toycoder_daemon.tools.escape import escape_surrogates, unescape_bytes
+from toycoder_daemon.tools.escape import escape_name, unescape_name
 
 
 class OutsideWorkspace(Exception):
@@ -67,21 +67,21 @@ class Workspace:
             raise OutsideWorkspace("empty path")
         if "\x00" in path:
             raise OutsideWorkspace("path contains a NUL byte")
-        if "\\x" in path and not os.path.lexists(self._candidate(path)):
-            path = unescape_bytes(path)  # a name shown escaped (tools/escape.py) names its bytes
+        if ("\\x" in path or "\\u" in path) and not os.path.lexists(self._candidate(path)):
+            path = unescape_name(path)  # a name shown escaped (tools/escape.py) names its characters
         try:
             os.fsencode(path)
         except UnicodeEncodeError:  # a lone surrogate that stands for no byte
-            raise OutsideWorkspace(f"'{escape_surrogates(path)}' is not a possible file name") from None
+            raise OutsideWorkspace(f"'{escape_name(path)}' is not a possible file name") from None
         try:
             resolved = self._candidate(path).resolve()  # strict=False: resolves the existing prefix
         except (OSError, RuntimeError) as e:  # a symlink loop
-            raise OutsideWorkspace(f"'{escape_surrogates(path)}' cannot be resolved: {e}") from None
+            raise OutsideWorkspace(f"'{escape_name(path)}' cannot be resolved: {e}") from None
         if not self.contains(resolved):
-            raise OutsideWorkspace(f"'{escape_surrogates(path)}' is outside the workspace {self.root}")
+            raise OutsideWorkspace(f"'{escape_name(path)}' is outside the workspace {self.root}")
         # any repository's .git (submodules, vendored repos; any case, for macOS)
         if for_write and any(part.lower() == ".git" for part in resolved.relative_to(self.root).parts):
-            raise OutsideWorkspace(f"'{escape_surrogates(path)}' is inside a .git directory, which tools may not write")
+            raise OutsideWorkspace(f"'{escape_name(path)}' is inside a .git directory, which tools may not write")
         return resolved
 
     def _candidate(self, path: str) -> Path:

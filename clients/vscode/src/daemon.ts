@@ -35,7 +35,8 @@ import type { ModeInfo } from './sessionHeader';
 import type { RestoreParams, RestoreResult } from './shared/checkpoints';
 
 export interface DaemonOptions {
-  /** The command and its arguments, e.g. ["toycoder-daemon"] or [python, "-m", "toycoder_daemon"]. */
+  /** The command and its arguments, e.g. ["toycoder-daemon"] or [python, "-P", "-m", "toycoder_daemon"]
+   *  (never a bare `-m`: started in the workspace, it would run a `toycoder_daemon/` of the workspace). */
   command: string[];
   /** The workspace root (the daemon's root and working directory); undefined = none. */
   root?: string;

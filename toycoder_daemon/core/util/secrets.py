@@ -15,6 +15,10 @@ _values: set[str] = set()
 
 SECRET_NAME = re.compile(r"KEY|SECRET|TOKEN|PASSW|CREDENTIAL", re.IGNORECASE)
 
+PIECE = 12
+"""Any piece of a registered value this long is redacted too: a provider's error that echoes a
+masked key ("sk-proj-abcdefgh***wxyz", a 14-character prefix) must not show that prefix."""
+
 
 def register(values: list[str]) -> None:
     _values.update(v for v in values if v and len(v) >= 4)
@@ -24,11 +28,58 @@ def values() -> frozenset[str]:
     return frozenset(_values)
 
 
+_SEED = PIECE // 2
+"""Every piece of PIECE characters holds one of the value's SEED-character blocks that start at a
+multiple of SEED: those are searched for, then each hit is widened and kept when it reaches PIECE."""
+_seeds_of: tuple[frozenset[str], re.Pattern[str] | None] = (frozenset(), None)
+
+
+def _seeds() -> re.Pattern[str] | None:
+    global _seeds_of
+    now = frozenset(_values)
+    if now != _seeds_of[0]:
+        blocks = sorted({v[i:i + _SEED] for v in now if len(v) > PIECE for i in range(0, len(v) - _SEED + 1, _SEED)})
+        _seeds_of = (now, re.compile("|".join(map(re.escape, blocks))) if blocks else None)
+    return _seeds_of[1]
+
+
+def _widest_piece(text: str, at: int, seed: str) -> tuple[int, int]:
+    """The widest span around text[at:at + SEED] (== seed) that is a piece of one registered
+    value; (at, at) when none is PIECE characters long."""
+    best = (at, at)
+    for v in _values:
+        i = v.find(seed)
+        while i >= 0:
+            a, b, j, k = at, at + _SEED, i, i + _SEED  # widen while text and value agree
+            while a > 0 and j > 0 and text[a - 1] == v[j - 1]:
+                a, j = a - 1, j - 1
+            while b < len(text) and k < len(v) and text[b] == v[k]:
+                b, k = b + 1, k + 1
+            if b - a >= PIECE and b - a > best[1] - best[0]:
+                best = (a, b)
+            i = v.find(seed, i + 1)
+    return best
+
+
 def redact(text: str) -> str:
+    """`text` with every registered value, and every piece of one at least PIECE characters long,
+    replaced by ***."""
     for v in _values:
         if v in text:
             text = text.replace(v, "***")
-    return text
+    seeds = _seeds()
+    if seeds is None or len(text) < PIECE:
+        return text
+    out: list[str] = []
+    done = 0
+    m = seeds.search(text)
+    while m is not None:
+        start, end = _widest_piece(text, m.start(), m.group())
+        if end > start:
+            out.append(text[done:max(done, start)] + "***")
+            done = end
+        m = seeds.search(text, max(end, m.start() + 1))
+    return "".join(out) + text[done:] if out else text
 
 
 def longest() -> int:
@@ -98,5 +149,28 @@ def child_env(base: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def is_secret(name: str, value: str) -> bool:
-    """A variable no child gets (and `environ_scrub` blanks): its name says secret or it holds a key."""
-    return bool(SECRET_NAME.search(name)) or value in _values
+    """A variable no child gets (and `environ_scrub` blanks): its name says secret or its value holds
+    a key (`CURL_HDR='Authorization: Bearer KEY'` as much as the key alone)."""
+    return bool(SECRET_NAME.search(name)) or any(v in value for v in _values)
+
+
+def shown_url(url: str) -> str:
+    """`url` as the daemon shows it (model lists, --check-config, messages, logs): without the
+    userinfo (`https://user:key@host/v1` -> `https://host/v1`)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    authority, slash, path = rest.partition("/")
+    return f"{scheme}://{authority.rpartition('@')[2]}{slash}{path}" if "@" in authority else url
+
+
+def url_secrets(url: str | None) -> list[str]:
+    """The userinfo of `url` and its password (to register: a log line that quotes the URL whole is
+    redacted too)."""
+    if not url or "://" not in url:
+        return []
+    authority = url.partition("://")[2].partition("/")[0]
+    if "@" not in authority:
+        return []
+    userinfo = authority.rpartition("@")[0]
+    return [userinfo, userinfo.partition(":")[2]]

@@ -11,6 +11,7 @@ from urllib.parse import unquote, urlparse
 from toycoder_daemon.app.application import App
 from toycoder_daemon.commands.builtin import commands
 from toycoder_daemon.core.util import safejson
+from toycoder_daemon.core.util.visible import visible
 from toycoder_daemon.faces.acp import client as wire
 from toycoder_daemon.faces.acp.frontend import locations, tool_kind
 from toycoder_daemon.sessions.session import Session, TranscriptEntry
@@ -82,7 +83,7 @@ def replay(transcript: list[TranscriptEntry], app: App) -> list[dict[str, Any]]:
             except ValueError:
                 args = text
             t = app.tools.get(name)
-            title = t.describe_call(args) if t and isinstance(args, dict) else name
+            title = t.describe_call(args) if t and isinstance(args, dict) else visible(name)
             updates.append(wire.tool_call(entry.tool_call_id or "", title, tool_kind(name, app), "in_progress",
                                           args, locations(args, app.workspace.root)))
         elif role == "tool":

@@ -14,7 +14,7 @@ from typing import Annotated
 
 from toycoder_daemon.core.util import secrets
 from toycoder_daemon.tools.base import ToolContext, ToolError, tool
-from toycoder_daemon.tools.escape import NAME_NOTE, escape_surrogates, has_surrogates
+from toycoder_daemon.tools.escape import NAME_NOTE, escape_name, name_escaped
 from toycoder_daemon.tools.files.editor_text import served_text
 from toycoder_daemon.tools.files.line_reader import Line, read_lines
 from toycoder_daemon.tools.files.safe_fs import kind, lstat, off_loop, open_directory, open_regular
@@ -139,9 +139,9 @@ async def read_file(
 
 
 def _entry(fd: int, e: os.DirEntry[str]) -> str:
-    name = escape_surrogates(e.name)
+    name = escape_name(e.name)
     if e.is_symlink():
-        return f"link  {name} -> {escape_surrogates(os.readlink(e.name, dir_fd=fd))}"
+        return f"link  {name} -> {escape_name(os.readlink(e.name, dir_fd=fd))}"
     if e.is_dir(follow_symlinks=False):
         return f"dir   {name}/"
     try:
@@ -165,7 +165,7 @@ def _list(p: Path, max_entries: int, hidden: set[str]) -> tuple[list[str], int, 
         lines = [_entry(fd, e) for e in entries[:max_entries]]
     finally:
         os.close(fd)
-    escaped = any(has_surrogates(e.name) for e in entries[:max_entries])
+    escaped = any(name_escaped(e.name) for e in entries[:max_entries])
     return lines, max(0, len(entries) - max_entries), escaped
 
 
@@ -199,7 +199,7 @@ async def list_directory(
                                    [n for n in names if n != ".git"])
     ignored = len(hidden)
     lines, more, escaped = await off_loop(_list, p, max_entries, hidden)
-    rel = escape_surrogates(rel)
+    rel = escape_name(rel)
     note = f"\n({ignored} ignored {'entry' if ignored == 1 else 'entries'} not shown)" if ignored else ""
     if escaped:
         note += f"\n{NAME_NOTE}"

@@ -149,7 +149,8 @@ class McpManager:
         return [s.status() for s in self._servers.values()]
 
     def pids(self) -> dict[str, int]:
-        """The process (and process group) id of each stdio server still running or not yet reaped."""
+        """The process group id of each stdio server still running or not yet reaped (its launcher's
+        pid: stdio.py)."""
         return {name: s.child.pid for name, s in self._servers.items() if s.child is not None and s.child.pid}
 
     async def aclose(self) -> None:

@@ -8,7 +8,11 @@ group are ours to signal and reap, and we hand the SDK's ClientSession a pair of
     child.returncode, child.stderr_tail()
 
 - The child runs in its own session (so its own process group, pgid == pid), with stdin/stdout as
-  the protocol channel: one JSON-RPC message per line, UTF-8. Its stderr goes to a pipe read by a
+  the protocol channel: one JSON-RPC message per line, UTF-8, each at most MAX_MESSAGE_BYTES (a
+  longer one is dropped while it is read, never held: a request it answered fails with an error).
+- The child is launch.py, which leads the group, forks the server into it and waits for it; when
+  the daemon dies (a SIGKILL too) its death signal makes it end the group: TERM, then KILL.
+  `kill_all` ends every server's group at the daemon's exit (faces/main.py), before os._exit. Its stderr goes to a pipe read by a
   thread: lines are logged at debug level (redacted) and the last ones kept for error messages.
   Nothing of the child ever reaches the daemon's stdout.
 - Leaving `connect()` (normally, by an error or by cancellation) shuts the child down the way the
@@ -22,11 +26,17 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import errno
+import json
 import logging
 import os
+import re
+import shutil
 import signal
 import subprocess
+import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 
@@ -50,6 +60,19 @@ FLUSH_TIMEOUT = 0.5
 """Seconds the writer may take to send messages already accepted before stdin closes."""
 STDERR_TAIL_LINES = 20
 _POLL = 0.01
+MAX_MESSAGE_BYTES = 8 << 20
+"""Longest message line read from a server (a tools/call result far larger is cut to the tools'
+output_max_bytes anyway); a longer line is counted and dropped as it streams, never held."""
+EXIT_TERM_GRACE = 1.0
+"""Seconds between TERM and KILL to the servers' groups when the daemon exits (kill_all)."""
+LAUNCH = str(Path(__file__).with_name("launch.py"))
+ARGV_VAR = "TOYCODER_MCP_ARGV"
+"""launch.py's: the server's argv, as JSON (launch.py imports nothing of ours)."""
+
+_live: set[int] = set()
+"""Process groups of the stdio servers not yet reaped and swept (kill_all ends them at exit)."""
+_ID = re.compile(rb'"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)')
+_BODY = re.compile(rb'"(?:result|error|method|params)"\s*:')
 
 ToSession = MemoryObjectSendStream[SessionMessage | Exception]
 FromSession = MemoryObjectReceiveStream[SessionMessage]
@@ -66,8 +89,106 @@ def parse_line(line: bytes) -> SessionMessage | Exception:
         return e
 
 
+def too_long(head: bytes, size: int) -> SessionMessage | Exception:
+    """What stands for a message line over MAX_MESSAGE_BYTES: an error answer to the request it
+    answered (its id, when the line names one before its body), so the call fails at once instead of
+    waiting for its timeout; else the error as a value."""
+    reason = (f"the MCP server's message ({size} bytes) is over the {MAX_MESSAGE_BYTES}-byte limit; "
+              "it was dropped unread")
+    m = _ID.search(head)
+    body = _BODY.search(head)
+    if m is not None and (body is None or m.start() < body.start()):
+        answer = {"jsonrpc": "2.0", "id": json.loads(m.group(1)), "error": {"code": mt.INTERNAL_ERROR, "message": reason}}
+        return parse_line(json.dumps(answer).encode())
+    log.warning("%s", reason)
+    return ValueError(reason)
+
+
+def kill_all(grace: float = EXIT_TERM_GRACE) -> None:
+    """At the daemon's exit, synchronously: TERM every server's group (their stdin is closed by then,
+    or closes as the daemon exits), wait up to `grace` seconds for their launchers to end, then KILL
+    the groups, so no server outlives the daemon."""
+    groups = list(_live)
+    for pgid in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while any(_running(g) for g in groups) and time.monotonic() < deadline:
+        time.sleep(_POLL)
+    for pgid in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+    _live.clear()
+
+
+def _running(pid: int) -> bool:
+    """The process exists and has not exited (a zombie has)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0] != b"Z"
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        return True
+
+
+def _program(command: str, env: Mapping[str, str], cwd: Path) -> str:
+    """The server's executable, found as exec would find it (OSError as the spawn would raise it):
+    launch.py execs it, and a missing program must fail the start as it did without the launcher."""
+    if os.sep in command:
+        path = command if os.path.isabs(command) else os.path.join(cwd, command)
+    else:
+        path = shutil.which(command, path=env.get("PATH", os.defpath)) or ""
+    if not path or not os.path.exists(path):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
+    if os.path.isdir(path) or not os.access(path, os.X_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), command)
+    return path
+
+
 def encode_message(message: SessionMessage) -> bytes:
     return (message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode("utf-8")
+
+
+class _Lines:
+    """Stdout's bytes as messages, one per line; a line over MAX_MESSAGE_BYTES is counted, not kept
+    (its first KiB names the request it answers: too_long)."""
+
+    def __init__(self) -> None:
+        self.delivering = True
+        self._buffer = bytearray()
+        self._head: bytes | None = None  # set while an over-long line streams past
+        self._size = 0
+
+    def feed(self, chunk: bytes) -> list[SessionMessage | Exception]:
+        if not self.delivering:
+            return []
+        out: list[SessionMessage | Exception] = []
+        start = 0
+        while start <= len(chunk):
+            end = chunk.find(b"\n", start)
+            piece = chunk[start:] if end < 0 else chunk[start:end]
+            if self._head is not None:
+                self._size += len(piece)
+            else:
+                self._buffer += piece
+                if len(self._buffer) > MAX_MESSAGE_BYTES:
+                    self._head, self._size = bytes(self._buffer[:1024]), len(self._buffer)
+                    self._buffer = bytearray()  # freed now, not at the line's end
+            if end < 0:
+                break
+            if self._head is not None:
+                out.append(too_long(self._head, self._size))
+                self._head = None
+            elif self._buffer.strip():
+                out.append(parse_line(bytes(self._buffer)))
+            self._buffer = bytearray()
+            start = end + 1
+        return out
 
 
 class StdioChild:
@@ -105,7 +226,8 @@ class StdioChild:
         Once the leader has been reaped the group id is forgotten: after this last sweep the
         number may be reused and must never be signalled again."""
         self.signal_group(signal.SIGKILL)
-        if self.returncode is not None:
+        if self.returncode is not None and self.pid is not None:
+            _live.discard(self.pid)
             self.pid = None
 
     # -- stderr --
@@ -140,15 +262,21 @@ class StdioChild:
     # -- the connection --
 
     async def _spawn(self) -> anyio.abc.Process:
+        program = _program(self.command, self.env, self.cwd)
         read_fd, write_fd = os.pipe()
         self._start_stderr_reader(read_fd)
         try:
-            return await anyio.open_process(
-                [self.command, *self.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=write_fd,
-                cwd=self.cwd, env=self.env, start_new_session=True,
+            # launch.py (isolated: nothing of the server's cwd is imported) leads the group and ends
+            # it when the daemon dies
+            process = await anyio.open_process(
+                [sys.executable, "-I", "-S", LAUNCH, str(os.getpid())],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=write_fd, cwd=self.cwd,
+                env={**self.env, ARGV_VAR: json.dumps([program, *self.args])}, start_new_session=True,
             )
         finally:
             os.close(write_fd)  # the child has its copy; ours would keep the pipe open forever
+        _live.add(process.pid)
+        return process
 
     @contextlib.asynccontextmanager
     async def connect(self) -> AsyncIterator[SessionStreams]:
@@ -188,22 +316,15 @@ class StdioChild:
 
     async def _read_stdout(self, process: anyio.abc.Process, to_session: ToSession) -> None:
         assert process.stdout is not None
-        delivering = True
-        buffer = b""
+        lines = _Lines()
         try:
             async with to_session:
                 async for chunk in process.stdout:
-                    if not delivering:
-                        continue  # keep draining: a server blocked on a full pipe cannot exit
-                    lines = (buffer + chunk).split(b"\n")
-                    buffer = lines.pop()
-                    for line in lines:
-                        if not line.strip():
-                            continue
+                    for message in lines.feed(chunk):
                         try:
-                            await to_session.send(parse_line(line))
+                            await to_session.send(message)
                         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                            delivering = False
+                            lines.delivering = False  # keep draining: a server blocked on a full pipe cannot exit
                             break
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             pass  # our shutdown closed stdout under the read; the session sees the stream end

@@ -49,10 +49,11 @@ def _require_rg() -> str:
 # -- running rg ----------------------------------------------------------------------------------
 
 async def run_rg(args: list[str], cwd: Path, on_lines: Callable[[list[bytes]], None],
-                 on_err_lines: Callable[[list[bytes]], None] | None = None) -> tuple[int, str]:
+                 on_err_lines: Callable[[list[bytes]], None] | None = None, *, sep: bytes = b"\n") -> tuple[int, str]:
     """Run rg (found by find_rg) with `args`, feeding complete stdout lines to on_lines as they
     arrive (and stderr lines to on_err_lines, if given); returns (exit code, the first 64 KiB of
-    stderr). Cancelling the caller kills rg. A missing or unrunnable rg raises ToolError."""
+    stderr). `sep`: what ends a stdout "line" (b"\0" for `--files --null`, whose paths may hold
+    newlines). Cancelling the caller kills rg. A missing or unrunnable rg raises ToolError."""
     rg = _require_rg()
     try:
         proc = await asyncio.create_subprocess_exec(
@@ -66,7 +67,7 @@ async def run_rg(args: list[str], cwd: Path, on_lines: Callable[[list[bytes]], N
     assert proc.stdout is not None and proc.stderr is not None
 
     async def pump(stream: asyncio.StreamReader, sink: Callable[[list[bytes]], None] | None,
-                   keep: int = 0) -> bytes:
+                   keep: int = 0, sep: bytes = b"\n") -> bytes:
         head, rest = b"", b""
         while chunk := await stream.read(1 << 17):
             if len(head) < keep:
@@ -74,19 +75,19 @@ async def run_rg(args: list[str], cwd: Path, on_lines: Callable[[list[bytes]], N
             if sink is None:
                 continue
             data = rest + chunk
-            cut = data.rfind(b"\n")
+            cut = data.rfind(sep)
             if cut < 0:
                 rest = data
                 continue
             rest = data[cut + 1:]
-            sink(data[:cut].split(b"\n"))
+            sink(data[:cut].split(sep))
         if rest and sink is not None:
             sink([rest])
         return head
 
     err_task = asyncio.ensure_future(pump(proc.stderr, on_err_lines, keep=65536))
     try:
-        await pump(proc.stdout, on_lines)
+        await pump(proc.stdout, on_lines, sep=sep)
         code = await proc.wait()
         err = await err_task
     except BaseException:

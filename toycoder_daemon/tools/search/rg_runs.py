@@ -36,7 +36,8 @@ SKIP_GIT = ("--glob", "!.git")
 RG_GREP = ("--line-number", "--with-filename", "--no-heading", "--null",
            "--max-columns", str(RG_MAX_COLUMNS), "--max-columns-preview")
 _TYPE_NAME = "toycoderglob"
-_BINARY_RE = re.compile(rb"^(.*): (?:WARNING: stopped searching binary file after match|binary file matches) \(found ")
+_BINARY_RE = re.compile(rb"^(.*): (?:WARNING: stopped searching binary file after match|binary file matches) \(found ",
+                        re.DOTALL)  # DOTALL: a path may hold a newline
 _IGNORING = re.compile(r"^rg: DEBUG\|ignore::walk\|[^ ]*: ignoring (.*)$")
 
 
@@ -150,7 +151,9 @@ class Walk:
         def on_lines(lines: list[bytes]) -> None:
             sink([line[n:] if n and line.startswith(strip) else line for line in lines if line])
 
-        code, err = await run_rg(["--files", *self.args(with_glob=with_glob), *paths], self.root, on_lines)
+        # --null: each path ends with a NUL, so a name holding a newline stays one path
+        code, err = await run_rg(["--files", "--null", *self.args(with_glob=with_glob), *paths], self.root, on_lines,
+                                 sep=b"\0")
         if code == 2 and err:
             self.fail(err)
 
@@ -172,9 +175,9 @@ class Walk:
         parent, _, name = self.target.rpartition("/")
         found: list[bytes] = []
         strip = (parent + "/").encode() if parent else b"./"
-        args = ["--files", *RG_COMMON, "--no-ignore", "--max-depth", "1", "--glob", self.glob.rg_glob, *SKIP_GIT,
-                "--", parent or "."]
-        code, err = await run_rg(args, self.root, found.extend)
+        args = ["--files", "--null", *RG_COMMON, "--no-ignore", "--max-depth", "1", "--glob", self.glob.rg_glob,
+                *SKIP_GIT, "--", parent or "."]
+        code, err = await run_rg(args, self.root, found.extend, sep=b"\0")
         if code == 2 and err:
             self.fail(err)
         return os.fsencode(name) in {line.removeprefix(strip) for line in found}
@@ -239,6 +242,7 @@ async def _grep(walk: Walk, pattern: str, case_sensitive: bool, hits: Hits,
     cur: bytes | None = None
     prefix = b""
     raw: list[bytes] = []
+    carry: bytes | None = None  # the start of a path that holds a newline: its rest is on the next line
 
     def flush() -> None:
         nonlocal cur, prefix, raw
@@ -247,8 +251,10 @@ async def _grep(walk: Walk, pattern: str, case_sensitive: bool, hits: Hits,
         cur, prefix, raw = None, b"", []
 
     def on_lines(lines: list[bytes]) -> None:
-        nonlocal cur, prefix
+        nonlocal cur, prefix, carry
         for line in lines:
+            if carry is not None:
+                line, carry = carry + b"\n" + line, None
             if prefix and line.startswith(prefix):
                 raw.append(line[len(prefix):])
                 continue
@@ -261,6 +267,8 @@ async def _grep(walk: Walk, pattern: str, case_sensitive: bool, hits: Hits,
                     binary.add(path)
                     if path != cur:
                         hits.drop_file(path.decode("utf-8", "surrogateescape"))
+                else:
+                    carry = line
                 continue
             flush()
             path = line[:nul]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from toycoder_daemon.core.util import secrets
 from toycoder_daemon.tools.base import ToolContext, ToolError, tool
-from toycoder_daemon.tools.escape import NAME_NOTE, escape_surrogates, has_surrogates
+from toycoder_daemon.tools.escape import NAME_NOTE, escape_name, escape_surrogates, name_escaped
 from toycoder_daemon.tools.search.results import LINE_MAX_CHARS, TRUNCATED_MARK, Hits, TopPaths
 from toycoder_daemon.tools.workspace import OutsideWorkspace
 
@@ -59,13 +59,14 @@ def _walk(ctx: ToolContext, path: str, glob: str | None) -> tuple[str, Walk]:
 # -- formatting results -------------------------------------------------------------------------
 
 def _display(s: str) -> str:
-    """A path or line safe to send as JSON: bytes of a file name that are not UTF-8 as \\xNN
-    (tools/escape.py; the results then end with NAME_NOTE, and such a path opens as written)."""
-    return escape_surrogates(s)
+    """A path safe to send as JSON and unable to forge a line: bytes of a file name that are not
+    UTF-8 and control characters as escapes (tools/escape.py; the results then end with NAME_NOTE,
+    and such a path opens as written)."""
+    return escape_name(s)
 
 
 def _noted(lines: list[str], paths: list[str]) -> list[str]:
-    return lines + [NAME_NOTE] if any(has_surrogates(p) for p in paths) else lines
+    return lines + [NAME_NOTE] if any(name_escaped(p) for p in paths) else lines
 
 
 def _line_text(text: bytes | str) -> str:
@@ -75,7 +76,7 @@ def _line_text(text: bytes | str) -> str:
     if len(text) > LINE_MAX_CHARS:  # redacted before the cut, a key's piece at the cut too
         kept = secrets.clip(text, LINE_MAX_CHARS)
         text = kept.head + (TRUNCATED_MARK if kept.dropped else "")
-    return _display(text)
+    return escape_surrogates(text)
 
 
 def _budget(ctx: ToolContext) -> int:

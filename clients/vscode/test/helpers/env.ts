@@ -26,7 +26,7 @@ export const EXT_ROOT = findExtensionRoot();
 export const REPO_ROOT = process.env.TOYCODER_REPO_ROOT || resolve(EXT_ROOT, '..', '..');
 /** The venv's Python, where toycoder_daemon is installed. */
 export const PYTHON = process.env.TOYCODER_PYTHON || join(REPO_ROOT, '.venv', 'bin', 'python');
-export const DAEMON_COMMAND = [PYTHON, '-m', 'toycoder_daemon'];
+export const DAEMON_COMMAND = [PYTHON, '-P', '-m', 'toycoder_daemon']; // -P: never a workspace's own package
 export const ARTIFACTS = process.env.TOYCODER_ARTIFACTS_DIR || join(EXT_ROOT, 'tmp', 'artifacts');
 
 export interface TestWorkspace {
