@@ -13,7 +13,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from toycoder_daemon.core.messages import INTERRUPTED_MARK, AssistantMessage, Message, ToolMessage
 from toycoder_daemon.core.ports import (
@@ -26,8 +26,8 @@ from toycoder_daemon.core.ports import (
     UsageReport,
 )
 from toycoder_daemon.core.util import safejson
-from toycoder_daemon.llm import tools_ignored
-from toycoder_daemon.llm.base import ChatModel, ChatResponse, ContextOverflow, RetryNotice, ToolCall, Usage
+from toycoder_daemon.llm import overflow, tools_ignored
+from toycoder_daemon.llm.base import ChatModel, ChatResponse, ContextOverflow, RetryNotice, ToolCall, Usage, for_api
 from toycoder_daemon.tools.base import ToolContext
 from toycoder_daemon.tools.registry import ToolRegistry
 
@@ -62,6 +62,27 @@ LENGTH_NOTICE = (
     "[the reply was cut by the output length limit (max_tokens) and is incomplete; ask for a shorter "
     "answer, or raise the provider's max_tokens in the config]"
 )
+WINDOW_NOTICE = (
+    "[the reply was cut: it filled the model's context window{size} and is incomplete; /compact makes room "
+    "for the next prompt, or give the server a larger context (llama-server -c, Ollama num_ctx)]"
+)
+
+
+def window_notice(model: ChatModel) -> str:
+    window = getattr(model, "context_tokens", None)
+    return WINDOW_NOTICE.format(size=f" ({window} tokens)" if window else "")
+
+
+def over_window(model: ChatModel, messages: list[Message], tools: list[dict[str, Any]] | None) -> ContextOverflow | None:
+    """The overflow a request would meet, when the server's known window cannot hold it: it is not sent."""
+    window = getattr(model, "context_tokens", None)
+    if not window:
+        return None
+    tokens = overflow.request_tokens(for_api(messages), tools)
+    if tokens <= window:
+        return None
+    return ContextOverflow(model.provider, f"the request (about {tokens} tokens) is over the model's context "
+                           f"window ({window} tokens), so it was not sent", None, window)
 
 
 @dataclass
@@ -189,24 +210,43 @@ async def run_turn(
         partial.clear()
         frontend.emit(RetryScheduled(notice.attempt, notice.delay_seconds, notice.reason))
 
+    async def ask(extra: list[Message]) -> ChatResponse:
+        """One request: the conversation and `extra` (not yet in it); never sent over the known window."""
+        request, schemas = list(messages) + extra, tools.schemas() or None
+        if (too_big := over_window(model, request, schemas)) is not None:
+            raise too_big
+        return await model.stream_chat(request, schemas, on_delta, on_retry)
+
     step = 0
     cut_parts: list[str] = []  # the pieces of a reply cut by the output limit, continued so far
+    going_on: list[Message] = []  # the cut reply and the request to go on: kept once that request is taken
     try:
         while step < max_steps:
             step += 1
             partial.clear()
             try:
-                resp = await model.stream_chat(list(messages), tools.schemas() or None, on_delta, on_retry)
+                resp = await ask(going_on)
             except ContextOverflow as e:
+                if going_on:  # a reply cut at the full window: going on cannot fit, so the turn ends with it
+                    notice = window_notice(model)
+                    log.info("continuation over the context window (%s); ending the turn", e.reason)
+                    frontend.emit(TextDelta("\n\n" + notice))
+                    cut = cast(AssistantMessage, going_on[0])
+                    messages.append({**cut, "content": (str(cut.get("content") or "") + "\n\n" + notice).lstrip()})
+                    return TurnResult("max_tokens", ("".join(cut_parts) + "\n\n" + notice).lstrip(), usage, step)
                 # once per step: the same request over the window again means making room did not work
                 if make_room is None or not await make_room(e):
                     raise
                 partial.clear()
                 try:
-                    resp = await model.stream_chat(list(messages), tools.schemas() or None, on_delta, on_retry)
+                    resp = await ask([])
                 except ContextOverflow as again:
                     await make_room(again)  # failed for good: leave a history the next prompt fits in
+                    if again.status is None and (forget := getattr(model, "forget_window", None)):
+                        forget()  # refused here, not by the server: the next turn asks the server again
                     raise
+            messages.extend(going_on)
+            going_on = []
             partial.clear()
             if resp.usage:
                 usage = usage + resp.usage
@@ -224,8 +264,7 @@ async def run_turn(
                 # go on (the incumbents' "continue"); still cut after that, say so.
                 cut_parts.append(resp.content)
                 if len(cut_parts) <= MAX_CONTINUATIONS and step < max_steps:
-                    messages.append(_assistant_message(resp))
-                    messages.append({"role": "user", "content": CONTINUE_PROMPT})
+                    going_on = [_assistant_message(resp), {"role": "user", "content": CONTINUE_PROMPT}]
                     continue
                 frontend.emit(TextDelta("\n\n" + LENGTH_NOTICE))
                 resp.content = (resp.content + "\n\n" + LENGTH_NOTICE).lstrip()
@@ -268,10 +307,12 @@ async def run_turn(
         return TurnResult("max_steps", notice, usage, step)
     except asyncio.CancelledError:
         # Keep what the person already saw, then make the conversation valid again.
+        messages.extend(going_on[:1])  # a cut reply whose continuation was under way
         if partial:
             messages.append({"role": "assistant", "content": "".join(partial) + INTERRUPTED_MARK, "interrupted": True})
         answer_open_tool_calls(messages)
         raise
     except BaseException:
+        messages.extend(going_on[:1])  # what streamed stays, whatever stopped the continuation
         answer_open_tool_calls(messages, "error: the turn failed before this tool call finished", "failed")
         raise
