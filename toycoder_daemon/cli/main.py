@@ -3,6 +3,8 @@
     toycoder [--workspace DIR] [--session ID] [--config PATH] [--model [PROVIDER:]NAME]
     toycoder -p PROMPT [--approve ask|allow|deny] [--json] [--verbose] [...]
     toycoder --demo [--approve ask|allow|deny]
+    toycoder setup [--non-interactive --base-url URL --api-key KEY|--api-key-env VAR --model M --fast-model M]
+    toycoder doctor [--config PATH]
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ from typing import Any
 
 from toycoder_daemon import __version__
 from toycoder_daemon.cli.client import ChatClient, Outcome, stdin_is_tty
-from toycoder_daemon.cli.rpc import DaemonExited, DaemonNotStarted, RpcError, close_all
+from toycoder_daemon.cli.rpc import DaemonExited, DaemonNotStarted, RpcError, close_all, default_daemon_command
 from toycoder_daemon.cli.startup import NO_PROVIDER, connect, init_config, path_advice, user_config_path
 from toycoder_daemon.wire import protocol as wire
 
-EXIT_CODES = """exit codes (-p, --demo): 0 answered; 1 error (provider, config, daemon, session); 2 bad usage;
+EXIT_CODES = """commands: `toycoder setup` sets up a model provider (asks; or --non-interactive with --base-url,
+  --api-key|--api-key-env, --model, --fast-model); `toycoder doctor` checks the set-up, one line each.
+
+exit codes (-p, --demo): 0 answered; 1 error (provider, config, daemon, session); 2 bad usage;
   3 denied (the turn's tool calls were all denied); 4 stopped at the step or output limit;
   5 a tool call was denied because nobody could be asked (no terminal; use --approve allow|deny);
   127 the daemon could not be started; 130 cancelled (Ctrl-C)
@@ -95,8 +100,22 @@ def _exit_on_signal(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)  # run the finally blocks: terminal modes restored, demo server stopped
 
 
+def hand_to_daemon(command: str, rest: list[str]) -> int:
+    """`toycoder setup|doctor ...`: the daemon of this installation does it (it reads and writes the
+    config; this client imports nothing of it), in this very process and terminal (exec)."""
+    argv = default_daemon_command() + [f"--{command}", *rest]
+    try:
+        os.execv(argv[0], argv)
+    except OSError as e:
+        sys.stderr.write(f"toycoder: cannot run {argv[0]}: {e.strerror or e}\n")
+    return 127
+
+
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)  # from here on, the except below says it
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("setup", "doctor"):
+        return hand_to_daemon(argv[0], argv[1:])
     try:
         args = parse_args(argv)
     except KeyboardInterrupt:

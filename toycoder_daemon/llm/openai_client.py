@@ -298,9 +298,9 @@ class OpenAIChatModel:
         self._info = info
         if info.kind and self.kind in (None, "uvicorn"):
             self.kind = info.kind
-        if info.kind == "llama.cpp" and not info.windows:
+        if info.kind == "llama.cpp":  # /props: the window (when /v1/models has none) and the tools
             await self._read_props()
-            if self.context_tokens:
+            if self.context_tokens and not info.windows:
                 info.windows[self.model] = self.context_tokens
         return info
 
