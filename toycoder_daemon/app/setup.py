@@ -227,6 +227,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fast-model", metavar="NAME", help="setup: the model for summaries and titles")
 
 
+FLAGS = ("non_interactive", "base_url", "api_key", "api_key_env", "model", "fast_model")
+
+
+def flags_given(args: argparse.Namespace) -> list[str]:
+    """The setup flags given (they mean nothing without --setup)."""
+    return ["--" + f.replace("_", "-") for f in FLAGS if getattr(args, f, None)]
+
+
 def run(args: argparse.Namespace) -> int:
     if args.non_interactive:
         return non_interactive(args, sys.stdout)

@@ -147,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         return _check_config(args.config)
     if args.setup:
         return setup.run(args)
+    if given := setup.flags_given(args):
+        parser.error(f"{', '.join(given)} go with --setup")
     if args.doctor:
         from toycoder_daemon.app import doctor
 
