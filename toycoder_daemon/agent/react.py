@@ -124,12 +124,27 @@ def _assistant_message(resp: ChatResponse) -> AssistantMessage:
     return msg
 
 
+def _told_tools_ignored(messages: TurnMessages) -> bool:
+    return any(m["role"] == "assistant" and tools_ignored.MARK in str(m.get("content") or "") for m in messages)
+
+
+def _no_tools_first(model: ChatModel, tools: ToolRegistry, messages: TurnMessages, frontend: Frontend) -> str:
+    """A server already known to take no tools (llama.cpp's /props) is said before the session's first
+    reply streams, once per conversation; the notice, or "" when there is nothing to say."""
+    say = getattr(model, "no_tools_notice", None)
+    notice = say() if say is not None and tools.schemas() else None
+    if not notice or _told_tools_ignored(messages):
+        return ""
+    log.warning("%s", notice.strip("[]"))
+    frontend.emit(TextDelta(notice + "\n\n"))
+    return str(notice)
+
+
 def _tell_tools_ignored(resp: ChatResponse, messages: TurnMessages, frontend: Frontend) -> None:
     """Once per conversation (the notice stays in its reply, so a reload remembers it too): the server
     seems to ignore the tools, which leaves the agent answering without ever looking."""
     notice = resp.tools_ignored
-    if not notice or any(m["role"] == "assistant" and tools_ignored.MARK in str(m.get("content") or "")
-                         for m in messages):
+    if not notice or _told_tools_ignored(messages):
         return
     log.warning("%s", notice.strip("[]"))
     frontend.emit(TextDelta("\n\n" + notice))
@@ -217,6 +232,7 @@ async def run_turn(
             raise too_big
         return await model.stream_chat(request, schemas, on_delta, on_retry)
 
+    said_first = _no_tools_first(model, tools, messages, frontend)  # kept in the first reply's text
     step = 0
     cut_parts: list[str] = []  # the pieces of a reply cut by the output limit, continued so far
     going_on: list[Message] = []  # the cut reply and the request to go on: kept once that request is taken
@@ -258,6 +274,8 @@ async def run_turn(
                 if on_usage:
                     on_usage(Usage(unreported=1))
             resp.tool_calls = unique_call_ids(resp.tool_calls)
+            if said_first:
+                resp.content, resp.tools_ignored, said_first = f"{said_first}\n\n{resp.content}", None, ""
             _tell_tools_ignored(resp, messages, frontend)
             if not resp.tool_calls and resp.finish_reason == "length":
                 # Cut by the output limit: a cut reply must never read as complete. Ask the model to

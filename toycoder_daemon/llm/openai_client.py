@@ -222,7 +222,7 @@ class OpenAIChatModel:
             else:
                 await self._read_props()  # the first answer may have told llama.cpp
                 if offered and self.supports_tools is False:
-                    reply.tools_ignored = tools_ignored.unsupported_notice(self.provider, self._transport.url)
+                    reply.tools_ignored = self.no_tools_notice()
                     return reply
                 return await self._check_tools_used(reply, tools)
 
@@ -252,6 +252,10 @@ class OpenAIChatModel:
         if evidence is not None or tools_ignored.dropped_by_quirks(self.kind, quirks):
             reply.tools_ignored = tools_ignored.notice(self.provider, self._transport.url, evidence)
         return reply
+
+    def no_tools_notice(self) -> str | None:
+        """The notice for a server known to take no tools (None: it takes them, or it is not known yet)."""
+        return tools_ignored.unsupported_notice(self.provider, self._transport.url) if self.supports_tools is False else None
 
     def forget_window(self) -> None:
         """The window learned may be stale (the server restarted with another -c): learn it again."""

@@ -112,7 +112,11 @@ async def test_a_server_without_tools_is_told_at_session_start_and_runs_without_
     second = await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "again"})
     assert second["text"] == "Still here."  # said once per session
     assert "tools" not in chat_requests(llm)[-1]["body"]  # run without tools, not silently dropped by the server
-    other = await new_session(daemon)  # every session is told, at its start
+    other = await new_session(daemon)  # every session is told; known now, before its first reply streams
     llm.add({"text": "Hi."})
     third = await daemon.call("toycoder/prompt", {"sessionId": other, "text": "hi"})
-    assert third["text"].startswith("Hi.") and tools_ignored.MARK in third["text"]
+    assert third["text"].startswith(tools_ignored.MARK) and third["text"].endswith("\n\nHi.")
+    assert daemon.streamed_text(other).startswith(tools_ignored.MARK)
+    assert "tools" not in chat_requests(llm)[-1]["body"]
+    loaded = await daemon.call("toycoder/session/load", {"sessionId": other})
+    assert loaded["transcript"][-1]["text"] == third["text"]  # kept, so a reload does not tell it twice
