@@ -435,11 +435,18 @@ def test_ctrl_c_in_a_one_shot_at_any_moment_exits_130_and_no_process_left(worksp
 
 
 def test_daemon_command_runs_without_a_local_key(tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
-    """The key and config live with that daemon (e.g. over ssh): the client has none and asks for none."""
-    cfg = write_config(tmp_path / "remote.yaml", llm)
+    """The key and config live with that daemon (as over `ssh -T host toycoder-daemon`, docs/remote.md):
+    an ssh-like wrapper gives it another HOME, its user config and key, and its own data; the client has
+    none and asks for none."""
+    remote = tmp_path / "remote-home"
+    (remote / ".config" / "toycoder").mkdir(parents=True)
+    write_config(remote / ".config" / "toycoder" / "config.yaml", llm, keys=["remote-key"])
     llm.add({"text": "Hello from there."})
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "TOYCODER_CONFIG")}
-    daemon = f"{sys.executable} -m toycoder_daemon --config {cfg}"
+    daemon = (f"env -u TOYCODER_DATA_DIR HOME={remote} XDG_CONFIG_HOME={remote}/.config "
+              f"XDG_DATA_HOME={remote}/.local/share {sys.executable} -m toycoder_daemon")
     p = toycoder(["--daemon", daemon, "-p", "hi"], workspace, env=env)
     assert p.returncode == 0, p.stderr
     assert p.stdout == "Hello from there.\n"
+    assert llm.requests[-1]["headers"]["authorization"] == "Bearer remote-key"
+    assert list((remote / ".local" / "share" / "toycoder").rglob("*.jsonl"))  # the session is kept over there
