@@ -397,18 +397,25 @@ def hanging_daemon(marker: str) -> str:
     return f"{sys.executable} -c 'import sys, time; time.sleep(120)' {marker}"
 
 
+def hanging_daemons(marker: str) -> list[int]:
+    """That daemon's processes: its argv, unquoted (the client's own command line quotes it)."""
+    from helpers import processes_with
+
+    return processes_with(f"time.sleep(120) {marker}")
+
+
 def test_ctrl_c_while_the_daemon_starts_exits_130_with_one_line_and_no_process_left(workspace: Path) -> None:
-    from helpers import processes_with, unique_marker
+    from helpers import unique_marker
 
     marker = unique_marker()
     t = Term(["--daemon", hanging_daemon(marker)], workspace)  # no key here: --daemon is never refused for it
     try:
         t.expect("starting toycoder-daemon")
-        wait_until(lambda: processes_with(marker), 15, "the daemon to start")
+        wait_until(lambda: hanging_daemons(marker), 15, "the daemon to start")
         t.send("\x03")
         assert t.exit_status() == 130
         assert "toycoder: cancelled" in t.text and "Traceback" not in t.text
-        assert processes_with(marker) == []
+        assert hanging_daemons(marker) == []
     finally:
         t.close()
 
@@ -416,18 +423,18 @@ def test_ctrl_c_while_the_daemon_starts_exits_130_with_one_line_and_no_process_l
 def test_ctrl_c_in_a_one_shot_at_any_moment_exits_130_and_no_process_left(workspace: Path) -> None:
     import signal
 
-    from helpers import processes_with, unique_marker
+    from helpers import unique_marker
 
     marker = unique_marker()
     p = subprocess.Popen(TOYCODER + ["--daemon", hanging_daemon(marker), "-p", "hi"], cwd=str(workspace),
                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_until(lambda: processes_with(marker), 15, "the daemon to start")
+        wait_until(lambda: hanging_daemons(marker), 15, "the daemon to start")
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=scaled(15))
-        assert p.returncode == 130
+        assert p.returncode == 130, err
         assert err == "toycoder: cancelled\n" and out == ""
-        assert processes_with(marker) == []
+        assert hanging_daemons(marker) == []
     finally:
         if p.poll() is None:
             p.kill()
