@@ -42,9 +42,9 @@ def check_config(path: str | None) -> tuple[Config | None, Line]:
         cfg, found = load_config(path)
     except ConfigError as e:
         return None, Line(False, "config", str(e), "edit the file, or run: toycoder setup")
-    if found is None:
-        return cfg, Line(False, "config", "no config file: the built-in defaults (OpenAI, $OPENAI_API_KEY)",
-                         "run: toycoder setup")
+    if found is None:  # not a problem in itself: $OPENAI_API_KEY may be all it needs (the provider line says)
+        return cfg, Line(None, "config", "no config file: the built-in defaults (OpenAI, $OPENAI_API_KEY, "
+                         "$OPENAI_BASE_URL)", "toycoder setup writes one")
     return cfg, Line(True, "config", f"{found} (valid)")
 
 
