@@ -110,6 +110,8 @@ def write_config(choice: Choice, directory: Path | None = None) -> tuple[Path, P
             f.write("# written by `toycoder setup`; keep it owner-only (chmod 600)\n")
             yaml.safe_dump({"api_keys": [choice.key]}, f)
         provider["api_keys_file"] = credentials.name
+    else:  # a local server that takes any key: a placeholder, not a secret (the client must send one)
+        provider["api_keys"] = [LOCAL_KEY]
     provider["models"] = {"default": choice.model, "fast": choice.fast_model}
     path = directory / "config.yaml"
     backup = None
@@ -119,7 +121,7 @@ def write_config(choice: Choice, directory: Path | None = None) -> tuple[Path, P
     text = (f"# written by `toycoder setup` on {time.strftime('%Y-%m-%d')}; `toycoder doctor` checks it.\n"
             "# The key is not here: " + (f"it is read from ${choice.key_env}.\n" if choice.key_env else
                                          "it is in credentials.yaml (mode 0600).\n" if credentials else
-                                         "a local server takes none.\n")
+                                         f"a local server takes any; '{LOCAL_KEY}' is sent.\n")
             + yaml.safe_dump({"providers": {name: provider}, "default_provider": name}, sort_keys=False))
     path.write_text(text, encoding="utf-8")
     return path, credentials, backup

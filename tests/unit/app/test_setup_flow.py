@@ -59,3 +59,10 @@ def test_doctor_lists_the_editor_plugins_it_finds(tmp_path: Path, monkeypatch: p
                      f"✓ Neovim: {tmp_path / 'data' / 'nvim' / 'lazy' / 'toycoder.nvim'}"]
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "none"))
     assert [line.ok for line in doctor.editor_plugins(tmp_path / "nobody")] == [None]
+
+
+def test_a_local_server_without_a_key_gets_a_placeholder_the_daemon_can_send(tmp_path: Path) -> None:
+    path, credentials, _ = write_config(Choice("http://127.0.0.1:11434/v1", "qwen", "qwen"), tmp_path)
+    assert credentials is None
+    config, _ = load_config(str(path))
+    assert config.default_provider == "local" and config.providers["local"].api_keys == ["local"]
