@@ -11,15 +11,16 @@ Only the standard library speaks HTTP here: one GET of /v1/models per server, be
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 import urllib.parse
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # every daemon start parses the setup flags: nothing slow to import at the top
+    from typing import Any, TextIO
 
 OPENAI_URL = "https://api.openai.com/v1"
 USUAL_PORTS = (("Ollama", "http://127.0.0.1:11434/v1"), ("llama-server", "http://127.0.0.1:8080/v1"),
@@ -43,7 +44,8 @@ def is_local(url: str) -> bool:
 
 def list_models(base_url: str, key: str | None, timeout: float = 10.0) -> list[str]:
     """The model ids the server lists at /models; SetupError says why not (never the key)."""
-    import urllib.error  # here: every daemon start parses the setup flags, and this import is not light
+    import json  # here: every daemon start parses the setup flags, and these imports are not light
+    import urllib.error
     import urllib.request
 
     request = urllib.request.Request(base_url.rstrip("/") + "/models",
@@ -75,15 +77,13 @@ def find_local(ports: tuple[tuple[str, str], ...] = USUAL_PORTS, timeout: float 
     return found
 
 
-@dataclass
 class Choice:
-    base_url: str
-    model: str
-    fast_model: str
-    key: str | None = None
-    """Kept in credentials.yaml (0600)."""
-    key_env: str | None = None
-    """Or read from this variable at run time."""
+    """What to write: the endpoint, the models, and the key (kept in credentials.yaml, 0600) or the
+    variable to read it from at run time."""
+
+    def __init__(self, base_url: str, model: str, fast_model: str, key: str | None = None,
+                 key_env: str | None = None):
+        self.base_url, self.model, self.fast_model, self.key, self.key_env = base_url, model, fast_model, key, key_env
 
 
 def provider_name(base_url: str) -> str:
