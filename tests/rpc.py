@@ -12,7 +12,7 @@ import itertools
 import json
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +49,11 @@ class Daemon:
         self._stderr_reader = asyncio.ensure_future(self._drain_stderr())  # a full pipe would block the daemon
 
     @classmethod
-    async def start(cls, *args: str, env: dict[str, str] | None = None, cwd: str | None = None) -> Daemon:
+    async def start(cls, *args: str, env: dict[str, str] | None = None, cwd: str | None = None,
+                    program: Sequence[str] = (sys.executable, "-m", "toycoder_daemon")) -> Daemon:
+        """`program`: the daemon command before `args` (e.g. an installed `toycoder-daemon`)."""
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "toycoder_daemon", *args,
+            *program, *args,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             env={**os.environ, **(env or {})}, cwd=cwd or str(ROOT),
             start_new_session=True,  # its own group: conftest's cleanup can kill it without touching pytest

@@ -6,6 +6,8 @@ Recognising each dialect's error: unit/llm/test_context_overflow.py."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from helpers import new_session
 from rpc import Daemon, RpcError
@@ -26,18 +28,25 @@ async def system_chars(daemon: Daemon, llm: FakeLLM) -> int:
     return chars_sent(llm.requests[-1]) - 1
 
 
+def window_for(llm: FakeLLM, base: int, room: int) -> int:
+    """A llama.cpp window in tokens that holds the system prompt, the tools' schemas and `room` characters
+    (the daemon never sends a request the server's known window cannot hold, so the window must be real)."""
+    return (base + len(json.dumps(llm.requests[-1]["body"]["tools"])) + room) // 4
+
+
 async def test_llama_cpp_overflow_cuts_the_oversized_prompt_and_retries(daemon: Daemon, llm: FakeLLM) -> None:
     base = await system_chars(daemon, llm)
-    llm.dialect = Dialect(context_chars=base + 3000, n_ctx=900, server="llama.cpp")
+    n_ctx = window_for(llm, base, 3000)
+    llm.dialect = Dialect(context_chars=base + 3000, n_ctx=n_ctx, server="llama.cpp")
     llm.add({"text": "Summarised your log."})
     sid = await new_session(daemon)
     huge = "log line\n" * 2000  # 18,000 characters, nothing older to compact
     result = await daemon.call("toycoder/prompt", {"sessionId": sid, "text": huge})
     assert result["stopReason"] == "end_turn" and result["text"] == "Summarised your log."
-    refused, retried = llm.requests[-2], llm.requests[-1]
+    refused, retried = [r for r in llm.requests if r["body"]][-2:]  # /props was read between them (a GET)
     assert chars_sent(refused) > base + 3000 >= chars_sent(retried)
     sent = retried["body"]["messages"][-1]["content"]
-    assert "did not fit the model's context window (900 tokens)" in sent  # learned from the error's n_ctx
+    assert f"did not fit the model's context window ({n_ctx} tokens)" in sent  # learned from the error's n_ctx
     assert sent.startswith("log line\n") and sent.endswith("log line\n")  # head and tail kept
     assert "was too long for the model's context window" in daemon.streamed_text(sid)
     loaded = await daemon.call("toycoder/session/load", {"sessionId": sid})
@@ -63,15 +72,17 @@ async def test_empty_200_overflow_compacts_the_history_and_retries(daemon: Daemo
 
 async def test_still_over_after_making_room_fails_clearly_and_the_session_recovers(daemon: Daemon, llm: FakeLLM) -> None:
     base = await system_chars(daemon, llm)
-    llm.dialect = Dialect(context_chars=base + 100, n_ctx=300, server="llama.cpp")
+    n_ctx = window_for(llm, base, 100)
+    llm.dialect = Dialect(context_chars=base + 100, n_ctx=n_ctx, server="llama.cpp")
     sid = await new_session(daemon)
     with pytest.raises(RpcError) as failed:
         await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "data " * 4000})
     assert "context window" in failed.value.message
-    assert "300 tokens" in failed.value.message
+    assert f"{n_ctx} tokens" in failed.value.message
     refusals = [r for r in llm.requests if r["path"].endswith("/chat/completions")][1:]
-    assert len(refusals) == 2  # the request and its one retry after making room: never more
-    llm.dialect = Dialect()  # e.g. the server restarted with a bigger context
+    # the request, and no retry: after making room the known window still cannot hold it, so it is not sent
+    assert len(refusals) == 1
+    llm.dialect = Dialect(n_ctx=100_000)  # the server restarted with a bigger context: learned again
     llm.add({"text": "Fine now."})
     result = await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "hello again"})
     assert result["text"] == "Fine now."

@@ -13,7 +13,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from toycoder_daemon.agent.hooks.engine import Hooks
 from toycoder_daemon.core.messages import INTERRUPTED_MARK, AssistantMessage, Message, ToolMessage
@@ -28,8 +28,8 @@ from toycoder_daemon.core.ports import (
 )
 from toycoder_daemon.core.util import safejson
 from toycoder_daemon.core.util.visible import visible
-from toycoder_daemon.llm import tools_ignored
-from toycoder_daemon.llm.base import ChatModel, ChatResponse, ContextOverflow, RetryNotice, ToolCall, Usage
+from toycoder_daemon.llm import overflow, tools_ignored
+from toycoder_daemon.llm.base import ChatModel, ChatResponse, ContextOverflow, RetryNotice, ToolCall, Usage, for_api
 from toycoder_daemon.tools.base import ToolContext
 from toycoder_daemon.tools.registry import ToolOutcome, ToolRegistry
 
@@ -64,6 +64,27 @@ LENGTH_NOTICE = (
     "[the reply was cut by the output length limit (max_tokens) and is incomplete; ask for a shorter "
     "answer, or raise the provider's max_tokens in the config]"
 )
+WINDOW_NOTICE = (
+    "[the reply was cut: it filled the model's context window{size} and is incomplete; /compact makes room "
+    "for the next prompt, or give the server a larger context (llama-server -c, Ollama num_ctx)]"
+)
+
+
+def window_notice(model: ChatModel) -> str:
+    window = getattr(model, "context_tokens", None)
+    return WINDOW_NOTICE.format(size=f" ({window} tokens)" if window else "")
+
+
+def over_window(model: ChatModel, messages: list[Message], tools: list[dict[str, Any]] | None) -> ContextOverflow | None:
+    """The overflow a request would meet, when the server's known window cannot hold it: it is not sent."""
+    window = getattr(model, "context_tokens", None)
+    if not window:
+        return None
+    tokens = overflow.request_tokens(for_api(messages), tools)
+    if tokens <= window:
+        return None
+    return ContextOverflow(model.provider, f"the request (about {tokens} tokens) is over the model's context "
+                           f"window ({window} tokens), so it was not sent", None, window)
 
 
 @dataclass
@@ -105,12 +126,27 @@ def _assistant_message(resp: ChatResponse) -> AssistantMessage:
     return msg
 
 
+def _told_tools_ignored(messages: TurnMessages) -> bool:
+    return any(m["role"] == "assistant" and tools_ignored.MARK in str(m.get("content") or "") for m in messages)
+
+
+def _no_tools_first(model: ChatModel, tools: ToolRegistry, messages: TurnMessages, frontend: Frontend) -> str:
+    """A server already known to take no tools (llama.cpp's /props) is said before the session's first
+    reply streams, once per conversation; the notice, or "" when there is nothing to say."""
+    say = getattr(model, "no_tools_notice", None)
+    notice = say() if say is not None and tools.schemas() else None
+    if not notice or _told_tools_ignored(messages):
+        return ""
+    log.warning("%s", notice.strip("[]"))
+    frontend.emit(TextDelta(notice + "\n\n"))
+    return str(notice)
+
+
 def _tell_tools_ignored(resp: ChatResponse, messages: TurnMessages, frontend: Frontend) -> None:
     """Once per conversation (the notice stays in its reply, so a reload remembers it too): the server
     seems to ignore the tools, which leaves the agent answering without ever looking."""
     notice = resp.tools_ignored
-    if not notice or any(m["role"] == "assistant" and tools_ignored.MARK in str(m.get("content") or "")
-                         for m in messages):
+    if not notice or _told_tools_ignored(messages):
         return
     log.warning("%s", notice.strip("[]"))
     frontend.emit(TextDelta("\n\n" + notice))
@@ -193,25 +229,45 @@ async def run_turn(
         partial.clear()
         frontend.emit(RetryScheduled(notice.attempt, notice.delay_seconds, notice.reason))
 
+    async def ask(extra: list[Message]) -> ChatResponse:
+        """One request: the conversation and `extra` (not yet in it); never sent over the known window."""
+        request, schemas = list(messages) + extra, tools.schemas() or None
+        if (too_big := over_window(model, request, schemas)) is not None:
+            raise too_big
+        return await model.stream_chat(request, schemas, on_delta, on_retry)
+
+    said_first = _no_tools_first(model, tools, messages, frontend)  # kept in the first reply's text
     step = 0
     cut_parts: list[str] = []  # the pieces of a reply cut by the output limit, continued so far
     stops = 0  # times a Stop hook made the agent go on
+    going_on: list[Message] = []  # the cut reply and the request to go on: kept once that request is taken
     try:
         while step < max_steps:
             step += 1
             partial.clear()
             try:
-                resp = await model.stream_chat(list(messages), tools.schemas() or None, on_delta, on_retry)
+                resp = await ask(going_on)
             except ContextOverflow as e:
+                if going_on:  # a reply cut at the full window: going on cannot fit, so the turn ends with it
+                    notice = window_notice(model)
+                    log.info("continuation over the context window (%s); ending the turn", e.reason)
+                    frontend.emit(TextDelta("\n\n" + notice))
+                    cut = cast(AssistantMessage, going_on[0])
+                    messages.append({**cut, "content": (str(cut.get("content") or "") + "\n\n" + notice).lstrip()})
+                    return TurnResult("max_tokens", ("".join(cut_parts) + "\n\n" + notice).lstrip(), usage, step)
                 # once per step: the same request over the window again means making room did not work
                 if make_room is None or not await make_room(e):
                     raise
                 partial.clear()
                 try:
-                    resp = await model.stream_chat(list(messages), tools.schemas() or None, on_delta, on_retry)
+                    resp = await ask([])
                 except ContextOverflow as again:
                     await make_room(again)  # failed for good: leave a history the next prompt fits in
+                    if again.status is None and (forget := getattr(model, "forget_window", None)):
+                        forget()  # refused here, not by the server: the next turn asks the server again
                     raise
+            messages.extend(going_on)
+            going_on = []
             partial.clear()
             if resp.usage:
                 usage = usage + resp.usage
@@ -223,14 +279,15 @@ async def run_turn(
                 if on_usage:
                     on_usage(Usage(unreported=1))
             resp.tool_calls = unique_call_ids(resp.tool_calls)
+            if said_first:
+                resp.content, resp.tools_ignored, said_first = f"{said_first}\n\n{resp.content}", None, ""
             _tell_tools_ignored(resp, messages, frontend)
             if not resp.tool_calls and resp.finish_reason == "length":
                 # Cut by the output limit: a cut reply must never read as complete. Ask the model to
                 # go on (the incumbents' "continue"); still cut after that, say so.
                 cut_parts.append(resp.content)
                 if len(cut_parts) <= MAX_CONTINUATIONS and step < max_steps:
-                    messages.append(_assistant_message(resp))
-                    messages.append({"role": "user", "content": CONTINUE_PROMPT})
+                    going_on = [_assistant_message(resp), {"role": "user", "content": CONTINUE_PROMPT}]
                     continue
                 frontend.emit(TextDelta("\n\n" + LENGTH_NOTICE))
                 resp.content = (resp.content + "\n\n" + LENGTH_NOTICE).lstrip()
@@ -294,10 +351,12 @@ async def run_turn(
         return TurnResult("max_steps", notice, usage, step)
     except asyncio.CancelledError:
         # Keep what the person already saw, then make the conversation valid again.
+        messages.extend(going_on[:1])  # a cut reply whose continuation was under way
         if partial:
             messages.append({"role": "assistant", "content": "".join(partial) + INTERRUPTED_MARK, "interrupted": True})
         answer_open_tool_calls(messages)
         raise
     except BaseException:
+        messages.extend(going_on[:1])  # what streamed stays, whatever stopped the continuation
         answer_open_tool_calls(messages, "error: the turn failed before this tool call finished", "failed")
         raise

@@ -319,8 +319,7 @@ class SessionRuntime:
     async def compact(self, frontend: Frontend, *, force: bool = False) -> Compaction | None:
         """Compact the session's context when it is over the thresholds (or when forced)."""
         s, models = self.session, self.parts.models
-        return await self.compactor(frontend, models.later(s, "fast"), window=None if force else models.made(s),
-                                    force=force)
+        return await self.compactor(frontend, models.later(s, "fast"), window=models.made(s), force=force)
 
     def model_for(self, session: Session | None, role: str | None = None) -> ChatModel:
         return self.parts.models.of(session, role)

@@ -2,6 +2,6 @@
 
 import sys
 
-from toycoder_daemon.cli.main import main
+from toycoder_daemon.cli.entry import run
 
-sys.exit(main())
+sys.exit(run())

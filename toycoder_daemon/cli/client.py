@@ -144,6 +144,8 @@ class Outcome:
     result: dict[str, Any] | None = None
     error: RpcError | None = None
     tool_statuses: list[str] = field(default_factory=list)
+    unasked: list[str] = field(default_factory=list)
+    """The tool calls denied because nobody could be asked (no terminal, no --approve)."""
 
     @property
     def denied_only(self) -> bool:
@@ -156,6 +158,8 @@ class Outcome:
         stop = self.result.get("stopReason")
         if stop == "cancelled":
             return 130
+        if self.unasked:
+            return 5
         if self.denied_only:
             return 3
         if stop in ("max_steps", "max_tokens"):
@@ -179,6 +183,7 @@ class ChatClient:
         self.session_id = ""
         self.guard = TurnGuard()
         self._cancel_sent = False
+        self._unasked: list[str] = []
 
     # ---- sessions -------------------------------------------------------------------------------
 
@@ -219,6 +224,7 @@ class ChatClient:
     def run_turn(self, text: str) -> Outcome:
         self.view.begin()
         self._cancel_sent = False
+        self._unasked = []
         outcome = Outcome()
         try:
             with self.guard:
@@ -229,6 +235,7 @@ class ChatClient:
             outcome.error = e
         finally:
             outcome.tool_statuses = list(self.view.tool_statuses)
+            outcome.unasked = list(self._unasked)
             self.view.end(outcome.result if outcome.result and outcome.result.get("stopReason") != "command"
                           else None)
         return outcome
@@ -269,13 +276,15 @@ class ChatClient:
 
     def permission(self, params: dict[str, Any], msg_id: Any) -> dict[str, str]:
         view = self.view
-        if self.approve == "ask" or not view.quiet:
+        shown = self._can_ask() or not view.quiet  # quiet and nobody to ask: the one-shot's last line says it
+        if shown:
             view.permission(params, page=self._page if self._can_ask() else None)
         if self.approve in ("allow", "deny"):
             decision = "allow_once" if self.approve == "allow" else "reject"
             how = f"(--approve {self.approve})"
         elif not self._can_ask():
             decision, how = "reject", "(no terminal to ask on; use --approve allow|deny)"
+            self._unasked.append(str(params.get("title") or params.get("tool") or "a tool call"))
         else:
             view.console.print(Text.assemble(("Allow? ", "bold"), ("y", "bold green"), " yes, once · ",
                                              ("a", "bold green"), " always (this session) · ", ("n", "bold red"),
@@ -285,7 +294,7 @@ class ChatClient:
             decision = DECISIONS.get(key or "n", "reject")
             how = "" if key else "(no answer)"
         said, style = SAID[decision]
-        if self.approve == "ask" or not view.quiet:
+        if shown:
             view.note(f"  → {said} {how}".rstrip(), style)
         view.resume()
         return {"decision": decision}

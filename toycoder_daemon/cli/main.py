@@ -3,6 +3,8 @@
     toycoder [--workspace DIR] [--session ID] [--config PATH] [--model [PROVIDER:]NAME]
     toycoder -p PROMPT [--approve ask|allow|deny] [--json] [--verbose] [...]
     toycoder --demo [--approve ask|allow|deny]
+    toycoder setup [--non-interactive --base-url URL --api-key KEY|--api-key-env VAR --model M --fast-model M]
+    toycoder doctor [--config PATH]
 """
 
 from __future__ import annotations
@@ -17,12 +19,17 @@ from typing import Any
 
 from toycoder_daemon import __version__
 from toycoder_daemon.cli.client import ChatClient, Outcome, stdin_is_tty
-from toycoder_daemon.cli.rpc import DaemonExited, DaemonNotStarted, RpcError
+from toycoder_daemon.cli.rpc import DaemonExited, DaemonNotStarted, RpcError, close_all, default_daemon_command
 from toycoder_daemon.cli.startup import NO_PROVIDER, connect, init_config, path_advice, user_config_path
 from toycoder_daemon.wire import protocol as wire
 
-EXIT_CODES = """exit codes (-p, --demo): 0 answered; 1 error (provider, config, daemon, session); 2 bad usage;
-  3 denied (the turn's tool calls were all denied); 4 stopped at the step or output limit; 130 cancelled (Ctrl-C)
+EXIT_CODES = """commands: `toycoder setup` sets up a model provider (asks; or --non-interactive with --base-url,
+  --api-key|--api-key-env, --model, --fast-model); `toycoder doctor` checks the set-up, one line each.
+
+exit codes (-p, --demo): 0 answered; 1 error (provider, config, daemon, session); 2 bad usage;
+  3 denied (the turn's tool calls were all denied); 4 stopped at the step or output limit;
+  5 a tool call was denied because nobody could be asked (no terminal; use --approve allow|deny);
+  127 the daemon could not be started; 130 cancelled (Ctrl-C)
 """
 
 def data_dir() -> Path:
@@ -63,6 +70,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--json", action="store_true", help="with -p: print each toycoder/update params object, then "
                     "the prompt result, as JSON lines on stdout")
     ap.add_argument("-v", "--verbose", action="store_true", help="with -p: stream the turn to stderr")
+    ap.add_argument("-q", "--quiet", action="store_true", help="with -p: no header and no tool lines on stderr "
+                    "(they show when stderr is a terminal); errors still do")
     ap.add_argument("--demo", action="store_true", help="the scripted demo: no API key needed")
     ap.add_argument("--daemon", metavar="CMD", help="the daemon command (default: this Python's "
                     "`-m toycoder_daemon`)")
@@ -70,8 +79,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     "~/.config/toycoder/config.yaml (never over an existing one) and exit")
     ap.add_argument("--version", action="version", version=f"toycoder {__version__}")
     args = ap.parse_args(argv)
-    if (args.json or args.verbose) and args.prompt is None:
-        ap.error("--json and --verbose go with -p PROMPT")
+    if (args.json or args.verbose or args.quiet) and args.prompt is None:
+        ap.error("--json, --verbose and --quiet go with -p PROMPT")
     if args.demo and (args.prompt is not None or args.session):
         ap.error("--demo runs its own prompt in a fresh session")
     args.workspace = str(Path(args.workspace or os.getcwd()).expanduser().resolve())
@@ -94,8 +103,27 @@ def _exit_on_signal(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)  # run the finally blocks: terminal modes restored, demo server stopped
 
 
+def hand_to_daemon(command: str, rest: list[str]) -> int:
+    """`toycoder setup|doctor ...`: the daemon of this installation does it (it reads and writes the
+    config; this client imports nothing of it), in this very process and terminal (exec)."""
+    argv = default_daemon_command() + [f"--{command}", *rest]
+    try:
+        os.execv(argv[0], argv)
+    except OSError as e:
+        sys.stderr.write(f"toycoder: cannot run {argv[0]}: {e.strerror or e}\n")
+    return 127
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # from here on, the except below says it
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("setup", "doctor"):
+        return hand_to_daemon(argv[0], argv[1:])
+    try:
+        args = parse_args(argv)
+    except KeyboardInterrupt:
+        sys.stderr.write("toycoder: cancelled\n")
+        return 130
     for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):  # the terminal closed, or kill
         if sig is not None:
             signal.signal(sig, _exit_on_signal)
@@ -105,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
         from toycoder_daemon.cli.demo import run_demo
 
         return run_demo(args)
-    if not provider_configured(args.config):
+    # another daemon (e.g. `ssh -T host toycoder-daemon`) has its own config and key: never refused here
+    if args.daemon is None and not provider_configured(args.config):
         advice = path_advice()
         sys.stderr.write(NO_PROVIDER + (f"\n{advice}\n" if advice else ""))
         return 1
@@ -115,6 +144,10 @@ def main(argv: list[str] | None = None) -> int:
         if stdin_is_tty() and sys.stdout.isatty():
             return interactive(args)
         return line_mode(args)
+    except KeyboardInterrupt:  # Ctrl-C at any moment (starting the daemon too): one line, no daemon left
+        close_all()
+        sys.stderr.write("toycoder: cancelled\n")
+        return 130
     except DaemonNotStarted as e:
         sys.stderr.write(f"toycoder: {e}\n")
         return 127
@@ -133,8 +166,9 @@ def one_shot(args: argparse.Namespace) -> int:
 
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     console = err_console()
-    view = TurnView(console, quiet=not args.verbose)
-    approve = args.approve or ("ask" if stdin_is_tty() else "deny")
+    progress = not args.quiet and not args.verbose and not args.json and sys.stderr.isatty()
+    view = TurnView(console, quiet=not args.verbose, progress=progress)
+    approve = args.approve or "ask"  # without a terminal nobody is asked: the call is denied, exit code 5
 
     def emit(params: dict[str, Any]) -> None:
         sys.stdout.write(json.dumps(params, ensure_ascii=False) + "\n")
@@ -142,13 +176,23 @@ def one_shot(args: argparse.Namespace) -> int:
 
     conn, client, _ = connect(args, lambda c: ChatClient(c, view, approve=approve, on_update=emit if args.json
                                                          else None, trust_workspace=args.trust_workspace))
-    try:
-        outcome = client.run_turn(prompt)
-    except KeyboardInterrupt:
-        conn.close(timeout=2)
-        return 130
+    if progress:
+        console.print(header(conn, client, args, approve), style="dim", markup=False)
+    outcome = client.run_turn(prompt)  # Ctrl-C three times (the cancel unanswered): main() ends it
     conn.close()
     return report(outcome, console, json_lines=args.json)
+
+
+def header(conn: Any, client: ChatClient, args: argparse.Namespace, approve: str) -> str:
+    """`-p`'s one line on stderr: what runs where (as `codex exec` prints before its progress)."""
+    try:
+        current = conn.call(wire.MODELS_LIST, {"sessionId": client.session_id})["current"]
+        model = f"{current['provider']}:{current['model']}"
+    except RpcError as e:
+        model = f"(no model: {e.message})"
+    approval = approve if approve != "ask" or stdin_is_tty() else "ask (no terminal: denied)"
+    return (f"toycoder {__version__} · {model} · {_home(args.workspace)} · session {client.session_id[:8]} · "
+            f"approve {approval}")
 
 
 def report(outcome: Outcome, console: Any, *, json_lines: bool = False) -> int:
@@ -164,6 +208,9 @@ def report(outcome: Outcome, console: Any, *, json_lines: bool = False) -> int:
     sys.stdout.flush()
     if outcome.error is not None:
         console.print(f"toycoder: {outcome.error.message}", style="bold red", markup=False)
+    elif outcome.unasked:
+        console.print(f"toycoder: denied {', '.join(outcome.unasked)}: nobody could be asked (no terminal); "
+                      "run it with --approve allow (or deny)", style="bold red", markup=False)
     elif outcome.denied_only:
         console.print("toycoder: every tool call of this turn was denied", style="yellow")
     elif outcome.result and outcome.result.get("stopReason") == "cancelled":
@@ -273,10 +320,7 @@ def interactive(args: argparse.Namespace) -> int:
                 if action.get("kind") == "switch" and action.get("sessionId"):
                     show_session(view, client.load_session(action["sessionId"]))
             console.print()
-    except KeyboardInterrupt:  # Ctrl-C three times while a cancel went unanswered
-        conn.close(timeout=2)
-        return 130
-    finally:
+    finally:  # Ctrl-C three times while a cancel went unanswered: main() says it and ends the daemon
         signal.signal(signal.SIGINT, signal.default_int_handler)
     conn.close()
     return 0

@@ -57,10 +57,12 @@ class _Call:
 class TurnView:
     """Renders one conversation's updates; `begin()`/`end()` bracket each turn."""
 
-    def __init__(self, console: Console, *, live: bool | None = None, quiet: bool = False):
+    def __init__(self, console: Console, *, live: bool | None = None, quiet: bool = False, progress: bool = False):
         self.console = console
         self.quiet = quiet
         """Show no updates (one-shot mode without --verbose); questions and errors still show."""
+        self.progress = progress
+        """With `quiet`: the main agent's tool calls still get their one line each (`-p` on a terminal)."""
         self.live_ok = (console.is_terminal if live is None else live) and not quiet
         self._live: Live | None = None
         self.text = ""  # the main agent's reply, not yet printed for good
@@ -169,7 +171,11 @@ class TurnView:
         parent = params.get("parentToolCallId")
         kind = u.get("kind")
         if self.quiet:
-            if kind == "tool_result":
+            if self.progress and not parent and kind == "tool_call":
+                self._tool_call(u, parent)
+            elif self.progress and not parent and kind == "tool_result":
+                self._tool_result(u)
+            elif kind == "tool_result":
                 self.tool_statuses.append(u.get("status", "completed"))
             return
         if kind == "text_delta":

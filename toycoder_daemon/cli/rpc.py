@@ -62,6 +62,16 @@ def default_daemon_command(python: tuple[int, int] = sys.version_info[:2]) -> li
     return [sys.executable, "-c", _WITHOUT_CWD]
 
 
+_OPEN: set[Connection] = set()
+"""Daemons started and not yet closed: a Ctrl-C anywhere (even mid-start) ends them (close_all)."""
+
+
+def close_all(timeout: float = 2) -> None:
+    """Close every daemon this client started (its stdin closed, killed if it lingers)."""
+    for conn in list(_OPEN):
+        conn.close(timeout)
+
+
 class Connection:
     def __init__(self, argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None):
         # The daemon's stderr (logs) must not scribble over the terminal UI: keep it aside and show
@@ -75,6 +85,7 @@ class Connection:
         except OSError as e:
             self._stderr.close()
             raise DaemonNotStarted(argv, e.strerror or str(e)) from None
+        _OPEN.add(self)
         self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.cancelled_requests: set[Any] = set()
         """Ids of daemon->client requests the daemon withdrew ($/cancelRequest)."""
@@ -186,6 +197,8 @@ class Connection:
 
     def close(self, timeout: float = 5) -> None:
         """Close the daemon's stdin (it ends running turns and exits); kill it if it lingers."""
+        if self not in _OPEN:
+            return
         try:
             if self.proc.stdin:
                 self.proc.stdin.close()
@@ -196,7 +209,12 @@ class Connection:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        self._stderr.close()
+        finally:  # a second Ctrl-C while waiting: the daemon is killed all the same, never left behind
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+            _OPEN.discard(self)
+            self._stderr.close()
 
 
 def initialize(conn: Connection, workspace: str, *, on_notification: Callable[[dict[str, Any]], None] | None = None

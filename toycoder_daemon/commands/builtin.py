@@ -142,6 +142,9 @@ async def compact(c: CommandContext) -> CommandResult:
     done = await c.host.compact(c.frontend, force=True)
     if done is None:
         return CommandResult("nothing to compact yet")
+    if done.cut:
+        return CommandResult(f"context made room: nothing old enough to summarise, so the largest message was cut "
+                             f"by {done.cut} characters to fit the model's context window")
     how = "summarised" if done.strategy == "summary" else f"truncated (the summary failed: {done.error})"
     return CommandResult(f"context {how}: {done.before} -> {done.after} messages")
 

@@ -48,6 +48,9 @@ class ModelNames(_Section):
 class ProviderConfig(_Section):
     api_keys: list[str] = Field(default=[])
     """Keys used round-robin; empty strings (e.g. `${VAR:-}` with VAR unset) are dropped."""
+    api_keys_file: str | None = None
+    """A YAML file with more keys under `api_keys:` (relative to the config file's folder; owner-only, mode 0600),
+    so the config itself holds none: `toycoder setup` writes `credentials.yaml` there."""
     base_url: str | None = None
     """OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 for Ollama."""
     models: ModelNames = Field(default_factory=lambda: ModelNames())
@@ -425,6 +428,8 @@ def _load(explicit: str | None) -> tuple[Config, Path | None]:
         problems += [_validation_problem(err) for err in e.errors()]
     if config is not None:
         problems += _provider_problems(config.default_provider, list(config.providers))
+        for name, provider in config.providers.items():
+            problems += _read_key_file(name, provider, path.parent)
     else:  # name a wrong default_provider even when other fields are wrong too
         dp, provs = expanded.get("default_provider", "openai"), expanded.get("providers", {"openai": None})
         if isinstance(dp, str) and isinstance(provs, dict):
@@ -434,6 +439,32 @@ def _load(explicit: str | None) -> tuple[Config, Path | None]:
                           f"{len(problems)} problems: " + "; ".join(problems)), problems)
     assert config is not None
     return config, path
+
+
+def _read_key_file(name: str, provider: ProviderConfig, base: Path) -> list[str]:
+    """Add the keys of the provider's api_keys_file; the problems with it (never its content)."""
+    if not provider.api_keys_file:
+        return []
+    import yaml
+
+    where = f"field 'providers.{name}.api_keys_file'"
+    path = (base / Path(provider.api_keys_file).expanduser()).resolve()
+    try:
+        mode = path.stat().st_mode
+        if mode & 0o077:
+            return [f"{where}: {path} can be read by others (mode {mode & 0o777:o}); run: chmod 600 {path}"]
+        data = yaml.safe_load(decode_utf8(path.read_bytes(), str(path)))
+    except OSError as e:
+        return [f"{where}: cannot read {path}: {e.strerror or e}"]
+    except yaml.YAMLError:
+        return [f"{where}: {path} is not valid YAML"]
+    keys = data.get("api_keys") if isinstance(data, dict) else None
+    if isinstance(keys, str):
+        keys = [keys]
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        return [f"{where}: {path} must hold `api_keys:` with a list of strings"]
+    provider.api_keys = [*provider.api_keys, *(k for k in keys if k.strip())]
+    return []
 
 
 def _validation_problem(err: Any) -> str:

@@ -1,5 +1,5 @@
 """The daemon's cold start: toycoder-daemon [--stdio] [--acp] [--config PATH] [--log-file PATH] [--log-level LEVEL]
-[--version] [--check-config] [--warm-status] [--warm-stop].
+[--version] [--check-config] [--warm-status] [--warm-stop] [--setup [...]] [--doctor].
 
 `main` is what runs in a fresh process (the launcher's cold path) and, unchanged, in a child of the
 fork server (warm/): arguments, stdout kept for frames, logs, then one face.
@@ -141,6 +141,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warm-status", action="store_true",
                         help="show the fork server that serves warm starts (JSON) and exit (0 running, 1 not)")
     parser.add_argument("--warm-stop", action="store_true", help="stop that fork server and exit")
+    parser.add_argument("--setup", action="store_true", help="set up a model provider (asks, or takes the "
+                        "flags below with --non-interactive), write the user config, and exit")
+    parser.add_argument("--doctor", action="store_true", help="check the config, provider, model, tools, context, "
+                        "sandbox, rg, fork server and editor plugins; one line each; exit 0 only when all work")
+    from toycoder_daemon.app import setup
+
+    setup.add_arguments(parser)
     args = parser.parse_args(argv)
     if args.warm_status or args.warm_stop:  # listed here for --help; warm/launcher.py answers them
         parser.error("--warm-status and --warm-stop are answered by the launcher (toycoder-daemon)")
@@ -151,6 +158,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.check_config:
         return _check_config(args.config)
+    if args.setup:
+        return setup.run(args)
+    if given := setup.flags_given(args):
+        parser.error(f"{', '.join(given)} go with --setup")
+    if args.doctor:
+        from toycoder_daemon.app import doctor
+
+        return doctor.run(args.config)
 
     proto_out = _protect_stdout()
     from toycoder_daemon.core.util import logs

@@ -2,7 +2,8 @@
 quirks it needs. Seen on real servers (issue 18):
 
 - llama.cpp's llama-server: `Server: llama.cpp`, /v1/models `owned_by: llamacpp` with `meta.n_ctx`
-  (the context it runs with), /props `default_generation_settings.n_ctx`.
+  (the context it runs with), /props `default_generation_settings.n_ctx` and
+  `chat_template_caps.supports_tools` (false: the model's template has no tools, so they are dropped).
 - llama-cpp-python's server (uvicorn): `owned_by: me`; HTTP 500 on an assistant message with
   `content: null` (quirk `empty_content`); `tools` ignored unless `tool_choice` is sent.
 - vLLM (uvicorn): `owned_by: vllm`, `max_model_len`. Ollama: `owned_by: library`/`ollama`.
@@ -67,6 +68,14 @@ def props_window(body: Any) -> int | None:
     settings = body.get("default_generation_settings") if isinstance(body, dict) else None
     n = settings.get("n_ctx") if isinstance(settings, dict) else None
     return n if isinstance(n, int) and n > 0 else None
+
+
+def props_tools(body: Any) -> bool | None:
+    """llama.cpp's /props: does the chat template take tools (`chat_template_caps.supports_tools`)?
+    None when it does not say."""
+    caps = body.get("chat_template_caps") if isinstance(body, dict) else None
+    value = caps.get("supports_tools") if isinstance(caps, dict) else None
+    return value if isinstance(value, bool) else None
 
 
 def quirks_for(configured: Iterable[str] | None, kind: str | None) -> frozenset[str]:

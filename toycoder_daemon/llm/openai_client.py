@@ -139,6 +139,9 @@ class OpenAIChatModel:
         self._asked_kind = False
         self.context_tokens: int | None = None
         """The model's context window, once the server said it (an overflow error, /props, /v1/models)."""
+        self.supports_tools: bool | None = None
+        """False once llama.cpp's /props said the chat template takes no tools: they are not sent."""
+        self._props_read = False
         self._transport = StreamTransport(base_url, request_timeout)
 
     async def aclose(self) -> None:
@@ -155,11 +158,14 @@ class OpenAIChatModel:
     ) -> ChatResponse:
         started = time.monotonic()
         extra = {self.token_field: self.max_tokens} if self.max_tokens else None
+        await self._read_props()
+        offered = tools
         quirks, body = None, b""
         attempt = 0
         while True:
             if quirks != self.quirks():  # once, unless the first answer told the server's kind (e.g. its 500)
                 quirks = self.quirks()
+                tools = offered if self.supports_tools is not False else None  # a template without tools drops them
                 body = await request_body(model or self.model, messages, tools, extra, quirks)
             key, wait = self.keys.pick()
             if key is None:
@@ -214,6 +220,10 @@ class OpenAIChatModel:
                 status, hint = None, None
                 reason = f"stream broken: {type(e).__name__}: {e}"
             else:
+                await self._read_props()  # the first answer may have told llama.cpp
+                if offered and self.supports_tools is False:
+                    reply.tools_ignored = self.no_tools_notice()
+                    return reply
                 return await self._check_tools_used(reply, tools)
 
             attempt += 1
@@ -243,6 +253,35 @@ class OpenAIChatModel:
             reply.tools_ignored = tools_ignored.notice(self.provider, self._transport.url, evidence)
         return reply
 
+    def no_tools_notice(self) -> str | None:
+        """The notice for a server known to take no tools (None: it takes them, or it is not known yet)."""
+        return tools_ignored.unsupported_notice(self.provider, self._transport.url) if self.supports_tools is False else None
+
+    def forget_window(self) -> None:
+        """The window learned may be stale (the server restarted with another -c): learn it again."""
+        self.context_tokens, self._props_read = None, False
+
+    async def _read_props(self) -> None:
+        """Once, when the server is llama.cpp: its /props says the context it runs with and whether its
+        chat template takes tools (started without a tool-capable template, it silently drops them)."""
+        self.quirks()  # learns the kind from the last answer's Server header
+        if self._props_read or self.kind != "llama.cpp":
+            return
+        self._props_read = True
+        key, _ = self.keys.pick()
+        try:
+            status, props, _ = await self._transport.get_json(key or "", self._transport.base.removesuffix("/v1") + "/props")
+        except Exception as e:  # an old llama.cpp, or a proxy in front of it: the request still goes
+            log.info("provider %s: cannot read /props: %s", self.provider, e)
+            return
+        if status >= 400:
+            return
+        self.context_tokens = self.context_tokens or dialect.props_window(props)
+        self.supports_tools = dialect.props_tools(props)
+        if self.supports_tools is False:
+            log.warning("provider %s: %s says its chat template takes no tools; running without them",
+                        self.provider, self._transport.base)
+
     def quirks(self) -> frozenset[str]:
         self.kind = self.kind or dialect.kind_from_header(self._transport.server)
         return dialect.quirks_for(self.configured_quirks, self.kind)
@@ -257,16 +296,16 @@ class OpenAIChatModel:
             if status >= 400:
                 raise ValueError(f"HTTP {status}")
             info = dialect.read_models(body, server)
-            if info.kind == "llama.cpp" and not info.windows:
-                _, props, _ = await self._transport.get_json(key or "", self._transport.base.removesuffix("/v1") + "/props")
-                if window := dialect.props_window(props):
-                    info.windows[self.model] = window
         except Exception as e:  # a server without /v1/models is still usable
             log.info("provider %s: cannot list models at %s/models: %s", self.provider, self._transport.base, e)
             return self._info
         self._info = info
         if info.kind and self.kind in (None, "uvicorn"):
             self.kind = info.kind
+        if info.kind == "llama.cpp":  # /props: the window (when /v1/models has none) and the tools
+            await self._read_props()
+            if self.context_tokens and not info.windows:
+                info.windows[self.model] = self.context_tokens
         return info
 
     async def learn_window(self) -> int | None:

@@ -12,7 +12,9 @@ Each server says it its own way; what they were seen (or are documented) to send
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 _SAYS_OVERFLOW = re.compile(
@@ -59,3 +61,13 @@ def context_size(body: Any) -> int | None:
             if m := pattern.search(message):
                 return int(m.group(1))
     return None
+
+
+CHARS_PER_TOKEN = 4
+"""The estimate's ratio; JSON's quoting makes it err on the large side for prose."""
+
+
+def request_tokens(messages: Sequence[Any], tools: Sequence[Any] | None) -> int:
+    """A request's estimated prompt tokens: its messages and the tools' schemas, as sent."""
+    chars = sum(len(json.dumps(m, ensure_ascii=False)) for m in messages)
+    return (chars + len(json.dumps(list(tools or ()), ensure_ascii=False))) // CHARS_PER_TOKEN

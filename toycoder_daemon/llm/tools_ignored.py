@@ -112,3 +112,14 @@ def notice(provider: str, url: str, evidence: str | None) -> str:
     return (f"{MARK} {where} sent a tool call as plain text ({evidence}) instead of parsing it, so nothing was run; "
             "turn its tool-call parsing on (llama.cpp: --jinja with a tool-capable chat template; vLLM: "
             "--enable-auto-tool-choice and --tool-call-parser; Ollama: a model with tool support)]")
+
+
+NO_TOOLS_FIX = ("start llama-server with --jinja and a tool-capable --chat-template-file (e.g. the model's own "
+                "tool-use template from llama.cpp's models/templates), or use a model whose template takes tools")
+
+
+def unsupported_notice(provider: str, url: str) -> str:
+    """The server said (llama.cpp's /props) that it takes no tools: the session runs without them."""
+    return (f"{MARK} the server at {url} (provider '{provider}') says its chat template takes no tools "
+            f"(/props chat_template_caps.supports_tools is false), so this session runs without tools: "
+            f"the agent cannot read, search or edit files. To fix: {NO_TOOLS_FIX}]")

@@ -34,6 +34,8 @@ class Compaction:
     error: str | None = None
     summary: str = ""
     """The model's summary of the earlier turns ("" when they were truncated)."""
+    cut: int = 0
+    """Characters cut from the largest message when there was nothing old enough to summarise."""
 
 
 def estimate_tokens(messages: Sequence[Message], mark: tuple[int, int]) -> int:
@@ -60,7 +62,7 @@ def split_point(messages: Sequence[Message], keep_recent: int) -> int:
     return i
 
 
-def _render(messages: Sequence[Message]) -> str:
+def _render(messages: Sequence[Message], limit: int = SUMMARY_INPUT_MAX) -> str:
     lines = []
     for m in messages:
         role = m["role"]
@@ -72,8 +74,8 @@ def _render(messages: Sequence[Message]) -> str:
         else:
             lines.append(f"{role}: {m.get('content') or ''}")
     text = "\n\n".join(lines)
-    if len(text) > SUMMARY_INPUT_MAX:  # keep the newest part of what is summarised
-        text = "[...]\n" + text[-SUMMARY_INPUT_MAX:]
+    if len(text) > limit:  # keep the newest part of what is summarised
+        text = "[...]\n" + text[-limit:]
     return text
 
 
@@ -100,9 +102,12 @@ async def compact(messages: list[Message], model: ChatModel | None, summarizer_p
     try:
         if model is None:
             raise RuntimeError("no model available to summarise")
+        window = getattr(model, "context_tokens", None)  # never more than the summarising model can hold
+        limit = SUMMARY_INPUT_MAX if not window else max(1000, min(SUMMARY_INPUT_MAX, window * CHARS_PER_TOKEN // 2
+                                                                   - len(summarizer_prompt)))
         reply = await model.stream_chat(
             [{"role": "system", "content": summarizer_prompt},
-             {"role": "user", "content": "Summarise this conversation:\n\n" + _render(old)}],
+             {"role": "user", "content": "Summarise this conversation:\n\n" + _render(old, limit)}],
             None,
         )
         summary = reply.content.strip()
@@ -128,12 +133,12 @@ TRIM_FLOOR_BLIND = 4000
 
 def trim_largest(messages: list[Message], budget_tokens: int | None, why: str,
                  overhead_chars: int = 0) -> tuple[list[Message], int] | None:
-    """The messages with the largest user or tool text cut (its head and tail kept, a notice in the
+    """The messages with the largest user, tool or assistant text cut (its head and tail kept, a notice in the
     middle), and how many characters went; None when nothing is worth cutting. Without a known
     budget the message keeps a quarter of its text (a retry that still overflows cuts again).
     `overhead_chars`: what every request carries besides the messages (the tools' schemas)."""
-    sizes = [(len(m["content"]), i) for i, m in enumerate(messages)
-             if m["role"] in ("user", "tool") and isinstance(m.get("content"), str)]
+    sizes = [(len(text), i) for i, m in enumerate(messages)
+             if m["role"] in ("user", "tool", "assistant") and isinstance(text := m.get("content"), str)]
     if not sizes:
         return None
     size, index = max(sizes)

@@ -1,7 +1,8 @@
 """Room in a session's context: compaction before a prompt goes in when the history is over the
 thresholds (and on /compact), and after a request was over the model's context window: compact the
 history, and cut the largest message when that is not enough (or there was nothing to compact), so
-that a session never keeps a prompt it can only fail on."""
+that a session never keeps a prompt it can only fail on. The largest message may be a reply cut at the
+full window (issue 31): /compact cuts it when there is nothing old enough to summarise."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from typing import Protocol
 from toycoder_daemon.core.errors import ConfigError, ProviderError
 from toycoder_daemon.core.ports import Compacted, Frontend, TextDelta
 from toycoder_daemon.llm.base import ChatModel, ContextOverflow
+from toycoder_daemon.sessions.context import CHARS_PER_TOKEN, estimate_tokens, needs_compaction, trim_largest
 from toycoder_daemon.sessions.context import Compaction as Compaction
 from toycoder_daemon.sessions.context import compact as compact
-from toycoder_daemon.sessions.context import needs_compaction, trim_largest
 from toycoder_daemon.sessions.session import Session
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,12 @@ class Compactor:
         prompt = self.summarizer() + (f"\n\nAlso: {extra}" if extra else "")
         done = await compact(s.messages.snapshot(), model, prompt, self.cfg.compress_keep_recent, s.planners)
         if done is None:
+            # nothing old enough to summarise (e.g. one prompt and the reply that filled the window):
+            # /compact still makes room, by cutting the largest message to the known window
+            if force and window is not None and (cut := await cut_to_fit(s, frontend, window, self.cfg.max_context_tokens, None,
+                                                                         hard=False)):
+                n = len(s.messages.snapshot())
+                return Compaction("truncate", n, n, s.messages.snapshot(), cut=cut)
             return None
         s.context_mark = (0, 0)
         # the history stays whole: one record says where the model's context now starts
@@ -100,21 +107,27 @@ class RoomMaker:
         return trimmed or compacted is not None
 
     async def trim(self, e: ContextOverflow, *, hard: bool) -> bool:
-        """Cut the largest user/tool message to fit the window (without `hard`, only when the known window
-        says the history is still over it); a notice in the message and in the stream says so."""
-        window = e.context_tokens or getattr(self.model, "context_tokens", None)
-        budget = context_budget(self.configured, self.model) if window else None
-        messages = self.s.messages.snapshot()
-        if not hard and (budget is None or not needs_compaction(messages, (0, 0), 1 << 30, budget)):
-            return False
-        why = f"{window} tokens" if window else "the server refused the request as too long"
-        tools = len(json.dumps(self.s.tools.schemas()))  # sent with every request, in the window too
-        trimmed = trim_largest(messages, budget, why, tools)
-        if trimmed is None:
-            return False
-        new, cut = trimmed
-        await self.s.messages.replace_all(new, strategy="trim")  # the person still sees it whole
-        self.s.context_mark = (0, 0)
-        self.frontend.emit(TextDelta(f"[a message was too long for the model's context window ({why}): "
-                                     f"{cut} characters of it were cut]\n\n"))
-        return True
+        return bool(await cut_to_fit(self.s, self.frontend, self.model, self.configured, e.context_tokens, hard=hard))
+
+
+async def cut_to_fit(s: Session, frontend: Frontend, model: ChatModel, configured: int, known: int | None, *,
+                     hard: bool) -> int:
+    """Cut the largest message (a user's, a tool's, or a reply: one cut at the full window is the
+    largest) to fit the window (without `hard`, only when the known window says the history is still
+    over it); a notice in the message and in the stream says so. The characters cut (0: none)."""
+    window = known or getattr(model, "context_tokens", None)
+    budget = context_budget(configured, model) if window else None
+    messages = s.messages.snapshot()
+    tools = len(json.dumps(s.tools.schemas()))  # sent with every request, in the window too
+    if not hard and (budget is None or estimate_tokens(messages, (0, 0)) + tools // CHARS_PER_TOKEN <= budget):
+        return 0
+    why = f"{window} tokens" if window else "the server refused the request as too long"
+    trimmed = trim_largest(messages, budget, why, tools)
+    if trimmed is None:
+        return 0
+    new, cut = trimmed
+    await s.messages.replace_all(new, strategy="trim")  # the person still sees it whole
+    s.context_mark = (0, 0)
+    frontend.emit(TextDelta(f"[a message was too long for the model's context window ({why}): "
+                            f"{cut} characters of it were cut]\n\n"))
+    return cut

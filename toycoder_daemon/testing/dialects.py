@@ -39,6 +39,8 @@ class Dialect:
     (Hermes/Qwen `<tool_call>{"name": ..., "arguments": ...}</tool_call>`), finish_reason stop."""
     server: str | None = None
     """The `Server` header of every answer, e.g. "llama.cpp"."""
+    supports_tools: bool = True
+    """llama.cpp's /props `chat_template_caps.supports_tools`: false for a template without tools."""
     owned_by: str = "fake_llm"
     """/v1/models' `owned_by`: llama-cpp-python says "me", vLLM "vllm" (llama.cpp: see `server`)."""
 
@@ -87,3 +89,9 @@ def model_entry(d: Dialect, model: str) -> dict[str, Any]:
     if d.server == "llama.cpp":
         entry |= {"owned_by": "llamacpp", "meta": {"n_ctx": d.n_ctx, "n_ctx_train": 8192}}
     return entry
+
+
+def props(d: Dialect) -> dict[str, Any]:
+    """llama-server's GET /props, the parts the daemon reads."""
+    return {"default_generation_settings": {"n_ctx": d.n_ctx},
+            "chat_template_caps": {"supports_tools": d.supports_tools, "supports_tool_calls": d.supports_tools}}

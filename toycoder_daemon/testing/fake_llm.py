@@ -3,7 +3,8 @@
 Every ``POST /v1/chat/completions`` (or ``/chat/completions``) consumes the next
 reply of a script, in order, and answers it streamed (SSE, exact
 ``chat.completion.chunk`` shape) or as one ``chat.completion`` JSON, according
-to the request's ``stream`` flag. ``GET /v1/models`` lists the model names seen.
+to the request's ``stream`` flag. ``GET /v1/models`` lists the model names seen; ``GET /props``
+answers llama-server's (the dialect's ``n_ctx`` and ``supports_tools``).
 
     with FakeLLM([{"text": "Hello!"}, {"tool_calls": [{"name": "read", "arguments": {"path": "a"}}]}]) as llm:
         client = openai.OpenAI(api_key="k", base_url=llm.base_url, max_retries=0)
@@ -153,6 +154,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._log(200)
             models = [dialects.model_entry(fake.dialect, m) for m in fake.models()]
             self._send_json(200, {"object": "list", "data": models})
+        elif path.rstrip("/") == "/props":
+            self._log(200)
+            self._send_json(200, dialects.props(fake.dialect))
         else:
             self._send_error(404, f"fake_llm: no route GET {path}")
 

@@ -609,7 +609,7 @@ def main(argv: list[str] | None = None) -> int:
         return warm_status()
     if "--warm-stop" in args:
         return warm_stop()
-    if warm_allowed():
+    if warm_allowed() and not {"--setup", "--doctor"} & set(args):  # they talk to the person: cold, in this process
         try:
             directory = runtime_dir()
             digest = install_hash()

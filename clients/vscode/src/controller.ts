@@ -6,7 +6,8 @@
 
 import * as vscode from 'vscode';
 import { applyWorkspaceEdit } from './applyEdit';
-import type { DaemonHandlers } from './daemon';
+import { DaemonNotFound, type DaemonHandlers } from './daemon';
+import { offerInstall } from './install';
 import { CheckpointDaemon, openChangedFile, restoreTurn } from './changes';
 import { copyCode, insertCode } from './codeBlocks';
 import { DocumentSink, DocumentSync } from './documents';
@@ -139,6 +140,9 @@ export class ChatController implements vscode.Disposable {
       const message = errorMessage(e);
       this.options.log(`[toycoder-vscode] ${message}`);
       this.post({ type: 'daemon', state: 'exited', message });
+      if (e instanceof DaemonNotFound) {
+        void offerInstall(e.exe).then((done) => done && this.options.log(`[toycoder-vscode] ${done}`));
+      }
       throw e;
     }
     if (this.disposed) {

@@ -86,6 +86,20 @@ export function clientCapabilities(appliesEdits: boolean, answersTrust = false):
   };
 }
 
+/** The daemon command could not be run because its executable does not exist (the panel offers to install it). */
+export class DaemonNotFound extends Error {
+  constructor(readonly exe: string) {
+    super(`cannot start the ToyCoder daemon: "${exe}" was not found (install it, or set toycoder.daemon.command)`);
+  }
+}
+
+/** What the person reads when the daemon speaks another protocol version than this extension. */
+export function protocolMismatch(daemonVersion: number | undefined): string {
+  return `the daemon speaks protocol version ${daemonVersion ?? '(none)'}, this extension ${PROTOCOL_VERSION}: `
+    + 'they do not match, so some features may fail. Update the older one (pipx upgrade toycoder-daemon, '
+    + 'or the extension).';
+}
+
 /** A JSON-RPC error from the daemon, with its code (see docs/protocol.md "Errors"). */
 export class DaemonError extends Error {
   constructor(message: string, readonly code: number) {
@@ -122,9 +136,8 @@ export class DaemonClient {
     const spawned = new Promise<void>((resolve, reject) => {
       proc.once('spawn', () => resolve());
       proc.once('error', (err: NodeJS.ErrnoException) => {
-        reject(new Error(err.code === 'ENOENT'
-          ? `cannot start the ToyCoder daemon: "${exe}" was not found (set toycoder.daemon.command)`
-          : `cannot start the ToyCoder daemon "${exe}": ${err.message}`));
+        reject(err.code === 'ENOENT' ? new DaemonNotFound(exe)
+          : new Error(`cannot start the ToyCoder daemon "${exe}": ${err.message}`));
       });
     });
     let stderrTail = '';
@@ -219,7 +232,9 @@ export class DaemonClient {
     }
     const version = result.capabilities?.experimental?.toycoder?.protocolVersion;
     if (version !== PROTOCOL_VERSION) {
-      handlers.stderr?.(`[toycoder-vscode] warning: daemon protocol version ${version}, expected ${PROTOCOL_VERSION}`);
+      const said = protocolMismatch(version);
+      handlers.stderr?.(`[toycoder-vscode] warning: ${said}`);
+      handlers.showMessage?.(2, said);
     }
     await connection.sendNotification('initialized', {});
     const client = new DaemonClient(proc, input, connection, result);

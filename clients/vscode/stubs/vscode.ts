@@ -168,6 +168,7 @@ export const statusBarItems: Array<{ text: string; tooltip: unknown; command: un
 export enum StatusBarAlignment { Left = 1, Right = 2 }
 export enum ProgressLocation { SourceControl = 1, Window = 10, Notification = 15 }
 export enum ViewColumn { Active = -1, Beside = -2, One = 1 }
+export enum ConfigurationTarget { Global = 1, Workspace = 2, WorkspaceFolder = 3 }
 
 /** What `env.clipboard` holds. */
 export const clipboardText = { value: '' };
@@ -190,6 +191,9 @@ function defaults() {
       showInformationMessage: recorder('window.showInformationMessage', async () => undefined as string | undefined),
       showQuickPick: recorder('window.showQuickPick', async () => undefined as any),
       showInputBox: recorder('window.showInputBox', async () => undefined as string | undefined),
+      createTerminal: recorder('window.createTerminal', (name: string) => ({
+        name, show: recorder('terminal.show', () => undefined), sendText: recorder('terminal.sendText', (_t: string) => undefined),
+      })),
       showTextDocument: recorder('window.showTextDocument', async (doc: any) => ({ document: doc })),
       withProgress: recorder('window.withProgress', (_o: unknown, task: (p: { report(v: unknown): void }) => unknown) =>
         task({ report: () => undefined })),
@@ -248,6 +252,9 @@ function defaults() {
       registerTextDocumentContentProvider: recorder('workspace.registerTextDocumentContentProvider', () => new Disposable()),
       getConfiguration: recorder('workspace.getConfiguration', () => ({
         get: (key: string, fallback?: unknown) => (key in settings ? settings[key] : fallback),
+        update: recorder('configuration.update', async (key: string, value: unknown, _target?: unknown) => {
+          settings[key] = value;
+        }),
       })),
     },
     commands: {

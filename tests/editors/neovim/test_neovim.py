@@ -569,7 +569,10 @@ def test_checkhealth_reports_version_config_and_key(editor, tmp_path: Path) -> N
     assert "ERROR" not in report, report
     assert "Neovim 0.1" in report and "version: toycoder-daemon 0.1.0" in report
     assert "config is valid" in report and "1 API key(s) configured" in report
+    assert "OK protocol version 1, as this plugin's" in report, report  # compared with initialize's (issue 31)
     assert "test-key-1" not in report
+    mismatch = ed.lua("return require('toycoder.daemon').protocol_mismatch(2)")
+    assert "protocol version 2, this plugin 1: they do not match" in mismatch
     assert "toycoder: sandbox" in report, report
     assert "(mode: auto)" in report or "run_command runs unsandboxed" in report, report  # kernels without Landlock
 
@@ -597,6 +600,7 @@ def test_a_missing_daemon_gives_one_clear_message_and_the_help_file_is_valid(edi
     ed.cmd("checkhealth toycoder")
     report = ed.lua("return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')")
     assert "ERROR daemon executable `no-such-toycoder-daemon` not found" in report, report
+    assert "install it: pipx install toycoder-daemon   (or: uv tool install toycoder-daemon)" in report, report
 
     doc = tmp_path / "doc"
     shutil.copytree(PLUGIN / "doc", doc)

@@ -365,3 +365,109 @@ def test_pager_honours_PAGER_and_a_short_diff_stays_inline(
     t.send("n")
     t.expect("→ denied")
     assert not (workspace / "big.txt").exists()
+
+
+# ---- scripts (issue 31) ----------------------------------------------------------------------------------
+
+def test_one_shot_on_a_terminal_prints_a_header_and_tool_lines_and_quiet_turns_them_off(
+        tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
+    cfg = write_config(tmp_path / "c.yaml", llm)
+    script = ({"text": "Looking.", "tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
+              {"text": "A tiny project."})
+    llm.add(*script)
+    t = Term(["--config", str(cfg), "-p", "what is this?"], workspace)  # stderr (and stdout) a terminal
+    try:
+        t.expect(r"toycoder \S+ · openai:fake-model · \S+ · session \w{8} · approve ask")
+        t.expect(r"✓ read_file README.md  ok")
+        t.expect("A tiny project.")
+        assert t.exit_status() == 0
+        assert "Looking." not in t.text  # the reply itself is the answer, not streamed twice
+    finally:
+        t.close()
+    llm.add(*script)
+    q = Term(["--config", str(cfg), "-p", "what is this?", "--quiet"], workspace)
+    try:
+        q.expect("A tiny project.")
+        assert q.exit_status() == 0
+        assert "session" not in q.text and "read_file" not in q.text
+    finally:
+        q.close()
+
+
+def test_one_shot_without_anyone_to_ask_denies_with_one_line_and_exit_5(
+        tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
+    cfg = write_config(tmp_path / "c.yaml", llm)
+    llm.add({"text": "Writing.", "tool_calls": [{"name": "write_file", "arguments": {"path": "NOTES.md", "content": "hi\n"}}]},
+            {"text": "Done."})
+    p = toycoder(["--config", str(cfg), "-p", "write notes"], workspace)  # stdin is /dev/null: nobody to ask
+    assert p.returncode == 5, p.stderr
+    assert p.stdout == "Done.\n"
+    assert p.stderr.count("\n") == 1 and "nobody could be asked" in p.stderr and "--approve allow" in p.stderr
+    assert not (workspace / "NOTES.md").exists()
+
+
+def hanging_daemon(marker: str) -> str:
+    """A daemon command that never answers initialize (as a slow start looks)."""
+    return f"{sys.executable} -c 'import sys, time; time.sleep(120)' {marker}"
+
+
+def hanging_daemons(marker: str) -> list[int]:
+    """That daemon's processes: its argv, unquoted (the client's own command line quotes it)."""
+    from helpers import processes_with
+
+    return processes_with(f"time.sleep(120) {marker}")
+
+
+def test_ctrl_c_while_the_daemon_starts_exits_130_with_one_line_and_no_process_left(workspace: Path) -> None:
+    from helpers import unique_marker
+
+    marker = unique_marker()
+    t = Term(["--daemon", hanging_daemon(marker)], workspace)  # no key here: --daemon is never refused for it
+    try:
+        t.expect("starting toycoder-daemon")
+        wait_until(lambda: hanging_daemons(marker), 15, "the daemon to start")
+        t.send("\x03")
+        assert t.exit_status() == 130
+        assert "toycoder: cancelled" in t.text and "Traceback" not in t.text
+        assert hanging_daemons(marker) == []
+    finally:
+        t.close()
+
+
+def test_ctrl_c_in_a_one_shot_at_any_moment_exits_130_and_no_process_left(workspace: Path) -> None:
+    import signal
+
+    from helpers import unique_marker
+
+    marker = unique_marker()
+    p = subprocess.Popen(TOYCODER + ["--daemon", hanging_daemon(marker), "-p", "hi"], cwd=str(workspace),
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: hanging_daemons(marker), 15, "the daemon to start")
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=scaled(15))
+        assert p.returncode == 130, err
+        assert err == "toycoder: cancelled\n" and out == ""
+        assert hanging_daemons(marker) == []
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_daemon_command_runs_without_a_local_key(tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
+    """The key and config live with that daemon (as over `ssh -T host toycoder-daemon`, docs/remote.md):
+    an ssh-like wrapper gives it another HOME, its user config and key, and its own data; the client has
+    none and asks for none."""
+    remote = tmp_path / "remote-home"
+    (remote / ".config" / "toycoder").mkdir(parents=True)
+    write_config(remote / ".config" / "toycoder" / "config.yaml", llm, keys=["remote-key"])
+    llm.add({"text": "Hello from there."})
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "TOYCODER_CONFIG")}
+    daemon = (f"env -u TOYCODER_DATA_DIR HOME={remote} XDG_CONFIG_HOME={remote}/.config "
+              f"XDG_DATA_HOME={remote}/.local/share {sys.executable} -m toycoder_daemon")
+    p = toycoder(["--daemon", daemon, "-p", "hi"], workspace, env=env)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "Hello from there.\n"
+    assert llm.requests[-1]["headers"]["authorization"] == "Bearer remote-key"
+    assert list((remote / ".local" / "share" / "toycoder").rglob("*.jsonl"))  # the session is kept over there

@@ -32,7 +32,7 @@ def test_the_demo_files_are_package_data_and_toycoder_is_a_console_script() -> N
     from fnmatch import fnmatch
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert project["project"]["scripts"]["toycoder"] == "toycoder_daemon.cli.main:main"
+    assert project["project"]["scripts"]["toycoder"] == "toycoder_daemon.cli.entry:run"
     globs = project["tool"]["setuptools"]["package-data"]["toycoder_daemon"]
     pkg = ROOT / "toycoder_daemon"
     files = [f.relative_to(pkg).as_posix() for f in (pkg / "cli" / "demo").rglob("*")

@@ -30,6 +30,7 @@ from acp.meta import AGENT_METHODS
 from acp.router import MessageRouter
 from acp.schema import (
     AgentCapabilities,
+    AuthenticateResponse,
     ClientCapabilities,
     Implementation,
     InitializeResponse,
@@ -53,6 +54,9 @@ from toycoder_daemon.app.application import App
 from toycoder_daemon.core.errors import ToyCoderError
 from toycoder_daemon.core.ports import OUTPUT
 from toycoder_daemon.core.util.background import Background
+from toycoder_daemon.faces.acp import (
+    auth as acp_auth,
+)
 from toycoder_daemon.faces.acp import (
     client as acp_client,
 )
@@ -188,11 +192,24 @@ class ToyCoderAgent:
                                                          resume=SessionResumeCapabilities(),
                                                          delete=SessionDeleteCapabilities())),
             agent_info=Implementation(name="toycoder-daemon", title="ToyCoder", version=__version__),
+            auth_methods=list(acp_auth.METHODS),
         )
+
+    async def authenticate(self, method_id: str, **_: Any) -> AuthenticateResponse:
+        """The client ran the "setup" method (toycoder-daemon --setup): read the config anew."""
+        if method_id != acp_auth.METHOD_ID:
+            raise RequestError.invalid_params({"methodId": f"unknown auth method {method_id!r}; this agent has 'setup'"})
+        await acp_auth.reopen_idle(self.apps, self.owner)
+        return AuthenticateResponse()
 
     @acp_errors
     async def new_session(self, cwd: str, mcp_servers: Any = None, **_: Any) -> NewSessionResponse:
         app = self.app_for(cwd)
+        if acp_auth.unusable(app) is not None:  # the setup may have run since: read the config again
+            await acp_auth.reopen_idle(self.apps, self.owner, Path(cwd).resolve())
+            app = self.app_for(cwd)
+            if (why := acp_auth.unusable(app)) is not None:
+                raise acp_auth.required(why)
         servers = acp_mcp.specs(mcp_servers)  # an unsupported one is refused before a session is made
         s = app.new_session()
         self.owner[s.id] = app

@@ -21,6 +21,18 @@ local listeners = { start = {}, ready = {}, failed = {}, exit = {} }
 local stopping = false
 M.server_info = nil
 M.root = nil
+-- The wire protocol this plugin speaks (toycoder_daemon/wire/protocol.py PROTOCOL_VERSION).
+M.PROTOCOL_VERSION = 1
+M.INSTALL = "pipx install toycoder-daemon   (or: uv tool install toycoder-daemon)"
+
+--- What the person reads when the daemon speaks another protocol version (nil when they match).
+function M.protocol_mismatch(theirs)
+  if theirs == M.PROTOCOL_VERSION then
+    return nil
+  end
+  return ("the daemon speaks protocol version %s, this plugin %d: they do not match, so some features may fail;"
+    .. " update the older one (pipx upgrade toycoder-daemon, or the plugin)"):format(tostring(theirs), M.PROTOCOL_VERSION)
+end
 
 function M.status()
   return status
@@ -261,6 +273,11 @@ function M.start()
     M.server_info = result and result.serverInfo or nil
     local ours = vim.tbl_get(result or {}, "capabilities", "experimental", "toycoder") or {}
     M.available_modes = ours.availableModes or {} -- the modes :ToyCoderMode offers
+    M.protocol_version = ours.protocolVersion
+    local mismatch = M.protocol_mismatch(ours.protocolVersion)
+    if mismatch then
+      vim.notify("ToyCoder: " .. mismatch, vim.log.levels.WARN)
+    end
     rpc.notify("initialized", vim.empty_dict())
     status = "ready"
     emit("ready")

@@ -54,12 +54,13 @@ local function probe(cmd)
     rootUri = vim.uri_from_fname(root),
     capabilities = { experimental = { toycoder = { permissionRequest = true, askUser = true, workspaceTrust = true } } },
     initializationOptions = init_options,
-  }, function(err)
+  }, function(err, result)
     init_done = true
     if err then
       out.err, done = err, true
       return
     end
+    out.protocol = vim.tbl_get(result or {}, "capabilities", "experimental", "toycoder", "protocolVersion")
     client.notify("initialized", vim.empty_dict())
     client.request("toycoder/models/list", vim.empty_dict(), function(e, result)
       out.err, out.result, done = e, result, true
@@ -101,7 +102,11 @@ function M.check()
   if vim.fn.executable(exe) ~= 1 then
     health.error(
       ("daemon executable `%s` not found"):format(exe),
-      { "install the daemon (pip install -e /path/to/toycoder, or ./scripts/run once)", "or set `cmd` in require('toycoder').setup()" }
+      {
+        "install it: " .. require("toycoder.daemon").INSTALL,
+        "then check the set-up: toycoder setup, toycoder doctor",
+        "or set `cmd` in require('toycoder').setup() to the toycoder-daemon you have (a clone: .venv/bin/toycoder-daemon)",
+      }
     )
     return
   end
@@ -159,6 +164,12 @@ function M.check()
     return
   end
   health.ok("config is valid (checked by the daemon)")
+  local mismatch = require("toycoder.daemon").protocol_mismatch(probed.protocol)
+  if mismatch then
+    health.error(mismatch)
+  else
+    health.ok(("protocol version %d, as this plugin's"):format(probed.protocol))
+  end
 
   health.start("toycoder: sandbox")
   local check = vim.list_extend(vim.deepcopy(cmd), { "--check-config" })

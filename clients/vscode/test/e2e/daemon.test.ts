@@ -308,3 +308,38 @@ test('the workspace trust request is answered by the client, then the workspace 
   assert.equal(hooks.length, 1, diag(h));
   assert.equal(hooks[0].kind === 'hook' && hooks[0].event, 'UserPromptSubmit');
 });
+
+test('a daemon of another protocol version is said clearly, not only logged', async () => {
+  // a stand-in daemon that answers initialize with protocol version 99 (and nothing else)
+  const fake = `
+    let buf = Buffer.alloc(0);
+    process.stdin.on('data', (d) => {
+      buf = Buffer.concat([buf, d]);
+      for (;;) {
+        const end = buf.indexOf('\\r\\n\\r\\n');
+        if (end < 0) return;
+        const len = Number(/Content-Length: (\\d+)/i.exec(buf.slice(0, end).toString())[1]);
+        if (buf.length < end + 4 + len) return;
+        const msg = JSON.parse(buf.slice(end + 4, end + 4 + len).toString());
+        buf = buf.slice(end + 4 + len);
+        if (msg.method === 'initialize') {
+          const body = JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: {
+            capabilities: { experimental: { toycoder: { protocolVersion: 99 } } }, serverInfo: { name: 'old' } } });
+          process.stdout.write('Content-Length: ' + Buffer.byteLength(body) + '\\r\\n\\r\\n' + body);
+        }
+      }
+    });`;
+  const shown: Array<[number, string]> = [];
+  const handlers = {
+    update() {}, requestPermission: async () => ({ decision: 'reject' as const }), askUser: async () => ({ cancelled: true as const }),
+    showMessage: (type: number, message: string) => { shown.push([type, message]); },
+  };
+  const client = await DaemonClient.start({ command: [process.execPath, '-e', fake] }, handlers);
+  try {
+    assert.equal(shown.length, 1);
+    assert.equal(shown[0][0], 2); // a warning the person sees
+    assert.match(shown[0][1], /protocol version 99, this extension 1: they do not match/);
+  } finally {
+    await client.dispose();
+  }
+});

@@ -1,0 +1,136 @@
+"""`toycoder setup` and `toycoder doctor` (issue 31), as the person runs them (subprocesses, the scripted
+model server as the provider): setup writes the config with the key kept apart in a 0600
+credentials.yaml (never in config.yaml), tests it by listing the models, refuses a model that is not
+served; interactive, the key is read hidden; `toycoder-daemon --setup` is the same flow. doctor prints one
+line per check with the fix, and exits 0 only when everything works."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pexpect
+from helpers import write_config
+from waiting import scaled
+
+from toycoder_daemon.testing.dialects import Dialect
+from toycoder_daemon.testing.fake_llm import FakeLLM
+
+TOYCODER = [sys.executable, "-m", "toycoder_daemon.cli"]
+KEY = "sk-test-setup-0123456789"
+
+
+def run(args: list[str], cwd: Path, env: dict[str, str], program: list[str] = TOYCODER) -> subprocess.CompletedProcess:
+    return subprocess.run(program + args, capture_output=True, text=True, timeout=scaled(60), cwd=str(cwd),
+                          stdin=subprocess.DEVNULL, env=env)
+
+
+def user_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "TOYCODER_CONFIG", "OPENAI_BASE_URL")}
+    return {**env, "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "TOYCODER_WARM": "0"}
+
+
+def test_setup_non_interactive_keeps_the_key_apart_and_the_config_works(tmp_path: Path, llm: FakeLLM,
+                                                                       workspace: Path) -> None:
+    env = user_env(tmp_path)
+    p = run(["setup", "--non-interactive", "--base-url", llm.base_url, "--api-key", KEY, "--model", "fake-model",
+             "--fast-model", "fake-model"], workspace, env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "toycoder doctor" in p.stdout and KEY not in p.stdout
+    folder = tmp_path / "xdg" / "toycoder"
+    config, credentials = (folder / "config.yaml").read_text(), folder / "credentials.yaml"
+    assert KEY not in config and "api_keys_file: credentials.yaml" in config
+    assert stat.S_IMODE(credentials.stat().st_mode) == 0o600 and KEY in credentials.read_text()
+    assert llm.requests[-1]["path"] == "/v1/models"  # the key was tested by listing the models
+    assert llm.requests[-1]["headers"]["authorization"] == f"Bearer {KEY}"
+    # the daemon reads the key through the reference, and a turn reaches the server with it
+    llm.add({"text": "Set up."})
+    turn = run(["-p", "hello"], workspace, env)
+    assert turn.returncode == 0 and turn.stdout == "Set up.\n", turn.stderr
+    assert llm.requests[-1]["headers"]["authorization"] == f"Bearer {KEY}"
+    # a credentials file others can read is refused, with the fix
+    credentials.chmod(0o644)
+    check = run(["--check-config"], workspace, env, [sys.executable, "-m", "toycoder_daemon"])
+    assert check.returncode == 2 and f"chmod 600 {credentials}" in json.loads(check.stdout)["error"]
+
+
+def test_setup_refuses_a_model_the_server_does_not_serve_and_writes_nothing(tmp_path: Path, llm: FakeLLM,
+                                                                          workspace: Path) -> None:
+    env = user_env(tmp_path)
+    p = run(["setup", "--non-interactive", "--base-url", llm.base_url, "--api-key", KEY, "--model", "gpt-9"],
+            workspace, env)
+    assert p.returncode == 1
+    assert "does not serve the model 'gpt-9'" in p.stdout and "fake-model" in p.stdout
+    assert not (tmp_path / "xdg" / "toycoder").exists()
+
+
+def test_daemon_setup_with_a_key_variable_writes_no_credentials(tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
+    env = {**user_env(tmp_path), "MY_LLM_KEY": KEY}
+    p = run(["--setup", "--non-interactive", "--base-url", llm.base_url, "--api-key-env", "MY_LLM_KEY", "--model",
+             "fake-model"], workspace, env, [sys.executable, "-m", "toycoder_daemon"])  # toycoder-daemon --setup
+    assert p.returncode == 0, p.stdout + p.stderr
+    folder = tmp_path / "xdg" / "toycoder"
+    assert "${MY_LLM_KEY}" in (folder / "config.yaml").read_text()
+    assert not (folder / "credentials.yaml").exists()
+
+
+def test_setup_interactive_reads_the_key_hidden_and_offers_the_served_models(tmp_path: Path, llm: FakeLLM,
+                                                                            workspace: Path) -> None:
+    env = user_env(tmp_path)
+    child = pexpect.spawn(TOYCODER[0], [*TOYCODER[1:], "setup"], cwd=str(workspace), env=env, encoding="utf-8",
+                          timeout=scaled(30))
+    try:
+        child.expect(r"another OpenAI-compatible server")
+        options = child.before + child.after
+        n = options.count("\n  ")  # the numbered options
+        child.expect(r"choose 1-(\d+)")
+        child.sendline(child.match.group(1))  # the last option: a URL
+        child.expect("base URL")
+        child.sendline(llm.base_url)
+        child.expect(r"API key \(hidden")
+        child.sendline(KEY)
+        child.expect("Model for the agent:")
+        child.expect("choose")
+        child.sendline("1")
+        child.expect("choose")
+        child.sendline("")
+        child.expect("wrote")
+        child.expect(pexpect.EOF)
+        shown = child.before
+    finally:
+        child.close(force=True)
+    assert n >= 2
+    assert child.exitstatus == 0, shown
+    assert KEY not in (options + shown)  # never echoed
+    assert KEY in (tmp_path / "xdg" / "toycoder" / "credentials.yaml").read_text()
+
+
+def test_doctor_says_each_check_with_its_fix_and_exits_0_only_when_all_work(tmp_path: Path, llm: FakeLLM,
+                                                                           workspace: Path) -> None:
+    env = user_env(tmp_path)
+    empty = run(["doctor"], workspace, env)
+    assert empty.returncode == 1
+    assert "· config: no config file" in empty.stdout  # a note: the environment's key may be all it needs
+    assert "✗ provider: 'openai' at https://api.openai.com/v1 has no API key — fix: run: toycoder setup" in empty.stdout
+
+    cfg = write_config(tmp_path / "c.yaml", llm)
+    llm.dialect = Dialect(server="llama.cpp", n_ctx=32768)
+    good = run(["doctor", "--config", str(cfg)], workspace, env)
+    lines = good.stdout.splitlines()
+    assert lines[0] == f"✓ config: {cfg} (valid)"
+    for expected in ("✓ provider: 'openai' at", "✓ model: fake-model", "✓ tools: the server takes tools",
+                     "✓ context: 32768 tokens", " sandbox: ", "✓ rg: ", " fork server: ", " editors: "):
+        assert any(expected in line for line in lines), (expected, good.stdout)
+    broken = [line for line in lines if line.startswith("✗")]
+    assert good.returncode == (1 if broken else 0), good.stdout  # 0 exactly when nothing is broken here
+    assert all(" — fix: " in line for line in broken)
+
+    llm.dialect = Dialect(server="llama.cpp", n_ctx=2048, supports_tools=False)
+    bad = run(["doctor", "--config", str(cfg)], workspace, env)
+    assert bad.returncode == 1
+    assert "✗ tools: the server says fake-model takes no tools — fix: start llama-server with --jinja" in bad.stdout
+    assert "✗ context: 2048 tokens" in bad.stdout and "llama-server -c" in bad.stdout
