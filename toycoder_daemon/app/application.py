@@ -29,6 +29,7 @@ from toycoder_daemon.core.util import environ_scrub, secrets
 from toycoder_daemon.llm.base import ChatModel
 from toycoder_daemon.llm.pool import ModelFactory, ModelPool
 from toycoder_daemon.prompts.manager import PromptManager
+from toycoder_daemon.sessions.catalog import Catalog, Listed, listed
 from toycoder_daemon.sessions.context import Compaction
 from toycoder_daemon.sessions.session import Session, TranscriptEntry
 from toycoder_daemon.sessions.sharing import Sharing
@@ -76,6 +77,8 @@ class App:
         secrets.register([k for p in self.config.providers.values() for k in p.api_keys])
         self.models = Models(self.config, self.config_error, ModelPool(model_factory or openai_models(self.config)))
         self.store = store or SessionStore(data_dir(), self.workspace.root)
+        self.catalog = Catalog(self.store.data_dir)
+        self.catalog.use(self.store.index, self.workspace.root)
         self.settings = tool_settings(self.config)
         self.checkpoints = Checkpoints(self.store.data_dir, self.workspace.root)
         self.sharing = Sharing()
@@ -177,9 +180,12 @@ class App:
         return runtime.session if runtime is not None else read_only(self.parts, session_id)
 
     def list_sessions(self) -> list[SessionSummary]:
-        """Stored sessions, newest first; untitled empty ones (clients open sessions eagerly) only
-        while this daemon has them open."""
-        return [r for r in self.store.list() if r.message_count or r.title or r.id in self.runtimes]
+        """This workspace's stored sessions with messages, newest first (catalog.listed). Blocking."""
+        return listed(self.store.list())
+
+    def list_all(self) -> list[Listed]:
+        """Every workspace's sessions with messages, newest first, each with its workspace. Blocking."""
+        return self.catalog.list()
 
     async def close_session(self, session_id: str) -> None:
         """This daemon stops having the session open (a running turn is cancelled first); it stays

@@ -141,6 +141,8 @@ class SessionInfo(Wire):
     message_count: int
     mode: str | None = None
     """The permission mode (an id of `availableModes`), for an open session; lists leave it out."""
+    cwd: str | None = None
+    """The session's workspace, in lists of other workspaces than the daemon's (`all`, `cwd`)."""
 
 
 class UsageInfo(Wire):
@@ -240,6 +242,15 @@ class EmptyParams(Wire):
     pass
 
 
+class SessionListParams(Wire):
+    cwd: str | None = None
+    """List that workspace's sessions (an absolute path) instead of the daemon's."""
+    all: bool = False
+    """List every workspace's sessions in the data dir (each with its `cwd`)."""
+    cursor: str | None = None
+    """The `nextCursor` of the previous page."""
+
+
 class SessionIdParams(Wire):
     session_id: str = Field(min_length=1)
 
@@ -269,6 +280,9 @@ class ModelsSetParams(Wire):
 
 class SessionList(Wire):
     sessions: list[SessionInfo]
+    """Sessions with messages, newest first, a page at a time."""
+    next_cursor: str | None = None
+    """More follow: pass it as `cursor` for the next page."""
 
 
 class EmptyResult(Wire):
@@ -484,7 +498,7 @@ class Notification:
 
 REQUESTS: tuple[Request, ...] = (
     Request(SESSION_NEW, SessionNewParams, SessionInfo),
-    Request(SESSION_LIST, EmptyParams, SessionList),
+    Request(SESSION_LIST, SessionListParams, SessionList),
     Request(SESSION_LOAD, SessionIdParams, SessionLoadResult),
     Request(SESSION_DELETE, SessionIdParams, EmptyResult),
     Request(SESSION_CLOSE, SessionIdParams, EmptyResult),

@@ -50,6 +50,7 @@ from pydantic import ValidationError
 
 from toycoder_daemon import __version__
 from toycoder_daemon.app.application import App
+from toycoder_daemon.config.model import data_dir
 from toycoder_daemon.core.errors import ToyCoderError
 from toycoder_daemon.core.ports import OUTPUT
 from toycoder_daemon.core.util.background import Background
@@ -72,6 +73,7 @@ from toycoder_daemon.faces.acp.content import commands_update, plan_now, replay
 from toycoder_daemon.faces.acp.terminal import Terminals
 from toycoder_daemon.rpc.ndjson import open_stdio
 from toycoder_daemon.rpc.outbox import Outbox, written
+from toycoder_daemon.sessions.catalog import BadCursor, Catalog, page
 from toycoder_daemon.wire import codes as wire
 
 log = logging.getLogger(__name__)
@@ -125,6 +127,10 @@ class ToyCoderAgent:
         self.caps = acp_turn.Caps()
         self.terminals: Terminals | None = None  # set when the client declares terminals (terminal.py)
         self.apps: dict[Path, App] = {}
+        self.catalog = Catalog(data_dir())
+        """Every workspace's sessions, for session/list and session/delete (which take no App)."""
+        self.initialized = False
+        """initialize was answered: until then every other request is refused (`handler`)."""
         self.owner: dict[str, App] = {}
         self.told: acp_sessions.Told = {}
         """What the client was last told of each open session's title and mode (acp_sessions.hook)."""
@@ -146,6 +152,7 @@ class ToyCoderAgent:
         app = self.apps.get(key)
         if app is None:
             app = self.apps[key] = App.open(key, self.config_path)
+            self.catalog.use(app.store.index, app.workspace.root)  # lists read nothing this App wrote itself
             app.on_notice = lambda level, message: log.warning("%s", message)  # ACP has no message to show
             acp_sessions.hook(app, self.owner, lambda sid, u: self.raw.session_update(sid, u), self.later, replay,
                               self.told)
@@ -177,6 +184,7 @@ class ToyCoderAgent:
         can_read, can_write = acp_fs.declared(caps)
         self.caps = acp_turn.Caps(elicit=bool(caps and caps.elicitation and caps.elicitation.form is not None),
                                   read=can_read, write=can_write)
+        self.initialized = True
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
@@ -233,12 +241,22 @@ class ToyCoderAgent:
 
     @acp_errors
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any) -> ListSessionsResponse:
-        apps = [self.app_for(cwd)] if cwd else list(self.apps.values())
-        listed = [(app, await asyncio.to_thread(app.list_sessions)) for app in apps]  # file I/O: off the loop
-        return ListSessionsResponse(sessions=[
-            SessionInfo(session_id=r.id, cwd=str(app.workspace.root), title=r.title or None,
-                        updated_at=wire.iso_time(r.updated_at))
-            for app, rows in listed for r in rows
+        """Every workspace's sessions in the data dir (with `cwd`, that workspace's), newest first,
+        a page at a time; no App is opened to list them."""
+        where = None
+        if cwd is not None:
+            if not Path(cwd).is_absolute():
+                raise RequestError.invalid_params({"cwd": f"not an absolute path: {cwd!r}"})
+            where = Path(cwd).resolve()
+        rows = await asyncio.to_thread(self.catalog.list, where)  # file I/O: off the loop
+        try:
+            chunk, next_cursor = page(rows, cursor)
+        except BadCursor as e:
+            raise RequestError.invalid_params({"cursor": str(e)}) from None
+        return ListSessionsResponse(next_cursor=next_cursor, sessions=[
+            SessionInfo(session_id=r.summary.id, cwd=r.cwd, title=r.summary.title or None,
+                        updated_at=wire.iso_time(r.summary.updated_at))
+            for r in chunk
         ])
 
     # ---- turns --------------------------------------------------------------------------------
@@ -302,6 +320,15 @@ def handler(agent: ToyCoderAgent) -> Callable[[str, Any, bool], Any]:
     acp_sessions.route_delete(router, agent)
 
     async def handle(method: str, params: Any, is_notification: bool) -> Any:
+        if not agent.initialized and method != AGENT_METHODS["initialize"]:
+            # as the LSP face, nothing is served before initialize (its capabilities decide how);
+            # not LSP's -32002, which is ACP's "resource not found" (a client would take the
+            # session for gone)
+            if is_notification:
+                log.info("notification %s before initialize ignored", method)
+                return None
+            raise RequestError(wire.INVALID_REQUEST, f"Invalid request: {method} before initialize "
+                               "(send initialize first)")
         if not is_notification:
             if method in acp_mcp.SESSION_METHODS:
                 acp_mcp.check_raw(params)

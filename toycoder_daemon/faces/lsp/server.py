@@ -33,6 +33,7 @@ from toycoder_daemon.faces.lsp import mapping as to_wire
 from toycoder_daemon.faces.lsp.calls import call, rpc_error
 from toycoder_daemon.faces.lsp.converter import PlainMessages, install, raw_converter
 from toycoder_daemon.faces.lsp.frontend import EditorFrontend
+from toycoder_daemon.sessions.catalog import BadCursor, page
 from toycoder_daemon.sessions.session import TranscriptEntry
 from toycoder_daemon.sessions.store import SessionSummary
 from toycoder_daemon.wire import protocol as wire
@@ -233,9 +234,20 @@ async def session_new(ls: ToyCoderServer, p: wire.SessionNewParams) -> wire.Sess
     return to_wire.session_info(ls.get_app().new_session(p.title).summary())
 
 
-async def session_list(ls: ToyCoderServer, p: wire.EmptyParams) -> wire.SessionList:
-    rows = await asyncio.to_thread(ls.get_app().list_sessions)  # file I/O: never on the event loop
-    return wire.SessionList(sessions=[to_wire.session_info(s) for s in rows])
+async def session_list(ls: ToyCoderServer, p: wire.SessionListParams) -> wire.SessionList:
+    """The daemon's workspace's sessions; with `cwd` another's, with `all` every workspace's (as ACP's
+    session/list without cwd), a page at a time."""
+    app = ls.get_app()
+    if p.cwd is not None and not Path(p.cwd).is_absolute():
+        raise rpc_error(wire.INVALID_PARAMS, f"Invalid params: cwd: not an absolute path: {p.cwd!r}")
+    where = None if p.all else Path(p.cwd).resolve() if p.cwd else app.workspace.root
+    rows = await asyncio.to_thread(app.catalog.list, where)  # file I/O: never on the event loop
+    try:
+        chunk, next_cursor = page(rows, p.cursor)
+    except BadCursor as e:
+        raise rpc_error(wire.INVALID_PARAMS, f"Invalid params: cursor: {e}") from None
+    return wire.SessionList(next_cursor=next_cursor, sessions=[
+        to_wire.session_info(r.summary, None if where == app.workspace.root else r.cwd) for r in chunk])
 
 
 async def session_load(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.SessionLoadResult:

@@ -180,6 +180,8 @@ export interface SessionInfo {
   messageCount: number;
   /** The permission mode (an id of `availableModes`), for an open session; lists leave it out. */
   mode?: string;
+  /** The session's workspace, in lists of other workspaces than the daemon's (`all`, `cwd`). */
+  cwd?: string;
 }
 
 export interface SessionInfoUpdate {
@@ -203,10 +205,20 @@ export interface SessionNewParams {
   title?: string;
 }
 
-export type EmptyParams = Record<string, never>;
+export interface SessionListParams {
+  /** List that workspace's sessions (an absolute path) instead of the daemon's. */
+  cwd?: string;
+  /** List every workspace's sessions in the data dir (each with its `cwd`). */
+  all: boolean;
+  /** The `nextCursor` of the previous page. */
+  cursor?: string;
+}
 
 export interface SessionList {
+  /** Sessions with messages, newest first, a page at a time. */
   sessions: SessionInfo[];
+  /** More follow: pass it as `cursor` for the next page. */
+  nextCursor?: string;
 }
 
 export interface SessionIdParams {
@@ -269,6 +281,8 @@ export interface SetEnabledParams {
   name: string;
   enabled: boolean;
 }
+
+export type EmptyParams = Record<string, never>;
 
 export interface CommandInfo {
   name: string;
@@ -406,7 +420,7 @@ export interface AskUserResult {
 /** client -> daemon requests: params and result of each method. */
 export interface Requests {
   'toycoder/session/new': { params: SessionNewParams; result: SessionInfo };
-  'toycoder/session/list': { params: EmptyParams; result: SessionList };
+  'toycoder/session/list': { params: SessionListParams; result: SessionList };
   'toycoder/session/load': { params: SessionIdParams; result: SessionLoadResult };
   'toycoder/session/delete': { params: SessionIdParams; result: EmptyResult };
   'toycoder/session/close': { params: SessionIdParams; result: EmptyResult };
