@@ -142,7 +142,7 @@ class SessionRuntime:
         self.checkpoints = SessionCheckpoints(s, parts.checkpoints.store(s.id))
         self.compactor = Compactor(s, parts.config.session, functools.partial(parts.prompts.system, "summarizer"))
         self.closed = False
-        self._shown = (s.title, s.mode)
+        self._shown: tuple[str, str, str | None, str | None] = (s.title, s.mode, s.provider, s.model)
         parts.sharing.watch(s, self.checkpoints.changes_of)  # its clients hear about turns other daemons make in it
 
     # ---- opening ------------------------------------------------------------------------------
@@ -342,11 +342,11 @@ class SessionRuntime:
             self._push_info("")
 
     def _push_info(self, turn_id: str) -> None:
-        """The prompt's line as title is not news (the client sent the prompt): the model's, /title's
-        and a mode change are."""
+        """The prompt's line as title is not news (the client sent the prompt): the model's, /title's,
+        a mode change and a model change (/model, models/set: ACP clients show a model picker) are."""
         s = self.session
-        shown, self._shown = self._shown, (s.title, s.mode)
-        if shown != self._shown and (s.title_by != "prompt" or shown[1] != s.mode):
+        shown, self._shown = self._shown, (s.title, s.mode, s.provider, s.model)
+        if shown != self._shown and (s.title_by != "prompt" or shown[1:] != self._shown[1:]):
             self.parts.outlets.session_info(s.summary(), turn_id)
 
     def _title_after_first_turn(self, prompt: str, reply: str) -> None:

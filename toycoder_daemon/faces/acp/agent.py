@@ -45,17 +45,21 @@ from acp.schema import (
     SessionListCapabilities,
     SessionModeState,
     SessionResumeCapabilities,
+    SetSessionConfigOptionResponse,
 )
 from pydantic import ValidationError
 
 from toycoder_daemon import __version__
 from toycoder_daemon.app.application import App
 from toycoder_daemon.config.model import data_dir
-from toycoder_daemon.core.errors import ToyCoderError
+from toycoder_daemon.core.errors import SessionBusy, ToyCoderError
 from toycoder_daemon.core.ports import OUTPUT
 from toycoder_daemon.core.util.background import Background
 from toycoder_daemon.faces.acp import (
     client as acp_client,
+)
+from toycoder_daemon.faces.acp import (
+    config_options as acp_config,
 )
 from toycoder_daemon.faces.acp import (
     fs as acp_fs,
@@ -74,6 +78,8 @@ from toycoder_daemon.faces.acp.terminal import Terminals
 from toycoder_daemon.rpc.ndjson import open_stdio
 from toycoder_daemon.rpc.outbox import Outbox, written
 from toycoder_daemon.sessions.catalog import BadCursor, Catalog, page
+from toycoder_daemon.sessions.session import Session
+from toycoder_daemon.sessions.store import SessionSummary
 from toycoder_daemon.wire import codes as wire
 
 log = logging.getLogger(__name__)
@@ -133,6 +139,10 @@ class ToyCoderAgent:
         """initialize was answered: until then every other request is refused (`handler`)."""
         self.owner: dict[str, App] = {}
         self.told: acp_sessions.Told = {}
+        self.told_options: dict[str, list[dict[str, Any]]] = {}
+        """What the client was last told of each open session's config options (`_tell_options`)."""
+        self._setting: set[str] = set()
+        """Sessions whose set_config_option is being answered (the answer carries the options)."""
         """What the client was last told of each open session's title and mode (acp_sessions.hook)."""
         self._prompts: set[asyncio.Task[Any]] = set()
         self._starting: set[asyncio.Task[Any]] = set()
@@ -156,6 +166,14 @@ class ToyCoderAgent:
             app.on_notice = lambda level, message: log.warning("%s", message)  # ACP has no message to show
             acp_sessions.hook(app, self.owner, lambda sid, u: self.raw.session_update(sid, u), self.later, replay,
                               self.told)
+            told_info = app.on_session_info
+
+            def info(summary: SessionSummary, turn_id: str, app: App = app) -> None:
+                told_info(summary, turn_id)  # its updates are queued first
+                if self.owner.get(summary.id) is app:
+                    self.later(self._tell_options(app, summary.id))
+
+            app.on_session_info = info
             self.later(app.start())
             log.info("workspace %s, config %s", app.workspace.root, app.config_path or "(built-in defaults)")
         return app
@@ -173,6 +191,36 @@ class ToyCoderAgent:
 
     async def _announce_commands(self, session_id: str) -> None:
         await self.raw.session_update(session_id, commands_update())
+
+    async def _options(self, app: App, s: Session) -> list[Any]:
+        """The session's config options, remembered as what its client was told."""
+        opts = await acp_config.options(app, s)
+        self.told_options[s.id] = acp_config.dumped(opts)
+        return opts
+
+    async def _tell_options(self, app: App, session_id: str) -> None:
+        """A change made by /model, /mode or set_mode: `config_option_update` when the options differ
+        from what the client was told (its own set_config_option was answered with them)."""
+        s = app.live.get(session_id)
+        if s is None or self.owner.get(session_id) is not app or session_id in self._setting:
+            return  # gone, or set_config_option's answer tells the client
+        before = self.told_options.get(session_id)
+        opts = acp_config.dumped(await self._options(app, s))
+        if opts != before:
+            await self.raw.session_update(session_id, {"sessionUpdate": "config_option_update", "configOptions": opts})
+
+    @acp_errors
+    async def set_config_option(self, config_id: str, session_id: str, value: Any, **_: Any) -> SetSessionConfigOptionResponse:
+        """session/set_config_option: switch the model or the mode; answers every option."""
+        app = self.app_of(session_id)
+        self._setting.add(session_id)
+        try:
+            acp_config.apply(app, session_id, config_id, value)
+            return SetSessionConfigOptionResponse(config_options=await self._options(app, app.live[session_id]))
+        except SessionBusy as e:
+            raise RequestError(wire.SESSION_BUSY, str(e), {"sessionId": session_id}) from None
+        finally:
+            self._setting.discard(session_id)
 
     # ---- lifecycle and sessions ---------------------------------------------------------------
 
@@ -204,8 +252,10 @@ class ToyCoderAgent:
         self.owner[s.id] = app
         acp_sessions.opened(self.told, s)
         await acp_mcp.start(self, app, s.id, servers)
+        options = await self._options(app, s)  # before anything is queued to go after the answer
         self.later(self._announce_commands(s.id))  # queued after the answer
-        return NewSessionResponse(session_id=s.id, modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)))
+        return NewSessionResponse(session_id=s.id, modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)),
+                                  config_options=options)
 
     @acp_errors
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any) -> LoadSessionResponse:
@@ -216,8 +266,10 @@ class ToyCoderAgent:
         await acp_mcp.start(self, app, s.id, acp_mcp.specs(mcp_servers))
         for update in replay(s.transcript(), app) + title:
             await self.raw.session_update(s.id, update)
+        options = await self._options(app, s)
         self.later(self._announce_commands(s.id))
-        return LoadSessionResponse(modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)))
+        return LoadSessionResponse(modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)),
+                                   config_options=options)
 
     @acp_errors
     async def resume_session(self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any) -> ResumeSessionResponse:
@@ -227,9 +279,11 @@ class ToyCoderAgent:
         self.owner[s.id] = app
         acp_sessions.opened(self.told, s)  # the client shows the session already, its title included
         await acp_mcp.start(self, app, s.id, acp_mcp.specs(mcp_servers))
+        options = await self._options(app, s)
         self.later(self._send(s.id, plan_now(s)))  # after the answer: resume replays nothing before it
         self.later(self._announce_commands(s.id))
-        return ResumeSessionResponse(modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)))
+        return ResumeSessionResponse(modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)),
+                                     config_options=options)
 
     @acp_errors
     async def close_session(self, session_id: str, **_: Any) -> None:
@@ -238,6 +292,7 @@ class ToyCoderAgent:
         await app.close_session(session_id)
         del self.owner[session_id]
         self.told.pop(session_id, None)
+        self.told_options.pop(session_id, None)
 
     @acp_errors
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any) -> ListSessionsResponse:

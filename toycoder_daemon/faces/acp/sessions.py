@@ -104,6 +104,7 @@ async def delete_session(agent: Any, session_id: str, **_: Any) -> None:
         raise RequestError(wire.SESSION_BUSY, str(e), {"sessionId": session_id}) from None
     agent.owner.pop(session_id, None)
     agent.told.pop(session_id, None)
+    agent.told_options.pop(session_id, None)
 
 
 def route_delete(router: MessageRouter, agent: Any) -> None:
