@@ -31,6 +31,7 @@ from toycoder_daemon.llm.pool import ModelFactory, ModelPool
 from toycoder_daemon.prompts.manager import PromptManager
 from toycoder_daemon.sessions.catalog import Catalog, Listed, listed
 from toycoder_daemon.sessions.context import Compaction
+from toycoder_daemon.sessions.fork import AtTurn
 from toycoder_daemon.sessions.session import Session, TranscriptEntry
 from toycoder_daemon.sessions.sharing import Sharing
 from toycoder_daemon.sessions.store import SessionStore, SessionSummary
@@ -163,6 +164,15 @@ class App:
 
     def new_session(self, title: str | None = None) -> Session:
         return self._opened(SessionRuntime.create(self.parts, title)).session
+
+    def fork_session(self, session_id: str, at_turn: AtTurn = None) -> Session:
+        """A new session, open here, with the history of `session_id` before turn `at_turn` (all of
+        it: None); the original is unchanged. SessionBusy while a turn runs in it here (its history
+        is half written); ValueError for a turn it does not have."""
+        runtime = self.runtimes.get(session_id)
+        if runtime is not None and runtime.session.busy:
+            raise SessionBusy(session_id)
+        return self._opened(SessionRuntime.fork(self.parts, self.peek(session_id), at_turn)).session
 
     def session(self, session_id: str) -> Session:
         """An open session, or one loaded from disk (made valid for the model if a turn was cut)."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,11 +36,13 @@ from toycoder_daemon.commands.builtin import commands
 from toycoder_daemon.commands.context import CommandContext, SessionDirectory
 from toycoder_daemon.config.model import Config
 from toycoder_daemon.core.errors import ConfigError, ProviderError, SessionBusy
+from toycoder_daemon.core.messages import Message
 from toycoder_daemon.core.ports import Event, Frontend, ModelsInfo
 from toycoder_daemon.llm.base import ChatModel, Usage
 from toycoder_daemon.prompts.manager import PromptManager
 from toycoder_daemon.sessions.context import Compaction
-from toycoder_daemon.sessions.conversation import Conversation, Stored
+from toycoder_daemon.sessions.conversation import Conversation, Mark, Stored
+from toycoder_daemon.sessions.fork import AtTurn, before_turn, turn_ids
 from toycoder_daemon.sessions.room import Compactor, RoomMaker
 from toycoder_daemon.sessions.session import FileSink, Session
 from toycoder_daemon.sessions.sharing import Sharing
@@ -151,6 +154,28 @@ class SessionRuntime:
     def create(cls, parts: SessionParts, title: str | None = None) -> SessionRuntime:
         s = _session(parts, parts.store.new_id(), title=(title or "").strip())
         return cls(parts, _bind(parts, s, [], parts.store.create(s.id, s.meta()), parts.prompts.system("main")))
+
+    @classmethod
+    def fork(cls, parts: SessionParts, source: Session, at_turn: AtTurn = None) -> SessionRuntime:
+        """A new session with `source`'s history before `at_turn` (all of it: None) and its settings;
+        `source` is not touched. ValueError for an unknown turn."""
+        records = before_turn(source.messages.records(), at_turn)
+        kept = set(turn_ids(records))
+        meta = {**source.meta(), "createdAt": time.time(), "title": f"{source.title or 'session'} (fork)",
+                "titleBy": "user", "turnEnds": {t: e for t, e in source.turn_ends.items() if t in kept}}
+        s = _session(parts, parts.store.new_id(), meta=meta, mtime=time.time())
+        file = parts.store.create(s.id, {**meta, "id": s.id})
+        with file.closed_on_error():
+            batch: list[Message] = []
+            for r in [*records, None]:  # messages in batches, marks where they were
+                if not isinstance(r, dict) and batch:
+                    file.append(batch)
+                    batch = []
+                if isinstance(r, Mark):
+                    file.mark(r)
+                elif isinstance(r, dict):
+                    batch.append(r)
+            return cls(parts, _bind(parts, s, records, file, parts.prompts.system("main")))
 
     @classmethod
     def open(cls, parts: SessionParts, session_id: str) -> SessionRuntime:

@@ -217,6 +217,7 @@ SESSION_LOAD = "toycoder/session/load"
 SESSION_DELETE = "toycoder/session/delete"
 SESSION_CLOSE = "toycoder/session/close"
 SESSION_SET_MODE = "toycoder/session/setMode"
+SESSION_FORK = "toycoder/session/fork"
 PROMPT = "toycoder/prompt"
 CANCEL = "toycoder/cancel"
 TOOLS_LIST = "toycoder/tools/list"
@@ -253,6 +254,13 @@ class SessionListParams(Wire):
 
 class SessionIdParams(Wire):
     session_id: str = Field(min_length=1)
+
+
+class SessionForkParams(Wire):
+    session_id: str = Field(min_length=1)
+    at_turn: str | int | None = None
+    """Branch before this turn: its id (a `changes` entry's `turnId`, toycoder/checkpoint/list's) or
+    its index (0 = the first); absent: after the last turn (the whole history)."""
 
 
 class PromptParams(Wire):
@@ -503,6 +511,7 @@ REQUESTS: tuple[Request, ...] = (
     Request(SESSION_DELETE, SessionIdParams, EmptyResult),
     Request(SESSION_CLOSE, SessionIdParams, EmptyResult),
     Request(SESSION_SET_MODE, SetModeParams, SessionInfo),
+    Request(SESSION_FORK, SessionForkParams, SessionLoadResult),
     Request(PROMPT, PromptParams, PromptResult),
     Request(CANCEL, SessionIdParams, CancelResult),
     Request(TOOLS_LIST, SessionIdParams, ToolList),

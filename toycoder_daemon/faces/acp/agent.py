@@ -31,6 +31,7 @@ from acp.router import MessageRouter
 from acp.schema import (
     AgentCapabilities,
     ClientCapabilities,
+    ForkSessionResponse,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
@@ -41,6 +42,7 @@ from acp.schema import (
     SessionCapabilities,
     SessionCloseCapabilities,
     SessionDeleteCapabilities,
+    SessionForkCapabilities,
     SessionInfo,
     SessionListCapabilities,
     SessionModeState,
@@ -240,7 +242,8 @@ class ToyCoderAgent:
                 mcp_capabilities=acp_mcp.CAPABILITIES,
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities(), close=SessionCloseCapabilities(),
                                                          resume=SessionResumeCapabilities(),
-                                                         delete=SessionDeleteCapabilities())),
+                                                         delete=SessionDeleteCapabilities(),
+                                                         fork=SessionForkCapabilities())),
             agent_info=Implementation(name="toycoder-daemon", title="ToyCoder", version=__version__),
         )
 
@@ -284,6 +287,27 @@ class ToyCoderAgent:
         self.later(self._announce_commands(s.id))
         return ResumeSessionResponse(modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)),
                                      config_options=options)
+
+    @acp_errors
+    async def fork_session(self, cwd: str, session_id: str, mcp_servers: Any = None, toycoder: Any = None,
+                           **_: Any) -> ForkSessionResponse:
+        """A new session with the history of `session_id` (of `cwd`'s workspace), before turn
+        `_meta.toycoder.atTurn` when given (a turn id or index); the original is unchanged. Nothing
+        is replayed: a client that wants the cut history shown loads the fork."""
+        app = self.app_for(cwd)
+        servers = acp_mcp.specs(mcp_servers)
+        at_turn = toycoder.get("atTurn") if isinstance(toycoder, dict) else None
+        try:
+            s = app.fork_session(session_id, at_turn)
+        except ValueError as e:
+            raise RequestError.invalid_params({"_meta": {"toycoder": {"atTurn": str(e)}}}) from None
+        self.owner[s.id] = app
+        acp_sessions.opened(self.told, s)
+        await acp_mcp.start(self, app, s.id, servers)
+        options = await self._options(app, s)
+        self.later(self._announce_commands(s.id))
+        return ForkSessionResponse(session_id=s.id, modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)),
+                                   config_options=options)
 
     @acp_errors
     async def close_session(self, session_id: str, **_: Any) -> None:

@@ -256,6 +256,17 @@ async def session_load(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.Sess
                                   transcript=[to_wire.transcript_entry(e) for e in ls.get_app().transcript(s)])
 
 
+async def session_fork(ls: ToyCoderServer, p: wire.SessionForkParams) -> wire.SessionLoadResult:
+    """A new session with the history before turn `atTurn` (all of it without); answered as a load."""
+    app = ls.get_app()
+    try:
+        s = app.fork_session(p.session_id, p.at_turn)
+    except ValueError as e:
+        raise rpc_error(wire.INVALID_PARAMS, f"Invalid params: {e}") from None
+    return wire.SessionLoadResult(session=to_wire.session_info(s.summary()),
+                                  transcript=[to_wire.transcript_entry(e) for e in app.transcript(s)])
+
+
 async def prompt(ls: ToyCoderServer, p: wire.PromptParams) -> wire.PromptResult:
     if not p.text.strip():
         raise rpc_error(wire.INVALID_PARAMS, "Invalid params: text: the prompt is empty")
@@ -341,7 +352,7 @@ HANDLERS: dict[str, Handler] = {
     wire.SESSION_DELETE: session_delete, wire.PROMPT: prompt, wire.CANCEL: cancel, wire.TOOLS_LIST: tools_list,
     wire.TOOLS_SET_ENABLED: tools_set_enabled, wire.COMMANDS_LIST: commands_list, wire.MODELS_LIST: models_list,
     wire.MODELS_SET: models_set, wire.CHECKPOINT_LIST: checkpoint_list, wire.CHECKPOINT_RESTORE: checkpoint_restore,
-    wire.SESSION_CLOSE: session_close, wire.SESSION_SET_MODE: session_set_mode,
+    wire.SESSION_CLOSE: session_close, wire.SESSION_SET_MODE: session_set_mode, wire.SESSION_FORK: session_fork,
 }
 """One handler per row of protocol.REQUESTS (make_server refuses a table row without one)."""
 

@@ -15,6 +15,7 @@ export const Methods = {
   sessionDelete: 'toycoder/session/delete',
   sessionClose: 'toycoder/session/close',
   sessionSetMode: 'toycoder/session/setMode',
+  sessionFork: 'toycoder/session/fork',
   prompt: 'toycoder/prompt',
   cancel: 'toycoder/cancel',
   toolsList: 'toycoder/tools/list',
@@ -237,6 +238,13 @@ export interface SetModeParams {
   mode: string;
 }
 
+export interface SessionForkParams {
+  sessionId: string;
+  /** Branch before this turn: its id (a `changes` entry's `turnId`, toycoder/checkpoint/list's) or
+its index (0 = the first); absent: after the last turn (the whole history). */
+  atTurn?: string | number;
+}
+
 export interface PromptParams {
   sessionId: string;
   text: string;
@@ -425,6 +433,7 @@ export interface Requests {
   'toycoder/session/delete': { params: SessionIdParams; result: EmptyResult };
   'toycoder/session/close': { params: SessionIdParams; result: EmptyResult };
   'toycoder/session/setMode': { params: SetModeParams; result: SessionInfo };
+  'toycoder/session/fork': { params: SessionForkParams; result: SessionLoadResult };
   'toycoder/prompt': { params: PromptParams; result: PromptResult };
   'toycoder/cancel': { params: SessionIdParams; result: CancelResult };
   'toycoder/tools/list': { params: SessionIdParams; result: ToolList };
