@@ -58,6 +58,18 @@ class OpenSessions(Mapping[str, Session]):
         return len(self._runtimes)
 
 
+def directories(dirs: list[str] | None) -> tuple[str, ...]:
+    """A client's additionalDirectories, checked: absolute paths to directories, resolved, once each."""
+    out: list[str] = []
+    for d in dirs or ():
+        p = Path(d)
+        if not p.is_absolute() or not p.is_dir():
+            raise ValueError(f"additionalDirectories: not an absolute path to a directory: {d!r}")
+        if str(p.resolve()) not in out:
+            out.append(str(p.resolve()))
+    return tuple(out)
+
+
 class App:
     def __init__(self, workspace_root: str | Path, config: Config, *, model_factory: ModelFactory | None = None,
                  store: SessionStore | None = None, config_error: ConfigError | None = None,
@@ -162,8 +174,15 @@ class App:
     async def _load(self, session_id: str) -> SessionRuntime:
         return self._opened(await SessionRuntime.load(self.parts, session_id))
 
-    def new_session(self, title: str | None = None) -> Session:
-        return self._opened(SessionRuntime.create(self.parts, title)).session
+    def new_session(self, title: str | None = None, additional_directories: list[str] | None = None) -> Session:
+        """ValueError for an additional directory that is not an absolute path to a directory."""
+        dirs = directories(additional_directories)
+        return self._opened(SessionRuntime.create(self.parts, title, dirs)).session
+
+    def set_additional_directories(self, session_id: str, dirs: list[str]) -> None:
+        """The session's extra roots from now on (a client's session/load or resume that gives them);
+        ValueError as for new_session."""
+        self._open_now(session_id).session.set_additional_directories(directories(dirs))
 
     def fork_session(self, session_id: str, at_turn: AtTurn = None) -> Session:
         """A new session, open here, with the history of `session_id` before turn `at_turn` (all of

@@ -19,6 +19,7 @@ sessions for /new and /switch) comes in SessionParts.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import time
@@ -151,8 +152,9 @@ class SessionRuntime:
     # ---- opening ------------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, parts: SessionParts, title: str | None = None) -> SessionRuntime:
+    def create(cls, parts: SessionParts, title: str | None = None, dirs: tuple[str, ...] = ()) -> SessionRuntime:
         s = _session(parts, parts.store.new_id(), title=(title or "").strip())
+        s.additional_directories = dirs
         return cls(parts, _bind(parts, s, [], parts.store.create(s.id, s.meta()), parts.prompts.system("main")))
 
     @classmethod
@@ -245,6 +247,16 @@ class SessionRuntime:
             self._title_after_first_turn(text, result.text)
         return PromptOutcome(turn_id, result, action)
 
+    def tool_scope(self) -> tuple[Workspace, ToolSettings]:
+        """The workspace and settings the session's tools get: its additionalDirectories are roots
+        like the workspace's, and writable for the sandbox (its policy's `writable` input)."""
+        dirs, parts = self.session.additional_directories, self.parts
+        if not dirs:
+            return parts.workspace, parts.settings
+        run = parts.settings.run_command
+        return (parts.workspace.with_roots(dirs),
+                dataclasses.replace(parts.settings, run_command=dataclasses.replace(run, writable=(*run.writable, *dirs))))
+
     async def _command(self, text: str, frontend: Frontend, turn_id: str) -> tuple[TurnResult, dict[str, Any] | None]:
         try:  # a restore the command makes is recorded under the turn's id
             out = await commands.run(text, CommandContext(self, self.parts.sessions, self.session, frontend,
@@ -259,7 +271,8 @@ class SessionRuntime:
         s.turn_usage = Usage()  # this turn's tokens, sub-agents included (reported even when cancelled)
         store = self.checkpoints.store
         checkpoint = store.begin_turn(turn_id, text)
-        context = ToolContext(parts.workspace, frontend, "", parts.settings, checkpoints=store, checkpoint_turn=checkpoint)
+        workspace, settings = self.tool_scope()
+        context = ToolContext(workspace, frontend, "", settings, checkpoints=store, checkpoint_turn=checkpoint)
         summary = parts.models.later(s, "fast")
         room = RoomMaker(s, frontend, model, parts.config.session,
                          functools.partial(self.compactor, frontend, summary, force=True))

@@ -143,6 +143,8 @@ class SessionInfo(Wire):
     """The permission mode (an id of `availableModes`), for an open session; lists leave it out."""
     cwd: str | None = None
     """The session's workspace, in lists of other workspaces than the daemon's (`all`, `cwd`)."""
+    additional_directories: list[str] | None = None
+    """Extra roots the tools, search and sandbox treat like the workspace (absent: none)."""
 
 
 class UsageInfo(Wire):
@@ -237,6 +239,8 @@ ASK_USER = "toycoder/askUser"
 
 class SessionNewParams(Wire):
     title: str | None = None
+    additional_directories: list[str] | None = None
+    """Absolute directories treated like the workspace in this session (its file tools, search, sandbox)."""
 
 
 class EmptyParams(Wire):

@@ -18,7 +18,7 @@ import functools
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 from acp import (
     PROTOCOL_VERSION,
@@ -85,10 +85,19 @@ from toycoder_daemon.sessions.store import SessionSummary
 from toycoder_daemon.wire import codes as wire
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 ACP_NOTIFICATIONS = frozenset(m for m in AGENT_METHODS.values()
                               if m == "session/cancel" or m.startswith("document/did"))
 """Client -> agent methods that take no id (a request to one of them is refused with an answer)."""
+
+
+def bad_dirs(make: Callable[[], T]) -> T:
+    """`make()`, with a bad additionalDirectories item answered -32602."""
+    try:
+        return make()
+    except ValueError as e:
+        raise RequestError.invalid_params({"additionalDirectories": str(e)}) from None
 
 
 def acp_errors(handler: Any) -> Any:
@@ -248,10 +257,11 @@ class ToyCoderAgent:
         )
 
     @acp_errors
-    async def new_session(self, cwd: str, mcp_servers: Any = None, **_: Any) -> NewSessionResponse:
+    async def new_session(self, cwd: str, mcp_servers: Any = None, additional_directories: list[str] | None = None,
+                          **_: Any) -> NewSessionResponse:
         app = self.app_for(cwd)
         servers = acp_mcp.specs(mcp_servers)  # an unsupported one is refused before a session is made
-        s = app.new_session()
+        s = bad_dirs(lambda: app.new_session(None, additional_directories))
         self.owner[s.id] = app
         acp_sessions.opened(self.told, s)
         await acp_mcp.start(self, app, s.id, servers)
@@ -261,9 +271,12 @@ class ToyCoderAgent:
                                   config_options=options)
 
     @acp_errors
-    async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any) -> LoadSessionResponse:
+    async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
+                           additional_directories: list[str] | None = None, **_: Any) -> LoadSessionResponse:
         app = self.app_for(cwd)
         s = await app.load(session_id)  # open here from now on: it hears turns made elsewhere
+        if additional_directories is not None:  # the client's list replaces the stored one
+            bad_dirs(lambda: app.set_additional_directories(s.id, additional_directories))
         self.owner[s.id] = app
         title = acp_sessions.opened(self.told, s)
         await acp_mcp.start(self, app, s.id, acp_mcp.specs(mcp_servers))
@@ -275,10 +288,13 @@ class ToyCoderAgent:
                                    config_options=options)
 
     @acp_errors
-    async def resume_session(self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any) -> ResumeSessionResponse:
+    async def resume_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
+                             additional_directories: list[str] | None = None, **_: Any) -> ResumeSessionResponse:
         """session/load without the replay: the client already shows the history."""
         app = self.app_for(cwd)
         s = await app.load(session_id)
+        if additional_directories is not None:
+            bad_dirs(lambda: app.set_additional_directories(s.id, additional_directories))
         self.owner[s.id] = app
         acp_sessions.opened(self.told, s)  # the client shows the session already, its title included
         await acp_mcp.start(self, app, s.id, acp_mcp.specs(mcp_servers))
@@ -290,7 +306,7 @@ class ToyCoderAgent:
 
     @acp_errors
     async def fork_session(self, cwd: str, session_id: str, mcp_servers: Any = None, toycoder: Any = None,
-                           **_: Any) -> ForkSessionResponse:
+                           additional_directories: list[str] | None = None, **_: Any) -> ForkSessionResponse:
         """A new session with the history of `session_id` (of `cwd`'s workspace), before turn
         `_meta.toycoder.atTurn` when given (a turn id or index); the original is unchanged. Nothing
         is replayed: a client that wants the cut history shown loads the fork."""
@@ -301,6 +317,8 @@ class ToyCoderAgent:
             s = app.fork_session(session_id, at_turn)
         except ValueError as e:
             raise RequestError.invalid_params({"_meta": {"toycoder": {"atTurn": str(e)}}}) from None
+        if additional_directories is not None:  # else the original's
+            bad_dirs(lambda: app.set_additional_directories(s.id, additional_directories))
         self.owner[s.id] = app
         acp_sessions.opened(self.told, s)
         await acp_mcp.start(self, app, s.id, servers)
@@ -334,7 +352,8 @@ class ToyCoderAgent:
             raise RequestError.invalid_params({"cursor": str(e)}) from None
         return ListSessionsResponse(next_cursor=next_cursor, sessions=[
             SessionInfo(session_id=r.summary.id, cwd=r.cwd, title=r.summary.title or None,
-                        updated_at=wire.iso_time(r.summary.updated_at))
+                        updated_at=wire.iso_time(r.summary.updated_at),
+                        additional_directories=list(r.summary.additional_directories) or None)
             for r in chunk
         ])
 

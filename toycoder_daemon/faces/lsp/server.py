@@ -231,7 +231,10 @@ def did_close(ls: ToyCoderServer, params: types.DidCloseTextDocumentParams) -> N
 # ---- toycoder/* handlers (typed params in, typed results out) ---------------------------------
 
 async def session_new(ls: ToyCoderServer, p: wire.SessionNewParams) -> wire.SessionInfo:
-    return to_wire.session_info(ls.get_app().new_session(p.title).summary())
+    try:
+        return to_wire.session_info(ls.get_app().new_session(p.title, p.additional_directories).summary())
+    except ValueError as e:
+        raise rpc_error(wire.INVALID_PARAMS, f"Invalid params: {e}") from None
 
 
 async def session_list(ls: ToyCoderServer, p: wire.SessionListParams) -> wire.SessionList:

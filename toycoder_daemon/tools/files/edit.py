@@ -163,6 +163,8 @@ def _record(ctx: ToolContext, p: Path, when: str, content: bytes | None = None) 
     """Checkpoint `p` before (or after) the write; the problem undo will have with it, if any."""
     if ctx.checkpoints is None:
         return None
+    if ctx.workspace.root_of(p) != ctx.workspace.root:  # checkpoints key paths by the workspace root
+        return f"{p} is in an additional directory: undo does not cover it"
     record = ctx.checkpoints.record_before_write if when == "before" else ctx.checkpoints.record_after_write
     return record(ctx.checkpoint_turn, p, content=content).problem
 

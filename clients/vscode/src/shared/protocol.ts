@@ -183,6 +183,8 @@ export interface SessionInfo {
   mode?: string;
   /** The session's workspace, in lists of other workspaces than the daemon's (`all`, `cwd`). */
   cwd?: string;
+  /** Extra roots the tools, search and sandbox treat like the workspace (absent: none). */
+  additionalDirectories?: string[];
 }
 
 export interface SessionInfoUpdate {
@@ -204,6 +206,8 @@ export interface UpdateParams {
 
 export interface SessionNewParams {
   title?: string;
+  /** Absolute directories treated like the workspace in this session (its file tools, search, sandbox). */
+  additionalDirectories?: string[];
 }
 
 export interface SessionListParams {
