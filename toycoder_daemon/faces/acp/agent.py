@@ -147,7 +147,9 @@ class ToyCoderAgent:
         self.catalog = Catalog(data_dir())
         """Every workspace's sessions, for session/list and session/delete (which take no App)."""
         self.initialized = False
-        """initialize was answered: until then every other request is refused (`handler`)."""
+        """initialize was received: until then every other request is refused (`handler`)."""
+        self.answered_initialize = False
+        """An initialize succeeded (a later bad one does not close the gate again)."""
         self.owner: dict[str, App] = {}
         self.told: acp_sessions.Told = {}
         self.told_options: dict[str, list[dict[str, Any]]] = {}
@@ -203,20 +205,24 @@ class ToyCoderAgent:
     async def _announce_commands(self, session_id: str) -> None:
         await self.raw.session_update(session_id, commands_update())
 
-    async def _options(self, app: App, s: Session) -> list[Any]:
-        """The session's config options, remembered as what its client was told."""
-        opts = await acp_config.options(app, s)
+    async def _options(self, app: App, s: Session, *, ask: bool = False) -> list[Any]:
+        """The session's config options, remembered as what its client was told. A session's
+        answer gets them without asking the provider (`ask`: a request that might outlast the input,
+        and delay every answer); `_tell_options` asks right after it."""
+        opts = await acp_config.options(app, s, ask=ask)
         self.told_options[s.id] = acp_config.dumped(opts)
+        if not ask:
+            self.later(self._tell_options(app, s.id, ask=True))
         return opts
 
-    async def _tell_options(self, app: App, session_id: str) -> None:
+    async def _tell_options(self, app: App, session_id: str, *, ask: bool = False) -> None:
         """A change made by /model, /mode or set_mode: `config_option_update` when the options differ
         from what the client was told (its own set_config_option was answered with them)."""
         s = app.live.get(session_id)
         if s is None or self.owner.get(session_id) is not app or session_id in self._setting:
             return  # gone, or set_config_option's answer tells the client
         before = self.told_options.get(session_id)
-        opts = acp_config.dumped(await self._options(app, s))
+        opts = acp_config.dumped(await self._options(app, s, ask=ask))
         if opts != before:
             await self.raw.session_update(session_id, {"sessionUpdate": "config_option_update", "configOptions": opts})
 
@@ -243,7 +249,7 @@ class ToyCoderAgent:
         can_read, can_write = acp_fs.declared(caps)
         self.caps = acp_turn.Caps(elicit=bool(caps and caps.elicitation and caps.elicitation.form is not None),
                                   read=can_read, write=can_write)
-        self.initialized = True
+        self.answered_initialize = True
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
@@ -418,7 +424,16 @@ def handler(agent: ToyCoderAgent) -> Callable[[str, Any, bool], Any]:
     acp_sessions.route_delete(router, agent)
 
     async def handle(method: str, params: Any, is_notification: bool) -> Any:
-        if not agent.initialized and method != AGENT_METHODS["initialize"]:
+        if method == AGENT_METHODS["initialize"] and not is_notification:
+            # open the gate as initialize is read: what was written after it in the same breath
+            # runs as a task of its own, maybe before initialize's body does
+            agent.initialized = True
+            try:
+                return await router(method, params, False)
+            except BaseException:
+                agent.initialized = agent.answered_initialize
+                raise
+        if not agent.initialized:
             # as the LSP face, nothing is served before initialize (its capabilities decide how);
             # not LSP's -32002, which is ACP's "resource not found" (a client would take the
             # session for gone)

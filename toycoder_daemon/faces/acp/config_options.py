@@ -1,7 +1,8 @@
 """ACP session config options: the `model` select (category `model`: each provider's roles and the
 models its server lists) and the `mode` select (category `mode`), sent with session/new, load,
 resume and fork, switched by `session/set_config_option`, and sent again as `config_option_update`
-when /model, /mode or set_mode change them (agent.py's hook). Built with the SDK's public models
+when /model, /mode or set_mode change them (agent.py's hook), or when the provider's list of models,
+asked right after a session's answer, adds to them. Built with the SDK's public models
 (agent-client-protocol 0.12.1) and dumped as the wire has them.
 
 A model's value is `provider:name`; a role (default, fast) is shown on the model it names, so a
@@ -31,10 +32,13 @@ SERVED_WAIT = 2.0
 """Seconds a session's answer waits for the provider to list its models (then: the configured ones)."""
 
 
-async def served_info(app: App, s: Session) -> ModelsInfo:
-    """The session's models with what the current provider's server lists (cached after the first
-    ask); a slow or broken provider leaves the configured names."""
+async def served_info(app: App, s: Session, *, ask: bool) -> ModelsInfo:
+    """The session's models with what the current provider's server lists: as the model client
+    knows it, or (`ask`) asked when it does not know yet (cached after); a slow or broken provider
+    leaves the configured names."""
     info = app.models_info(s.id)
+    if not ask:  # no request, and no suspension: an answer racing the end of input still goes out
+        return await with_served(app, info, s, ask_server=False)
     try:
         return await asyncio.wait_for(with_served(app, info, s), SERVED_WAIT)
     except (asyncio.TimeoutError, ToyCoderError) as e:
@@ -65,11 +69,12 @@ def mode_option(mode: str) -> SessionConfigOptionSelect:
         SessionConfigSelectOption(value=m, name=name, description=d) for m, (name, d) in MODES.items()])
 
 
-async def options(app: App, s: Session) -> list[SessionConfigOptionSelect]:
-    """The session's config options; [] for the model while the config is broken (only the mode then)."""
+async def options(app: App, s: Session, *, ask: bool = False) -> list[SessionConfigOptionSelect]:
+    """The session's config options (only the mode while the config is broken). Without `ask`, no
+    request is made: a session's answer never waits for the provider (agent.py asks after it)."""
     out = [mode_option(s.mode)]
     if not app.config_error:
-        out.insert(0, model_option(await served_info(app, s)))
+        out.insert(0, model_option(await served_info(app, s, ask=ask)))
     return out
 
 

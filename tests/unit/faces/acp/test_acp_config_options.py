@@ -42,8 +42,13 @@ async def test_config_options_on_new_load_resume_and_set(tmp_path: Path, served_
         model, mode = opts["model"], opts["mode"]
         assert model["category"] == "model" and model["type"] == "select"
         assert model["currentValue"] == "openai:fake-model"
-        assert values(model) == [("openai:fake-model", "fake-model (default)"), ("openai:fake-fast", "fake-fast (fast)"),
-                                 ("openai:served-only", "served-only")]
+        roles = [("openai:fake-model", "fake-model (default)"), ("openai:fake-fast", "fake-fast (fast)")]
+        assert values(model) == roles  # the answer never waits for the provider's list
+        await editor.wait_for(lambda f: f.get("params", {}).get("update", {}).get("sessionUpdate")
+                              == "config_option_update")  # it follows once the provider answered
+        [served] = editor.updates("config_option_update")
+        assert values({o["id"]: o for o in served["configOptions"]}["model"]) == [*roles, ("openai:served-only",
+                                                                                           "served-only")]
         assert mode["category"] == "mode" and mode["currentValue"] == "ask"
         assert [v for v, _ in values(mode)] == ["ask", "accept-edits", "read-only"]
         sid = new.session_id
@@ -55,7 +60,7 @@ async def test_config_options_on_new_load_resume_and_set(tmp_path: Path, served_
         assert after["mode"]["currentValue"] == "read-only" and after["model"]["currentValue"] == "openai:served-only"
         await conn.prompt(session_id=sid, prompt=[text_block("hi")])
         assert llm.requests[-1]["body"]["model"] == "served-only" and llm.violations == []
-        assert editor.updates("config_option_update") == []  # the client's own change: answered, not repeated
+        assert editor.updates("config_option_update") == [served]  # the client's own change: answered, not repeated
 
         for config_id, value in (("nope", "x"), ("model", "no-provider-colon"), ("model", "ghost:m"), ("mode", "wild")):
             with pytest.raises(RequestError) as bad:
@@ -68,6 +73,7 @@ async def test_config_options_on_new_load_resume_and_set(tmp_path: Path, served_
     async with acp_face(tmp_path, llm, config=config) as (conn, _, _):
         loaded = await conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
         opts = dumped(loaded.config_options)
+        assert ("openai:served-only", "served-only") in values(opts["model"])  # the chosen model is listed
         assert opts["model"]["currentValue"] == "openai:served-only" and opts["mode"]["currentValue"] == "read-only"
     async with acp_face(tmp_path, llm, config=config, caps=None) as (conn, _, _):
         resumed = await conn.resume_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
