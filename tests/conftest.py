@@ -111,7 +111,8 @@ def llm() -> Iterator[FakeLLM]:
 
 @pytest.fixture
 def http_server() -> Iterator[Callable[..., str]]:
-    """http_server(*args) -> (the /mcp URL of a toy server on 127.0.0.1, its process), killed at teardown."""
+    """http_server(*args) -> (the /mcp URL of a toy server on 127.0.0.1, its process; with "--sse" the
+    /sse URL of the HTTP+SSE transport), killed at teardown."""
     procs: list[subprocess.Popen[str]] = []
 
     def start(*args: str) -> tuple[str, subprocess.Popen[str]]:
@@ -120,7 +121,7 @@ def http_server() -> Iterator[Callable[..., str]]:
         procs.append(proc)
         assert proc.stdout is not None
         port = int(proc.stdout.readline())
-        return f"http://127.0.0.1:{port}/mcp", proc
+        return f"http://127.0.0.1:{port}/{'sse' if '--sse' in args else 'mcp'}", proc
 
     yield start
     for proc in procs:

@@ -176,6 +176,17 @@ async function scenario(agent) {
   steps.cancelled = await turn;
   await waitFor(request("terminal/release"), "the cancelled command's terminal/release");
 
+  // issue 33: config options, fork (whole and before the second turn), the list without cwd
+  steps.setConfigOption = await agent.request(methods.agent.session.setConfigOption,
+    { sessionId, configId: "model", value: steps.resume.configOptions[0].currentValue });
+  steps.fork = await agent.request("session/fork", { sessionId, cwd, mcpServers: [] });
+  steps.forkEarly = await agent.request("session/fork",
+    { sessionId, cwd, mcpServers: [], _meta: { toycoder: { atTurn: 1 } } });
+  steps.listedAll = (await agent.request(methods.agent.session.list, {})).sessions.map((s) => s.sessionId);
+  for (const fork of [steps.fork.sessionId, steps.forkEarly.sessionId]) {
+    await agent.request(methods.agent.session.delete, { sessionId: fork });
+  }
+
   steps.listedBeforeDelete = await sessions();
   steps.delete = await agent.request(methods.agent.session.delete, { sessionId });
   steps.listedAfterDelete = await sessions();

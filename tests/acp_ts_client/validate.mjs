@@ -1,12 +1,14 @@
-// Checks JSON-RPC frames against the ACP JSON Schema the SDK ships (schema/v1/schema.json, the stable
-// v1 profile): each frame against its side's envelope ("Agent" or "Client" at the schema's root), and
+// Checks JSON-RPC frames against the ACP JSON Schema the SDK ships (schema/v1/schema.unstable.json, the
+// v1 profile with the methods still marked unstable, such as session/fork, which the daemon serves): each frame against its side's envelope ("Agent" or "Client" at the schema's root), and
 // its params or result against the definition for its method and direction, found by the schema's own
 // `x-method` / `x-side` annotations (so no method table is copied here).
 import { createRequire } from "node:module";
 import Ajv2020 from "ajv/dist/2020.js";
 
 const require = createRequire(import.meta.url);
-const SCHEMA = require("@agentclientprotocol/sdk/schema/v1/schema.json");
+// the unstable profile: a superset of the stable one with the methods ACP still calls unstable that
+// we serve (session/fork)
+const SCHEMA = require("@agentclientprotocol/sdk/schema/v1/schema.unstable.json");
 const KEY = "acp-v1.json";
 
 // The schema's numeric formats are Rust's; ajv knows none of them, so they are checked here.

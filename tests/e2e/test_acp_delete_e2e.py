@@ -31,6 +31,4 @@ async def test_delete_of_a_session_running_a_turn_in_another_daemon_is_refused(t
         await other.cancel(session_id=sid)
         assert (await turn).stop_reason == "cancelled"
         assert await delete(conn, sid) == {}
-        with pytest.raises(RequestError) as unknown:
-            await delete(conn, "no-such-session")
-        assert unknown.value.code == -32002
+        assert await delete(conn, "no-such-session") == {}  # the spec: an unknown id succeeds silently

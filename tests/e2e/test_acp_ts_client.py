@@ -1,7 +1,8 @@
 """A second, independent ACP client: the official TypeScript SDK (tests/acp_ts_client, npm
 `@agentclientprotocol/sdk`) drives `python -m toycoder_daemon --acp` through one scenario that touches
 every ACP method and update kind we serve (issue 15), and every frame, both ways, is checked against
-the SDK's ACP JSON Schema (schema/v1/schema.json). This test scripts the model, runs the node script
+the SDK's ACP JSON Schema (schema/v1/schema.unstable.json: v1 with the unstable methods we serve, such
+as session/fork). This test scripts the model, runs the node script
 and asserts the scenario's outcomes and zero schema violations.
 
 A violation in a frame the daemon sent is a daemon bug; one in a frame the SDK sent means the SDK and
@@ -135,7 +136,7 @@ def test_the_typescript_sdk_client_sees_only_schema_valid_frames(tmp_path: Path,
     assert report["buffers"][str(calc)] == UNSAVED.replace("a + b", "b + a") and calc.read_text() == CALC
     asked = sent("session/request_permission")
     [where] = asked[0]["toolCall"]["locations"]
-    assert where == {"path": "calc.py", "line": 2}  # the changed line (not the hunk's start)
+    assert where == {"path": str(calc), "line": 2}  # absolute; the changed line (not the hunk's start)
     assert [a["toolCall"]["kind"] for a in asked] == ["edit", "execute", "other", "execute"]
     # the terminal ran the command; the MCP tool answered
     terminals = [u for u in updates("tool_call_update") if any(c["type"] == "terminal" for c in u.get("content") or [])]
@@ -173,6 +174,10 @@ def test_the_typescript_sdk_client_sees_only_schema_valid_frames(tmp_path: Path,
     assert [k["terminalId"] for k in killed] == [sent("terminal/release")[-1]["terminalId"]]
     wait_until(lambda: processes_with(sleep) == [], 10, "the cancelled command to end")
     assert sid in steps["listedBeforeDelete"] and sid not in steps["listedAfterDelete"] and steps["delete"] == {}
+    # issue 33's frames (validated with the rest): config options, fork, the list without cwd
+    assert [o["id"] for o in steps["setConfigOption"]["configOptions"]] == ["model", "mode"]
+    forks = [steps["fork"]["sessionId"], steps["forkEarly"]["sessionId"]]
+    assert len(set(forks) | {sid}) == 3 and set(forks) <= set(steps["listedAll"])
     assert len(llm.requests) == 16 and llm.violations == []
     # the SDK refused nothing the daemon sent: the client's only error is its answer for the new file
     # it has no buffer for (asked before it is written; read-only.txt is refused before any read)

@@ -25,14 +25,15 @@ async def test_sessions_survive_a_restart(start_daemon, llm: FakeLLM, tmp_path: 
     sid = await new_session(a)
     await a.call("toycoder/prompt", {"sessionId": sid, "text": "what is this project?"})
     other = await new_session(a, title="second")
-    await a.call("toycoder/session/new", {})  # untitled and empty: not worth listing after a restart
+    await a.call("toycoder/session/new", {})  # empty: never listed (issue 33), titled or not
     before = await a.call("toycoder/session/load", {"sessionId": sid})
     await a.close()
 
     b = await start_daemon()
     listed = (await b.call("toycoder/session/list", {}))["sessions"]
-    assert [s["sessionId"] for s in listed] == [other, sid]  # newest first, without the empty one
-    assert listed[1]["title"] == "what is this project?" and listed[1]["messageCount"] == 4
+    assert [s["sessionId"] for s in listed] == [sid]  # without the empty ones
+    assert (await b.call("toycoder/session/load", {"sessionId": other}))["session"]["title"] == "second"
+    assert listed[0]["title"] == "what is this project?" and listed[0]["messageCount"] == 4
     after = await b.call("toycoder/session/load", {"sessionId": sid})
     assert after["transcript"] == before["transcript"]
     assert after["transcript"][2]["status"] == "completed"

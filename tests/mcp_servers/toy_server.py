@@ -6,6 +6,7 @@
     python toy_server.py --stubborn --start-delay 60      # ignores SIGTERM from the start (SIGKILL ends it)
     python toy_server.py --http 0 [--require-header NAME=VALUE]
         # streamable HTTP on 127.0.0.1 at /mcp; the bound port is the first stdout line
+    python toy_server.py --http 0 --sse       # the older HTTP+SSE transport at /sse
 
 Everything this server logs goes to its stderr, never to stdout (the stdio protocol channel).
 """
@@ -139,10 +140,11 @@ def _require_header(app: Any, name: str, value: str) -> Any:
     return wrapped
 
 
-async def serve_http(port: int, require_header: str | None) -> None:
+async def serve_http(port: int, require_header: str | None, sse: bool = False) -> None:
     import uvicorn
 
-    app: Any = server.streamable_http_app(host="127.0.0.1")
+    # --sse: the older HTTP+SSE transport (GET /sse, POST /messages/), as the SDK's server side serves it
+    app: Any = server.sse_app(host="127.0.0.1") if sse else server.streamable_http_app(host="127.0.0.1")
     if require_header:
         name, _, value = require_header.partition("=")
         app = _require_header(app, name, value)
@@ -159,6 +161,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int, default=None, metavar="PORT")
     parser.add_argument("--require-header", default=None, metavar="NAME=VALUE")
+    parser.add_argument("--sse", action="store_true", help="with --http: serve HTTP+SSE at /sse instead")
     parser.add_argument("--start-delay", type=float, default=0.0)
     parser.add_argument("--spawn-child", action="store_true",
                         help="start a long sleeping child process (same process group) first")
@@ -175,7 +178,7 @@ def main() -> None:
     if opts.start_delay:
         time.sleep(opts.start_delay)
     if opts.http is not None:
-        asyncio.run(serve_http(opts.http, opts.require_header))
+        asyncio.run(serve_http(opts.http, opts.require_header, opts.sse))
         return
     print("toy server: stdio", file=sys.stderr, flush=True)
     server.run("stdio")

@@ -32,7 +32,9 @@ from toycoder_daemon.core.util import environ_scrub, secrets
 from toycoder_daemon.llm.base import ChatModel
 from toycoder_daemon.llm.pool import ModelFactory, ModelPool
 from toycoder_daemon.prompts.manager import PromptManager
+from toycoder_daemon.sessions.catalog import Catalog, Listed, listed
 from toycoder_daemon.sessions.context import Compaction
+from toycoder_daemon.sessions.fork import AtTurn
 from toycoder_daemon.sessions.session import Session, TranscriptEntry
 from toycoder_daemon.sessions.sharing import Sharing
 from toycoder_daemon.sessions.store import SessionStore, SessionSummary
@@ -59,6 +61,18 @@ class OpenSessions(Mapping[str, Session]):
         return len(self._runtimes)
 
 
+def directories(dirs: list[str] | None) -> tuple[str, ...]:
+    """A client's additionalDirectories, checked: absolute paths to directories, resolved, once each."""
+    out: list[str] = []
+    for d in dirs or ():
+        p = Path(d)
+        if not p.is_absolute() or not p.is_dir():
+            raise ValueError(f"additionalDirectories: not an absolute path to a directory: {d!r}")
+        if str(p.resolve()) not in out:
+            out.append(str(p.resolve()))
+    return tuple(out)
+
+
 class App:
     def __init__(self, workspace_root: str | Path, config: Config, *, model_factory: ModelFactory | None = None,
                  store: SessionStore | None = None, config_error: ConfigError | None = None,
@@ -81,6 +95,8 @@ class App:
         secrets.register([v for p in self.config.providers.values() for v in secrets.url_secrets(p.base_url)])
         self.models = Models(self.config, self.config_error, ModelPool(model_factory or openai_models(self.config)))
         self.store = store or SessionStore(data_dir(), self.workspace.root)
+        self.catalog = Catalog(self.store.data_dir)
+        self.catalog.use(self.store.index, self.workspace.root)
         self.settings = tool_settings(self.config)
         self.checkpoints = Checkpoints(self.store.data_dir, self.workspace.root)
         self.sharing = Sharing()
@@ -205,8 +221,24 @@ class App:
     async def _load(self, session_id: str) -> SessionRuntime:
         return self._opened(await SessionRuntime.load(self.parts, session_id))
 
-    def new_session(self, title: str | None = None) -> Session:
-        return self._opened(SessionRuntime.create(self.parts, title)).session
+    def new_session(self, title: str | None = None, additional_directories: list[str] | None = None) -> Session:
+        """ValueError for an additional directory that is not an absolute path to a directory."""
+        dirs = directories(additional_directories)
+        return self._opened(SessionRuntime.create(self.parts, title, dirs)).session
+
+    def set_additional_directories(self, session_id: str, dirs: list[str]) -> None:
+        """The session's extra roots from now on (a client's session/load or resume that gives them);
+        ValueError as for new_session."""
+        self._open_now(session_id).session.set_additional_directories(directories(dirs))
+
+    def fork_session(self, session_id: str, at_turn: AtTurn = None) -> Session:
+        """A new session, open here, with the history of `session_id` before turn `at_turn` (all of
+        it: None); the original is unchanged. SessionBusy while a turn runs in it here (its history
+        is half written); ValueError for a turn it does not have."""
+        runtime = self.runtimes.get(session_id)
+        if runtime is not None and runtime.session.busy:
+            raise SessionBusy(session_id)
+        return self._opened(SessionRuntime.fork(self.parts, self.peek(session_id), at_turn)).session
 
     def session(self, session_id: str) -> Session:
         """An open session, or one loaded from disk (made valid for the model if a turn was cut)."""
@@ -225,9 +257,12 @@ class App:
         return runtime.session if runtime is not None else read_only(self.parts, session_id)
 
     def list_sessions(self) -> list[SessionSummary]:
-        """Stored sessions, newest first; untitled empty ones (clients open sessions eagerly) only
-        while this daemon has them open."""
-        return [r for r in self.store.list() if r.message_count or r.title or r.id in self.runtimes]
+        """This workspace's stored sessions with messages, newest first (catalog.listed). Blocking."""
+        return listed(self.store.list())
+
+    def list_all(self) -> list[Listed]:
+        """Every workspace's sessions with messages, newest first, each with its workspace. Blocking."""
+        return self.catalog.list()
 
     async def close_session(self, session_id: str) -> None:
         """This daemon stops having the session open (a running turn is cancelled first); it stays

@@ -19,8 +19,10 @@ sessions for /new and /switch) comes in SessionParts.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,11 +40,13 @@ from toycoder_daemon.commands.builtin import commands
 from toycoder_daemon.commands.context import CommandContext, SessionDirectory
 from toycoder_daemon.config.model import Config
 from toycoder_daemon.core.errors import ConfigError, ProviderError, SessionBusy
+from toycoder_daemon.core.messages import Message
 from toycoder_daemon.core.ports import Event, Frontend, ModelsInfo, TextDelta
 from toycoder_daemon.llm.base import ChatModel, Usage
 from toycoder_daemon.prompts.manager import PromptManager
 from toycoder_daemon.sessions.context import Compaction
-from toycoder_daemon.sessions.conversation import Conversation, Stored
+from toycoder_daemon.sessions.conversation import Conversation, Mark, Stored
+from toycoder_daemon.sessions.fork import AtTurn, before_turn, turn_ids
 from toycoder_daemon.sessions.room import Compactor, RoomMaker
 from toycoder_daemon.sessions.session import FileSink, Session
 from toycoder_daemon.sessions.sharing import Sharing
@@ -150,7 +154,7 @@ class SessionRuntime:
         self.checkpoints = SessionCheckpoints(s, parts.checkpoints.store(s.id), parts.workspace)
         self.compactor = Compactor(s, parts.config.session, functools.partial(parts.prompts.system, "summarizer"))
         self.closed = False
-        self._shown = (s.title, s.mode)
+        self._shown: tuple[str, str, str | None, str | None] = (s.title, s.mode, s.provider, s.model)
         self.hooks = SessionHooks(s, parts.hooks, parts.trust, parts.mcp, parts.models, parts.prompts)
         self.compactor.before = self.hooks.pre_compact
         parts.sharing.watch(s, self.checkpoints.changes_of)  # its clients hear about turns other daemons make in it
@@ -158,9 +162,32 @@ class SessionRuntime:
     # ---- opening ------------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, parts: SessionParts, title: str | None = None) -> SessionRuntime:
+    def create(cls, parts: SessionParts, title: str | None = None, dirs: tuple[str, ...] = ()) -> SessionRuntime:
         s = _session(parts, parts.store.new_id(), title=(title or "").strip())
+        s.additional_directories = dirs
         return cls(parts, _bind(parts, s, [], parts.store.create(s.id, s.meta()), parts.prompts.system("main")))
+
+    @classmethod
+    def fork(cls, parts: SessionParts, source: Session, at_turn: AtTurn = None) -> SessionRuntime:
+        """A new session with `source`'s history before `at_turn` (all of it: None) and its settings;
+        `source` is not touched. ValueError for an unknown turn."""
+        records = before_turn(source.messages.records(), at_turn)
+        kept = set(turn_ids(records))
+        meta = {**source.meta(), "createdAt": time.time(), "title": f"{source.title or 'session'} (fork)",
+                "titleBy": "user", "turnEnds": {t: e for t, e in source.turn_ends.items() if t in kept}}
+        s = _session(parts, parts.store.new_id(), meta=meta, mtime=time.time())
+        file = parts.store.create(s.id, {**meta, "id": s.id})
+        with file.closed_on_error():
+            batch: list[Message] = []
+            for r in [*records, None]:  # messages in batches, marks where they were
+                if not isinstance(r, dict) and batch:
+                    file.append(batch)
+                    batch = []
+                if isinstance(r, Mark):
+                    file.mark(r)
+                elif isinstance(r, dict):
+                    batch.append(r)
+            return cls(parts, _bind(parts, s, records, file, parts.prompts.system("main")))
 
     @classmethod
     def open(cls, parts: SessionParts, session_id: str) -> SessionRuntime:
@@ -230,6 +257,16 @@ class SessionRuntime:
             self._title_after_first_turn(text, result.text)
         return PromptOutcome(turn_id, result, action)
 
+    def tool_scope(self) -> tuple[Workspace, ToolSettings]:
+        """The workspace and settings the session's tools get: its additionalDirectories are roots
+        like the workspace's, and writable for the sandbox (its policy's `writable` input)."""
+        dirs, parts = self.session.additional_directories, self.parts
+        if not dirs:
+            return parts.workspace, parts.settings
+        run = parts.settings.run_command
+        return (parts.workspace.with_roots(dirs),
+                dataclasses.replace(parts.settings, run_command=dataclasses.replace(run, writable=(*run.writable, *dirs))))
+
     async def _command(self, text: str, frontend: Frontend, turn_id: str) -> tuple[TurnResult, dict[str, Any] | None]:
         try:  # a restore the command makes is recorded under the turn's id
             out = await commands.run(text, CommandContext(self, self.parts.sessions, self.session, frontend,
@@ -244,7 +281,8 @@ class SessionRuntime:
         s.turn_usage = Usage()  # this turn's tokens, sub-agents included (reported even when cancelled)
         store = self.checkpoints.store
         checkpoint = store.begin_turn(turn_id, text)
-        context = ToolContext(parts.workspace, frontend, "", parts.settings, checkpoints=store, checkpoint_turn=checkpoint)
+        workspace, settings = self.tool_scope()
+        context = ToolContext(workspace, frontend, "", settings, checkpoints=store, checkpoint_turn=checkpoint)
         summary = parts.models.later(s, "fast")
         room = RoomMaker(s, frontend, model, parts.config.session,
                          functools.partial(self.compactor, frontend, summary, force=True))
@@ -364,11 +402,11 @@ class SessionRuntime:
             self._push_info("")
 
     def _push_info(self, turn_id: str) -> None:
-        """The prompt's line as title is not news (the client sent the prompt): the model's, /title's
-        and a mode change are."""
+        """The prompt's line as title is not news (the client sent the prompt): the model's, /title's,
+        a mode change and a model change (/model, models/set: ACP clients show a model picker) are."""
         s = self.session
-        shown, self._shown = self._shown, (s.title, s.mode)
-        if shown != self._shown and (s.title_by != "prompt" or shown[1] != s.mode):
+        shown, self._shown = self._shown, (s.title, s.mode, s.provider, s.model)
+        if shown != self._shown and (s.title_by != "prompt" or shown[1:] != self._shown[1:]):
             self.parts.outlets.session_info(s.summary(), turn_id)
 
     def _title_after_first_turn(self, prompt: str, reply: str) -> None:

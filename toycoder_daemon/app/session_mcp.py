@@ -53,6 +53,8 @@ class ClientServer:
     env: Mapping[str, str] = field(default_factory=dict)
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    transport: str = "http"
+    """For a `url`: "http" or "sse"."""
     cwd: str | None = None
     permission: Level = "sensitive"
     enabled: bool = True

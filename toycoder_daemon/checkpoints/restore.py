@@ -259,14 +259,15 @@ def _plan_text(store: Store, key: str, target: State, force: bool,
             raise _Refused("its earlier text was an editor buffer's, which is never written to disk, even "
                            "when forced; open the file in the editor and restore again")
         new = before
+    if not new and target.kind == "absent" and disk.kind != "absent":
+        # the turn created the file: undone, it is gone (an editor's empty buffer is no file)
+        return _DiskItem(key, State("absent"), None, disk)
     new = (BOM if bom else "") + new
     if new == now:
         return None
     if buffer is not None:
         return _BufferItem(key, now, new, encoding)
     data = new.encode(encoding)
-    if not new and target.kind == "absent":
-        return _DiskItem(key, State("absent"), None, disk)
     mode = disk.mode if disk.kind == "file" else target.mode
     return _DiskItem(key, of_bytes(data, mode, store.blobs, store.max_bytes), data, disk)
 

@@ -10,7 +10,7 @@ from typing import Any
 from toycoder_daemon.commands.context import CommandContext
 from toycoder_daemon.commands.registry import CommandError, CommandRegistry, CommandResult
 from toycoder_daemon.commands.served import unknown_model_warning, with_served
-from toycoder_daemon.core.errors import ConfigError, ToyCoderError
+from toycoder_daemon.core.errors import ConfigError, SessionNotFound, ToyCoderError
 from toycoder_daemon.core.modes import MODES
 
 commands = CommandRegistry()
@@ -68,8 +68,11 @@ async def switch(c: CommandContext) -> CommandResult:
     if len(c.args) != 1:
         raise CommandError("give one session id")
     ids = [r.id for r in c.sessions.list_sessions() if r.id.startswith(c.args[0])]
-    if not ids:
-        raise CommandError(f"no session starts with {c.args[0]!r}")
+    if not ids:  # lists leave out sessions without messages: those by their whole id
+        try:
+            ids = [(await c.sessions.load(c.args[0])).id]
+        except SessionNotFound:
+            raise CommandError(f"no session starts with {c.args[0]!r}") from None
     if len(ids) > 1:
         raise CommandError(f"{c.args[0]!r} matches {len(ids)} sessions: {', '.join(ids)}")
     s = await c.sessions.load(ids[0])

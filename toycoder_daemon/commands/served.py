@@ -21,15 +21,20 @@ class ModelLookup(Protocol):
     def model_for(self, session: Session | None, role: str | None = None) -> ChatModel: ...
 
 
-async def with_served(host: ModelLookup, info: ModelsInfo, session: Session | None, *, refresh: bool = False) -> ModelsInfo:
-    """`info` with the current provider's served models filled in (left None when the server cannot list them)."""
+async def with_served(host: ModelLookup, info: ModelsInfo, session: Session | None, *, refresh: bool = False,
+                      ask_server: bool = True) -> ModelsInfo:
+    """`info` with the current provider's served models filled in (left None when the server cannot list them).
+    `ask_server=False`: only what the model client already knows (no request)."""
     try:
         chat = host.model_for(session)
     except ToyCoderError as e:  # no key configured, say: the configured names still show
         log.info("cannot ask the provider for its models: %s", e)
         return info
-    ask = getattr(chat, "server_info", None)  # only real clients can ask (a scripted model cannot)
-    listed = await ask(refresh) if ask is not None else None
+    if ask_server:
+        ask = getattr(chat, "server_info", None)  # only real clients can ask (a scripted model cannot)
+        listed = await ask(refresh) if ask is not None else None
+    else:
+        listed = getattr(chat, "known_server_info", None)
     if listed is None:
         return info
     return dataclasses.replace(info, providers=[

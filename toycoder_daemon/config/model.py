@@ -184,7 +184,9 @@ class McpServerConfig(BaseModel):
     cwd: str | None = None
     """Working directory (default: the workspace root)."""
     url: str | None = None
-    """Endpoint of a remote server (streamable HTTP)."""
+    """Endpoint of a remote server (streamable HTTP, or SSE with `transport: sse`)."""
+    transport: Literal["http", "sse"] = "http"
+    """For a `url`: streamable HTTP (http) or the older HTTP+SSE transport (sse)."""
     headers: dict[str, str] = Field(default={})
     """HTTP headers for a remote server, e.g. Authorization: "Bearer ${TOKEN}"."""
     permission: Literal["safe", "sensitive", "dangerous"] = "sensitive"

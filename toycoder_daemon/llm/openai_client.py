@@ -286,6 +286,11 @@ class OpenAIChatModel:
         self.kind = self.kind or dialect.kind_from_header(self._transport.server)
         return dialect.quirks_for(self.configured_quirks, self.kind)
 
+    @property
+    def known_server_info(self) -> dialect.ServerInfo | None:
+        """What /v1/models said when last asked, without asking (None: not asked yet, or it failed)."""
+        return self._info
+
     async def server_info(self, refresh: bool = False) -> dialect.ServerInfo | None:
         """What the server's /v1/models says (cached; `refresh` asks again); None when it cannot be asked."""
         if self._info is not None and not refresh:

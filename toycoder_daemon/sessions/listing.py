@@ -45,6 +45,8 @@ class SessionSummary:
     message_count: int
     mode: str | None = None
     """The permission mode, for an open session (lists leave it out)."""
+    additional_directories: tuple[str, ...] = ()
+    """The extra roots its client gave (ACP additionalDirectories)."""
 
 
 @dataclass
@@ -57,6 +59,8 @@ class _Entry:
     title: str = ""
     created_at: float | None = None
     count: int = 0
+    dirs: list[str] | None = None
+    """The last meta record's additionalDirectories."""
     tail: str = ""
     """Hex of the bytes just before `offset`: a replaced file that got the old inode number back
     (inodes are reused) differs there, and is read again from the start."""
@@ -84,6 +88,8 @@ def _take(out: _Entry, raw: bytes) -> None:
             out.title = meta["title"]
         if stored.timestamp(meta.get("createdAt")):
             out.created_at = float(meta["createdAt"])
+        if isinstance(meta.get("additionalDirectories"), list):
+            out.dirs = [d for d in meta["additionalDirectories"] if isinstance(d, str)]
 
 
 def _scan(path: Path, entry: _Entry, st: os.stat_result) -> _Entry:
@@ -94,7 +100,7 @@ def _scan(path: Path, entry: _Entry, st: os.stat_result) -> _Entry:
             if f.read(len(entry.tail) // 2).hex() != entry.tail:
                 entry = _Entry(st.st_ino, -1, -1, 0)
         out = _Entry(st.st_ino, st.st_size, st.st_mtime_ns, entry.offset, entry.title, entry.created_at, entry.count,
-                     entry.tail)
+                     entry.dirs, entry.tail)
         f.seek(entry.offset)
         for raw in f:
             if not raw.endswith(b"\n"):
@@ -149,7 +155,7 @@ class SessionIndex:
             if entry is None or entry.ino != st.st_ino or entry.offset != start or entry.size != start:
                 return
             out = _Entry(st.st_ino, st.st_size, st.st_mtime_ns, entry.offset, entry.title, entry.created_at,
-                         entry.count, entry.tail)
+                         entry.count, entry.dirs, entry.tail)
             for raw in data[:-1].split(b"\n"):  # lines as _scan reads them (split at b"\n" only)
                 _take(out, raw + b"\n")
             entries[sid] = out
@@ -182,7 +188,8 @@ class SessionIndex:
                     continue  # deleted while listing
                 present.add(sid)
                 created = entry.created_at if entry.created_at is not None else st.st_mtime
-                out.append(SessionSummary(sid, entry.title, created, st.st_mtime, entry.count))
+                out.append(SessionSummary(sid, entry.title, created, st.st_mtime, entry.count,
+                                          additional_directories=tuple(entry.dirs or ())))
             for gone in set(entries) - present:
                 del entries[gone]
                 self._unsaved = SAVE_AFTER  # deletes are rare: keep the saved index to what exists

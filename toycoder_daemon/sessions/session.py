@@ -134,6 +134,8 @@ class Session:
     """Its plan-seeding sub-agents by tool name (the app's config): their results may seed its plan."""
     asked_turn: str = ""
     """The checkpoint id of the last turn whose prompt is in the conversation (`ask`)."""
+    additional_directories: tuple[str, ...] = ()
+    """Absolute directories its tools, search and sandbox treat like the workspace (the client's)."""
 
     @classmethod
     def restore(cls, session_id: str, meta: dict[str, Any], mtime: float, tools: ToolRegistry) -> Session:
@@ -157,6 +159,9 @@ class Session:
             self.tools.gate.mode = meta["mode"]
         if "always" in meta:
             self.tools.gate.always = {n for n in meta.get("always") or () if self.tools.get(n)}
+        dirs = meta.get("additionalDirectories")
+        if isinstance(dirs, list) and all(isinstance(d, str) for d in dirs):
+            self.additional_directories = tuple(dirs)
         if isinstance(meta.get("turnEnds"), dict):  # on restore all of them; later, the new ones
             self.turn_ends.update(meta["turnEnds"])
 
@@ -170,7 +175,8 @@ class Session:
         return len(self.messages.history())
 
     def summary(self) -> SessionSummary:
-        return SessionSummary(self.id, self.title, self.created_at, self.updated_at, self.message_count, self.mode)
+        return SessionSummary(self.id, self.title, self.created_at, self.updated_at, self.message_count, self.mode,
+                              self.additional_directories)
 
     def meta(self, *, ends: bool = False) -> dict[str, Any]:
         """The settings; with `ends`, every turn's end too (a rewritten file starts with them)."""
@@ -178,6 +184,7 @@ class Session:
             "id": self.id, "title": self.title, "titleBy": self.title_by, "createdAt": self.created_at,
             "provider": self.provider, "mode": self.mode,
             "model": self.model, "toolOverrides": self.tool_overrides, "always": sorted(self.tools.gate.always),
+            "additionalDirectories": list(self.additional_directories),
             "usage": [self.usage.prompt_tokens, self.usage.completion_tokens, self.usage.total_tokens,
                       self.usage.unreported],
             **({"turnEnds": self.turn_ends} if ends else {}),
@@ -232,6 +239,10 @@ class Session:
 
     def set_title(self, title: str, by: str) -> None:
         self.title, self.title_by = title, by
+        self.changed()
+
+    def set_additional_directories(self, dirs: tuple[str, ...]) -> None:
+        self.additional_directories = dirs
         self.changed()
 
     def set_tool_enabled(self, name: str, enabled: bool) -> None:

@@ -365,6 +365,11 @@ class SessionStore:
             raise SessionNotFound(session_id) from None
         return meta, messages, mtime
 
+    @property
+    def index(self) -> SessionIndex:
+        """Its directory's session index (sessions/catalog.py lists through this one)."""
+        return self._index
+
     def list(self) -> list[SessionSummary]:
         """Summaries of every stored session, newest first, from the index (sessions/listing.py):
         only bytes appended since the last list are read. Blocking: async callers use a thread."""

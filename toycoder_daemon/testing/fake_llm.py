@@ -149,7 +149,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         fake = self.server.fake
         path = self.path.split("?", 1)[0]
-        fake.record(path, None, self.headers)
+        fake.record_get(path, self.headers)
         if path.rstrip("/") in MODELS_PATHS:
             self._log(200)
             models = [dialects.model_entry(fake.dialect, m) for m in fake.models()]
@@ -269,6 +269,8 @@ class FakeLLM:
         self.model = model
         self.dialect = dialects.Dialect()
         self.requests: list[dict[str, Any]] = []
+        self.gets: list[dict[str, Any]] = []
+        """GET requests (model lists), in order."""
         self.violations: list[str] = []
         self.connections = 0  # TCP connections accepted so far (shows keep-alive at work)
         self._script: list[dict[str, Any]] = []
@@ -330,6 +332,12 @@ class FakeLLM:
                 raise TimeoutError(f"fake_llm: {len(self.requests)} of {n} requests after {timeout}s")
 
     # ----- used by the handler threads
+    def record_get(self, path: str, headers: Any) -> None:
+        """A GET (a model list): kept apart from `requests`, so asking which models the server has
+        (ACP's config options do on session/new) does not shift the chat requests tests index."""
+        with self._cond:
+            self.gets.append({"path": path, "headers": {k.lower(): v for k, v in headers.items()}})
+
     def record(self, path: str, body: Any, headers: Any) -> int:
         with self._cond:
             self.requests.append({"path": path, "body": body,

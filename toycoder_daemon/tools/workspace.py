@@ -27,6 +27,8 @@ def unsaved_text(buffer: str | None, disk_text: str | None) -> str | None:
 class Workspace:
     def __init__(self, root: str | os.PathLike[str]):
         self.root = Path(root).resolve()
+        self.extra_roots: tuple[Path, ...] = ()
+        """More roots treated like the root (a session's additionalDirectories: `with_roots`)."""
         self.open_documents: dict[Path, str] = {}
         """Unsaved editor text of open buffers, by resolved path (fed by textDocument/did*)."""
         self.document_versions: dict[Path, tuple[int, str]] = {}
@@ -41,6 +43,23 @@ class Workspace:
             self.document_versions.pop(p, None)
         else:
             self.document_versions[p] = (version, text)
+
+    def with_roots(self, extra: tuple[str, ...] | list[str]) -> Workspace:
+        """This workspace with `extra` roots (absolute directories) treated like its root: the same
+        open documents, one session's view. Itself when there are none."""
+        if not extra:
+            return self
+        view = Workspace.__new__(Workspace)
+        view.__dict__.update(self.__dict__)  # the documents are shared, not copied
+        view.extra_roots = tuple(Path(e).resolve() for e in extra if Path(e).resolve() != self.root)
+        return view
+
+    def root_of(self, p: Path) -> Path | None:
+        """The root `p` (resolved) is in: the workspace root first, else an extra root, else None."""
+        for root in (self.root, *self.extra_roots):
+            if p == root or root in p.parents:
+                return root
+        return None
 
     def close_document(self, p: Path) -> None:
         self.open_documents.pop(p, None)
@@ -77,10 +96,12 @@ class Workspace:
             resolved = self._candidate(path).resolve()  # strict=False: resolves the existing prefix
         except (OSError, RuntimeError) as e:  # a symlink loop
             raise OutsideWorkspace(f"'{escape_name(path)}' cannot be resolved: {e}") from None
-        if not self.contains(resolved):
-            raise OutsideWorkspace(f"'{escape_name(path)}' is outside the workspace {self.root}")
+        root = self.root_of(resolved)
+        if root is None:
+            also = f" and its additional directories ({', '.join(map(str, self.extra_roots))})" if self.extra_roots else ""
+            raise OutsideWorkspace(f"'{escape_name(path)}' is outside the workspace {self.root}{also}")
         # any repository's .git (submodules, vendored repos; any case, for macOS)
-        if for_write and any(part.lower() == ".git" for part in resolved.relative_to(self.root).parts):
+        if for_write and any(part.lower() == ".git" for part in resolved.relative_to(root).parts):
             raise OutsideWorkspace(f"'{escape_name(path)}' is inside a .git directory, which tools may not write")
         return resolved
 
@@ -93,7 +114,7 @@ class Workspace:
         return unsaved_text(self.open_documents.get(p), disk_text)
 
     def contains(self, p: Path) -> bool:
-        return p == self.root or self.root in p.parents
+        return self.root_of(p) is not None
 
     def relative(self, p: Path) -> str:
         try:

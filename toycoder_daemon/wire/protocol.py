@@ -155,6 +155,10 @@ class SessionInfo(Wire):
     message_count: int
     mode: str | None = None
     """The permission mode (an id of `availableModes`), for an open session; lists leave it out."""
+    cwd: str | None = None
+    """The session's workspace, in lists of other workspaces than the daemon's (`all`, `cwd`)."""
+    additional_directories: list[str] | None = None
+    """Extra roots the tools, search and sandbox treat like the workspace (absent: none)."""
 
 
 class UsageInfo(Wire):
@@ -240,6 +244,7 @@ SESSION_LOAD = "toycoder/session/load"
 SESSION_DELETE = "toycoder/session/delete"
 SESSION_CLOSE = "toycoder/session/close"
 SESSION_SET_MODE = "toycoder/session/setMode"
+SESSION_FORK = "toycoder/session/fork"
 PROMPT = "toycoder/prompt"
 CANCEL = "toycoder/cancel"
 TOOLS_LIST = "toycoder/tools/list"
@@ -260,14 +265,32 @@ WORKSPACE_TRUST = "toycoder/workspace/trust"
 
 class SessionNewParams(Wire):
     title: str | None = None
+    additional_directories: list[str] | None = None
+    """Absolute directories treated like the workspace in this session (its file tools, search, sandbox)."""
 
 
 class EmptyParams(Wire):
     pass
 
 
+class SessionListParams(Wire):
+    cwd: str | None = None
+    """List that workspace's sessions (an absolute path) instead of the daemon's."""
+    all: bool = False
+    """List every workspace's sessions in the data dir (each with its `cwd`)."""
+    cursor: str | None = None
+    """The `nextCursor` of the previous page."""
+
+
 class SessionIdParams(Wire):
     session_id: SessionId
+
+
+class SessionForkParams(Wire):
+    session_id: str = Field(min_length=1)
+    at_turn: str | int | None = None
+    """Branch before this turn: its id (a `changes` entry's `turnId`, toycoder/checkpoint/list's) or
+    its index (0 = the first); absent: after the last turn (the whole history)."""
 
 
 class PromptParams(Wire):
@@ -296,6 +319,9 @@ class ModelsSetParams(Wire):
 
 class SessionList(Wire):
     sessions: list[SessionInfo]
+    """Sessions with messages, newest first, a page at a time."""
+    next_cursor: str | None = None
+    """More follow: pass it as `cursor` for the next page."""
 
 
 class EmptyResult(Wire):
@@ -547,11 +573,12 @@ class Notification:
 
 REQUESTS: tuple[Request, ...] = (
     Request(SESSION_NEW, SessionNewParams, SessionInfo),
-    Request(SESSION_LIST, EmptyParams, SessionList),
+    Request(SESSION_LIST, SessionListParams, SessionList),
     Request(SESSION_LOAD, SessionIdParams, SessionLoadResult),
     Request(SESSION_DELETE, SessionIdParams, EmptyResult),
     Request(SESSION_CLOSE, SessionIdParams, EmptyResult),
     Request(SESSION_SET_MODE, SetModeParams, SessionInfo),
+    Request(SESSION_FORK, SessionForkParams, SessionLoadResult),
     Request(PROMPT, PromptParams, PromptResult),
     Request(CANCEL, SessionIdParams, CancelResult),
     Request(TOOLS_LIST, SessionIdParams, ToolList),

@@ -496,6 +496,8 @@ def test_new_and_switch_change_the_session_and_render_history(editor, llm: FakeL
     second = ed.lua("return require('toycoder').session_id()")
     assert second and second != first
     assert "banana" not in chat and chat.startswith("# fresh start")
+    llm.add({"text": "Cherry noted."})
+    ed.prompt("remember the word cherry")  # a session without messages is never listed (issue 33)
 
     chat = ed.prompt("/sessions")
     assert first in chat and "fresh start" in chat
@@ -513,7 +515,7 @@ def test_new_and_switch_change_the_session_and_render_history(editor, llm: FakeL
 
     ed.prompt("/quit")
     assert ed.lua("return T.chat_win()") is None, "/quit did not close the chat"
-    assert len(llm.requests) == 1  # no command went to the model
+    assert len(llm.requests) == 2  # no command went to the model
 
 
 def test_cancel_stops_a_long_stream_and_the_next_prompt_works(editor, llm: FakeLLM) -> None:

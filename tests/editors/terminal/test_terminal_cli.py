@@ -415,7 +415,8 @@ def hanging_daemons(marker: str) -> list[int]:
     """That daemon's processes: its argv, unquoted (the client's own command line quotes it)."""
     from helpers import processes_with
 
-    return processes_with(f"time.sleep(120) {marker}")
+    argv = f"time.sleep(120) {marker}"  # the marker is this test's own (unique_marker)
+    return processes_with(argv)
 
 
 def test_ctrl_c_while_the_daemon_starts_exits_130_with_one_line_and_no_process_left(workspace: Path) -> None:

@@ -285,8 +285,8 @@ async def acp_turns(run: Run) -> None:
 
 async def acp_uninitialized(run: Run) -> None:
     async with run.daemon() as c:
-        c.step("a request before initialize")
-        await acp_new_session(c, run.workspace)
+        c.step("a request before initialize")  # refused, as on the LSP face
+        await c.call("session/new", {"cwd": str(run.workspace.resolve()), "mcpServers": []})
 
         await acp_start(c)
         await c.call("session/list", {})

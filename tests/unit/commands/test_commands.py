@@ -21,6 +21,9 @@ async def test_session_commands_and_actions(inproc) -> None:
     new = await p.command(sid, "/new refactoring work")
     assert new.action is not None and new.action["kind"] == "switch" and new.action["sessionId"] != sid
     second = new.action["sessionId"]
+    assert "no sessions yet" in await text(p, sid, "/sessions")  # neither has messages: not listed
+    for s in (sid, second):  # a message of its own each, as a turn leaves (no model needed)
+        (await p.app.load(s)).messages.append({"role": "user", "content": "hi", "turn": "t"})
     listed = await text(p, sid, "/sessions")
     assert second in listed and "refactoring work" in listed and f"* {sid}" in listed
 

@@ -140,4 +140,4 @@ async def test_llama_cpp_python_with_no_tool_choice_is_named(tmp_path: Path, wor
         await app.shutdown()
     assert first.result.text.startswith("I cannot.") and "remove it from providers.openai.quirks" in first.result.text
     assert fe.streamed_text(sid).count(MARK) == 1
-    assert sum(r["path"].endswith("/models") for r in llm.requests) == 1  # asked once which server it is
+    assert sum(r["path"].endswith("/models") for r in llm.gets) == 1  # asked once which server it is

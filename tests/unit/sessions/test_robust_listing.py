@@ -73,17 +73,17 @@ async def test_session_list_runs_off_the_event_loop(start_daemon: Any, scans: li
             f.write(json.dumps({"t": "msg", "m": big_tool_message(i)}).encode() + b"\n")
     main = threading.get_ident()
     threads: list[int] = []
-    real_list = SessionStore.list
+    real_list = listing.SessionIndex.summaries
 
-    def list_where(self: SessionStore) -> Any:
+    def list_where(self: listing.SessionIndex) -> Any:
         threads.append(threading.get_ident())
         return real_list(self)
 
-    SessionStore.list = list_where  # type: ignore[method-assign]
+    listing.SessionIndex.summaries = list_where  # type: ignore[method-assign]
     try:
         results = await asyncio.gather(*(d.call(wire.SESSION_LIST, {}) for _ in range(20)))
     finally:
-        SessionStore.list = real_list  # type: ignore[method-assign]
+        listing.SessionIndex.summaries = real_list  # type: ignore[method-assign]
     assert all([(s["sessionId"], s["messageCount"]) for s in r["sessions"]] == [(sid, 100)] for r in results)
     assert threads and main not in threads
     assert scans and not any(on_loop for _, _, on_loop in scans)

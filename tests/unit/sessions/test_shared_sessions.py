@@ -117,7 +117,7 @@ async def test_an_acp_client_gets_a_replay_of_a_turn_made_in_another_daemon(tmp_
 
 async def test_new_and_switch_close_the_previous_session_in_this_daemon(inproc) -> None:
     p: InProc = inproc()
-    first = p.new_session("first")  # titled: an untitled empty session is not listed once closed
+    first = p.new_session("first")  # no messages: not listed, but /switch takes its whole id
     out = await p.command(first, "/new second")
     second = out.action["sessionId"] if out.action else ""
     assert second and second != first and first not in p.app.live and second in p.app.live

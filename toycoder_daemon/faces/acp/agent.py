@@ -18,7 +18,7 @@ import functools
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 from acp import (
     PROTOCOL_VERSION,
@@ -32,6 +32,7 @@ from acp.schema import (
     AgentCapabilities,
     AuthenticateResponse,
     ClientCapabilities,
+    ForkSessionResponse,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
@@ -42,16 +43,19 @@ from acp.schema import (
     SessionCapabilities,
     SessionCloseCapabilities,
     SessionDeleteCapabilities,
+    SessionForkCapabilities,
     SessionInfo,
     SessionListCapabilities,
     SessionModeState,
     SessionResumeCapabilities,
+    SetSessionConfigOptionResponse,
 )
 from pydantic import ValidationError
 
 from toycoder_daemon import __version__
 from toycoder_daemon.app.application import App
-from toycoder_daemon.core.errors import ToyCoderError
+from toycoder_daemon.config.model import data_dir
+from toycoder_daemon.core.errors import SessionBusy, ToyCoderError
 from toycoder_daemon.core.ports import OUTPUT
 from toycoder_daemon.core.util.background import Background
 from toycoder_daemon.faces.acp import (
@@ -59,6 +63,9 @@ from toycoder_daemon.faces.acp import (
 )
 from toycoder_daemon.faces.acp import (
     client as acp_client,
+)
+from toycoder_daemon.faces.acp import (
+    config_options as acp_config,
 )
 from toycoder_daemon.faces.acp import (
     fs as acp_fs,
@@ -76,15 +83,27 @@ from toycoder_daemon.faces.acp.content import commands_update, plan_now, replay
 from toycoder_daemon.faces.acp.terminal import Terminals
 from toycoder_daemon.rpc.ndjson import open_stdio
 from toycoder_daemon.rpc.outbox import Outbox, written
+from toycoder_daemon.sessions.catalog import BadCursor, Catalog, page
+from toycoder_daemon.sessions.session import Session
+from toycoder_daemon.sessions.store import SessionSummary
 from toycoder_daemon.wire import codes as wire
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 ACP_NOTIFICATIONS = frozenset(m for m in AGENT_METHODS.values()
                               if m == "session/cancel" or m.startswith("document/did"))
 """Client -> agent methods that take no id (a request to one of them is refused with an answer)."""
 ACP_REQUESTS = frozenset(AGENT_METHODS.values()) - ACP_NOTIFICATIONS
 """Client -> agent methods that take an id (a notification to one of them is dropped, logged)."""
+
+
+def bad_dirs(make: Callable[[], T]) -> T:
+    """`make()`, with a bad additionalDirectories item answered -32602."""
+    try:
+        return make()
+    except ValueError as e:
+        raise RequestError.invalid_params({"additionalDirectories": str(e)}) from None
 
 
 def acp_errors(handler: Any) -> Any:
@@ -131,8 +150,18 @@ class ToyCoderAgent:
         self.caps = acp_turn.Caps()
         self.terminals: Terminals | None = None  # set when the client declares terminals (terminal.py)
         self.apps: dict[Path, App] = {}
+        self.catalog = Catalog(data_dir())
+        """Every workspace's sessions, for session/list and session/delete (which take no App)."""
+        self.initialized = False
+        """initialize was received: until then every other request is refused (`handler`)."""
+        self.answered_initialize = False
+        """An initialize succeeded (a later bad one does not close the gate again)."""
         self.owner: dict[str, App] = {}
         self.told: acp_sessions.Told = {}
+        self.told_options: dict[str, list[dict[str, Any]]] = {}
+        """What the client was last told of each open session's config options (`_tell_options`)."""
+        self._setting: set[str] = set()
+        """Sessions whose set_config_option is being answered (the answer carries the options)."""
         """What the client was last told of each open session's title and mode (acp_sessions.hook)."""
         self._prompts: set[asyncio.Task[Any]] = set()
         self._starting: set[asyncio.Task[Any]] = set()
@@ -152,9 +181,18 @@ class ToyCoderAgent:
         app = self.apps.get(key)
         if app is None:
             app = self.apps[key] = App.open(key, self.config_path)
+            self.catalog.use(app.store.index, app.workspace.root)  # lists read nothing this App wrote itself
             app.on_notice = lambda level, message: log.warning("%s", message)  # ACP has no message to show
             acp_sessions.hook(app, self.owner, lambda sid, u: self.raw.session_update(sid, u), self.later, replay,
                               self.told)
+            told_info = app.on_session_info
+
+            def info(summary: SessionSummary, turn_id: str, app: App = app) -> None:
+                told_info(summary, turn_id)  # its updates are queued first
+                if self.owner.get(summary.id) is app:
+                    self.later(self._tell_options(app, summary.id))
+
+            app.on_session_info = info
             self.later(app.start())
             log.info("workspace %s, config %s", app.workspace.root, app.config_path or "(built-in defaults)")
         return app
@@ -173,6 +211,40 @@ class ToyCoderAgent:
     async def _announce_commands(self, session_id: str) -> None:
         await self.raw.session_update(session_id, commands_update())
 
+    async def _options(self, app: App, s: Session, *, ask: bool = False) -> list[Any]:
+        """The session's config options, remembered as what its client was told. A session's
+        answer gets them without asking the provider (`ask`: a request that might outlast the input,
+        and delay every answer); `_tell_options` asks right after it."""
+        opts = await acp_config.options(app, s, ask=ask)
+        self.told_options[s.id] = acp_config.dumped(opts)
+        if not ask:
+            self.later(self._tell_options(app, s.id, ask=True))
+        return opts
+
+    async def _tell_options(self, app: App, session_id: str, *, ask: bool = False) -> None:
+        """A change made by /model, /mode or set_mode: `config_option_update` when the options differ
+        from what the client was told (its own set_config_option was answered with them)."""
+        s = app.live.get(session_id)
+        if s is None or self.owner.get(session_id) is not app or session_id in self._setting:
+            return  # gone, or set_config_option's answer tells the client
+        before = self.told_options.get(session_id)
+        opts = acp_config.dumped(await self._options(app, s, ask=ask))
+        if opts != before:
+            await self.raw.session_update(session_id, {"sessionUpdate": "config_option_update", "configOptions": opts})
+
+    @acp_errors
+    async def set_config_option(self, config_id: str, session_id: str, value: Any, **_: Any) -> SetSessionConfigOptionResponse:
+        """session/set_config_option: switch the model or the mode; answers every option."""
+        app = self.app_of(session_id)
+        self._setting.add(session_id)
+        try:
+            acp_config.apply(app, session_id, config_id, value)
+            return SetSessionConfigOptionResponse(config_options=await self._options(app, app.live[session_id]))
+        except SessionBusy as e:
+            raise RequestError(wire.SESSION_BUSY, str(e), {"sessionId": session_id}) from None
+        finally:
+            self._setting.discard(session_id)
+
     # ---- lifecycle and sessions ---------------------------------------------------------------
 
     async def initialize(self, protocol_version: int, client_capabilities: ClientCapabilities | None = None,
@@ -183,6 +255,7 @@ class ToyCoderAgent:
         can_read, can_write = acp_fs.declared(caps)
         self.caps = acp_turn.Caps(elicit=bool(caps and caps.elicitation and caps.elicitation.form is not None),
                                   read=can_read, write=can_write)
+        self.answered_initialize = True
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
@@ -190,7 +263,8 @@ class ToyCoderAgent:
                 mcp_capabilities=acp_mcp.CAPABILITIES,
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities(), close=SessionCloseCapabilities(),
                                                          resume=SessionResumeCapabilities(),
-                                                         delete=SessionDeleteCapabilities())),
+                                                         delete=SessionDeleteCapabilities(),
+                                                         fork=SessionForkCapabilities())),
             agent_info=Implementation(name="toycoder-daemon", title="ToyCoder", version=__version__),
             auth_methods=list(acp_auth.METHODS),
         )
@@ -203,7 +277,8 @@ class ToyCoderAgent:
         return AuthenticateResponse()
 
     @acp_errors
-    async def new_session(self, cwd: str, mcp_servers: Any = None, **_: Any) -> NewSessionResponse:
+    async def new_session(self, cwd: str, mcp_servers: Any = None, additional_directories: list[str] | None = None,
+                          **_: Any) -> NewSessionResponse:
         app = self.app_for(cwd)
         if acp_auth.unusable(app) is not None:  # the setup may have run since: read the config again
             await acp_auth.reopen_idle(self.apps, self.owner, Path(cwd).resolve())
@@ -211,36 +286,71 @@ class ToyCoderAgent:
             if (why := acp_auth.unusable(app)) is not None:
                 raise acp_auth.required(why)
         servers = acp_mcp.specs(mcp_servers)  # an unsupported one is refused before a session is made
-        s = app.new_session()
+        s = bad_dirs(lambda: app.new_session(None, additional_directories))
         self.owner[s.id] = app
         acp_sessions.opened(self.told, s)
         await acp_mcp.start(self, app, s.id, servers)
+        options = await self._options(app, s)  # before anything is queued to go after the answer
         self.later(self._announce_commands(s.id))  # queued after the answer
-        return NewSessionResponse(session_id=s.id, modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)))
+        return NewSessionResponse(session_id=s.id, modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)),
+                                  config_options=options)
 
     @acp_errors
-    async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any) -> LoadSessionResponse:
+    async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
+                           additional_directories: list[str] | None = None, **_: Any) -> LoadSessionResponse:
         app = self.app_for(cwd)
         s = await app.load(session_id)  # open here from now on: it hears turns made elsewhere
+        if additional_directories is not None:  # the client's list replaces the stored one
+            bad_dirs(lambda: app.set_additional_directories(s.id, additional_directories))
         self.owner[s.id] = app
         title = acp_sessions.opened(self.told, s)
         await acp_mcp.start(self, app, s.id, acp_mcp.specs(mcp_servers))
         for update in replay(s.transcript(), app) + title:
             await self.raw.session_update(s.id, update)
+        options = await self._options(app, s)
         self.later(self._announce_commands(s.id))
-        return LoadSessionResponse(modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)))
+        return LoadSessionResponse(modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)),
+                                   config_options=options)
 
     @acp_errors
-    async def resume_session(self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any) -> ResumeSessionResponse:
+    async def resume_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
+                             additional_directories: list[str] | None = None, **_: Any) -> ResumeSessionResponse:
         """session/load without the replay: the client already shows the history."""
         app = self.app_for(cwd)
         s = await app.load(session_id)
+        if additional_directories is not None:
+            bad_dirs(lambda: app.set_additional_directories(s.id, additional_directories))
         self.owner[s.id] = app
         acp_sessions.opened(self.told, s)  # the client shows the session already, its title included
         await acp_mcp.start(self, app, s.id, acp_mcp.specs(mcp_servers))
+        options = await self._options(app, s)
         self.later(self._send(s.id, plan_now(s)))  # after the answer: resume replays nothing before it
         self.later(self._announce_commands(s.id))
-        return ResumeSessionResponse(modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)))
+        return ResumeSessionResponse(modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)),
+                                     config_options=options)
+
+    @acp_errors
+    async def fork_session(self, cwd: str, session_id: str, mcp_servers: Any = None, toycoder: Any = None,
+                           additional_directories: list[str] | None = None, **_: Any) -> ForkSessionResponse:
+        """A new session with the history of `session_id` (of `cwd`'s workspace), before turn
+        `_meta.toycoder.atTurn` when given (a turn id or index); the original is unchanged. Nothing
+        is replayed: a client that wants the cut history shown loads the fork."""
+        app = self.app_for(cwd)
+        servers = acp_mcp.specs(mcp_servers)
+        at_turn = toycoder.get("atTurn") if isinstance(toycoder, dict) else None
+        try:
+            s = app.fork_session(session_id, at_turn)
+        except ValueError as e:
+            raise RequestError.invalid_params({"_meta": {"toycoder": {"atTurn": str(e)}}}) from None
+        if additional_directories is not None:  # else the original's
+            bad_dirs(lambda: app.set_additional_directories(s.id, additional_directories))
+        self.owner[s.id] = app
+        acp_sessions.opened(self.told, s)
+        await acp_mcp.start(self, app, s.id, servers)
+        options = await self._options(app, s)
+        self.later(self._announce_commands(s.id))
+        return ForkSessionResponse(session_id=s.id, modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)),
+                                   config_options=options)
 
     @acp_errors
     async def close_session(self, session_id: str, **_: Any) -> None:
@@ -249,15 +359,27 @@ class ToyCoderAgent:
         await app.close_session(session_id)
         del self.owner[session_id]
         self.told.pop(session_id, None)
+        self.told_options.pop(session_id, None)
 
     @acp_errors
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any) -> ListSessionsResponse:
-        apps = [self.app_for(cwd)] if cwd else list(self.apps.values())
-        listed = [(app, await asyncio.to_thread(app.list_sessions)) for app in apps]  # file I/O: off the loop
-        return ListSessionsResponse(sessions=[
-            SessionInfo(session_id=r.id, cwd=str(app.workspace.root), title=r.title or None,
-                        updated_at=wire.iso_time(r.updated_at))
-            for app, rows in listed for r in rows
+        """Every workspace's sessions in the data dir (with `cwd`, that workspace's), newest first,
+        a page at a time; no App is opened to list them."""
+        where = None
+        if cwd is not None:
+            if not Path(cwd).is_absolute():
+                raise RequestError.invalid_params({"cwd": f"not an absolute path: {cwd!r}"})
+            where = Path(cwd).resolve()
+        rows = await asyncio.to_thread(self.catalog.list, where)  # file I/O: off the loop
+        try:
+            chunk, next_cursor = page(rows, cursor)
+        except BadCursor as e:
+            raise RequestError.invalid_params({"cursor": str(e)}) from None
+        return ListSessionsResponse(next_cursor=next_cursor, sessions=[
+            SessionInfo(session_id=r.summary.id, cwd=r.cwd, title=r.summary.title or None,
+                        updated_at=wire.iso_time(r.summary.updated_at),
+                        additional_directories=list(r.summary.additional_directories) or None)
+            for r in chunk
         ])
 
     # ---- turns --------------------------------------------------------------------------------
@@ -321,6 +443,24 @@ def handler(agent: ToyCoderAgent) -> Callable[[str, Any, bool], Any]:
     acp_sessions.route_delete(router, agent)
 
     async def handle(method: str, params: Any, is_notification: bool) -> Any:
+        if method == AGENT_METHODS["initialize"] and not is_notification:
+            # open the gate as initialize is read: what was written after it in the same breath
+            # runs as a task of its own, maybe before initialize's body does
+            agent.initialized = True
+            try:
+                return await router(method, params, False)
+            except BaseException:
+                agent.initialized = agent.answered_initialize
+                raise
+        if not agent.initialized:
+            # as the LSP face, nothing is served before initialize (its capabilities decide how);
+            # not LSP's -32002, which is ACP's "resource not found" (a client would take the
+            # session for gone)
+            if is_notification:
+                log.info("notification %s before initialize ignored", method)
+                return None
+            raise RequestError(wire.INVALID_REQUEST, f"Invalid request: {method} before initialize "
+                               "(send initialize first)")
         if not is_notification:
             if method in acp_mcp.SESSION_METHODS:
                 acp_mcp.check_raw(params)

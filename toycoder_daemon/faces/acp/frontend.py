@@ -72,14 +72,14 @@ def locations(arguments: Any, root: Path) -> list[dict[str, Any]] | None:
     return [wire.location(str(root / path))] if isinstance(path, str) and path else None
 
 
-def permission_locations(request: PermissionRequest) -> list[dict[str, Any]] | None:
-    """Where a permission request points: the path relative to the root (clients join it with the
-    cwd) and the first changed line of the diff preview."""
+def permission_locations(request: PermissionRequest, root: Path) -> list[dict[str, Any]] | None:
+    """Where a permission request points: the absolute path (the schema's, as the `tool_call` for
+    the same call says) and the first changed line of the diff preview."""
     preview = request.preview or {}
     path = preview.get("path") or (request.arguments.get("path") if isinstance(request.arguments, dict) else None)
     if not isinstance(path, str) or not path:
         return None
-    return [wire.location(path, first_changed_line(str(preview.get("diff") or "")))]
+    return [wire.location(str(root / path), first_changed_line(str(preview.get("diff") or "")))]
 
 
 def first_changed_line(diff: str) -> int | None:
@@ -307,7 +307,8 @@ class AcpFrontend:
         elif preview.get("kind") == "command":
             content.append(wire.text_content(f"$ {preview.get('command')}\n(in {preview.get('cwd')})"))
         call = wire.permission_call(request.tool_call_id, request.title, tool_kind(request.tool, self.app),
-                                    request.arguments, content, permission_locations(request))
+                                    request.arguments, content,
+                                    permission_locations(request, self.app.workspace.root))
         params = {"sessionId": self.session_id, "toolCall": call, "options": OPTIONS}
         try:
             answer = await reply_within(self.client.request("session/request_permission", params), self._timeout())

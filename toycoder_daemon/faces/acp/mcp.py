@@ -1,10 +1,10 @@
-"""The ACP client's `mcpServers` (session/new, load, resume): stdio and http servers are started for
+"""The ACP client's `mcpServers` (session/new, load, resume): stdio, http and sse servers are started for
 that session (session_mcp.McpHub); any other transport is refused with -32602 naming the server
 and the transport, never dropped without a word.
 
 The SDK's request models skip list items they cannot validate (an unknown `type`, a missing field),
 so the raw params are checked first (`check_raw`, called by agent.handler before the SDK's router);
-`specs` refuses what the SDK did parse but we do not support (sse, acp).
+`specs` refuses what the SDK did parse but we do not support (acp).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 from acp import RequestError
-from acp.schema import HttpMcpServer, McpCapabilities, McpServerStdio
+from acp.schema import HttpMcpServer, McpCapabilities, McpServerStdio, SseMcpServer
 from pydantic import BaseModel, ValidationError
 
 from toycoder_daemon.app.application import App
@@ -23,10 +23,10 @@ from toycoder_daemon.wire import codes
 
 log = logging.getLogger(__name__)
 
-CAPABILITIES = McpCapabilities(http=True, sse=False)
+CAPABILITIES = McpCapabilities(http=True, sse=True)
 """agentCapabilities.mcpCapabilities."""
 SESSION_METHODS = frozenset({"session/new", "session/load", "session/resume"})
-TRANSPORTS: dict[str, type[BaseModel]] = {"stdio": McpServerStdio, "http": HttpMcpServer}
+TRANSPORTS: dict[str, type[BaseModel]] = {"stdio": McpServerStdio, "http": HttpMcpServer, "sse": SseMcpServer}
 
 
 def refused(name: Any, transport: str, why: str) -> RequestError:
@@ -36,7 +36,7 @@ def refused(name: Any, transport: str, why: str) -> RequestError:
 
 
 def check_raw(params: Any) -> None:
-    """Every `mcpServers` item is a stdio (no `type`, or "stdio") or http server with its fields, and
+    """Every `mcpServers` item is a stdio (no `type`, or "stdio"), http or sse server with its fields, and
     the names are distinct; else -32602. Other shapes of the list itself are left to the SDK."""
     servers = params.get("mcpServers") if isinstance(params, dict) else None
     if not isinstance(servers, list):
@@ -50,7 +50,7 @@ def check_raw(params: Any) -> None:
             raise refused(name, "?", f"type must be a string, not {transport!r:.80}")
         if transport not in TRANSPORTS:
             raise refused(name, transport, f"the {transport!r} transport is not supported "
-                          "(ToyCoder connects to stdio and http MCP servers)")
+                          "(ToyCoder connects to stdio, http and sse MCP servers)")
         try:
             TRANSPORTS[transport].model_validate(item)
         except ValidationError as e:
@@ -63,7 +63,7 @@ def check_raw(params: Any) -> None:
 
 
 def specs(mcp_servers: list[Any] | None) -> dict[str, ClientServer]:
-    """The SDK's server models -> what McpHub starts; sse, acp and anything else is -32602."""
+    """The SDK's server models -> what McpHub starts; acp and anything else is -32602."""
     out: dict[str, ClientServer] = {}
     for m in mcp_servers or []:
         name: str = getattr(m, "name", "")
@@ -71,12 +71,14 @@ def specs(mcp_servers: list[Any] | None) -> dict[str, ClientServer]:
             spec = ClientServer(command=m.command, args=tuple(m.args), env={v.name: v.value for v in m.env})
         elif isinstance(m, HttpMcpServer):
             spec = ClientServer(url=m.url, headers={h.name: h.value for h in m.headers})
+        elif isinstance(m, SseMcpServer):
+            spec = ClientServer(url=m.url, headers={h.name: h.value for h in m.headers}, transport="sse")
         else:
             transport = str(getattr(m, "type", type(m).__name__))
             raise refused(name, transport, f"the {transport!r} transport is not supported "
-                          "(ToyCoder connects to stdio and http MCP servers)")
+                          "(ToyCoder connects to stdio, http and sse MCP servers)")
         if name in out:
-            raise refused(name, "stdio" if spec.command else "http", "two servers have this name")
+            raise refused(name, "stdio" if spec.command else spec.transport, "two servers have this name")
         out[name] = spec
     return out
 

@@ -5,6 +5,7 @@ changes as `session_info_update`; mode changes as `current_mode_update`), sessio
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -16,7 +17,6 @@ from acp.schema import DeleteSessionRequest, SetSessionModeResponse
 from toycoder_daemon.app.application import App
 from toycoder_daemon.core.errors import SessionBusy, SessionNotFound
 from toycoder_daemon.core.modes import MODES
-from toycoder_daemon.faces.acp.client import RESOURCE_NOT_FOUND
 from toycoder_daemon.sessions.session import Session, TranscriptEntry
 from toycoder_daemon.sessions.store import SessionSummary
 from toycoder_daemon.wire import codes as wire
@@ -87,24 +87,24 @@ async def set_session_mode(agent: Any, session_id: str, mode_id: str, **_: Any) 
 
 async def delete_session(agent: Any, session_id: str, **_: Any) -> None:
     """session/delete (a method of ToyCoderAgent), as toycoder/session/delete: refused while a turn
-    runs, here or in another daemon; an unknown id is -32002. The request has no cwd: the session
-    is looked for in the workspaces this connection opened (session/new, load, list with a cwd)."""
-    owner = agent.owner.get(session_id)
-    apps: list[App] = [owner] if owner is not None else list(agent.apps.values())
-    for app in apps:
-        try:
-            app.delete_session(session_id)
-        except SessionNotFound:
-            continue
-        except SessionBusy as e:
-            raise RequestError(wire.SESSION_BUSY, str(e), {"sessionId": session_id}) from None
-        agent.owner.pop(session_id, None)
-        agent.told.pop(session_id, None)
-        return
-    roots = ", ".join(str(a.workspace.root) for a in agent.apps.values()) or "none yet"
-    raise RequestError(RESOURCE_NOT_FOUND, f"session not found: {session_id} (looked in the workspaces this "
-                       f"connection opened: {roots}; open its workspace with session/list {{cwd}} first)",
-                       {"sessionId": session_id})
+    runs, here or in another daemon. The request has no cwd: a session not open here is looked for
+    in every workspace of the data dir (agent.catalog). An unknown id succeeds silently, as the
+    spec says (deleting what is gone is done)."""
+    app: App | None = agent.owner.get(session_id)
+    if app is None:
+        cwd = await asyncio.to_thread(agent.catalog.find, session_id)
+        if cwd is None:
+            return
+        app = agent.app_for(cwd)
+    try:
+        app.delete_session(session_id)
+    except SessionNotFound:
+        return  # deleted by another daemon meanwhile
+    except SessionBusy as e:
+        raise RequestError(wire.SESSION_BUSY, str(e), {"sessionId": session_id}) from None
+    agent.owner.pop(session_id, None)
+    agent.told.pop(session_id, None)
+    agent.told_options.pop(session_id, None)
 
 
 def route_delete(router: MessageRouter, agent: Any) -> None:

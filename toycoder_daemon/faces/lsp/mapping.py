@@ -40,9 +40,10 @@ from toycoder_daemon.wire import protocol as wire
 _ACTION: TypeAdapter[wire.SwitchAction | wire.QuitAction] = TypeAdapter(wire.Action)
 
 
-def session_info(s: SessionSummary) -> wire.SessionInfo:
+def session_info(s: SessionSummary, cwd: str | None = None) -> wire.SessionInfo:
     return wire.SessionInfo(session_id=s.id, title=s.title, created_at=wire.iso_time(s.created_at),
-                            updated_at=wire.iso_time(s.updated_at), message_count=s.message_count, mode=s.mode)
+                            updated_at=wire.iso_time(s.updated_at), message_count=s.message_count, mode=s.mode,
+                            cwd=cwd, additional_directories=list(s.additional_directories) or None)
 
 
 def transcript_entry(e: TranscriptEntry) -> wire.TranscriptEntry:

@@ -33,6 +33,7 @@ from toycoder_daemon.faces.lsp import mapping as to_wire
 from toycoder_daemon.faces.lsp.calls import call, rpc_error
 from toycoder_daemon.faces.lsp.converter import PlainMessages, install, raw_converter
 from toycoder_daemon.faces.lsp.frontend import EditorFrontend
+from toycoder_daemon.sessions.catalog import BadCursor, page
 from toycoder_daemon.sessions.session import TranscriptEntry
 from toycoder_daemon.sessions.store import SessionSummary
 from toycoder_daemon.wire import protocol as wire
@@ -237,18 +238,43 @@ def did_close(ls: ToyCoderServer, params: types.DidCloseTextDocumentParams) -> N
 # ---- toycoder/* handlers (typed params in, typed results out) ---------------------------------
 
 async def session_new(ls: ToyCoderServer, p: wire.SessionNewParams) -> wire.SessionInfo:
-    return to_wire.session_info(ls.get_app().new_session(p.title).summary())
+    try:
+        return to_wire.session_info(ls.get_app().new_session(p.title, p.additional_directories).summary())
+    except ValueError as e:
+        raise rpc_error(wire.INVALID_PARAMS, f"Invalid params: {e}") from None
 
 
-async def session_list(ls: ToyCoderServer, p: wire.EmptyParams) -> wire.SessionList:
-    rows = await asyncio.to_thread(ls.get_app().list_sessions)  # file I/O: never on the event loop
-    return wire.SessionList(sessions=[to_wire.session_info(s) for s in rows])
+async def session_list(ls: ToyCoderServer, p: wire.SessionListParams) -> wire.SessionList:
+    """The daemon's workspace's sessions; with `cwd` another's, with `all` every workspace's (as ACP's
+    session/list without cwd), a page at a time."""
+    app = ls.get_app()
+    if p.cwd is not None and not Path(p.cwd).is_absolute():
+        raise rpc_error(wire.INVALID_PARAMS, f"Invalid params: cwd: not an absolute path: {p.cwd!r}")
+    where = None if p.all else Path(p.cwd).resolve() if p.cwd else app.workspace.root
+    rows = await asyncio.to_thread(app.catalog.list, where)  # file I/O: never on the event loop
+    try:
+        chunk, next_cursor = page(rows, p.cursor)
+    except BadCursor as e:
+        raise rpc_error(wire.INVALID_PARAMS, f"Invalid params: cursor: {e}") from None
+    return wire.SessionList(next_cursor=next_cursor, sessions=[
+        to_wire.session_info(r.summary, None if where == app.workspace.root else r.cwd) for r in chunk])
 
 
 async def session_load(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.SessionLoadResult:
     s = await ls.get_app().load(p.session_id)  # open here from now on: it hears turns made elsewhere
     return wire.SessionLoadResult(session=to_wire.session_info(s.summary()),
                                   transcript=[to_wire.transcript_entry(e) for e in ls.get_app().transcript(s)])
+
+
+async def session_fork(ls: ToyCoderServer, p: wire.SessionForkParams) -> wire.SessionLoadResult:
+    """A new session with the history before turn `atTurn` (all of it without); answered as a load."""
+    app = ls.get_app()
+    try:
+        s = app.fork_session(p.session_id, p.at_turn)
+    except ValueError as e:
+        raise rpc_error(wire.INVALID_PARAMS, f"Invalid params: {e}") from None
+    return wire.SessionLoadResult(session=to_wire.session_info(s.summary()),
+                                  transcript=[to_wire.transcript_entry(e) for e in app.transcript(s)])
 
 
 async def prompt(ls: ToyCoderServer, p: wire.PromptParams) -> wire.PromptResult:
@@ -336,7 +362,7 @@ HANDLERS: dict[str, Handler] = {
     wire.SESSION_DELETE: session_delete, wire.PROMPT: prompt, wire.CANCEL: cancel, wire.TOOLS_LIST: tools_list,
     wire.TOOLS_SET_ENABLED: tools_set_enabled, wire.COMMANDS_LIST: commands_list, wire.MODELS_LIST: models_list,
     wire.MODELS_SET: models_set, wire.CHECKPOINT_LIST: checkpoint_list, wire.CHECKPOINT_RESTORE: checkpoint_restore,
-    wire.SESSION_CLOSE: session_close, wire.SESSION_SET_MODE: session_set_mode,
+    wire.SESSION_CLOSE: session_close, wire.SESSION_SET_MODE: session_set_mode, wire.SESSION_FORK: session_fork,
 }
 """One handler per row of protocol.REQUESTS (make_server refuses a table row without one)."""
 

@@ -141,6 +141,12 @@ def _base(ctx: ToolContext, p: Path, path: str, served: str | None = None) -> Te
     disk = load(p)
     tracked = p in ctx.workspace.open_documents
     buffer = ctx.workspace.open_documents[p] if tracked else served
+    if not tracked and buffer is not None and (not disk.exists or unsaved_text(buffer, disk.text) is None):
+        # a served text is the base only when it really differs from the disk's: a path the disk
+        # lacks is a new file (CodeCompanion serves "" for it: it would become an overwrite, and
+        # undo leave an empty file), and a text equal but for the final newline or CRLF (avante
+        # drops the newline) would lose them on disk
+        buffer = None
     here = _written_here(ctx, disk)
     can_edit = ctx.frontend.can_apply_edit() and not here
     if buffer is None:
@@ -178,6 +184,8 @@ def _record(ctx: ToolContext, p: Path, when: str, content: bytes | None = None) 
     """Checkpoint `p` before (or after) the write; the problem undo will have with it, if any."""
     if ctx.checkpoints is None:
         return None
+    if ctx.workspace.root_of(p) != ctx.workspace.root:  # checkpoints key paths by the workspace root
+        return f"{p} is in an additional directory: undo does not cover it"
     record = ctx.checkpoints.record_before_write if when == "before" else ctx.checkpoints.record_after_write
     return record(ctx.checkpoint_turn, p, content=content).problem
 

@@ -195,8 +195,9 @@ async def list_directory(
     # imported here, as the searches do: not in every new process
     from toycoder_daemon.tools.search.rg_runs import ignored_entries
 
-    hidden = await ignored_entries(ctx.workspace.root, "" if rel == "." else Path(rel).as_posix(),
-                                   [n for n in names if n != ".git"])
+    root = ctx.workspace.root_of(p) or ctx.workspace.root  # an additional directory's own ignore rules
+    in_root = "" if p == root else p.relative_to(root).as_posix()
+    hidden = await ignored_entries(root, in_root, [n for n in names if n != ".git"])
     ignored = len(hidden)
     lines, more, escaped = await off_loop(_list, p, max_entries, hidden)
     rel = escape_name(rel)

@@ -285,7 +285,7 @@ class McpServer:
         if s.command and s.url:
             raise ValueError("set either command (stdio) or url (HTTP), not both")
         if s.url:
-            return self._http()
+            return self._sse() if transport_of(s) == "sse" else self._http()
         if s.command:
             return self._stdio()
         raise ValueError("no command or url configured")
@@ -306,19 +306,32 @@ class McpServer:
                     child.signal_group(signal.SIGTERM)
                 raise
 
+    def _url(self) -> str:
+        url = self.spec.url
+        assert url is not None
+        if not re.match(r"https?://", url):
+            raise ValueError(f"url must start with http:// or https://, got {url!r}")
+        return url
+
     @contextlib.asynccontextmanager
     async def _http(self) -> AsyncIterator[tuple[Any, Any]]:
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
-        url = self.spec.url
-        assert url is not None
-        if not re.match(r"https?://", url):
-            raise ValueError(f"url must start with http:// or https://, got {url!r}")
+        url = self._url()
         # The SDK's own defaults for its HTTP client: 30 s, and 300 s to read a held stream.
         timeout = httpx2.Timeout(30.0, read=300.0)
         async with (httpx2.AsyncClient(headers=dict(self.spec.headers), timeout=timeout) as client,
                     streamable_http_client(url, http_client=client) as streams):
+            yield streams
+
+    @contextlib.asynccontextmanager
+    async def _sse(self) -> AsyncIterator[tuple[Any, Any]]:
+        """The older HTTP+SSE transport, through the SDK's SSE client (the same timeouts as _http)."""
+        from mcp.client.sse import sse_client
+
+        url = self._url()
+        async with sse_client(url, headers=dict(self.spec.headers), timeout=30.0, sse_read_timeout=300.0) as streams:
             yield streams
 
     # -- tools --

@@ -30,6 +30,9 @@ class McpServerSpec(Protocol):
     @property
     def headers(self) -> Mapping[str, str]: ...
     @property
+    def transport(self) -> str:
+        """For a `url`: "http" (streamable HTTP) or "sse" (the older HTTP+SSE transport)."""
+    @property
     def permission(self) -> Level: ...
     @property
     def enabled(self) -> bool: ...
@@ -40,7 +43,7 @@ class McpServerSpec(Protocol):
 
 
 def transport_of(spec: McpServerSpec) -> str:
-    return "http" if spec.url and not spec.command else "stdio"
+    return ("sse" if spec.transport == "sse" else "http") if spec.url and not spec.command else "stdio"
 
 
 def server_cwd(spec: McpServerSpec, workspace_root: Path) -> Path:

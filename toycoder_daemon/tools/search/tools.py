@@ -11,7 +11,6 @@ the searched directory, but never re-include an ignored file (rg's `-g` would).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 from toycoder_daemon.core.util import secrets
@@ -33,8 +32,10 @@ DEFAULT_OUTPUT_MAX_BYTES = 30_000
 
 # -- what to search -------------------------------------------------------------------------------
 
-def _walk(ctx: ToolContext, path: str, glob: str | None) -> tuple[str, Walk]:
-    """The workspace-relative path asked for ("" = the root) and what rg walks."""
+def _walk(ctx: ToolContext, path: str, glob: str | None) -> tuple[str, Walk, str]:
+    """The path asked for, relative to its root ("" = the root), what rg walks (from that root),
+    and what the results are shown with: "" in the workspace, the root and a slash in an additional
+    directory (its results are shown absolute)."""
     # the rg layer (~6 ms to import) when a search first runs, not in every new process
     from toycoder_daemon.tools.search.rg_runs import Walk
     from toycoder_daemon.tools.search.scope import glob_filter
@@ -43,8 +44,8 @@ def _walk(ctx: ToolContext, path: str, glob: str | None) -> tuple[str, Walk]:
         p = ctx.workspace.resolve(path or ".")
     except OutsideWorkspace as e:
         raise ToolError(f"refused: {e}") from None
-    rel = ctx.workspace.relative(p)
-    rel = "" if rel == "." else Path(rel).as_posix()
+    root = ctx.workspace.root_of(p) or ctx.workspace.root
+    rel = "" if p == root else p.relative_to(root).as_posix()
     if ".git" in rel.split("/"):
         raise ToolError(f"{path} is inside .git/, which search skips")
     if not p.exists():
@@ -53,7 +54,8 @@ def _walk(ctx: ToolContext, path: str, glob: str | None) -> tuple[str, Walk]:
     if not is_dir and not p.is_file():
         raise ToolError(f"not a regular file or directory: {path}")
     base = rel if is_dir else rel.rpartition("/")[0]
-    return rel, Walk(ctx.workspace.root, rel, is_dir, glob_filter(glob, base) if glob else None)
+    prefix = "" if root == ctx.workspace.root else f"{root}/"
+    return prefix + rel, Walk(root, rel, is_dir, glob_filter(glob, base) if glob else None), prefix
 
 
 # -- formatting results -------------------------------------------------------------------------
@@ -109,7 +111,7 @@ async def glob_search(
     """Find files by name or path pattern. Gitignored files are left out, hidden files are included,
     .git is skipped. Lists workspace-relative paths, sorted, up to 200; narrow the pattern or the path
     when there are more."""
-    asked, walk = _walk(ctx, path, pattern)
+    asked, walk, prefix = _walk(ctx, path, pattern)
     top = TopPaths(GLOB_MAX_RESULTS)
     from toycoder_daemon.tools.search.rg_runs import list_files
 
@@ -117,7 +119,7 @@ async def glob_search(
         await list_files(walk, top)
     if top.total == 0:
         return f"no files match {pattern!r}{_where(asked)}"
-    paths = top.result()
+    paths = [prefix + p for p in top.result()]
     lines = _fit([_display(p) for p in paths], _budget(ctx))
     more = top.total - len(lines)
     return "\n".join(_noted(lines, paths[:len(lines)])) + (f"\n... and {more} more (narrow the pattern)" if more else "")
@@ -138,13 +140,14 @@ async def grep_search(
     if not pattern:
         raise ToolError("empty pattern")
     limit = max(1, min(int(max_results), GREP_MAX_RESULTS))
-    asked, walk = _walk(ctx, path, glob)
+    asked, walk, prefix = _walk(ctx, path, glob)
     hits = Hits(limit)
     from toycoder_daemon.tools.search.rg_runs import grep
 
     async with walk:
         await grep(walk, pattern, case_sensitive, hits)
     shown, total = hits.result()
+    shown = [(prefix + p, n, t) for p, n, t in shown]
     if total == 0:
         only = f" in files matching {glob!r}" if glob else ""
         return f"no matches for {pattern!r}{_where(asked)}{only}"

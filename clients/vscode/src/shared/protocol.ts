@@ -15,6 +15,7 @@ export const Methods = {
   sessionDelete: 'toycoder/session/delete',
   sessionClose: 'toycoder/session/close',
   sessionSetMode: 'toycoder/session/setMode',
+  sessionFork: 'toycoder/session/fork',
   prompt: 'toycoder/prompt',
   cancel: 'toycoder/cancel',
   toolsList: 'toycoder/tools/list',
@@ -195,6 +196,10 @@ export interface SessionInfo {
   messageCount: number;
   /** The permission mode (an id of `availableModes`), for an open session; lists leave it out. */
   mode?: string;
+  /** The session's workspace, in lists of other workspaces than the daemon's (`all`, `cwd`). */
+  cwd?: string;
+  /** Extra roots the tools, search and sandbox treat like the workspace (absent: none). */
+  additionalDirectories?: string[];
 }
 
 export interface SessionInfoUpdate {
@@ -229,12 +234,24 @@ export interface UpdateParams {
 
 export interface SessionNewParams {
   title?: string;
+  /** Absolute directories treated like the workspace in this session (its file tools, search, sandbox). */
+  additionalDirectories?: string[];
 }
 
-export type EmptyParams = Record<string, never>;
+export interface SessionListParams {
+  /** List that workspace's sessions (an absolute path) instead of the daemon's. */
+  cwd?: string;
+  /** List every workspace's sessions in the data dir (each with its `cwd`). */
+  all: boolean;
+  /** The `nextCursor` of the previous page. */
+  cursor?: string;
+}
 
 export interface SessionList {
+  /** Sessions with messages, newest first, a page at a time. */
   sessions: SessionInfo[];
+  /** More follow: pass it as `cursor` for the next page. */
+  nextCursor?: string;
 }
 
 export interface SessionIdParams {
@@ -251,6 +268,13 @@ export type EmptyResult = Record<string, never>;
 export interface SetModeParams {
   sessionId: string;
   mode: string;
+}
+
+export interface SessionForkParams {
+  sessionId: string;
+  /** Branch before this turn: its id (a `changes` entry's `turnId`, toycoder/checkpoint/list's) or
+its index (0 = the first); absent: after the last turn (the whole history). */
+  atTurn?: string | number;
 }
 
 export interface PromptParams {
@@ -298,6 +322,8 @@ export interface SetEnabledParams {
   /** true or false only: a lax "yes" or 1 must not enable a tool. */
   enabled: boolean;
 }
+
+export type EmptyParams = Record<string, never>;
 
 export interface CommandInfo {
   name: string;
@@ -463,11 +489,12 @@ export interface WorkspaceTrustResult {
 /** client -> daemon requests: params and result of each method. */
 export interface Requests {
   'toycoder/session/new': { params: SessionNewParams; result: SessionInfo };
-  'toycoder/session/list': { params: EmptyParams; result: SessionList };
+  'toycoder/session/list': { params: SessionListParams; result: SessionList };
   'toycoder/session/load': { params: SessionIdParams; result: SessionLoadResult };
   'toycoder/session/delete': { params: SessionIdParams; result: EmptyResult };
   'toycoder/session/close': { params: SessionIdParams; result: EmptyResult };
   'toycoder/session/setMode': { params: SetModeParams; result: SessionInfo };
+  'toycoder/session/fork': { params: SessionForkParams; result: SessionLoadResult };
   'toycoder/prompt': { params: PromptParams; result: PromptResult };
   'toycoder/cancel': { params: SessionIdParams; result: CancelResult };
   'toycoder/tools/list': { params: SessionIdParams; result: ToolList };

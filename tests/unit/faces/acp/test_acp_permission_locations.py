@@ -1,5 +1,5 @@
-"""ACP permission requests say where they point: the path relative to the root (clients join it
-with their cwd) and the first changed line."""
+"""ACP permission requests say where they point: the absolute path (as the schema says, and as the
+`tool_call` for the same call) and the first changed line."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from toycoder_daemon.testing.fake_llm import FakeLLM
 from toycoder_daemon.tools.files.edit import unified_diff
 
 
-async def test_permission_request_carries_a_relative_location_with_the_line(tmp_path: Path, llm: FakeLLM,
+async def test_permission_request_carries_an_absolute_location_with_the_line(tmp_path: Path, llm: FakeLLM,
                                                                            workspace: Path) -> None:
     (workspace / "src" / "long.py").write_text("".join(f"line{i} = {i}\n" for i in range(1, 21)))
     llm.add({"tool_calls": [{"name": "edit_file", "arguments": {
@@ -24,7 +24,9 @@ async def test_permission_request_carries_a_relative_location_with_the_line(tmp_
         await conn.prompt(session_id=sid, prompt=[text_block("change line 15")])
         [asked] = editor.requests("session/request_permission")
         # the changed line, not the hunk's start (3 lines of context earlier)
-        assert asked["toolCall"]["locations"] == [{"path": "src/long.py", "line": 15}]
+        assert asked["toolCall"]["locations"] == [{"path": str(workspace / "src" / "long.py"), "line": 15}]
+        [call] = [u for u in editor.updates("tool_call") if u["toolCallId"] == asked["toolCall"]["toolCallId"]]
+        assert call["locations"][0]["path"] == asked["toolCall"]["locations"][0]["path"]
     assert "line15 = 150\n" in (workspace / "src" / "long.py").read_text()
 
 

@@ -168,3 +168,24 @@ async def test_a_file_not_in_utf8_is_written_here_in_its_encoding(inproc, worksp
     r = await one_call(p, edit("calc.py", "b + a", "a + b"))
     assert r.status == "failed" and "calc.py has unsaved changes in the editor" in r.output
     assert "b + a" in calc.read_bytes().decode("latin-1")
+
+
+# ---- served text that only looks different from the disk (issue 33) ---------------------------------
+
+async def test_a_missing_file_the_editor_serves_as_empty_is_a_new_file(inproc, workspace: Path) -> None:
+    p, _ = served(inproc, workspace, {"new.py": ""}, writes=True)  # CodeCompanion's answer for a missing file
+    r = await one_call(p, {"tool_calls": [{"name": "write_file", "arguments": {"path": "new.py", "content": "x = 1\n"}}]})
+    assert r.status == "completed" and "created new.py" in r.output, r.output
+    [cp] = p.app.checkpoint_list(p.app.list_sessions()[0].id)
+    assert cp["files"][0]["status"] == "created"  # undo deletes it, not leaves it empty
+
+
+async def test_served_text_equal_but_for_the_final_newline_or_crlf_leaves_the_disks_as_base(inproc,
+                                                                                            workspace: Path) -> None:
+    for disk in (CALC, CALC.replace("\n", "\r\n")):
+        p, calc = served(inproc, workspace, {"calc.py": CALC.rstrip("\n")}, writes=True)  # avante's text
+        calc.write_bytes(disk.encode())
+        r = await one_call(p, edit("calc.py", "a + b", "b + a"))
+        assert r.status == "completed", r.output
+        assert p.frontend.edits == [(calc, disk, disk.replace("a + b", "b + a"))]
+        await p.close()

@@ -43,6 +43,7 @@ class PlainSpec:
     cwd: str | None = None
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    transport: str = "http"
     permission: Literal["safe", "sensitive", "dangerous"] = "safe"
     enabled: bool = True
     start_timeout: float = 30.0
