@@ -69,6 +69,7 @@ export class ChatController implements vscode.Disposable {
   private turn: Promise<void> | undefined;
   private turnPrompt = '';
   private daemonState: ToWebview & { type: 'daemon' } = { type: 'daemon', state: 'starting' };
+  private headerState: ToWebview & { type: 'header' } = { type: 'header', title: '', mode: '' };
   private readonly progress = new Map<string | number, { report: (m: string) => void; done: () => void }>();
   private disposed = false;
   private everStarted = false;
@@ -76,7 +77,10 @@ export class ChatController implements vscode.Disposable {
   private readonly header: SessionHeader;
 
   constructor(private readonly options: ControllerOptions) {
-    this.header = new SessionHeader((text) => options.surface.setDescription?.(text));
+    this.header = new SessionHeader((text) => options.surface.setDescription?.(text),
+      (title, mode) => {
+        if (title !== this.headerState.title || mode !== this.headerState.mode) this.post({ type: 'header', title, mode });
+      });
   }
 
   get currentSessionId(): string | undefined {
@@ -89,6 +93,7 @@ export class ChatController implements vscode.Disposable {
 
   private post(message: ToWebview): void {
     if (message.type === 'daemon') this.daemonState = message;
+    else if (message.type === 'header') this.headerState = message;
     this.options.surface.post(message);
   }
 
@@ -235,6 +240,7 @@ export class ChatController implements vscode.Disposable {
   /** A (re)created webview: send it the state it needs to draw. */
   async onReady(): Promise<void> {
     this.post(this.daemonState);
+    this.post(this.headerState);
     if (this.commands.length) this.post({ type: 'commands', commands: this.commands });
     if (this.everStarted && !this.daemon?.running) return; // exited: the banner offers a restart
     try {
@@ -255,6 +261,10 @@ export class ChatController implements vscode.Disposable {
         return this.onReady();
       case 'prompt':
         return this.prompt(message.text);
+      case 'pickMode':
+        return this.pickMode().catch((e: unknown) => {
+          void vscode.window.showErrorMessage(`ToyCoder: cannot set the mode: ${errorMessage(e)}`);
+        });
       case 'cancel':
         return this.cancel();
       case 'restart':
