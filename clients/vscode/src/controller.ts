@@ -56,6 +56,15 @@ export interface ControllerOptions {
   reviews?: Reviews;
 }
 
+/** The `turn_elsewhere` update (docs/protocol.md): a turn of this session runs in another editor. Read
+ *  field by field, as the daemon sends it, so a daemon that does not send it changes nothing. */
+function turnElsewhere(u: { kind: string }): { client: string; running: boolean; prompt?: string } | undefined {
+  if (u.kind !== 'turn_elsewhere') return undefined;
+  const e = u as { client?: unknown; running?: unknown; prompt?: unknown };
+  return { client: typeof e.client === 'string' && e.client ? e.client : 'another editor', running: e.running === true,
+    prompt: typeof e.prompt === 'string' ? e.prompt : undefined };
+}
+
 function errorMessage(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
@@ -187,7 +196,11 @@ export class ChatController implements vscode.Disposable {
     else if (u.kind === 'session_changed') void (this.turn ?? this.showSession(params.sessionId).catch(() => undefined));
     // another editor deleted it: the daemon's one line, as sent
     else if (u.kind === 'session_deleted') this.post({ type: 'notice', level: 'error', text: u.message });
-    else this.post({ type: 'update', params });
+    else {
+      const elsewhere = turnElsewhere(u);
+      if (elsewhere) this.post({ type: 'elsewhere', ...elsewhere });
+      else this.post({ type: 'update', params });
+    }
   }
 
   /** The view's mode picker: the daemon's modes, set on the current session (created first if need be). */

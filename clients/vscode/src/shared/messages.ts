@@ -23,6 +23,9 @@ export type Envelope =
   | { type: 'header'; title: string; mode: string }
   /** Replace the conversation with a session's transcript (empty for a new session). */
   | { type: 'transcript'; session: SessionInfo | null; entries: TranscriptEntry[] }
+  /** A turn of this session runs in another editor (`turn_elsewhere`): its prompt starts a turn here, its
+   *  updates follow as `update`s, and `running: false` ends it. */
+  | { type: 'elsewhere'; client: string; running: boolean; prompt?: string }
   /** A turn starts: echo the prompt and show the Stop button. */
   | { type: 'turnStarted'; text: string }
   /** A toycoder/update notification of the current session, as the daemon sent it. */
@@ -76,7 +79,7 @@ export type Envelope =
 /** What a changes card asks to restore: toycoder/checkpoint/restore's params without the session. */
 export type RestoreRequest = Omit<RestoreParams, 'sessionId'>;
 
-type HostTypes = 'daemon' | 'header' | 'commands' | 'transcript' | 'turnStarted' | 'update' | 'progress' | 'turnEnded'
+type HostTypes = 'daemon' | 'header' | 'elsewhere' | 'commands' | 'transcript' | 'turnStarted' | 'update' | 'progress' | 'turnEnded'
   | 'turnFailed' | 'notice' | 'focusInput' | 'permission' | 'permissionDecided' | 'showPermission' | 'restoreResult'
   | 'restoreFailed';
 

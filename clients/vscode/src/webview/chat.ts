@@ -89,6 +89,9 @@ export class ChatView {
       case 'turnStarted':
         this.startTurn(message.text);
         break;
+      case 'elsewhere':
+        this.elsewhere(message.client, message.running, message.prompt);
+        break;
       case 'update':
         this.update(message.params);
         break;
@@ -196,6 +199,22 @@ export class ChatView {
       this.post({ type: 'prompt', text });
     });
     notice.after(retry); // beside the notice, whose text stays the error's
+  }
+
+  /** Another editor's turn in this session: shown as a turn, its updates streaming in, "Running in <client>". */
+  private elsewhere(client: string, running: boolean, prompt?: string): void {
+    if (this.running) return; // our own turn: the session is locked, another cannot run meanwhile
+    this.turn?.finish();
+    this.turn = null;
+    document.body.classList.toggle('elsewhere', running);
+    this.status.textContent = running ? `Running in ${client}` : '';
+    if (!running) {
+      this.unpinDonePlan();
+      return;
+    }
+    this.turn = new TurnView(this, prompt ?? null);
+    this.appendToConversation(this.turn.el);
+    this.scrollToBottom();
   }
 
   private startTurn(text: string): void {

@@ -6,7 +6,7 @@ import type { DaemonHandlers } from '../../src/daemon';
 import type { ToWebview } from '../../src/shared/messages';
 import { Reviews } from '../../src/reviews';
 import type { RestoreParams, RestoreResult } from '../../src/shared/checkpoints';
-import type { PermissionParams, PromptResult, SessionInfo, SessionLoadResult } from '../../src/shared/protocol';
+import type { PermissionParams, PromptResult, SessionInfo, SessionLoadResult, UpdateParams } from '../../src/shared/protocol';
 import { CancellationTokenSource, StubDocument, Uri, calls, changeDocs, closeDocs, openDocs, resetStub, settings } from '../../stubs/vscode';
 
 const usage = { promptTokens: 10, completionTokens: 2, totalTokens: 12 };
@@ -419,6 +419,23 @@ test('the webview\'s header row gets the title and the mode\'s name, again on re
   await controller.handle({ type: 'pickMode' });
   assert.deepEqual(set, ['s1 read-only'], 'through toycoder/session/setMode');
   assert.deepEqual(headers().pop(), { type: 'header', title: 'Named', mode: 'Read only' });
+});
+
+test('turn_elsewhere (a turn in another editor) goes to the webview as such; its updates follow as updates', async () => {
+  const { controller, daemons, posted } = setup();
+  await controller.prompt('hi');
+  const d = daemons[0];
+  posted.length = 0;
+  const elsewhere = { kind: 'turn_elsewhere', client: 'toycoder.nvim', running: true, prompt: 'explain' };
+  d.handlers.update({ sessionId: 's1', turnId: 's1-2', update: elsewhere as unknown as UpdateParams['update'] });
+  d.handlers.update({ sessionId: 's1', turnId: 's1-2', update: { kind: 'text_delta', text: 'It' } });
+  d.handlers.update({ sessionId: 's1', turnId: 's1-2', update: { kind: 'turn_elsewhere', running: false } as unknown as UpdateParams['update'] });
+  d.handlers.update({ sessionId: 'other', turnId: 'o-1', update: elsewhere as unknown as UpdateParams['update'] });
+  assert.deepEqual(posted, [
+    { type: 'elsewhere', client: 'toycoder.nvim', running: true, prompt: 'explain' },
+    { type: 'update', params: { sessionId: 's1', turnId: 's1-2', update: { kind: 'text_delta', text: 'It' } } },
+    { type: 'elsewhere', client: 'another editor', running: false, prompt: undefined },
+  ]);
 });
 
 test('session_changed (another daemon\'s turn) reloads the transcript of the current session', async () => {

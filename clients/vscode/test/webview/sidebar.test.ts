@@ -2,7 +2,8 @@
  * The chat at the default side-bar width (issue 32), in headless Chromium: the header row with the
  * session's title and mode (a click asks the host for the mode picker), a review card's diff that
  * wraps (with a No wrap toggle), the ask_user answer in the transcript, error notices that wrap
- * and offer Retry, and the plan pinned above the conversation during a long turn.
+ * and offer Retry, the plan pinned above the conversation during a long turn, and a turn running in
+ * another editor (`turn_elsewhere`) shown live with "Running in <client>".
  */
 
 import assert from 'node:assert/strict';
@@ -188,4 +189,23 @@ test('the plan stays pinned in sight while a long turn scrolls its card away; do
   await c.send(upd({ kind: 'tool_call', toolCallId: 'sub', name: 'planner', title: 'planner', arguments: {}, permission: 'safe' }));
   await c.send(upd({ kind: 'plan', entries: [{ content: 'a sub-agent step', priority: 'low', status: 'pending' }] }, 'sub'));
   assert.equal(await pinned.locator('summary').textContent(), 'Plan · 0/1 done · ▸ read calc.py');
+});
+
+test('a turn running in another editor shows as a turn here, with "Running in <client>" until it ends', async () => {
+  const c = await chat(SIDE_BAR);
+  const { page } = c;
+  await c.send({ type: 'turnStarted', text: 'first, here' });
+  await c.send({ type: 'turnEnded', result: { turnId: 't', stopReason: 'end_turn', text: 'Done here.', usage } });
+  await c.send({ type: 'elsewhere', client: 'toycoder.nvim', running: true, prompt: 'explain calc.py' });
+  assert.equal(await page.textContent('#status'), 'Running in toycoder.nvim');
+  await c.send(upd({ kind: 'text_delta', text: 'It computes **averages**.' }));
+  await c.send(upd({ kind: 'tool_call', toolCallId: 'x1', name: 'read_file', title: 'read_file calc.py', arguments: {}, permission: 'safe' }));
+  const last = page.locator('#conversation > .turn').last();
+  await last.locator('.markdown strong').waitFor();
+  assert.equal((await last.locator('.user-message').textContent())!.trim(), 'explain calc.py');
+  assert.equal(await page.locator('#conversation > .turn').count(), 2, 'its own turn, after ours');
+  assert.equal(await page.isVisible('#stop'), false, 'not ours to stop from the Stop button');
+  await c.send({ type: 'elsewhere', client: 'toycoder.nvim', running: false });
+  assert.equal(await page.textContent('#status'), '');
+  assert.equal(await last.locator('.tool-card').getAttribute('data-status'), 'interrupted', 'a call without a result, as live');
 });
