@@ -142,3 +142,44 @@ def test_the_plan_is_pinned_in_the_winbar(editor, llm: FakeLLM, workspace: Path)
     assert "plan 1/3" in winbar(ed)
     ed.prompt(f"/switch {sid}")  # that session's plan is all done: no pin
     assert "plan" not in winbar(ed), winbar(ed)
+
+
+def test_a_turn_running_in_another_editor_shows_live_with_its_client(editor, llm: FakeLLM) -> None:
+    """turn_elsewhere (docs/protocol.md), as the daemon delivers it to the plugin's handler: the other
+    editor's prompt starts a turn here, its updates stream into it, the winbar says where it runs."""
+    ed = editor()
+    # the plugin's toycoder/update handler, to hand it what a daemon that observes another one sends
+    ed.lua("""
+        local daemon = require('toycoder.daemon')
+        local on = daemon.on_notification
+        daemon.on_notification = function(method, fn) if method == 'toycoder/update' then T.on_update = fn end on(method, fn) end
+        package.loaded['toycoder'] = nil
+        require('toycoder').setup(require('toycoder.config').options)
+        daemon.on_notification = on
+    """)
+    llm.add({"text": "First answer."})
+    ed.lua("vim.o.columns = 200")
+    ed.prompt("first question")
+    sid = ed.lua("return require('toycoder').session_id()")
+
+    def update(kind: str, **fields: object) -> None:
+        ed.lua("T.on_update({ sessionId = ..., turnId = 'x-2', update = select(2, ...) })", sid, {"kind": kind, **fields})
+
+    update("turn_elsewhere", client="Visual Studio Code", running=True, prompt="explain add")
+    assert winbar(ed).endswith("  ·  running in Visual Studio Code"), winbar(ed)
+    update("text_delta", text="It adds ")
+    update("text_delta", text="two numbers.")
+    update("tool_call", toolCallId="c1", name="read_file", title="read_file src/app.py", arguments={}, permission="safe")
+    update("tool_result", toolCallId="c1", status="completed", output="def add")
+    ed.lua("T.on_update({ sessionId = 'other', turnId = 'o-1', update = { kind = 'text_delta', text = 'NOT OURS' } })")
+    update("turn_elsewhere", client="Visual Studio Code", running=False)
+    lines = ed.chat_lines()
+    at = max(i for i, line in enumerate(lines) if line == "explain add")
+    assert lines[at - 2:at] == ["## You", ""], lines
+    assert lines[at + 1:] == ["", "## ToyCoder", "", "It adds two numbers.", "", "- [ok] read_file src/app.py"], lines
+    assert "NOT OURS" not in ed.chat()
+    assert "running in" not in winbar(ed), winbar(ed)
+    assert lines.count("First answer.") == 1
+
+    llm.add({"text": "Here again."})  # the next prompt here is ours, as before
+    assert "Here again." in ed.prompt("and now?")
