@@ -45,7 +45,7 @@ const review: PermissionParams = {
     + `-    return sum(numbers) / len(numbers)\n+${LONG}\n` },
 };
 
-test('a review card\'s diff wraps at the side-bar width; No wrap keeps each line on one row', async () => {
+test('a review card\'s diff wraps at the side-bar width; No wrap keeps each line on one row', async (t) => {
   const c = await chat(SIDE_BAR);
   const { page } = c;
   await c.send({ type: 'turnStarted', text: 'fix average' });
@@ -59,6 +59,8 @@ test('a review card\'s diff wraps at the side-bar width; No wrap keeps each line
     const text = d.querySelector('.diff-add .diff-text') as HTMLElement;
     const probe = document.createElement('span');
     probe.textContent = 'x'.repeat(100);
+    probe.style.whiteSpace = 'pre'; // one row: its width is 100 characters'
+    probe.style.display = 'inline-block';
     text.append(probe);
     const charWidth = probe.getBoundingClientRect().width / 100;
     probe.remove();
@@ -69,6 +71,7 @@ test('a review card\'s diff wraps at the side-bar width; No wrap keeps each line
   const wrapped = await measure();
   assert.ok(wrapped.scroll <= wrapped.client + 1, `no sideways scrolling: ${JSON.stringify(wrapped)}`);
   const perRow = Math.floor(wrapped.textWidth / wrapped.charWidth);
+  t.diagnostic(`${perRow} characters per diff row at ${SIDE_BAR.width}px, the long line on ${wrapped.rows} rows`);
   assert.ok(perRow >= 25, `at least 25 characters per diff row at ${SIDE_BAR.width}px (was about 12): ${perRow}`);
   assert.ok(wrapped.rows >= Math.ceil(LONG.length / perRow) - 1, `the long line wraps onto rows: ${JSON.stringify(wrapped)}`);
   assert.equal(await added.textContent(), `+${LONG}`, 'the whole line is there');
