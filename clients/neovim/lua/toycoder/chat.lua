@@ -233,10 +233,6 @@ local function unpin_done_plan()
   end
 end
 
-function M.pinned_plan()
-  return state.plan
-end
-
 -- ---- the daemon starting ---------------------------------------------------------------------
 
 --- Show (true) or remove (false) the "starting ToyCoder…" line at the end of the chat.
