@@ -57,6 +57,15 @@ export interface ControllerOptions {
   reviews?: Reviews;
 }
 
+/** The `turn_elsewhere` update (docs/protocol.md): a turn of this session runs in another editor. Read
+ *  field by field, as the daemon sends it, so a daemon that does not send it changes nothing. */
+function turnElsewhere(u: { kind: string }): { client: string; running: boolean; prompt?: string } | undefined {
+  if (u.kind !== 'turn_elsewhere') return undefined;
+  const e = u as { client?: unknown; running?: unknown; prompt?: unknown };
+  return { client: typeof e.client === 'string' && e.client ? e.client : 'another editor', running: e.running === true,
+    prompt: typeof e.prompt === 'string' ? e.prompt : undefined };
+}
+
 function errorMessage(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
@@ -70,6 +79,7 @@ export class ChatController implements vscode.Disposable {
   private turn: Promise<void> | undefined;
   private turnPrompt = '';
   private daemonState: ToWebview & { type: 'daemon' } = { type: 'daemon', state: 'starting' };
+  private headerState: ToWebview & { type: 'header' } = { type: 'header', title: '', mode: '' };
   private readonly progress = new Map<string | number, { report: (m: string) => void; done: () => void }>();
   private disposed = false;
   private everStarted = false;
@@ -77,7 +87,10 @@ export class ChatController implements vscode.Disposable {
   private readonly header: SessionHeader;
 
   constructor(private readonly options: ControllerOptions) {
-    this.header = new SessionHeader((text) => options.surface.setDescription?.(text));
+    this.header = new SessionHeader((text) => options.surface.setDescription?.(text),
+      (title, mode) => {
+        if (title !== this.headerState.title || mode !== this.headerState.mode) this.post({ type: 'header', title, mode });
+      });
   }
 
   get currentSessionId(): string | undefined {
@@ -90,6 +103,7 @@ export class ChatController implements vscode.Disposable {
 
   private post(message: ToWebview): void {
     if (message.type === 'daemon') this.daemonState = message;
+    else if (message.type === 'header') this.headerState = message;
     this.options.surface.post(message);
   }
 
@@ -187,7 +201,11 @@ export class ChatController implements vscode.Disposable {
     else if (u.kind === 'session_changed') void (this.turn ?? this.showSession(params.sessionId).catch(() => undefined));
     // another editor deleted it: the daemon's one line, as sent
     else if (u.kind === 'session_deleted') this.post({ type: 'notice', level: 'error', text: u.message });
-    else this.post({ type: 'update', params });
+    else {
+      const elsewhere = turnElsewhere(u);
+      if (elsewhere) this.post({ type: 'elsewhere', ...elsewhere });
+      else this.post({ type: 'update', params });
+    }
   }
 
   /** The view's mode picker: the daemon's modes, set on the current session (created first if need be). */
@@ -240,6 +258,7 @@ export class ChatController implements vscode.Disposable {
   /** A (re)created webview: send it the state it needs to draw. */
   async onReady(): Promise<void> {
     this.post(this.daemonState);
+    this.post(this.headerState);
     if (this.commands.length) this.post({ type: 'commands', commands: this.commands });
     if (this.everStarted && !this.daemon?.running) return; // exited: the banner offers a restart
     try {
@@ -260,6 +279,10 @@ export class ChatController implements vscode.Disposable {
         return this.onReady();
       case 'prompt':
         return this.prompt(message.text);
+      case 'pickMode':
+        return this.pickMode().catch((e: unknown) => {
+          void vscode.window.showErrorMessage(`ToyCoder: cannot set the mode: ${errorMessage(e)}`);
+        });
       case 'cancel':
         return this.cancel();
       case 'restart':

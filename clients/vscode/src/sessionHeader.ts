@@ -27,7 +27,9 @@ export class SessionHeader {
   /** The daemon's modes, for their names. */
   modes: ModeInfo[] = [];
 
-  constructor(private readonly setDescription: (text: string) => void) {}
+  /** `setDescription`: the view's description; `onChange`: the webview's header row (title, mode's name). */
+  constructor(private readonly setDescription: (text: string) => void,
+    private readonly onChange: (title: string, mode: string) => void = () => undefined) {}
 
   get currentMode(): string {
     return this.mode;
@@ -53,12 +55,16 @@ export class SessionHeader {
   }
 
   label(modes: ModeInfo[] = []): string {
-    const mode = modes.find((m) => m.id === this.mode)?.name ?? this.mode;
-    return [this.title, mode].filter(Boolean).join(' · ');
+    return [this.title, this.modeName(modes)].filter(Boolean).join(' · ');
+  }
+
+  private modeName(modes: ModeInfo[]): string {
+    return modes.find((m) => m.id === this.mode)?.name ?? this.mode;
   }
 
   private render(): void {
     this.setDescription(this.label(this.modes));
+    this.onChange(this.title, this.modeName(this.modes));
   }
 }
 

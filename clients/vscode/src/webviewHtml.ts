@@ -47,7 +47,12 @@ export function chatHtml(options: WebviewHtmlOptions): string {
 </head>
 <body>
 <div id="app">
+  <div id="header">
+    <span id="header-title">New conversation</span>
+    <button id="header-mode" type="button" title="Switch mode: what may run without asking">Mode</button>
+  </div>
   <div id="banner" hidden></div>
+  <details id="pinned-plan" open hidden></details>
   <div id="conversation" role="log" aria-live="polite">
     <div id="empty" class="empty">Ask ToyCoder about this workspace. Type <code>/</code> for commands.</div>
   </div>

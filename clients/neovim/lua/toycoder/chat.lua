@@ -19,6 +19,7 @@ local state = {
   title = nil, -- short session title shown in the winbar
   mode = nil, -- the session's permission mode; the winbar shows one that is not the default (ask)
   starting = nil, -- extmark of the "starting ToyCoder…" line
+  plan = nil, -- the plan pinned in the winbar: { done, total, active } (nil: none, or all done after its turn)
 }
 
 style.set_highlights()
@@ -49,14 +50,24 @@ local function winbar_text(width)
   if state.mode and state.mode ~= "ask" then -- part of the head: never dropped for the title
     head = head .. " [" .. state.mode .. "]"
   end
-  local tail = state.status ~= "" and ("  ·  " .. state.status) or ""
+  local status = state.status ~= "" and ("  ·  " .. state.status) or ""
+  local plan, short = "", ""
+  local p = state.plan
+  if p then -- pinned: a long turn scrolls the plan block away, the winbar stays
+    short = ("  ·  plan %d/%d"):format(p.done, p.total)
+    plan = short .. (p.active and (" ▸ " .. p.active) or "")
+  end
+  local tail = plan .. status
   local title = state.title or ""
   if title ~= "" then
-    local room = width - vim.fn.strdisplaywidth(head .. ": " .. tail)
-    if room < 8 then -- too narrow for both: the status goes first
-      tail, room = "", width - vim.fn.strdisplaywidth(head .. ": ")
+    -- too narrow for all: the status goes first, then the plan's step (its count stays)
+    for _, t in ipairs({ plan .. status, plan, short }) do
+      tail = t
+      if width - vim.fn.strdisplaywidth(head .. ": " .. tail) >= 8 then
+        break
+      end
     end
-    head = head .. ": " .. titles.fit(title, room)
+    head = head .. ": " .. titles.fit(title, width - vim.fn.strdisplaywidth(head .. ": " .. tail))
   end
   return ((head .. tail):gsub("%%", "%%%%"))
 end
@@ -201,6 +212,27 @@ function M.session_info(info)
   end
 end
 
+--- Pin the session's plan (the `plan` update's entries) in the winbar; {} unpins it.
+function M.pin_plan(entries)
+  local done, active = 0, nil
+  for _, e in ipairs(entries) do
+    done = done + (e.status == "completed" and 1 or 0)
+    if e.status == "in_progress" and not active then
+      active = style.one_line(e.content, 60)
+    end
+  end
+  state.plan = #entries > 0 and { done = done, total = #entries, active = active } or nil
+  refresh_winbars()
+end
+
+--- A plan whose steps are all done is unpinned once its turn is over (its block stays in the chat).
+local function unpin_done_plan()
+  if state.plan and state.plan.done == state.plan.total then
+    state.plan = nil
+    refresh_winbars()
+  end
+end
+
 -- ---- the daemon starting ---------------------------------------------------------------------
 
 --- Show (true) or remove (false) the "starting ToyCoder…" line at the end of the chat.
@@ -231,8 +263,19 @@ end
 -- ---- turns (turn.lua) ---------------------------------------------------------------------------
 
 M.current_turn = turn.current_turn
-M.update = turn.update
-M.finish = turn.finish
+
+function M.update(t, params)
+  local u = params.update or {}
+  if u.kind == "plan" and type(u.entries) == "table" and not params.parentToolCallId and t == turn.current_turn() then
+    M.pin_plan(u.entries)
+  end
+  return turn.update(t, params)
+end
+
+function M.finish(t, err, result)
+  turn.finish(t, err, result)
+  unpin_done_plan()
+end
 
 --- Show the prompt and get ready for the reply; the first prompt names the session until the
 --- daemon's title is loaded.
@@ -272,15 +315,28 @@ function M.render_session(loaded, note)
   for _, r in ipairs(rows) do
     table.insert(lines, r.text or "")
   end
+  local changes = require("toycoder.changes")
+  changes.reset()
   edit(function(buf)
     api.nvim_buf_clear_namespace(buf, ns, 0, -1)
     api.nvim_buf_set_lines(buf, 0, -1, true, lines)
     for i, r in ipairs(rows) do
       if r.chunks then
-        put_virt(i - 1, r.chunks)
+        local mark = put_virt(i - 1, r.chunks)
+        if r.changes then
+          changes.remember(mark, r.changes.turnId, r.changes.files, r.changes.restoreOf)
+        end
       end
     end
   end)
+  local plan = {}
+  for _, e in ipairs(loaded.transcript or {}) do
+    if e.role == "plan" and type(e.entries) == "table" then
+      plan = e.entries
+    end
+  end
+  M.pin_plan(plan)
+  unpin_done_plan()
   local info = loaded.session or {}
   M.set_title(info.title)
   M.set_mode(info.mode)
@@ -291,7 +347,10 @@ end
 
 function M.clear()
   turn.reset()
+  require("toycoder.changes").reset()
   state.starting = nil
+  state.plan = nil
+  refresh_winbars()
   edit(function(buf)
     api.nvim_buf_clear_namespace(buf, ns, 0, -1)
     api.nvim_buf_set_lines(buf, 0, -1, true, {})

@@ -38,6 +38,17 @@ local function set_keymaps(buf)
   map(maps.close, function()
     require("toycoder.chat").close()
   end, "ToyCoder: close the chat")
+  -- on a "N files changed" line: pick a file of the turn, undo the turn; elsewhere the key's own meaning
+  map(maps.changed_files, function()
+    if not require("toycoder.changes").pick_file() then
+      pcall(vim.cmd, "normal! " .. vim.v.count1 .. "+") -- fails on the last line, as <CR> would beep
+    end
+  end, "ToyCoder: the files of this changes line")
+  map(maps.undo_turn, function()
+    if not require("toycoder.changes").undo_turn() then
+      vim.notify("ToyCoder: u undoes a turn from its \"files changed\" line", vim.log.levels.INFO)
+    end
+  end, "ToyCoder: undo the turn of this changes line")
 end
 
 function M.buf()

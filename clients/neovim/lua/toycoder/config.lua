@@ -26,6 +26,8 @@ M.defaults = {
       prompt = "i", -- type a prompt (vim.ui.input)
       cancel = "<C-c>", -- cancel the running turn
       close = "q", -- close the chat window
+      changed_files = "<CR>", -- on a "N files changed" line: pick one of its files and open it
+      undo_turn = "u", -- on a "N files changed" line: undo that turn (/restore <turn>)
     },
   },
   -- The window of a permission request (the diff, or the command): "float" or "split" (below).

@@ -44,7 +44,8 @@ function M.count(n, word)
   return ("%d %s%s"):format(n, word, n == 1 and "" or "s")
 end
 
---- Rows for the chat: { text = "..." } or { chunks = virt_text } (an empty line showing them).
+--- Rows for the chat: { text = "..." } or { chunks = virt_text } (an empty line showing them); a
+--- changes line's row also has `changes = { turnId, files, restoreOf }`.
 function M.rows(loaded, note)
   local info = loaded.session or {}
   local rows = {}
@@ -131,6 +132,7 @@ function M.rows(loaded, note)
         text("")
       end
       virt(style.changes_chunks("", e.files, e.restoreOf))
+      rows[#rows].changes = { turnId = e.turnId, files = e.files, restoreOf = e.restoreOf } -- for <CR> and u
       last_kind = "item"
     elseif e.role == "compaction" then -- the turns above stay whole; the model got a summary of them
       footer()

@@ -17,6 +17,7 @@ local state = {
   session_id = nil, -- the plugin's current session
   turn = nil, -- the running turn (chat's turn object)
   busy = false, -- a prompt is on its way (session creation included)
+  elsewhere = false, -- state.turn is another editor's turn (turn_elsewhere), shown live
 }
 
 
@@ -65,6 +66,31 @@ local function session_changed(params)
   M.switch(params.sessionId)
 end
 
+--- turn_elsewhere: a turn of the current session runs in another editor (another daemon). Its prompt
+--- starts a turn here and its updates (same session) render into it, "running in <client>" in the
+--- winbar until `running: false`.
+local function turn_elsewhere(params)
+  local u = params.update
+  if params.sessionId ~= state.session_id or state.busy then
+    return
+  end
+  if u.running == true then
+    if state.turn then
+      chat.finish(state.turn, nil, {})
+    end
+    state.turn = chat.begin_turn(params.sessionId, tostring(u.prompt or ""))
+    state.elsewhere = true
+    set_status("running in " .. (type(u.client) == "string" and u.client ~= "" and u.client or "another editor"))
+  elseif state.elsewhere then
+    local t = state.turn
+    state.turn, state.elsewhere = nil, false
+    if t then
+      chat.finish(t, nil, {})
+    end
+    set_status("")
+  end
+end
+
 daemon.on_notification("toycoder/update", function(params)
   local kind = (params.update or {}).kind
   if kind == "session_info" and params.sessionId == state.session_id then
@@ -72,6 +98,9 @@ daemon.on_notification("toycoder/update", function(params)
     return
   elseif kind == "session_changed" then
     session_changed(params)
+    return
+  elseif kind == "turn_elsewhere" then
+    turn_elsewhere(params)
     return
   elseif kind == "session_deleted" then -- another editor deleted it: the daemon's one line, as sent
     if params.sessionId == state.session_id then
@@ -240,7 +269,7 @@ function M.prompt(text)
     end
     documents.flush()
     local turn = chat.begin_turn(sid, text)
-    state.turn = turn
+    state.turn, state.elsewhere = turn, false
     daemon.request("toycoder/prompt", { sessionId = sid, text = text }, function(perr, result)
       state.turn = nil
       local ok, e = pcall(function()

@@ -291,7 +291,10 @@ function M.update(turn, params)
     local text = ("context compacted (%s): %s -> %s messages"):format(u.strategy or "?", u.before or "?", u.after or "?")
     add_item(c, notice_chunks(c, text))
   elseif kind == "changes" and type(u.files) == "table" and #u.files > 0 then
-    add_item(c, style.changes_chunks(c.prefix, u.files, u.restoreOf))
+    local mark = add_item(c, style.changes_chunks(c.prefix, u.files, u.restoreOf))
+    if c.root then -- the turn's own line (<CR> and u act on it), not a sub-agent's
+      require("toycoder.changes").remember(mark, params.turnId, u.files, u.restoreOf)
+    end
   elseif kind == "usage" then
     turn.usage = u
   elseif kind == "plan" and type(u.entries) == "table" then

@@ -19,8 +19,13 @@ export type Envelope =
   | { type: 'daemon'; state: 'starting' | 'ready' | 'exited'; message?: string }
   /** Slash-command completion data (from toycoder/commands/list). */
   | { type: 'commands'; commands: CommandInfo[] }
+  /** The header row: the session's title and its mode's name ("" when unknown); a click on the mode picks one. */
+  | { type: 'header'; title: string; mode: string }
   /** Replace the conversation with a session's transcript (empty for a new session). */
   | { type: 'transcript'; session: SessionInfo | null; entries: TranscriptEntry[] }
+  /** A turn of this session runs in another editor (`turn_elsewhere`): its prompt starts a turn here, its
+   *  updates follow as `update`s, and `running: false` ends it. */
+  | { type: 'elsewhere'; client: string; running: boolean; prompt?: string }
   /** A turn starts: echo the prompt and show the Stop button. */
   | { type: 'turnStarted'; text: string }
   /** A toycoder/update notification of the current session, as the daemon sent it. */
@@ -50,6 +55,8 @@ export type Envelope =
   | { type: 'ready' }
   /** Send this prompt (slash commands included, as typed). */
   | { type: 'prompt'; text: string }
+  /** The header row's mode was clicked: the host offers the daemon's modes (toycoder/session/setMode). */
+  | { type: 'pickMode' }
   /** The Stop button. */
   | { type: 'cancel' }
   /** The Restart button of the `daemon exited` banner. */
@@ -72,14 +79,14 @@ export type Envelope =
 /** What a changes card asks to restore: toycoder/checkpoint/restore's params without the session. */
 export type RestoreRequest = Omit<RestoreParams, 'sessionId'>;
 
-type HostTypes = 'daemon' | 'commands' | 'transcript' | 'turnStarted' | 'update' | 'progress' | 'turnEnded'
+type HostTypes = 'daemon' | 'header' | 'elsewhere' | 'commands' | 'transcript' | 'turnStarted' | 'update' | 'progress' | 'turnEnded'
   | 'turnFailed' | 'notice' | 'focusInput' | 'permission' | 'permissionDecided' | 'showPermission' | 'restoreResult'
   | 'restoreFailed';
 
 export type ToWebview = Extract<Envelope, { type: HostTypes }>;
 export type ToHost = Exclude<Envelope, { type: HostTypes }>;
 
-const TO_HOST: ReadonlySet<string> = new Set<ToHost['type']>(['ready', 'prompt', 'cancel', 'restart', 'openLink',
+const TO_HOST: ReadonlySet<string> = new Set<ToHost['type']>(['ready', 'prompt', 'pickMode', 'cancel', 'restart', 'openLink',
   'copyCode', 'insertCode', 'permissionDecision', 'openDiff', 'restore', 'openFile']);
 const DECISIONS: ReadonlySet<string> = new Set<Decision>(['allow_once', 'allow_always', 'reject']);
 

@@ -9,6 +9,7 @@ import type { CommandInfo, PromptResult, TranscriptEntry, UpdateParams } from '.
 import { h } from './dom';
 import { createMarkdown, createPromptMarkdown } from './markdown';
 import { permissionCard, recordDecision } from './permissionCard';
+import { pinPlan } from './planCard';
 import { renderTranscript } from './transcript';
 import { formatFooter, formatUsage, Segment, TurnView } from './turnView';
 
@@ -23,6 +24,11 @@ export class ChatView {
   private readonly banner: HTMLElement;
   private readonly usageEl: HTMLElement;
   private readonly completions: HTMLUListElement;
+  private readonly headerTitle: HTMLElement;
+  private readonly headerMode: HTMLButtonElement;
+  private readonly pinnedPlan: HTMLDetailsElement;
+  /** The prompt of the turn being shown: what Retry sends again. */
+  private lastPrompt: string | null = null;
   private commands: CommandInfo[] = [];
   private matches: CommandInfo[] = [];
   private selected = 0;
@@ -42,6 +48,10 @@ export class ChatView {
     this.banner = document.getElementById('banner')!;
     this.usageEl = document.getElementById('usage')!;
     this.completions = document.getElementById('completions') as HTMLUListElement;
+    this.headerTitle = document.getElementById('header-title')!;
+    this.headerMode = document.getElementById('header-mode') as HTMLButtonElement;
+    this.pinnedPlan = document.getElementById('pinned-plan') as HTMLDetailsElement;
+    this.headerMode.addEventListener('click', () => this.post({ type: 'pickMode' }));
 
     this.prompt.addEventListener('keydown', (e) => this.onKeyDown(e));
     this.prompt.addEventListener('input', () => this.updateCompletions());
@@ -65,6 +75,11 @@ export class ChatView {
       case 'daemon':
         this.daemonState(message.state, message.message);
         break;
+      case 'header':
+        this.headerTitle.textContent = message.title || 'New conversation';
+        this.headerTitle.title = message.title;
+        this.headerMode.textContent = message.mode || 'Mode';
+        break;
       case 'commands':
         this.commands = message.commands;
         break;
@@ -73,6 +88,9 @@ export class ChatView {
         break;
       case 'turnStarted':
         this.startTurn(message.text);
+        break;
+      case 'elsewhere':
+        this.elsewhere(message.client, message.running, message.prompt);
         break;
       case 'update':
         this.update(message.params);
@@ -84,7 +102,7 @@ export class ChatView {
         this.endTurn(message.result);
         break;
       case 'turnFailed':
-        this.currentTurn().notice(message.message, 'error');
+        this.failed(this.currentTurn().notice(message.message, 'error'));
         this.setRunning(false);
         this.turn?.finish();
         this.turn = null;
@@ -168,7 +186,39 @@ export class ChatView {
     return this.turn;
   }
 
+  /** A failed turn's error notice offers Retry: the same prompt again, through the prompt request. */
+  private failed(notice: HTMLElement): void {
+    const text = this.lastPrompt;
+    if (text === null) return;
+    const retry = h('button', 'retry', 'Retry');
+    retry.type = 'button';
+    retry.title = 'Send the same prompt again';
+    retry.addEventListener('click', () => {
+      if (this.running) return;
+      retry.disabled = true;
+      this.post({ type: 'prompt', text });
+    });
+    notice.after(retry); // beside the notice, whose text stays the error's
+  }
+
+  /** Another editor's turn in this session: shown as a turn, its updates streaming in, "Running in <client>". */
+  private elsewhere(client: string, running: boolean, prompt?: string): void {
+    if (this.running) return; // our own turn: the session is locked, another cannot run meanwhile
+    this.turn?.finish();
+    this.turn = null;
+    document.body.classList.toggle('elsewhere', running);
+    this.status.textContent = running ? `Running in ${client}` : '';
+    if (!running) {
+      this.unpinDonePlan();
+      return;
+    }
+    this.turn = new TurnView(this, prompt ?? null);
+    this.appendToConversation(this.turn.el);
+    this.scrollToBottom();
+  }
+
   private startTurn(text: string): void {
+    this.lastPrompt = text;
     this.turn?.finish();
     this.turn = new TurnView(this, text);
     this.appendToConversation(this.turn.el);
@@ -211,6 +261,7 @@ export class ChatView {
         break;
       case 'plan':
         turn.plan(u.entries);
+        if (!parent) pinPlan(this.pinnedPlan, u.entries);
         break;
     }
     if (stick) this.scrollToBottom();
@@ -228,6 +279,11 @@ export class ChatView {
       case 'cancelled':
         turn.notice('Stopped.', 'cancelled');
         break;
+      case 'error': {
+        const notice = turn.notice(result.text || 'The turn failed.', 'error');
+        this.failed(notice);
+        break;
+      }
       default:
         if (result.text) turn.notice(result.text, result.stopReason);
     }
@@ -238,8 +294,14 @@ export class ChatView {
     turn.finish();
     this.turn = null;
     this.setRunning(false);
+    this.unpinDonePlan();
     this.flushRender();
     this.scrollToBottom();
+  }
+
+  /** A plan whose steps are all done needs no pin once its turn is over (its card stays in the turn). */
+  private unpinDonePlan(): void {
+    if (this.pinnedPlan.dataset.done === 'true') this.pinnedPlan.hidden = true;
   }
 
   private showTranscript(entries: TranscriptEntry[]): void {
@@ -248,6 +310,10 @@ export class ChatView {
     this.dirty.clear();
     this.conversation.replaceChildren();
     this.usageEl.textContent = '';
+    this.lastPrompt = [...entries].reverse().find((e) => e.role === 'user')?.text ?? null;
+    const plan = entries.find((e) => e.role === 'plan' && e.entries)?.entries;
+    pinPlan(this.pinnedPlan, plan ?? []);
+    this.unpinDonePlan();
     if (entries.length === 0) {
       const empty = h('div', 'empty');
       empty.id = 'empty';

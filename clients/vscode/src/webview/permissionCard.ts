@@ -65,6 +65,21 @@ export function renderDiff(diff: string): HTMLElement {
   return table;
 }
 
+/** Long lines wrap so a narrow side bar shows them whole; this button turns wrapping off (and on). */
+function wrapToggle(diff: HTMLElement): HTMLButtonElement {
+  const b = h('button', 'diff-wrap-toggle', 'No wrap');
+  b.type = 'button';
+  b.title = 'Show each line on one row (scroll sideways)';
+  b.setAttribute('aria-pressed', 'false');
+  b.addEventListener('click', () => {
+    const nowrap = diff.classList.toggle('nowrap');
+    b.setAttribute('aria-pressed', String(nowrap));
+    b.textContent = nowrap ? 'Wrap' : 'No wrap';
+    b.title = nowrap ? 'Wrap long lines' : 'Show each line on one row (scroll sideways)';
+  });
+  return b;
+}
+
 const BUTTONS: Array<[string, Decision, string]> = [
   ['Allow once', 'allow_once', 'allow'],
   ['Always allow', 'allow_always', 'always'],
@@ -90,9 +105,10 @@ export function permissionCard(id: string, params: PermissionParams, post: (m: T
   if (preview?.kind === 'diff') {
     const { added, removed } = diffStats(preview.diff);
     const file = h('div', 'permission-file');
+    const diff = renderDiff(preview.diff);
     file.append(h('span', 'permission-path', preview.path), h('span', 'diff-stat-add', ` +${added}`),
       h('span', 'diff-stat-del', ` −${removed}`));
-    card.append(file, renderDiff(preview.diff));
+    card.append(file, diff);
   } else if (preview?.kind === 'command') {
     const cmd = h('pre', 'permission-command');
     cmd.append(h('span', 'permission-prompt', '$ '), preview.command);
@@ -115,6 +131,8 @@ export function permissionCard(id: string, params: PermissionParams, post: (m: T
     buttons.push(b);
     actions.append(b);
   }
+  const diff = card.querySelector<HTMLElement>(':scope > .diff');
+  if (diff) actions.append(wrapToggle(diff));
   if (preview?.kind === 'diff') {
     const open = h('button', 'permission-open-diff', 'Open diff');
     open.type = 'button';

@@ -18,6 +18,9 @@ export interface Segment {
 
 interface Card {
   el: HTMLDetailsElement;
+  name: string;
+  /** ask_user's question: its answer is shown under the card, in the transcript. */
+  question?: string;
   status: HTMLElement;
   children: HTMLElement;
   output: HTMLElement;
@@ -26,6 +29,22 @@ interface Card {
 
 function clip(text: string): string {
   return text.length > MAX_SHOWN ? `${text.slice(0, MAX_SHOWN)}\n… (${text.length - MAX_SHOWN} more characters)` : text;
+}
+
+const ANSWERED = 'The user answered: '; // toycoder_daemon/tools/ask.py
+
+/** The question of ask_user's arguments (an object, or its JSON). */
+function askedQuestion(args: unknown): string {
+  let value = args;
+  if (typeof value === 'string') {
+    try {
+      value = JSON.parse(value);
+    } catch {
+      return '';
+    }
+  }
+  const q = (value as { question?: unknown } | null)?.question;
+  return typeof q === 'string' ? q : '';
 }
 
 function formatArguments(args: unknown): string {
@@ -162,8 +181,10 @@ export class TurnView {
     fillPlan(this.planEl, entries);
   }
 
-  notice(text: string, kind: string, parentToolCallId?: string): void {
-    this.append(this.container(parentToolCallId), h('div', `notice ${kind}`, text));
+  notice(text: string, kind: string, parentToolCallId?: string): HTMLElement {
+    const el = h('div', `notice ${kind}`, text);
+    this.append(this.container(parentToolCallId), el);
+    return el;
   }
 
   toolCall(update: Extract<Update, { kind: 'tool_call' }>, parentToolCallId?: string): Card {
@@ -182,7 +203,8 @@ export class TurnView {
     const output = h('pre', 'tool-output');
     outputSection.append(h('div', 'tool-label', 'Output'), output);
     el.append(summary, argsSection, children, outputSection);
-    const card: Card = { el, status, children, output, outputSection };
+    const card: Card = { el, name: update.name, status, children, output, outputSection };
+    if (update.name === 'ask_user') card.question = askedQuestion(update.arguments);
     this.cards.set(update.toolCallId, card);
     this.append(this.container(parentToolCallId), el);
     return card;
@@ -195,6 +217,19 @@ export class TurnView {
     this.setStatus(card, update.status);
     card.output.textContent = clip(update.output);
     card.outputSection.hidden = false;
+    this.showAnswer(card, update.output);
+  }
+
+  /** ask_user's question and the person's answer, in the transcript under its (collapsed) card. */
+  private showAnswer(card: Card, output: string): void {
+    if (card.name !== 'ask_user' || card.el.dataset.status !== 'completed') return;
+    const answered = output.startsWith(ANSWERED);
+    const box = h('div', answered ? 'ask-answer' : 'ask-answer unanswered');
+    if (card.question) box.append(h('div', 'ask-question', card.question));
+    box.append(h('div', 'ask-reply', answered ? output.slice(ANSWERED.length) : 'No answer'));
+    const container = card.el.parentElement as HTMLElement;
+    this.trailing.delete(container);
+    card.el.after(box);
   }
 
   private setStatus(card: Card, status: string): void {
@@ -280,5 +315,6 @@ export class TurnView {
     this.setStatus(card, entry.status ?? 'completed'); // older transcripts store no status for a success
     card.output.textContent = clip(entry.text);
     card.outputSection.hidden = false;
+    this.showAnswer(card, entry.text);
   }
 }

@@ -6,7 +6,7 @@ import type { DaemonHandlers } from '../../src/daemon';
 import type { ToWebview } from '../../src/shared/messages';
 import { Reviews } from '../../src/reviews';
 import type { RestoreParams, RestoreResult } from '../../src/shared/checkpoints';
-import type { PermissionParams, PromptResult, SessionInfo, SessionLoadResult } from '../../src/shared/protocol';
+import type { PermissionParams, PromptResult, SessionInfo, SessionLoadResult, UpdateParams } from '../../src/shared/protocol';
 import { CancellationTokenSource, StubDocument, Uri, calls, changeDocs, closeDocs, openDocs, resetStub, settings } from '../../stubs/vscode';
 
 const usage = { promptTokens: 10, completionTokens: 2, totalTokens: 12 };
@@ -94,8 +94,9 @@ test('a prompt starts the daemon and a session, relays updates of that session, 
   };
   await turn; // first prompt used the default answer
   assert.deepEqual(d.prompts, [['s1', 'hi']]);
-  assert.deepEqual(types(), ['turnStarted', 'daemon', 'daemon', 'commands', 'turnEnded']);
+  assert.deepEqual(types(), ['turnStarted', 'daemon', 'daemon', 'commands', 'header', 'turnEnded']);
   assert.deepEqual(posted[2], { type: 'daemon', state: 'ready' });
+  assert.deepEqual(posted[4], { type: 'header', title: 's1', mode: '' }, 'the new session in the webview\'s header row');
 
   posted.length = 0;
   const second = controller.prompt('again');
@@ -390,6 +391,51 @@ test('the view description shows the title and mode; session_info updates it; th
   await controller.pickMode();
   assert.deepEqual(offered.map((i) => [i.label, i.description]), [['Ask', 'current'], ['Read only', '']]);
   assert.equal(described[described.length - 1], 'Named · Read only');
+});
+
+test('the webview\'s header row gets the title and the mode\'s name, again on ready; its click sets the mode', async () => {
+  const { controller, daemons, posted } = setup();
+  const headers = () => posted.filter((m) => m.type === 'header');
+  await controller.ensureDaemon();
+  const d = daemons[0];
+  d.newSession = async () => ({ ...session('s1'), title: '', mode: 'ask' });
+  await controller.prompt('fix the bug');
+  assert.deepEqual(headers().pop(), { type: 'header', title: 'fix the bug', mode: 'Ask' });
+  d.handlers.update({ sessionId: 's1', turnId: '', update: { kind: 'session_info', session: { ...session('s1'), title: 'Fix it', mode: 'ask' } } });
+  assert.deepEqual(headers().pop(), { type: 'header', title: 'Fix it', mode: 'Ask' });
+  const before = headers().length;
+  d.handlers.update({ sessionId: 's1', turnId: '', update: { kind: 'session_info', session: { ...session('s1'), title: 'Fix it', mode: 'ask' } } });
+  assert.equal(headers().length, before, 'an unchanged header is not posted again');
+
+  posted.length = 0;
+  await controller.handle({ type: 'ready' }); // a new webview draws the header it missed, first
+  assert.deepEqual(headers()[0], { type: 'header', title: 'Fix it', mode: 'Ask' });
+  assert.deepEqual(posted.slice(0, 2).map((m) => m.type), ['daemon', 'header']);
+
+  const set: string[] = [];
+  const setMode = d.setMode.bind(d);
+  d.setMode = async (sid: string, mode: string) => { set.push(`${sid} ${mode}`); return setMode(sid, mode); };
+  (vscode.window as any).showQuickPick = async (items: Array<{ label: string }>) => items[1];
+  await controller.handle({ type: 'pickMode' });
+  assert.deepEqual(set, ['s1 read-only'], 'through toycoder/session/setMode');
+  assert.deepEqual(headers().pop(), { type: 'header', title: 'Named', mode: 'Read only' });
+});
+
+test('turn_elsewhere (a turn in another editor) goes to the webview as such; its updates follow as updates', async () => {
+  const { controller, daemons, posted } = setup();
+  await controller.prompt('hi');
+  const d = daemons[0];
+  posted.length = 0;
+  const elsewhere = { kind: 'turn_elsewhere', client: 'toycoder.nvim', running: true, prompt: 'explain' };
+  d.handlers.update({ sessionId: 's1', turnId: 's1-2', update: elsewhere as unknown as UpdateParams['update'] });
+  d.handlers.update({ sessionId: 's1', turnId: 's1-2', update: { kind: 'text_delta', text: 'It' } });
+  d.handlers.update({ sessionId: 's1', turnId: 's1-2', update: { kind: 'turn_elsewhere', running: false } as unknown as UpdateParams['update'] });
+  d.handlers.update({ sessionId: 'other', turnId: 'o-1', update: elsewhere as unknown as UpdateParams['update'] });
+  assert.deepEqual(posted, [
+    { type: 'elsewhere', client: 'toycoder.nvim', running: true, prompt: 'explain' },
+    { type: 'update', params: { sessionId: 's1', turnId: 's1-2', update: { kind: 'text_delta', text: 'It' } } },
+    { type: 'elsewhere', client: 'another editor', running: false, prompt: undefined },
+  ]);
 });
 
 test('session_changed (another daemon\'s turn) reloads the transcript of the current session', async () => {

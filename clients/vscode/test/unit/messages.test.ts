@@ -6,6 +6,7 @@ test('only well-formed webview messages reach the host', () => {
   assert.equal(isToHost({ type: 'ready' }), true);
   assert.equal(isToHost({ type: 'prompt', text: 'hi' }), true);
   assert.equal(isToHost({ type: 'cancel' }), true);
+  assert.equal(isToHost({ type: 'pickMode' }), true);
   assert.equal(isToHost({ type: 'restart' }), true);
   assert.equal(isToHost({ type: 'openLink', href: 'https://x' }), true);
   assert.equal(isToHost({ type: 'prompt' }), false);

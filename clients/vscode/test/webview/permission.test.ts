@@ -67,7 +67,7 @@ test('a 120-line proposal is read to its last line while pending, then allowed',
   assert.equal(await card.locator('.permission-question').textContent(), 'ToyCoder wants to run write_file src/table.py');
   assert.equal(await card.locator('.permission-file').textContent(), 'src/table.py +120 −0');
   assert.deepEqual(await card.locator('.permission-actions button').allTextContents(),
-    ['Allow once', 'Always allow', 'Deny', 'Open diff']);
+    ['Allow once', 'Always allow', 'Deny', 'No wrap', 'Open diff']);
   // the whole diff is there, coloured as a diff, and its box scrolls
   assert.equal(await card.locator('.diff-line.diff-add').count(), 120);
   assert.equal(await card.locator('.diff-line.diff-hunk').count(), 1);
