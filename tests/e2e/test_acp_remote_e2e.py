@@ -21,7 +21,7 @@ async def test_a_prompt_a_write_and_undo_go_to_the_remote_disk(tmp_path: Path, l
     readme, remote_readme = workspace / "README.md", host.remote("README.md")
     grown = "# Demo\nA bigger project.\n"
     llm.add({"text": "Hello from there."}, write_call("README.md", grown), {"text": "Written."})
-    async with acp_daemon(tmp_path, llm, command=host.command("--acp", "--log-level", "INFO")) as (conn, editor, _):
+    async with acp_daemon(tmp_path, llm, command=host.command("--acp", "--log-level", "INFO")) as (conn, editor, proc):
         sid = await new_session(conn, workspace)
         assert (await conn.prompt(session_id=sid, prompt=[text_block("hi")])).stop_reason == "end_turn"
         assert editor.text() == "Hello from there."
@@ -36,4 +36,5 @@ async def test_a_prompt_a_write_and_undo_go_to_the_remote_disk(tmp_path: Path, l
         await conn.prompt(session_id=sid, prompt=[text_block("/undo")])
         assert remote_readme.read_text() == "# Demo\nA tiny project.\n", editor.text()
         assert readme.read_text() == "# Demo\nA tiny project.\n"
+    assert proc.returncode == 0, "the daemon over there did not end with its stdin"
     assert list(host.data.rglob("*.jsonl")), "the session is not kept over there"
