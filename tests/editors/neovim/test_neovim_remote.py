@@ -54,10 +54,15 @@ def test_a_prompt_an_edit_and_undo_go_to_the_remote_copy(editor, tmp_path: Path,
     assert remote_readme.read_text() == grown
     assert readme.read_text() == "# Demo\nA tiny project.\n", "the edit landed in the local file"
 
-    chat = ed.prompt("/undo")
+    # the local file open with unsaved work: what the editor has is neither copy's text
+    ed.cmd(f"edit {readme}")
+    ed.nv.input("Go# mine, unsaved<Esc>")
+    ed.wait(lambda: ed.lua("return vim.bo.modified"), "the buffer to be modified")
+    chat = ed.prompt("/undo --force")
     assert "- Restored 1 file changed +1 −2: README.md · Redo: /redo" in chat.split("\n"), chat
-    assert remote_readme.read_text() == "# Demo\nA tiny project.\n"
+    assert remote_readme.read_text() == "# Demo\nA tiny project.\n", "not the remote's own earlier text"
     assert readme.read_text() == "# Demo\nA tiny project.\n"
+    assert buffer_of(ed, readme) == ["# Demo", "A tiny project.", "# mine, unsaved"], "the buffer was rewritten"
 
 
 def test_an_edit_into_a_buffer_of_the_local_text_is_never_written_over_the_remote_file(
