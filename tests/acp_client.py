@@ -86,16 +86,18 @@ async def acp_face(tmp_path: Path, llm: FakeLLM, *, config: Path | None = None,
 @asynccontextmanager
 async def acp_daemon(tmp_path: Path, llm: FakeLLM, *, config: Path | None = None,
                      caps: ClientCapabilities | None = None, editor: Editor | None = None,
-                     ) -> AsyncIterator[tuple[Any, Editor, Any]]:
-    """The face as a daemon subprocess, initialized (`editor` as for acp_face)."""
-    config = config or write_config(tmp_path / "config.yaml", llm)
+                     command: list[str] | None = None) -> AsyncIterator[tuple[Any, Editor, Any]]:
+    """The face as a daemon subprocess, initialized (`editor` as for acp_face; `command`: the daemon's
+    instead of this venv's, with no config given: tests/remote_host.py's)."""
+    if command is None:
+        config = config or write_config(tmp_path / "config.yaml", llm)
+        command = [sys.executable, "-m", "toycoder_daemon", "--acp", "--config", str(config), "--log-level", "INFO"]
     editor = editor or Editor()
     log_path = tmp_path / f"daemon-{len(list(tmp_path.glob('daemon-*.log')))}.log"
     with open(log_path, "wb") as log:
         try:
             async with spawn_agent_process(
-                editor, sys.executable, "-m", "toycoder_daemon", "--acp", "--config", str(config),
-                "--log-level", "INFO", env=dict(os.environ), cwd=ROOT, transport_kwargs={"stderr": log},
+                editor, *command, env=dict(os.environ), cwd=ROOT, transport_kwargs={"stderr": log},
                 observers=[editor.observe], use_unstable_protocol=caps is not None,
             ) as (conn, proc):
                 editor.conn = conn
