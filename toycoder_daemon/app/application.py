@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from toycoder_daemon.app.attachments import Attacher
 from toycoder_daemon.app.factories import openai_models, subagents, tool_catalog, tool_settings
 from toycoder_daemon.app.runtime import FrontendFactory, Outlets, PromptOutcome, SessionParts, SessionRuntime, read_only
 from toycoder_daemon.app.session_mcp import McpHub
@@ -33,6 +34,7 @@ from toycoder_daemon.sessions.context import Compaction
 from toycoder_daemon.sessions.session import Session, TranscriptEntry
 from toycoder_daemon.sessions.sharing import Sharing
 from toycoder_daemon.sessions.store import SessionStore, SessionSummary
+from toycoder_daemon.tools.search.file_index import FileIndex
 from toycoder_daemon.tools.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -83,8 +85,12 @@ class App:
         self.tools = tool_catalog(self.config, agents)
         self.mcp = McpHub(self.config.mcp_servers, self.workspace.root, self.tools)  # the config's and each session's
         self._outlets = Outlets()
+        self.files = FileIndex(self.workspace.root)
+        """The workspace's files as rg lists them: mention completion, what a prompt may attach."""
         self.parts = SessionParts(self.workspace, self.config, self.prompts, self.store, self.settings, self.tools,
-                                  agents, self.mcp, self.checkpoints, self.sharing, self.models, self._outlets, self)
+                                  agents, self.mcp, self.checkpoints, self.sharing, self.models, self._outlets, self,
+                                  attacher=Attacher(self.workspace, self.settings, self.store.data_dir / "images",
+                                                    self.files))
         self.runtimes: dict[str, SessionRuntime] = {}
         """The sessions this daemon has open."""
         self.live = OpenSessions(self.runtimes)
@@ -207,11 +213,11 @@ class App:
     # ---- turns --------------------------------------------------------------------------------
 
     async def prompt(self, session_id: str, text: str, frontend_for: FrontendFactory, *,
-                     close_on_switch: bool = True) -> PromptOutcome:
+                     close_on_switch: bool = True, context: list[dict[str, Any]] | None = None) -> PromptOutcome:
         """Run a turn (or a slash command) in the session (SessionRuntime.prompt). `close_on_switch=False`:
         the client keeps the session open after /new, /switch or /clear (an ACP client picks its
         sessions and ends them with session/close), so its MCP servers and file stay as they are."""
-        outcome = await (await self._open(session_id)).prompt(text, frontend_for)
+        outcome = await (await self._open(session_id)).prompt(text, frontend_for, context)
         action = outcome.action
         if close_on_switch and action and action.get("kind") == "switch" and action.get("sessionId") != session_id:
             await self.close_session(session_id)  # /new, /switch, /clear: this daemon moves on
@@ -243,6 +249,28 @@ class App:
             runtime.release()
         await self.mcp.aclose()
         await self.models.pool.aclose()
+
+    # ---- the editor as context: mentions and MCP resources (issue 29) ---------------------------
+
+    async def complete_mentions(self, session_id: str | None, prefix: str, limit: int) -> list[tuple[str, str, str]]:
+        """(label, kind, uri) for `@prefix`: MCP resources (`server:uri`) when the prefix names a
+        server, workspace files and folders (as rg lists them), then resources whose name matches."""
+        out: list[tuple[str, str, str]] = []
+        resources = self.resources(session_id)
+        server, colon, _ = prefix.partition(":")
+        if colon and server in self.mcp.servers(session_id):
+            return [(f"{r[0]}:{r[1]}", "resource", r[1]) for r in resources if f"{r[0]}:{r[1]}".startswith(prefix)][:limit]
+        for label, kind in await self.files.complete(prefix, limit):
+            out.append((label, kind, (self.workspace.root / label).as_uri()))
+        low = prefix.lower()
+        out += [(f"{r[0]}:{r[1]}", "resource", r[1]) for r in resources
+                if low in f"{r[0]}:{r[1]}".lower() or low in r[2].lower()]
+        return out[:limit]
+
+    def resources(self, session_id: str | None) -> list[tuple[str, str, str, str | None]]:
+        """(server, uri, name, mime type) of every resource the session's ready MCP servers list."""
+        return [(s.name, str(r.uri), r.name, r.mime_type) for s in self.mcp.ready_servers(session_id)
+                for r in s.resources]
 
     # ---- checkpoints (checkpoints/undo.py) ----------------------------------------------------------------
 

@@ -51,7 +51,8 @@ def tool_settings(config: Config) -> ToolSettings:
                         list_max_entries=t.list_max_entries, command_timeout=t.command_timeout,
                         command_max_timeout=t.command_max_timeout, output_max_bytes=t.output_max_bytes,
                         run_command=RunCommandSettings(t.run_command.sandbox, tuple(t.run_command.writable),
-                                                       t.run_command.network))
+                                                       t.run_command.network),
+                        diagnostics_wait_ms=t.diagnostics.wait_ms, diagnostics_level=t.diagnostics.level)
 
 
 def subagents(config: Config, prompts: PromptManager) -> list[tuple[SubAgent, str]]:

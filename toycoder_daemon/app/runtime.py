@@ -27,14 +27,15 @@ from typing import Any
 
 from toycoder_daemon.agent.react import TurnResult, repair_tool_calls, run_turn
 from toycoder_daemon.agent.subagent import AgentRuntime, SubAgent, subagent_tool
+from toycoder_daemon.app.attachments import Attached, Attacher
 from toycoder_daemon.app.session_mcp import McpHub
 from toycoder_daemon.app.settings import Models
 from toycoder_daemon.checkpoints import RestoreResult
 from toycoder_daemon.checkpoints.undo import Checkpoints, SessionCheckpoints
 from toycoder_daemon.commands.builtin import commands
 from toycoder_daemon.commands.context import CommandContext, SessionDirectory
-from toycoder_daemon.config.model import Config
-from toycoder_daemon.core.errors import ConfigError, ProviderError, SessionBusy
+from toycoder_daemon.config.model import Config, ProviderConfig
+from toycoder_daemon.core.errors import BadInput, ConfigError, ProviderError, SessionBusy
 from toycoder_daemon.core.ports import Event, Frontend, ModelsInfo
 from toycoder_daemon.llm.base import ChatModel, Usage
 from toycoder_daemon.prompts.manager import PromptManager
@@ -98,6 +99,8 @@ class SessionParts:
     """App's open sessions, for /new, /clear, /switch and /sessions."""
     background: set[asyncio.Task[Any]] = field(default_factory=set)
     """Work after a turn (the model's title), cancelled at shutdown."""
+    attacher: Attacher | None = None
+    """Resolves a prompt's context items and mentions (app/attachments.py)."""
 
     @property
     def planners(self) -> frozenset[str]:
@@ -190,8 +193,11 @@ class SessionRuntime:
 
     # ---- the pipeline -------------------------------------------------------------------------
 
-    async def prompt(self, text: str, frontend_for: FrontendFactory) -> PromptOutcome:
-        """Run a turn (or a slash command): SessionBusy while one runs here or in another daemon."""
+    async def prompt(self, text: str, frontend_for: FrontendFactory,
+                     context: list[dict[str, Any]] | None = None) -> PromptOutcome:
+        """Run a turn (or a slash command): SessionBusy while one runs here or in another daemon.
+        `context`: the editor's context items (wire shapes); a refused one (or mention) is BadInput,
+        raised before anything is recorded or sent."""
         s, parts = self.session, self.parts
         if s.busy:
             raise SessionBusy(s.id)
@@ -199,7 +205,8 @@ class SessionRuntime:
         await parts.sharing.begin_turn(s, self.checkpoints.changes_of)  # the lock, and what other daemons wrote meanwhile
         turn_id = self.checkpoints.next_turn()
         frontend = frontend_for(s.id, turn_id)
-        work = self._command(text, frontend, turn_id) if model is None else self._turn(text, model, frontend, turn_id)
+        work = (self._command(text, frontend, turn_id) if model is None
+                else self._turn(text, model, frontend, turn_id, context or []))
         turn = s.turn = asyncio.ensure_future(work)
         parts.sharing.release_after(s, turn)
         cancelled = (TurnResult("cancelled", "", Usage(), 0), None)
@@ -228,9 +235,25 @@ class SessionRuntime:
             return TurnResult("cancelled", "", Usage(), 0), None
         return TurnResult("command", out.text, Usage(), 0), out.action
 
-    async def _turn(self, text: str, model: ChatModel, frontend: Frontend,
-                    turn_id: str) -> tuple[TurnResult, dict[str, Any] | None]:
+    async def attach(self, text: str, context: list[dict[str, Any]], frontend: Frontend) -> Attached | None:
+        """The prompt's context items and mentions resolved (BadInput for a refused one, or for an
+        image the session's model does not take)."""
+        parts = self.parts
+        if parts.attacher is None or (not context and "@" not in text):
+            return None
+        attached = await parts.attacher.resolve(text, context, frontend, parts.mcp.servers(self.session.id),
+                                                functools.partial(parts.mcp.read_resource, self.session.id))
+        if attached.images:
+            info = parts.models.info(self.session)
+            if info.model not in parts.config.providers.get(info.provider, ProviderConfig()).vision_models:
+                raise BadInput(f"the model {info.model} does not take images "
+                               f"(providers.{info.provider}.vision_models lists those that do)")
+        return attached
+
+    async def _turn(self, text: str, model: ChatModel, frontend: Frontend, turn_id: str,
+                    items: list[dict[str, Any]]) -> tuple[TurnResult, dict[str, Any] | None]:
         s, parts = self.session, self.parts
+        attached = await self.attach(text, items, frontend)  # refused: before anything is recorded or sent
         s.turn_usage = Usage()  # this turn's tokens, sub-agents included (reported even when cancelled)
         store = self.checkpoints.store
         checkpoint = store.begin_turn(turn_id, text)
@@ -242,13 +265,13 @@ class SessionRuntime:
         try:
             await self.compactor(frontend, summary, window=model)
             await parts.mcp.settle(s.id, frontend.emit)  # the config's servers and the session's: started or failed
-            s.ask(text, checkpoint)  # after compaction: the prompt is never summarised
+            s.ask(text, checkpoint, attached)  # after compaction: the prompt is never summarised
             result = await run_turn(model, s.messages, s.tools, frontend, max_steps=parts.config.agent.max_steps,
                                     make_context=context.for_call, on_usage=s.record_usage, make_room=room)
             return result, None
         except asyncio.CancelledError:
             log.info("turn cancelled in session %s", s.id)
-            s.ask(text, checkpoint)  # cancelled while compacting or waiting for MCP servers: kept, as later
+            s.ask(text, checkpoint, attached)  # cancelled while compacting or waiting for MCP servers: kept, as later
             return (result := TurnResult("cancelled", "", s.turn_usage, 0)), None
         finally:  # records usage, grants, the time of this turn and how it ended (a reload shows it)
             s.end_turn(checkpoint, result.stop_reason, s.turn_usage)

@@ -49,7 +49,8 @@ def transcript_entry(e: TranscriptEntry) -> wire.TranscriptEntry:
                                 files=[changed_file(f) for f in e.files] if e.role == "changes" else None,
                                 interrupted=e.interrupted or None, stop_reason=cast(Any, e.stop_reason),
                                 usage=usage_info(e.usage) if e.usage is not None else None,
-                                entries=plan_entries(e.plan) if e.role == "plan" else None)
+                                entries=plan_entries(e.plan) if e.role == "plan" else None,
+                                context=[wire.ContextChip.model_validate(c) for c in e.context] or None)
 
 
 def usage_info(u: Usage) -> wire.UsageInfo:
