@@ -18,11 +18,20 @@ from typing import Any
 
 from toycoder_daemon.app.attachments import Attacher
 from toycoder_daemon.app.factories import openai_models, subagents, tool_catalog, tool_settings
-from toycoder_daemon.app.runtime import FrontendFactory, Outlets, PromptOutcome, SessionParts, SessionRuntime, read_only
+from toycoder_daemon.app.runtime import (
+    FrontendFactory,
+    Outlets,
+    PromptOutcome,
+    SessionParts,
+    SessionRuntime,
+    command_rows,
+    read_only,
+)
 from toycoder_daemon.app.session_mcp import McpHub
 from toycoder_daemon.app.settings import Models
 from toycoder_daemon.checkpoints import Checkpoint, RestoreResult
 from toycoder_daemon.checkpoints.undo import ChangesOfStore, Checkpoints
+from toycoder_daemon.commands.custom import CommandRow, CustomCommand, CustomCommands
 from toycoder_daemon.config.model import Config, data_dir, load_config
 from toycoder_daemon.core.errors import ConfigError, SessionBusy
 from toycoder_daemon.core.ports import Event, Frontend, ModelsInfo, ToolSummary
@@ -90,7 +99,8 @@ class App:
         self.parts = SessionParts(self.workspace, self.config, self.prompts, self.store, self.settings, self.tools,
                                   agents, self.mcp, self.checkpoints, self.sharing, self.models, self._outlets, self,
                                   attacher=Attacher(self.workspace, self.settings, self.store.data_dir / "images",
-                                                    self.files))
+                                                    self.files),
+                                  custom=CustomCommands(self.workspace.root, self.config.commands.paths))
         self.runtimes: dict[str, SessionRuntime] = {}
         """The sessions this daemon has open."""
         self.live = OpenSessions(self.runtimes)
@@ -251,6 +261,13 @@ class App:
         await self.models.pool.aclose()
 
     # ---- the editor as context: mentions and MCP resources (issue 29) ---------------------------
+
+    def command_rows(self, session_id: str | None) -> tuple[list[CommandRow], list[CustomCommand]]:
+        """Every slash command (built-in, custom, the MCP prompts of the session's servers, or of the
+        config's without a session) and the custom ones a built-in hides."""
+        if session_id:
+            self.peek(session_id)  # SessionNotFound for an unknown id
+        return command_rows(self.parts, session_id)
 
     async def complete_mentions(self, session_id: str | None, prefix: str, limit: int) -> list[tuple[str, str, str]]:
         """(label, kind, uri) for `@prefix`: MCP resources (`server:uri`) when the prefix names a

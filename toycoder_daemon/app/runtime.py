@@ -34,6 +34,7 @@ from toycoder_daemon.checkpoints import RestoreResult
 from toycoder_daemon.checkpoints.undo import Checkpoints, SessionCheckpoints
 from toycoder_daemon.commands.builtin import commands
 from toycoder_daemon.commands.context import CommandContext, SessionDirectory
+from toycoder_daemon.commands.custom import CommandRow, CustomCommand, CustomCommands, listing
 from toycoder_daemon.config.model import Config, ProviderConfig
 from toycoder_daemon.core.errors import BadInput, ConfigError, ProviderError, SessionBusy
 from toycoder_daemon.core.ports import Event, Frontend, ModelsInfo
@@ -101,6 +102,8 @@ class SessionParts:
     """Work after a turn (the model's title), cancelled at shutdown."""
     attacher: Attacher | None = None
     """Resolves a prompt's context items and mentions (app/attachments.py)."""
+    custom: CustomCommands | None = None
+    """The workspace's and the user's custom slash commands (commands/custom.py)."""
 
     @property
     def planners(self) -> frozenset[str]:
@@ -128,6 +131,13 @@ def _bind(parts: SessionParts, s: Session, stored: list[Stored], file: SessionFi
         s.tools.register(subagent_tool(agent, description, lent))
     s.tools.add_own_source(parts.mcp.tools_of(s.id))
     return s
+
+
+def command_rows(parts: SessionParts, session_id: str | None) -> tuple[list[CommandRow], list[CustomCommand]]:
+    """Every slash command (built-in, custom, the MCP prompts of the session's servers, or of the
+    config's without a session) and the custom ones a built-in hides (/help warns)."""
+    builtin = [CommandRow(c.name, c.usage, c.help, "builtin", tuple(c.aliases)) for c in commands.all()]
+    return listing(builtin, parts.custom.all() if parts.custom else {}, parts.mcp.prompts(session_id))
 
 
 def read_only(parts: SessionParts, session_id: str) -> Session:
@@ -201,12 +211,19 @@ class SessionRuntime:
         s, parts = self.session, self.parts
         if s.busy:
             raise SessionBusy(s.id)
-        model = None if text.lstrip().startswith("/") else parts.models.of(s)
+        typed, model = text, None
+        if text.lstrip().startswith("/"):  # a custom command or MCP prompt becomes the turn's prompt
+            expansion = await self.expand(text)
+            if expansion is not None:
+                text, named = expansion
+                model = parts.models.named(s, named) if named else parts.models.of(s)
+        else:
+            model = parts.models.of(s)
         await parts.sharing.begin_turn(s, self.checkpoints.changes_of)  # the lock, and what other daemons wrote meanwhile
         turn_id = self.checkpoints.next_turn()
         frontend = frontend_for(s.id, turn_id)
         work = (self._command(text, frontend, turn_id) if model is None
-                else self._turn(text, model, frontend, turn_id, context or []))
+                else self._turn(text, model, frontend, turn_id, context or [], typed))
         turn = s.turn = asyncio.ensure_future(work)
         parts.sharing.release_after(s, turn)
         cancelled = (TurnResult("cancelled", "", Usage(), 0), None)
@@ -224,7 +241,7 @@ class SessionRuntime:
                 result, action = cancelled
         self._push_info(turn_id)
         if result.stop_reason == "end_turn":
-            self._title_after_first_turn(text, result.text)
+            self._title_after_first_turn(typed, result.text)
         return PromptOutcome(turn_id, result, action)
 
     async def _command(self, text: str, frontend: Frontend, turn_id: str) -> tuple[TurnResult, dict[str, Any] | None]:
@@ -250,13 +267,39 @@ class SessionRuntime:
                                f"(providers.{info.provider}.vision_models lists those that do)")
         return attached
 
+    async def expand(self, text: str) -> tuple[str, str | None] | None:
+        """`/name args` as a prompt (and the model its front matter names) when `name` is a custom
+        command or `mcp:<server>:<prompt>`; None for a built-in or unknown command (the registry
+        answers those). A built-in wins over a custom command of the same name. BadInput when an
+        MCP prompt's arguments are wrong or the server fails."""
+        name, _, rest = text.strip().lstrip("/").partition(" ")
+        if commands.get(name) is not None:
+            return None
+        parts = self.parts
+        custom = parts.custom.get(name) if parts.custom else None
+        if custom is not None:
+            return custom.expand(rest.strip()), custom.model
+        if not name.startswith("mcp:"):
+            return None
+        await parts.mcp.settle(self.session.id)
+        prompt = next((p for p in parts.mcp.prompts(self.session.id) if p.command == name), None)
+        if prompt is None:
+            return None
+        try:
+            return await parts.mcp.get_prompt(self.session.id, prompt.server, prompt.name, prompt.bind(rest.strip())), None
+        except ValueError as e:
+            raise BadInput(str(e)) from None
+
+    def command_rows(self) -> tuple[list[CommandRow], list[CustomCommand]]:
+        return command_rows(self.parts, self.session.id)
+
     async def _turn(self, text: str, model: ChatModel, frontend: Frontend, turn_id: str,
-                    items: list[dict[str, Any]]) -> tuple[TurnResult, dict[str, Any] | None]:
+                    items: list[dict[str, Any]], typed: str) -> tuple[TurnResult, dict[str, Any] | None]:
         s, parts = self.session, self.parts
         attached = await self.attach(text, items, frontend)  # refused: before anything is recorded or sent
         s.turn_usage = Usage()  # this turn's tokens, sub-agents included (reported even when cancelled)
         store = self.checkpoints.store
-        checkpoint = store.begin_turn(turn_id, text)
+        checkpoint = store.begin_turn(turn_id, typed)
         context = ToolContext(parts.workspace, frontend, "", parts.settings, checkpoints=store, checkpoint_turn=checkpoint)
         summary = parts.models.later(s, "fast")
         room = RoomMaker(s, frontend, model, parts.config.session,
@@ -265,13 +308,13 @@ class SessionRuntime:
         try:
             await self.compactor(frontend, summary, window=model)
             await parts.mcp.settle(s.id, frontend.emit)  # the config's servers and the session's: started or failed
-            s.ask(text, checkpoint, attached)  # after compaction: the prompt is never summarised
+            s.ask(text, checkpoint, attached, typed)  # after compaction: the prompt is never summarised
             result = await run_turn(model, s.messages, s.tools, frontend, max_steps=parts.config.agent.max_steps,
                                     make_context=context.for_call, on_usage=s.record_usage, make_room=room)
             return result, None
         except asyncio.CancelledError:
             log.info("turn cancelled in session %s", s.id)
-            s.ask(text, checkpoint, attached)  # cancelled while compacting or waiting for MCP servers: kept, as later
+            s.ask(text, checkpoint, attached, typed)  # cancelled while compacting or waiting for MCP servers: kept, as later
             return (result := TurnResult("cancelled", "", s.turn_usage, 0)), None
         finally:  # records usage, grants, the time of this turn and how it ended (a reload shows it)
             s.end_turn(checkpoint, result.stop_reason, s.turn_usage)

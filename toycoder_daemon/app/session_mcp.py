@@ -28,6 +28,7 @@ from toycoder_daemon.core.ports import Event, Level, McpWaiting
 from toycoder_daemon.tools.registry import ToolSlot
 
 if TYPE_CHECKING:
+    from toycoder_daemon.commands.custom import McpPrompt
     from toycoder_daemon.tools.mcp.manager import McpManager, McpServerSpec
     from toycoder_daemon.tools.mcp.server import McpServer
     from toycoder_daemon.tools.registry import ToolRegistry
@@ -209,6 +210,21 @@ class McpHub:
                     seen.add(s.name)
                     out.append(s)
         return out
+
+    def prompts(self, session_id: str | None) -> list[McpPrompt]:
+        """The prompts of the session's ready servers, as `/mcp:<server>:<prompt>` commands."""
+        from toycoder_daemon.commands.custom import McpPrompt
+
+        return [McpPrompt(s.name, p.name, " ".join((p.description or p.title or "").split()),
+                          tuple((a.name, bool(a.required)) for a in p.arguments or ()))
+                for s in self.ready_servers(session_id) for p in s.prompts]
+
+    async def get_prompt(self, session_id: str, server: str, name: str, arguments: dict[str, str]) -> str:
+        """prompts/get on the session's server `server`; ValueError with the reason."""
+        for s in self.ready_servers(session_id):
+            if s.name == server:
+                return await s.get_prompt(name, arguments)
+        raise ValueError(f"MCP server {server!r} is not running")
 
     async def read_resource(self, session_id: str, server: str, uri: str) -> str:
         """resources/read on the session's server `server`; ValueError with the reason."""

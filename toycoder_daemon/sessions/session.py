@@ -229,17 +229,21 @@ class Session:
         if self.file:
             self.file.write_meta(self.meta())
 
-    def ask(self, text: str, turn: str, attached: Attachment | None = None) -> None:
-        """The turn's prompt into the conversation (and the title from it), once per turn; with what
-        was attached: its text for the model, its chips, its images (by reference)."""
+    def ask(self, text: str, turn: str, attached: Attachment | None = None, typed: str | None = None) -> None:
+        """The turn's prompt into the conversation (and the title from what was typed), once per
+        turn; with what was attached (its text for the model, its chips, its images by reference),
+        and `typed` when the person typed something else (a custom command `text` expands)."""
         if self.asked_turn != turn:
             self.asked_turn = turn
-            self.title_from(text)
+            typed = text if typed is None else typed
+            self.title_from(typed)
             message: UserMessage = {"role": "user", "content": text, "turn": turn}
             if attached is not None and attached.chips:
-                message["content"], message["typed"], message["context"] = attached.content(text), text, attached.chips
+                message["content"], message["context"] = attached.content(text), attached.chips
                 if attached.images:
                     message["images"] = attached.images
+            if message["content"] != typed:
+                message["typed"] = typed
             self.messages.append(message)
 
     def title_from(self, text: str) -> None:

@@ -341,6 +341,11 @@ class SetEnabledParams(Wire):
     enabled: bool
 
 
+class CommandsListParams(Wire):
+    session_id: str | None = None
+    """With it, the MCP prompts of the session's servers too (else the config's)."""
+
+
 class ModelsListParams(Wire):
     session_id: str | None = None
 
@@ -621,7 +626,7 @@ REQUESTS: tuple[Request, ...] = (
     Request(CANCEL, SessionIdParams, CancelResult),
     Request(TOOLS_LIST, SessionIdParams, ToolList),
     Request(TOOLS_SET_ENABLED, SetEnabledParams, EmptyResult),
-    Request(COMMANDS_LIST, EmptyParams, CommandList),
+    Request(COMMANDS_LIST, CommandsListParams, CommandList),
     Request(MODELS_LIST, ModelsListParams, ModelsResult),
     Request(MODELS_SET, ModelsSetParams, ModelsResult),
     Request(CHECKPOINT_LIST, SessionIdParams, CheckpointList),

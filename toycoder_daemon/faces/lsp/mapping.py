@@ -13,7 +13,7 @@ from pydantic import TypeAdapter
 from toycoder_daemon.app.application import PromptOutcome
 from toycoder_daemon.checkpoints import Checkpoint
 from toycoder_daemon.checkpoints import RestoreResult as CoreRestoreResult
-from toycoder_daemon.commands.registry import Command
+from toycoder_daemon.commands.custom import CommandRow
 from toycoder_daemon.core.ports import (
     ChangedFile,
     Compacted,
@@ -80,8 +80,8 @@ def tool_info(t: ToolSummary) -> wire.ToolInfo:
                          source=t.source)
 
 
-def command_info(c: Command) -> wire.CommandInfo:
-    return wire.CommandInfo(name=c.name, usage=c.usage, help=c.help, aliases=list(c.aliases))
+def command_info(c: CommandRow) -> wire.CommandInfo:
+    return wire.CommandInfo(name=c.name, usage=c.usage, help=c.help, aliases=list(c.aliases), source=c.source)
 
 
 def models_result(m: ModelsInfo) -> wire.ModelsResult:

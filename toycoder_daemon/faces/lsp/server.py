@@ -25,7 +25,6 @@ from pygls.uris import to_fs_path
 from toycoder_daemon import __version__
 from toycoder_daemon.app.application import App
 from toycoder_daemon.checkpoints import UnknownCheckpoint
-from toycoder_daemon.commands.builtin import commands
 from toycoder_daemon.commands.served import with_served
 from toycoder_daemon.core.modes import available_modes
 from toycoder_daemon.core.util.background import Background
@@ -297,8 +296,10 @@ async def tools_set_enabled(ls: ToyCoderServer, p: wire.SetEnabledParams) -> wir
     return wire.EmptyResult()
 
 
-async def commands_list(ls: ToyCoderServer, p: wire.EmptyParams) -> wire.CommandList:
-    return wire.CommandList(commands=[to_wire.command_info(c) for c in commands.all()])
+async def commands_list(ls: ToyCoderServer, p: wire.CommandsListParams) -> wire.CommandList:
+    """Built-in, custom (scanned again when their files changed) and MCP prompt commands."""
+    rows, _ = ls.get_app().command_rows(p.session_id)
+    return wire.CommandList(commands=[to_wire.command_info(c) for c in rows])
 
 
 async def models_list(ls: ToyCoderServer, p: wire.ModelsListParams) -> wire.ModelsResult:

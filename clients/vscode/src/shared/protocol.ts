@@ -334,6 +334,11 @@ export interface SetEnabledParams {
   enabled: boolean;
 }
 
+export interface CommandsListParams {
+  /** With it, the MCP prompts of the session's servers too (else the config's). */
+  sessionId?: string;
+}
+
 export interface CommandInfo {
   name: string;
   usage: string;
@@ -529,7 +534,7 @@ export interface Requests {
   'toycoder/cancel': { params: SessionIdParams; result: CancelResult };
   'toycoder/tools/list': { params: SessionIdParams; result: ToolList };
   'toycoder/tools/setEnabled': { params: SetEnabledParams; result: EmptyResult };
-  'toycoder/commands/list': { params: EmptyParams; result: CommandList };
+  'toycoder/commands/list': { params: CommandsListParams; result: CommandList };
   'toycoder/models/list': { params: ModelsListParams; result: ModelsResult };
   'toycoder/models/set': { params: ModelsSetParams; result: ModelsResult };
   'toycoder/checkpoint/list': { params: SessionIdParams; result: CheckpointList };
