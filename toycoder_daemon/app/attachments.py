@@ -28,6 +28,7 @@ from toycoder_daemon.core.ports import Frontend
 from toycoder_daemon.core.util import secrets
 from toycoder_daemon.core.util.atomic import atomic_write
 from toycoder_daemon.tools.base import ToolContext, ToolError
+from toycoder_daemon.tools.diagnostics import diagnostic_line
 from toycoder_daemon.tools.files.read import read_file
 from toycoder_daemon.tools.search.file_index import FileIndex
 from toycoder_daemon.tools.settings import ToolSettings
@@ -43,7 +44,6 @@ IMAGE_TYPES = {  # mime type -> how its bytes start (a renamed file of another t
 MENTION = re.compile(r"(?<![\w@/])@([^\s@`'\"<>]+)")
 LINES = re.compile(r"#L(\d+)(?:-L?(\d+))?$")
 _HEADER = re.compile(r"^.*: lines (\d+)-(\d+) of (\d+)")
-SEVERITY = {1: "error", 2: "warning", 3: "info", 4: "hint"}
 
 ResourceReader = Callable[[str, str], Awaitable[str]]
 """(server, uri) -> the resource's text (resources/read); raises ValueError with the reason."""
@@ -226,10 +226,3 @@ class Attacher:
             return  # not a file (an e-mail address, a decorator, a folder): the text stays as it is
         await self._file(out, ctx, where, str(p), lines)
 
-
-def diagnostic_line(rel: str, d: dict[str, Any]) -> str:
-    """`calc.py:3 error: undefined name 'y' (pyflakes)`: how the model reads one LSP Diagnostic."""
-    line = (d.get("range") or {}).get("start", {}).get("line", 0) + 1
-    severity = SEVERITY.get(d.get("severity") or 1, "error")
-    source = f" ({d['source']})" if d.get("source") else ""
-    return f"{rel}:{line} {severity}: {d.get('message', '')}{source}"

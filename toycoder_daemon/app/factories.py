@@ -11,6 +11,7 @@ from toycoder_daemon.llm.pool import ModelFactory
 from toycoder_daemon.prompts.manager import PromptManager
 from toycoder_daemon.tools import arg_schemas
 from toycoder_daemon.tools.ask import ask_user
+from toycoder_daemon.tools.diagnostics import get_diagnostics
 from toycoder_daemon.tools.files.edit import edit_file, write_file
 from toycoder_daemon.tools.files.read import list_directory, read_file
 from toycoder_daemon.tools.permission import PermissionGate
@@ -70,7 +71,7 @@ def subagents(config: Config, prompts: PromptManager) -> list[tuple[SubAgent, st
 
 
 BUILTIN_TOOLS = (read_file, list_directory, glob_search, grep_search, write_file, edit_file, run_command, ask_user,
-                 update_plan)
+                 update_plan, get_diagnostics)
 
 
 def tool_schema_file() -> str:
