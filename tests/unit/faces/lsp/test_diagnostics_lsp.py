@@ -68,22 +68,26 @@ async def test_new_errors_of_an_edit_end_its_observation(start_daemon, llm: Fake
     assert result["status"] == "completed" and "undefined name 'y'" in result["output"]
 
 
-async def test_level_errors_leaves_warnings_out_and_off_asks_nothing(start_daemon, llm: FakeLLM,
-                                                                     workspace: Path) -> None:
-    d = await start_daemon(caps=CAPS, extra=ALLOW + "tools: {diagnostics: {level: errors, wait_ms: 200}}\n")
+async def _edit_with(start_daemon, llm: FakeLLM, workspace: Path, extra: str,  # type: ignore[no-untyped-def]
+                     content: str) -> list[dict[str, Any]]:
+    """A daemon with `extra` config whose model writes calc.py; what its client was asked."""
+    d = await start_daemon(caps=CAPS, extra=ALLOW + extra)
     asked: list[dict[str, Any]] = []
     d.handlers["toycoder/diagnostics"] = producer(asked, workspace)
-    llm.add(write_call("calc.py", "a = 1  # TODO\n"), {"text": "ok"})
-    sid = await new_session(d)
-    await d.call("toycoder/prompt", {"sessionId": sid, "text": "edit"})
+    llm.add(write_call("calc.py", content), {"text": "ok"})
+    await d.call("toycoder/prompt", {"sessionId": await new_session(d), "text": "edit"})
+    return asked
+
+
+async def test_level_errors_leaves_warnings_out_and_off_asks_nothing(start_daemon, llm: FakeLLM,
+                                                                     workspace: Path) -> None:
+    asked = await _edit_with(start_daemon, llm, workspace, "tools: {diagnostics: {level: errors, wait_ms: 200}}\n",
+                             "a = 1  # TODO\n")
     assert "Editor diagnostics" not in _observation(llm) and asked[-1]["waitMs"] == 200
-    off = await start_daemon(caps=CAPS, extra=ALLOW + "tools: {diagnostics: {level: 'off'}}\n")
-    asked_off: list[dict[str, Any]] = []
-    off.handlers["toycoder/diagnostics"] = producer(asked_off, workspace)
-    llm.add(write_call("calc.py", "b = y\n"), {"text": "ok"})
-    sid = await new_session(off)
-    await off.call("toycoder/prompt", {"sessionId": sid, "text": "edit"})
-    assert "Editor diagnostics" not in _observation(llm) and asked_off == []
+    asked = await _edit_with(start_daemon, llm, workspace, "tools: {diagnostics: {level: errors}}\n", "b = y\n")
+    assert _observation(llm).endswith("after this edit: calc.py:1 error: undefined name 'y' (pyflakes)")
+    asked = await _edit_with(start_daemon, llm, workspace, "tools: {diagnostics: {level: 'off'}}\n", "c = y\n")
+    assert "Editor diagnostics" not in _observation(llm) and asked == []
 
 
 async def test_no_capability_slow_or_malformed_answers_leave_the_edit_alone(start_daemon, llm: FakeLLM,
