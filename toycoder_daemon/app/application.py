@@ -43,6 +43,7 @@ from toycoder_daemon.sessions.context import Compaction
 from toycoder_daemon.sessions.session import Session, TranscriptEntry
 from toycoder_daemon.sessions.sharing import Sharing
 from toycoder_daemon.sessions.store import SessionStore, SessionSummary
+from toycoder_daemon.tools.base import ToolError
 from toycoder_daemon.tools.search.file_index import FileIndex
 from toycoder_daemon.tools.workspace import Workspace
 
@@ -118,7 +119,8 @@ class App:
         return cls(workspace_root, config, config_path=path)
 
     async def start(self) -> None:
-        """Background start-up after initialize: MCP servers connect and the streaming client's
+        """Background start-up after initialize: MCP servers connect, the workspace's files are listed
+        for mention completion, and the streaming client's
         imports (~0.1 s) and CA store (~50 ms, for TLS providers) load while the person types their
         first prompt (a turn that comes first starts the MCP servers itself: mcp.settle)."""
         await self.mcp.start()
@@ -127,6 +129,10 @@ class App:
 
             urls = [p.base_url for p in self.config.providers.values() if p.api_keys]
             await asyncio.to_thread(http_stream.preload, urls)
+        try:  # last: the first `@` completion finds the workspace listed (rg: ~0.2 s for 20k files)
+            await self.files.files()
+        except ToolError as e:  # no rg: completion and attaching say so when asked
+            log.info("workspace files not listed: %s", e)
 
     # ---- what the wire face sets -------------------------------------------------------------
 
@@ -255,6 +261,7 @@ class App:
 
         kill_all()  # whatever a turn did not manage to stop in time
         self.sharing.close()
+        self.files.close()
         for runtime in self.runtimes.values():
             runtime.release()
         await self.mcp.aclose()
@@ -277,8 +284,11 @@ class App:
         server, colon, _ = prefix.partition(":")
         if colon and server in self.mcp.servers(session_id):
             return [(f"{r[0]}:{r[1]}", "resource", r[1]) for r in resources if f"{r[0]}:{r[1]}".startswith(prefix)][:limit]
-        for label, kind in await self.files.complete(prefix, limit):
-            out.append((label, kind, (self.workspace.root / label).as_uri()))
+        try:
+            for label, kind in await self.files.complete(prefix, limit):
+                out.append((label, kind, (self.workspace.root / label).as_uri()))
+        except ToolError as e:  # rg missing or failing: the resources can still be offered
+            log.info("no file completion: %s", e)
         low = prefix.lower()
         out += [(f"{r[0]}:{r[1]}", "resource", r[1]) for r in resources
                 if low in f"{r[0]}:{r[1]}".lower() or low in r[2].lower()]

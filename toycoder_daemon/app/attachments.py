@@ -147,7 +147,11 @@ class Attacher:
         rel = self.workspace.relative(p)
         if p.is_dir():
             raise BadInput(f"{where}: {rel} is a directory")
-        if p.exists() and not await self.files.visible(Path(rel).as_posix()):
+        try:
+            hidden = p.exists() and not await self.files.visible(Path(rel).as_posix())
+        except ToolError as e:
+            raise BadInput(f"{where}: cannot tell whether the ignore rules hide {rel}: {e}") from None
+        if hidden:
             raise BadInput(f"{where}: {rel} is hidden by the ignore rules (.gitignore)")
         offset, limit = (lines[0], lines[1] - lines[0] + 1) if lines else (1, None)
         try:

@@ -2,25 +2,32 @@
 for `@` mention completion and for the question "may a prompt attach this file?".
 
 Listing 20k files takes rg tens of milliseconds, more than a keystroke's completion may: the list
-is kept and served as it is, and a listing older than `max_age` is refreshed in the background
-(the answer after next sees new files). A path missing from a kept list is looked up again in a
+is kept (indexed off the event loop) and served as it is, and a listing older than `max_age` is
+refreshed in the background (the answer after next sees new files). A path missing from a kept list is looked up again in a
 fresh listing before it is called hidden, so a file made a moment ago is not refused.
 """
 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import time
 from pathlib import Path
 
 
 class FileIndex:
-    def __init__(self, root: Path, max_age: float = 5.0):
+    def __init__(self, root: Path, max_age: float = 10.0):
         self.root = root
         self.max_age = max_age
         self._files: list[str] = []
         self._set: frozenset[str] = frozenset()
-        self._dirs: list[str] = []
+        self._lows: list[str] = []
+        """Every folder (with its /) and file, lower-cased, sorted: prefixes by bisection."""
+        self._entries: list[tuple[str, str]] = []
+        """(path as shown, "file"|"folder") in `_lows`' order."""
+        self._blob = ""
+        """`_lows` joined by newlines: a substring is found by str.find, not a Python loop."""
+        self._starts: list[int] = []
         self._at = 0.0
         self._listing: asyncio.Future[None] | None = None
 
@@ -31,6 +38,10 @@ class FileIndex:
 
         found: list[bytes] = []
         await run_rg(["--files", *RG_COMMON, *SKIP_GIT], self.root, found.extend)
+        await asyncio.to_thread(self._index, found)  # 20k paths: kept off the event loop
+        self._at = time.monotonic()
+
+    def _index(self, found: list[bytes]) -> None:
         files = sorted(p.decode("utf-8", "surrogateescape").removeprefix("./") for p in found)
         dirs: set[str] = set()
         for f in files:
@@ -38,13 +49,27 @@ class FileIndex:
             while parent and parent not in dirs:
                 dirs.add(parent)
                 parent = parent.rpartition("/")[0]
-        self._files, self._set, self._dirs, self._at = files, frozenset(files), sorted(dirs), time.monotonic()
+        rows = sorted([(d.lower() + "/", d + "/", "folder") for d in dirs] + [(f.lower(), f, "file") for f in files])
+        lows = [r[0] for r in rows]
+        starts: list[int] = []
+        at = 0
+        for low in lows:
+            starts.append(at)
+            at += len(low) + 1
+        self._files, self._set = files, frozenset(files)
+        self._lows, self._entries = lows, [(r[1], r[2]) for r in rows]
+        self._blob, self._starts = "\n".join(lows), starts
 
     def _refresh(self) -> asyncio.Future[None]:
         """One listing at a time: callers meanwhile share it."""
         if self._listing is None or self._listing.done():
             self._listing = asyncio.ensure_future(self._list())
         return self._listing
+
+    def close(self) -> None:
+        """A listing still running is stopped (its rg killed)."""
+        if self._listing is not None and not self._listing.done():
+            self._listing.cancel()
 
     async def files(self) -> list[str]:
         """Workspace-relative paths (sorted); a stale kept list is returned and refreshed behind."""
@@ -61,23 +86,29 @@ class FileIndex:
             await asyncio.shield(self._refresh())
         return rel in self._set
 
-    async def complete(self, prefix: str, limit: int) -> list[tuple[str, str]]:
-        """(path, "file"|"folder") for `prefix`: the folders and files starting with it first, then
-        those whose name or path merely contains it (case-insensitive), shortest first."""
-        files = await self.files()
-        low = prefix.lower()
-        starts: list[tuple[str, str]] = []
-        contains: list[tuple[str, str]] = []
-        for kind, names in (("folder", self._dirs), ("file", files)):
-            for name in names:
-                shown = name + "/" if kind == "folder" else name
-                n = shown.lower()
-                if n.startswith(low):
-                    starts.append((shown, kind))
-                elif low and low in n:
-                    contains.append((shown, kind))
-            if len(starts) >= limit:
-                break
-        starts.sort(key=lambda e: (e[0].count("/") - (e[1] == "folder"), len(e[0]), e[0]))
-        contains.sort(key=lambda e: (low not in e[0].rpartition("/")[2].lower(), len(e[0]), e[0]))
-        return (starts + contains)[:limit]
+    async def complete(self, prefix: str, limit: int, scan: int = 2000) -> list[tuple[str, str]]:
+        """(path, "file"|"folder") for `prefix` (case-insensitive): the paths starting with it,
+        shallowest first, then those that merely contain it (in their name first), shortest first;
+        at most `scan` candidates of each kind are ranked."""
+        await self.files()
+        low, lows = prefix.lower(), self._lows
+        starts: list[int] = []
+        i = bisect.bisect_left(lows, low)
+        while i < len(lows) and lows[i].startswith(low) and len(starts) < scan:
+            starts.append(i)
+            i += 1
+        ranked = sorted(starts, key=lambda n: (lows[n].rstrip("/").count("/"), len(lows[n]), lows[n]))
+        out = [self._entries[n] for n in ranked[:limit]]
+        if len(out) < limit and low and "\n" not in low:
+            seen = set(starts)
+            contains: list[int] = []
+            at = self._blob.find(low)
+            while at >= 0 and len(contains) < scan:
+                n = bisect.bisect_right(self._starts, at) - 1
+                if n not in seen:
+                    seen.add(n)
+                    contains.append(n)
+                at = self._blob.find(low, self._starts[n] + len(lows[n]) + 1) if n + 1 < len(lows) else -1
+            contains.sort(key=lambda n: (low not in lows[n].rstrip("/").rpartition("/")[2], len(lows[n]), lows[n]))
+            out += [self._entries[n] for n in contains[:limit - len(out)]]
+        return out
