@@ -10,6 +10,7 @@ import type { DaemonHandlers } from './daemon';
 import { CheckpointDaemon, openChangedFile, restoreTurn } from './changes';
 import { copyCode, insertCode } from './codeBlocks';
 import { DocumentSink, DocumentSync } from './documents';
+import { editorDiagnostics } from './diagnostics';
 import { askPermission, askUser, ShowDiff } from './permission';
 import type { CancelToken, Reviews } from './reviews';
 import { selectionQuestion } from './selection';
@@ -113,6 +114,7 @@ export class ChatController implements vscode.Disposable {
       askUser: (params, token) => askUser(params, token),
       progress: (token, value) => this.onProgress(token, value),
       applyEdit: (params) => applyWorkspaceEdit(params, this.options.log),
+      diagnostics: (params, token) => editorDiagnostics(params, token),
       showMessage: (type, message) => {
         this.options.log(`[daemon] ${message}`);
         if (type === 1) void vscode.window.showErrorMessage(`ToyCoder: ${message}`);

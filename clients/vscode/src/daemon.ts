@@ -18,6 +18,8 @@ import {
   AskUserParams,
   AskUserResult,
   CommandInfo,
+  DiagnosticsParams,
+  DiagnosticsResult,
   ErrorCodes,
   Methods,
   PermissionParams,
@@ -53,6 +55,8 @@ export interface DaemonHandlers {
   progress?(token: string | number, value: ProgressValue): void;
   /** workspace/applyEdit; given, the client declares `workspace.applyEdit` and open files are edited here. */
   applyEdit?(params: ApplyWorkspaceEditParams): Promise<ApplyWorkspaceEditResult>;
+  /** toycoder/diagnostics; given, the client declares `experimental.toycoder.diagnostics`. */
+  diagnostics?(params: DiagnosticsParams, token: CancellationToken): Promise<DiagnosticsResult>;
   /** window/showMessage: 1 error, 2 warning, 3 info, 4 log. */
   showMessage?(type: number, message: string): void;
   /** A line the daemon wrote to stderr. */
@@ -72,9 +76,9 @@ export interface InitializeResult {
  * `workspaceEdit.documentChanges` so edits carry the document version they were made against
  * (applyEdit.ts refuses a mismatch).
  */
-export function clientCapabilities(appliesEdits: boolean): Record<string, unknown> {
+export function clientCapabilities(appliesEdits: boolean, reportsDiagnostics = false): Record<string, unknown> {
   return {
-    experimental: { toycoder: { permissionRequest: true, askUser: true } },
+    experimental: { toycoder: { permissionRequest: true, askUser: true, ...(reportsDiagnostics ? { diagnostics: true } : {}) } },
     window: { workDoneProgress: true },
     ...(appliesEdits ? { workspace: { applyEdit: true, workspaceEdit: { documentChanges: true } } } : {}),
     textDocument: { synchronization: { dynamicRegistration: false, didSave: false } },
@@ -166,6 +170,14 @@ export class DaemonClient {
         return { applied: false, failureReason: e instanceof Error ? e.message : String(e) };
       }
     });
+    connection.onRequest(Methods.diagnostics, async (params: DiagnosticsParams, token): Promise<DiagnosticsResult> => {
+      if (!handlers.diagnostics) return { items: [] };
+      try {
+        return await handlers.diagnostics(params, token);
+      } catch {
+        return { items: [] };
+      }
+    });
     connection.onRequest('window/workDoneProgress/create', () => null);
     connection.onNotification('$/progress', (p: { token: string | number; value: ProgressValue }) =>
       handlers.progress?.(p.token, p.value));
@@ -192,7 +204,7 @@ export class DaemonClient {
       rootPath: root ?? null,
       workspaceFolders: root ? [{ uri: pathToFileURL(root).href, name: root.split(/[\\/]/).pop() || root }] : null,
       initializationOptions: options.configPath ? { configPath: options.configPath } : {},
-      capabilities: clientCapabilities(handlers.applyEdit !== undefined),
+      capabilities: clientCapabilities(handlers.applyEdit !== undefined, handlers.diagnostics !== undefined),
     });
     init.catch(() => undefined);
     let result: InitializeResult;

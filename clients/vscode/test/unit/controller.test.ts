@@ -37,7 +37,7 @@ class FakeDaemon implements Daemon {
     return this.onPrompt(sid, text);
   }
   async cancel(sid: string) { this.cancels.push(sid); return true; }
-  async listCommands() { return [{ name: 'help', usage: '/help [command]', help: 'Help.', aliases: ['?'] }]; }
+  async listCommands() { return [{ name: 'help', usage: '/help [command]', help: 'Help.', aliases: ['?'], source: 'builtin' }]; }
   restores: RestoreParams[] = [];
   onRestore: (p: RestoreParams) => Promise<RestoreResult> = async (p) => ({ restored: p.paths ?? ['a.py'], conflicts: [], note: '' });
   async restoreCheckpoint(p: RestoreParams) { this.restores.push(p); return this.onRestore(p); }
