@@ -18,7 +18,7 @@ import { ModeDaemon, pickMode, pickSession, SessionHeader } from './sessionHeade
 import type { RestoreRequest, ToHost, ToWebview } from './shared/messages';
 import type { ProgressValue } from './shared/lsp';
 import type {
-  CommandInfo, PermissionParams, PermissionResult, PromptResult, SessionInfo, SessionLoadResult, UpdateParams,
+  CommandInfo, MentionItem, PermissionParams, PermissionResult, PromptResult, SessionInfo, SessionLoadResult, UpdateParams,
 } from './shared/protocol';
 
 export { selectionPrompt } from './selection';
@@ -32,6 +32,8 @@ export interface Daemon extends DocumentSink, CheckpointDaemon, ModeDaemon {
   prompt(sessionId: string, text: string): Promise<PromptResult>;
   cancel(sessionId: string): Promise<boolean>;
   listCommands(): Promise<CommandInfo[]>;
+  /** toycoder/mentions/complete: what `@prefix` may name (files, folders, MCP resources). */
+  completeMentions?(sessionId: string | undefined, prefix: string, limit?: number): Promise<MentionItem[]>;
   dispose(): Promise<void>;
 }
 
@@ -273,6 +275,19 @@ export class ChatController implements vscode.Disposable {
         return this.restore(message.request);
       case 'openFile':
         return openChangedFile(message.uri);
+      case 'mentions':
+        return this.mentions(message.prefix);
+    }
+  }
+
+  /** `@` in the prompt box: the daemon lists what the prefix may name (nothing while it is not running). */
+  private async mentions(prefix: string): Promise<void> {
+    const daemon = this.daemon;
+    if (!daemon?.running || !daemon.completeMentions) return;
+    try {
+      this.post({ type: 'mentionItems', prefix, items: await daemon.completeMentions(this.sessionId, prefix, 30) });
+    } catch {
+      /* no completion: the prompt still goes as typed */
     }
   }
 

@@ -21,6 +21,7 @@ import {
   DiagnosticsParams,
   DiagnosticsResult,
   ErrorCodes,
+  MentionItem,
   Methods,
   PermissionParams,
   PermissionResult,
@@ -273,6 +274,11 @@ export class DaemonClient {
 
   async cancel(sessionId: string): Promise<boolean> {
     return (await this.request<{ cancelled: boolean }>(Methods.cancel, { sessionId })).cancelled;
+  }
+
+  async completeMentions(sessionId: string | undefined, prefix: string, limit = 50): Promise<MentionItem[]> {
+    const params = sessionId ? { sessionId, prefix, limit } : { prefix, limit };
+    return (await this.request<{ items: MentionItem[] }>(Methods.mentionsComplete, params)).items;
   }
 
   async listCommands(): Promise<CommandInfo[]> {

@@ -6,7 +6,9 @@
  */
 
 import type { RestoreParams, RestoreResult } from './checkpoints';
-import type { CommandInfo, Decision, PermissionParams, PromptResult, SessionInfo, TranscriptEntry, UpdateParams } from './protocol';
+import type {
+  CommandInfo, Decision, MentionItem, PermissionParams, PromptResult, SessionInfo, TranscriptEntry, UpdateParams,
+} from './protocol';
 
 /** How a permission request ended: a decision, or `cancelled` when the daemon withdrew it. */
 export type ReviewOutcome = Decision | 'cancelled';
@@ -45,6 +47,8 @@ export type Envelope =
   | { type: 'restoreResult'; request: RestoreRequest; result: RestoreResult }
   /** The restore request failed (unknown checkpoint, daemon gone): why. */
   | { type: 'restoreFailed'; request: RestoreRequest; message: string }
+  /** What `@prefix` may name (toycoder/mentions/complete), for the prompt box's completion. */
+  | { type: 'mentionItems'; prefix: string; items: MentionItem[] }
   // ---- webview -> host ---------------------------------------------------------------------
   /** The webview's script has loaded and listens. */
   | { type: 'ready' }
@@ -67,14 +71,16 @@ export type Envelope =
   /** A changes card's Undo / Revert / Force: restore that turn (the host adds the session). */
   | { type: 'restore'; request: RestoreRequest }
   /** A file of a changes card was clicked: open it in the editor. */
-  | { type: 'openFile'; uri: string };
+  | { type: 'openFile'; uri: string }
+  /** The word before the cursor starts with `@`: complete it. */
+  | { type: 'mentions'; prefix: string };
 
 /** What a changes card asks to restore: toycoder/checkpoint/restore's params without the session. */
 export type RestoreRequest = Omit<RestoreParams, 'sessionId'>;
 
 type HostTypes = 'daemon' | 'commands' | 'transcript' | 'turnStarted' | 'update' | 'progress' | 'turnEnded'
   | 'turnFailed' | 'notice' | 'focusInput' | 'permission' | 'permissionDecided' | 'showPermission' | 'restoreResult'
-  | 'restoreFailed';
+  | 'restoreFailed' | 'mentionItems';
 
 export type ToWebview = Extract<Envelope, { type: HostTypes }>;
 export type ToHost = Exclude<Envelope, { type: HostTypes }>;

@@ -5,7 +5,7 @@
 
 import type MarkdownIt from 'markdown-it';
 import type { ToHost, ToWebview } from '../shared/messages';
-import type { CommandInfo, PromptResult, TranscriptEntry, UpdateParams } from '../shared/protocol';
+import type { CommandInfo, MentionItem, PromptResult, TranscriptEntry, UpdateParams } from '../shared/protocol';
 import { h } from './dom';
 import { createMarkdown, createPromptMarkdown } from './markdown';
 import { permissionCard, recordDecision } from './permissionCard';
@@ -25,6 +25,9 @@ export class ChatView {
   private readonly completions: HTMLUListElement;
   private commands: CommandInfo[] = [];
   private matches: CommandInfo[] = [];
+  /** `@` completion: the mention being typed (its start in the prompt) and the daemon's items for it. */
+  private mention: { start: number; prefix: string } | null = null;
+  private mentionItems: MentionItem[] = [];
   private selected = 0;
   private turn: TurnView | null = null;
   private running = false;
@@ -67,6 +70,9 @@ export class ChatView {
         break;
       case 'commands':
         this.commands = message.commands;
+        break;
+      case 'mentionItems':
+        if (this.mention?.prefix === message.prefix) this.showMentions(message.items);
         break;
       case 'transcript':
         this.showTranscript(message.entries);
@@ -347,6 +353,15 @@ export class ChatView {
 
   private updateCompletions(): void {
     const value = this.prompt.value;
+    const before = value.slice(0, this.prompt.selectionStart ?? value.length);
+    const at = /(?:^|\s)@(\S*)$/.exec(before);
+    if (at) {
+      const prefix = at[1];
+      this.mention = { start: before.length - prefix.length - 1, prefix };
+      this.post({ type: 'mentions', prefix });
+      return;
+    }
+    this.mention = null;
     if (!/^\/\S*$/.test(value) || this.commands.length === 0) {
       this.hideCompletions();
       return;
@@ -379,7 +394,30 @@ export class ChatView {
     this.completions.querySelector('.selected')?.scrollIntoView({ block: 'nearest' });
   }
 
+  private showMentions(items: MentionItem[]): void {
+    this.mentionItems = items;
+    // the same list as the commands': a mention is an item with its label as usage, its kind as help
+    this.matches = items.map((i) => ({ name: i.label, usage: `@${i.label}`, help: i.kind, aliases: [], source: 'mention' }));
+    this.selected = 0;
+    if (this.matches.length === 0) this.hideCompletions();
+    else this.renderCompletions();
+  }
+
   private acceptCompletion(): void {
+    if (this.mention && this.mentionItems[this.selected]) {
+      const { start, prefix } = this.mention;
+      const label = this.mentionItems[this.selected].label;
+      const value = this.prompt.value;
+      const end = start + 1 + prefix.length;
+      const text = `@${label}${label.endsWith('/') ? '' : ' '}`;
+      this.prompt.value = value.slice(0, start) + text + value.slice(end);
+      const cursor = start + text.length;
+      this.prompt.setSelectionRange(cursor, cursor);
+      this.hideCompletions();
+      this.prompt.focus();
+      if (label.endsWith('/')) this.updateCompletions(); // a folder: go on into it
+      return;
+    }
     const c = this.matches[this.selected];
     if (!c) return;
     this.prompt.value = `/${c.name} `;
@@ -390,5 +428,6 @@ export class ChatView {
   private hideCompletions(): void {
     this.completions.hidden = true;
     this.matches = [];
+    this.mentionItems = [];
   }
 }

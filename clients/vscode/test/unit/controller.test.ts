@@ -38,6 +38,11 @@ class FakeDaemon implements Daemon {
   }
   async cancel(sid: string) { this.cancels.push(sid); return true; }
   async listCommands() { return [{ name: 'help', usage: '/help [command]', help: 'Help.', aliases: ['?'], source: 'builtin' }]; }
+  mentionAsks: Array<[string | undefined, string]> = [];
+  async completeMentions(sid: string | undefined, prefix: string) {
+    this.mentionAsks.push([sid, prefix]);
+    return [{ label: 'calc.py', kind: 'file' as const, uri: 'file:///ws/calc.py' }];
+  }
   restores: RestoreParams[] = [];
   onRestore: (p: RestoreParams) => Promise<RestoreResult> = async (p) => ({ restored: p.paths ?? ['a.py'], conflicts: [], note: '' });
   async restoreCheckpoint(p: RestoreParams) { this.restores.push(p); return this.onRestore(p); }
@@ -405,4 +410,16 @@ test('session_changed (another daemon\'s turn) reloads the transcript of the cur
   for (let i = 0; i < 50 && !posted.length; i++) await new Promise((r) => setTimeout(r, 5)); // poll, deadline
   assert.deepEqual(loads, ['s1']);
   assert.deepEqual(posted.map((m) => m.type), ['transcript']);
+});
+
+test('`@` in the prompt box: the daemon completes the mention for the session', async () => {
+  const { controller, posted, daemons } = setup();
+  await controller.handle({ type: 'mentions', prefix: 'cal' }); // no daemon yet: nothing is started for it
+  assert.equal(daemons.length, 0);
+  await controller.handle({ type: 'prompt', text: 'hi' });
+  posted.length = 0;
+  await controller.handle({ type: 'mentions', prefix: 'cal' });
+  assert.deepEqual(daemons[0].mentionAsks, [['s1', 'cal']]);
+  assert.deepEqual(posted, [{ type: 'mentionItems', prefix: 'cal',
+    items: [{ label: 'calc.py', kind: 'file', uri: 'file:///ws/calc.py' }] }]);
 });
