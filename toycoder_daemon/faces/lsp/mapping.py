@@ -4,11 +4,12 @@ validated when built)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 from lsprotocol import converters, types
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
 from toycoder_daemon.app.application import PromptOutcome
 from toycoder_daemon.checkpoints import Checkpoint
@@ -37,6 +38,8 @@ from toycoder_daemon.wire import protocol as wire
 
 _ACTION: TypeAdapter[wire.SwitchAction | wire.QuitAction] = TypeAdapter(wire.Action)
 
+log = logging.getLogger(__name__)
+
 
 def session_info(s: SessionSummary) -> wire.SessionInfo:
     return wire.SessionInfo(session_id=s.id, title=s.title, created_at=wire.iso_time(s.created_at),
@@ -50,7 +53,18 @@ def transcript_entry(e: TranscriptEntry) -> wire.TranscriptEntry:
                                 interrupted=e.interrupted or None, stop_reason=cast(Any, e.stop_reason),
                                 usage=usage_info(e.usage) if e.usage is not None else None,
                                 entries=plan_entries(e.plan) if e.role == "plan" else None,
-                                context=[wire.ContextChip.model_validate(c) for c in e.context] or None)
+                                context=context_chips(e.context) or None)
+
+
+def context_chips(stored: tuple[dict[str, Any], ...]) -> list[wire.ContextChip]:
+    """A prompt's stored chips; one a hand-edited or newer file made unreadable is left out."""
+    out = []
+    for c in stored:
+        try:
+            out.append(wire.ContextChip.model_validate(c))
+        except ValidationError:
+            log.debug("a stored context chip left out: %.120r", c)
+    return out
 
 
 def usage_info(u: Usage) -> wire.UsageInfo:

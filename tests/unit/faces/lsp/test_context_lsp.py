@@ -168,3 +168,10 @@ async def test_image_goes_as_image_url_and_is_stored_once(tmp_path: Path, worksp
         assert json.dumps(loaded).find(PNG) < 0
     finally:
         assert await daemon.close() == 0
+
+
+def test_an_unreadable_stored_chip_is_left_out() -> None:
+    from toycoder_daemon.faces.lsp.mapping import context_chips
+
+    good = {"type": "file", "label": "calc.py", "uri": "file:///ws/calc.py"}
+    assert [c.dump() for c in context_chips((good, {"type": "hologram"}, {"label": 3}))] == [good]
