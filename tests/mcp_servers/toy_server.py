@@ -136,6 +136,12 @@ def notes_today() -> str:
     return "buy milk"
 
 
+@server.resource("toy://notes/day/{day}", name="day", mime_type="text/plain")
+def notes_of(day: str) -> str:
+    """A resource template: `@<server>:toy://notes/day/monday`."""
+    return f"notes of {day}"
+
+
 def _require_header(app: Any, name: str, value: str) -> Any:
     """ASGI wrapper: 401 unless the request carries the header."""
     want = (name.lower().encode(), value.encode())

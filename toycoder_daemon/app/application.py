@@ -283,7 +283,10 @@ class App:
         resources = self.resources(session_id)
         server, colon, _ = prefix.partition(":")
         if colon and server in self.mcp.servers(session_id):
-            return [(f"{r[0]}:{r[1]}", "resource", r[1]) for r in resources if f"{r[0]}:{r[1]}".startswith(prefix)][:limit]
+            # a template's uri (`toy://notes/{day}`) is offered to be filled in: its variables in braces
+            named = [(r[0], r[1]) for r in resources]
+            named += [(s.name, t.uri_template) for s in self.mcp.ready_servers(session_id) for t in s.templates]
+            return [(f"{s}:{u}", "resource", u) for s, u in named if f"{s}:{u}".startswith(prefix)][:limit]
         try:
             for label, kind in await self.files.complete(prefix, limit):
                 out.append((label, kind, (self.workspace.root / label).as_uri()))

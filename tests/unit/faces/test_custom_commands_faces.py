@@ -99,7 +99,11 @@ async def test_mcp_prompts_resources_and_mentions_on_lsp(start_daemon, llm: Fake
     assert "MCP resource toy:toy://notes/today:\nbuy milk" in _user_text(llm)
 
     items = (await daemon.call("toycoder/mentions/complete", {"sessionId": sid, "prefix": "toy:"}))["items"]
-    assert items == [{"label": "toy:toy://notes/today", "kind": "resource", "uri": "toy://notes/today"}]
+    assert items == [{"label": "toy:toy://notes/today", "kind": "resource", "uri": "toy://notes/today"},
+                     {"label": "toy:toy://notes/day/{day}", "kind": "resource", "uri": "toy://notes/day/{day}"}]
+    llm.add({"text": "ok"})  # a template filled in reads the resource it names
+    await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "and @toy:toy://notes/day/monday"})
+    assert "MCP resource toy:toy://notes/day/monday:\nnotes of monday" in _user_text(llm)
     items = (await daemon.call("toycoder/mentions/complete", {"sessionId": sid, "prefix": "src/a"}))["items"]
     assert items[0] == {"label": "src/app.py", "kind": "file", "uri": (workspace / "src" / "app.py").as_uri()}
 

@@ -136,6 +136,8 @@ class McpServer:
         self.tools: list[Tool] = []
         self.resources: list[mt.Resource] = []
         """Its resources (resources/list, first page), while ready: `@server:uri` mentions."""
+        self.templates: list[mt.ResourceTemplate] = []
+        """Its resource templates (first page), while ready: mention completion offers them."""
         self.prompts: list[mt.Prompt] = []
         """Its prompts (prompts/list, first page), while ready: `/mcp:server:prompt` commands."""
         self.session: ClientSession | None = None
@@ -209,11 +211,11 @@ class McpServer:
                     ))
                     init = await session.initialize()
                     listed = await self._list_tools(session)
-                    resources, prompts = await self._list_extras(session, init.capabilities)
+                    resources, templates, prompts = await self._list_extras(session, init.capabilities)
                     timer.cancel()
                     if not self._stopping and not self._timed_out:
                         self.tools = self._make_tools(listed)
-                        self.resources, self.prompts = resources, prompts
+                        self.resources, self.templates, self.prompts = resources, templates, prompts
                         self.session = session
                         self.state = "ready"
                         ready = True
@@ -237,7 +239,7 @@ class McpServer:
             timer.cancel()
             self.session = None
             self.tools = []
-            self.resources, self.prompts = [], []
+            self.resources, self.templates, self.prompts = [], [], []
             self._settled.set()
         if self._timed_out:  # reported at the timeout; whatever the stop raised is its own kill's
             self.state = "failed"
@@ -280,20 +282,22 @@ class McpServer:
                 break
         return tools
 
-    async def _list_extras(self, session: ClientSession,
-                           caps: mt.ServerCapabilities) -> tuple[list[mt.Resource], list[mt.Prompt]]:
-        """Its resources and prompts when it declares them; a server that fails to list them still
-        serves its tools."""
+    async def _list_extras(self, session: ClientSession, caps: mt.ServerCapabilities
+                           ) -> tuple[list[mt.Resource], list[mt.ResourceTemplate], list[mt.Prompt]]:
+        """Its resources, resource templates and prompts when it declares them; a server that fails to
+        list them still serves its tools."""
         resources: list[mt.Resource] = []
+        templates: list[mt.ResourceTemplate] = []
         prompts: list[mt.Prompt] = []
         try:
             if caps.resources is not None:
                 resources = list((await session.list_resources()).resources)
+                templates = list((await session.list_resource_templates()).resource_templates)
             if caps.prompts is not None:
                 prompts = list((await session.list_prompts()).prompts)
         except (MCPError, anyio.ClosedResourceError, anyio.BrokenResourceError) as e:
             log.info("MCP server %s: its resources or prompts could not be listed: %s", self.name, e)
-        return resources, prompts
+        return resources, templates, prompts
 
     async def _ask(self, what: str, request: Callable[[ClientSession], Any]) -> Any:
         """One request besides a tool call (resources/read, prompts/get); ValueError with the reason."""
