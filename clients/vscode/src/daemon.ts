@@ -25,6 +25,7 @@ import {
   Methods,
   PermissionParams,
   PermissionResult,
+  PromptParams,
   PromptResult,
   PROTOCOL_VERSION,
   SessionInfo,
@@ -268,8 +269,8 @@ export class DaemonClient {
     return this.request(Methods.sessionLoad, { sessionId });
   }
 
-  prompt(sessionId: string, text: string): Promise<PromptResult> {
-    return this.request(Methods.prompt, { sessionId, text });
+  prompt(sessionId: string, text: string, context?: PromptParams['context']): Promise<PromptResult> {
+    return this.request(Methods.prompt, context?.length ? { sessionId, text, context } : { sessionId, text });
   }
 
   async cancel(sessionId: string): Promise<boolean> {

@@ -23,6 +23,7 @@ export class ChatView {
   private readonly banner: HTMLElement;
   private readonly usageEl: HTMLElement;
   private readonly completions: HTMLUListElement;
+  private readonly chipsEl: HTMLElement;
   private commands: CommandInfo[] = [];
   private matches: CommandInfo[] = [];
   /** `@` completion: the mention being typed (its start in the prompt) and the daemon's items for it. */
@@ -45,6 +46,10 @@ export class ChatView {
     this.banner = document.getElementById('banner')!;
     this.usageEl = document.getElementById('usage')!;
     this.completions = document.getElementById('completions') as HTMLUListElement;
+    this.chipsEl = document.getElementById('chips')!;
+    this.prompt.addEventListener('paste', (e) => this.takeImages(e.clipboardData?.files, e));
+    this.prompt.addEventListener('dragover', (e) => e.preventDefault());
+    this.prompt.addEventListener('drop', (e) => this.takeImages(e.dataTransfer?.files, e));
 
     this.prompt.addEventListener('keydown', (e) => this.onKeyDown(e));
     this.prompt.addEventListener('input', () => this.updateCompletions());
@@ -70,6 +75,9 @@ export class ChatView {
         break;
       case 'commands':
         this.commands = message.commands;
+        break;
+      case 'chips':
+        this.showChips(message.labels);
         break;
       case 'mentionItems':
         if (this.mention?.prefix === message.prefix) this.showMentions(message.items);
@@ -392,6 +400,35 @@ export class ChatView {
     }));
     this.completions.hidden = false;
     this.completions.querySelector('.selected')?.scrollIntoView({ block: 'nearest' });
+  }
+
+  /** The next prompt's attachments, each with a × that leaves it out. */
+  private showChips(labels: string[]): void {
+    this.chipsEl.replaceChildren(...labels.map((label, index) => {
+      const chip = h('span', 'chip', label);
+      const remove = h('button', 'chip-remove', '×');
+      remove.setAttribute('aria-label', `Remove ${label}`);
+      remove.addEventListener('click', () => this.post({ type: 'removeChip', index }));
+      chip.append(remove);
+      return chip;
+    }));
+    this.chipsEl.hidden = labels.length === 0;
+  }
+
+  /** Images pasted or dropped into the prompt box go to the host as base64 (the daemon checks them). */
+  private takeImages(files: FileList | undefined, e: Event): void {
+    const images = [...(files ?? [])].filter((f) => f.type.startsWith('image/'));
+    if (!images.length) return;
+    e.preventDefault();
+    for (const file of images) {
+      const reader = new FileReader();
+      reader.onload = () => {
+        const url = String(reader.result);
+        const data = url.slice(url.indexOf(',') + 1);
+        this.post({ type: 'attachImage', name: file.name || 'image', image: { mimeType: file.type, data } });
+      };
+      reader.readAsDataURL(file);
+    }
   }
 
   private showMentions(items: MentionItem[]): void {

@@ -32,8 +32,10 @@ class FakeDaemon implements Daemon {
   async loadSession(id: string): Promise<SessionLoadResult> {
     return { session: session(id), transcript: [{ role: 'user', text: `hello from ${id}` }, { role: 'assistant', text: 'hi' }] };
   }
-  async prompt(sid: string, text: string) {
+  contexts: unknown[] = [];
+  async prompt(sid: string, text: string, context?: unknown[]) {
     this.prompts.push([sid, text]);
+    this.contexts.push(context);
     return this.onPrompt(sid, text);
   }
   async cancel(sid: string) { this.cancels.push(sid); return true; }
@@ -422,4 +424,25 @@ test('`@` in the prompt box: the daemon completes the mention for the session', 
   assert.deepEqual(daemons[0].mentionAsks, [['s1', 'cal']]);
   assert.deepEqual(posted, [{ type: 'mentionItems', prefix: 'cal',
     items: [{ label: 'calc.py', kind: 'file', uri: 'file:///ws/calc.py' }] }]);
+});
+
+test('Add Selection and a pasted image are chips until the next prompt carries them', async () => {
+  const { controller, posted, daemons } = setup();
+  const editor = {
+    selection: { isEmpty: false, start: { line: 1, character: 0 }, end: { line: 3, character: 0 } },
+    document: { uri: Uri.file('/ws/calc.py'), getText: () => 'b = 2\nc = 3\n' },
+  } as unknown as vscode.TextEditor;
+  await controller.addSelection(editor);
+  await controller.handle({ type: 'attachImage', name: 'shot.png', image: { mimeType: 'image/png', data: 'iVBO' } });
+  await controller.handle({ type: 'attachImage', name: 'other.png', image: { mimeType: 'image/png', data: 'AAAA' } });
+  await controller.handle({ type: 'removeChip', index: 2 });
+  assert.deepEqual(posted.filter((m) => m.type === 'chips').at(-1), { type: 'chips', labels: ['/ws/calc.py:2-3', 'shot.png'] });
+  await controller.handle({ type: 'prompt', text: 'look' });
+  assert.deepEqual(daemons[0].contexts[0], [
+    { type: 'selection', uri: 'file:///ws/calc.py', text: 'b = 2\nc = 3\n',
+      range: { start: { line: 1, character: 0 }, end: { line: 3, character: 0 } } },
+    { type: 'image', mimeType: 'image/png', data: 'iVBO' }]);
+  assert.deepEqual(posted.filter((m) => m.type === 'chips').at(-1), { type: 'chips', labels: [] });
+  await controller.handle({ type: 'prompt', text: 'again' });
+  assert.deepEqual(daemons[0].contexts[1], []); // sent once
 });
