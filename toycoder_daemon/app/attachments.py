@@ -223,7 +223,8 @@ class Attacher:
         try:
             p = self.workspace.resolve(mention)
         except OutsideWorkspace:
-            if Path(mention).expanduser().exists():
+            named = Path(mention).expanduser()
+            if (named if named.is_absolute() else self.workspace.root / named).exists():  # `@../x` too
                 raise BadInput(f"{where}: {mention} is outside the workspace") from None
             return
         if not p.is_file():

@@ -118,6 +118,9 @@ async def test_mention_outside_the_workspace_is_refused(daemon: Daemon, llm: Fak
         await daemon.call("toycoder/prompt", {"sessionId": sid, "text": f"read @{tmp_path / 'secret.txt'}"})
     assert e.value.code == -32602 and "is outside the workspace" in e.value.message
     assert llm.requests == []
+    with pytest.raises(RpcError) as e:  # relative to the workspace, not to the daemon's cwd
+        await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "read @../secret.txt"})
+    assert e.value.code == -32602 and "@../secret.txt: ../secret.txt is outside the workspace" in e.value.message
 
 
 async def test_secret_values_in_an_attached_file_are_redacted(start_daemon, llm: FakeLLM, workspace: Path) -> None:
