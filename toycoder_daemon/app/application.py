@@ -119,8 +119,7 @@ class App:
         return cls(workspace_root, config, config_path=path)
 
     async def start(self) -> None:
-        """Background start-up after initialize: MCP servers connect, the workspace's files are listed
-        for mention completion, and the streaming client's
+        """Background start-up after initialize: MCP servers connect and the streaming client's
         imports (~0.1 s) and CA store (~50 ms, for TLS providers) load while the person types their
         first prompt (a turn that comes first starts the MCP servers itself: mcp.settle)."""
         await self.mcp.start()
@@ -129,10 +128,6 @@ class App:
 
             urls = [p.base_url for p in self.config.providers.values() if p.api_keys]
             await asyncio.to_thread(http_stream.preload, urls)
-        try:  # last: the first `@` completion finds the workspace listed (rg: ~0.2 s for 20k files)
-            await self.files.files()
-        except ToolError as e:  # no rg: completion and attaching say so when asked
-            log.info("workspace files not listed: %s", e)
 
     # ---- what the wire face sets -------------------------------------------------------------
 
