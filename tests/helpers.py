@@ -305,6 +305,9 @@ class AllowAll:
     def command_runner(self) -> None:
         return None  # commands run locally
 
+    async def diagnostics(self, uris: Any, wait_ms: int) -> None:
+        return None  # an editor that reports no diagnostics
+
 
 def rss_bytes(pid: int) -> int:
     """A process's resident memory (VmRSS), in bytes."""

@@ -140,6 +140,9 @@ class _Bound:
     def command_runner(self) -> CommandRunner | None:
         return self.recorder.runner
 
+    async def diagnostics(self, uris: list[str], wait_ms: int) -> Any:
+        return None  # the recording editor reports no diagnostics (the LSP tests drive them)
+
 
 def config_for_tests(extra: dict[str, Any] | None = None) -> Config:
     """The subprocess tests' config (conftest.write_config) as a Config, with `extra` sections merged.

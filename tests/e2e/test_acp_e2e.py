@@ -46,7 +46,10 @@ async def test_prompt_streams_text_and_mentions_become_paths(tmp_path, llm, work
         answer = editor.index(lambda f: f.get("result", {}).get("stopReason") == "end_turn")
         assert answer > editor.index(lambda f: f.get("params", {}).get("update") == chunks[-1])
         assert editor.updates("usage_update")[-1]["used"] == 57
-        assert llm.requests[0]["body"]["messages"][-1] == {"role": "user", "content": "Explain @src/app.py please"}
+        # the link is a mention, and a mention attaches the file (issue 29)
+        assert llm.requests[0]["body"]["messages"][-1] == {"role": "user", "content": (
+            "Explain @src/app.py please\n\nAttached file src/app.py: lines 1-2 of 2\n"
+            "     1\tdef add(a, b):\n     2\t    return a + b")}
         assert resp.usage is not None and resp.usage.input_tokens == 50
 
 

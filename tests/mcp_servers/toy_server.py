@@ -125,6 +125,24 @@ def long_one() -> str:
     return "long"
 
 
+@server.prompt(description="Review a file for one concern.")
+def review(path: str, focus: str = "bugs") -> str:
+    """A prompt: `/mcp:<server>:review <path> [focus]` (positional or key=value)."""
+    return f"Review {path}, looking for {focus}."
+
+
+@server.resource("toy://notes/today", name="today", mime_type="text/plain")
+def notes_today() -> str:
+    """A resource: `@<server>:toy://notes/today`."""
+    return "buy milk"
+
+
+@server.resource("toy://notes/day/{day}", name="day", mime_type="text/plain")
+def notes_of(day: str) -> str:
+    """A resource template: `@<server>:toy://notes/day/monday`."""
+    return f"notes of {day}"
+
+
 def _require_header(app: Any, name: str, value: str) -> Any:
     """ASGI wrapper: 401 unless the request carries the header."""
     want = (name.lower().encode(), value.encode())

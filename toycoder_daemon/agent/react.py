@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, cast
 
 from toycoder_daemon.agent.hooks.engine import Hooks
@@ -31,6 +31,7 @@ from toycoder_daemon.core.util.visible import visible
 from toycoder_daemon.llm import overflow, tools_ignored
 from toycoder_daemon.llm.base import ChatModel, ChatResponse, ContextOverflow, RetryNotice, ToolCall, Usage, for_api
 from toycoder_daemon.tools.base import ToolContext
+from toycoder_daemon.tools.diagnostics import WRITERS, EditCheck
 from toycoder_daemon.tools.registry import ToolOutcome, ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -326,8 +327,17 @@ async def run_turn(
                         call.judgement = tools.gate.steer(call.judgement, verdict.decision)
                 frontend.emit(ToolCallStarted(tc.id, visible(tc.name), title, args, t.level if t else "safe",
                                               will_ask=blocked is None and tools.will_ask(call)))
+                check = EditCheck(ctx.frontend, ctx.workspace, ctx.settings.diagnostics_wait_ms,
+                                  ctx.settings.diagnostics_level, args.get("path") if isinstance(args, dict) else None)
                 try:
-                    outcome = blocked or await tools.run(call)
+                    if blocked is not None:
+                        outcome = blocked
+                    else:
+                        if call.tool is not None and call.tool.name in WRITERS and call.ended is None:
+                            await check.before()  # what the editor reports now: the edit's new ones stand out
+                        outcome = await tools.run(call)
+                        if outcome.status == "completed" and outcome.changed and (note := await check.note()):
+                            outcome = replace(outcome, output=outcome.output + note)
                 except asyncio.CancelledError:
                     changed = tuple(ctx.changed or ())
                     wrote = f" (it had already written {', '.join(changed)})" if changed else ""

@@ -26,6 +26,7 @@ from toycoder_daemon.core.ports import (
     Decision,
     EditApplied,
     Event,
+    FileDiagnostics,
     Frontend,
     PermissionRequest,
     PlanUpdated,
@@ -187,3 +188,6 @@ class ChildFrontend:
 
     def command_runner(self) -> CommandRunner | None:
         return self.parent.command_runner()  # a sub-agent of an ACP turn runs commands where its parent does
+
+    async def diagnostics(self, uris: list[str], wait_ms: int) -> list[FileDiagnostics] | None:
+        return await self.parent.diagnostics(uris, wait_ms)

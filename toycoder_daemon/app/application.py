@@ -18,13 +18,23 @@ from pathlib import Path
 from typing import Any
 
 from toycoder_daemon.agent.hooks.engine import HookBook, HookPolicy, specs_from
+from toycoder_daemon.app.attachments import Attacher
 from toycoder_daemon.app.factories import openai_models, subagents, tool_catalog, tool_settings
-from toycoder_daemon.app.runtime import FrontendFactory, Outlets, PromptOutcome, SessionParts, SessionRuntime, read_only
+from toycoder_daemon.app.runtime import (
+    FrontendFactory,
+    Outlets,
+    PromptOutcome,
+    SessionParts,
+    SessionRuntime,
+    command_rows,
+    read_only,
+)
 from toycoder_daemon.app.session_mcp import McpHub
 from toycoder_daemon.app.settings import Models
 from toycoder_daemon.app.trust import WorkspaceTrust
 from toycoder_daemon.checkpoints import Checkpoint, RestoreResult
 from toycoder_daemon.checkpoints.undo import ChangesOfStore, Checkpoints
+from toycoder_daemon.commands.custom import CommandRow, CustomCommand, CustomCommands
 from toycoder_daemon.config.model import Config, data_dir, load_config
 from toycoder_daemon.core.errors import ConfigError, SessionBusy, SessionDeleted
 from toycoder_daemon.core.ports import Event, Frontend, ModelsInfo, ToolSummary
@@ -38,6 +48,8 @@ from toycoder_daemon.sessions.fork import AtTurn
 from toycoder_daemon.sessions.session import Session, TranscriptEntry
 from toycoder_daemon.sessions.sharing import Sharing
 from toycoder_daemon.sessions.store import SessionStore, SessionSummary
+from toycoder_daemon.tools.base import ToolError
+from toycoder_daemon.tools.search.file_index import FileIndex
 from toycoder_daemon.tools.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -116,9 +128,14 @@ class App:
                               HookPolicy(self.config.hooks_on_error, self.config.hooks_max_continuations,
                                          self.config.hooks_workspace_sandbox),
                               lambda: [*user_hooks, *self.trust.hook_specs()])
+        self.files = FileIndex(self.workspace.root)
+        """The workspace's files as rg lists them: mention completion, what a prompt may attach."""
         self.parts = SessionParts(self.workspace, self.config, self.prompts, self.store, self.settings, self.tools,
                                   agents, self.mcp, self.checkpoints, self.sharing, self.models, self._outlets, self,
-                                  hooks=self.hooks, trust=self.trust)
+                                  hooks=self.hooks, trust=self.trust,
+                                  attacher=Attacher(self.workspace, self.settings, self.store.data_dir / "images",
+                                                    self.files),
+                                  custom=CustomCommands(self.workspace.root, self.config.commands.paths))
         self.runtimes: dict[str, SessionRuntime] = {}
         """The sessions this daemon has open."""
         self.live = OpenSessions(self.runtimes)
@@ -294,12 +311,12 @@ class App:
     # ---- turns --------------------------------------------------------------------------------
 
     async def prompt(self, session_id: str, text: str, frontend_for: FrontendFactory, *,
-                     close_on_switch: bool = True) -> PromptOutcome:
+                     close_on_switch: bool = True, context: list[dict[str, Any]] | None = None) -> PromptOutcome:
         """Run a turn (or a slash command) in the session (SessionRuntime.prompt). `close_on_switch=False`:
         the client keeps the session open after /new, /switch or /clear (an ACP client picks its
         sessions and ends them with session/close), so its MCP servers and file stay as they are."""
         try:
-            outcome = await (await self._open(session_id)).prompt(text, frontend_for)
+            outcome = await (await self._open(session_id)).prompt(text, frontend_for, context)
         except SessionDeleted:  # found by the turn's writes (its lock found it first: begin_turn)
             self._deleted_elsewhere(session_id)
             raise
@@ -330,10 +347,46 @@ class App:
 
         kill_all()  # whatever a turn did not manage to stop in time
         self.sharing.close()
+        self.files.close()
         for runtime in self.runtimes.values():
             runtime.release()
         await self.mcp.aclose()
         await self.models.pool.aclose()
+
+    # ---- the editor as context: mentions and MCP resources (issue 29) ---------------------------
+
+    def command_rows(self, session_id: str | None) -> tuple[list[CommandRow], list[CustomCommand]]:
+        """Every slash command (built-in, custom, the MCP prompts of the session's servers, or of the
+        config's without a session) and the custom ones a built-in hides."""
+        if session_id:
+            self.peek(session_id)  # SessionNotFound for an unknown id
+        return command_rows(self.parts, session_id)
+
+    async def complete_mentions(self, session_id: str | None, prefix: str, limit: int) -> list[tuple[str, str, str]]:
+        """(label, kind, uri) for `@prefix`: MCP resources (`server:uri`) when the prefix names a
+        server, workspace files and folders (as rg lists them), then resources whose name matches."""
+        out: list[tuple[str, str, str]] = []
+        resources = self.resources(session_id)
+        server, colon, _ = prefix.partition(":")
+        if colon and server in self.mcp.servers(session_id):
+            # a template's uri (`toy://notes/{day}`) is offered to be filled in: its variables in braces
+            named = [(r[0], r[1]) for r in resources]
+            named += [(s.name, t.uri_template) for s in self.mcp.ready_servers(session_id) for t in s.templates]
+            return [(f"{s}:{u}", "resource", u) for s, u in named if f"{s}:{u}".startswith(prefix)][:limit]
+        try:
+            for label, kind in await self.files.complete(prefix, limit):
+                out.append((label, kind, (self.workspace.root / label).as_uri()))
+        except ToolError as e:  # rg missing or failing: the resources can still be offered
+            log.info("no file completion: %s", e)
+        low = prefix.lower()
+        out += [(f"{r[0]}:{r[1]}", "resource", r[1]) for r in resources
+                if low in f"{r[0]}:{r[1]}".lower() or low in r[2].lower()]
+        return out[:limit]
+
+    def resources(self, session_id: str | None) -> list[tuple[str, str, str, str | None]]:
+        """(server, uri, name, mime type) of every resource the session's ready MCP servers list."""
+        return [(s.name, str(r.uri), r.name, r.mime_type) for s in self.mcp.ready_servers(session_id)
+                for r in s.resources]
 
     # ---- checkpoints (checkpoints/undo.py) ----------------------------------------------------------------
 

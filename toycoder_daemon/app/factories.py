@@ -11,6 +11,7 @@ from toycoder_daemon.llm.pool import ModelFactory
 from toycoder_daemon.prompts.manager import PromptManager
 from toycoder_daemon.tools import arg_schemas
 from toycoder_daemon.tools.ask import ask_user
+from toycoder_daemon.tools.diagnostics import get_diagnostics
 from toycoder_daemon.tools.files.edit import edit_file, write_file
 from toycoder_daemon.tools.files.read import list_directory, read_file
 from toycoder_daemon.tools.permission import PermissionGate
@@ -51,7 +52,8 @@ def tool_settings(config: Config) -> ToolSettings:
                         list_max_entries=t.list_max_entries, command_timeout=t.command_timeout,
                         command_max_timeout=t.command_max_timeout, output_max_bytes=t.output_max_bytes,
                         run_command=RunCommandSettings(t.run_command.sandbox, tuple(t.run_command.writable),
-                                                       t.run_command.network))
+                                                       t.run_command.network),
+                        diagnostics_wait_ms=t.diagnostics.wait_ms, diagnostics_level=t.diagnostics.level)
 
 
 def subagents(config: Config, prompts: PromptManager) -> list[tuple[SubAgent, str]]:
@@ -69,7 +71,7 @@ def subagents(config: Config, prompts: PromptManager) -> list[tuple[SubAgent, st
 
 
 BUILTIN_TOOLS = (read_file, list_directory, glob_search, grep_search, write_file, edit_file, run_command, ask_user,
-                 update_plan)
+                 update_plan, get_diagnostics)
 
 
 def tool_schema_file() -> str:

@@ -30,6 +30,7 @@ from typing import Any
 from toycoder_daemon.agent.hooks.engine import HookBook, HookSpec
 from toycoder_daemon.agent.react import TurnResult, repair_tool_calls, run_turn
 from toycoder_daemon.agent.subagent import AgentRuntime, SubAgent, subagent_tool
+from toycoder_daemon.app.attachments import Attached, Attacher
 from toycoder_daemon.app.session_hooks import BLOCKED_PROMPT, SessionHooks, hooks_of
 from toycoder_daemon.app.session_mcp import McpHub
 from toycoder_daemon.app.settings import Models
@@ -38,8 +39,9 @@ from toycoder_daemon.checkpoints import RestoreResult
 from toycoder_daemon.checkpoints.undo import Checkpoints, SessionCheckpoints
 from toycoder_daemon.commands.builtin import commands
 from toycoder_daemon.commands.context import CommandContext, SessionDirectory
-from toycoder_daemon.config.model import Config
-from toycoder_daemon.core.errors import ConfigError, ProviderError, SessionBusy
+from toycoder_daemon.commands.custom import CommandRow, CustomCommand, CustomCommands, listing
+from toycoder_daemon.config.model import Config, ProviderConfig
+from toycoder_daemon.core.errors import BadInput, ConfigError, ProviderError, SessionBusy
 from toycoder_daemon.core.messages import Message
 from toycoder_daemon.core.ports import Event, Frontend, ModelsInfo, TextDelta
 from toycoder_daemon.llm.base import ChatModel, Usage
@@ -109,6 +111,10 @@ class SessionParts:
     """The hooks in effect (the config's, a trusted workspace's)."""
     trust: WorkspaceTrust | None = None
     """The workspace's settings file and whether it is trusted (asked before a turn)."""
+    attacher: Attacher | None = None
+    """Resolves a prompt's context items and mentions (app/attachments.py)."""
+    custom: CustomCommands | None = None
+    """The workspace's and the user's custom slash commands (commands/custom.py)."""
 
     @property
     def planners(self) -> frozenset[str]:
@@ -137,6 +143,13 @@ def _bind(parts: SessionParts, s: Session, stored: list[Stored], file: SessionFi
         s.tools.register(subagent_tool(agent, description, lent))
     s.tools.add_own_source(parts.mcp.tools_of(s.id))
     return s
+
+
+def command_rows(parts: SessionParts, session_id: str | None) -> tuple[list[CommandRow], list[CustomCommand]]:
+    """Every slash command (built-in, custom, the MCP prompts of the session's servers, or of the
+    config's without a session) and the custom ones a built-in hides (/help warns)."""
+    builtin = [CommandRow(c.name, c.usage, c.help, "builtin", tuple(c.aliases)) for c in commands.all()]
+    return listing(builtin, parts.custom.all() if parts.custom else {}, parts.mcp.prompts(session_id))
 
 
 def read_only(parts: SessionParts, session_id: str) -> Session:
@@ -227,16 +240,27 @@ class SessionRuntime:
 
     # ---- the pipeline -------------------------------------------------------------------------
 
-    async def prompt(self, text: str, frontend_for: FrontendFactory) -> PromptOutcome:
-        """Run a turn (or a slash command): SessionBusy while one runs here or in another daemon."""
+    async def prompt(self, text: str, frontend_for: FrontendFactory,
+                     context: list[dict[str, Any]] | None = None) -> PromptOutcome:
+        """Run a turn (or a slash command): SessionBusy while one runs here or in another daemon.
+        `context`: the editor's context items (wire shapes); a refused one (or mention) is BadInput,
+        raised before anything is recorded or sent."""
         s, parts = self.session, self.parts
         if s.busy:
             raise SessionBusy(s.id)
-        model = None if text.lstrip().startswith("/") else parts.models.of(s)
+        typed, model = text, None
+        if text.lstrip().startswith("/"):  # a custom command or MCP prompt becomes the turn's prompt
+            expansion = await self.expand(text)
+            if expansion is not None:
+                text, named = expansion
+                model = parts.models.named(s, named) if named else parts.models.of(s)
+        else:
+            model = parts.models.of(s)
         await parts.sharing.begin_turn(s, self.checkpoints.changes_of)  # the lock, and what other daemons wrote meanwhile
         turn_id = self.checkpoints.next_turn()
         frontend = frontend_for(s.id, turn_id)
-        work = self._command(text, frontend, turn_id) if model is None else self._turn(text, model, frontend, turn_id)
+        work = (self._command(text, frontend, turn_id) if model is None
+                else self._turn(text, model, frontend, turn_id, context or [], typed))
         turn = s.turn = asyncio.ensure_future(work)
         parts.sharing.release_after(s, turn)
         cancelled = (TurnResult("cancelled", "", Usage(), 0), None)
@@ -254,7 +278,7 @@ class SessionRuntime:
                 result, action = cancelled
         self._push_info(turn_id)
         if result.stop_reason == "end_turn":
-            self._title_after_first_turn(text, result.text)
+            self._title_after_first_turn(typed, result.text)
         return PromptOutcome(turn_id, result, action)
 
     def tool_scope(self) -> tuple[Workspace, ToolSettings]:
@@ -275,12 +299,54 @@ class SessionRuntime:
             return TurnResult("cancelled", "", Usage(), 0), None
         return TurnResult("command", out.text, Usage(), 0), out.action
 
-    async def _turn(self, text: str, model: ChatModel, frontend: Frontend,
-                    turn_id: str) -> tuple[TurnResult, dict[str, Any] | None]:
+    async def attach(self, text: str, context: list[dict[str, Any]], frontend: Frontend) -> Attached | None:
+        """The prompt's context items and mentions resolved (BadInput for a refused one, or for an
+        image the session's model does not take)."""
+        parts = self.parts
+        if parts.attacher is None or (not context and "@" not in text):
+            return None
+        attached = await parts.attacher.resolve(text, context, frontend, parts.mcp.servers(self.session.id),
+                                                functools.partial(parts.mcp.read_resource, self.session.id))
+        if attached.images:
+            info = parts.models.info(self.session)
+            if info.model not in parts.config.providers.get(info.provider, ProviderConfig()).vision_models:
+                raise BadInput(f"the model {info.model} does not take images "
+                               f"(providers.{info.provider}.vision_models lists those that do)")
+        return attached
+
+    async def expand(self, text: str) -> tuple[str, str | None] | None:
+        """`/name args` as a prompt (and the model its front matter names) when `name` is a custom
+        command or `mcp:<server>:<prompt>`; None for a built-in or unknown command (the registry
+        answers those). A built-in wins over a custom command of the same name. BadInput when an
+        MCP prompt's arguments are wrong or the server fails."""
+        name, _, rest = text.strip().lstrip("/").partition(" ")
+        if commands.get(name) is not None:
+            return None
+        parts = self.parts
+        custom = parts.custom.get(name) if parts.custom else None
+        if custom is not None:
+            return custom.expand(rest.strip()), custom.model
+        if not name.startswith("mcp:"):
+            return None
+        await parts.mcp.settle(self.session.id)
+        prompt = next((p for p in parts.mcp.prompts(self.session.id) if p.command == name), None)
+        if prompt is None:
+            return None
+        try:
+            return await parts.mcp.get_prompt(self.session.id, prompt.server, prompt.name, prompt.bind(rest.strip())), None
+        except ValueError as e:
+            raise BadInput(str(e)) from None
+
+    def command_rows(self) -> tuple[list[CommandRow], list[CustomCommand]]:
+        return command_rows(self.parts, self.session.id)
+
+    async def _turn(self, text: str, model: ChatModel, frontend: Frontend, turn_id: str,
+                    items: list[dict[str, Any]], typed: str) -> tuple[TurnResult, dict[str, Any] | None]:
         s, parts = self.session, self.parts
+        attached = await self.attach(text, items, frontend)  # refused: before anything is recorded or sent
         s.turn_usage = Usage()  # this turn's tokens, sub-agents included (reported even when cancelled)
         store = self.checkpoints.store
-        checkpoint = store.begin_turn(turn_id, text)
+        checkpoint = store.begin_turn(turn_id, typed)
         workspace, settings = self.tool_scope()
         context = ToolContext(workspace, frontend, "", settings, checkpoints=store, checkpoint_turn=checkpoint)
         summary = parts.models.later(s, "fast")
@@ -294,7 +360,7 @@ class SessionRuntime:
                 return (result := TurnResult("end_turn", BLOCKED_PROMPT, s.turn_usage, 0)), None
             await self.compactor(frontend, summary, window=model)
             await parts.mcp.settle(s.id, frontend.emit)  # the config's servers and the session's: started or failed
-            s.ask(text, checkpoint)  # after compaction: the prompt is never summarised
+            s.ask(text, checkpoint, attached, typed)  # after compaction: the prompt is never summarised
             if context_added:
                 s.messages.append({"role": "user", "content": f"[context from hooks]\n{context_added}", "turn": checkpoint})
             result = await run_turn(model, s.messages, s.tools, frontend, max_steps=parts.config.agent.max_steps,
@@ -303,7 +369,7 @@ class SessionRuntime:
             return result, None
         except asyncio.CancelledError:
             log.info("turn cancelled in session %s", s.id)
-            s.ask(text, checkpoint)  # cancelled while compacting or waiting for MCP servers: kept, as later
+            s.ask(text, checkpoint, attached, typed)  # cancelled while compacting or waiting for MCP servers: kept, as later
             return (result := TurnResult("cancelled", "", s.turn_usage, 0)), None
         finally:  # records usage, grants, the time of this turn and how it ended (a reload shows it)
             s.end_turn(checkpoint, result.stop_reason, s.turn_usage)

@@ -28,7 +28,9 @@ from toycoder_daemon.core.ports import Event, Level, McpWaiting
 from toycoder_daemon.tools.registry import ToolSlot
 
 if TYPE_CHECKING:
+    from toycoder_daemon.commands.custom import McpPrompt
     from toycoder_daemon.tools.mcp.manager import McpManager, McpServerSpec
+    from toycoder_daemon.tools.mcp.server import McpServer
     from toycoder_daemon.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -220,6 +222,48 @@ class McpHub:
         if entry is not None and entry.manager is not None:
             rows += [{**row, "origin": "client"} for row in entry.manager.status()]
         return rows or None
+
+    def _managers(self, session_id: str | None) -> list[McpManager]:
+        """The session's client servers' manager first (they name what the session was given), then the config's."""
+        entry = self._sessions.get(session_id) if session_id else None
+        return [m for m in (entry.manager if entry else None, self.shared) if m is not None]
+
+    def servers(self, session_id: str | None) -> frozenset[str]:
+        """The names of the servers a session has (configured or given), whatever their state."""
+        return frozenset(n for m in self._managers(session_id) for n in m.names())
+
+    def ready_servers(self, session_id: str | None) -> list[McpServer]:
+        seen: set[str] = set()
+        out = []
+        for m in self._managers(session_id):
+            for s in m.ready():
+                if s.name not in seen:
+                    seen.add(s.name)
+                    out.append(s)
+        return out
+
+    def prompts(self, session_id: str | None) -> list[McpPrompt]:
+        """The prompts of the session's ready servers, as `/mcp:<server>:<prompt>` commands."""
+        from toycoder_daemon.commands.custom import McpPrompt
+
+        return [McpPrompt(s.name, p.name, " ".join((p.description or p.title or "").split()),
+                          tuple((a.name, bool(a.required)) for a in p.arguments or ()))
+                for s in self.ready_servers(session_id) for p in s.prompts]
+
+    async def get_prompt(self, session_id: str, server: str, name: str, arguments: dict[str, str]) -> str:
+        """prompts/get on the session's server `server`; ValueError with the reason."""
+        for s in self.ready_servers(session_id):
+            if s.name == server:
+                return await s.get_prompt(name, arguments)
+        raise ValueError(f"MCP server {server!r} is not running")
+
+    async def read_resource(self, session_id: str, server: str, uri: str) -> str:
+        """resources/read on the session's server `server`; ValueError with the reason."""
+        await self.settle(session_id)
+        for s in self.ready_servers(session_id):
+            if s.name == server:
+                return await s.read_resource(uri)
+        raise ValueError(f"MCP server {server!r} is not running")
 
     def pids(self, session_id: str) -> dict[str, int]:
         """The stdio processes of a session's client servers (tests check they are gone after close)."""

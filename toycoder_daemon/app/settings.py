@@ -50,6 +50,13 @@ class Models:
         "default" is the session's own)."""
         return self.pool.get(*self._names(s, role))
 
+    def named(self, s: Session | None, spec: str) -> ChatModel:
+        """The model a custom command's front matter names: `[provider:]model`, where model may be a
+        role (default, fast); the session's provider when none is given. ConfigError if unknown."""
+        provider, _, model = spec.rpartition(":")
+        name, p = self._require_config().provider(provider or (s.provider if s else None))
+        return self.pool.get(name, p.models.model_dump().get(model, model))
+
     def later(self, s: Session, role: str) -> Callable[[], ChatModel]:
         """The model `of(s, role)` names now, made when it is first called (a summary may never be
         needed); with a broken config, calling it raises the config's error, as `of` would."""

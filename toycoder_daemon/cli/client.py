@@ -181,6 +181,8 @@ class ChatClient:
         self.on_update = on_update
         self.line_reader = line_reader
         self.session_id = ""
+        self.context: list[dict[str, Any]] = []
+        """Context items for the next prompt (/attach)."""
         self.guard = TurnGuard()
         self._cancel_sent = False
         self._unasked: list[str] = []
@@ -228,7 +230,10 @@ class ChatClient:
         outcome = Outcome()
         try:
             with self.guard:
-                outcome.result = self.conn.call(wire.PROMPT, {"sessionId": self.session_id, "text": text},
+                params: dict[str, Any] = {"sessionId": self.session_id, "text": text}
+                if self.context:
+                    params["context"], self.context = self.context, []
+                outcome.result = self.conn.call(wire.PROMPT, params,
                                                 on_notification=self.notification, on_request=self.request,
                                                 on_idle=self._idle)
         except RpcError as e:

@@ -26,6 +26,9 @@ def show_transcript(view: TurnView, entries: list[dict[str, Any]]) -> None:
             _footer(view, turn)
             turn = e
             view.print(Text("❯ ", style="bold green") + Text(text, style="bold"))
+            if e.get("context"):  # what was attached, as chips
+                view.print(Text("  " + "  ".join(f"[{c.get('label', c.get('type', ''))}]" for c in e["context"]),
+                                style="cyan"))
         elif role == "assistant":
             if text.strip():
                 view.print(Markdown(text) if view.live_ok else Text(text))

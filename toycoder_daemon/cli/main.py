@@ -269,7 +269,8 @@ def interactive(args: argparse.Namespace) -> int:
                                                                   line_reader=editor.ask,
                                                                   trust_workspace=args.trust_workspace))
     try:
-        editor.set_commands(conn.call(wire.COMMANDS_LIST, {})["commands"])
+        editor.set_commands([*conn.call(wire.COMMANDS_LIST, {})["commands"],  # and the terminal's own
+                             {"name": "attach", "usage": "/attach <image>", "help": "Attach an image to the next prompt."}])
         try:
             models = conn.call(wire.MODELS_LIST, {"sessionId": client.session_id})
             model = f"{models['current']['provider']}:{models['current']['model']}"
@@ -308,6 +309,15 @@ def interactive(args: argparse.Namespace) -> int:
                 break
             armed = False
             if not text.strip():
+                continue
+            if text.strip().split(" ", 1)[0] == "/attach":  # ours: the image goes with the next prompt
+                from toycoder_daemon.cli.attach import image_item
+
+                try:
+                    client.context.append(image_item(text.strip()[len("/attach"):]))
+                    console.print(Text(f"attached ({len(client.context)} for the next prompt)", style="dim"))
+                except ValueError as e:
+                    console.print(Text(f"error: {e}", style="bold red"))
                 continue
             outcome = client.run_turn(text.strip())
             if outcome.error is not None:

@@ -29,11 +29,16 @@ async def help_(c: CommandContext) -> CommandResult:
     if c.args:
         cmd = commands.get(c.args[0])
         if cmd is None:
+            row = next((r for r in c.host.command_rows()[0] if r.name == c.args[0].lstrip("/")), None)
+            if row is not None:
+                return CommandResult(f"{row.usage}  [{row.source}]\n{row.help}")
             raise CommandError(f"no command /{c.args[0].lstrip('/')}")
         aliases = f" (also {', '.join('/' + a for a in cmd.aliases)})" if cmd.aliases else ""
         return CommandResult(f"{cmd.usage}{aliases}\n{cmd.help}")
-    width = max(len(cmd.usage) for cmd in commands.all())
-    lines = [f"{cmd.usage.ljust(width)}  {cmd.help}" for cmd in commands.all()]
+    rows, hidden = c.host.command_rows()
+    width = max(len(r.usage) for r in rows)
+    lines = [f"{r.usage.ljust(width)}  {r.help}" + (f"  [{r.source}]" if r.source != "builtin" else "") for r in rows]
+    lines += [f"warning: the built-in /{h.name} wins over the custom command in {h.path}" for h in hidden]
     return CommandResult("Commands:\n" + "\n".join(lines))
 
 

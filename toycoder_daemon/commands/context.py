@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from toycoder_daemon.agent.hooks.engine import HookSpec
+from toycoder_daemon.commands.custom import CommandRow, CustomCommand
 from toycoder_daemon.core.ports import Event, Frontend, ModelsInfo
 from toycoder_daemon.llm.base import ChatModel
 from toycoder_daemon.sessions.context import Compaction
@@ -52,6 +53,10 @@ class CommandHost(Protocol):
     async def settle_mcp(self, emit: Callable[[Event], None] | None = None) -> None:
         """What a turn waits for before asking the model: the MCP servers (the config's, the
         session's client's) started and each ready or failed; a longer wait is shown through `emit`."""
+
+    def command_rows(self) -> tuple[list[CommandRow], list[CustomCommand]]:
+        """Every slash command of the session (built-in, custom, MCP prompts), and the custom ones a
+        built-in hides."""
 
     def mcp_status(self) -> list[dict[str, Any]] | None:
         """The MCP servers' status rows: the config's, then those the session's client gave (with

@@ -69,6 +69,10 @@ class ProviderConfig(_Section):
         "of the server's kind, found from its Server header and /v1/models."
     )
 
+    vision_models: list[str] = Field(default=[])
+    """Models of this provider that take images (a prompt's image context goes to them as `image_url`
+    parts); a prompt with an image for any other model is refused before anything is sent."""
+
     def max_tokens_for(self, model: str) -> int:
         return self.model_max_tokens.get(model, self.max_tokens)
 
@@ -117,6 +121,13 @@ class RunCommandConfig(_Section):
     """Let sandboxed commands use the network (a call may still ask for it with `network: true`)."""
 
 
+class DiagnosticsConfig(_Section):
+    wait_ms: int = Field(default=1500, ge=0, le=30_000)
+    """How long the editor may take to report a file's diagnostics after an edit (toycoder/diagnostics)."""
+    level: Literal["errors", "warnings", "off"] = "warnings"
+    """Which new diagnostics an edit's observation shows: errors only, errors and warnings, or none."""
+
+
 class ToolsConfig(_Section):
     read_max_bytes: int = Field(default=100_000, ge=1000)
     """Most bytes read_file returns in one call."""
@@ -134,6 +145,8 @@ class ToolsConfig(_Section):
     """Dangerous tools (e.g. run_command) enabled from the start of every session."""
     run_command: RunCommandConfig = Field(default_factory=lambda: RunCommandConfig())
     """run_command's sandbox: where commands may write, whether they reach the network."""
+    diagnostics: DiagnosticsConfig = Field(default_factory=lambda: DiagnosticsConfig())
+    """The editor's diagnostics after edit_file/write_file (clients that answer toycoder/diagnostics)."""
 
 
 _RULE = re.compile(r"\s*[\w.-]+\s*(\(.*\))?\s*", re.DOTALL)
@@ -255,9 +268,18 @@ class WorkspaceSettings(_Section):
     agents: dict[str, AgentDecl] = Field(default={})
     """Sub-agents (only once the workspace is trusted)."""
 
+OPENAI_VISION_MODELS = ("gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano", "gpt-4-turbo",
+                        "gpt-5", "gpt-5-mini", "gpt-5-nano", "o1", "o3", "o4-mini")
+"""OpenAI's models that take images (the built-in provider's and the shipped config's vision_models)."""
 
 MAX_WARM_IDLE_MINUTES = 10080.0
 """A week: the fork server refuses more too (its poll() would overflow at ~24 days)."""
+
+
+class CommandsConfig(_Section):
+    paths: list[str] = Field(default=[])
+    """More folders of Markdown slash commands (e.g. `.claude/commands`; relative to the workspace), after
+    `.toycoder/commands` and the user's `$XDG_CONFIG_HOME/toycoder/commands`."""
 
 
 class DaemonConfig(_Section):
@@ -271,6 +293,7 @@ class Config(_Section):
             "openai": ProviderConfig(
                 api_keys=[os.environ.get("OPENAI_API_KEY", "")],
                 base_url=os.environ.get("OPENAI_BASE_URL") or None,
+                vision_models=list(OPENAI_VISION_MODELS),
             )
         }
     )
@@ -291,6 +314,8 @@ class Config(_Section):
     """Sub-agents exposed as tools, besides the built-in planner."""
     prompts_file: str | None = None
     """A YAML file whose roles override the built-in prompt templates by name."""
+    commands: CommandsConfig = Field(default_factory=lambda: CommandsConfig())
+    """Custom slash commands from Markdown files."""
     daemon: DaemonConfig = Field(default_factory=lambda: DaemonConfig())
     """The daemon process: its warm start (docs/architecture.md, "Launcher and fork server")."""
     hooks: dict[HookEvent, list[HookMatcher]] = Field(default={})

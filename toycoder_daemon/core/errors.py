@@ -61,3 +61,8 @@ class ProviderError(ToyCoderError):
         self.provider = provider
         self.reason = reason
         self.status = status
+
+
+class BadInput(ToyCoderError):
+    """What a client sent is refused (a prompt's context item, a mention): the message names the
+    item and says why. The faces answer it as invalid params (-32602)."""

@@ -38,6 +38,12 @@ class UserMessage(_UserBase, total=False):
     """The checkpoint id of the turn this prompt started (transcripts show its file changes after it)."""
     note: bool
     """A note from ToyCoder to the model (e.g. files were restored), not something the person typed."""
+    typed: str
+    """What the person typed, when `content` also holds attached context (transcripts show this)."""
+    context: list[dict[str, Any]]
+    """What was attached, as the transcript's chips (wire ContextChip shapes)."""
+    images: list[dict[str, str]]
+    """Attached images: {"path" (in the data dir, by sha256), "mimeType", "sha256"}."""
 
 
 class _AssistantBase(TypedDict):

@@ -168,6 +168,15 @@ class PermissionRequest:
 
 
 @dataclass(frozen=True)
+class FileDiagnostics:
+    """One file's diagnostics as the editor reports them (toycoder/diagnostics)."""
+
+    uri: str
+    diagnostics: tuple[dict[str, Any], ...]
+    """LSP `Diagnostic`s."""
+
+
+@dataclass(frozen=True)
 class EditApplied:
     """The editor's answer to an edit sent through it (workspace/applyEdit)."""
 
@@ -255,6 +264,11 @@ class Frontend(Protocol):
 
     def command_runner(self) -> CommandRunner | None:
         """Where run_command runs instead of a local child process (None: locally)."""
+
+    async def diagnostics(self, uris: list[str], wait_ms: int) -> list[FileDiagnostics] | None:
+        """The editor's diagnostics of `uris` (empty: of every file it has some for), waiting up to
+        `wait_ms` for fresh ones (after an edit). None when the editor does not report them (no
+        capability), fails, or is too slow: then there are none to show."""
 
 
 TrustDecision = Literal["trust", "once", "deny"]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from toycoder_daemon.core.errors import ProviderError
@@ -17,7 +19,26 @@ def for_api(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """The messages without our bookkeeping fields (e.g. a tool result's `status`), which the
     conversation keeps for transcripts but a strict provider would reject. Strings are scrubbed of
     lone surrogates (safejson), which the SDK's UTF-8 encoding of the request would fail on."""
-    return [safejson.scrub_tree({k: v for k, v in m.items() if k in API_FIELDS}) for m in messages]
+    return [_with_images(safejson.scrub_tree({k: v for k, v in m.items() if k in API_FIELDS}), m) for m in messages]
+
+
+def _with_images(out: dict[str, Any], m: Message) -> dict[str, Any]:
+    """A prompt with attached images (stored in the data dir, referenced by the message: never inline
+    in the session file) as OpenAI content parts: its text, then each image as an `image_url`. An
+    image gone from the data dir is said in the text instead."""
+    images = m.get("images")
+    if not images or not isinstance(images, list):
+        return out
+    parts: list[dict[str, Any]] = [{"type": "text", "text": out.get("content") or ""}]
+    for image in images:
+        try:
+            data = Path(image["path"]).read_bytes()
+        except (OSError, KeyError, TypeError):
+            parts[0]["text"] += "\n[an attached image is no longer stored]"
+            continue
+        url = f"data:{image.get('mimeType', 'image/png')};base64,{base64.b64encode(data).decode('ascii')}"
+        parts.append({"type": "image_url", "image_url": {"url": url}})
+    return {**out, "content": parts}
 
 
 @dataclass

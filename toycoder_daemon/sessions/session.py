@@ -7,9 +7,9 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, get_args
+from typing import Any, Protocol, get_args
 
-from toycoder_daemon.core.messages import INTERRUPTED_MARK, Message, calls_before
+from toycoder_daemon.core.messages import INTERRUPTED_MARK, Message, UserMessage, calls_before
 from toycoder_daemon.core.modes import MODES
 from toycoder_daemon.core.ports import ChangedFile, PlanEntry, StopReason, ToolStatus
 from toycoder_daemon.llm.base import Usage
@@ -46,6 +46,29 @@ class TranscriptEntry:
     """For role "plan" (last, once): the session's plan as the history ends, whole."""
     restore_of: str | None = None
     """For role "changes" of a restore: the turn it restored (clients offer Redo, not Undo)."""
+    context: tuple[dict[str, Any], ...] = ()
+    """For role "user": what was attached to the prompt, as chips."""
+
+
+class Attachment(Protocol):
+    """What a prompt brought besides its text (app/attachments.Attached)."""
+
+    chips: list[dict[str, Any]]
+    images: list[dict[str, str]]
+
+    def content(self, text: str) -> str:
+        """The prompt as the model reads it: the text, then each attached block."""
+
+
+def _typed(m: Message) -> str:
+    """A prompt as the person typed it (its stored content also holds what was attached)."""
+    typed = m.get("typed")
+    return typed if isinstance(typed, str) else (m.get("content") or "")
+
+
+def _chips(m: Message) -> tuple[dict[str, Any], ...]:
+    chips = m.get("context")
+    return tuple(c for c in chips if isinstance(c, dict)) if isinstance(chips, list) else ()
 
 
 ChangesOf = Callable[[str], "TranscriptEntry | None"]
@@ -215,12 +238,22 @@ class Session:
         if self.file:
             self.file.write_meta(self.meta())
 
-    def ask(self, text: str, turn: str) -> None:
-        """The turn's prompt into the conversation (and the title from it), once per turn."""
+    def ask(self, text: str, turn: str, attached: Attachment | None = None, typed: str | None = None) -> None:
+        """The turn's prompt into the conversation (and the title from what was typed), once per
+        turn; with what was attached (its text for the model, its chips, its images by reference),
+        and `typed` when the person typed something else (a custom command `text` expands)."""
         if self.asked_turn != turn:
             self.asked_turn = turn
-            self.title_from(text)
-            self.messages.append({"role": "user", "content": text, "turn": turn})
+            typed = text if typed is None else typed
+            self.title_from(typed)
+            message: UserMessage = {"role": "user", "content": text, "turn": turn}
+            if attached is not None and attached.chips:
+                message["content"], message["context"] = attached.content(text), attached.chips
+                if attached.images:
+                    message["images"] = attached.images
+            if message["content"] != typed:
+                message["typed"] = typed
+            self.messages.append(message)
 
     def title_from(self, text: str) -> None:
         if not self.title and (line := prompt_title(text)):
@@ -307,8 +340,10 @@ class Session:
                 cid = m.get("tool_call_id", "")
                 out.append(TranscriptEntry("tool", m.get("content") or "", cid, names.get(cid), _known_status(m.get("status"))))
             elif m["role"] == "user" and isinstance(end := self.turn_ends.get(pending or ""), dict):
-                out.append(TranscriptEntry("user", m.get("content") or "", stop_reason=_known_stop(end.get("stopReason")),
-                                           usage=_stored_usage(end.get("usage") or [])))
+                out.append(TranscriptEntry("user", _typed(m), stop_reason=_known_stop(end.get("stopReason")),
+                                           usage=_stored_usage(end.get("usage") or []), context=_chips(m)))
+            elif m["role"] == "user":
+                out.append(TranscriptEntry("user", _typed(m), context=_chips(m)))
             else:
                 out.append(TranscriptEntry(m["role"], m.get("content") or ""))
         close_turn()

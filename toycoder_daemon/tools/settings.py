@@ -35,3 +35,7 @@ class ToolSettings:
     output_max_bytes: int = 30_000
     """Cap on a tool's output sent to the model."""
     run_command: RunCommandSettings = field(default_factory=RunCommandSettings)
+    diagnostics_wait_ms: int = 1500
+    """How long the editor may take to report diagnostics after an edit."""
+    diagnostics_level: str = "warnings"
+    """errors | warnings | off: which new diagnostics an edit's observation shows."""

@@ -140,6 +140,76 @@ class ChangesUpdate(Wire):
     "Restored …" with Redo (restoring this restore), never an Undo that re-applies."""
 
 
+# ---- the editor as context (issue 29): a prompt's context items, the transcript's chips ---------------
+
+class Position(Wire):
+    line: int = Field(ge=0)
+    """0-based, as LSP."""
+    character: int = Field(default=0, ge=0)
+
+
+class Range(Wire):
+    start: Position
+    end: Position
+
+
+class FileContext(Wire):
+    """A workspace file, read when the prompt is sent (the editor's open buffer when there is one),
+    with its path and line numbers; only `range`'s lines when given."""
+
+    type: Literal["file"] = "file"
+    uri: str = Field(min_length=1)
+    """file:// URI, or a path relative to the workspace root."""
+    range: Range | None = None
+
+
+class SelectionContext(Wire):
+    type: Literal["selection"] = "selection"
+    uri: str = Field(min_length=1)
+    range: Range
+    text: str
+
+
+class DiagnosticsContext(Wire):
+    type: Literal["diagnostics"] = "diagnostics"
+    uri: str = Field(min_length=1)
+    items: list[dict[str, Any]]
+    """LSP `Diagnostic`s."""
+
+
+class ImageContext(Wire):
+    type: Literal["image"] = "image"
+    mime_type: str
+    """image/png, image/jpeg, image/gif or image/webp."""
+    data: str
+    """Base64, at most 5 MiB decoded."""
+
+
+class ResourceContext(Wire):
+    """An MCP resource (what `@server:uri` names), read with resources/read when the prompt is sent."""
+
+    type: Literal["resource"] = "resource"
+    server: str = Field(min_length=1)
+    uri: str = Field(min_length=1)
+
+
+ContextItem = Annotated[FileContext | SelectionContext | DiagnosticsContext | ImageContext | ResourceContext,
+                        Field(discriminator="type")]
+
+
+class ContextChip(Wire):
+    """What was attached to a prompt, as the transcript keeps it (an image by its content address,
+    never its bytes)."""
+
+    type: Literal["file", "selection", "diagnostics", "image", "resource"]
+    label: str
+    """What a client shows on the chip: `calc.py`, `calc.py:10-20`, `image.png`..."""
+    uri: str | None = None
+    mime_type: str | None = None
+    image: str | None = None
+    """For an image: its sha256 (stored once in the data dir's images/)."""
+
+
 # ---- sessions as clients show them: SessionInfo, TranscriptEntry, their updates ----------------------
 
 class SetModeParams(Wire):
@@ -196,6 +266,8 @@ class TranscriptEntry(Wire):
     """For role "plan": the session's plan as the history ends (as the `plan` update has it)."""
     restore_of: str | None = None
     """For role "changes" of a restore: the turn it restored (as the `changes` update has it)."""
+    context: list[ContextChip] | None = None
+    """For role "user": what was attached to the prompt (`context` items and mentions), as chips."""
 
 
 class PlanUpdate(Wire):
@@ -254,11 +326,14 @@ MODELS_LIST = "toycoder/models/list"
 MODELS_SET = "toycoder/models/set"
 CHECKPOINT_LIST = "toycoder/checkpoint/list"
 CHECKPOINT_RESTORE = "toycoder/checkpoint/restore"
+MENTIONS_COMPLETE = "toycoder/mentions/complete"
+RESOURCES_LIST = "toycoder/resources/list"
 # daemon -> client
 UPDATE = "toycoder/update"
 REQUEST_PERMISSION = "toycoder/requestPermission"
 ASK_USER = "toycoder/askUser"
 WORKSPACE_TRUST = "toycoder/workspace/trust"
+DIAGNOSTICS = "toycoder/diagnostics"
 
 
 # ---- params ---------------------------------------------------------------------------------
@@ -296,6 +371,17 @@ class SessionForkParams(Wire):
 class PromptParams(Wire):
     session_id: SessionId
     text: str
+    context: list[ContextItem] | None = None
+    """What the editor attaches: files, selections, diagnostics, images, MCP resources. `@path`,
+    `@path#L10-20` and `@server:uri` in `text` attach too."""
+
+
+class MentionsCompleteParams(Wire):
+    session_id: str | None = None
+    """For the session's MCP resources too (else the config's servers')."""
+    prefix: str
+    """What follows the `@` so far."""
+    limit: int = Field(default=50, ge=1, le=1000)
 
 
 class SetEnabledParams(Wire):
@@ -303,6 +389,11 @@ class SetEnabledParams(Wire):
     name: str
     enabled: StrictBool
     """true or false only: a lax "yes" or 1 must not enable a tool."""
+
+
+class CommandsListParams(Wire):
+    session_id: str | None = None
+    """With it, the MCP prompts of the session's servers too (else the config's)."""
 
 
 class ModelsListParams(Wire):
@@ -375,10 +466,35 @@ class CommandInfo(Wire):
     usage: str
     help: str
     aliases: list[str] = []
+    source: str = "builtin"
+    """builtin, workspace (.toycoder/commands), user ($XDG_CONFIG_HOME/toycoder/commands), a
+    `commands.paths` folder, or mcp:<server> (an MCP prompt)."""
 
 
 class CommandList(Wire):
     commands: list[CommandInfo]
+
+
+class MentionItem(Wire):
+    label: str
+    """What follows the `@` when picked: a workspace-relative path (a folder ends with /) or server:uri."""
+    kind: Literal["file", "folder", "resource"]
+    uri: str
+
+
+class MentionsResult(Wire):
+    items: list[MentionItem]
+
+
+class ResourceInfo(Wire):
+    server: str
+    uri: str
+    name: str
+    mime_type: str | None = None
+
+
+class ResourcesResult(Wire):
+    resources: list[ResourceInfo]
 
 
 class ModelRef(Wire):
@@ -554,6 +670,21 @@ class WorkspaceTrustParams(Wire):
 class WorkspaceTrustResult(Wire):
     decision: Literal["trust", "once", "deny"]
     """trust: remembered for this file's content; once: this daemon; deny: none of it (deny rules still apply)."""
+class DiagnosticsParams(Wire):
+    uris: list[str]
+    """The files asked about; empty: every file the editor has diagnostics for."""
+    wait_ms: int
+    """How long the client may wait for fresh diagnostics (after an edit) before answering."""
+
+
+class FileDiagnostics(Wire):
+    uri: str
+    diagnostics: list[dict[str, Any]]
+    """LSP `Diagnostic`s."""
+
+
+class DiagnosticsResult(Wire):
+    items: list[FileDiagnostics] = []
 
 
 # ---- the method table -------------------------------------------------------------------------
@@ -583,11 +714,13 @@ REQUESTS: tuple[Request, ...] = (
     Request(CANCEL, SessionIdParams, CancelResult),
     Request(TOOLS_LIST, SessionIdParams, ToolList),
     Request(TOOLS_SET_ENABLED, SetEnabledParams, EmptyResult),
-    Request(COMMANDS_LIST, EmptyParams, CommandList),
+    Request(COMMANDS_LIST, CommandsListParams, CommandList),
     Request(MODELS_LIST, ModelsListParams, ModelsResult),
     Request(MODELS_SET, ModelsSetParams, ModelsResult),
     Request(CHECKPOINT_LIST, SessionIdParams, CheckpointList),
     Request(CHECKPOINT_RESTORE, RestoreParams, RestoreResult),
+    Request(MENTIONS_COMPLETE, MentionsCompleteParams, MentionsResult),
+    Request(RESOURCES_LIST, SessionIdParams, ResourcesResult),
 )
 """client -> daemon requests."""
 NOTIFICATIONS: tuple[Notification, ...] = (Notification(UPDATE, UpdateParams),)
@@ -596,6 +729,7 @@ DAEMON_REQUESTS: tuple[Request, ...] = (
     Request(REQUEST_PERMISSION, PermissionParams, PermissionResult),
     Request(ASK_USER, AskUserParams, AskUserResult),
     Request(WORKSPACE_TRUST, WorkspaceTrustParams, WorkspaceTrustResult),
+    Request(DIAGNOSTICS, DiagnosticsParams, DiagnosticsResult),
 )
 """daemon -> client requests (sent only when the client announced the capability)."""
 

@@ -22,6 +22,14 @@ end, {
   end,
 })
 
+vim.api.nvim_create_user_command("ToyCoderAdd", function(o)
+  require("toycoder").add_selection(o.line1, o.line2)
+end, { range = true, desc = "ToyCoder: add the selection (or the range's lines) to the next prompt" })
+
+vim.api.nvim_create_user_command("ToyCoderAttach", function(o)
+  require("toycoder").attach(o.args)
+end, { nargs = 1, complete = "file", desc = "ToyCoder: attach an image (png, jpeg, gif, webp) to the next prompt" })
+
 vim.api.nvim_create_user_command("ToyCoderCancel", function()
   require("toycoder").cancel()
 end, { desc = "ToyCoder: cancel the running turn" })

@@ -11,14 +11,16 @@ import { offerInstall } from './install';
 import { CheckpointDaemon, openChangedFile, restoreTurn } from './changes';
 import { copyCode, insertCode } from './codeBlocks';
 import { DocumentSink, DocumentSync } from './documents';
+import { editorDiagnostics } from './diagnostics';
 import { askPermission, askUser, askWorkspaceTrust, ShowDiff } from './permission';
+import { PendingItem, selectionItem } from './selection';
 import type { CancelToken, Reviews } from './reviews';
 import { selectionQuestion } from './selection';
 import { ModeDaemon, pickMode, pickSession, SessionHeader } from './sessionHeader';
 import type { RestoreRequest, ToHost, ToWebview } from './shared/messages';
 import type { ProgressValue } from './shared/lsp';
 import type {
-  CommandInfo, PermissionParams, PermissionResult, PromptResult, SessionInfo, SessionLoadResult, UpdateParams,
+  CommandInfo, MentionItem, PermissionParams, PromptParams, PermissionResult, PromptResult, SessionInfo, SessionLoadResult, UpdateParams,
 } from './shared/protocol';
 
 export { selectionPrompt } from './selection';
@@ -29,9 +31,11 @@ export interface Daemon extends DocumentSink, CheckpointDaemon, ModeDaemon {
   newSession(title?: string): Promise<SessionInfo>;
   listSessions(): Promise<SessionInfo[]>;
   loadSession(sessionId: string): Promise<SessionLoadResult>;
-  prompt(sessionId: string, text: string): Promise<PromptResult>;
+  prompt(sessionId: string, text: string, context?: PromptParams['context']): Promise<PromptResult>;
   cancel(sessionId: string): Promise<boolean>;
   listCommands(): Promise<CommandInfo[]>;
+  /** toycoder/mentions/complete: what `@prefix` may name (files, folders, MCP resources). */
+  completeMentions?(sessionId: string | undefined, prefix: string, limit?: number): Promise<MentionItem[]>;
   dispose(): Promise<void>;
 }
 
@@ -72,6 +76,8 @@ function errorMessage(e: unknown): string {
 
 export class ChatController implements vscode.Disposable {
   private daemon: Daemon | undefined;
+  /** What the next prompt carries besides its text (Add Selection, a pasted image), with its chip's label. */
+  private pending: PendingItem[] = [];
   private starting: Promise<Daemon> | undefined;
   private docSync: DocumentSync | undefined;
   private commands: CommandInfo[] = [];
@@ -129,6 +135,7 @@ export class ChatController implements vscode.Disposable {
       workspaceTrust: (params, token) => askWorkspaceTrust(params, token as vscode.CancellationToken),
       progress: (token, value) => this.onProgress(token, value),
       applyEdit: (params) => applyWorkspaceEdit(params, this.options.log),
+      diagnostics: (params, token) => editorDiagnostics(params, token),
       showMessage: (type, message) => {
         this.options.log(`[daemon] ${message}`);
         if (type === 1) void vscode.window.showErrorMessage(`ToyCoder: ${message}`);
@@ -302,6 +309,25 @@ export class ChatController implements vscode.Disposable {
         return this.restore(message.request);
       case 'openFile':
         return openChangedFile(message.uri);
+      case 'mentions':
+        return this.mentions(message.prefix);
+      case 'removeChip':
+        this.pending.splice(message.index, 1);
+        return this.postChips();
+      case 'attachImage':
+        this.pending.push({ label: message.name, item: { type: 'image', ...message.image } });
+        return this.postChips();
+    }
+  }
+
+  /** `@` in the prompt box: the daemon lists what the prefix may name (nothing while it is not running). */
+  private async mentions(prefix: string): Promise<void> {
+    const daemon = this.daemon;
+    if (!daemon?.running || !daemon.completeMentions) return;
+    try {
+      this.post({ type: 'mentionItems', prefix, items: await daemon.completeMentions(this.sessionId, prefix, 30) });
+    } catch {
+      /* no completion: the prompt still goes as typed */
     }
   }
 
@@ -345,7 +371,12 @@ export class ChatController implements vscode.Disposable {
       const daemon = await this.ensureDaemon();
       const sessionId = this.sessionId ?? await this.newDaemonSession(daemon);
       this.header.prompted(text);
-      const result = await daemon.prompt(sessionId, text);
+      const context = this.pending.map((p) => p.item);
+      if (context.length) {
+        this.pending = [];
+        this.postChips(); // sent: the chips go
+      }
+      const result = await daemon.prompt(sessionId, text, context);
       this.post({ type: 'turnEnded', result });
       await this.follow(result);
     } catch (e) {
@@ -405,6 +436,19 @@ export class ChatController implements vscode.Disposable {
     } catch (e) {
       void vscode.window.showErrorMessage(`ToyCoder: cannot open the session: ${errorMessage(e)}`);
     }
+  }
+
+  /** "Add Selection to Chat": the selection goes with the next prompt, as a chip until then. */
+  async addSelection(editor: vscode.TextEditor | undefined): Promise<void> {
+    const selection = selectionItem(editor);
+    if (!selection) return;
+    this.pending.push(selection);
+    await this.options.surface.reveal();
+    this.postChips();
+  }
+
+  private postChips(): void {
+    this.post({ type: 'chips', labels: this.pending.map((p) => p.label) });
   }
 
   async askAboutSelection(editor: vscode.TextEditor | undefined): Promise<void> {

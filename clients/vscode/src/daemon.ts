@@ -18,10 +18,14 @@ import {
   AskUserParams,
   AskUserResult,
   CommandInfo,
+  DiagnosticsParams,
+  DiagnosticsResult,
   ErrorCodes,
+  MentionItem,
   Methods,
   PermissionParams,
   PermissionResult,
+  PromptParams,
   PromptResult,
   PROTOCOL_VERSION,
   SessionInfo,
@@ -58,6 +62,8 @@ export interface DaemonHandlers {
   progress?(token: string | number, value: ProgressValue): void;
   /** workspace/applyEdit; given, the client declares `workspace.applyEdit` and open files are edited here. */
   applyEdit?(params: ApplyWorkspaceEditParams): Promise<ApplyWorkspaceEditResult>;
+  /** toycoder/diagnostics; given, the client declares `experimental.toycoder.diagnostics`. */
+  diagnostics?(params: DiagnosticsParams, token: CancellationToken): Promise<DiagnosticsResult>;
   /** window/showMessage: 1 error, 2 warning, 3 info, 4 log. */
   showMessage?(type: number, message: string): void;
   /** A line the daemon wrote to stderr. */
@@ -77,9 +83,11 @@ export interface InitializeResult {
  * `workspaceEdit.documentChanges` so edits carry the document version they were made against
  * (applyEdit.ts refuses a mismatch).
  */
-export function clientCapabilities(appliesEdits: boolean, answersTrust = false): Record<string, unknown> {
+export function clientCapabilities(appliesEdits: boolean, reportsDiagnostics = false,
+  answersTrust = false): Record<string, unknown> {
   return {
-    experimental: { toycoder: { permissionRequest: true, askUser: true, ...(answersTrust ? { workspaceTrust: true } : {}) } },
+    experimental: { toycoder: { permissionRequest: true, askUser: true,
+      ...(reportsDiagnostics ? { diagnostics: true } : {}), ...(answersTrust ? { workspaceTrust: true } : {}) } },
     window: { workDoneProgress: true },
     ...(appliesEdits ? { workspace: { applyEdit: true, workspaceEdit: { documentChanges: true } } } : {}),
     textDocument: { synchronization: { dynamicRegistration: false, didSave: false } },
@@ -191,6 +199,14 @@ export class DaemonClient {
         return { applied: false, failureReason: e instanceof Error ? e.message : String(e) };
       }
     });
+    connection.onRequest(Methods.diagnostics, async (params: DiagnosticsParams, token): Promise<DiagnosticsResult> => {
+      if (!handlers.diagnostics) return { items: [] };
+      try {
+        return await handlers.diagnostics(params, token);
+      } catch {
+        return { items: [] };
+      }
+    });
     connection.onRequest('window/workDoneProgress/create', () => null);
     connection.onNotification('$/progress', (p: { token: string | number; value: ProgressValue }) =>
       handlers.progress?.(p.token, p.value));
@@ -217,7 +233,8 @@ export class DaemonClient {
       rootPath: root ?? null,
       workspaceFolders: root ? [{ uri: pathToFileURL(root).href, name: root.split(/[\\/]/).pop() || root }] : null,
       initializationOptions: options.configPath ? { configPath: options.configPath } : {},
-      capabilities: clientCapabilities(handlers.applyEdit !== undefined, handlers.workspaceTrust !== undefined),
+      capabilities: clientCapabilities(handlers.applyEdit !== undefined, handlers.diagnostics !== undefined,
+        handlers.workspaceTrust !== undefined),
     });
     init.catch(() => undefined);
     let result: InitializeResult;
@@ -282,12 +299,17 @@ export class DaemonClient {
     return this.request(Methods.sessionLoad, { sessionId });
   }
 
-  prompt(sessionId: string, text: string): Promise<PromptResult> {
-    return this.request(Methods.prompt, { sessionId, text });
+  prompt(sessionId: string, text: string, context?: PromptParams['context']): Promise<PromptResult> {
+    return this.request(Methods.prompt, context?.length ? { sessionId, text, context } : { sessionId, text });
   }
 
   async cancel(sessionId: string): Promise<boolean> {
     return (await this.request<{ cancelled: boolean }>(Methods.cancel, { sessionId })).cancelled;
+  }
+
+  async completeMentions(sessionId: string | undefined, prefix: string, limit = 50): Promise<MentionItem[]> {
+    const params = sessionId ? { sessionId, prefix, limit } : { prefix, limit };
+    return (await this.request<{ items: MentionItem[] }>(Methods.mentionsComplete, params)).items;
   }
 
   async listCommands(): Promise<CommandInfo[]> {

@@ -126,6 +126,8 @@ export function activate(context: vscode.ExtensionContext): void {
     })),
     vscode.commands.registerCommand('toycoder.askAboutSelection',
       run(() => chat.askAboutSelection(vscode.window.activeTextEditor))),
+    vscode.commands.registerCommand('toycoder.addSelection',
+      run(() => chat.addSelection(vscode.window.activeTextEditor))),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('toycoder')) {
         output.appendLine('[toycoder-vscode] settings changed: they apply when the daemon restarts');

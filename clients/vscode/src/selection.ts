@@ -5,6 +5,7 @@
 
 import * as vscode from 'vscode';
 import { PROPOSAL_SCHEME } from './diffView';
+import type { PromptParams } from './shared/protocol';
 
 /** The prompt for "Ask About Selection": the question, the file, the line range and the code. */
 export function selectionPrompt(question: string, path: string, startLine: number, endLine: number,
@@ -38,4 +39,34 @@ export async function selectionQuestion(editor: vscode.TextEditor | undefined): 
   });
   if (question === undefined) return undefined;
   return selectionPrompt(question, path, startLine, endLine, editor.document.languageId, text);
+}
+
+/** A context item for the next prompt, with the label of its chip. */
+export interface PendingItem {
+  label: string;
+  item: NonNullable<PromptParams['context']>[number];
+}
+
+/** "Add Selection to Chat": the selection as a context item (the daemon reads path and lines from it). */
+export function selectionItem(editor: vscode.TextEditor | undefined): PendingItem | undefined {
+  if (!editor || editor.selection.isEmpty) {
+    void vscode.window.showInformationMessage('ToyCoder: select some code first.');
+    return undefined;
+  }
+  if (editor.document.uri.scheme === PROPOSAL_SCHEME) {
+    void vscode.window.showInformationMessage('ToyCoder: this is a proposed change, not a file; decide on it in the chat.');
+    return undefined;
+  }
+  const sel = editor.selection;
+  const startLine = sel.start.line + 1;
+  const endLine = sel.end.character === 0 && sel.end.line > sel.start.line ? sel.end.line : sel.end.line + 1;
+  const path = vscode.workspace.asRelativePath(editor.document.uri, false);
+  return {
+    label: `${path}:${startLine}-${endLine}`,
+    item: {
+      type: 'selection', uri: editor.document.uri.toString(), text: editor.document.getText(sel),
+      range: { start: { line: sel.start.line, character: sel.start.character },
+        end: { line: sel.end.line, character: sel.end.character } },
+    },
+  };
 }

@@ -59,6 +59,7 @@ export function chatHtml(options: WebviewHtmlOptions): string {
   <div id="status" aria-live="polite"></div>
   <div id="composer">
     <ul id="completions" role="listbox" hidden></ul>
+    <div id="chips" class="chips" hidden></div>
     <textarea id="prompt" rows="3" placeholder="Ask ToyCoder… (Enter to send, Shift+Enter for a new line, / for commands)" aria-label="Prompt"></textarea>
     <div id="actions">
       <span id="usage" title="Tokens used by the last turn"></span>

@@ -271,6 +271,16 @@ function defaults() {
   };
 }
 
+/** Diagnostics `languages.getDiagnostics` reports, by URI string; fire `diagnosticsChanged` after a change. */
+export const diagnostics = new Map<string, any[]>();
+export const diagnosticsChanged = new EventEmitter<{ uris: Uri[] }>();
+export enum DiagnosticSeverity { Error = 0, Warning = 1, Information = 2, Hint = 3 }
+export const languages = {
+  onDidChangeDiagnostics: diagnosticsChanged.event,
+  getDiagnostics: ((uri?: Uri) => (uri ? diagnostics.get(uri.toString()) ?? []
+    : [...diagnostics].map(([u, ds]) => [Uri.parse(u), ds]))) as any,
+};
+
 /** Events tests fire to simulate editors opening, changing and closing documents. */
 export const openDocs = new EventEmitter<any>();
 export const changeDocs = new EventEmitter<any>();
@@ -296,5 +306,6 @@ export function resetStub(): void {
   openTabs.length = 0;
   statusBarItems.length = 0;
   virtualDocs.clear();
+  diagnostics.clear();
   for (const k of Object.keys(settings)) delete settings[k];
 }

@@ -41,3 +41,22 @@ def test_the_demo_files_are_package_data_and_toycoder_is_a_console_script() -> N
     # setuptools globs: '*' does not cross '/'
     unshipped = [f for f in files if not any(fnmatch(f, g) and f.count("/") == g.count("/") for g in globs)]
     assert unshipped == []
+
+
+def test_attach_reads_an_image_into_a_context_item(tmp_path) -> None:
+    import base64
+
+    import pytest
+
+    from toycoder_daemon.cli.attach import image_item
+
+    png = tmp_path / "shot.PNG"
+    png.write_bytes(b"\x89PNG\r\n\x1a\nrest")
+    assert image_item(f" {png} ") == {"type": "image", "mimeType": "image/png",
+                                      "data": base64.b64encode(b"\x89PNG\r\n\x1a\nrest").decode()}
+    with pytest.raises(ValueError, match="attach a png, jpeg, gif or webp image"):
+        image_item(str(tmp_path / "notes.txt"))
+    with pytest.raises(ValueError, match="cannot read"):
+        image_item(str(tmp_path / "missing.png"))
+    with pytest.raises(ValueError, match="usage"):
+        image_item("  ")

@@ -268,3 +268,12 @@ def test_a_resumed_sessions_plan_is_shown_after_its_history() -> None:
                                    {"content": "read", "priority": "medium", "status": "completed"},
                                    {"content": "fix", "priority": "high", "status": "in_progress"}]}])
     assert spy.printed[-1] == "plan 1/2\n  ✓ read\n  ▸ fix !", spy.printed
+
+
+def test_a_resumed_prompts_attachments_show_as_chips() -> None:
+    from toycoder_daemon.cli.history import show_transcript
+
+    spy = Spy()
+    show_transcript(spy.view, [{"role": "user", "text": "explain", "context": [
+        {"type": "file", "label": "calc.py:2-3"}, {"type": "image", "label": "image 1 (png)"}]}])
+    assert spy.printed == ["❯ explain", "  [calc.py:2-3]  [image 1 (png)]"], spy.printed

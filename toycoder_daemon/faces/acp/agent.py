@@ -54,6 +54,7 @@ from pydantic import ValidationError
 
 from toycoder_daemon import __version__
 from toycoder_daemon.app.application import App
+from toycoder_daemon.commands.custom import CommandRow
 from toycoder_daemon.config.model import data_dir
 from toycoder_daemon.core.errors import SessionBusy, ToyCoderError
 from toycoder_daemon.core.ports import OUTPUT
@@ -148,6 +149,8 @@ class ToyCoderAgent:
         self.config_path = config_path
         self.raw: SdkClient = None  # type: ignore[assignment]  # set with the connection (serve_acp)
         self.caps = acp_turn.Caps()
+        self._announced: dict[str, list[CommandRow]] = {}
+        """The commands last announced to each session (available_commands_update)."""
         self.terminals: Terminals | None = None  # set when the client declares terminals (terminal.py)
         self.apps: dict[Path, App] = {}
         self.catalog = Catalog(data_dir())
@@ -208,8 +211,14 @@ class ToyCoderAgent:
         for update in updates:
             await self.raw.session_update(session_id, update)
 
-    async def _announce_commands(self, session_id: str) -> None:
-        await self.raw.session_update(session_id, commands_update())
+    async def _announce_commands(self, session_id: str, *, if_changed: bool = False) -> None:
+        """The session's commands; `if_changed` (after each prompt): only when they changed since they
+        were last announced (a custom command's file, an MCP server's prompts)."""
+        app = self.owner.get(session_id)
+        rows = app.command_rows(session_id)[0] if app is not None else []
+        if not if_changed or self._announced.get(session_id) != rows:
+            self._announced[session_id] = rows
+            await self.raw.session_update(session_id, commands_update(rows))
 
     async def _options(self, app: App, s: Session, *, ask: bool = False) -> list[Any]:
         """The session's config options, remembered as what its client was told. A session's
@@ -259,7 +268,7 @@ class ToyCoderAgent:
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
-                load_session=True, prompt_capabilities=PromptCapabilities(embedded_context=True),
+                load_session=True, prompt_capabilities=PromptCapabilities(image=True, embedded_context=True),
                 mcp_capabilities=acp_mcp.CAPABILITIES,
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities(), close=SessionCloseCapabilities(),
                                                          resume=SessionResumeCapabilities(),
@@ -394,8 +403,10 @@ class ToyCoderAgent:
             self._prompts.add(me)
             self._starting.add(me)
         try:
-            return await acp_turn.run_prompt(app, session_id, prompt, self.raw, self.caps, self.terminals,
-                                             begun=lambda: self._starting.discard(me))
+            answer = await acp_turn.run_prompt(app, session_id, prompt, self.raw, self.caps, self.terminals,
+                                               begun=lambda: self._starting.discard(me))
+            self.later(self._announce_commands(session_id, if_changed=True))  # new custom commands show
+            return answer
         except acp_turn.EmptyPrompt as e:
             raise RequestError.invalid_params({"prompt": str(e)}) from None
         except asyncio.CancelledError:

@@ -9,7 +9,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from toycoder_daemon.app.application import App
-from toycoder_daemon.commands.builtin import commands
+from toycoder_daemon.commands.custom import CommandRow
 from toycoder_daemon.core.util import safejson
 from toycoder_daemon.core.util.visible import visible
 from toycoder_daemon.faces.acp import client as wire
@@ -32,36 +32,47 @@ def _get(value: Any, key: str) -> Any:
     return getattr(value, key, None)
 
 
-def prompt_text(blocks: list[Any], root: Path) -> str:
-    """Content blocks -> our prompt text: text as is, resources as `@path` mentions, and the text of
-    embedded resources appended as context. Images and audio are not read (text-only agent)."""
+def prompt_parts(blocks: list[Any], root: Path) -> tuple[str, list[dict[str, Any]]]:
+    """Content blocks -> our prompt text and its context items (toycoder/prompt's `context`): text as
+    is; a resource link as an `@path` mention (attached as the file when the prompt is sent); an
+    embedded text resource as the client's text of that file (a selection of all of it), named in
+    the text by its path; an image (or an embedded image blob) as an image item. Audio is not read."""
     pieces: list[str] = []
-    context: list[str] = []
+    items: list[dict[str, Any]] = []
     for b in blocks:
         kind = _get(b, "type")
         if kind == "text":
             pieces.append(_get(b, "text"))
         elif kind == "resource_link":
             pieces.append(f"@{shown_uri(_get(b, 'uri'), root)}")
+        elif kind == "image":
+            items.append({"type": "image", "mimeType": _get(b, "mime_type") or "", "data": _get(b, "data") or ""})
         elif kind == "resource":
             resource = _get(b, "resource")
-            pieces.append(f"@{shown_uri(_get(resource, 'uri'), root)}")
-            if isinstance(text := _get(resource, "text"), str):  # a text resource (a blob has none)
-                context.append(f'<context uri="{_get(resource, "uri")}">\n{text}\n</context>')
+            uri = _get(resource, "uri")
+            if isinstance(text := _get(resource, "text"), str):  # a text resource
+                pieces.append(shown_uri(uri, root))
+                last = max(0, len(text.splitlines()) - 1)
+                items.append({"type": "selection", "uri": uri, "text": text,
+                              "range": {"start": {"line": 0, "character": 0}, "end": {"line": last, "character": 1}}})
+            elif str(_get(resource, "mime_type") or "").startswith("image/"):
+                items.append({"type": "image", "mimeType": _get(resource, "mime_type"), "data": _get(resource, "blob")})
+            else:
+                pieces.append(f"[{shown_uri(uri, root)}: a binary resource, omitted]")
         else:
-            pieces.append(f"[{kind or 'content'} omitted: ToyCoder reads text only]")
+            pieces.append(f"[{kind or 'content'} omitted: ToyCoder reads text and images only]")
     text = ""
     for piece in pieces:  # a mention between two text blocks gets a space on each side
         if text and piece and not text[-1].isspace() and not piece[0].isspace():
             text += " "
         text += piece
-    return text + ("\n\n" + "\n\n".join(context) if context else "")
+    return text, items
 
 
-def commands_update() -> dict[str, Any]:
-    """The available_commands_update announcing our slash commands."""
+def commands_update(rows: list[CommandRow]) -> dict[str, Any]:
+    """The available_commands_update announcing our slash commands (built-in, custom, MCP prompts)."""
     out = []
-    for c in commands.all():
+    for c in rows:
         hint = c.usage.partition(" ")[2]
         out.append({"name": c.name, "description": c.help, **({"input": {"hint": hint}} if hint else {})})
     return {"availableCommands": out, "sessionUpdate": "available_commands_update"}

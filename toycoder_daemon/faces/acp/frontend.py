@@ -22,6 +22,7 @@ from toycoder_daemon.core.ports import (
     Decision,
     EditApplied,
     Event,
+    FileDiagnostics,
     FilesChanged,
     HookRan,
     McpWaiting,
@@ -264,6 +265,9 @@ class AcpFrontend:
 
     def writes_all_files(self) -> bool:
         return self.can_write
+
+    async def diagnostics(self, uris: list[str], wait_ms: int) -> list[FileDiagnostics] | None:
+        return None  # ACP has no request for an editor's diagnostics
 
     async def editor_text(self, path: Path) -> str | None:
         if not self.can_read:

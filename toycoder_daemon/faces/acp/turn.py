@@ -8,10 +8,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from toycoder_daemon.app.application import App
-from toycoder_daemon.core.errors import MAX_SESSION_ID, ConfigError, InvalidSessionId, ProviderError, SessionBusy, SessionNotFound
+from toycoder_daemon.core.errors import (
+    MAX_SESSION_ID,
+    BadInput,
+    ConfigError,
+    InvalidSessionId,
+    ProviderError,
+    SessionBusy,
+    SessionNotFound,
+)
 from toycoder_daemon.faces.acp import client as acp_client
 from toycoder_daemon.faces.acp.client import RESOURCE_NOT_FOUND
-from toycoder_daemon.faces.acp.content import prompt_text
+from toycoder_daemon.faces.acp.content import prompt_parts
 from toycoder_daemon.faces.acp.frontend import AcpFrontend
 from toycoder_daemon.faces.acp.terminal import Terminals
 from toycoder_daemon.wire import codes as wire
@@ -45,6 +53,8 @@ def core_error(e: Exception) -> tuple[int, str, Any] | None:
         return wire.PROVIDER_ERROR, str(e), {"provider": e.provider}
     if isinstance(e, ConfigError):
         return wire.CONFIG_ERROR, str(e), None
+    if isinstance(e, BadInput):
+        return wire.INVALID_PARAMS, f"Invalid params: {e}", None
     return None
 
 
@@ -62,7 +72,9 @@ async def run_prompt(app: App, session_id: str, blocks: list[Any], client: acp_c
     """One turn: its updates go to `client`, all of them before the result (as the SDK dumps
     PromptResponse) is returned. EmptyPrompt, or the core's errors (core_error), are raised.
     `begun` is called when the turn begins (App.prompt loads the session and takes its lock first)."""
-    text = prompt_text(blocks, app.workspace.root)
+    text, context = prompt_parts(blocks, app.workspace.root)
+    if not text.strip() and context:
+        text = "(see the attached context)"
     if not text.strip():
         raise EmptyPrompt("the prompt is empty")
     frontends: list[AcpFrontend] = []
@@ -75,7 +87,7 @@ async def run_prompt(app: App, session_id: str, blocks: list[Any], client: acp_c
 
     try:
         # /new and /switch leave the session open: the client still holds it (and gave its MCP servers)
-        outcome = await app.prompt(session_id, text, frontend_for, close_on_switch=False)
+        outcome = await app.prompt(session_id, text, frontend_for, close_on_switch=False, context=context)
         r = outcome.result
         if r.stop_reason in ("command", "max_steps") and r.text and frontends:
             frontends[0].send(acp_client.chunk(r.text + action_note(outcome.action)))

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 from pygls.exceptions import JsonRpcException
 
-from toycoder_daemon.core.errors import ConfigError, InvalidSessionId, ProviderError, SessionBusy, SessionNotFound
+from toycoder_daemon.core.errors import BadInput, ConfigError, InvalidSessionId, ProviderError, SessionBusy, SessionNotFound
 from toycoder_daemon.wire import protocol as wire
 
 log = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ def parse(model: type[P], params: Any) -> P:
 
 CORE_ERRORS: dict[type[Exception], int] = {SessionNotFound: wire.SESSION_NOT_FOUND, SessionBusy: wire.SESSION_BUSY,
                                            ProviderError: wire.PROVIDER_ERROR, ConfigError: wire.CONFIG_ERROR,
-                                           InvalidSessionId: wire.INVALID_PARAMS}
+                                           InvalidSessionId: wire.INVALID_PARAMS, BadInput: wire.INVALID_PARAMS}
 
 
 def dump_result(request: wire.Request, result: Any) -> dict[str, Any]:

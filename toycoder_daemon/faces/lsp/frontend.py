@@ -15,6 +15,7 @@ from toycoder_daemon.core.ports import (
     Decision,
     EditApplied,
     Event,
+    FileDiagnostics,
     McpWaiting,
     PermissionRequest,
     TextDelta,
@@ -217,6 +218,23 @@ class EditorFrontend:
 
     def command_runner(self) -> CommandRunner | None:
         return None  # LSP has no terminals to lend: commands run here
+
+    async def diagnostics(self, uris: list[str], wait_ms: int) -> list[FileDiagnostics] | None:
+        """toycoder/diagnostics, for a client that declared `diagnostics`; it may wait `wait_ms`
+        (plus a second for the round trip) before anything but a well-formed answer counts as none."""
+        if not self.link.client_can("diagnostics"):
+            return None
+        self.flush()
+        params = wire.DiagnosticsParams(uris=uris, wait_ms=wait_ms).dump()
+        try:
+            answer = await self._request(wire.DIAGNOSTICS, params, wait_ms / 1000 + 1.0)
+            result = wire.DiagnosticsResult.model_validate(answer or {})
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # timeout, error reply, malformed answer: no diagnostics
+            log.info("no diagnostics from the editor (%s)", type(e).__name__)
+            return None
+        return [FileDiagnostics(f.uri, tuple(f.diagnostics)) for f in result.items]
 
     async def apply_edit(self, path: Path, before: str, after: str) -> EditApplied:
         self.flush()

@@ -4,16 +4,17 @@ validated when built)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 from lsprotocol import converters, types
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
 from toycoder_daemon.app.application import PromptOutcome
 from toycoder_daemon.checkpoints import Checkpoint
 from toycoder_daemon.checkpoints import RestoreResult as CoreRestoreResult
-from toycoder_daemon.commands.registry import Command
+from toycoder_daemon.commands.custom import CommandRow
 from toycoder_daemon.core.ports import (
     ChangedFile,
     Compacted,
@@ -39,6 +40,8 @@ from toycoder_daemon.wire import protocol as wire
 
 _ACTION: TypeAdapter[wire.SwitchAction | wire.QuitAction] = TypeAdapter(wire.Action)
 
+log = logging.getLogger(__name__)
+
 
 def session_info(s: SessionSummary, cwd: str | None = None) -> wire.SessionInfo:
     return wire.SessionInfo(session_id=s.id, title=s.title, created_at=wire.iso_time(s.created_at),
@@ -52,7 +55,19 @@ def transcript_entry(e: TranscriptEntry) -> wire.TranscriptEntry:
                                 files=[changed_file(f) for f in e.files] if e.role == "changes" else None,
                                 interrupted=e.interrupted or None, stop_reason=cast(Any, e.stop_reason),
                                 usage=usage_info(e.usage) if e.usage is not None else None,
-                                entries=plan_entries(e.plan) if e.role == "plan" else None, restore_of=e.restore_of)
+                                entries=plan_entries(e.plan) if e.role == "plan" else None, restore_of=e.restore_of,
+                                context=context_chips(e.context) or None)
+
+
+def context_chips(stored: tuple[dict[str, Any], ...]) -> list[wire.ContextChip]:
+    """A prompt's stored chips; one a hand-edited or newer file made unreadable is left out."""
+    out = []
+    for c in stored:
+        try:
+            out.append(wire.ContextChip.model_validate(c))
+        except ValidationError:
+            log.debug("a stored context chip left out: %.120r", c)
+    return out
 
 
 def usage_info(u: Usage) -> wire.UsageInfo:
@@ -84,8 +99,8 @@ def tool_info(t: ToolSummary) -> wire.ToolInfo:
                          source=t.source)
 
 
-def command_info(c: Command) -> wire.CommandInfo:
-    return wire.CommandInfo(name=c.name, usage=c.usage, help=c.help, aliases=list(c.aliases))
+def command_info(c: CommandRow) -> wire.CommandInfo:
+    return wire.CommandInfo(name=c.name, usage=c.usage, help=c.help, aliases=list(c.aliases), source=c.source)
 
 
 def models_result(m: ModelsInfo) -> wire.ModelsResult:

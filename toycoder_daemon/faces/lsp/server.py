@@ -25,7 +25,6 @@ from pygls.uris import to_fs_path
 from toycoder_daemon import __version__
 from toycoder_daemon.app.application import App
 from toycoder_daemon.checkpoints import UnknownCheckpoint
-from toycoder_daemon.commands.builtin import commands
 from toycoder_daemon.commands.served import with_served
 from toycoder_daemon.core.modes import available_modes
 from toycoder_daemon.core.util.background import Background
@@ -289,7 +288,8 @@ async def prompt(ls: ToyCoderServer, p: wire.PromptParams) -> wire.PromptResult:
         return f
 
     try:
-        outcome = await ls.get_app().prompt(p.session_id, p.text, frontend_for)
+        context = [c.dump() for c in p.context or ()]
+        outcome = await ls.get_app().prompt(p.session_id, p.text, frontend_for, context=context)
     finally:
         for f in frontends:  # every update reaches the client before the answer does
             f.end_progress("done")
@@ -329,8 +329,10 @@ async def tools_set_enabled(ls: ToyCoderServer, p: wire.SetEnabledParams) -> wir
     return wire.EmptyResult()
 
 
-async def commands_list(ls: ToyCoderServer, p: wire.EmptyParams) -> wire.CommandList:
-    return wire.CommandList(commands=[to_wire.command_info(c) for c in commands.all()])
+async def commands_list(ls: ToyCoderServer, p: wire.CommandsListParams) -> wire.CommandList:
+    """Built-in, custom (scanned again when their files changed) and MCP prompt commands."""
+    rows, _ = ls.get_app().command_rows(p.session_id)
+    return wire.CommandList(commands=[to_wire.command_info(c) for c in rows])
 
 
 async def models_list(ls: ToyCoderServer, p: wire.ModelsListParams) -> wire.ModelsResult:
@@ -357,12 +359,27 @@ async def checkpoint_restore(ls: ToyCoderServer, p: wire.RestoreParams) -> wire.
     return to_wire.restore_result(result)
 
 
+async def mentions_complete(ls: ToyCoderServer, p: wire.MentionsCompleteParams) -> wire.MentionsResult:
+    rows = await ls.get_app().complete_mentions(p.session_id, p.prefix, p.limit)
+    return wire.MentionsResult(items=[wire.MentionItem(label=label, kind=kind, uri=uri)  # type: ignore[arg-type]
+                                      for label, kind, uri in rows])
+
+
+async def resources_list(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.ResourcesResult:
+    app = ls.get_app()
+    app.peek(p.session_id)  # SessionNotFound for an unknown id
+    await app.settle_mcp(p.session_id)
+    return wire.ResourcesResult(resources=[wire.ResourceInfo(server=s, uri=u, name=n, mime_type=m)
+                                           for s, u, n, m in app.resources(p.session_id)])
+
+
 HANDLERS: dict[str, Handler] = {
     wire.SESSION_NEW: session_new, wire.SESSION_LIST: session_list, wire.SESSION_LOAD: session_load,
     wire.SESSION_DELETE: session_delete, wire.PROMPT: prompt, wire.CANCEL: cancel, wire.TOOLS_LIST: tools_list,
     wire.TOOLS_SET_ENABLED: tools_set_enabled, wire.COMMANDS_LIST: commands_list, wire.MODELS_LIST: models_list,
     wire.MODELS_SET: models_set, wire.CHECKPOINT_LIST: checkpoint_list, wire.CHECKPOINT_RESTORE: checkpoint_restore,
     wire.SESSION_CLOSE: session_close, wire.SESSION_SET_MODE: session_set_mode, wire.SESSION_FORK: session_fork,
+    wire.MENTIONS_COMPLETE: mentions_complete, wire.RESOURCES_LIST: resources_list,
 }
 """One handler per row of protocol.REQUESTS (make_server refuses a table row without one)."""
 

@@ -148,6 +148,16 @@ class McpManager:
     def status(self) -> list[dict[str, Any]]:
         return [s.status() for s in self._servers.values()]
 
+    def names(self) -> list[str]:
+        return list(self._servers)
+
+    def server(self, name: str) -> McpServer | None:
+        return self._servers.get(name)
+
+    def ready(self) -> list[McpServer]:
+        """The servers that are ready now (their resources and prompts)."""
+        return [s for s in self._servers.values() if s.state == "ready"]
+
     def pids(self) -> dict[str, int]:
         """The process group id of each stdio server still running or not yet reaped (its launcher's
         pid: stdio.py)."""

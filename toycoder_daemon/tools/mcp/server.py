@@ -134,6 +134,12 @@ class McpServer:
         self.state = "starting" if spec.enabled else "disabled"
         self.error: str | None = None
         self.tools: list[Tool] = []
+        self.resources: list[mt.Resource] = []
+        """Its resources (resources/list, first page), while ready: `@server:uri` mentions."""
+        self.templates: list[mt.ResourceTemplate] = []
+        """Its resource templates (first page), while ready: mention completion offers them."""
+        self.prompts: list[mt.Prompt] = []
+        """Its prompts (prompts/list, first page), while ready: `/mcp:server:prompt` commands."""
         self.session: ClientSession | None = None
         self.task: asyncio.Task[None] | None = None
         self.child: StdioChild | None = None
@@ -203,11 +209,13 @@ class McpServer:
                     session = await stack.enter_async_context(ClientSession(
                         watched, write, client_info=mt.Implementation(name="toycoder", version=__version__),
                     ))
-                    await session.initialize()
+                    init = await session.initialize()
                     listed = await self._list_tools(session)
+                    resources, templates, prompts = await self._list_extras(session, init.capabilities)
                     timer.cancel()
                     if not self._stopping and not self._timed_out:
                         self.tools = self._make_tools(listed)
+                        self.resources, self.templates, self.prompts = resources, templates, prompts
                         self.session = session
                         self.state = "ready"
                         ready = True
@@ -231,6 +239,7 @@ class McpServer:
             timer.cancel()
             self.session = None
             self.tools = []
+            self.resources, self.templates, self.prompts = [], [], []
             self._settled.set()
         if self._timed_out:  # reported at the timeout; whatever the stop raised is its own kill's
             self.state = "failed"
@@ -272,6 +281,59 @@ class McpServer:
             if not cursor:
                 break
         return tools
+
+    async def _list_extras(self, session: ClientSession, caps: mt.ServerCapabilities
+                           ) -> tuple[list[mt.Resource], list[mt.ResourceTemplate], list[mt.Prompt]]:
+        """Its resources, resource templates and prompts when it declares them; a server that fails to
+        list them still serves its tools."""
+        resources: list[mt.Resource] = []
+        templates: list[mt.ResourceTemplate] = []
+        prompts: list[mt.Prompt] = []
+        try:
+            if caps.resources is not None:
+                resources = list((await session.list_resources()).resources)
+                templates = list((await session.list_resource_templates()).resource_templates)
+            if caps.prompts is not None:
+                prompts = list((await session.list_prompts()).prompts)
+        except (MCPError, anyio.ClosedResourceError, anyio.BrokenResourceError) as e:
+            log.info("MCP server %s: its resources or prompts could not be listed: %s", self.name, e)
+        return resources, templates, prompts
+
+    async def _ask(self, what: str, request: Callable[[ClientSession], Any]) -> Any:
+        """One request besides a tool call (resources/read, prompts/get); ValueError with the reason."""
+        session = self.session
+        if session is None or self.state != "ready":
+            raise ValueError(f"MCP server {self.name} is not running ({self.state})")
+        try:
+            return await asyncio.wait_for(request(session), self.call_timeout)
+        except MCPError as e:
+            raise ValueError(f"{what}: {e.error.message} (error {e.error.code})") from None
+        except asyncio.TimeoutError:
+            raise ValueError(f"{what}: no answer within {self.call_timeout:g}s") from None
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+            raise ValueError(f"MCP server {self.name} closed the connection") from None
+
+    async def read_resource(self, uri: str) -> str:
+        """The resource's text contents (a binary one is named, not shown)."""
+        result = await self._ask(f"resources/read {uri}", lambda s: s.read_resource(uri))
+        parts: list[str] = []
+        for c in getattr(result, "contents", None) or ():
+            text = getattr(c, "text", None)
+            parts.append(text if isinstance(text, str) else
+                         f"[binary resource {c.uri} ({getattr(c, 'mime_type', None) or 'unknown type'})]")
+        return "\n".join(parts)
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> str:
+        """The prompt's messages as one text (each message's text; other content named)."""
+        result = await self._ask(f"prompts/get {name}", lambda s: s.get_prompt(name, arguments))
+        out: list[str] = []
+        for m in getattr(result, "messages", None) or ():
+            c = m.content
+            text = getattr(c, "text", None)
+            if text is None and getattr(c, "resource", None) is not None:
+                text = getattr(c.resource, "text", None)
+            out.append(text if isinstance(text, str) else f"[{getattr(c, 'type', 'content')} from {self.name}]")
+        return "\n\n".join(out)
 
     def kill(self) -> None:
         """Last resort at aclose, for a task that did not finish: SIGKILL the process group."""

@@ -1,5 +1,5 @@
 --- Completion for :ToyCoder: command names from toycoder/commands/list, session ids for a command
---- whose usage says <id>, command names for [command].
+--- whose usage says <id>, command names for [command], `@` mentions from toycoder/mentions/complete.
 local daemon = require("toycoder.daemon")
 
 local M = {}
@@ -43,6 +43,14 @@ function M.complete(arglead, cmdline, cursorpos)
   local args = before:match("ToyCoder!?%s+(.*)$")
   if not args then
     return {}
+  end
+  if arglead:sub(1, 1) == "@" then -- a mention: files, folders, MCP resources, as the daemon lists them
+    local err, result = daemon.request_sync("toycoder/mentions/complete", { prefix = arglead:sub(2), limit = 50 }, 2000)
+    local out = {}
+    for _, item in ipairs((not err and result and result.items) or {}) do
+      table.insert(out, "@" .. item.label)
+    end
+    return out
   end
   local cmds = commands_list()
   if not args:find("%s") then

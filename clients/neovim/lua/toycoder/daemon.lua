@@ -253,7 +253,7 @@ function M.start()
     workspaceFolders = { { uri = vim.uri_from_fname(root), name = vim.fs.basename(root) } },
     initializationOptions = init_options,
     capabilities = {
-      experimental = { toycoder = { permissionRequest = true, askUser = true, workspaceTrust = true } },
+      experimental = { toycoder = { permissionRequest = true, askUser = true, workspaceTrust = true, diagnostics = true } },
       window = { workDoneProgress = true, showMessage = vim.empty_dict() },
       -- edits to open buffers (apply_edit.lua), versioned as documents.lua numbers them
       workspace = { applyEdit = true, workspaceEdit = { documentChanges = true } },

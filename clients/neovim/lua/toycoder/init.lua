@@ -18,6 +18,7 @@ local state = {
   turn = nil, -- the running turn (chat's turn object)
   busy = false, -- a prompt is on its way (session creation included)
   elsewhere = false, -- state.turn is another editor's turn (turn_elsewhere), shown live
+  context = {}, -- context items for the next prompt (:ToyCoderAdd, :ToyCoderAttach)
 }
 
 
@@ -164,6 +165,9 @@ daemon.on_request("window/showMessageRequest", prompts.show_message_request)
 daemon.on_request("workspace/applyEdit", function(params)
   return require("toycoder.apply_edit").handle(params)
 end)
+daemon.on_request("toycoder/diagnostics", function(params)
+  return require("toycoder.diagnostics").handle(params)
+end)
 daemon.on_request("window/workDoneProgress/create", function()
   return vim.NIL
 end)
@@ -270,7 +274,11 @@ function M.prompt(text)
     documents.flush()
     local turn = chat.begin_turn(sid, text)
     state.turn, state.elsewhere = turn, false
-    daemon.request("toycoder/prompt", { sessionId = sid, text = text }, function(perr, result)
+    local params = { sessionId = sid, text = text }
+    if #state.context > 0 then
+      params.context, state.context = state.context, {}
+    end
+    daemon.request("toycoder/prompt", params, function(perr, result)
       state.turn = nil
       local ok, e = pcall(function()
         prompts.close_turn(sid, turn.id)
@@ -372,6 +380,40 @@ function M.command(o)
   else
     M.prompt(text)
   end
+end
+
+--- :ToyCoderAdd (with a range): the selection becomes a context item of the next prompt.
+function M.add_selection(line1, line2)
+  local buf = vim.api.nvim_get_current_buf()
+  local lines = vim.api.nvim_buf_get_lines(buf, line1 - 1, line2, false)
+  table.insert(state.context, {
+    type = "selection",
+    uri = vim.uri_from_bufnr(buf),
+    text = table.concat(lines, "\n"),
+    range = { start = { line = line1 - 1, character = 0 }, ["end"] = { line = line2, character = 0 } },
+  })
+  vim.notify(("ToyCoder: lines %d-%d added to the next prompt (%d item(s))"):format(line1, line2, #state.context))
+end
+
+local IMAGE_TYPES = { png = "image/png", jpg = "image/jpeg", jpeg = "image/jpeg", gif = "image/gif", webp = "image/webp" }
+
+--- :ToyCoderAttach <image>: the image becomes a context item of the next prompt (the daemon checks it).
+function M.attach(path)
+  local file = vim.fn.fnamemodify(vim.fn.expand(path), ":p")
+  local mime = IMAGE_TYPES[(file:match("%.([^.]+)$") or ""):lower()]
+  if not mime then
+    vim.notify("ToyCoder: attach a png, jpeg, gif or webp image", vim.log.levels.WARN)
+    return
+  end
+  local f = io.open(file, "rb")
+  if not f then
+    vim.notify("ToyCoder: cannot read " .. file, vim.log.levels.ERROR)
+    return
+  end
+  local data = f:read("*a")
+  f:close()
+  table.insert(state.context, { type = "image", mimeType = mime, data = vim.base64.encode(data) })
+  vim.notify(("ToyCoder: %s attached to the next prompt"):format(vim.fs.basename(file)))
 end
 
 --- :ToyCoderSessions: pick a session (toycoder/session/list) and switch to it (/switch, so the

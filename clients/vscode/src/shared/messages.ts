@@ -6,7 +6,10 @@
  */
 
 import type { RestoreParams, RestoreResult } from './checkpoints';
-import type { CommandInfo, Decision, PermissionParams, PromptResult, SessionInfo, TranscriptEntry, UpdateParams } from './protocol';
+import type {
+  CommandInfo, Decision, ImageContext, MentionItem, PermissionParams, PromptResult, SessionInfo, TranscriptEntry,
+  UpdateParams,
+} from './protocol';
 
 /** How a permission request ended: a decision, or `cancelled` when the daemon withdrew it. */
 export type ReviewOutcome = Decision | 'cancelled';
@@ -50,6 +53,10 @@ export type Envelope =
   | { type: 'restoreResult'; request: RestoreRequest; result: RestoreResult }
   /** The restore request failed (unknown checkpoint, daemon gone): why. */
   | { type: 'restoreFailed'; request: RestoreRequest; message: string }
+  /** What `@prefix` may name (toycoder/mentions/complete), for the prompt box's completion. */
+  | { type: 'mentionItems'; prefix: string; items: MentionItem[] }
+  /** What the next prompt carries besides its text (selections, images), one chip each. */
+  | { type: 'chips'; labels: string[] }
   // ---- webview -> host ---------------------------------------------------------------------
   /** The webview's script has loaded and listens. */
   | { type: 'ready' }
@@ -74,14 +81,20 @@ export type Envelope =
   /** A changes card's Undo / Revert / Force: restore that turn (the host adds the session). */
   | { type: 'restore'; request: RestoreRequest }
   /** A file of a changes card was clicked: open it in the editor. */
-  | { type: 'openFile'; uri: string };
+  | { type: 'openFile'; uri: string }
+  /** The word before the cursor starts with `@`: complete it. */
+  | { type: 'mentions'; prefix: string }
+  /** A chip's ×: the next prompt leaves that item out. */
+  | { type: 'removeChip'; index: number }
+  /** An image pasted or dropped into the prompt box (base64, as the daemon takes it). */
+  | { type: 'attachImage'; name: string; image: Omit<ImageContext, 'type'> };
 
 /** What a changes card asks to restore: toycoder/checkpoint/restore's params without the session. */
 export type RestoreRequest = Omit<RestoreParams, 'sessionId'>;
 
 type HostTypes = 'daemon' | 'header' | 'elsewhere' | 'commands' | 'transcript' | 'turnStarted' | 'update' | 'progress' | 'turnEnded'
   | 'turnFailed' | 'notice' | 'focusInput' | 'permission' | 'permissionDecided' | 'showPermission' | 'restoreResult'
-  | 'restoreFailed';
+  | 'restoreFailed' | 'mentionItems' | 'chips';
 
 export type ToWebview = Extract<Envelope, { type: HostTypes }>;
 export type ToHost = Exclude<Envelope, { type: HostTypes }>;

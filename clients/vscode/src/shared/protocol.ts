@@ -25,10 +25,13 @@ export const Methods = {
   modelsSet: 'toycoder/models/set',
   checkpointList: 'toycoder/checkpoint/list',
   checkpointRestore: 'toycoder/checkpoint/restore',
+  mentionsComplete: 'toycoder/mentions/complete',
+  resourcesList: 'toycoder/resources/list',
   update: 'toycoder/update',
   requestPermission: 'toycoder/requestPermission',
   askUser: 'toycoder/askUser',
   workspaceTrust: 'toycoder/workspace/trust',
+  diagnostics: 'toycoder/diagnostics',
 } as const;
 
 export const ErrorCodes = {
@@ -148,6 +151,16 @@ export interface PlanEntryInfo {
   status: 'pending' | 'in_progress' | 'completed';
 }
 
+export interface ContextChip {
+  type: 'file' | 'selection' | 'diagnostics' | 'image' | 'resource';
+  /** What a client shows on the chip: `calc.py`, `calc.py:10-20`, `image.png`... */
+  label: string;
+  uri?: string;
+  mimeType?: string;
+  /** For an image: its sha256 (stored once in the data dir's images/). */
+  image?: string;
+}
+
 export interface TranscriptEntry {
   /** user, assistant, tool_call, tool, changes (after a turn that changed files), compaction (where
 earlier turns were summarised for the model: `text` is the summary, "" when they were cut), or plan (last). */
@@ -171,6 +184,8 @@ earlier turns were summarised for the model: `text` is the summary, "" when they
   entries?: PlanEntryInfo[];
   /** For role "changes" of a restore: the turn it restored (as the `changes` update has it). */
   restoreOf?: string;
+  /** For role "user": what was attached to the prompt (`context` items and mentions), as chips. */
+  context?: ContextChip[];
 }
 
 export interface SessionChangedUpdate {
@@ -277,9 +292,58 @@ its index (0 = the first); absent: after the last turn (the whole history). */
   atTurn?: string | number;
 }
 
+export interface Position {
+  /** 0-based, as LSP. */
+  line: number;
+  character: number;
+}
+
+export interface Range {
+  start: Position;
+  end: Position;
+}
+
+export interface FileContext {
+  type: 'file';
+  /** file:// URI, or a path relative to the workspace root. */
+  uri: string;
+  range?: Range;
+}
+
+export interface SelectionContext {
+  type: 'selection';
+  uri: string;
+  range: Range;
+  text: string;
+}
+
+export interface DiagnosticsContext {
+  type: 'diagnostics';
+  uri: string;
+  /** LSP `Diagnostic`s. */
+  items: (Record<string, unknown>)[];
+}
+
+export interface ImageContext {
+  type: 'image';
+  /** image/png, image/jpeg, image/gif or image/webp. */
+  mimeType: string;
+  /** Base64, at most 5 MiB decoded. */
+  data: string;
+}
+
+export interface ResourceContext {
+  type: 'resource';
+  server: string;
+  uri: string;
+}
+
 export interface PromptParams {
   sessionId: string;
   text: string;
+  /** What the editor attaches: files, selections, diagnostics, images, MCP resources. `@path`,
+`@path#L10-20` and `@server:uri` in `text` attach too. */
+  context?: (FileContext | SelectionContext | DiagnosticsContext | ImageContext | ResourceContext)[];
 }
 
 export interface SwitchAction {
@@ -323,13 +387,19 @@ export interface SetEnabledParams {
   enabled: boolean;
 }
 
-export type EmptyParams = Record<string, never>;
+export interface CommandsListParams {
+  /** With it, the MCP prompts of the session's servers too (else the config's). */
+  sessionId?: string;
+}
 
 export interface CommandInfo {
   name: string;
   usage: string;
   help: string;
   aliases: string[];
+  /** builtin, workspace (.toycoder/commands), user ($XDG_CONFIG_HOME/toycoder/commands), a
+`commands.paths` folder, or mcp:<server> (an MCP prompt). */
+  source: string;
 }
 
 export interface CommandList {
@@ -424,6 +494,36 @@ not to disk: nothing to reload, and no "restored on disk" to warn about. */
   note: string;
 }
 
+export interface MentionsCompleteParams {
+  /** For the session's MCP resources too (else the config's servers'). */
+  sessionId?: string;
+  /** What follows the `@` so far. */
+  prefix: string;
+  limit: number;
+}
+
+export interface MentionItem {
+  /** What follows the `@` when picked: a workspace-relative path (a folder ends with /) or server:uri. */
+  label: string;
+  kind: 'file' | 'folder' | 'resource';
+  uri: string;
+}
+
+export interface MentionsResult {
+  items: MentionItem[];
+}
+
+export interface ResourceInfo {
+  server: string;
+  uri: string;
+  name: string;
+  mimeType?: string;
+}
+
+export interface ResourcesResult {
+  resources: ResourceInfo[];
+}
+
 export interface DiffPreview {
   kind: 'diff';
   /** Relative to the workspace root. */
@@ -486,6 +586,23 @@ export interface WorkspaceTrustResult {
   decision: 'trust' | 'once' | 'deny';
 }
 
+export interface DiagnosticsParams {
+  /** The files asked about; empty: every file the editor has diagnostics for. */
+  uris: string[];
+  /** How long the client may wait for fresh diagnostics (after an edit) before answering. */
+  waitMs: number;
+}
+
+export interface FileDiagnostics {
+  uri: string;
+  /** LSP `Diagnostic`s. */
+  diagnostics: (Record<string, unknown>)[];
+}
+
+export interface DiagnosticsResult {
+  items: FileDiagnostics[];
+}
+
 /** client -> daemon requests: params and result of each method. */
 export interface Requests {
   'toycoder/session/new': { params: SessionNewParams; result: SessionInfo };
@@ -499,11 +616,13 @@ export interface Requests {
   'toycoder/cancel': { params: SessionIdParams; result: CancelResult };
   'toycoder/tools/list': { params: SessionIdParams; result: ToolList };
   'toycoder/tools/setEnabled': { params: SetEnabledParams; result: EmptyResult };
-  'toycoder/commands/list': { params: EmptyParams; result: CommandList };
+  'toycoder/commands/list': { params: CommandsListParams; result: CommandList };
   'toycoder/models/list': { params: ModelsListParams; result: ModelsResult };
   'toycoder/models/set': { params: ModelsSetParams; result: ModelsResult };
   'toycoder/checkpoint/list': { params: SessionIdParams; result: CheckpointList };
   'toycoder/checkpoint/restore': { params: RestoreParams; result: RestoreResult };
+  'toycoder/mentions/complete': { params: MentionsCompleteParams; result: MentionsResult };
+  'toycoder/resources/list': { params: SessionIdParams; result: ResourcesResult };
 }
 
 /** daemon -> client requests: params and result of each method. */
@@ -511,6 +630,7 @@ export interface DaemonRequests {
   'toycoder/requestPermission': { params: PermissionParams; result: PermissionResult };
   'toycoder/askUser': { params: AskUserParams; result: AskUserResult };
   'toycoder/workspace/trust': { params: WorkspaceTrustParams; result: WorkspaceTrustResult };
+  'toycoder/diagnostics': { params: DiagnosticsParams; result: DiagnosticsResult };
 }
 
 /** daemon -> client notifications: params of each method. */

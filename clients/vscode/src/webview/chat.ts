@@ -5,7 +5,7 @@
 
 import type MarkdownIt from 'markdown-it';
 import type { ToHost, ToWebview } from '../shared/messages';
-import type { CommandInfo, PromptResult, TranscriptEntry, UpdateParams } from '../shared/protocol';
+import type { CommandInfo, MentionItem, PromptResult, TranscriptEntry, UpdateParams } from '../shared/protocol';
 import { h } from './dom';
 import { createMarkdown, createPromptMarkdown } from './markdown';
 import { permissionCard, recordDecision } from './permissionCard';
@@ -29,8 +29,12 @@ export class ChatView {
   private readonly pinnedPlan: HTMLDetailsElement;
   /** The prompt of the turn being shown: what Retry sends again. */
   private lastPrompt: string | null = null;
+  private readonly chipsEl: HTMLElement;
   private commands: CommandInfo[] = [];
   private matches: CommandInfo[] = [];
+  /** `@` completion: the mention being typed (its start in the prompt) and the daemon's items for it. */
+  private mention: { start: number; prefix: string } | null = null;
+  private mentionItems: MentionItem[] = [];
   private selected = 0;
   private turn: TurnView | null = null;
   private running = false;
@@ -52,6 +56,10 @@ export class ChatView {
     this.headerMode = document.getElementById('header-mode') as HTMLButtonElement;
     this.pinnedPlan = document.getElementById('pinned-plan') as HTMLDetailsElement;
     this.headerMode.addEventListener('click', () => this.post({ type: 'pickMode' }));
+    this.chipsEl = document.getElementById('chips')!;
+    this.prompt.addEventListener('paste', (e) => this.takeImages(e.clipboardData?.files, e));
+    this.prompt.addEventListener('dragover', (e) => e.preventDefault());
+    this.prompt.addEventListener('drop', (e) => this.takeImages(e.dataTransfer?.files, e));
 
     this.prompt.addEventListener('keydown', (e) => this.onKeyDown(e));
     this.prompt.addEventListener('input', () => this.updateCompletions());
@@ -82,6 +90,12 @@ export class ChatView {
         break;
       case 'commands':
         this.commands = message.commands;
+        break;
+      case 'chips':
+        this.showChips(message.labels);
+        break;
+      case 'mentionItems':
+        if (this.mention?.prefix === message.prefix) this.showMentions(message.items);
         break;
       case 'transcript':
         this.showTranscript(message.entries);
@@ -416,6 +430,15 @@ export class ChatView {
 
   private updateCompletions(): void {
     const value = this.prompt.value;
+    const before = value.slice(0, this.prompt.selectionStart ?? value.length);
+    const at = /(?:^|\s)@(\S*)$/.exec(before);
+    if (at) {
+      const prefix = at[1];
+      this.mention = { start: before.length - prefix.length - 1, prefix };
+      this.post({ type: 'mentions', prefix });
+      return;
+    }
+    this.mention = null;
     if (!/^\/\S*$/.test(value) || this.commands.length === 0) {
       this.hideCompletions();
       return;
@@ -448,7 +471,59 @@ export class ChatView {
     this.completions.querySelector('.selected')?.scrollIntoView({ block: 'nearest' });
   }
 
+  /** The next prompt's attachments, each with a × that leaves it out. */
+  private showChips(labels: string[]): void {
+    this.chipsEl.replaceChildren(...labels.map((label, index) => {
+      const chip = h('span', 'chip', label);
+      const remove = h('button', 'chip-remove', '×');
+      remove.setAttribute('aria-label', `Remove ${label}`);
+      remove.addEventListener('click', () => this.post({ type: 'removeChip', index }));
+      chip.append(remove);
+      return chip;
+    }));
+    this.chipsEl.hidden = labels.length === 0;
+  }
+
+  /** Images pasted or dropped into the prompt box go to the host as base64 (the daemon checks them). */
+  private takeImages(files: FileList | undefined, e: Event): void {
+    const images = [...(files ?? [])].filter((f) => f.type.startsWith('image/'));
+    if (!images.length) return;
+    e.preventDefault();
+    for (const file of images) {
+      const reader = new FileReader();
+      reader.onload = () => {
+        const url = String(reader.result);
+        const data = url.slice(url.indexOf(',') + 1);
+        this.post({ type: 'attachImage', name: file.name || 'image', image: { mimeType: file.type, data } });
+      };
+      reader.readAsDataURL(file);
+    }
+  }
+
+  private showMentions(items: MentionItem[]): void {
+    this.mentionItems = items;
+    // the same list as the commands': a mention is an item with its label as usage, its kind as help
+    this.matches = items.map((i) => ({ name: i.label, usage: `@${i.label}`, help: i.kind, aliases: [], source: 'mention' }));
+    this.selected = 0;
+    if (this.matches.length === 0) this.hideCompletions();
+    else this.renderCompletions();
+  }
+
   private acceptCompletion(): void {
+    if (this.mention && this.mentionItems[this.selected]) {
+      const { start, prefix } = this.mention;
+      const label = this.mentionItems[this.selected].label;
+      const value = this.prompt.value;
+      const end = start + 1 + prefix.length;
+      const text = `@${label}${label.endsWith('/') ? '' : ' '}`;
+      this.prompt.value = value.slice(0, start) + text + value.slice(end);
+      const cursor = start + text.length;
+      this.prompt.setSelectionRange(cursor, cursor);
+      this.hideCompletions();
+      this.prompt.focus();
+      if (label.endsWith('/')) this.updateCompletions(); // a folder: go on into it
+      return;
+    }
     const c = this.matches[this.selected];
     if (!c) return;
     this.prompt.value = `/${c.name} `;
@@ -459,5 +534,6 @@ export class ChatView {
   private hideCompletions(): void {
     this.completions.hidden = true;
     this.matches = [];
+    this.mentionItems = [];
   }
 }

@@ -19,6 +19,7 @@ export function renderTranscript(entries: TranscriptEntry[], start: (prompt: str
     if (entry.role === 'user') {
       end();
       turns.push(start(entry.text));
+      if (entry.context?.length) turns[turns.length - 1].chips(entry.context.map((c) => c.label));
       user = entry;
       interrupted = false;
     } else if (entry.role === 'assistant') {

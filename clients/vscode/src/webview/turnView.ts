@@ -181,6 +181,13 @@ export class TurnView {
     fillPlan(this.planEl, entries);
   }
 
+  /** What was attached to the prompt (a resumed session's transcript), one chip each. */
+  chips(labels: string[]): void {
+    const row = h('div', 'chips');
+    for (const label of labels) row.append(h('span', 'chip', label));
+    this.append(this.container(), row);
+  }
+
   notice(text: string, kind: string, parentToolCallId?: string): HTMLElement {
     const el = h('div', `notice ${kind}`, text);
     this.append(this.container(parentToolCallId), el);

@@ -32,12 +32,19 @@ class FakeDaemon implements Daemon {
   async loadSession(id: string): Promise<SessionLoadResult> {
     return { session: session(id), transcript: [{ role: 'user', text: `hello from ${id}` }, { role: 'assistant', text: 'hi' }] };
   }
-  async prompt(sid: string, text: string) {
+  contexts: unknown[] = [];
+  async prompt(sid: string, text: string, context?: unknown[]) {
     this.prompts.push([sid, text]);
+    this.contexts.push(context);
     return this.onPrompt(sid, text);
   }
   async cancel(sid: string) { this.cancels.push(sid); return true; }
-  async listCommands() { return [{ name: 'help', usage: '/help [command]', help: 'Help.', aliases: ['?'] }]; }
+  async listCommands() { return [{ name: 'help', usage: '/help [command]', help: 'Help.', aliases: ['?'], source: 'builtin' }]; }
+  mentionAsks: Array<[string | undefined, string]> = [];
+  async completeMentions(sid: string | undefined, prefix: string) {
+    this.mentionAsks.push([sid, prefix]);
+    return [{ label: 'calc.py', kind: 'file' as const, uri: 'file:///ws/calc.py' }];
+  }
   restores: RestoreParams[] = [];
   onRestore: (p: RestoreParams) => Promise<RestoreResult> = async (p) => ({ restored: p.paths ?? ['a.py'], conflicts: [], note: '' });
   async restoreCheckpoint(p: RestoreParams) { this.restores.push(p); return this.onRestore(p); }
@@ -462,4 +469,37 @@ test('session_deleted (another editor deleted the current session) shows the dae
   d.handlers.update({ sessionId: 'other', turnId: '', update: { kind: 'session_deleted', message } });
   d.handlers.update({ sessionId: 's1', turnId: '', update: { kind: 'session_deleted', message } });
   assert.deepEqual(posted, [{ type: 'notice', level: 'error', text: message }]);
+});
+
+test('`@` in the prompt box: the daemon completes the mention for the session', async () => {
+  const { controller, posted, daemons } = setup();
+  await controller.handle({ type: 'mentions', prefix: 'cal' }); // no daemon yet: nothing is started for it
+  assert.equal(daemons.length, 0);
+  await controller.handle({ type: 'prompt', text: 'hi' });
+  posted.length = 0;
+  await controller.handle({ type: 'mentions', prefix: 'cal' });
+  assert.deepEqual(daemons[0].mentionAsks, [['s1', 'cal']]);
+  assert.deepEqual(posted, [{ type: 'mentionItems', prefix: 'cal',
+    items: [{ label: 'calc.py', kind: 'file', uri: 'file:///ws/calc.py' }] }]);
+});
+
+test('Add Selection and a pasted image are chips until the next prompt carries them', async () => {
+  const { controller, posted, daemons } = setup();
+  const editor = {
+    selection: { isEmpty: false, start: { line: 1, character: 0 }, end: { line: 3, character: 0 } },
+    document: { uri: Uri.file('/ws/calc.py'), getText: () => 'b = 2\nc = 3\n' },
+  } as unknown as vscode.TextEditor;
+  await controller.addSelection(editor);
+  await controller.handle({ type: 'attachImage', name: 'shot.png', image: { mimeType: 'image/png', data: 'iVBO' } });
+  await controller.handle({ type: 'attachImage', name: 'other.png', image: { mimeType: 'image/png', data: 'AAAA' } });
+  await controller.handle({ type: 'removeChip', index: 2 });
+  assert.deepEqual(posted.filter((m) => m.type === 'chips').at(-1), { type: 'chips', labels: ['/ws/calc.py:2-3', 'shot.png'] });
+  await controller.handle({ type: 'prompt', text: 'look' });
+  assert.deepEqual(daemons[0].contexts[0], [
+    { type: 'selection', uri: 'file:///ws/calc.py', text: 'b = 2\nc = 3\n',
+      range: { start: { line: 1, character: 0 }, end: { line: 3, character: 0 } } },
+    { type: 'image', mimeType: 'image/png', data: 'iVBO' }]);
+  assert.deepEqual(posted.filter((m) => m.type === 'chips').at(-1), { type: 'chips', labels: [] });
+  await controller.handle({ type: 'prompt', text: 'again' });
+  assert.deepEqual(daemons[0].contexts[1], []); // sent once
 });

@@ -28,6 +28,7 @@ test('the commands, and activation on them or the view', () => {
     'toycoder.switchSession': 'ToyCoder: Switch Session',
     'toycoder.cancel': 'ToyCoder: Cancel',
     'toycoder.askAboutSelection': 'ToyCoder: Ask About Selection',
+    'toycoder.addSelection': 'ToyCoder: Add Selection to Chat',
     'toycoder.acceptProposal': 'ToyCoder: Accept',
     'toycoder.rejectProposal': 'ToyCoder: Reject',
     'toycoder.showPendingReview': 'ToyCoder: Show Pending Permission Request',

@@ -146,9 +146,9 @@ test('the prompt box: Enter sends, Shift+Enter is a newline, slash completion, S
   const c = await chat();
   const { page } = c;
   await c.send({ type: 'commands', commands: [
-    { name: 'help', usage: '/help [command]', help: 'List the commands.', aliases: ['?'] },
-    { name: 'sessions', usage: '/sessions', help: 'List the sessions.', aliases: ['ls'] },
-    { name: 'switch', usage: '/switch <id>', help: 'Resume a session.', aliases: ['resume'] },
+    { name: 'help', usage: '/help [command]', help: 'List the commands.', aliases: ['?'], source: 'builtin' },
+    { name: 'sessions', usage: '/sessions', help: 'List the sessions.', aliases: ['ls'], source: 'builtin' },
+    { name: 'switch', usage: '/switch <id>', help: 'Resume a session.', aliases: ['resume'], source: 'builtin' },
   ] });
   await page.click('#prompt');
   await page.keyboard.type('first line');
@@ -260,7 +260,7 @@ test('screenshot of a realistic conversation (artifact)', async () => {
   await c.send(text('Writing `tests/test_calc.py`'));
   await c.send(upd({ kind: 'tool_call', toolCallId: 'call_5', name: 'write_file', title: 'write_file tests/test_calc.py', arguments: { path: 'tests/test_calc.py', content: 'from calc import average\n' }, permission: 'sensitive' }));
   await c.send({ type: 'progress', message: 'waiting for your permission: write_file tests/test_calc.py' });
-  await c.send({ type: 'commands', commands: [{ name: 'help', usage: '/help [command]', help: 'List the commands, or explain one.', aliases: [] }] });
+  await c.send({ type: 'commands', commands: [{ name: 'help', usage: '/help [command]', help: 'List the commands, or explain one.', aliases: [], source: 'builtin' }] });
   await page.click('#prompt');
   await page.keyboard.type('/');
   await page.waitForSelector('.completion');

@@ -118,7 +118,7 @@ async def test_every_dict_of_a_rich_turn_is_what_the_sdk_models_make_of_it(tmp_p
                               TranscriptEntry("tool_call", '{"path": "calc.py"}', name="read_file",
                                               tool_call_id="c9"),
                               TranscriptEntry("tool", "x = 1", tool_call_id="c9", status="completed")], p.app) \
-                + [commands_update()] + acp_sessions.opened({}, s):
+                + [commands_update(p.app.command_rows(s.id)[0])] + acp_sessions.opened({}, s):
             await client.notify("session/update", {"sessionId": "s1", "update": update})
     finally:
         await p.close()
