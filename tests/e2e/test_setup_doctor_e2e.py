@@ -45,8 +45,8 @@ def test_setup_non_interactive_keeps_the_key_apart_and_the_config_works(tmp_path
     config, credentials = (folder / "config.yaml").read_text(), folder / "credentials.yaml"
     assert KEY not in config and "api_keys_file: credentials.yaml" in config
     assert stat.S_IMODE(credentials.stat().st_mode) == 0o600 and KEY in credentials.read_text()
-    assert llm.requests[-1]["path"] == "/v1/models"  # the key was tested by listing the models
-    assert llm.requests[-1]["headers"]["authorization"] == f"Bearer {KEY}"
+    assert llm.gets[-1]["path"] == "/v1/models"  # the key was tested by listing the models
+    assert llm.gets[-1]["headers"]["authorization"] == f"Bearer {KEY}"
     # the daemon reads the key through the reference, and a turn reaches the server with it
     llm.add({"text": "Set up."})
     turn = run(["-p", "hello"], workspace, env)

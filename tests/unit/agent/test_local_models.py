@@ -58,7 +58,7 @@ async def test_a_reply_cut_at_the_full_window_ends_the_turn_keeping_all_it_strea
     assert STORY in daemon.streamed_text(sid)
     loaded = await daemon.call("toycoder/session/load", {"sessionId": sid})
     assert loaded["transcript"][-1]["text"].startswith(STORY)  # kept in the history, seen on resume
-    assert any(r["path"] == "/props" for r in llm.requests)  # where the window (and the tools) were learned
+    assert any(r["path"] == "/props" for r in llm.gets)  # where the window (and the tools) were learned
 
 
 async def test_after_a_reply_that_filled_the_window_the_next_prompt_fits(daemon: Daemon, llm: FakeLLM) -> None:
@@ -104,11 +104,12 @@ async def test_a_server_without_tools_is_told_at_session_start_and_runs_without_
     await as_llama_server(daemon, llm, 100_000, supports_tools=False)
     llm.add({"text": "I cannot look, but hello."}, {"text": "Still here."})
     sid = await new_session(daemon)
+    assert all(g["path"] != "/props" for g in llm.gets)  # not asked before a first answer named the server
     first = await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "read src/app.py"})
     assert "chat_template_caps.supports_tools is false" in first["text"]
     assert "--jinja" in daemon.streamed_text(sid) and "--chat-template-file" in daemon.streamed_text(sid)
     # the daemon's first answer from this server told llama.cpp (its Server header), and /props was read then
-    assert [r["path"] for r in llm.requests[-2:]] == ["/v1/chat/completions", "/props"]
+    assert llm.requests[-1]["path"] == "/v1/chat/completions" and [g["path"] for g in llm.gets].count("/props") == 1
     second = await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "again"})
     assert second["text"] == "Still here."  # said once per session
     assert "tools" not in chat_requests(llm)[-1]["body"]  # run without tools, not silently dropped by the server
