@@ -212,7 +212,8 @@ def test_resume_after_compaction_shows_the_earlier_turns_and_the_model_picker_sw
         ed.prompt(first, f"question {i} from the person", f"answer {i} from the model")
     # 6 messages > 4: the next turn compacts first (a summary on the fast model), then answers
     llm.add({"text": "The person asked questions 0-2."}, {"text": "answer 3 from the model"})
-    ed.prompt(first, "question 3 from the person", "answer 3 from the model")
+    live = ed.prompt(first, "question 3 from the person", "answer 3 from the model")
+    assert "[context summarised: 6 -> 3 messages]" in live  # the compaction notice, as reasoning
     summary_req, turn_req = llm.requests[-2]["body"], llm.requests[-1]["body"]
     assert "Summarise the conversation" in summary_req["messages"][0]["content"]
     assert "question 0 from the person" not in str(turn_req["messages"]), "no compaction happened"
@@ -266,3 +267,5 @@ def test_resume_after_compaction_shows_the_earlier_turns_and_the_model_picker_sw
     assert "question 4 from the person" in str(llm.requests[-1]["body"]["messages"])
     assert "question 3 from the person" in str(llm.requests[-1]["body"]["messages"])  # the same session, continued
     assert llm.violations == []
+    errors = [n["msg"] for n in ed.lua("return T.notes") if n["level"] >= 4]  # vim.log.levels.ERROR
+    assert errors == [], errors
