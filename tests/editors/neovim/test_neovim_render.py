@@ -17,8 +17,9 @@ from typing import Any
 import pynvim
 import test_neovim
 from helpers import slow_and_mute_mcp_servers, unique_marker
+from nvim_process import NVIM
 from nvim_screen import Screen
-from test_neovim import ERROR, NVIM, PLUGIN, Editor
+from test_neovim import ERROR, PLUGIN, Editor
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
