@@ -2,12 +2,13 @@
 this tree holds everything the daemon reads (prompt templates, tool schemas, the demo, the example config),
 and once installed outside the repository it runs the demo and one LSP turn from an empty directory.
 
-pipx installs it into a temporary PIPX_HOME when pipx is on this machine; without pipx (as on the
-machine this was written on) a fresh venv and `pip install` of the wheel stand in for it, which is what
-pipx does underneath. pip's index is the configured one (a local index offline)."""
+Each test runs twice: installed with `pipx install` (a temporary PIPX_HOME) and with `uv tool install`
+(temporary uv dirs); pipx and uv themselves come from pip's configured index into a venv of the test's.
+`uvx --from <wheel> toycoder-daemon --acp` (what the ACP registry entry runs) answers initialize."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -57,18 +58,33 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The bin directory of the installation: pipx's when pipx is here, else a fresh venv's."""
-    home = tmp_path_factory.mktemp("install")
-    pipx = shutil.which("pipx")
-    if pipx:
-        env = {**outside_env(), "PIPX_HOME": str(home / "pipx"), "PIPX_BIN_DIR": str(home / "bin")}
-        run([pipx, "install", str(wheel)], env=env)
-        yield home / "bin"
+def installers(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A venv holding pipx and uv (from pip's configured index), as a user has them on PATH."""
+    tools = tmp_path_factory.mktemp("installers") / "venv"
+    run([sys.executable, "-m", "venv", str(tools)])
+    run([str(tools / "bin" / "python"), "-m", "pip", "install", "-q", "pipx", "uv"], env=outside_env())
+    return tools / "bin"
+
+
+def uv_env(home: Path) -> dict[str, str]:
+    # uv's own dirs in the test's tmp; the system's CA store (pip is told the same by PIP_CERT)
+    return {**outside_env(), "UV_TOOL_DIR": str(home / "uv-tools"), "UV_TOOL_BIN_DIR": str(home / "bin"),
+            "UV_CACHE_DIR": str(home / "uv-cache"), "UV_NATIVE_TLS": "1", "UV_PYTHON": sys.executable}
+
+
+@pytest.fixture(scope="module", params=["pipx", "uv"])
+def installed(request: pytest.FixtureRequest, wheel: Path, installers: Path,
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The bin directory of an installation made the way the README says: `pipx install` or
+    `uv tool install` of the wheel."""
+    home = tmp_path_factory.mktemp(f"install-{request.param}")
+    if request.param == "pipx":
+        env = {**outside_env(), "PIPX_HOME": str(home / "pipx"), "PIPX_BIN_DIR": str(home / "bin"),
+               "PIPX_DEFAULT_PYTHON": sys.executable}
+        run([str(installers / "pipx"), "install", str(wheel)], env=env)
     else:
-        run([sys.executable, "-m", "venv", str(home / "venv")])
-        run([str(home / "venv" / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)], env=outside_env())
-        yield home / "venv" / "bin"
+        run([str(installers / "uv"), "tool", "install", str(wheel)], env=uv_env(home))
+    yield home / "bin"
 
 
 def test_the_wheel_holds_everything_the_daemon_reads(wheel: Path) -> None:
@@ -83,7 +99,7 @@ def test_installed_it_runs_from_its_own_files(installed: Path, tmp_path: Path) -
     for command in ("toycoder", "toycoder-daemon"):
         assert (installed / command).exists(), f"{command} is not installed in {installed}"
     # the Python the command runs (its #! line): it imports the installed package, not the repository's
-    python = (installed / "toycoder").read_text().splitlines()[0].removeprefix("#!")
+    python = (installed / "toycoder").read_text().splitlines()[0].removeprefix("#!").split()[0]  # pipx adds -E
     where = run([python, "-c", "import toycoder_daemon; print(toycoder_daemon.__file__)"], cwd=empty,
                 env=outside_env()).stdout.strip()
     assert not Path(where).is_relative_to(ROOT) and "site-packages" in where
@@ -119,3 +135,16 @@ async def test_installed_daemon_takes_an_lsp_turn_from_an_empty_directory(instal
         assert "ToyCoder" in llm.requests[0]["body"]["messages"][0]["content"]
     finally:
         await daemon.close()
+
+
+def test_uvx_runs_the_acp_face_from_the_wheel(wheel: Path, installers: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    hello = '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}\n'
+    p = subprocess.run([str(installers / "uvx"), "--from", str(wheel), "toycoder-daemon", "--acp"], input=hello,
+                       capture_output=True, text=True, timeout=300, cwd=empty,
+                       env={**uv_env(tmp_path), "TOYCODER_WARM": "0", "HOME": str(tmp_path)})
+    assert p.returncode == 0, p.stderr[-3000:]
+    answer = json.loads(p.stdout.splitlines()[0])
+    assert answer["result"]["agentInfo"]["version"] == __version__
+    assert [m["id"] for m in answer["result"]["authMethods"]] == ["setup"]
