@@ -59,7 +59,7 @@ PREPARE = (
     # wire types' validators (built at first use otherwise), the HTTP stack's lazy imports (not its
     # TLS context: that reads the environment, so each daemon makes its own)
     "toycoder_daemon.faces.lsp.converter:prepare", "toycoder_daemon.wire.protocol:build_all",
-    "toycoder_daemon.llm.http_stream:preload",
+    "toycoder_daemon.llm.http_stream:preload", "toycoder_daemon.warm.proc_identity:prepare",
 )
 """Functions (no arguments) the server calls once after PRELOAD, before any fork."""
 IDLE_MINUTES = 30.0
