@@ -192,6 +192,20 @@ class Peer:
             total += (int(fields[11]) + int(fields[12])) / CLK_TCK
         return total
 
+    def run_ms(self) -> float:
+        """CPU milliseconds the launch's processes have run so far, to the nanosecond (the
+        scheduler's count per thread, /proc/<pid>/task/<tid>/schedstat; threads that ended are not
+        in it). For short spans, where utime/stime's 10 ms ticks are too coarse: spawn -> initialize."""
+        total = 0
+        for pid in self.processes():
+            try:
+                for tid in os.listdir(f"/proc/{pid}/task"):
+                    with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                        total += int(f.read().split()[0])
+            except OSError:  # ended meanwhile
+                continue
+        return total / 1e6
+
     def _sum_kib(self, path: str, keys: tuple[str, ...]) -> float:
         total = 0
         for pid in self.processes():

@@ -2,9 +2,10 @@
 model server (Chat Completions for ours, Responses for codex, Messages for claude: bench/peer_llm.py).
 
 Per token count, each run spawns every peer fresh, in rotating order (interleaved), and times:
-init ms (spawn -> initialize answered), session ms (new session), 1st chunk ms (prompt -> first
-streamed text), spawn->chunk ms (spawn -> first streamed text: what a person waits in all),
-turn ms (prompt -> turn end), turn CPU s (the peer process, /proc), RSS after the turn.
+init ms (spawn -> initialize answered), init CPU ms (the launch's processes' CPU by then: launcher,
+warm child, interpreter start-up; steadier than wall times on a busy machine), session ms (new
+session), 1st chunk ms (prompt -> first streamed text), spawn->chunk ms (spawn -> first streamed
+text: what a person waits in all), turn ms (prompt -> turn end), turn CPU s (the peer process, /proc), RSS after the turn.
 Medians of --runs after --warmup, then ours/peer ratios per column (< 1: we are ahead).
 --against DIR runs a second daemon tree's faces in the same rotation (rows labelled by tree), so a
 before/after pair shares the machine's load; --daemon-root replaces the tree that runs.
@@ -216,6 +217,7 @@ async def one_turn(setup: Setup, which: type[Peer] | Row, tokens: int) -> dict[s
     peer = await setup.spawn(which)
     try:
         init = await peer.initialize(str(setup.ws))
+        init_cpu = peer.run_ms()
         t = time.perf_counter()
         sid = await peer.new_session(str(setup.ws))
         session = time.perf_counter() - t
@@ -225,7 +227,8 @@ async def one_turn(setup: Setup, which: type[Peer] | Row, tokens: int) -> dict[s
         cpu1 = peer.cpu_seconds()
         check(peer, sid, tokens)
         assert turn.first_chunk is not None and turn.ended is not None
-        return {"init": init * 1000, "session": session * 1000, "first": (turn.first_chunk - turn.started) * 1000,
+        return {"init": init * 1000, "init_cpu": init_cpu,
+                "session": session * 1000, "first": (turn.first_chunk - turn.started) * 1000,
                 "spawn_first": (turn.first_chunk - peer.spawned) * 1000,
                 "turn": (turn.ended - turn.started) * 1000, "cpu": cpu1 - cpu0, "rss": peer.rss_mib(),
                 "uss": peer.uss_mib()}
@@ -339,7 +342,8 @@ async def loop_passes(peer: Peer, out: Path) -> dict[str, float]:
     raise SystemExit(f"{peer.name}: no loop stats from bench/loop_stats.py")
 
 
-COLS = [("init", "init ms", "{:9.0f}"), ("session", "session ms", "{:9.0f}"), ("first", "1st chunk ms", "{:9.0f}"),
+COLS = [("init", "init ms", "{:9.0f}"), ("init_cpu", "init CPU ms", "{:9.1f}"),
+        ("session", "session ms", "{:9.0f}"), ("first", "1st chunk ms", "{:9.0f}"),
         ("spawn_first", "spawn->chunk ms", "{:9.0f}"),
         ("turn", "turn ms", "{:9.0f}"), ("cpu", "turn CPU s", "{:9.2f}"), ("rss", "RSS MiB", "{:9.0f}"),
         ("uss", "USS MiB", "{:9.0f}")]

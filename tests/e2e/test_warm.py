@@ -165,6 +165,29 @@ def test_interpreter_flags_and_hash_seed_name_the_server(rundir: Path) -> None:
         assert f"PYTHONHASHSEED={launches[name][1]}".encode() in environ_of(shown["pid"])
 
 
+def test_an_edit_in_place_is_never_served_by_the_old_server(rundir: Path, tmp_path: Path) -> None:
+    """An editable install edited in place (same inode and size: the folder's mtime does not move)
+    after its server started: the next launch runs the new code, and a server of the new code
+    starts beside the old one."""
+    tree = tmp_path / "tree"
+    shutil.copytree(ROOT / "toycoder_daemon", tree / "toycoder_daemon", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {"PYTHONPATH": str(tree)}
+    assert run("--version", env=env, cwd=tree).stdout == "toycoder-daemon 0.1.0\n"
+    wait_for_server(rundir, timeout=60)
+    (old,) = sockets(rundir)
+    main = tree / "toycoder_daemon" / "faces" / "main.py"
+    folder = os.stat(main.parent).st_mtime_ns
+    text = main.read_bytes()
+    assert text.count(b'"toycoder-daemon {__version__}"') == 1
+    with open(main, "r+b") as f:
+        f.write(text.replace(b'"toycoder-daemon {__version__}"', b'"toycoder-daemoX {__version__}"'))
+    assert os.stat(main.parent).st_mtime_ns == folder
+    assert run("--version", env=env, cwd=tree).stdout == "toycoder-daemoX 0.1.0\n"
+    wait_until(lambda: len(statuses(rundir)) == 2, timeout=60, what="a server of the edited code")
+    assert old in sockets(rundir)
+    assert run("--version", env=env, cwd=tree).stdout == "toycoder-daemoX 0.1.0\n"  # the new server serves it
+
+
 def test_warm_status_and_warm_stop(rundir: Path) -> None:
     server = start_server(rundir)
     shown = json.loads(run("--warm-status").stdout)

@@ -68,10 +68,11 @@ def _adopt(fds: list[int], hello: bytearray, release: Callable[[], None],
     signal.set_wakeup_fd(-1)
     _fresh_signals()
     stdin, stdout, stderr, cwd, go, blanks = fds  # received close-on-exec (launcher.receive_header)
-    if os.read(go, 1) != launcher.GO:
-        os._exit(0)  # the launcher served cold (or died): its fds were never ours
+    # parsed while the launcher is still on its way to "go" (parsing uses none of its fds)
     launch = marshal.loads(bytes(hello))
     hello[:] = bytes(len(hello))
+    if os.read(go, 1) != launcher.GO:
+        os._exit(0)  # the launcher served cold (or died): its fds were never ours
     for fd, target in ((stdin, 0), (stdout, 1), (stderr, 2)):
         os.dup2(fd, target)
         os.close(fd)

@@ -144,28 +144,41 @@ def install_hash() -> str:
     """Names the socket: this package's version and files (path, size, mtime), the interpreter, its
     flags and hash seed, and the import path (with each entry's mtime, which an install into it
     changes), so an upgrade, an edit in an editable install, another venv or other interpreter flags
-    are never served by a server running other code or flags."""
+    are never served by a server running other code or flags.
+
+    Every file is stat-ed on every launch (~1 ms for the package): a cache keyed by directory mtimes
+    would miss an edit written in place (`open(path, "w")`, `>>`, an editor that keeps the inode),
+    which changes the file's mtime but not its directory's."""
     from toycoder_daemon import __version__
 
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    parts = [__version__, sys.executable, sys.version, package, " ".join(interpreter_options()), f"seed={hash_seed()}"]
+    parts: list[object] = [__version__, sys.executable, sys.version, package, interpreter_options(), hash_seed()]
     for entry in import_path():
         try:
-            parts.append(f"{entry}:{os.stat(entry or '.').st_mtime_ns}")
+            parts += (entry, os.stat(entry or ".").st_mtime_ns)
         except OSError:
-            parts.append(entry)
-    for root, dirs, files in os.walk(package):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(files):
-            if name.endswith((".pyc", ".pyo")):
-                continue
-            try:
-                st = os.stat(os.path.join(root, name))
-            except OSError:
-                continue
-            parts.append(f"{os.path.relpath(os.path.join(root, name), package)}:{st.st_size}:{st.st_mtime_ns}")
-    data = "\0".join(parts).encode(errors="surrogateescape")
+            parts += (entry, None)
+    _files(package, "", parts)
+    data = marshal.dumps(parts, 2)  # version 2: no back-references, so the bytes depend on the values only
     return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"  # freshness, not secrecy: the dir is 0700
+
+
+def _files(directory: str, prefix: str, parts: list[object]) -> None:
+    """(relative path, size, mtime) of every file under `directory` but bytecode, in name order;
+    symlinked folders are not followed (as os.walk does not)."""
+    with os.scandir(directory) as found:
+        entries = sorted(found, key=lambda e: e.name)
+    for entry in entries:
+        name = entry.name
+        if entry.is_dir():
+            if name != "__pycache__" and not entry.is_symlink():
+                _files(entry.path, f"{prefix}{name}/", parts)
+        elif not name.endswith((".pyc", ".pyo")):
+            try:
+                st = entry.stat()
+            except OSError:  # removed meanwhile, or a dangling link
+                continue
+            parts += (prefix + name, st.st_size, st.st_mtime_ns)
 
 
 def socket_path(directory: str, digest: str | None = None) -> str:

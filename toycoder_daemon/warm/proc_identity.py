@@ -12,6 +12,7 @@ data at all, and `publish` says so.
 from __future__ import annotations
 
 import ctypes
+import functools
 import mmap
 import struct
 import sys
@@ -21,6 +22,22 @@ _MAP = struct.Struct("11QQII")
 """struct prctl_mm_map: start_code .. env_end (11 u64), auxv pointer, auxv_size, exe_fd."""
 _kept: list[object] = []
 """The new blocks: they must stay mapped as long as the process lives."""
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    """sbrk and prctl, typed: made once in the fork server (proc_identity.prepare), not in each child."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.sbrk.restype = ctypes.c_void_p
+    libc.sbrk.argtypes = [ctypes.c_ssize_t]
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+    return libc
+
+
+def prepare() -> None:
+    """For the fork server, before it forks (server.PREPARE)."""
+    if sys.platform.startswith("linux"):
+        _libc()
 
 
 def _stat_field(fields: list[bytes], number: int) -> int:
@@ -41,9 +58,7 @@ def publish(cmdline: bytes, environ: bytes) -> str | None:
     with open("/proc/self/stat", "rb") as f:
         stat = f.read()
     fields = stat[stat.rindex(b")") + 2:].split()
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.sbrk.restype = ctypes.c_void_p
-    libc.sbrk.argtypes = [ctypes.c_ssize_t]
+    libc = _libc()
     brk = libc.sbrk(0) or 0
     packed = _MAP.pack(_stat_field(fields, 26), _stat_field(fields, 27),  # start_code, end_code
                        _stat_field(fields, 45), _stat_field(fields, 46),  # start_data, end_data
@@ -51,7 +66,6 @@ def publish(cmdline: bytes, environ: bytes) -> str | None:
                        start, start + len(cmdline), start + len(cmdline), start + len(block),
                        0, 0, 0xFFFFFFFF)  # auxv and exe as they are
     buf = ctypes.create_string_buffer(packed, len(packed))
-    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
     if libc.prctl(PR_SET_MM, PR_SET_MM_MAP, buf, len(packed), 0) != 0:
         import os
 

@@ -59,7 +59,7 @@ PREPARE = (
     # wire types' validators (built at first use otherwise), the HTTP stack's lazy imports (not its
     # TLS context: that reads the environment, so each daemon makes its own)
     "toycoder_daemon.faces.lsp.converter:prepare", "toycoder_daemon.wire.protocol:build_all",
-    "toycoder_daemon.llm.http_stream:preload",
+    "toycoder_daemon.llm.http_stream:preload", "toycoder_daemon.warm.proc_identity:prepare",
 )
 """Functions (no arguments) the server calls once after PRELOAD, before any fork."""
 IDLE_MINUTES = 30.0
@@ -87,12 +87,23 @@ def preload() -> None:
                 log(f"not preloaded: {name}: {e}")
         except Exception as e:
             log(f"not preloaded: {name}: {type(e).__name__}: {e}")
-    for name in PREPARE:
-        module, _, function = name.partition(":")
-        try:
-            getattr(importlib.import_module(module), function)()
-        except Exception as e:  # another tree's, or a library this install lacks: the child does it
-            log(f"not prepared: {name}: {type(e).__name__}: {e}")
+    prepare()
+
+
+def prepare() -> None:
+    """PREPARE's functions, twice: cattrs empties its dispatch cache each time it registers a hook it
+    has just generated (a list type's, at its first use), so after one pass about half of the
+    hooks an `initialize` answer needs were gone again, and every child generated them anew (~40
+    classes' code compiled per launch). The second pass generates nothing new, so nothing is
+    emptied after it (tests/unit/warm/test_preload.py)."""
+    for first in (True, False):
+        for name in PREPARE:
+            module, _, function = name.partition(":")
+            try:
+                getattr(importlib.import_module(module), function)()
+            except Exception as e:  # another tree's, or a library this install lacks: the child does it
+                if first:
+                    log(f"not prepared: {name}: {type(e).__name__}: {e}")
 
 
 def threads_problem() -> str | None:
