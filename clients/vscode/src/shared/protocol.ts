@@ -51,7 +51,7 @@ export type StopReason = 'end_turn' | 'max_steps' | 'max_tokens' | 'cancelled' |
 
 export type Decision = 'allow_once' | 'allow_always' | 'reject';
 
-export type Update = TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate | McpWaitUpdate | ChangesUpdate | SessionChangedUpdate | SessionDeletedUpdate | SessionInfoUpdate | PlanUpdate;
+export type Update = TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate | McpWaitUpdate | ChangesUpdate | SessionChangedUpdate | SessionDeletedUpdate | SessionInfoUpdate | PlanUpdate | TurnElsewhereUpdate;
 
 export type Action = SwitchAction | QuitAction;
 
@@ -204,6 +204,15 @@ export interface SessionInfoUpdate {
 export interface PlanUpdate {
   kind: 'plan';
   entries: PlanEntryInfo[];
+}
+
+export interface TurnElsewhereUpdate {
+  kind: 'turn_elsewhere';
+  /** The other daemon's client (its `clientInfo.name`; "another editor" when it gave none). */
+  client: string;
+  running: boolean;
+  /** `running: true`: the prompt that started it (clients show it as the person's line). */
+  prompt?: string;
 }
 
 export interface UpdateParams {
