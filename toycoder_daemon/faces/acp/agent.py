@@ -69,6 +69,7 @@ from toycoder_daemon.faces.acp import (
     turn as acp_turn,
 )
 from toycoder_daemon.faces.acp.content import commands_update, plan_now, replay
+from toycoder_daemon.faces.acp.frontend import AcpFrontend
 from toycoder_daemon.faces.acp.terminal import Terminals
 from toycoder_daemon.rpc.ndjson import open_stdio
 from toycoder_daemon.rpc.outbox import Outbox, written
@@ -124,6 +125,8 @@ class ToyCoderAgent:
     def __init__(self, config_path: str | None = None):
         self.config_path = config_path
         self.raw: SdkClient = None  # type: ignore[assignment]  # set with the connection (serve_acp)
+        self.client_name = ""
+        """The client's clientInfo.name (told to other daemons while its turns run)."""
         self.caps = acp_turn.Caps()
         self.terminals: Terminals | None = None  # set when the client declares terminals (terminal.py)
         self.apps: dict[Path, App] = {}
@@ -149,8 +152,9 @@ class ToyCoderAgent:
         if app is None:
             app = self.apps[key] = App.open(key, self.config_path)
             app.on_notice = lambda level, message: log.warning("%s", message)  # ACP has no message to show
+            app.sharing.client = self.client_name
             acp_sessions.hook(app, self.owner, lambda sid, u: self.raw.session_update(sid, u), self.later, replay,
-                              self.told)
+                              self.told, lambda sid: AcpFrontend(self.raw, app, sid))
             self.later(app.start())
             log.info("workspace %s, config %s", app.workspace.root, app.config_path or "(built-in defaults)")
         return app
@@ -175,6 +179,8 @@ class ToyCoderAgent:
                          client_info: Any = None, **_: Any) -> InitializeResponse:
         # where the client sent capabilities it cannot read, the SDK puts its defaults as a plain dict
         caps = client_capabilities if isinstance(client_capabilities, ClientCapabilities) else None
+        name = getattr(client_info, "name", None) or (client_info.get("name") if isinstance(client_info, dict) else None)
+        self.client_name = name if isinstance(name, str) else ""
         self.terminals = Terminals(usable=True) if caps and caps.terminal else None
         can_read, can_write = acp_fs.declared(caps)
         self.caps = acp_turn.Caps(elicit=bool(caps and caps.elicitation and caps.elicitation.form is not None),
