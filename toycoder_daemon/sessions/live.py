@@ -120,8 +120,12 @@ def _line(obj: dict[str, Any]) -> bytes:
 class Broadcast:
     """One turn's stream to the session's other daemons (see the module doc)."""
 
-    def __init__(self, session_id: str, turn_id: str, client: str, prompt: str, own: str | None):
+    def __init__(self, session_id: str, turn_id: str, client: str, prompt: str, own: str | None,
+                 on_cancel: Callable[[], object] = lambda: None):
         self.session_id, self.turn_id = session_id, turn_id
+        self.on_cancel = on_cancel
+        """An observer's client cancelled the turn (a `cancel` line back on its connection)."""
+        self._hearing: set[asyncio.Task[None]] = set()
         self._start = _line({"t": "start", "turn": turn_id, "client": client, "prompt": prompt})
         self._own = own
         """This daemon's own listener for the session (not an observer)."""
@@ -165,7 +169,7 @@ class Broadcast:
                 if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.geteuid():
                     continue
                 try:
-                    _, writer = await asyncio.wait_for(asyncio.open_unix_connection(path), CONNECT_TIMEOUT)
+                    reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(path), CONNECT_TIMEOUT)
                 except ConnectionRefusedError:  # its daemon died without removing it
                     os.unlink(path)
                     continue
@@ -175,9 +179,21 @@ class Broadcast:
                     writer.transport.abort()
                     continue
                 self._writers[path] = writer
+                task = asyncio.get_running_loop().create_task(self._hear(reader))
+                self._hearing.add(task)
+                task.add_done_callback(self._hearing.discard)
                 if self._backlog is None:
                     self._partial.add(path)
                 self._write(path, writer, b"".join([self._start, *(self._backlog or ())]))
+
+    async def _hear(self, reader: asyncio.StreamReader) -> None:
+        """What an observer says back: only `cancel` (its client cancelled the turn)."""
+        with contextlib.suppress(OSError, ValueError, asyncio.LimitOverrunError):
+            while line := await reader.readline():
+                msg = json.loads(line)
+                if isinstance(msg, dict) and msg.get("t") == "cancel" and msg.get("turn") == self.turn_id:
+                    log.info("session %s: turn %s cancelled from another daemon", self.session_id, self.turn_id)
+                    self.on_cancel()
 
     def _write(self, path: str, writer: asyncio.StreamWriter, data: bytes) -> None:
         """Never waits: an observer more than LIMIT behind is cut off."""
@@ -214,6 +230,8 @@ class Broadcast:
         self._ended = True
         if self._scan is not None:
             self._scan.cancel()
+        for task in self._hearing:
+            task.cancel()
         for writer in self._writers.values():
             writer.close()  # what is buffered is still sent
         self._writers.clear()
@@ -269,6 +287,8 @@ class Listener:
         self.on_start, self.on_event, self.on_end = on_start, on_event, on_end
         self.path: str | None = None
         self._server: asyncio.Server | None = None
+        self._origins: dict[str, asyncio.StreamWriter] = {}
+        """Turn id -> the connection its origin streams it on (for a cancel back)."""
 
     async def start(self) -> None:
         """Listen (RuntimeDirError or OSError when it cannot: the session file is then all there is)."""
@@ -279,6 +299,14 @@ class Listener:
         self._server = await asyncio.start_unix_server(self._serve, path, limit=LINE_LIMIT)
         os.chmod(path, 0o600)
         self.path = path
+
+    def cancel(self, turn_id: str) -> bool:
+        """Ask the turn's origin to cancel it; False when it is not streaming here."""
+        writer = self._origins.get(turn_id)
+        if writer is None or writer.transport.is_closing():
+            return False
+        writer.write(_line({"t": "cancel", "turn": turn_id}))
+        return True
 
     def close(self) -> None:
         if self._server is not None:
@@ -305,6 +333,7 @@ class Listener:
                 kind = msg.get("t") if isinstance(msg, dict) else None
                 if kind == "start" and turn is None and isinstance(msg.get("turn"), str):
                     turn = msg["turn"]
+                    self._origins[turn] = writer
                     self.on_start(turn, str(msg.get("client") or ""), str(msg.get("prompt") or ""))
                 elif kind == "event" and turn is not None and msg.get("turn") == turn:
                     event = event_from_json(msg.get("event"))
@@ -319,4 +348,5 @@ class Listener:
         finally:
             writer.transport.abort()
             if turn is not None:
+                self._origins.pop(turn, None)
                 self.on_end(turn, whole, recorded)

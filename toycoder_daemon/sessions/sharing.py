@@ -181,20 +181,28 @@ class Sharing:
             broadcast, start = live
             turn.add_done_callback(lambda _: broadcast.end(_prompt_turns(s.messages.records()[start:])))
 
-    def published(self, s: Session, turn_id: str, prompt: str, frontend: Frontend) -> Frontend:
+    def published(self, s: Session, turn_id: str, prompt: str, frontend: Frontend,
+                  cancel: Callable[[], object] = lambda: None) -> Frontend:
         """`frontend` for this daemon's turn, whose events also go live to the session's other
-        daemons (from a loop; until release_after's turn ends)."""
+        daemons (from a loop; until release_after's turn ends); `cancel`: what a cancel from one of
+        their clients does."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
             return frontend
         own = self._listeners.get(s.id)
-        broadcast = Broadcast(s.id, turn_id, self.client or "another editor", prompt, own.path if own else None)
+        broadcast = Broadcast(s.id, turn_id, self.client or "another editor", prompt, own.path if own else None,
+                              cancel)
         broadcast.start()
         self._broadcasts[s.id] = (broadcast, len(s.messages.records()))
         return Teed(frontend, broadcast)
 
     # ---- hearing other daemons' turns live --------------------------------------------------
+
+    def cancel_elsewhere(self, session_id: str) -> bool:
+        """Cancel the turn heard live in the session (its daemon cancels it); False when none is."""
+        listener, turn = self._listeners.get(session_id), self._live.get(session_id)
+        return listener is not None and turn is not None and listener.cancel(turn)
 
     async def _listen(self, s: Session, changes: Callable[[], ChangesOf]) -> None:
         def start(turn_id: str, client: str, prompt: str) -> None:

@@ -54,8 +54,8 @@ def broadcasts_of(p: InProc) -> list[live.Broadcast]:
     out: list[live.Broadcast] = []
     published = p.app.sharing.published
 
-    def keep(s: Any, turn_id: str, prompt: str, frontend: Any) -> Any:
-        teed = published(s, turn_id, prompt, frontend)
+    def keep(s: Any, turn_id: str, prompt: str, frontend: Any, cancel: Any) -> Any:
+        teed = published(s, turn_id, prompt, frontend, cancel)
         out.append(teed.broadcast)
         return teed
 
@@ -104,7 +104,7 @@ async def test_the_observer_hears_the_turn_while_it_runs_and_not_again_from_the_
     await asyncio.sleep(0.1)  # several polls
     assert seen.changed == []
     # a turn b did not hear live is told from the file as before
-    a.app.sharing.published = lambda s, turn_id, prompt, frontend: frontend  # type: ignore[method-assign]
+    a.app.sharing.published = lambda s, turn_id, prompt, frontend, cancel: frontend  # type: ignore[method-assign]
     a.script.add({"text": "quiet"})
     await a.prompt(sid, "unheard")
     await eventually(lambda: seen.changed != [], "b to read the unheard turn")
@@ -172,3 +172,15 @@ def test_events_cross_the_socket_whole() -> None:
               PlanUpdated((PlanEntry("do", "high", "pending"),))):
         assert live.event_from_json(live.event_to_json(e)) == e
     assert live.event_from_json({"kind": "from_the_future"}) is None
+
+
+async def test_a_cancel_from_the_observer_cancels_the_origins_turn(inproc: Any) -> None:
+    a, b, sid, seen = await both(inproc)
+    a.script.add({"text": WORDS * 10, "chunk_delay": 0.02})
+    task = a.start_prompt(sid, "long")
+    await eventually(lambda: "word2" in seen.text(), "b to hear the turn")
+    assert b.app.cancel(sid) is True  # b's client cancels: no turn runs in b, the one heard live is a's
+    out = await asyncio.wait_for(task, 10)
+    assert out.result.stop_reason == "cancelled"
+    await eventually(lambda: any(not running for _, _, running, _ in seen.turns), "b to hear the end")
+    assert b.app.cancel(sid) is False  # nothing runs anywhere now
