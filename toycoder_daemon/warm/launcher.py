@@ -17,9 +17,9 @@ writes "go" on the pipe, which it does only once the server has answered that th
 any other outcome closes the pipe and the child ends without reading.
 
 Every launch imports this module, so it uses only cheap standard modules and nothing else of ours
-(the package __init__s are empty; tests/e2e/test_warm.py checks `-X importtime` and
-/proc/<pid>/maps). The server imports it for what the two sides share: where the socket is, its
-name, the messages.
+but core/util/rundir.py (the runtime dir, standard modules only; the package __init__s are empty;
+tests/e2e/test_warm.py checks `-X importtime` and /proc/<pid>/maps). The server imports it for
+what the two sides share: where the socket is, its name, the messages.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ class NotWarm(Exception):
 
 def runtime_dir(create: bool = True) -> str:
     """core/util/rundir.runtime_dir; raises NotWarm naming the directory."""
-    from toycoder_daemon.core.util import rundir  # tiny, standard modules only; not on --version
+    from toycoder_daemon.core.util import rundir  # standard modules only (see the module doc)
 
     try:
         return rundir.runtime_dir(create)
