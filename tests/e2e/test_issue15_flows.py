@@ -156,8 +156,8 @@ async def test_acp_two_daemons_on_one_session(tmp_path: Path, llm: FakeLLM, work
         await b.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
         llm.add({"text": "Made in A."})
         await a.prompt(session_id=sid, prompt=[text_block("hello from a")])
-        await b_editor.wait_for(lambda f: f.get("params", {}).get("update", {}).get("content", {}).get("text")
-                                == "Made in A.")
+        # heard live (issue 32): in chunks as A streams, after the prompt, and never again from the file
+        await b_editor.wait_for(lambda f: b_editor.text("agent_message_chunk") == "Made in A.")
         assert b_editor.text("user_message_chunk") == "hello from a"
 
         sleep = sleep_command(177)

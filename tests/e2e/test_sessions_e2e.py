@@ -84,8 +84,11 @@ async def test_two_daemons_share_a_session(start_daemon, llm: FakeLLM) -> None:
         return [(e["role"], e["text"]) for u in b.updates(sid) if u["update"]["kind"] == "session_changed"
                 for e in u["update"]["transcript"]]
 
-    await b.wait_for(lambda: len(heard()) == 2, what="B to hear about A's turn")
-    assert heard() == [("user", "hi from a"), ("assistant", "Hello from A.")]
+    def live_text() -> str:
+        return "".join(u["update"]["text"] for u in b.updates(sid) if u["update"]["kind"] == "text_delta")
+
+    await b.wait_for(lambda: live_text() == "Hello from A.", what="B to hear A's turn live")
+    assert heard() == []  # heard live: not told again from the file
 
     sleep = sleep_command(176)
     llm.add({"text": "Waiting.", "tool_calls": [{"name": "run_command", "arguments": {"command": sleep}}]})
@@ -105,6 +108,34 @@ async def test_two_daemons_share_a_session(start_daemon, llm: FakeLLM) -> None:
         ("user", "hi from a"), ("assistant", "Hello from A."), ("user", "wait a bit"), ("assistant", "Waiting.")]
     assert sent[4]["role"] == "tool" and "interrupted" in sent[4]["content"]
     assert sent[5] == {"role": "user", "content": "me too"} and llm.violations == []
+
+
+async def test_a_turn_streams_live_to_the_other_daemon(start_daemon, llm: FakeLLM) -> None:
+    """Issue 32: B's client gets A's text deltas while A's turn runs, after `turn_elsewhere`
+    naming A's client, and nothing of the turn again when the file shows it."""
+    a = await start_daemon()
+    b = await start_daemon()
+    sid = await new_session(a, title="live")
+    await b.call("toycoder/session/load", {"sessionId": sid})
+    words = [f"w{i} " for i in range(30)]
+    llm.add({"text": words, "chunk_delay": 0.1})
+    _, answer = a.request_future("toycoder/prompt", {"sessionId": sid, "text": "stream it"})
+
+    def of(kind: str) -> list[dict]:
+        return [u["update"] for u in b.updates(sid) if u["update"]["kind"] == kind]
+
+    await b.wait_for(lambda: "w3" in "".join(u["text"] for u in of("text_delta")), what="B to hear the first words")
+    assert not answer.done()  # live: A's turn still streams
+    assert of("turn_elsewhere")[0]["running"] is True and of("turn_elsewhere")[0]["prompt"] == "stream it"
+    assert of("turn_elsewhere")[0]["client"]  # the name A's client gave (or "another editor")
+    await answer
+    await b.wait_for(lambda: len(of("turn_elsewhere")) == 2, what="B to hear the turn end")
+    assert of("turn_elsewhere")[1]["running"] is False
+    assert "".join(u["text"] for u in of("text_delta")) == "".join(words)
+    llm.add({"text": "again"})  # a later turn: B still hears it, and never the first one twice
+    await a.call("toycoder/prompt", {"sessionId": sid, "text": "more"})
+    await b.wait_for(lambda: len(of("turn_elsewhere")) == 4, what="B to hear the second turn")
+    assert of("session_changed") == []
 
 
 async def test_a_session_deleted_in_one_daemon_is_dropped_by_the_other(start_daemon, llm: FakeLLM,

@@ -131,7 +131,9 @@ def test_the_launcher_imports_the_stdlib_and_one_module_of_ours(rundir: Path) ->
     assert out.returncode == 0 and out.stdout == "toycoder-daemon 0.1.0\n", out.stderr
     names = {line.rsplit("|", 1)[1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
     ours = {n.strip() for n in names if n.strip().startswith("toycoder_daemon")}
-    assert ours == {"toycoder_daemon", "toycoder_daemon.warm", "toycoder_daemon.warm.launcher"}, ours
+    # core/util/rundir: the runtime dir, shared with the live stream between daemons (standard modules only)
+    assert ours == {"toycoder_daemon", "toycoder_daemon.warm", "toycoder_daemon.warm.launcher", "toycoder_daemon.core",
+                    "toycoder_daemon.core.util", "toycoder_daemon.core.util.rundir"}, ours
     heavy = {n for n in names if n.split(".")[0] in {"pydantic", "pydantic_core", "pygls", "lsprotocol", "acp", "yaml",
                                                       "httpx2", "asyncio"}}
     assert not heavy, heavy

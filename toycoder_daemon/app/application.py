@@ -334,7 +334,7 @@ class App:
         if runtime is None:
             self.peek(session_id)  # SessionNotFound for an unknown id
             return False
-        return runtime.cancel()
+        return runtime.cancel() or self.sharing.cancel_elsewhere(session_id)  # a turn heard live: its daemon's
 
     async def shutdown(self, timeout: float = 2.0) -> None:
         """End every turn (which kills their child processes), close files and model clients."""

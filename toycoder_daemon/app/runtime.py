@@ -258,7 +258,7 @@ class SessionRuntime:
             model = parts.models.of(s)
         await parts.sharing.begin_turn(s, self.checkpoints.changes_of)  # the lock, and what other daemons wrote meanwhile
         turn_id = self.checkpoints.next_turn()
-        frontend = frontend_for(s.id, turn_id)
+        frontend = parts.sharing.published(s, turn_id, text, frontend_for(s.id, turn_id), self.cancel)  # live elsewhere too
         work = (self._command(text, frontend, turn_id) if model is None
                 else self._turn(text, model, frontend, turn_id, context or [], typed))
         turn = s.turn = asyncio.ensure_future(work)

@@ -6,24 +6,75 @@ its file gone or when they next take its lock (SessionDeleted): they never write
 Before a turn a daemon takes the lock and catches up on what others appended (read from its last
 offset), answering tool calls a killed daemon left open. Between turns each open session is polled
 (one stat per interval) so its clients hear about turns made elsewhere.
+
+While a turn runs, its events also go live to the other daemons that have the session open
+(sessions/live.py): each listens per open session, and the turn's daemon broadcasts. A turn heard
+live to its end is not told again when its records land in the file (by its turn id); one whose
+stream was cut (this daemon fell behind, or the other died) is told as the whole history (reset).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+import time
 from collections.abc import Callable
+from typing import Any
 
 from toycoder_daemon.agent.react import repair_tool_calls
 from toycoder_daemon.core.errors import SessionBusy, SessionDeleted
+from toycoder_daemon.core.ports import Event, Frontend
+from toycoder_daemon.sessions.conversation import Mark, Stored
+from toycoder_daemon.sessions.live import Broadcast, Listener, Teed
 from toycoder_daemon.sessions.session import ChangesOf, Session, TranscriptEntry
 from toycoder_daemon.sessions.store import Appended
 
 log = logging.getLogger(__name__)
 
+GRACE = 1.0
+"""Seconds a turn read from the file waits before its clients are told, unless it ends first: its
+daemon may be about to stream it live (then it is not told from the file at all)."""
+
 OnChanged = Callable[[str, list[TranscriptEntry], bool], None]
 """(session id, the new transcript entries, reset: the entries are the whole history)."""
+OnLiveTurn = Callable[[str, str, str, bool, str], None]
+"""(session id, turn id, the other daemon's client name, running, its prompt)."""
+OnLiveEvent = Callable[[str, str, Event], None]
+"""(session id, turn id, an event of the turn running in another daemon)."""
+
+
+def _prompt_turns(records: list[Stored]) -> list[str]:
+    """The checkpoint ids of the prompts among `records` (one turn's: its prompt, or a restore's note)."""
+    return [str(r.get("turn")) for r in records if not isinstance(r, Mark) and r["role"] == "user" and r.get("turn")]
+
+
+def _open_turn(records: list[Stored], ends: dict[str, Any]) -> tuple[int, str] | None:
+    """(index, checkpoint id) of the last prompt in `records` whose turn has not ended, if any."""
+    for i in range(len(records) - 1, -1, -1):
+        r = records[i]
+        if not isinstance(r, Mark) and r["role"] == "user" and r.get("turn"):
+            turn = str(r.get("turn"))
+            return None if turn in ends else (i, turn)
+    return None
+
+
+def _untold(records: list[Stored], heard: set[str]) -> list[Stored]:
+    """`records` without those of turns heard live (a turn's records run from its prompt, with any
+    context mark written just before it, to the next prompt)."""
+    out: list[Stored] = []
+    marks: list[Stored] = []
+    skipping = False
+    for r in records:
+        if isinstance(r, Mark):
+            marks.append(r)
+            continue
+        if r["role"] == "user":
+            skipping = r.get("turn") in heard
+        if not skipping:
+            out += marks
+            out.append(r)
+        marks = []
+    return out + ([] if skipping else marks)
 
 
 class Sharing:
@@ -33,8 +84,27 @@ class Sharing:
         """Set by the wire face: tell the session's clients."""
         self.on_deleted: Callable[[str], None] = lambda session_id: None
         """Set by the App: another daemon deleted a session this one has open (found by the poll)."""
+        self.client = ""
+        """Set by the wire face: its client's name (clientInfo.name), told to the other daemons."""
+        self.on_live_turn: OnLiveTurn = lambda session_id, turn_id, client, running, prompt: None
+        """Set by the wire face: a turn started (running) or ended in another daemon."""
+        self.on_live_event: OnLiveEvent | None = None
+        """Set by the wire face: an event of a turn running in another daemon, as it happens. Unset,
+        this daemon does not listen: its clients hear other daemons' turns from the file."""
         self._reading: dict[str, asyncio.Lock] = {}
         self._watches: dict[str, asyncio.Task[None]] = {}
+        self._listeners: dict[str, Listener] = {}
+        self._broadcasts: dict[str, tuple[Broadcast, int]] = {}
+        """Session -> this daemon's turn's broadcast, and how many records the session had before it."""
+        self._live: dict[str, str] = {}
+        """Session -> the turn of another daemon heard live now (the poll waits for its end)."""
+        self._heard: dict[str, set[str]] = {}
+        """Turns of other daemons heard live to their end: not told again from the file."""
+        self._held: dict[str, list[Stored]] = {}
+        """Records read but not told yet: a turn that may be about to be heard live (GRACE)."""
+        self._first_seen: dict[tuple[str, str], float] = {}
+        self._stale: set[str] = set()
+        """Sessions whose live stream was cut: their clients get the whole history next."""
 
     async def catch_up(self, s: Session) -> Appended | None:
         """Take in what other daemons wrote since we last read; None when nothing was new."""
@@ -50,10 +120,25 @@ class Sharing:
             s.messages.received(new.messages, whole=new.reset)
         return new if (new.meta or new.messages or new.reset) else None
 
-    def _tell(self, s: Session, changes: Callable[[], ChangesOf], new: Appended) -> None:
-        """The session's clients hear what another daemon added (its turns' `changes` included)."""
-        entries = s.transcript(changes(), s.messages.records() if new.reset else new.messages)
-        self.on_changed(s.id, entries, new.reset)
+    def _tell(self, s: Session, changes: Callable[[], ChangesOf], new: Appended | None) -> None:
+        """The session's clients hear what another daemon added (its turns' `changes` included),
+        but for turns they heard live; everything when a live stream was cut. When this daemon listens,
+        a turn that started less than GRACE ago and has not ended waits: its daemon may be about to
+        stream it live."""
+        reset = (new is not None and new.reset) or s.id in self._stale
+        self._stale.discard(s.id)
+        held = self._held.pop(s.id, [])
+        if reset:
+            self.on_changed(s.id, s.transcript(changes(), s.messages.records()), True)
+            return
+        records = _untold(held + (new.messages if new else []), self._heard.get(s.id, set()))
+        start = _open_turn(records, s.turn_ends) if s.id in self._listeners else None
+        if start is not None:
+            first = self._first_seen.setdefault((s.id, start[1]), time.monotonic())
+            if time.monotonic() - first < GRACE:
+                self._held[s.id], records = records[start[0]:], records[:start[0]]
+        if records:
+            self.on_changed(s.id, s.transcript(changes(), records), False)
 
     async def begin_turn(self, s: Session, changes: Callable[[], ChangesOf]) -> None:
         """Hold the session for a turn of this daemon: SessionBusy while another daemon's (or this
@@ -78,7 +163,7 @@ class Sharing:
                 log.info("session %s: answered tool calls left open by an interrupted turn", s.id)
                 if s.messages.repair(repaired):
                     await s.messages.rewrite()
-            if new and (new.messages or new.reset):
+            if (new and (new.messages or new.reset)) or s.id in self._stale:
                 self._tell(s, changes, new)
         except BaseException:
             s.file.release()
@@ -87,9 +172,70 @@ class Sharing:
     # ---- watching open sessions -------------------------------------------------------------
 
     def release_after(self, s: Session, turn: asyncio.Future[object]) -> None:
+        """When the turn ends: the lock goes, and its broadcast (if any) ends, its records written."""
+        live = self._broadcasts.pop(s.id, None)
         if s.file is not None:
             file = s.file
             turn.add_done_callback(lambda _: file.release())
+        if live is not None:
+            broadcast, start = live
+            turn.add_done_callback(lambda _: broadcast.end(_prompt_turns(s.messages.records()[start:])))
+
+    def published(self, s: Session, turn_id: str, prompt: str, frontend: Frontend,
+                  cancel: Callable[[], object] = lambda: None) -> Frontend:
+        """`frontend` for this daemon's turn, whose events also go live to the session's other
+        daemons (from a loop; until release_after's turn ends); `cancel`: what a cancel from one of
+        their clients does."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return frontend
+        own = self._listeners.get(s.id)
+        broadcast = Broadcast(s.id, turn_id, self.client or "another editor", prompt, own.path if own else None,
+                              cancel)
+        broadcast.start()
+        self._broadcasts[s.id] = (broadcast, len(s.messages.records()))
+        return Teed(frontend, broadcast)
+
+    # ---- hearing other daemons' turns live --------------------------------------------------
+
+    def cancel_elsewhere(self, session_id: str) -> bool:
+        """Cancel the turn heard live in the session (its daemon cancels it); False when none is."""
+        listener, turn = self._listeners.get(session_id), self._live.get(session_id)
+        return listener is not None and turn is not None and listener.cancel(turn)
+
+    async def _listen(self, s: Session, changes: Callable[[], ChangesOf]) -> None:
+        def start(turn_id: str, client: str, prompt: str) -> None:
+            self._live[s.id] = turn_id
+            self.on_live_turn(s.id, turn_id, client, True, prompt)
+
+        def event(turn_id: str, e: Event) -> None:
+            if self._live.get(s.id) == turn_id and self.on_live_event is not None:
+                self.on_live_event(s.id, turn_id, e)
+
+        def end(turn_id: str, whole: bool, recorded: list[str]) -> None:
+            if self._live.get(s.id) != turn_id:
+                return
+            del self._live[s.id]
+            if whole:
+                self._heard.setdefault(s.id, set()).update(recorded)
+            else:
+                log.info("session %s: the live stream of turn %s was cut: reloading from the file", s.id, turn_id)
+                self._stale.add(s.id)
+            self.on_live_turn(s.id, turn_id, "", False, "")
+            if s.id in self._watches:  # what the file has now, at once rather than at the next poll
+                asyncio.get_running_loop().create_task(self._refresh(s, changes))
+
+        if self.on_live_event is None:
+            return
+        listener = Listener(s.id, start, event, end)
+        try:
+            await listener.start()
+        except OSError as e:  # RuntimeDirError too: the session file is then all there is
+            log.info("session %s: not listening for other daemons' turns: %s", s.id, e)
+            listener.close()
+            return
+        self._listeners[s.id] = listener
 
     def watch(self, s: Session, changes: Callable[[], ChangesOf]) -> None:
         """Poll `s` while this daemon has it open (from a loop; sync callers' sessions are not polled)."""
@@ -104,27 +250,46 @@ class Sharing:
         task = self._watches.pop(session_id, None)
         if task:
             task.cancel()
+        self._forget(session_id)
+
+    def _forget(self, session_id: str) -> None:
         self._reading.pop(session_id, None)
+        listener = self._listeners.pop(session_id, None)
+        if listener is not None:
+            listener.close()
+        self._live.pop(session_id, None)
+        self._heard.pop(session_id, None)
+        self._stale.discard(session_id)
+        self._held.pop(session_id, None)
+        for key in [k for k in self._first_seen if k[0] == session_id]:
+            del self._first_seen[key]
 
     def close(self) -> None:
         for session_id in list(self._watches):
             self.unwatch(session_id)
 
     async def _poll(self, s: Session, changes: Callable[[], ChangesOf]) -> None:
+        await self._listen(s, changes)
         while True:
             await asyncio.sleep(self.interval)
             if s.file is not None and s.file.gone():  # deleted elsewhere: the watch ends here
                 self._watches.pop(s.id, None)
-                self._reading.pop(s.id, None)
+                self._forget(s.id)
                 self.on_deleted(s.id)
                 return
-            if s.busy or s.file is None or s.file.held:
-                continue  # our own turn: it catches up when it starts
+            await self._refresh(s, changes)
+
+    async def _refresh(self, s: Session, changes: Callable[[], ChangesOf]) -> None:
+        """Catch up with the file and tell the clients, unless a turn runs here or is heard live."""
+        if s.busy or s.file is None or s.file.held or s.id in self._live:
+            return  # our own turn: it catches up when it starts; a live one: at its end
+        try:
+            new = await self.catch_up(s)
+        except (OSError, ValueError) as e:
+            log.warning("session %s: could not read what other daemons wrote: %s", s.id, e)
+            return
+        if (new and (new.messages or new.reset)) or s.id in self._stale or s.id in self._held:
             try:
-                new = await self.catch_up(s)
-            except (OSError, ValueError) as e:
-                log.warning("session %s: could not read what other daemons wrote: %s", s.id, e)
-                continue
-            if new and (new.messages or new.reset):
-                with contextlib.suppress(Exception):  # a face's failure must not stop the watch
-                    self._tell(s, changes, new)
+                self._tell(s, changes, new)
+            except Exception:  # a face's failure must not stop the watch
+                log.exception("session %s: telling the clients failed", s.id)

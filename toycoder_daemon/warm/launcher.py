@@ -17,9 +17,9 @@ writes "go" on the pipe, which it does only once the server has answered that th
 any other outcome closes the pipe and the child ends without reading.
 
 Every launch imports this module, so it uses only cheap standard modules and nothing else of ours
-(the package __init__s are empty; tests/e2e/test_warm.py checks `-X importtime` and
-/proc/<pid>/maps). The server imports it for what the two sides share: where the socket is, its
-name, the messages.
+but core/util/rundir.py (the runtime dir, standard modules only; the package __init__s are empty;
+tests/e2e/test_warm.py checks `-X importtime` and /proc/<pid>/maps). The server imports it for
+what the two sides share: where the socket is, its name, the messages.
 """
 
 from __future__ import annotations
@@ -79,34 +79,13 @@ class NotWarm(Exception):
 # -- where the server lives ---------------------------------------------------------------------
 
 def runtime_dir(create: bool = True) -> str:
-    """$TOYCODER_RUNTIME_DIR, else $XDG_RUNTIME_DIR/toycoder, else <tempdir>/toycoder-<uid>: created
-    0700 when missing; one that exists must be a directory of ours with mode 0700 (it is never
-    chmod-ed or chown-ed: we did not create it). Raises NotWarm naming the directory."""
-    path = os.environ.get("TOYCODER_RUNTIME_DIR")
-    if not path:
-        xdg = os.environ.get("XDG_RUNTIME_DIR")
-        path = os.path.join(xdg, "toycoder") if xdg else os.path.join(os.environ.get("TMPDIR") or "/tmp",
-                                                                      f"toycoder-{os.geteuid()}")
-    path = os.path.abspath(path)
-    if create:
-        try:
-            os.mkdir(path, 0o700)
-            os.chmod(path, 0o700)  # ours: the umask may have taken bits off
-        except FileExistsError:
-            pass
-        except OSError as e:
-            raise NotWarm(f"cannot create the runtime dir {path}: {e.strerror or e}") from None
+    """core/util/rundir.runtime_dir; raises NotWarm naming the directory."""
+    from toycoder_daemon.core.util import rundir  # standard modules only (see the module doc)
+
     try:
-        st = os.lstat(path)
-    except OSError as e:
-        raise NotWarm(f"runtime dir {path}: {e.strerror or e}") from None
-    if not stat.S_ISDIR(st.st_mode):
-        raise NotWarm(f"runtime dir {path} is not a directory")
-    if st.st_uid != os.geteuid():
-        raise NotWarm(f"runtime dir {path} is owned by uid {st.st_uid}, not {os.geteuid()}")
-    if stat.S_IMODE(st.st_mode) != 0o700:
-        raise NotWarm(f"runtime dir {path} has mode {stat.S_IMODE(st.st_mode):04o}, not 0700")
-    return path
+        return rundir.runtime_dir(create)
+    except rundir.RuntimeDirError as e:
+        raise NotWarm(str(e)) from None
 
 
 def import_path() -> list[str]:
@@ -249,10 +228,10 @@ def receive_into(sock: socket.socket, buf: bytearray, deadline: float | None = N
 
 
 def peer(sock: socket.socket) -> tuple[int, int, int]:
-    """(pid, uid, gid) of the other end, from the kernel (SO_PEERCRED)."""
-    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    pid, uid, gid = struct.unpack("3i", creds)
-    return pid, uid, gid
+    """(pid, uid, gid) of the other end (core/util/rundir.peer)."""
+    from toycoder_daemon.core.util import rundir
+
+    return rundir.peer(sock)
 
 
 def connect(path: str) -> socket.socket:

@@ -298,6 +298,19 @@ class SessionDeletedUpdate(Wire):
     """One line for the person ("This session was deleted in another editor.")."""
 
 
+class TurnElsewhereUpdate(Wire):
+    """A turn runs in another daemon (another editor) in this session: sent when it starts
+    (`running: true`, then its updates follow live, with its `turnId`) and when it ends or this
+    daemon stops hearing it (`running: false`). Clients show "running in <client>" meanwhile."""
+
+    kind: Literal["turn_elsewhere"] = "turn_elsewhere"
+    client: str
+    """The other daemon's client (its `clientInfo.name`; "another editor" when it gave none)."""
+    running: bool
+    prompt: str | None = None
+    """`running: true`: the prompt that started it (clients show it as the person's line)."""
+
+
 class SessionInfoUpdate(Wire):
     """The session's title or mode changed: the fast model's title after the first turn, /title,
     /mode, setMode (not the first prompt's line). `turnId`: the turn that changed it (sent as it
@@ -593,7 +606,7 @@ class HookUpdate(Wire):
 Update = Annotated[
     TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate
     | McpWaitUpdate | ChangesUpdate | SessionChangedUpdate | SessionDeletedUpdate | SessionInfoUpdate | PlanUpdate
-    | HookUpdate,
+    | HookUpdate | TurnElsewhereUpdate,
     Field(discriminator="kind"),
 ]
 

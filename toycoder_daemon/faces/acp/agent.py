@@ -81,6 +81,7 @@ from toycoder_daemon.faces.acp import (
     turn as acp_turn,
 )
 from toycoder_daemon.faces.acp.content import commands_update, plan_now, replay
+from toycoder_daemon.faces.acp.frontend import AcpFrontend
 from toycoder_daemon.faces.acp.terminal import Terminals
 from toycoder_daemon.rpc.ndjson import open_stdio
 from toycoder_daemon.rpc.outbox import Outbox, written
@@ -148,6 +149,8 @@ class ToyCoderAgent:
     def __init__(self, config_path: str | None = None):
         self.config_path = config_path
         self.raw: SdkClient = None  # type: ignore[assignment]  # set with the connection (serve_acp)
+        self.client_name = ""
+        """The client's clientInfo.name (told to other daemons while its turns run)."""
         self.caps = acp_turn.Caps()
         self._announced: dict[str, list[CommandRow]] = {}
         """The commands last announced to each session (available_commands_update)."""
@@ -186,8 +189,9 @@ class ToyCoderAgent:
             app = self.apps[key] = App.open(key, self.config_path)
             self.catalog.use(app.store.index, app.workspace.root)  # lists read nothing this App wrote itself
             app.on_notice = lambda level, message: log.warning("%s", message)  # ACP has no message to show
+            app.sharing.client = self.client_name
             acp_sessions.hook(app, self.owner, lambda sid, u: self.raw.session_update(sid, u), self.later, replay,
-                              self.told)
+                              self.told, lambda sid: AcpFrontend(self.raw, app, sid))
             told_info = app.on_session_info
 
             def info(summary: SessionSummary, turn_id: str, app: App = app) -> None:
@@ -260,6 +264,8 @@ class ToyCoderAgent:
                          client_info: Any = None, **_: Any) -> InitializeResponse:
         # where the client sent capabilities it cannot read, the SDK puts its defaults as a plain dict
         caps = client_capabilities if isinstance(client_capabilities, ClientCapabilities) else None
+        name = getattr(client_info, "name", None) or (client_info.get("name") if isinstance(client_info, dict) else None)
+        self.client_name = name if isinstance(name, str) else ""
         self.terminals = Terminals(usable=True) if caps and caps.terminal else None
         can_read, can_write = acp_fs.declared(caps)
         self.caps = acp_turn.Caps(elicit=bool(caps and caps.elicitation and caps.elicitation.form is not None),

@@ -17,6 +17,9 @@ from acp.schema import DeleteSessionRequest, SetSessionModeResponse
 from toycoder_daemon.app.application import App
 from toycoder_daemon.core.errors import SessionBusy, SessionNotFound
 from toycoder_daemon.core.modes import MODES
+from toycoder_daemon.core.ports import Event
+from toycoder_daemon.faces.acp.client import chunk
+from toycoder_daemon.faces.acp.frontend import AcpFrontend
 from toycoder_daemon.sessions.session import Session, TranscriptEntry
 from toycoder_daemon.sessions.store import SessionSummary
 from toycoder_daemon.wire import codes as wire
@@ -39,8 +42,27 @@ def opened(told: Told, s: Session) -> list[Any]:
 
 
 def hook(app: App, owner: dict[str, App], send: Send, later: Callable[[Coroutine[Any, Any, Any]], Any],
-         replay: Replay, told: Told) -> None:
-    """Wire `app`'s session events to the client; only sessions open on this connection (`owner`)."""
+         replay: Replay, told: Told, observe: Callable[[str], AcpFrontend] | None = None) -> None:
+    """Wire `app`'s session events to the client; only sessions open on this connection (`owner`).
+    `observe`: a frontend for a session's turn heard live from another daemon (its updates as if
+    it ran here, after the prompt as a `user_message_chunk` that says where it runs in `_meta`)."""
+    elsewhere: dict[str, AcpFrontend] = {}
+
+    def live_turn(session_id: str, turn_id: str, client: str, running: bool, prompt: str) -> None:
+        ended = elsewhere.pop(session_id, None)
+        if ended is not None:
+            ended.flush()
+        if not running or observe is None or owner.get(session_id) is not app:
+            return
+        frontend = elsewhere[session_id] = observe(session_id)
+        where = {"toycoder": {"turnElsewhere": {"client": client or "another editor", "running": True,
+                                                "turnId": turn_id}}}
+        frontend.send({**chunk(prompt, "user_message_chunk"), "_meta": where})
+
+    def live_event(session_id: str, turn_id: str, event: Event) -> None:
+        frontend = elsewhere.get(session_id)
+        if frontend is not None:
+            frontend.emit(event)
 
     async def send_all(session_id: str, updates: list[Any]) -> None:
         for update in updates:
@@ -64,6 +86,8 @@ def hook(app: App, owner: dict[str, App], send: Send, later: Callable[[Coroutine
         later(send_all(summary.id, updates))
 
     app.sharing.on_changed = changed
+    app.sharing.on_live_turn = live_turn
+    app.sharing.on_live_event = live_event
     app.on_session_info = info
 
 

@@ -27,6 +27,7 @@ from toycoder_daemon.app.application import App
 from toycoder_daemon.checkpoints import UnknownCheckpoint
 from toycoder_daemon.commands.served import with_served
 from toycoder_daemon.core.modes import available_modes
+from toycoder_daemon.core.ports import Event
 from toycoder_daemon.core.util.background import Background
 from toycoder_daemon.faces.lsp import mapping as to_wire
 from toycoder_daemon.faces.lsp.calls import call, rpc_error
@@ -83,6 +84,8 @@ class ToyCoderServer(LanguageServer):
         self.background = Background()
         self.answering: set[asyncio.Task[Any]] = set()
         """Requests of the table being answered: the end of input waits for their answers (`answered`)."""
+        self.elsewhere: dict[str, EditorFrontend] = {}
+        """Session -> the frontend that shows a turn running in another daemon (heard live)."""
 
     async def answered(self, timeout: float) -> None:
         """Wait (at most `timeout`) until every request being answered is: pygls writes each answer
@@ -180,6 +183,9 @@ def on_initialize(ls: ToyCoderServer, params: types.InitializeParams) -> None:
     ls.app = App.open(workspace_root(ls, params), options.get("configPath") or ls.config_path)
     ls.app.on_notice = ls.show_message
     ls.app.sharing.on_changed = functools.partial(session_changed, ls)
+    ls.app.sharing.client = params.client_info.name if params.client_info else ""
+    ls.app.sharing.on_live_turn = functools.partial(live_turn, ls)
+    ls.app.sharing.on_live_event = functools.partial(live_event, ls)
     ls.app.on_session_info = functools.partial(session_info_changed, ls)
     ls.app.on_session_deleted = functools.partial(session_deleted, ls)
     log.info("workspace %s, config %s", ls.app.workspace.root, ls.app.config_path or "(built-in defaults)")
@@ -196,6 +202,24 @@ def session_changed(ls: ToyCoderServer, session_id: str, entries: list[Transcrip
     """Another daemon added to a session this client has open."""
     update = wire.SessionChangedUpdate(transcript=[to_wire.transcript_entry(e) for e in entries], reset=reset)
     ls.notify(wire.UPDATE, wire.UpdateParams(session_id=session_id, turn_id="", update=update).dump())
+
+
+def live_turn(ls: ToyCoderServer, session_id: str, turn_id: str, client: str, running: bool, prompt: str) -> None:
+    """A turn started or ended in another daemon: its updates come between, as if it ran here."""
+    ended = ls.elsewhere.pop(session_id, None)
+    if ended is not None:
+        ended.flush()
+    update = wire.TurnElsewhereUpdate(client=client or "another editor", running=running,
+                                      prompt=prompt if running else None)
+    ls.notify(wire.UPDATE, wire.UpdateParams(session_id=session_id, turn_id=turn_id, update=update).dump())
+    if running:
+        ls.elsewhere[session_id] = EditorFrontend(ls, session_id, turn_id)
+
+
+def live_event(ls: ToyCoderServer, session_id: str, turn_id: str, event: Event) -> None:
+    frontend = ls.elsewhere.get(session_id)
+    if frontend is not None and frontend.turn_id == turn_id:
+        frontend.emit(event)
 
 
 def session_deleted(ls: ToyCoderServer, session_id: str) -> None:

@@ -56,7 +56,7 @@ export type StopReason = 'end_turn' | 'max_steps' | 'max_tokens' | 'cancelled' |
 
 export type Decision = 'allow_once' | 'allow_always' | 'reject';
 
-export type Update = TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate | McpWaitUpdate | ChangesUpdate | SessionChangedUpdate | SessionDeletedUpdate | SessionInfoUpdate | PlanUpdate | HookUpdate;
+export type Update = TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate | McpWaitUpdate | ChangesUpdate | SessionChangedUpdate | SessionDeletedUpdate | SessionInfoUpdate | PlanUpdate | HookUpdate | TurnElsewhereUpdate;
 
 export type Action = SwitchAction | QuitAction;
 
@@ -238,6 +238,15 @@ export interface HookUpdate {
   reason?: string;
   /** Where the hook is configured: the user's config or the workspace's settings file. */
   source?: 'user' | 'workspace';
+}
+
+export interface TurnElsewhereUpdate {
+  kind: 'turn_elsewhere';
+  /** The other daemon's client (its `clientInfo.name`; "another editor" when it gave none). */
+  client: string;
+  running: boolean;
+  /** `running: true`: the prompt that started it (clients show it as the person's line). */
+  prompt?: string;
 }
 
 export interface UpdateParams {

@@ -1,0 +1,349 @@
+"""A running turn, live in every daemon that has its session open.
+
+Each daemon listens on one unix socket per session it has open (Listener),
+`<runtime dir>/live/<session id>/<pid>-<n>.sock`, in directories of ours with mode 0700. While a
+turn runs, the daemon running it (the origin) connects to every other listener of the session
+(Broadcast: when the turn starts and every RESCAN seconds; one that connects later gets the turn's
+lines so far first, while they are under LIMIT bytes) and writes one JSON object per line: `start` {turn, client, prompt}, then
+`event` {turn, event} for each of the turn's events, then `end` {turn, recorded} (`recorded`: the
+checkpoint ids its prompt records carry in the session file, by which observers recognise them). Both ends check that the
+peer has our uid (SO_PEERCRED).
+
+The origin never waits for an observer: what one has not read stays in its connection's buffer,
+up to LIMIT bytes; an observer further behind is cut off (its connection aborted). An observer
+whose stream ends without `end` (cut off, or the origin died) falls back to the session file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import itertools
+import json
+import logging
+import os
+import re
+import socket
+import stat
+import typing
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from toycoder_daemon.core.ports import (
+    ChangedFile,
+    CommandRunner,
+    Decision,
+    EditApplied,
+    Event,
+    FileDiagnostics,
+    FilesChanged,
+    Frontend,
+    PermissionRequest,
+    PlanEntry,
+    PlanUpdated,
+)
+from toycoder_daemon.core.util import rundir
+
+log = logging.getLogger(__name__)
+
+LIMIT = 1 << 20
+"""Bytes an observer may be behind before it is cut off (never buffered without bound)."""
+RESCAN = 0.25
+"""Seconds between the origin's looks for observers that opened the session since the turn began."""
+LINE_LIMIT = 16 << 20
+"""The longest line an observer reads (one event: a tool's whole output)."""
+CONNECT_TIMEOUT = 0.5
+
+_SAFE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_names = itertools.count(1)
+
+_EVENTS: dict[str, type[Any]] = {
+    str(next(f.default for f in dataclasses.fields(cls) if f.name == "kind")): cls
+    for cls in typing.get_args(Event)}
+"""Event classes by their `kind` (what crosses the socket): every kind of core.ports.Event."""
+
+
+def event_to_json(event: Event) -> dict[str, Any]:
+    return dataclasses.asdict(event)
+
+
+def event_from_json(data: Any) -> Event | None:
+    """The event, or None for what this version does not know (another version's origin)."""
+    if not isinstance(data, dict) or (cls := _EVENTS.get(data.get("kind", ""))) is None:
+        return None
+    names = {f.name for f in dataclasses.fields(cls) if f.init}
+    args = {k: v for k, v in data.items() if k in names}
+    try:
+        if cls is FilesChanged:
+            args["files"] = tuple(ChangedFile(**f) for f in args.get("files", ()))
+        elif cls is PlanUpdated:
+            args["entries"] = tuple(PlanEntry(**e) for e in args.get("entries", ()))
+        for k in ("changed_paths", "servers", "failed"):
+            if isinstance(args.get(k), list):
+                args[k] = tuple(args[k])
+        return cls(**args)  # type: ignore[no-any-return]
+    except TypeError:
+        return None
+
+
+def session_dir(session_id: str, create: bool) -> str:
+    """The session's directory of listeners (RuntimeDirError when it cannot be used)."""
+    if not _SAFE_ID.fullmatch(session_id):
+        raise rundir.RuntimeDirError(f"session id {session_id!r} cannot name a directory")
+    path = os.path.join(rundir.runtime_dir(create), "live")
+    for p in (path, os.path.join(path, session_id)):
+        if create:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(p, 0o700)
+        rundir.check_private_dir(p, "live dir")
+    return os.path.join(path, session_id)
+
+
+def _ours(sock: socket.socket | None) -> bool:
+    return sock is not None and rundir.peer(sock)[1] == os.geteuid()
+
+
+def _line(obj: dict[str, Any]) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass") + b"\n"
+
+
+# ---- the origin -------------------------------------------------------------------------------
+
+class Broadcast:
+    """One turn's stream to the session's other daemons (see the module doc)."""
+
+    def __init__(self, session_id: str, turn_id: str, client: str, prompt: str, own: str | None,
+                 on_cancel: Callable[[], object] = lambda: None):
+        self.session_id, self.turn_id = session_id, turn_id
+        self.on_cancel = on_cancel
+        """An observer's client cancelled the turn (a `cancel` line back on its connection)."""
+        self._hearing: set[asyncio.Task[None]] = set()
+        self._start = _line({"t": "start", "turn": turn_id, "client": client, "prompt": prompt})
+        self._own = own
+        """This daemon's own listener for the session (not an observer)."""
+        self._writers: dict[str, asyncio.StreamWriter] = {}
+        self._backlog: list[bytes] | None = []
+        """The turn's lines so far, for an observer that connects later (None: over LIMIT, dropped)."""
+        self._backlog_size = 0
+        self._partial: set[str] = set()
+        """Observers that connected after the backlog was dropped: they missed a part."""
+        self._tried: set[str] = set()
+        self._ended = False
+        self.cut = 0
+        """Observers cut off for being too far behind."""
+        self._scan: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._scan = asyncio.get_running_loop().create_task(self._scanning())
+
+    async def _scanning(self) -> None:
+        while not self._ended:
+            try:
+                await self._connect_new()
+            except rundir.RuntimeDirError as e:
+                log.info("session %s: no live stream: %s", self.session_id, e)
+                return
+            await asyncio.sleep(RESCAN)
+
+    async def _connect_new(self) -> None:
+        directory = session_dir(self.session_id, create=False)
+        try:
+            names = os.listdir(directory)
+        except FileNotFoundError:
+            return
+        for name in names:
+            path = os.path.join(directory, name)
+            if not name.endswith(".sock") or path == self._own or path in self._tried:
+                continue
+            self._tried.add(path)
+            with contextlib.suppress(OSError):
+                st = os.lstat(path)
+                if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.geteuid():
+                    continue
+                try:
+                    reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(path), CONNECT_TIMEOUT)
+                except ConnectionRefusedError:  # its daemon died without removing it
+                    os.unlink(path)
+                    continue
+                except (OSError, asyncio.TimeoutError):
+                    continue
+                if self._ended or not _ours(writer.get_extra_info("socket")):
+                    writer.transport.abort()
+                    continue
+                self._writers[path] = writer
+                task = asyncio.get_running_loop().create_task(self._hear(reader))
+                self._hearing.add(task)
+                task.add_done_callback(self._hearing.discard)
+                if self._backlog is None:
+                    self._partial.add(path)
+                self._write(path, writer, b"".join([self._start, *(self._backlog or ())]))
+
+    async def _hear(self, reader: asyncio.StreamReader) -> None:
+        """What an observer says back: only `cancel` (its client cancelled the turn)."""
+        with contextlib.suppress(OSError, ValueError, asyncio.LimitOverrunError):
+            while line := await reader.readline():
+                msg = json.loads(line)
+                if isinstance(msg, dict) and msg.get("t") == "cancel" and msg.get("turn") == self.turn_id:
+                    log.info("session %s: turn %s cancelled from another daemon", self.session_id, self.turn_id)
+                    self.on_cancel()
+
+    def _write(self, path: str, writer: asyncio.StreamWriter, data: bytes) -> None:
+        """Never waits: an observer more than LIMIT behind is cut off."""
+        if writer.transport.is_closing():
+            self._writers.pop(path, None)
+        elif writer.transport.get_write_buffer_size() + len(data) > LIMIT:
+            log.info("session %s: an observer fell %d bytes behind: cut off", self.session_id, LIMIT)
+            self.cut += 1
+            writer.transport.abort()
+            self._writers.pop(path, None)
+        else:
+            writer.write(data)
+
+    def send(self, event: Event) -> None:
+        if self._ended:
+            return
+        data = _line({"t": "event", "turn": self.turn_id, "event": event_to_json(event)})
+        if self._backlog is not None:
+            self._backlog.append(data)
+            self._backlog_size += len(data)
+            if self._backlog_size > LIMIT:
+                self._backlog = None
+        for path, writer in list(self._writers.items()):
+            self._write(path, writer, data)
+
+    def end(self, recorded: list[str]) -> None:
+        """The turn ended (its records are in the session file, its prompt under the checkpoint ids
+        `recorded`): tell the observers, let go."""
+        if self._ended:
+            return
+        for path, writer in list(self._writers.items()):
+            self._write(path, writer, _line({"t": "end", "turn": self.turn_id, "recorded": recorded,
+                                             "partial": path in self._partial}))
+        self._ended = True
+        if self._scan is not None:
+            self._scan.cancel()
+        for task in self._hearing:
+            task.cancel()
+        for writer in self._writers.values():
+            writer.close()  # what is buffered is still sent
+        self._writers.clear()
+
+
+class Teed:
+    """The turn's Frontend, whose events also go to the broadcast."""
+
+    def __init__(self, inner: Frontend, broadcast: Broadcast):
+        self.inner, self.broadcast = inner, broadcast
+
+    def emit(self, event: Event) -> None:
+        self.broadcast.send(event)
+        self.inner.emit(event)
+
+    async def confirm(self, request: PermissionRequest) -> Decision:
+        return await self.inner.confirm(request)
+
+    async def ask(self, question: str, options: list[str] | None) -> str | None:
+        return await self.inner.ask(question, options)
+
+    def can_apply_edit(self) -> bool:
+        return self.inner.can_apply_edit()
+
+    async def apply_edit(self, path: Path, before: str, after: str) -> EditApplied:
+        return await self.inner.apply_edit(path, before, after)
+
+    async def editor_text(self, path: Path) -> str | None:
+        return await self.inner.editor_text(path)
+
+    def writes_all_files(self) -> bool:
+        return self.inner.writes_all_files()
+
+    def command_runner(self) -> CommandRunner | None:
+        return self.inner.command_runner()
+
+    async def diagnostics(self, uris: list[str], wait_ms: int) -> list[FileDiagnostics] | None:
+        return await self.inner.diagnostics(uris, wait_ms)
+
+
+# ---- an observer ------------------------------------------------------------------------------
+
+OnStart = Callable[[str, str, str], None]
+"""(turn id, the origin's client name, the prompt)."""
+OnEvent = Callable[[str, Event], None]
+OnEnd = Callable[[str, bool, list[str]], None]
+"""(turn id, whole: the stream reached the turn's end (False: cut off, or the origin died), the
+checkpoint ids its records carry in the session file)."""
+
+
+class Listener:
+    """This daemon's socket for one session it has open: origins connect while their turns run."""
+
+    def __init__(self, session_id: str, on_start: OnStart, on_event: OnEvent, on_end: OnEnd):
+        self.session_id = session_id
+        self.on_start, self.on_event, self.on_end = on_start, on_event, on_end
+        self.path: str | None = None
+        self._server: asyncio.Server | None = None
+        self._origins: dict[str, asyncio.StreamWriter] = {}
+        """Turn id -> the connection its origin streams it on (for a cancel back)."""
+
+    async def start(self) -> None:
+        """Listen (RuntimeDirError or OSError when it cannot: the session file is then all there is)."""
+        directory = session_dir(self.session_id, create=True)
+        path = os.path.join(directory, f"{os.getpid()}-{next(_names)}.sock")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # a dead daemon of our pid's (pids are reused)
+        self._server = await asyncio.start_unix_server(self._serve, path, limit=LINE_LIMIT)
+        os.chmod(path, 0o600)
+        self.path = path
+
+    def cancel(self, turn_id: str) -> bool:
+        """Ask the turn's origin to cancel it; False when it is not streaming here."""
+        writer = self._origins.get(turn_id)
+        if writer is None or writer.transport.is_closing():
+            return False
+        writer.write(_line({"t": "cancel", "turn": turn_id}))
+        return True
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        if self.path is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+            self.path = None
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if not _ours(writer.get_extra_info("socket")):
+            writer.transport.abort()
+            return
+        turn: str | None = None
+        whole = False
+        recorded: list[str] = []
+        try:
+            while line := await reader.readline():
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    break
+                kind = msg.get("t") if isinstance(msg, dict) else None
+                if kind == "start" and turn is None and isinstance(msg.get("turn"), str):
+                    turn = msg["turn"]
+                    self._origins[turn] = writer
+                    self.on_start(turn, str(msg.get("client") or ""), str(msg.get("prompt") or ""))
+                elif kind == "event" and turn is not None and msg.get("turn") == turn:
+                    event = event_from_json(msg.get("event"))
+                    if event is not None:
+                        self.on_event(turn, event)
+                elif kind == "end" and turn is not None and msg.get("turn") == turn:
+                    whole = msg.get("partial") is not True
+                    recorded = [r for r in msg.get("recorded") or () if isinstance(r, str)]
+                    break
+        except (OSError, ValueError, asyncio.LimitOverrunError):
+            pass
+        finally:
+            writer.transport.abort()
+            if turn is not None:
+                self._origins.pop(turn, None)
+                self.on_end(turn, whole, recorded)
