@@ -336,7 +336,9 @@ async def run_turn(
                         if call.tool is not None and call.tool.name in WRITERS and call.ended is None:
                             await check.before()  # what the editor reports now: the edit's new ones stand out
                         outcome = await tools.run(call)
-                        if outcome.status == "completed" and outcome.changed and (note := await check.note()):
+                        # not only when the disk changed: an edit applied in the editor's buffer
+                        # (workspace/applyEdit) writes no file, and its diagnostics matter most
+                        if outcome.status == "completed" and (note := await check.note()):
                             outcome = replace(outcome, output=outcome.output + note)
                 except asyncio.CancelledError:
                     changed = tuple(ctx.changed or ())

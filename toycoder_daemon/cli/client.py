@@ -19,7 +19,7 @@ from typing import IO, Any
 from rich.text import Text
 
 from toycoder_daemon.cli.render import TurnView
-from toycoder_daemon.cli.rpc import Connection, RpcError
+from toycoder_daemon.cli.rpc import Connection, DaemonExited, RpcError
 from toycoder_daemon.wire import protocol as wire
 
 try:  # POSIX terminals; elsewhere there is no key-at-a-time input and Ctrl-C just interrupts
@@ -194,6 +194,17 @@ class ChatClient:
         self.session_id = info["sessionId"]
         self.view.set_session(info)
         return info
+
+    def mentions(self, prefix: str) -> list[dict[str, Any]]:
+        """What `@prefix` may name (toycoder/mentions/complete), for the prompt's completion. Asked at the
+        idle prompt, when nothing else reads the connection; a slow or failed answer completes nothing,
+        as completion must never break typing."""
+        try:
+            result = self.conn.call(wire.MENTIONS_COMPLETE, {"sessionId": self.session_id or None, "prefix": prefix,
+                                                             "limit": 50}, timeout=2)
+        except (RpcError, DaemonExited):
+            return []
+        return list(result["items"])
 
     def load_session(self, session_id: str) -> dict[str, Any]:
         """Load by id, or by a unique prefix of one; sets the current session."""

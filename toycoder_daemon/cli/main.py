@@ -271,6 +271,8 @@ def interactive(args: argparse.Namespace) -> int:
     try:
         editor.set_commands([*conn.call(wire.COMMANDS_LIST, {})["commands"],  # and the terminal's own
                              {"name": "attach", "usage": "/attach <image>", "help": "Attach an image to the next prompt."}])
+
+        editor.set_mentions(client.mentions)
         try:
             models = conn.call(wire.MODELS_LIST, {"sessionId": client.session_id})
             model = f"{models['current']['provider']}:{models['current']['model']}"

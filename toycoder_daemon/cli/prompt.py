@@ -1,14 +1,16 @@
-"""Line editing: prompt_toolkit with a history file and completion of the daemon's slash commands."""
+"""Line editing: prompt_toolkit with a history file, completion of the daemon's slash commands and of
+`@` mentions (toycoder/mentions/complete)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
-from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion, merge_completers
 from prompt_toolkit.document import Document
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
@@ -33,6 +35,28 @@ class SlashCompleter(Completer):
                                      display_meta=cmd.get("help", "") if name == cmd["name"] else f"= /{cmd['name']}")
 
 
+_MENTION = re.compile(r"(?:^|\s)@(\S*)$")
+
+
+class MentionCompleter(Completer):
+    """Completes `@prefix` at the cursor with what the daemon says it may name (files, folders, MCP
+    resources); `lookup(prefix)` is the daemon's toycoder/mentions/complete items (the caller turns a
+    failed lookup into none: completion must never break typing)."""
+
+    def __init__(self, lookup: Callable[[str], list[dict[str, Any]]] | None = None) -> None:
+        self.lookup = lookup
+
+    def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
+        at = _MENTION.search(document.text_before_cursor)
+        if at is None or self.lookup is None:
+            return
+        prefix = at.group(1)
+        for item in self.lookup(prefix):
+            label = item["label"]
+            yield Completion("@" + label, start_position=-len(prefix) - 1, display="@" + label,
+                             display_meta=item.get("kind", ""))
+
+
 def _history(path: Path) -> History:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -45,6 +69,7 @@ def _history(path: Path) -> History:
 class LineEditor:
     def __init__(self, history_file: Path):
         self.completer = SlashCompleter()
+        self.mentions = MentionCompleter()
         keys = KeyBindings()
 
         @keys.add("c-c")
@@ -60,11 +85,15 @@ class LineEditor:
             event.app.current_buffer.insert_text("\n")
 
         self.session: PromptSession[str] = PromptSession(
-            history=_history(history_file), completer=self.completer, complete_while_typing=True,
+            history=_history(history_file), completer=merge_completers([self.completer, self.mentions]),
+            complete_while_typing=True,
             auto_suggest=AutoSuggestFromHistory(), key_bindings=keys, enable_history_search=False)
 
     def set_commands(self, commands: list[dict[str, Any]]) -> None:
         self.completer.commands = commands
+
+    def set_mentions(self, lookup: Callable[[str], list[dict[str, Any]]]) -> None:
+        self.mentions.lookup = lookup
 
     def prompt(self, interrupted: Callable[[], bool] | None = None, mode: str = "") -> str:
         """The next line; KeyboardInterrupt for Ctrl-C on an empty line, also when `interrupted()` says

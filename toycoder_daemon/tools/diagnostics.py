@@ -84,11 +84,14 @@ class EditCheck:
         self.frontend, self.workspace, self.wait_ms, self.level = frontend, workspace, wait_ms, level
         self.uri = ""
         self.baseline: list[FileDiagnostics] | None = None
+        self.asked = False
+        """before() ran: the call is a writer (only then is there an edit to check)."""
         if level != "off" and isinstance(path, str):
             with contextlib.suppress(OutsideWorkspace):  # the tool refuses it itself
                 self.uri = workspace.resolve(path).as_uri()
 
     async def before(self) -> None:
+        self.asked = True
         if self.uri:
             self.baseline = await self.frontend.diagnostics([self.uri], 0)
             if self.baseline is None:
@@ -96,7 +99,7 @@ class EditCheck:
 
     async def note(self) -> str:
         """"" or "\\n\\nEditor diagnostics after this edit: ..." for the observation."""
-        if not self.uri:
+        if not self.uri or not self.asked:
             return ""
         after = await self.frontend.diagnostics([self.uri], self.wait_ms)
         if not after:

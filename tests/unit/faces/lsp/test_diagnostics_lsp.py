@@ -8,6 +8,7 @@ counterpart is e2e/test_context_e2e.py."""
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -77,6 +78,44 @@ async def _edit_with(start_daemon, llm: FakeLLM, workspace: Path, extra: str,  #
     llm.add(write_call("calc.py", content), {"text": "ok"})
     await d.call("toycoder/prompt", {"sessionId": await new_session(d), "text": "edit"})
     return asked
+
+
+async def test_an_edit_applied_in_the_editors_buffer_is_checked_too(start_daemon, llm: FakeLLM, workspace: Path) -> None:
+    """An open file is edited through workspace/applyEdit: no file is written, yet the edit's new error
+    (the editor's language server reads the buffer) ends the observation."""
+    calc = (workspace / "calc.py").resolve()
+    calc.write_text("def add(a, b):\n    return a + b\n")
+    d = await start_daemon(init=False, extra=ALLOW)
+    await d.call("initialize", {"processId": os.getpid(), "rootUri": workspace.resolve().as_uri(),
+                                "capabilities": {"experimental": {"toycoder": CAPS},
+                                                 "workspace": {"applyEdit": True}}, "initializationOptions": {}})
+    d.notify("initialized", {})
+    buffer = [calc.read_text()]
+    d.notify("textDocument/didOpen", {"textDocument": {"uri": calc.as_uri(), "languageId": "python", "version": 1,
+                                                       "text": buffer[0]}})
+
+    def apply(params: dict[str, Any]) -> dict[str, Any]:  # the editor's buffer takes the edit; the disk does not
+        buffer[0] = buffer[0].replace("a + b", "a + y")
+        d.notify("textDocument/didChange", {"textDocument": {"uri": calc.as_uri(), "version": 2},
+                                            "contentChanges": [{"text": buffer[0]}]})
+        return {"applied": True}
+
+    asked: list[int] = []
+
+    def diagnostics(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params["waitMs"])
+        bad = [{"range": {"start": {"line": 1, "character": 15}, "end": {"line": 1, "character": 16}}, "severity": 1,
+                "message": "Undefined name `y`", "source": "Ruff"}] if "y" in buffer[0] else []
+        return {"items": [{"uri": calc.as_uri(), "diagnostics": bad}]}
+
+    d.handlers["workspace/applyEdit"] = apply
+    d.handlers["toycoder/diagnostics"] = diagnostics
+    llm.add({"tool_calls": [{"name": "edit_file", "arguments": {"path": "calc.py", "old_string": "a + b",
+                                                                "new_string": "a + y"}}]}, {"text": "ok"})
+    await d.call("toycoder/prompt", {"sessionId": await new_session(d), "text": "edit"})
+    assert calc.read_text() == "def add(a, b):\n    return a + b\n"  # in the buffer only
+    assert _observation(llm).endswith("\n\nEditor diagnostics after this edit: calc.py:2 error: Undefined name `y` (Ruff)")
+    assert asked == [0, 1500]
 
 
 async def test_level_errors_leaves_warnings_out_and_off_asks_nothing(start_daemon, llm: FakeLLM,
