@@ -219,9 +219,12 @@ async def test_a_subagents_writes_are_the_turns_and_undone_with_it(inproc, works
 
 
 def test_the_acp_face_offers_the_checkpoint_commands() -> None:
+    from toycoder_daemon.commands.builtin import commands
+    from toycoder_daemon.commands.custom import CommandRow
     from toycoder_daemon.faces.acp.content import commands_update
 
-    offered = {c["name"]: c for c in commands_update()["availableCommands"]}
+    rows = [CommandRow(c.name, c.usage, c.help, "builtin", tuple(c.aliases)) for c in commands.all()]
+    offered = {c["name"]: c for c in commands_update(rows)["availableCommands"]}
     assert {"undo", "checkpoints", "restore"} <= set(offered)
     assert offered["restore"].get("input") is not None  # takes the turn as input
 

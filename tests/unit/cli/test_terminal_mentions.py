@@ -1,20 +1,16 @@
 """`@path` completion in the terminal's prompt (issue 29): prompt_toolkit completes the `@prefix` at the
-cursor with what the daemon's toycoder/mentions/complete lists; the real daemon answers for a workspace."""
+cursor with what the daemon's toycoder/mentions/complete lists (the real daemon's answer:
+tests/editors/terminal/test_terminal_mentions_daemon.py)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
-from rich.console import Console
 
-from toycoder_daemon.cli.client import ChatClient
 from toycoder_daemon.cli.prompt import LineEditor
-from toycoder_daemon.cli.render import TurnView
-from toycoder_daemon.cli.rpc import Connection, initialize
 
 
 def completions(editor: LineEditor, text: str) -> list[tuple[str, int, str]]:
@@ -42,26 +38,3 @@ def test_at_prefix_completes_from_the_lookup_and_slash_commands_still_complete(t
     assert completions(editor, "mail me@cal") == [] and completions(editor, "see @calc.py ") == []
     assert asked == ["cal", ""]
     assert completions(editor, "/he") == [("/help", -3, "List the commands.")]
-
-
-def test_the_daemon_lists_workspace_files_for_the_prefix(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    (ws / "pkg").mkdir(parents=True)
-    (ws / "calc.py").write_text("x = 1\n")
-    (ws / "pkg" / "calculus.py").write_text("y = 2\n")
-    (ws / "notes.md").write_text("n\n")
-    conn = Connection([sys.executable, "-m", "toycoder_daemon"], cwd=str(ws))
-    try:
-        client = ChatClient(conn, TurnView(Console(width=100), live=False), approve="ask")
-        initialize(conn, str(ws))
-        editor = LineEditor(tmp_path / "history")
-        editor.set_mentions(client.mentions)  # before a session: the config's resources only
-        offered = [text for text, _, _ in completions(editor, "explain @cal")]
-        assert "@calc.py" in offered and "@notes.md" not in offered
-        client.new_session()
-        offered = [text for text, _, _ in completions(editor, "explain @pkg/")]
-        assert "@pkg/calculus.py" in offered and "@calc.py" not in offered
-        conn.close()
-        assert client.mentions("cal") == []  # the daemon gone: no completions, no error
-    finally:
-        conn.close()

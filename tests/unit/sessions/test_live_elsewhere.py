@@ -101,7 +101,16 @@ async def test_the_observer_hears_the_turn_while_it_runs_and_not_again_from_the_
     # the file catches up (b knows the turn for its next one) but tells nothing heard already
     await eventually(lambda: len(b.app.session(sid).messages.history()) == len(a.app.session(sid).messages.history()),
                      "b to read the turn from the file")
-    await asyncio.sleep(0.1)  # several polls
+    polls = 0
+    catch_up = b.app.sharing.catch_up
+
+    async def counted(session: Any) -> Any:
+        nonlocal polls
+        polls += 1
+        return await catch_up(session)
+
+    b.app.sharing.catch_up = counted  # type: ignore[method-assign]
+    await eventually(lambda: polls >= 3, "three more polls of the file")
     assert seen.changed == []
     # a turn b did not hear live is told from the file as before
     a.app.sharing.published = lambda s, turn_id, prompt, frontend, cancel: frontend  # type: ignore[method-assign]
