@@ -237,6 +237,11 @@ class Teed:
     def __init__(self, inner: Frontend, broadcast: Broadcast):
         self.inner, self.broadcast = inner, broadcast
 
+    def __getattr__(self, name: str) -> Any:
+        """The inner frontend's optional ports (WorkspaceTruster, ...): isinstance checks of those
+        runtime protocols see what the inner one offers."""
+        return getattr(self.inner, name)
+
     def emit(self, event: Event) -> None:
         self.broadcast.send(event)
         self.inner.emit(event)

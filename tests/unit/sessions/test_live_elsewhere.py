@@ -193,3 +193,21 @@ async def test_a_cancel_from_the_observer_cancels_the_origins_turn(inproc: Any) 
     assert out.result.stop_reason == "cancelled"
     await eventually(lambda: any(not running for _, _, running, _ in seen.turns), "b to hear the end")
     assert b.app.cancel(sid) is False  # nothing runs anywhere now
+
+
+def test_the_tee_offers_the_inner_frontends_optional_ports() -> None:
+    """A turn's frontend wrapped for the live stream still answers the workspace trust question when
+    its client can (the trust check is an isinstance of a runtime protocol)."""
+    from toycoder_daemon.core.ports import WorkspaceTruster
+
+    class Plain:
+        def emit(self, event: Event) -> None:
+            pass
+
+    class Truster(Plain):
+        async def trust_workspace(self, request: Any) -> str:
+            return "once"
+
+    broadcast = live.Broadcast("s1", "t1", "test", "hi", None)
+    assert isinstance(live.Teed(Truster(), broadcast), WorkspaceTruster)  # type: ignore[arg-type]
+    assert not isinstance(live.Teed(Plain(), broadcast), WorkspaceTruster)  # type: ignore[arg-type]
