@@ -180,11 +180,22 @@ def _wait_for(child: int, cgroup: str | None) -> int:
     return 128 - code if code < 0 else code
 
 
+def _reexec_with(keep: set[str], spec: dict[str, Any]) -> NoReturn:
+    """Start this launcher again with only the variables in `keep`. Deleting the others from
+    os.environ would change Python's copy only: the kernel serves /proc/<pid>/environ from the block
+    a process was exec'd with, which the init forked from us inherits and the command can read (its
+    PID 1). An exec builds a new block. The spec goes on without "env", so this happens once."""
+    env = {name: value for name, value in os.environ.items() if name in keep}
+    try:
+        os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:-1], json.dumps(spec)], env)
+    except OSError as e:  # never run the command with the client's environment in reach
+        os.write(2, f"toycoder sandbox: cannot restart the launcher: {e}; it did not run\n".encode())
+        os._exit(REFUSED_EXIT)
+
+
 def run(spec: dict[str, Any]) -> int:
     if spec.get("env") is not None:  # run elsewhere (a client's terminal): only the variables we gave
-        keep = set(spec["env"])
-        for name in [n for n in os.environ if n not in keep]:
-            del os.environ[name]
+        _reexec_with(set(spec.pop("env")), spec)
     # Die with the daemon, even when it is killed outright (stopped or not). _supervise re-arms its
     # own as SIGTERM, which it handles by killing the command's tree and removing its cgroup first:
     # without a namespace in this process, with one in the init below us (whom our death TERMs).
