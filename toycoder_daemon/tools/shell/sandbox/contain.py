@@ -13,6 +13,7 @@ import signal
 from toycoder_daemon.tools.shell.sandbox import cgroups, tree
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
@@ -95,8 +96,8 @@ def writer_gone(fd: int) -> bool:
 
 
 def enter_namespaces(*, network: bool) -> set[str]:
-    """Unshare PID, mount and (unless network) network namespaces; an unprivileged process takes a
-    user namespace too, mapping itself to its own ids. Returns the names entered, empty when the
+    """Unshare PID, mount, SysV IPC and (unless network) network namespaces; an unprivileged process
+    takes a user namespace too, mapping itself to its own ids. Returns the names entered, empty when the
     kernel or its settings refuse (the caller then falls back).
 
     Root takes no user namespace: with the network on it keeps low ports and raw sockets, and it
@@ -108,7 +109,11 @@ def enter_namespaces(*, network: bool) -> set[str]:
     if as_user:
         flags |= CLONE_NEWUSER
     libc = _libc()
-    if libc.unshare(flags) != 0:
+    # Its own SysV IPC namespace, else it attaches to (and overwrites) the host's shared memory
+    # segments, semaphores and message queues of its uid. A kernel without IPC namespaces
+    # (CONFIG_IPC_NS off) refuses the whole call: then the others still.
+    ipc = libc.unshare(flags | CLONE_NEWIPC) == 0
+    if not ipc and libc.unshare(flags) != 0:
         return set()
     if as_user:
         for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
@@ -116,7 +121,7 @@ def enter_namespaces(*, network: bool) -> set[str]:
                 f.write(text)
     # Our mounts must not propagate back to the daemon's namespace.
     _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount private /")
-    entered = {"pid", "mount"}
+    entered = {"pid", "mount", *(["ipc"] if ipc else [])}
     if not network:
         entered.add("network")
     return entered
