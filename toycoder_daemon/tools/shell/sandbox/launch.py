@@ -84,7 +84,7 @@ def _run_shell(spec: dict[str, Any], *, join: bool) -> NoReturn:
         # kills and removes the cgroup, and the launcher the host's /proc, which its walk reads.
         if spec.get("mounts"):
             try:
-                contain.confine_mounts(spec["writable"], spec["readonly"])
+                contain.confine_mounts(spec["writable"], spec["readonly"], spec.get("hidden", []))
             except OSError as e:
                 os.write(2, f"toycoder sandbox: cannot make the command's mounts: {e}; it did not run\n".encode())
                 os._exit(REFUSED_EXIT)
