@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from toycoder_daemon.core.util import secrets
-from toycoder_daemon.tools.shell.sandbox import cgroups, observe, probe
+from toycoder_daemon.tools.shell.sandbox import boot, cgroups, observe, probe
 from toycoder_daemon.tools.shell.sandbox.policy import SESSION_VARIABLES, Plan, Policy, escalation, plan
 
 log = logging.getLogger(__name__)
@@ -54,8 +54,8 @@ class Prepared:
         spec = dict(self.spec) if self.spec is not None else {
             "command": self.command, "writable": [], "readonly": [], "network": True, "landlock": 0,
             "namespaces": False, "required": False, "cwd": self.cwd}
-        spec.update(daemon=None, env=sorted(self.env))  # its parent is the client's process, not us
-        return probe.launcher_argv(json.dumps(spec))
+        spec.update(daemon=None)  # its parent is the client's process, not us
+        return probe.launcher_argv(boot.keep_env_arg(self.env), json.dumps(spec))
 
     portable_cwd = probe.LAUNCH_CWD
     """Where the client starts portable(): outside the workspace, as locally."""

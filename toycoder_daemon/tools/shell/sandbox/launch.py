@@ -3,6 +3,8 @@
     python -I -S -c BOOT SPEC_JSON      run one command (SPEC: see policy.Plan.spec, plus "cwd")
     python -I -S -c BOOT --probe        print which isolation this kernel and user allow, as JSON
 
+BOOT (probe.py) starts at boot.py, which first drops the environment a client's terminal gave it.
+
 It is started outside the workspace (probe.LAUNCH_CWD, isolated flags: nothing there is imported
 before the command is confined) and changes to the command's directory only just before the exec.
 
@@ -36,15 +38,14 @@ import os
 import signal
 import sys
 
-from toycoder_daemon.tools.shell.sandbox import caps, cgroups, contain, landlock, seccomp
+from toycoder_daemon.tools.shell.sandbox import boot, caps, cgroups, contain, landlock, seccomp
 
 TYPE_CHECKING = False  # mypy reads the block below; importing typing costs start-up time per command
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, NoReturn
 
-REFUSED_EXIT = 125
-"""Exit status when the sandbox was required but could not be applied (the command did not run)."""
+REFUSED_EXIT = boot.REFUSED_EXIT
 _STOPS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 MAX_FD = 1 << 30  # above any RLIMIT_NOFILE; closerange uses close_range(2), so the span costs nothing
 
@@ -180,22 +181,7 @@ def _wait_for(child: int, cgroup: str | None) -> int:
     return 128 - code if code < 0 else code
 
 
-def _reexec_with(keep: set[str], spec: dict[str, Any]) -> NoReturn:
-    """Start this launcher again with only the variables in `keep`. Deleting the others from
-    os.environ would change Python's copy only: the kernel serves /proc/<pid>/environ from the block
-    a process was exec'd with, which the init forked from us inherits and the command can read (its
-    PID 1). An exec builds a new block. The spec goes on without "env", so this happens once."""
-    env = {name: value for name, value in os.environ.items() if name in keep}
-    try:
-        os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:-1], json.dumps(spec)], env)
-    except OSError as e:  # never run the command with the client's environment in reach
-        os.write(2, f"toycoder sandbox: cannot restart the launcher: {e}; it did not run\n".encode())
-        os._exit(REFUSED_EXIT)
-
-
 def run(spec: dict[str, Any]) -> int:
-    if spec.get("env") is not None:  # run elsewhere (a client's terminal): only the variables we gave
-        _reexec_with(set(spec.pop("env")), spec)
     # Die with the daemon, even when it is killed outright (stopped or not). _supervise re-arms its
     # own as SIGTERM, which it handles by killing the command's tree and removing its cgroup first:
     # without a namespace in this process, with one in the init below us (whom our death TERMs).

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import json
 import os
 import shutil
 import socket
@@ -18,7 +19,7 @@ import pytest
 from sandbox_helpers import Box, Runner, make_plan, run, spec_for
 
 from toycoder_daemon.tools.settings import ToolSettings
-from toycoder_daemon.tools.shell.sandbox import command, landlock, policy, probe
+from toycoder_daemon.tools.shell.sandbox import boot, command, landlock, policy, probe
 
 ABI = landlock.abi_version() if sys.platform.startswith("linux") else 0
 pytestmark = pytest.mark.skipif(ABI < 1, reason="the sandbox needs Linux with Landlock")
@@ -52,9 +53,10 @@ def test_a_terminal_command_sees_no_dropped_variable_in_any_visible_environ(runn
     """portable(): the launcher gets the client's whole environment and keeps only `env`; neither it
     nor the init forked from it may still carry the rest in its environment block."""
     spec, _ = spec_for(_ANCESTORS, box, runner.support(), namespaces=namespaces)
-    spec.update(env=["LANG", "PATH"], daemon=None)
+    spec["daemon"] = None
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C", "SECRET_THING": "hunter2"}
-    done = subprocess.run(runner.launcher(spec), cwd=probe.LAUNCH_CWD, env=env, capture_output=True, text=True,
+    argv = runner.wrap([runner.python, *probe.launcher_argv(boot.keep_env_arg(["LANG", "PATH"]), json.dumps(spec))[1:]])
+    done = subprocess.run(argv, cwd=probe.LAUNCH_CWD, env=env, capture_output=True, text=True,
                           timeout=30, stdin=subprocess.DEVNULL)
     assert done.returncode == 0 and "walked" in done.stdout, done.stderr
     if namespaces and runner.user is None:  # root reads its init's block: the kept variables are there
