@@ -23,7 +23,7 @@ from toycoder_daemon.tools.base import ToolContext
 from toycoder_daemon.tools.permission import PermissionGate
 from toycoder_daemon.tools.registry import ToolRegistry
 from toycoder_daemon.tools.shell.run_command import run_command
-from toycoder_daemon.tools.shell.sandbox import probe
+from toycoder_daemon.tools.shell.sandbox import boot, probe
 from toycoder_daemon.tools.workspace import Workspace
 
 
@@ -69,7 +69,7 @@ async def test_run_command_hands_the_runner_our_launcher_and_scrubbed_environmen
     assert "SOME_API_KEY" not in req.env and req.env.get("PATH") == os.environ["PATH"]
     spec = json.loads(req.argv[-1])
     assert req.argv[1:3] == ("-I", "-S") and spec["command"] == "echo hello"
-    assert spec["env"] == sorted(req.env) and spec["daemon"] is None  # the client's process is its parent
+    assert req.argv[-2] == boot.keep_env_arg(req.env) and spec["daemon"] is None  # the client's process is its parent
     assert spec["cwd"] == str(tmp_path)  # where the launcher changes to once the command is confined
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from toycoder_daemon.core.util import secrets
-from toycoder_daemon.tools.shell.sandbox import cgroups, observe, probe
-from toycoder_daemon.tools.shell.sandbox.policy import Plan, Policy, escalation, plan
+from toycoder_daemon.tools.shell.sandbox import boot, cgroups, observe, probe
+from toycoder_daemon.tools.shell.sandbox.policy import SESSION_VARIABLES, Plan, Policy, escalation, plan
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +54,8 @@ class Prepared:
         spec = dict(self.spec) if self.spec is not None else {
             "command": self.command, "writable": [], "readonly": [], "network": True, "landlock": 0,
             "namespaces": False, "required": False, "cwd": self.cwd}
-        spec.update(daemon=None, env=sorted(self.env))  # its parent is the client's process, not us
-        return probe.launcher_argv(json.dumps(spec))
+        spec.update(daemon=None)  # its parent is the client's process, not us
+        return probe.launcher_argv(boot.keep_env_arg(self.env), json.dumps(spec))
 
     portable_cwd = probe.LAUNCH_CWD
     """Where the client starts portable(): outside the workspace, as locally."""
@@ -119,6 +119,11 @@ async def prepare(settings: Any, root: Path, command: str, args: dict[str, Any])
         return Prepared(["/bin/sh", "-c", command], env, chosen, command, notice=notice, cwd=str(root))
     tmpdir = tempfile.mkdtemp(prefix="toycoder-cmd-")
     chosen = plan(policy, root, tmpdir, support, args)
+    for name in SESSION_VARIABLES:  # the session's sockets are hidden from it (policy.HIDDEN)
+        env.pop(name, None)
+    agent = os.environ.get("SSH_AUTH_SOCK", "")
+    if os.path.isabs(agent):  # the agent signs as the person; its socket is often in /tmp
+        chosen.hidden.append(agent)
     env.update(TMPDIR=tmpdir, TMP=tmpdir, TEMP=tmpdir)
     spec = chosen.spec(command, support, required=policy.mode == "required")
     spec["cwd"] = str(root)

@@ -12,7 +12,12 @@ import signal
 
 from toycoder_daemon.tools.shell.sandbox import cgroups, tree
 
+TYPE_CHECKING = False  # as in launch.py: no typing import at every command's start-up
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
 CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
@@ -95,8 +100,8 @@ def writer_gone(fd: int) -> bool:
 
 
 def enter_namespaces(*, network: bool) -> set[str]:
-    """Unshare PID, mount and (unless network) network namespaces; an unprivileged process takes a
-    user namespace too, mapping itself to its own ids. Returns the names entered, empty when the
+    """Unshare PID, mount, SysV IPC and (unless network) network namespaces; an unprivileged process
+    takes a user namespace too, mapping itself to its own ids. Returns the names entered, empty when the
     kernel or its settings refuse (the caller then falls back).
 
     Root takes no user namespace: with the network on it keeps low ports and raw sockets, and it
@@ -108,7 +113,11 @@ def enter_namespaces(*, network: bool) -> set[str]:
     if as_user:
         flags |= CLONE_NEWUSER
     libc = _libc()
-    if libc.unshare(flags) != 0:
+    # Its own SysV IPC namespace, else it attaches to (and overwrites) the host's shared memory
+    # segments, semaphores and message queues of its uid. A kernel without IPC namespaces
+    # (CONFIG_IPC_NS off) refuses the whole call: then the others still.
+    ipc = libc.unshare(flags | CLONE_NEWIPC) == 0
+    if not ipc and libc.unshare(flags) != 0:
         return set()
     if as_user:
         for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
@@ -116,7 +125,7 @@ def enter_namespaces(*, network: bool) -> set[str]:
                 f.write(text)
     # Our mounts must not propagate back to the daemon's namespace.
     _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount private /")
-    entered = {"pid", "mount"}
+    entered = {"pid", "mount", *(["ipc"] if ipc else [])}
     if not network:
         entered.add("network")
     return entered
@@ -151,14 +160,32 @@ def _set_attr(libc: ctypes.CDLL, fd: int, path: bytes, flags: int, attr_set: int
              ctypes.c_size_t(ctypes.sizeof(attr)))
 
 
-def confine_mounts(writable: list[str], readonly: list[str]) -> None:
+def hide(path: str) -> None:
+    """Make `path` unreachable in this mount namespace: a socket file gets /dev/null bound over it
+    (connect() then fails), a directory an empty read-only tmpfs. A missing path is left alone."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    libc, raw = _libc(), os.fsencode(path)
+    if stat.S_ISDIR(mode):
+        _check(libc.mount(b"tmpfs", raw, b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, b"mode=0755,size=4k"),
+               f"hide {path}")
+    elif stat.S_ISSOCK(mode):
+        _check(libc.mount(b"/dev/null", raw, None, MS_BIND, None), f"hide {path}")
+
+
+def confine_mounts(writable: list[str], readonly: list[str], hidden: Sequence[str] = ()) -> None:
     """Give this process a mount namespace of its own (the launcher and the init keep theirs, where
     they read the host's /proc and remove the command's cgroup) in which, as bubblewrap does:
 
     - every mount is read-only (EROFS for every write, chmod, chown, utimes and setxattr included),
       but copies of the writable roots (directories and files; device nodes need no copy: a
       read-only mount does not stop writing to one) moved back over their paths, `nosuid,nodev`;
-    - `readonly` paths (the workspace's .git) are bound read-only again inside them;
+    - `readonly` paths (the writable roots' .git) are bound read-only again inside them;
+    - `hidden` sockets and directories (policy.HIDDEN) cannot be connected to (`hide`);
     - /dev/pts is a devpts instance of its own (no other terminal of the machine is there; /dev/ptmx
       makes ptys in it) and /proc a procfs of this PID namespace, read-only, so the daemon's maps and
       open files are not there to read.
@@ -193,6 +220,8 @@ def confine_mounts(writable: list[str], readonly: list[str]) -> None:
             os.close(fd)
     for path in readonly:
         bind_readonly(path)
+    for path in hidden:
+        hide(path)
     _check(libc.mount(b"devpts", PRIVATE_PTS.encode(), b"devpts", MS_NOSUID | MS_NOEXEC,
                       b"newinstance,ptmxmode=0666,mode=620"), "mount a devpts instance")
     _check(libc.mount(b"/dev/pts/ptmx", b"/dev/ptmx", None, MS_BIND, None), "bind /dev/ptmx")

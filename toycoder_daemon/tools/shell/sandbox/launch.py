@@ -3,6 +3,8 @@
     python -I -S -c BOOT SPEC_JSON      run one command (SPEC: see policy.Plan.spec, plus "cwd")
     python -I -S -c BOOT --probe        print which isolation this kernel and user allow, as JSON
 
+BOOT (probe.py) starts at boot.py, which first drops the environment a client's terminal gave it.
+
 It is started outside the workspace (probe.LAUNCH_CWD, isolated flags: nothing there is imported
 before the command is confined) and changes to the command's directory only just before the exec.
 
@@ -36,15 +38,14 @@ import os
 import signal
 import sys
 
-from toycoder_daemon.tools.shell.sandbox import caps, cgroups, contain, landlock, seccomp
+from toycoder_daemon.tools.shell.sandbox import boot, caps, cgroups, contain, landlock, seccomp
 
 TYPE_CHECKING = False  # mypy reads the block below; importing typing costs start-up time per command
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, NoReturn
 
-REFUSED_EXIT = 125
-"""Exit status when the sandbox was required but could not be applied (the command did not run)."""
+REFUSED_EXIT = boot.REFUSED_EXIT
 _STOPS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 MAX_FD = 1 << 30  # above any RLIMIT_NOFILE; closerange uses close_range(2), so the span costs nothing
 
@@ -84,7 +85,7 @@ def _run_shell(spec: dict[str, Any], *, join: bool) -> NoReturn:
         # kills and removes the cgroup, and the launcher the host's /proc, which its walk reads.
         if spec.get("mounts"):
             try:
-                contain.confine_mounts(spec["writable"], spec["readonly"])
+                contain.confine_mounts(spec["writable"], spec["readonly"], spec.get("hidden", []))
             except OSError as e:
                 os.write(2, f"toycoder sandbox: cannot make the command's mounts: {e}; it did not run\n".encode())
                 os._exit(REFUSED_EXIT)
@@ -181,10 +182,6 @@ def _wait_for(child: int, cgroup: str | None) -> int:
 
 
 def run(spec: dict[str, Any]) -> int:
-    if spec.get("env") is not None:  # run elsewhere (a client's terminal): only the variables we gave
-        keep = set(spec["env"])
-        for name in [n for n in os.environ if n not in keep]:
-            del os.environ[name]
     # Die with the daemon, even when it is killed outright (stopped or not). _supervise re-arms its
     # own as SIGTERM, which it handles by killing the command's tree and removing its cgroup first:
     # without a namespace in this process, with one in the init below us (whom our death TERMs).

@@ -52,8 +52,10 @@ def blocked_paths(output: str, plan: Plan, cwd: str,
                 continue
             if not could_write(path):
                 continue
-            if _inside(path, plan.readonly):
-                found[path] = "is in the workspace's .git, which the sandbox keeps read-only"
+            git = next((r for r in plan.readonly if _inside(path, [r])), None)
+            if git is not None:
+                whose = "the workspace's .git" if plan.writable and git == os.path.join(plan.writable[0], ".git") else git
+                found[path] = f"is in {whose}, which the sandbox keeps read-only"
             elif not _inside(path, plan.writable):
                 found[path] = "is outside the writable roots"
     return list(found.items())

@@ -47,7 +47,9 @@ class Plan:
     """The command may use the network."""
     writable: list[str] = field(default_factory=list)
     readonly: list[str] = field(default_factory=list)
-    """Paths inside the writable roots made read-only (the workspace's .git)."""
+    """Paths inside the writable roots made read-only (their .git: _git_dirs)."""
+    hidden: list[str] = field(default_factory=list)
+    """Sockets and socket directories the command must not connect to (HIDDEN)."""
     escalated: str | None = None
     refusal: str | None = None
     """Set when the command must not run (sandbox required but unavailable)."""
@@ -75,9 +77,21 @@ class Plan:
     def spec(self, command: str, support: Support, *, required: bool) -> dict[str, Any]:
         """What the launcher needs (passed as JSON on its command line)."""
         return {"command": command, "writable": self.writable, "readonly": self.readonly, "network": self.network,
+                "hidden": self.hidden,
                 "landlock": support.landlock, "namespaces": support.namespaces, "mounts": support.readonly_mounts,
                 "required": required,
                 "daemon": os.getpid()}
+
+
+HIDDEN = ("/run/user", "/run/docker.sock", "/var/run/docker.sock", "/run/containerd/containerd.sock",
+          "/run/podman/podman.sock", "/run/dbus/system_bus_socket", "/var/run/dbus/system_bus_socket",
+          "/run/systemd/private")
+"""Unix sockets that start processes outside the sandbox (the session bus and systemd-run, container
+engines, the system bus and systemd as root), and /run/user, which holds the session's: hidden from
+the command (contain.confine_mounts) unless at or below a writable root. Other file sockets stay
+reachable: docs/security.md."""
+SESSION_VARIABLES = ("DBUS_SESSION_BUS_ADDRESS", "SSH_AUTH_SOCK", "XDG_RUNTIME_DIR")
+"""Where the session's sockets are: not given to a sandboxed command."""
 
 
 def _resolve(path: str, root: Path) -> str:
@@ -101,14 +115,37 @@ def plan(policy: Policy, root: Path, tmpdir: str | None, support: Support, args:
     root = root.resolve()
     extra = [_resolve(w, root) for w in policy.writable]
     writable = [str(root), *([tmpdir] if tmpdir else []), *extra, *DEVICES]
-    git = root / ".git"
     result = Plan(True, wants_network or no_net_off, writable,
-                  escalated=reason if args.get("network") is True else None)
+                  escalated=reason if args.get("network") is True else None,
+                  hidden=[h for h in HIDDEN if not any(_within(w, h) for w in writable)])
     if no_net_off:  # under auto: confine writes and processes all the same
         result.network_reason = "it cannot be turned off on this kernel"
-    if git.exists() and str(git.resolve()) not in extra:
+    gits = [g for g in _git_dirs([str(root), *extra]) if str(Path(g).resolve()) not in extra]
+    if gits:
         if support.readonly_mounts:
-            result.readonly = [str(git)]
+            result.readonly = gits
         else:
             result.git_writable_reason = "no mount namespace here"
     return result
+
+
+def _within(path: str, parent: str) -> bool:
+    return path == parent or path.startswith(parent.rstrip("/") + "/")
+
+
+def _git_dirs(roots: list[str]) -> list[str]:
+    """The `.git` (directory, or a worktree's file) of each writable root and of each repository
+    directly below one. Written there, hooks or `core.fsmonitor` run unsandboxed at the person's
+    next git command. Deeper repositories, and a .git the command creates, are docs/security.md's
+    remainder; one listing per root keeps this cheap (it runs for every command)."""
+    found: list[str] = []
+    for root in roots:
+        candidates = [os.path.join(root, ".git")]
+        try:
+            with os.scandir(root) as entries:
+                candidates += [os.path.join(e.path, ".git") for e in entries
+                               if e.name != ".git" and e.is_dir(follow_symlinks=False)]
+        except OSError:
+            pass  # a root that is not a directory (or is gone) has nothing below it
+        found += [c for c in candidates if os.path.exists(c) and c not in found]
+    return found

@@ -18,12 +18,14 @@ log = logging.getLogger(__name__)
 
 PACKAGE_PARENT = str(Path(toycoder_daemon.__file__).resolve().parents[1])  # where `import toycoder_daemon` finds us
 BOOT = (f"import sys; sys.path.append({PACKAGE_PARENT!r}); "
+        "from toycoder_daemon.tools.shell.sandbox.boot import restart_if_asked; restart_if_asked(sys.argv[1:]); "
         "from toycoder_daemon.tools.shell.sandbox.launch import main; sys.exit(main(sys.argv[1:]))")
 """The launcher's entry. It runs before the command is confined, so nothing of the workspace may
 reach its imports: -I keeps the current directory and PYTHON* variables off sys.path (with a bare
 -c, '' is on it and a workspace json.py would be imported unconfined), -S skips site-packages (the
 launcher needs only the stdlib, which also keeps its start-up cost per command low), and our
-package comes after the stdlib."""
+package comes after the stdlib. boot.py comes first: it restarts the launcher in a client's
+terminal with only the variables we passed, before anything else is imported."""
 
 LAUNCH_CWD = "/"
 """Where the launcher is started (never the workspace); it changes to the workspace (spec "cwd")
