@@ -26,7 +26,9 @@ OPENAI_URL = "https://api.openai.com/v1"
 USUAL_PORTS = (("Ollama", "http://127.0.0.1:11434/v1"), ("llama-server", "http://127.0.0.1:8080/v1"),
                ("LM Studio", "http://127.0.0.1:1234/v1"), ("vLLM", "http://127.0.0.1:8000/v1"))
 LOCAL_KEY = "local"
-"""What a local server gets as the key: they take any non-empty one."""
+"""What a local server gets as the key: they take any non-empty one, and the daemon's client needs
+one to send (a provider without a key is a config error). A placeholder, never a secret: too short
+and in secrets.PLACEHOLDERS, so it is neither redacted nor kept from children (PATH=/usr/local/bin)."""
 
 
 class SetupError(Exception):
