@@ -17,13 +17,13 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
 from toycoder_daemon.agent.hooks.engine import HookSpec, specs_from
-from toycoder_daemon.config.model import WorkspaceSettings
+from toycoder_daemon.config.model import AgentDecl, McpServerConfig, WorkspaceSettings
 from toycoder_daemon.core.ports import Frontend, TrustDecision, TrustRequest, WorkspaceTruster
+from toycoder_daemon.core.util import secrets
 from toycoder_daemon.core.util.atomic import atomic_write
 from toycoder_daemon.core.util.visible import visible
 from toycoder_daemon.tools.permission import PermissionGate, Rule
@@ -65,8 +65,28 @@ def read_settings(path: Path) -> Read:
         return Read(None, digest, f"{path}: {str(e)[:300]}")
 
 
-def _server_line(spec: Any) -> str:
-    return spec.url or " ".join([spec.command or "", *spec.args]).strip()
+def _server_line(name: str, spec: McpServerConfig) -> str:
+    """All that decides what the server runs or may do: its command (or URL), working directory,
+    environment (NODE_OPTIONS, LD_PRELOAD and PATH run code too) and `permission: safe`."""
+    parts = [f"{name}: {spec.url or ' '.join([spec.command or '', *spec.args]).strip()}"]
+    if spec.cwd:
+        parts.append(f"cwd {spec.cwd}")
+    if spec.env:  # a value under a secret-looking name is the repository's token: named, not shown
+        parts.append("env " + " ".join(f"{k}={'***' if secrets.SECRET_NAME.search(k) else v}"
+                                       for k, v in spec.env.items()))
+    if spec.url and spec.headers:
+        parts.append("headers " + ", ".join(spec.headers))
+    if spec.permission != "sensitive":
+        parts.append(f"permission {spec.permission}" + (" (its tools run without asking)"
+                                                         if spec.permission == "safe" else ""))
+    if not spec.enabled:
+        parts.append("disabled")
+    return "; ".join(parts)
+
+
+def _agent_line(name: str, decl: AgentDecl) -> str:
+    return f"{name}: tools {', '.join(decl.tools) or 'none'}; model {decl.model}" + (
+        f"; prompt {decl.prompt}" if decl.prompt else "")
 
 
 class WorkspaceTrust:
@@ -139,13 +159,14 @@ class WorkspaceTrust:
         if cur is None:
             return None
         hooks = tuple(s.command for s in specs_from(cur.hooks, "workspace", ""))
-        servers = tuple(_server_line(s) for s in cur.mcp_servers.values())
+        servers = tuple(_server_line(n, s) for n, s in cur.mcp_servers.items())
         allow = tuple(cur.permissions.allow)
-        if not (hooks or servers or allow or cur.agents):
+        agents = tuple(_agent_line(n, a) for n, a in cur.agents.items())
+        if not (hooks or servers or allow or agents):
             return None
         # the repository wrote these: the person reads what would run, control characters shown
         return TrustRequest(str(self.root), str(self.path), *(tuple(visible(x) for x in items)
-                                                              for items in (hooks, servers, allow)))
+                                                              for items in (hooks, servers, allow, agents)))
 
     def _remembered(self, digest: str) -> bool:
         try:

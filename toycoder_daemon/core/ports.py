@@ -272,6 +272,8 @@ class TrustRequest:
     """The MCP server commands (or URLs) it would start."""
     allow: tuple[str, ...]
     """The allow rules it would add."""
+    agents: tuple[str, ...] = ()
+    """The sub-agents it would add (name, tools, model)."""
 
 
 @runtime_checkable

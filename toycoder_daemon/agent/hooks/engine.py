@@ -171,7 +171,7 @@ def merge(results: list[Result], policy: HookPolicy, event: str) -> Verdict:
             blocks.append(r.reason or f"hook {r.spec.command} blocked it")
         elif r.decision == "ask":
             asks.append(r.reason)
-        elif r.decision == "allow":
+        elif r.decision == "allow" and r.spec.source != "workspace":  # a repository's hook can only take away
             allows.append(r.reason)
     for decision, reasons in ranked:
         if reasons:

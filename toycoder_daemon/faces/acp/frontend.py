@@ -327,7 +327,7 @@ class AcpFrontend:
         """session/request_permission on a "Trust this workspace's settings" call listing what it adds."""
         await self.drain()
         lines = [*(f"hook: {c}" for c in request.hooks), *(f"MCP server: {c}" for c in request.mcp_servers),
-                 *(f"allow rule: {r}" for r in request.allow)]
+                 *(f"allow rule: {r}" for r in request.allow), *(f"agent: {a}" for a in request.agents)]
         call = wire.permission_call(f"workspace-trust-{next(_TRUST_CALLS)}", "Trust this workspace's settings",
                                     "other", {"settingsPath": request.settings_path},
                                     [wire.text_content(f"{request.settings_path} would add:\n" + "\n".join(lines))],
