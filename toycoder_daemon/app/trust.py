@@ -6,7 +6,8 @@ away); the rest (hooks, allow rules) only after the person answered "trust" (rem
 dir under the workspace path and the file's hash) or "once" (this daemon) to the question the turn's
 client is asked (core.ports.WorkspaceTruster: toycoder/workspace/trust, ACP's
 session/request_permission, the terminal). A changed file asks again; a client that cannot answer
-means "deny". No ${VAR} is expanded in it: a repository must not read the person's environment.
+(or does not in time) applies nothing this turn and is asked again the next. No ${VAR} is
+expanded in it: a repository must not read the person's environment.
 """
 
 from __future__ import annotations
@@ -191,7 +192,8 @@ class WorkspaceTrust:
 
     async def settle(self, frontend: Frontend | None) -> None:
         """Before a turn: the file read again; when it needs trust and has no answer yet, the person is
-        asked through `frontend` (no client that can answer: "deny", not remembered)."""
+        asked through `frontend` (no client that can answer, or no answer: nothing applies, and the next
+        turn asks again; only an explicit "deny" is remembered, for this daemon)."""
         async with self._lock:
             self.refresh()
             digest, request = self.current.digest, self.request()
@@ -201,7 +203,7 @@ class WorkspaceTrust:
                 self.trusted = digest
                 self._apply()
                 return
-            decision: TrustDecision = "deny"
+            decision: TrustDecision = "unanswered"
             if isinstance(frontend, WorkspaceTruster):
                 try:
                     decision = await frontend.trust_workspace(request)
@@ -210,8 +212,8 @@ class WorkspaceTrust:
                 except Exception as e:  # an editor that fails to answer has not said yes
                     log.info("workspace trust not answered (%s)", type(e).__name__)
                     return
-                if decision not in ("trust", "once"):
-                    self._denied.add(digest)
+            if decision == "deny":  # only the person's own no: no answer is asked again next turn
+                self._denied.add(digest)
             if decision == "trust":
                 self._remember(digest)
             if decision in ("trust", "once"):

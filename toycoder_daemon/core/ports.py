@@ -257,7 +257,9 @@ class Frontend(Protocol):
         """Where run_command runs instead of a local child process (None: locally)."""
 
 
-TrustDecision = Literal["trust", "once", "deny"]
+TrustDecision = Literal["trust", "once", "deny", "unanswered"]
+"""unanswered: no answer (a timeout, an error, a client that cannot ask, a cancelled question): nothing
+applies this time, and the next turn asks again; only an explicit "deny" is remembered."""
 
 
 @dataclass(frozen=True)
@@ -281,7 +283,7 @@ class WorkspaceTruster(Protocol):
     """A Frontend whose client can answer the workspace trust question (a frontend without it: "deny")."""
 
     async def trust_workspace(self, request: TrustRequest) -> TrustDecision:
-        """"trust" (remembered), "once" (this daemon), or "deny"; anything but an answer is "deny"."""
+        """"trust" (remembered), "once" (this daemon), "deny" (the person said no), or "unanswered"."""
 
 
 class Recorded(Protocol):

@@ -443,6 +443,24 @@ async def test_a_client_that_cannot_answer_means_deny_and_once_is_not_remembered
     assert len(asked) == 1 and ran.read_text() == "x"  # "once" was for that daemon only
 
 
+async def test_no_answer_to_the_trust_question_is_asked_again_and_only_a_deny_is_remembered(
+        start_daemon, llm: FakeLLM, workspace: Path, tmp_path: Path) -> None:
+    """docs/security.md: a malformed answer (like a timeout or an error) applies nothing and is not
+    remembered as "deny": the next turn asks again."""
+    ran = tmp_path / "ran"
+    cmd = hook_script(tmp_path, "ws", f"open({str(ran)!r}, 'a').write('x')\n")
+    workspace_settings(workspace, hooks_yaml("UserPromptSubmit", cmd))
+    d = await start_daemon(caps=TRUST_CAPS, extra="hooks_workspace_sandbox: false\n")
+    sid = await new_session(d)
+    answers: list[Any] = [{"decision": "sure"}, None, {"decision": "once"}]
+    asked: list[Any] = []
+    d.handlers["toycoder/workspace/trust"] = lambda p: asked.append(p) or answers[len(asked) - 1]
+    for _ in answers:
+        llm.add({"text": "ok"})
+        await prompt(d, sid)
+    assert len(asked) == 3 and ran.read_text() == "x"  # asked each turn until answered; then it ran
+
+
 async def test_a_workspace_hook_runs_in_the_sandbox_unless_the_user_says_not(
         start_daemon, llm: FakeLLM, workspace: Path, tmp_path: Path) -> None:
     from toycoder_daemon.tools.shell.sandbox.probe import support

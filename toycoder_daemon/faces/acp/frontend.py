@@ -55,7 +55,7 @@ OPTIONS = [{"optionId": "allow_once", "name": "Allow", "kind": "allow_once"},
 TRUST_OPTIONS = [{"optionId": "allow_always", "name": "Trust", "kind": "allow_always"},
                  {"optionId": "allow_once", "name": "Once", "kind": "allow_once"},
                  {"optionId": "reject", "name": "Deny", "kind": "reject_once"}]
-TRUST_ANSWERS: dict[str, TrustDecision] = {"allow_always": "trust", "allow_once": "once"}
+TRUST_ANSWERS: dict[str, TrustDecision] = {"allow_always": "trust", "allow_once": "once", "reject": "deny"}
 _TRUST_CALLS = itertools.count(1)
 
 
@@ -335,12 +335,12 @@ class AcpFrontend:
         params = {"sessionId": self.session_id, "toolCall": call, "options": TRUST_OPTIONS}
         try:
             answer = await reply_within(self.client.request("session/request_permission", params), self._timeout())
-            return TRUST_ANSWERS.get(wire.permission_choice(answer), "deny")
+            return TRUST_ANSWERS.get(wire.permission_choice(answer), "unanswered")  # cancelled: no answer
         except asyncio.CancelledError:
             raise
-        except Exception as e:  # timeout, error reply, malformed answer, client gone: not a yes
-            log.info("workspace trust not granted (%s: %s)", type(e).__name__, e)
-            return "deny"
+        except Exception as e:  # timeout, error reply, malformed answer, client gone: not a yes, nor a no
+            log.info("workspace trust not answered (%s: %s)", type(e).__name__, e)
+            return "unanswered"
 
     async def ask(self, question: str, options: list[str] | None) -> str | None:
         """Form elicitation (an unstable ACP feature) when the client offers it; otherwise None."""
