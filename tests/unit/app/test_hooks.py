@@ -672,6 +672,38 @@ async def test_a_hook_that_cannot_start_fails_closed_and_the_turn_goes_on(start_
     assert update["outcome"] == "failed" and "could not start" in update["reason"]
 
 
+async def test_a_hook_that_cannot_be_prepared_fails_and_the_others_still_report(
+        start_daemon, llm: FakeLLM, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full /tmp (mkdtemp's OSError while preparing the sandbox) is that hook's failure, not an
+    internal error of the turn with its sibling hooks left running unwatched."""
+    import tempfile
+
+    from toycoder_daemon.tools.shell.sandbox.probe import support
+
+    if support().missing():
+        pytest.skip(f"no sandbox here, so no temp dir is made: {support().missing()}")
+    workspace_settings(workspace, hooks_yaml("UserPromptSubmit", "echo one", "echo two"))  # run sandboxed
+    d = await start_daemon(caps=TRUST_CAPS)
+    sid = await new_session(d)
+    d.handlers["toycoder/workspace/trust"] = lambda p: {"decision": "once"}
+    real, calls = tempfile.mkdtemp, []
+
+    def full(*args: Any, **kwargs: Any) -> str:
+        calls.append(kwargs.get("prefix"))
+        if len(calls) == 1:
+            raise OSError(28, "No space left on device")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkdtemp", full)
+    llm.add({"text": "ok"})
+    result = await prompt(d, sid)
+    monkeypatch.setattr(tempfile, "mkdtemp", real)
+    assert result["stopReason"] == "end_turn"
+    outcomes = sorted((u["outcome"], u.get("reason") or "") for u in hook_updates(d, sid))
+    assert [o for o, _ in outcomes] == ["failed", "ok"], outcomes
+    assert "No space left on device" in outcomes[0][1]
+
+
 async def test_a_failing_session_end_hook_is_shown_as_a_message(start_daemon, llm: FakeLLM, workspace: Path) -> None:
     d = await start_daemon(extra=hooks_yaml("SessionEnd", "echo cleanup broke >&2; exit 1"))
     sid = await new_session(d)
