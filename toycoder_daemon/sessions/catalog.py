@@ -123,7 +123,7 @@ def page(rows: list[Listed], cursor: str | None, size: int | None = None) -> tup
             after = (-float(updated), sid)
             if not math.isfinite(after[0]):
                 raise ValueError("not a finite time")
-        except (ValueError, TypeError, OverflowError, RecursionError) as e:
+        except (ValueError, TypeError, OverflowError, RecursionError):
             raise BadCursor(f"not a cursor of this list: {cursor[:100]!r}") from None
         start = next((i for i, r in enumerate(rows) if (-r.summary.updated_at, r.summary.id) > after), len(rows))
     chunk = rows[start:start + size]
