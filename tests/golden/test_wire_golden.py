@@ -79,7 +79,8 @@ def test_workspace_trust_params() -> None:
     from toycoder_daemon.faces.lsp.mapping import trust_params
 
     params = trust_params(TrustRequest("/work/project", "/work/project/.toycoder/settings.yaml", ("make lint",),
-                                       ("npx srv",), ("run_command(make *)",))).dump()
+                                       ("srv: npx srv; env NODE_OPTIONS=--inspect",), ("run_command(make *)",),
+                                       ("repo_planner: tools read_file; model fast",))).dump()
     check("workspace_trust", params)
     assert wire.WorkspaceTrustResult.model_validate({"decision": "once"}).decision == "once"
     with pytest.raises(ValueError):

@@ -7,6 +7,7 @@ installed (their versions)."""
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import os
 import subprocess
@@ -19,6 +20,7 @@ from pathlib import Path
 from toycoder_daemon.app.setup import SetupError, list_models
 from toycoder_daemon.config.model import Config, load_config
 from toycoder_daemon.core.errors import ConfigError
+from toycoder_daemon.core.util.secrets import shown_url
 
 SMALL_CONTEXT = 8192
 """Tokens under which the system prompt, the tools' schemas (~2,000 tokens) and a few files do not fit."""
@@ -56,7 +58,7 @@ def _ollama_tools(base_url: str, model: str) -> bool | None:
     try:
         with urllib.request.urlopen(request, timeout=5) as response:  # noqa: S310 (the configured server)
             caps = json.loads(response.read()).get("capabilities")
-    except (OSError, ValueError):
+    except (OSError, ValueError, http.client.HTTPException):
         return None
     return "tools" in caps if isinstance(caps, list) else None
 
@@ -66,15 +68,16 @@ def check_provider(cfg: Config) -> list[Line]:
 
     name, p = cfg.provider()
     url = (p.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1").rstrip("/")
+    shown = shown_url(url)  # a key in the URL's userinfo is not printed
     if not p.api_keys:
-        return [Line(False, "provider", f"'{name}' at {url} has no API key", "run: toycoder setup")]
+        return [Line(False, "provider", f"'{name}' at {shown} has no API key", "run: toycoder setup")]
     try:
         models = list_models(url, p.api_keys[0])
     except SetupError as e:
         refused = "refused" in str(e)
         return [Line(False, "provider", f"'{name}': {e}",
                      "run: toycoder setup (a new key)" if refused else "start the server, or fix its base_url")]
-    lines = [Line(True, "provider", f"'{name}' at {url} answered; the key was accepted")]
+    lines = [Line(True, "provider", f"'{name}' at {shown} answered; the key was accepted")]
     model = p.models.default
     if models and model not in models:
         lines.append(Line(False, "model", f"{model!r} is not served (served: {', '.join(models[:10])})",
@@ -93,7 +96,7 @@ def check_provider(cfg: Config) -> list[Line]:
 
     kind, window, tools = asyncio.run(ask())
     if kind == "ollama":
-        tools = _ollama_tools(url, model)
+        tools = _ollama_tools(shown, model)
     if tools is False:
         fix = ("start llama-server with --jinja and a tool-capable --chat-template-file" if kind == "llama.cpp"
                else "use a model with tool support (ollama show MODEL lists its capabilities)")

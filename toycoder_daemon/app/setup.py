@@ -26,7 +26,9 @@ OPENAI_URL = "https://api.openai.com/v1"
 USUAL_PORTS = (("Ollama", "http://127.0.0.1:11434/v1"), ("llama-server", "http://127.0.0.1:8080/v1"),
                ("LM Studio", "http://127.0.0.1:1234/v1"), ("vLLM", "http://127.0.0.1:8000/v1"))
 LOCAL_KEY = "local"
-"""What a local server gets as the key: they take any non-empty one."""
+"""What a local server gets as the key: they take any non-empty one, and the daemon's client needs
+one to send (a provider without a key is a config error). A placeholder, never a secret: too short
+and in secrets.PLACEHOLDERS, so it is neither redacted nor kept from children (PATH=/usr/local/bin)."""
 
 
 class SetupError(Exception):
@@ -43,25 +45,34 @@ def is_local(url: str) -> bool:
 
 
 def list_models(base_url: str, key: str | None, timeout: float = 10.0) -> list[str]:
-    """The model ids the server lists at /models; SetupError says why not (never the key)."""
+    """The model ids the server lists at /models; SetupError says why not (never the key, nor the
+    URL's userinfo: `http://user:KEY@host/v1` is sent without it, as Basic auth, and shown as
+    `http://host/v1`)."""
+    import base64
+    import http.client
     import json  # here: every daemon start parses the setup flags, and these imports are not light
     import urllib.error
     import urllib.request
 
-    request = urllib.request.Request(base_url.rstrip("/") + "/models",
-                                     headers={"Authorization": f"Bearer {key}"} if key else {})
+    from toycoder_daemon.core.util.secrets import shown_url, url_secrets
+
+    shown = shown_url(base_url)
+    userinfo = url_secrets(base_url)[:1]
+    headers = ({"Authorization": "Basic " + base64.b64encode(urllib.parse.unquote(userinfo[0]).encode()).decode()}
+               if userinfo else {"Authorization": f"Bearer {key}"} if key else {})
+    request = urllib.request.Request(shown.rstrip("/") + "/models", headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (the URL is the person's)
             body = json.loads(response.read() or b"{}")
     except urllib.error.HTTPError as e:
         if e.code in (401, 403):
-            raise SetupError(f"the key was refused (HTTP {e.code}) by {base_url}") from None
-        raise SetupError(f"{base_url}/models answered HTTP {e.code}") from None
-    except (urllib.error.URLError, OSError) as e:
+            raise SetupError(f"the key was refused (HTTP {e.code}) by {shown}") from None
+        raise SetupError(f"{shown}/models answered HTTP {e.code}") from None
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as e:  # InvalidURL: a bad port
         reason = getattr(e, "reason", e)
-        raise SetupError(f"cannot reach {base_url} ({reason})") from None
+        raise SetupError(f"cannot reach {shown} ({shown_url(str(reason))})") from None
     except ValueError:
-        raise SetupError(f"{base_url}/models did not answer JSON: is it an OpenAI-compatible server?") from None
+        raise SetupError(f"{shown}/models did not answer JSON: is it an OpenAI-compatible server?") from None
     data = body.get("data") if isinstance(body, dict) else None
     return [str(m["id"]) for m in data or [] if isinstance(m, dict) and isinstance(m.get("id"), str)]
 

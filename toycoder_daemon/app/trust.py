@@ -6,7 +6,8 @@ away); the rest (hooks, allow rules) only after the person answered "trust" (rem
 dir under the workspace path and the file's hash) or "once" (this daemon) to the question the turn's
 client is asked (core.ports.WorkspaceTruster: toycoder/workspace/trust, ACP's
 session/request_permission, the terminal). A changed file asks again; a client that cannot answer
-means "deny". No ${VAR} is expanded in it: a repository must not read the person's environment.
+(or does not in time) applies nothing this turn and is asked again the next. No ${VAR} is
+expanded in it: a repository must not read the person's environment.
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
 from toycoder_daemon.agent.hooks.engine import HookSpec, specs_from
-from toycoder_daemon.config.model import WorkspaceSettings
+from toycoder_daemon.config.model import AgentDecl, McpServerConfig, WorkspaceSettings
 from toycoder_daemon.core.ports import Frontend, TrustDecision, TrustRequest, WorkspaceTruster
+from toycoder_daemon.core.util import secrets
 from toycoder_daemon.core.util.atomic import atomic_write
 from toycoder_daemon.core.util.visible import visible
 from toycoder_daemon.tools.permission import PermissionGate, Rule
@@ -65,8 +66,28 @@ def read_settings(path: Path) -> Read:
         return Read(None, digest, f"{path}: {str(e)[:300]}")
 
 
-def _server_line(spec: Any) -> str:
-    return spec.url or " ".join([spec.command or "", *spec.args]).strip()
+def _server_line(name: str, spec: McpServerConfig) -> str:
+    """All that decides what the server runs or may do: its command (or URL), working directory,
+    environment (NODE_OPTIONS, LD_PRELOAD and PATH run code too) and `permission: safe`."""
+    parts = [f"{name}: {spec.url or ' '.join([spec.command or '', *spec.args]).strip()}"]
+    if spec.cwd:
+        parts.append(f"cwd {spec.cwd}")
+    if spec.env:  # a value under a secret-looking name is the repository's token: named, not shown
+        parts.append("env " + " ".join(f"{k}={'***' if secrets.SECRET_NAME.search(k) else v}"
+                                       for k, v in spec.env.items()))
+    if spec.url and spec.headers:
+        parts.append("headers " + ", ".join(spec.headers))
+    if spec.permission != "sensitive":
+        parts.append(f"permission {spec.permission}" + (" (its tools run without asking)"
+                                                         if spec.permission == "safe" else ""))
+    if not spec.enabled:
+        parts.append("disabled")
+    return "; ".join(parts)
+
+
+def _agent_line(name: str, decl: AgentDecl) -> str:
+    return f"{name}: tools {', '.join(decl.tools) or 'none'}; model {decl.model}" + (
+        f"; prompt {decl.prompt}" if decl.prompt else "")
 
 
 class WorkspaceTrust:
@@ -139,13 +160,14 @@ class WorkspaceTrust:
         if cur is None:
             return None
         hooks = tuple(s.command for s in specs_from(cur.hooks, "workspace", ""))
-        servers = tuple(_server_line(s) for s in cur.mcp_servers.values())
+        servers = tuple(_server_line(n, s) for n, s in cur.mcp_servers.items())
         allow = tuple(cur.permissions.allow)
-        if not (hooks or servers or allow or cur.agents):
+        agents = tuple(_agent_line(n, a) for n, a in cur.agents.items())
+        if not (hooks or servers or allow or agents):
             return None
         # the repository wrote these: the person reads what would run, control characters shown
         return TrustRequest(str(self.root), str(self.path), *(tuple(visible(x) for x in items)
-                                                              for items in (hooks, servers, allow)))
+                                                              for items in (hooks, servers, allow, agents)))
 
     def _remembered(self, digest: str) -> bool:
         try:
@@ -170,7 +192,8 @@ class WorkspaceTrust:
 
     async def settle(self, frontend: Frontend | None) -> None:
         """Before a turn: the file read again; when it needs trust and has no answer yet, the person is
-        asked through `frontend` (no client that can answer: "deny", not remembered)."""
+        asked through `frontend` (no client that can answer, or no answer: nothing applies, and the next
+        turn asks again; only an explicit "deny" is remembered, for this daemon)."""
         async with self._lock:
             self.refresh()
             digest, request = self.current.digest, self.request()
@@ -180,7 +203,7 @@ class WorkspaceTrust:
                 self.trusted = digest
                 self._apply()
                 return
-            decision: TrustDecision = "deny"
+            decision: TrustDecision = "unanswered"
             if isinstance(frontend, WorkspaceTruster):
                 try:
                     decision = await frontend.trust_workspace(request)
@@ -189,8 +212,8 @@ class WorkspaceTrust:
                 except Exception as e:  # an editor that fails to answer has not said yes
                     log.info("workspace trust not answered (%s)", type(e).__name__)
                     return
-                if decision not in ("trust", "once"):
-                    self._denied.add(digest)
+            if decision == "deny":  # only the person's own no: no answer is asked again next turn
+                self._denied.add(digest)
             if decision == "trust":
                 self._remember(digest)
             if decision in ("trust", "once"):

@@ -16,7 +16,9 @@ A restore is journaled: the plan (each path and the state it goes to) is written
 before the first file changes, and removed once the last one is done. A daemon killed in between
 leaves the journal; the next CheckpointStore of the session finishes it before anything else
 (`finish_unfinished`): each path still as it was before the restore is put back now, one already
-restored is left, one changed since by someone else is left and logged.
+restored is left, one changed since by someone else is left and logged. One restore of a session
+runs at a time, across daemons (a flock on restore.lock for the whole restore), and a journal is
+unlinked only while it is still the file its restore wrote (same inode).
 
 Edits that went into an editor's buffer (the checkpoint holds the buffer's text, State.editor) are
 undone in the buffer, through the editor: the agent's change is taken back out of the buffer's text
@@ -35,13 +37,16 @@ import stat
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TypedDict
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from toycoder_daemon.checkpoints.merge import revert
 from toycoder_daemon.checkpoints.state import Blobs, Recorded, State, Turn, confined, of_bytes
 from toycoder_daemon.core.errors import ToyCoderError
 from toycoder_daemon.core.util.atomic import SymlinkInPath, atomic_write, open_dir
 from toycoder_daemon.tools.files.write_lock import PathBusy, path_lock
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 log = logging.getLogger(__name__)
 
@@ -293,11 +298,48 @@ def _reason(e: OSError) -> str:
     return f"could not restore: {e.strerror or e}"
 
 
+@contextlib.contextmanager
+def _one_restore_at_a_time(store: Store) -> Iterator[None]:
+    """An exclusive lock (flock) on the session's restore.lock, for the whole restore: two daemons
+    that restore one session at once would write one journal path, and one's end would delete the
+    other's journal."""
+    try:
+        fd = os.open(store.journal.with_name("restore.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except FileNotFoundError:  # no checkpoint folder: nothing to restore, nothing to lock
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _unlink_if_ours(path: Path, fd: int) -> bool:
+    """Unlink `path` if it is still the file open as `fd` (not one another restore put there since)."""
+    mine = os.fstat(fd)
+    try:
+        now = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    if (now.st_dev, now.st_ino) != (mine.st_dev, mine.st_ino):
+        log.warning("%s: another restore's journal, left in place", path)
+        return False
+    os.unlink(path)
+    return True
+
+
 def restore(store: Store, turn_id: str, paths: list[str] | None = None, force: bool = False,
             as_turn: str | None = None, editor: Editor | None = None) -> RestoreResult:
     """Restore turn `turn_id` and every later one (only `paths` of them, when given). `as_turn` is
     the id the restore is recorded under (default: a fresh "restore-..." id); `editor`: the buffers
-    edits went into (None: none is open)."""
+    edits went into (None: none is open). One restore of a session at a time, across daemons."""
+    with _one_restore_at_a_time(store):
+        return _restore(store, turn_id, paths, force, as_turn, editor)
+
+
+def _restore(store: Store, turn_id: str, paths: list[str] | None, force: bool, as_turn: str | None,
+             editor: Editor | None) -> RestoreResult:
     if store.journal.exists():  # one this daemon left halfway (its load finishes a killed one's)
         finish_unfinished(store)
     targets = _targets(store, turn_id)
@@ -409,8 +451,7 @@ class _Journal:
         if self.fd < 0:
             return
         try:
-            if kind is None:  # done (each path's own failure is reported, not raised)
-                os.unlink(self.path)
+            if kind is None and _unlink_if_ours(self.path, self.fd):  # done (each path's failure is reported)
                 _fsync_dir(self.path.parent)
             # else stopped halfway (killed, interrupted, the index unwritable): the journal stays,
             # and the next load or restore finishes it
@@ -453,13 +494,13 @@ def finish_unfinished(store: Store) -> list[str]:
                     done.append(key)
             except (ValueError, KeyError, TypeError, AttributeError, OSError, _Refused) as e:
                 log.warning("%s: unfinished restore of %r not finished: %s", store.journal, row, e)
-        os.unlink(store.journal)
+        _unlink_if_ours(store.journal, fd)
         log.warning("%s: finished a restore a stopped daemon left half done (%s)", store.journal,
                     ", ".join(done) or "nothing left to do")
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         log.warning("%s: damaged restore journal dropped (%s)", store.journal, e)
         with contextlib.suppress(OSError):
-            os.unlink(store.journal)
+            _unlink_if_ours(store.journal, fd)
     finally:
         os.close(fd)
     return done

@@ -5,6 +5,7 @@
         blobs/<ab>/<abcd...>   file contents by sha256, deduplicated
 
         restore.journal        while a restore runs: its plan (restore.py)
+        restore.lock           held (flock) by the restore running, in any daemon
 
     {"t":"turn","id":...,"kind":"prompt"|"restore","at":<epoch>,"prompt":<first line>,"of":<turn>}
     {"t":"before","turn":...,"path":<relative>,"state":{...}}   before the turn's first write to it

@@ -384,7 +384,7 @@ class TurnView:
         self._asked_at = time.monotonic()
         adds = params.get("adds") or {}
         self.print(Text("? ", style="bold cyan") + Text(f"{params.get('settingsPath')} wants to add:", style="bold"))
-        for label, key in (("hook", "hooks"), ("MCP server", "mcpServers"), ("allow rule", "allow")):
+        for label, key in (("hook", "hooks"), ("MCP server", "mcpServers"), ("allow rule", "allow"), ("agent", "agents")):
             for item in adds.get(key) or []:
                 self.print(Text(f"  {label}: {item}"))
 

@@ -271,7 +271,9 @@ class Frontend(Protocol):
         capability), fails, or is too slow: then there are none to show."""
 
 
-TrustDecision = Literal["trust", "once", "deny"]
+TrustDecision = Literal["trust", "once", "deny", "unanswered"]
+"""unanswered: no answer (a timeout, an error, a client that cannot ask, a cancelled question): nothing
+applies this time, and the next turn asks again; only an explicit "deny" is remembered."""
 
 
 @dataclass(frozen=True)
@@ -286,6 +288,8 @@ class TrustRequest:
     """The MCP server commands (or URLs) it would start."""
     allow: tuple[str, ...]
     """The allow rules it would add."""
+    agents: tuple[str, ...] = ()
+    """The sub-agents it would add (name, tools, model)."""
 
 
 @runtime_checkable
@@ -293,7 +297,7 @@ class WorkspaceTruster(Protocol):
     """A Frontend whose client can answer the workspace trust question (a frontend without it: "deny")."""
 
     async def trust_workspace(self, request: TrustRequest) -> TrustDecision:
-        """"trust" (remembered), "once" (this daemon), or "deny"; anything but an answer is "deny"."""
+        """"trust" (remembered), "once" (this daemon), "deny" (the person said no), or "unanswered"."""
 
 
 class Recorded(Protocol):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,9 +116,15 @@ def page(rows: list[Listed], cursor: str | None, size: int | None = None) -> tup
     if cursor:
         try:
             updated, sid = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-            after = (-float(updated), str(sid))
-        except (ValueError, TypeError) as e:
-            raise BadCursor(f"not a cursor of this list: {cursor!r}") from e
+            # ours holds a finite number and a string: anything else (a 400-digit number that no
+            # float holds, a nesting json cannot recurse through) is not ours
+            if isinstance(updated, bool) or not isinstance(updated, int | float) or not isinstance(sid, str):
+                raise TypeError("not [time, id]")
+            after = (-float(updated), sid)
+            if not math.isfinite(after[0]):
+                raise ValueError("not a finite time")
+        except (ValueError, TypeError, OverflowError, RecursionError):
+            raise BadCursor(f"not a cursor of this list: {cursor[:100]!r}") from None
         start = next((i for i, r in enumerate(rows) if (-r.summary.updated_at, r.summary.id) > after), len(rows))
     chunk = rows[start:start + size]
     more = start + size < len(rows)

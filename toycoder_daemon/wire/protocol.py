@@ -672,6 +672,8 @@ class TrustAdds(Wire):
     """MCP server commands (or URLs) it would start."""
     allow: list[str]
     """Allow rules it would add."""
+    agents: list[str] = []
+    """Sub-agents it would add: name, tools, model."""
 
 
 class WorkspaceTrustParams(Wire):

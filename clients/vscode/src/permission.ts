@@ -115,6 +115,7 @@ export function trustDetail(params: WorkspaceTrustParams): string {
   for (const hook of params.adds.hooks) lines.push(`hook: ${hook}`);
   for (const server of params.adds.mcpServers) lines.push(`MCP server: ${server}`);
   for (const rule of params.adds.allow) lines.push(`allow rule: ${rule}`);
+  for (const agent of params.adds.agents ?? []) lines.push(`agent: ${agent}`);
   lines.push('Its deny rules apply either way.');
   return lines.join('\n');
 }

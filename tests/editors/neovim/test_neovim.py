@@ -379,13 +379,15 @@ def test_workspace_trust_is_asked_with_vim_ui_select_and_a_hook_run_is_one_line(
                                                                                   workspace: Path) -> None:
     (workspace / ".toycoder").mkdir()
     (workspace / ".toycoder" / "settings.yaml").write_text(
-        "hooks:\n  UserPromptSubmit:\n    - hooks: [{type: command, command: 'echo from the hook'}]\n")
+        "hooks:\n  UserPromptSubmit:\n    - hooks: [{type: command, command: 'echo from the hook'}]\n"
+        "agents:\n  repo_planner: {prompt: planner}\n")
     ed = editor(extra="hooks_workspace_sandbox: false\n")
     ed.answer("Trust")
     llm.add({"text": "Done."})
     chat = ed.prompt("hello")
     asked = ed.lua("return T.selects")
     assert asked[0]["items"] == ["Trust", "Once", "Deny"] and "hook: echo from the hook" in asked[0]["prompt"]
+    assert "agent: repo_planner: tools none; model default; prompt planner" in asked[0]["prompt"]
     assert "hook UserPromptSubmit `echo from the hook` ok (" in chat and "ms): from the hook" in chat
 
 

@@ -5,6 +5,7 @@ e2e/test_setup_doctor_e2e.py."""
 
 from __future__ import annotations
 
+import base64
 import json
 import stat
 from pathlib import Path
@@ -66,3 +67,32 @@ def test_a_local_server_without_a_key_gets_a_placeholder_the_daemon_can_send(tmp
     assert credentials is None
     config, _ = load_config(str(path))
     assert config.default_provider == "local" and config.providers["local"].api_keys == ["local"]
+
+
+def test_a_url_with_a_key_in_its_userinfo_is_listed_with_basic_auth_and_never_shown(llm: FakeLLM) -> None:
+    """`http://user:KEY@127.0.0.1/v1` crashed with http.client.InvalidURL (its port read from
+    `KEY@127.0.0.1`) and printed the key; now the userinfo goes as Basic auth and messages show
+    the URL without it."""
+    url = llm.base_url.replace("http://", "http://alice:sk-userinfo-key-0123456789@")
+    assert list_models(url, "local") == ["fake-model"]
+    assert llm.gets[-1]["headers"]["authorization"] == "Basic " + base64.b64encode(
+        b"alice:sk-userinfo-key-0123456789").decode()
+    with pytest.raises(SetupError) as e:
+        list_models(url.replace("/v1", "/nope"), "local")
+    assert "sk-userinfo-key" not in str(e.value) and "HTTP 404" in str(e.value)
+    with pytest.raises(SetupError) as e:
+        list_models("http://alice:sk-userinfo-key-0123456789@127.0.0.1:99999999/v1", None, timeout=1)
+    assert "sk-userinfo-key" not in str(e.value) and "cannot reach http://127.0.0.1:99999999/v1" in str(e.value)
+
+
+def test_doctor_shows_the_provider_url_without_its_userinfo(llm: FakeLLM, tmp_path: Path) -> None:
+    url = llm.base_url.replace("http://", "http://alice:sk-userinfo-key-0123456789@")
+    path = tmp_path / "config.yaml"
+    path.write_text(f"providers:\n  local:\n    api_keys: [local]\n    base_url: {url}\n"
+                    "    models: {default: fake-model, fast: fake-model}\ndefault_provider: local\n")
+    config, _ = load_config(str(path))
+    for p in (None, "none"):
+        if p:
+            config.providers["local"].api_keys = []
+        text = "\n".join(line.render() for line in doctor.check_provider(config))
+        assert "sk-userinfo-key" not in text and llm.base_url in text, text

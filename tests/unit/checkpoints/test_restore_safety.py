@@ -78,6 +78,52 @@ def test_a_symlink_swapped_in_during_the_restore_deletes_and_overwrites_nothing_
     assert not restore_mod.os.path.exists(store.journal)  # done, with every path's failure reported
 
 
+def test_two_daemons_restoring_one_session_take_turns(ws: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """B's restore, started while A's runs, waits for A's to end (one journal path per session:
+    else B replaces A's journal and A's end deletes B's)."""
+    import threading
+
+    a = CheckpointStore(tmp_path / "data", ws, SID)
+    t1 = two_kinds_of_writes(a, ws)
+    b = CheckpointStore(tmp_path / "data", ws, SID)  # another daemon with the session open
+    real_put = restore_mod._put
+    outcome: dict[str, object] = {}
+
+    def run_b() -> None:
+        try:
+            outcome["b"] = b.restore(t1)
+        except BaseException as e:  # reported to the test, not lost in the thread
+            outcome["b"] = e
+
+    thread = threading.Thread(target=run_b)
+
+    def start_b_then_put(*args):
+        if not thread.is_alive() and "b" not in outcome:
+            thread.start()
+            thread.join(0.5)  # bounded: B must still be waiting for A's restore when it ends
+            outcome["b waited"] = thread.is_alive()
+        return real_put(*args)
+
+    monkeypatch.setattr(restore_mod, "_put", start_b_then_put)
+    result = a.restore(t1)
+    thread.join(10)
+    assert outcome["b waited"] is True and not thread.is_alive()
+    assert not isinstance(outcome["b"], BaseException), outcome["b"]
+    assert sorted(result["restored"]) == sorted(f"sub/{n}" for n in NAMES)
+    assert not a.journal.exists()
+
+
+def test_a_restore_s_end_leaves_a_journal_that_is_not_its_own(tmp_path: Path) -> None:
+    journal = tmp_path / "restore.journal"
+    first = restore_mod._Journal(journal, "r1", [("a.txt", restore_mod.State("absent"))]).__enter__()
+    second = restore_mod._Journal(journal, "r2", [("b.txt", restore_mod.State("absent"))]).__enter__()
+    first.__exit__(None, None, None)  # done: but the journal there now is the second one's
+    assert json.loads(journal.read_text())["turn"] == "r2"
+    second.__exit__(None, None, None)
+    assert not journal.exists()
+
+
 def test_a_restore_aborted_halfway_is_finished_by_the_next_load(ws: Path, tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     data = tmp_path / "data"

@@ -14,7 +14,8 @@ from toycoder_daemon.cli.render import TurnView
 from toycoder_daemon.wire import protocol as wire
 
 TRUST = {"root": "/w", "settingsPath": "/w/.toycoder/settings.yaml",
-         "adds": {"hooks": ["make lint"], "mcpServers": ["npx srv"], "allow": ["run_command(make *)"]}}
+         "adds": {"hooks": ["make lint"], "mcpServers": ["npx srv"], "allow": ["run_command(make *)"],
+                  "agents": ["repo_planner: tools none; model fast"]}}
 
 
 class Conn:
@@ -44,6 +45,7 @@ def test_trust_is_asked_on_the_terminal() -> None:
     assert c.request(wire.WORKSPACE_TRUST, TRUST, 1) == {"decision": "trust"}
     shown = out.getvalue()
     assert "hook: make lint" in shown and "MCP server: npx srv" in shown and "allow rule: run_command(make *)" in shown
+    assert "agent: repo_planner: tools none; model fast" in shown
     assert client(tty=True, key="o")[0].request(wire.WORKSPACE_TRUST, TRUST, 1) == {"decision": "once"}
     assert client(tty=True, key=None)[0].request(wire.WORKSPACE_TRUST, TRUST, 1) == {"decision": "deny"}
 

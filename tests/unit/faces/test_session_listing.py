@@ -6,6 +6,7 @@ Both faces in-process."""
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,29 @@ async def test_acp_requests_before_initialize_are_refused(tmp_path: Path, llm: F
         await conn.initialize(protocol_version=PROTOCOL_VERSION)
         assert (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
     assert proc.returncode == 0
+
+
+def cursor_of(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode()).decode()
+
+
+HOSTILE_CURSORS = [cursor_of("[" + "9" * 400 + ', "s1"]'),  # float() of it: OverflowError
+                   cursor_of("[" * 100_000 + "]" * 100_000),  # json.loads: RecursionError
+                   cursor_of('[1.5, 7]'), cursor_of('["1.5", "s1"]'), cursor_of('[true, "s1"]'),
+                   cursor_of('[NaN, "s1"]'), cursor_of('[1.5, "s1", 3]'), cursor_of('{"a": 1}')]
+
+
+@pytest.mark.parametrize("cursor", HOSTILE_CURSORS)
+def test_a_cursor_of_the_wrong_shape_is_a_bad_cursor(cursor: str) -> None:
+    rows = [catalog.Listed(catalog.SessionSummary("s0", "", 0.0, 1.0, 1), "/w")]
+    with pytest.raises(catalog.BadCursor):
+        catalog.page(rows, cursor, 2)
+
+
+async def test_a_hostile_cursor_is_invalid_params_not_an_internal_error(start_daemon, llm: FakeLLM) -> None:
+    d = await start_daemon()
+    for cursor in HOSTILE_CURSORS[:2]:
+        with pytest.raises(RpcError) as bad:
+            await d.call("toycoder/session/list", {"all": True, "cursor": cursor})
+        assert bad.value.code == -32602, bad.value
+    assert (await d.call("toycoder/session/list", {}))["sessions"] == []  # and it goes on

@@ -171,7 +171,7 @@ def merge(results: list[Result], policy: HookPolicy, event: str) -> Verdict:
             blocks.append(r.reason or f"hook {r.spec.command} blocked it")
         elif r.decision == "ask":
             asks.append(r.reason)
-        elif r.decision == "allow":
+        elif r.decision == "allow" and r.spec.source != "workspace":  # a repository's hook can only take away
             allows.append(r.reason)
     for decision, reasons in ranked:
         if reasons:
@@ -213,6 +213,8 @@ class HookBook:
             run = await sandboxing.prepare(settings, self.root, spec.command, args)
         except sandboxing.SandboxRefused as e:
             return Result(spec, "failed", took(), reason=str(e))
+        except OSError as e:  # mkdtemp on a full /tmp, a cgroup that cannot be made
+            return Result(spec, "failed", took(), reason=f"it could not be prepared ({e.strerror or e})")
         try:
             run.env.update(env)
             done = await run_fed(run, json.dumps(payload, default=str).encode(), spec.timeout, OUTPUT_CAP,
@@ -275,13 +277,23 @@ class Hooks:
         tool_input = fields.get("tool_input")
         if isinstance(tool_input, dict) and isinstance(tool_input.get("path"), str):
             env["TOYCODER_FILE"] = str(self.book.root / tool_input["path"])
-        results = await asyncio.gather(*(self.book.run_one(s, payload, env) for s in specs))
+        # every hook's own outcome: one that raises must not end the event with its siblings unwatched
+        outcomes = await asyncio.gather(*(self.book.run_one(s, payload, env) for s in specs), return_exceptions=True)
+        results: list[Result] = []
+        for spec, outcome in zip(specs, outcomes, strict=True):
+            if isinstance(outcome, Result):
+                results.append(outcome)
+            elif isinstance(outcome, Exception):
+                log.error("%s hook %r: %s", event, spec.command, outcome, exc_info=outcome)
+                results.append(Result(spec, "failed", 0, reason=f"it could not run ({type(outcome).__name__})"))
+            else:
+                raise outcome  # CancelledError and the like: the event is being stopped
         for r in results:
             reason = r.reason if r.outcome != "ok" else r.shown
             if r.outcome in ("failed", "timeout"):
                 log.warning("%s hook %r %s: %s", event, r.spec.command, r.outcome, r.reason)
             emit(HookRan(event, r.spec.command, r.outcome, r.duration_ms, _short(reason) or None, r.spec.source))
-        return merge(list(results), self.book.policy, event)
+        return merge(results, self.book.policy, event)
 
     # ---- the events the ReAct loop raises ------------------------------------------------------
 

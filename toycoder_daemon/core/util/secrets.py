@@ -20,34 +20,76 @@ PIECE = 12
 masked key ("sk-proj-abcdefgh***wxyz", a 14-character prefix) must not show that prefix."""
 
 
+MIN_LENGTH = PIECE
+"""A shorter value is a placeholder, not a secret: never registered, so never redacted nor looked for
+inside other values. Registered, `local` (the key setup writes for a keyless local server) would cut
+PATH=/usr/local/bin from every child's environment and print "http://***host"."""
+
+PLACEHOLDERS = frozenset({"local", "ollama", "empty", "none", "null", "dummy", "no-key", "nokey",
+                          "not-needed", "unused", "lm-studio", "llama", "vllm", "sk-no-key-required",
+                          "sk-dummy", "sk-local", "sk-xxx", "sk-placeholder", "placeholder", "changeme"})
+"""The fake keys the usual local servers' docs give (case-insensitive): known to everyone, so no
+secret, whatever their length."""
+
+
+def is_placeholder(value: str) -> bool:
+    return len(value.strip()) < MIN_LENGTH or value.strip().lower() in PLACEHOLDERS
+
+
 def register(values: list[str]) -> None:
-    _values.update(v for v in values if v and len(v) >= 4)
+    _values.update(v for v in values if v and not is_placeholder(v))
 
 
 def values() -> frozenset[str]:
     return frozenset(_values)
 
 
+_RUN = re.compile(r"[A-Za-z0-9+/=_-]{16,}")
+
+
+def _high_entropy(run: str) -> bool:
+    """16+ key characters with upper case, lower case and digits (base64 has them all; a path's
+    names rarely: `/Users/Alice/Library/Application` has no digit, `config/gcloud/adc` one case)."""
+    return all(any(test(c) for c in run) for test in (str.isupper, str.islower, str.isdigit))
+
+
+def looks_like_path(value: str) -> bool:
+    """A file path (`/home/alice/.config/gcloud/adc.json`, `~/keys`, `C:\\keys\\sa.json`) with no
+    key inside it: what a variable named *CREDENTIALS often holds. Registered, its pieces would redact
+    the person's home directory from every output."""
+    v = value.strip()
+    pathish = v.startswith(("/", "~")) or "/" in v or "\\" in v
+    return pathish and not any(_high_entropy(run) for run in _RUN.findall(v))
+
+
+def _key_like(values: frozenset[str]) -> frozenset[str]:
+    """The registered values' words whose pieces are redacted too: a key's, not a passphrase's words
+    nor a path's names (the whole value is redacted either way)."""
+    return frozenset(w for v in values for w in v.split() if len(w) > PIECE and not looks_like_path(w))
+
+
 _SEED = PIECE // 2
 """Every piece of PIECE characters holds one of the value's SEED-character blocks that start at a
 multiple of SEED: those are searched for, then each hit is widened and kept when it reaches PIECE."""
-_seeds_of: tuple[frozenset[str], re.Pattern[str] | None] = (frozenset(), None)
+_seeds_of: tuple[frozenset[str], frozenset[str], re.Pattern[str] | None] = (frozenset(), frozenset(), None)
 
 
-def _seeds() -> re.Pattern[str] | None:
+def _seeds() -> tuple[frozenset[str], re.Pattern[str] | None]:
+    """The key-like words and the pattern of their seed blocks."""
     global _seeds_of
     now = frozenset(_values)
     if now != _seeds_of[0]:
-        blocks = sorted({v[i:i + _SEED] for v in now if len(v) > PIECE for i in range(0, len(v) - _SEED + 1, _SEED)})
-        _seeds_of = (now, re.compile("|".join(map(re.escape, blocks))) if blocks else None)
-    return _seeds_of[1]
+        words = _key_like(now)
+        blocks = sorted({w[i:i + _SEED] for w in words for i in range(0, len(w) - _SEED + 1, _SEED)})
+        _seeds_of = (now, words, re.compile("|".join(map(re.escape, blocks))) if blocks else None)
+    return _seeds_of[1], _seeds_of[2]
 
 
-def _widest_piece(text: str, at: int, seed: str) -> tuple[int, int]:
-    """The widest span around text[at:at + SEED] (== seed) that is a piece of one registered
-    value; (at, at) when none is PIECE characters long."""
+def _widest_piece(text: str, at: int, seed: str, words: frozenset[str]) -> tuple[int, int]:
+    """The widest span around text[at:at + SEED] (== seed) that is a piece of one of `words`;
+    (at, at) when none is PIECE characters long."""
     best = (at, at)
-    for v in _values:
+    for v in words:
         i = v.find(seed)
         while i >= 0:
             a, b, j, k = at, at + _SEED, i, i + _SEED  # widen while text and value agree
@@ -67,14 +109,14 @@ def redact(text: str) -> str:
     for v in _values:
         if v in text:
             text = text.replace(v, "***")
-    seeds = _seeds()
+    words, seeds = _seeds()
     if seeds is None or len(text) < PIECE:
         return text
     out: list[str] = []
     done = 0
     m = seeds.search(text)
     while m is not None:
-        start, end = _widest_piece(text, m.start(), m.group())
+        start, end = _widest_piece(text, m.start(), m.group(), words)
         if end > start:
             out.append(text[done:max(done, start)] + "***")
             done = end

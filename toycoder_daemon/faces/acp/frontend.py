@@ -56,7 +56,7 @@ OPTIONS = [{"optionId": "allow_once", "name": "Allow", "kind": "allow_once"},
 TRUST_OPTIONS = [{"optionId": "allow_always", "name": "Trust", "kind": "allow_always"},
                  {"optionId": "allow_once", "name": "Once", "kind": "allow_once"},
                  {"optionId": "reject", "name": "Deny", "kind": "reject_once"}]
-TRUST_ANSWERS: dict[str, TrustDecision] = {"allow_always": "trust", "allow_once": "once"}
+TRUST_ANSWERS: dict[str, TrustDecision] = {"allow_always": "trust", "allow_once": "once", "reject": "deny"}
 _TRUST_CALLS = itertools.count(1)
 
 
@@ -331,7 +331,7 @@ class AcpFrontend:
         """session/request_permission on a "Trust this workspace's settings" call listing what it adds."""
         await self.drain()
         lines = [*(f"hook: {c}" for c in request.hooks), *(f"MCP server: {c}" for c in request.mcp_servers),
-                 *(f"allow rule: {r}" for r in request.allow)]
+                 *(f"allow rule: {r}" for r in request.allow), *(f"agent: {a}" for a in request.agents)]
         call = wire.permission_call(f"workspace-trust-{next(_TRUST_CALLS)}", "Trust this workspace's settings",
                                     "other", {"settingsPath": request.settings_path},
                                     [wire.text_content(f"{request.settings_path} would add:\n" + "\n".join(lines))],
@@ -339,12 +339,12 @@ class AcpFrontend:
         params = {"sessionId": self.session_id, "toolCall": call, "options": TRUST_OPTIONS}
         try:
             answer = await reply_within(self.client.request("session/request_permission", params), self._timeout())
-            return TRUST_ANSWERS.get(wire.permission_choice(answer), "deny")
+            return TRUST_ANSWERS.get(wire.permission_choice(answer), "unanswered")  # cancelled: no answer
         except asyncio.CancelledError:
             raise
-        except Exception as e:  # timeout, error reply, malformed answer, client gone: not a yes
-            log.info("workspace trust not granted (%s: %s)", type(e).__name__, e)
-            return "deny"
+        except Exception as e:  # timeout, error reply, malformed answer, client gone: not a yes, nor a no
+            log.info("workspace trust not answered (%s: %s)", type(e).__name__, e)
+            return "unanswered"
 
     async def ask(self, question: str, options: list[str] | None) -> str | None:
         """Form elicitation (an unstable ACP feature) when the client offers it; otherwise None."""

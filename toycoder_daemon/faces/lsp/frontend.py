@@ -190,10 +190,10 @@ class EditorFrontend:
             return None
 
     async def trust_workspace(self, request: TrustRequest) -> TrustDecision:
-        """toycoder/workspace/trust, to a client that announced `workspaceTrust`; else "deny"."""
+        """toycoder/workspace/trust, to a client that announced `workspaceTrust`; else "unanswered"."""
         self.flush()
         if not self.link.client_can("workspaceTrust"):
-            return "deny"
+            return "unanswered"
         self.progress("waiting for you to trust this workspace's settings")
         try:
             result = await self._request(wire.WORKSPACE_TRUST, trust_params(request).dump(),
@@ -201,9 +201,9 @@ class EditorFrontend:
             return wire.WorkspaceTrustResult.model_validate(result or {}).decision
         except asyncio.CancelledError:
             raise
-        except Exception as e:  # timeout, error reply, malformed answer: not a yes
-            log.info("workspace trust not granted (%s)", type(e).__name__)
-            return "deny"
+        except Exception as e:  # timeout, error reply, malformed answer: not a yes, nor a no
+            log.info("workspace trust not answered (%s)", type(e).__name__)
+            return "unanswered"
 
     # ---- edits through the editor (workspace/applyEdit) ---------------------------------------
 

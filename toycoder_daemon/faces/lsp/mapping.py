@@ -177,7 +177,7 @@ def _hook(e: HookRan) -> wire.Update:
 
 def trust_params(r: TrustRequest) -> wire.WorkspaceTrustParams:
     return wire.WorkspaceTrustParams(root=r.root, settings_path=r.settings_path, adds=wire.TrustAdds(
-        hooks=list(r.hooks), mcp_servers=list(r.mcp_servers), allow=list(r.allow)))
+        hooks=list(r.hooks), mcp_servers=list(r.mcp_servers), allow=list(r.allow), agents=list(r.agents)))
 
 
 @_maps(Compacted)

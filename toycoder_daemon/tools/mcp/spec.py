@@ -63,6 +63,8 @@ def server_env(spec: McpServerSpec) -> dict[str, str]:
 
 
 def register_secrets(spec: McpServerSpec) -> None:
-    """Tokens given to a server stay out of logs and out of other children's environments."""
+    """Tokens given to a server stay out of logs and out of other children's environments; a path
+    (GOOGLE_APPLICATION_CREDENTIALS=/home/alice/...) is no token: it names where one is."""
     secrets.register([v for k, v in {**spec.headers, **spec.env}.items()
-                      if secrets.SECRET_NAME.search(k) or k.lower() in ("authorization", "cookie")])
+                      if (secrets.SECRET_NAME.search(k) or k.lower() in ("authorization", "cookie"))
+                      and not secrets.looks_like_path(v)])

@@ -154,7 +154,7 @@ local TRUST = { Trust = "trust", Once = "once", Deny = "deny" }
 function M.workspace_trust(params, ctx)
   local adds = type(params.adds) == "table" and params.adds or {}
   local lines = { ("%s would add:"):format(params.settingsPath or "the workspace's settings") }
-  for _, row in ipairs({ { "hook", adds.hooks }, { "MCP server", adds.mcpServers }, { "allow rule", adds.allow } }) do
+  for _, row in ipairs({ { "hook", adds.hooks }, { "MCP server", adds.mcpServers }, { "allow rule", adds.allow }, { "agent", adds.agents } }) do
     for _, item in ipairs(type(row[2]) == "table" and row[2] or {}) do
       table.insert(lines, ("  %s: %s"):format(row[1], item))
     end

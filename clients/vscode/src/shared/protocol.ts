@@ -582,6 +582,8 @@ export interface TrustAdds {
   mcpServers: string[];
   /** Allow rules it would add. */
   allow: string[];
+  /** Sub-agents it would add: name, tools, model. */
+  agents: string[];
 }
 
 export interface WorkspaceTrustParams {

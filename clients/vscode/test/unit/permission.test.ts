@@ -103,7 +103,8 @@ test('askUser passes the token on and a cancelled question answers cancelled', a
 
 const trustRequest: WorkspaceTrustParams = {
   root: '/w', settingsPath: '/w/.toycoder/settings.yaml',
-  adds: { hooks: ['make lint'], mcpServers: ['npx srv'], allow: ['run_command(make *)'] },
+  adds: { hooks: ['make lint'], mcpServers: ['npx srv'], allow: ['run_command(make *)'],
+    agents: ['repo_planner: tools none; model fast'] },
 };
 
 test('workspace trust: a modal with Trust, Once and Deny listing what the file adds', async () => {
@@ -114,7 +115,8 @@ test('workspace trust: a modal with Trust, Once and Deny listing what the file a
   assert.deepEqual(args.slice(2), ['Trust', 'Once', 'Deny']);
   const detail = (args[1] as { detail: string }).detail;
   assert.ok(detail.includes('hook: make lint') && detail.includes('MCP server: npx srv')
-    && detail.includes('allow rule: run_command(make *)'), detail);
+    && detail.includes('allow rule: run_command(make *)')
+    && detail.includes('agent: repo_planner: tools none; model fast'), detail);
   answers('Once');
   assert.deepEqual(await askWorkspaceTrust(trustRequest, token()), { decision: 'once' });
   answers(undefined);
