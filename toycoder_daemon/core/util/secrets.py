@@ -20,10 +20,11 @@ PIECE = 12
 masked key ("sk-proj-abcdefgh***wxyz", a 14-character prefix) must not show that prefix."""
 
 
-MIN_LENGTH = PIECE
+MIN_LENGTH = 8
 """A shorter value is a placeholder, not a secret: never registered, so never redacted nor looked for
 inside other values. Registered, `local` (the key setup writes for a keyless local server) would cut
-PATH=/usr/local/bin from every child's environment and print "http://***host"."""
+PATH=/usr/local/bin from every child's environment and print "http://***host". 8, not more: a short
+key a person chose for a local server (`test-key-1`) is still kept from children and redacted."""
 
 PLACEHOLDERS = frozenset({"local", "ollama", "empty", "none", "null", "dummy", "no-key", "nokey",
                           "not-needed", "unused", "lm-studio", "llama", "vllm", "sk-no-key-required",
