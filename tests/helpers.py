@@ -91,6 +91,35 @@ def signal_set(pid: int, field: str) -> set[int]:
     return {n for n in range(1, 65) if mask >> (n - 1) & 1}
 
 
+ANCESTOR_ENVIRONS = """python3 - <<'EOF'
+import os
+pid = os.getpid()
+while pid > 0:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            print(pid, f.read().replace(b"\\0", b" "))
+    except OSError as e:
+        print(pid, "unreadable", e.errno)
+    with open(f"/proc/{pid}/stat") as f:
+        stat = f.read()
+    pid = int(stat[stat.rindex(")") + 2:].split()[1])
+try:
+    with open("/proc/1/environ", "rb") as f:
+        print("init", f.read().replace(b"\\0", b" "))
+except OSError as e:
+    print("init unreadable", e.errno)
+print("walked")
+EOF"""
+"""A command (for a sandboxed shell) printing the environment of each of its ancestors it can see,
+then of pid 1 (a PID namespace's init), then "walked"."""
+
+
+def status_hex(pid: int | str, field: str) -> int:
+    """A hexadecimal field of /proc/<pid>/status (CapBnd, CapEff...)."""
+    with open(f"/proc/{pid}/status") as f:
+        return int(f.read().split(f"{field}:\t")[1][:16], 16)
+
+
 def parent_of(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 

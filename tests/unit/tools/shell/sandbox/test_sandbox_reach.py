@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import ANCESTOR_ENVIRONS
 from sandbox_helpers import Box, Runner, make_plan, run, spec_for
 
 from toycoder_daemon.tools.settings import ToolSettings
@@ -26,25 +27,7 @@ pytestmark = pytest.mark.skipif(ABI < 1, reason="the sandbox needs Linux with La
 
 # ---- A: the client's environment ----------------------------------------------------------------
 
-_ANCESTORS = """python3 - <<'EOF'
-import os
-pid = os.getpid()
-while pid > 0:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            print(pid, f.read().replace(b"\\0", b" "))
-    except OSError as e:
-        print(pid, "unreadable", e.errno)
-    with open(f"/proc/{pid}/stat") as f:
-        stat = f.read()
-    pid = int(stat[stat.rindex(")") + 2:].split()[1])
-try:
-    with open("/proc/1/environ", "rb") as f:
-        print("init", f.read().replace(b"\\0", b" "))
-except OSError as e:
-    print("init unreadable", e.errno)
-print("walked")
-EOF"""
+_ANCESTORS = ANCESTOR_ENVIRONS  # the script lives in helpers.py, which alone reads /proc
 
 
 @pytest.mark.parametrize("mode", ["pid-namespace", "subreaper", "unsandboxed"])

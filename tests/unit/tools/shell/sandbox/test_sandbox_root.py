@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator
 
 import pytest
+from helpers import status_hex
 from sandbox_helpers import METADATA_OPS, Box, Runner, metadata_changes, run, spec_for
 
 from toycoder_daemon.tools.shell.sandbox import caps, landlock
@@ -114,6 +115,5 @@ def test_a_root_command_keeps_only_what_a_build_needs(box: Box, namespaces: bool
         value = int(sets[name], 16)
         assert not [cap for cap, bit in MACHINE.items() if value & (1 << bit)], f"{name}: {value:x}"
         assert value & ~allowed == 0, f"{name} has {value & ~allowed:x} beyond caps.KEPT"
-    with open("/proc/self/status") as f:
-        ours = int(f.read().split("CapBnd:\t")[1][:16], 16)
+    ours = status_hex("self", "CapBnd")
     assert int(sets["CapBnd"], 16) == allowed & ours  # all of KEPT this test's root has stays
