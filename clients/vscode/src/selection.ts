@@ -16,22 +16,30 @@ export function selectionPrompt(question: string, path: string, startLine: numbe
   return `${question.trim() || 'Explain this code.'}\n\nFrom \`${path}\`, ${range}:\n\n${fence}${languageId}\n${text}\n${fence}`;
 }
 
-/** Ask the question about the selection; the prompt to send, or undefined (nothing selected, dismissed). */
-export async function selectionQuestion(editor: vscode.TextEditor | undefined): Promise<string | undefined> {
+/** The editor's selection and its 1-based lines (a selection ending at a line's start ends on the
+ * line before), or undefined with a message: nothing selected, or a proposal's text (not a file yet:
+ * its path does not hold that text). */
+function selected(editor: vscode.TextEditor | undefined):
+    { sel: vscode.Selection; startLine: number; endLine: number; path: string } | undefined {
   if (!editor || editor.selection.isEmpty) {
     void vscode.window.showInformationMessage('ToyCoder: select some code first.');
     return undefined;
   }
   if (editor.document.uri.scheme === PROPOSAL_SCHEME) {
-    // a proposal's text is not a file yet: asking about it would send a path that does not hold it
     void vscode.window.showInformationMessage('ToyCoder: this is a proposed change, not a file; decide on it in the chat.');
     return undefined;
   }
   const sel = editor.selection;
-  const text = editor.document.getText(sel);
-  const startLine = sel.start.line + 1;
   const endLine = sel.end.character === 0 && sel.end.line > sel.start.line ? sel.end.line : sel.end.line + 1;
-  const path = vscode.workspace.asRelativePath(editor.document.uri, false);
+  return { sel, startLine: sel.start.line + 1, endLine, path: vscode.workspace.asRelativePath(editor.document.uri, false) };
+}
+
+/** Ask the question about the selection; the prompt to send, or undefined (nothing selected, dismissed). */
+export async function selectionQuestion(editor: vscode.TextEditor | undefined): Promise<string | undefined> {
+  const got = selected(editor);
+  if (!editor || !got) return undefined;
+  const { sel, startLine, endLine, path } = got;
+  const text = editor.document.getText(sel);
   const question = await vscode.window.showInputBox({
     title: 'ToyCoder: Ask About Selection',
     prompt: `Your question about ${path}:${startLine}-${endLine}`,
@@ -49,18 +57,9 @@ export interface PendingItem {
 
 /** "Add Selection to Chat": the selection as a context item (the daemon reads path and lines from it). */
 export function selectionItem(editor: vscode.TextEditor | undefined): PendingItem | undefined {
-  if (!editor || editor.selection.isEmpty) {
-    void vscode.window.showInformationMessage('ToyCoder: select some code first.');
-    return undefined;
-  }
-  if (editor.document.uri.scheme === PROPOSAL_SCHEME) {
-    void vscode.window.showInformationMessage('ToyCoder: this is a proposed change, not a file; decide on it in the chat.');
-    return undefined;
-  }
-  const sel = editor.selection;
-  const startLine = sel.start.line + 1;
-  const endLine = sel.end.character === 0 && sel.end.line > sel.start.line ? sel.end.line : sel.end.line + 1;
-  const path = vscode.workspace.asRelativePath(editor.document.uri, false);
+  const got = selected(editor);
+  if (!editor || !got) return undefined;
+  const { sel, startLine, endLine, path } = got;
   return {
     label: `${path}:${startLine}-${endLine}`,
     item: {
