@@ -66,6 +66,24 @@ def test_omnifunc_completes_at_mentions_and_slash_commands_and_the_prompt_sends_
     ed.nv.input("/he<C-x><C-o>")
     ed.wait(lambda: "/help" in ed.lua(OMNI_WORDS), "/help in the omnifunc's menu")
     ed.nv.input("<C-e><Esc>")
+    ed.cmd("ToyCoder")  # closing the chat closes its prompt window too
+    assert ed.lua("return #vim.fn.win_findbuf(vim.fn.bufnr('^toycoder://prompt$'))") == 0
+
+
+def test_the_prompt_of_a_float_chat_is_a_float_inside_it_and_sends_on_enter(editor, llm: FakeLLM) -> None:
+    ed = editor(layout="float")
+    open_prompt(ed)
+    chat_win = ed.lua("return T.chat_win()")
+    config = ed.lua("return vim.api.nvim_win_get_config(0)")
+    assert config["relative"] == "win" and config["win"] == chat_win, config
+    llm.add({"text": "Two lines read."})
+    ed.nv.input("first line<CR>second line<Esc>")
+    ed.wait(lambda: ed.lua("return vim.api.nvim_get_mode().mode") == "n", "normal mode")
+    ed.nv.input("<CR>")  # Normal mode <CR> sends
+    ed.wait_chat("Two lines read.")
+    ed.wait_idle()
+    [sent] = [m["content"] for m in llm.requests[0]["body"]["messages"] if m["role"] == "user"]
+    assert sent == "first line\nsecond line", sent
 
 
 @pytest.mark.skipif(not CMP_GIT, reason="TOYCODER_NVIM_CMP_GIT (a bare git repository of nvim-cmp) is not set")
