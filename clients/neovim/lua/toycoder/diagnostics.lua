@@ -11,20 +11,22 @@ local api = vim.api
 -- buffer -> its b:changedtick when its diagnostics were last reported (a write, which changes no
 -- text, moves the tick on with it)
 local reported = {}
+local before_write = {} -- buffer -> its tick as a write began
 local group = api.nvim_create_augroup("toycoder_diagnostics", { clear = true })
 api.nvim_create_autocmd("DiagnosticChanged", { group = group, callback = function(ev)
   reported[ev.buf] = api.nvim_buf_is_valid(ev.buf) and vim.b[ev.buf].changedtick or nil
 end })
 api.nvim_create_autocmd("BufWritePre", { group = group, callback = function(ev)
-  vim.b[ev.buf].toycoder_tick_before_write = vim.b[ev.buf].changedtick
+  before_write[ev.buf] = vim.b[ev.buf].changedtick
 end })
 api.nvim_create_autocmd("BufWritePost", { group = group, callback = function(ev)
-  if reported[ev.buf] ~= nil and reported[ev.buf] == vim.b[ev.buf].toycoder_tick_before_write then
+  if reported[ev.buf] ~= nil and reported[ev.buf] == before_write[ev.buf] then
     reported[ev.buf] = vim.b[ev.buf].changedtick
   end
+  before_write[ev.buf] = nil
 end })
 api.nvim_create_autocmd("BufWipeout", { group = group, callback = function(ev)
-  reported[ev.buf] = nil
+  reported[ev.buf], before_write[ev.buf] = nil, nil
 end })
 
 --- Reported since the buffer's last change (nothing to wait for).
