@@ -96,7 +96,7 @@ end
 function M.open()
   register_sources()
   local buf = M.buf()
-  local chat_win = require("toycoder.chat").open(false)
+  local chat_win = require("toycoder.chat").open(true)
   local win = vim.fn.win_findbuf(buf)[1]
   if not win then
     local height = (config.options.prompt or {}).height or 5
