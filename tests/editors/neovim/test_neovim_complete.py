@@ -93,12 +93,13 @@ def test_nvim_cmp_lists_the_workspace_file_for_at_cal(editor, workspace: Path, t
     ed.lua("require('cmp').setup({ sources = { { name = 'buffer' } } })")  # a person's config, without ours
     open_prompt(ed)
     assert "toycoder" in ed.lua("return vim.tbl_map(function(s) return s.name end, require('cmp').get_registered_sources())")
-    ed.nv.input("read @cal")
+    ed.nv.input("/he")
+    ed.wait(lambda: "/help" in ed.lua(CMP_LABELS), "/help among nvim-cmp's entries")
+    ed.nv.input("<C-u>read @cal")
     ed.wait(lambda: "@calc.py" in ed.lua(CMP_LABELS), "@calc.py among nvim-cmp's entries")
+    # the confirm comes last: keys typed at once after it were, once in a few runs, not seen by cmp
     ed.lua("require('cmp').confirm({ select = true })")
     ed.wait(lambda: ed.lua(PROMPT_LINE) == "read @calc.py", "the mention inserted")
-    ed.nv.input("<C-u>/he")
-    ed.wait(lambda: "/help" in ed.lua(CMP_LABELS), "/help among nvim-cmp's entries")
 
 
 @pytest.mark.skipif(not BLINK_GIT, reason="TOYCODER_BLINK_CMP_GIT (a bare git repository of blink.cmp) is not set")
@@ -107,9 +108,9 @@ def test_blink_cmp_lists_the_workspace_file_for_at_cal(editor, workspace: Path, 
     ed = editor(rtp=[checkout(BLINK_GIT, tmp_path / "blink.cmp")])
     ed.lua("require('blink.cmp').setup({ fuzzy = { implementation = 'lua' } })")
     open_prompt(ed)
-    ed.nv.input("read @cal")
+    ed.nv.input("/he")
+    ed.wait(lambda: "/help" in ed.lua(BLINK_LABELS), "/help among blink.cmp's items")
+    ed.nv.input("<C-u>read @cal")
     ed.wait(lambda: "@calc.py" in ed.lua(BLINK_LABELS), "@calc.py among blink.cmp's items")
     ed.lua("require('blink.cmp').select_and_accept()")
     ed.wait(lambda: ed.lua(PROMPT_LINE) == "read @calc.py", "the mention inserted")
-    ed.nv.input("<C-u>/he")
-    ed.wait(lambda: "/help" in ed.lua(BLINK_LABELS), "/help among blink.cmp's items")
