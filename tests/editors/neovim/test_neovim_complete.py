@@ -68,6 +68,8 @@ def test_omnifunc_completes_at_mentions_and_slash_commands_and_the_prompt_sends_
     ed.nv.input("<C-e><Esc>")
     ed.cmd("ToyCoder")  # closing the chat closes its prompt window too
     assert ed.lua("return #vim.fn.win_findbuf(vim.fn.bufnr('^toycoder://prompt$'))") == 0
+    # the same mentions on the :ToyCoder command line (<Tab>)
+    assert "@calc.py" in ed.lua("return vim.fn.getcompletion('ToyCoder explain @cal', 'cmdline')")
 
 
 def test_the_prompt_of_a_float_chat_is_a_float_inside_it_and_sends_on_enter(editor, llm: FakeLLM) -> None:
