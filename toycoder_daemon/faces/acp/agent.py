@@ -191,7 +191,7 @@ class ToyCoderAgent:
             app.on_notice = lambda level, message: log.warning("%s", message)  # ACP has no message to show
             app.sharing.client = self.client_name
             acp_sessions.hook(app, self.owner, lambda sid, u: self.raw.session_update(sid, u), self.later, replay,
-                              self.told, lambda sid: AcpFrontend(self.raw, app, sid))
+                              self.told, lambda sid: AcpFrontend(self.raw, app, sid, can_elicit=self.caps.elicit))
             told_info = app.on_session_info
 
             def info(summary: SessionSummary, turn_id: str, app: App = app) -> None:
