@@ -161,6 +161,9 @@ class Broadcast:
         self._scan: asyncio.Task[None] | None = None
         self._waiting: dict[str, Callable[[Any, str], None]] = {}
         """Call id -> what an observer's answer to its open question does."""
+        self._asks: dict[str, bytes] = {}
+        """Call id -> the `ask` line of a question still open: an observer that connects later gets
+        it after the backlog (a question decided before it came is not asked there)."""
 
     def start(self) -> None:
         self._scan = asyncio.get_running_loop().create_task(self._scanning())
@@ -205,7 +208,7 @@ class Broadcast:
                 task.add_done_callback(self._hearing.discard)
                 if self._backlog is None:
                     self._partial.add(path)
-                self._write(path, writer, b"".join([self._start, *(self._backlog or ())]))
+                self._write(path, writer, b"".join([self._start, *(self._backlog or ()), *self._asks.values()]))
 
     async def _hear(self, reader: asyncio.StreamReader) -> None:
         """What an observer says back: `cancel` (its client cancelled the turn) or `answer` (its
@@ -246,13 +249,16 @@ class Broadcast:
 
         mine.add_done_callback(own_answered)
         self._waiting[call_id] = lambda value, by: answer(value, by) if valid(value) else None
-        self._add(_line({"t": "ask", "turn": self.turn_id, "id": call_id, "question": question}))
+        ask = self._asks[call_id] = _line({"t": "ask", "turn": self.turn_id, "id": call_id, "question": question})
+        for path, writer in list(self._writers.items()):
+            self._write(path, writer, ask)
         try:
             value, by = await first
             decided(value, by)
             return value
         finally:
             self._waiting.pop(call_id, None)
+            self._asks.pop(call_id, None)
             mine.cancel()  # this daemon's client's request, when an observer answered first: withdrawn
 
     def _write(self, path: str, writer: asyncio.StreamWriter, data: bytes) -> None:
@@ -268,12 +274,9 @@ class Broadcast:
             writer.write(data)
 
     def send(self, event: Event) -> None:
-        self._add(_line({"t": "event", "turn": self.turn_id, "event": event_to_json(event)}))
-
-    def _add(self, data: bytes) -> None:
-        """A line of the turn's stream, to every observer and the backlog."""
         if self._ended:
             return
+        data = _line({"t": "event", "turn": self.turn_id, "event": event_to_json(event)})
         if self._backlog is not None:
             self._backlog.append(data)
             self._backlog_size += len(data)

@@ -207,6 +207,22 @@ class Sharing:
 
     # ---- hearing other daemons' turns live --------------------------------------------------
 
+    def running_elsewhere(self, s: Session) -> str | None:
+        """The turn running in another daemon, when this daemon will hear it live: a client opening
+        the session is shown the history before it (TranscriptEntry's before_turn), and hears the
+        turn from its start (the origin sends what it has streamed so far), never as a half turn
+        whose pending call looks interrupted. Its records are held, as a poll holds them: told from
+        the file unless heard live to their end (_tell)."""
+        if self.on_live_event is None or s.id not in self._watches or s.id in self._live:
+            return None  # heard already: the client (reloading) is shown what the file has of it
+        records = s.messages.records()
+        start = _open_turn(records, s.turn_ends)
+        if start is None:
+            return None
+        self._held[s.id] = records[start[0]:]
+        self._first_seen.setdefault((s.id, start[1]), time.monotonic())
+        return start[1]
+
     def cancel_elsewhere(self, session_id: str) -> bool:
         """Cancel the turn heard live in the session (its daemon cancels it); False when none is."""
         listener, turn = self._listeners.get(session_id), self._live.get(session_id)

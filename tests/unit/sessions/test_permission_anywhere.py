@@ -166,6 +166,40 @@ async def test_lsp_a_cancel_from_the_observer_cancels_the_turn_and_its_open_prom
         assert of(a, sid, "permission_resolved") == []  # nobody decided
 
 
+async def test_lsp_opened_while_a_call_waits_elsewhere_the_turn_comes_live_from_its_start(
+        tmp_path, llm, workspace) -> None:
+    """Not the half turn the file has (its pending call would read "interrupted"), then the turn again."""
+    config = write_config(tmp_path / "config.yaml", llm)
+    a, b = await start_lsp(config), await start_lsp(config)
+    try:
+        await a.initialize(workspace, client="Neovim")
+        await b.initialize(workspace, client="Visual Studio Code")
+        sid = await new_session(a, title="shared")
+        llm.add({"text": "Earlier."})
+        await a.call("toycoder/prompt", {"sessionId": sid, "text": "before"})
+        origin, observer = Person(a), Person(b, permission="allow_once")
+        llm.add(WRITE, {"text": "Written."})
+        turn = asyncio.ensure_future(a.call("toycoder/prompt", {"sessionId": sid, "text": "write notes"}))
+        await a.wait_for(lambda: origin.asked, what="a's client to be asked")
+        loaded = await b.call("toycoder/session/load", {"sessionId": sid})  # b opens it now
+        assert [(e["role"], e["text"]) for e in loaded["transcript"]] == [("user", "before"), ("assistant", "Earlier.")]
+        try:
+            assert (await asyncio.wait_for(turn, scaled(20)))["text"] == "Written."  # b's client answered
+        finally:
+            origin.release.set()
+        await b.wait_for(lambda: len(of(b, sid, "turn_elsewhere")) == 2, what="b to hear the turn end")
+        assert of(b, sid, "turn_elsewhere")[0]["prompt"] == "write notes"
+        assert [u["name"] for u in of(b, sid, "tool_call")] == ["write_file"]
+        assert "".join(u["text"] for u in of(b, sid, "text_delta")) == "Written."
+        llm.add({"text": "again"})  # a later turn: by its end the file has long been read
+        await a.call("toycoder/prompt", {"sessionId": sid, "text": "more"})
+        await b.wait_for(lambda: len(of(b, sid, "turn_elsewhere")) == 4, what="b to hear the next turn")
+        assert of(b, sid, "session_changed") == []  # the turn was not told again from the file
+    finally:
+        await a.close()
+        await b.close()
+
+
 # ---- the ACP face -------------------------------------------------------------------------------
 
 class Holding(Editor):

@@ -320,7 +320,8 @@ class ToyCoderAgent:
         self.owner[s.id] = app
         title = acp_sessions.opened(self.told, s)
         await acp_mcp.start(self, app, s.id, acp_mcp.specs(mcp_servers))
-        for update in replay(s.transcript(), app) + title:
+        # a turn running in another daemon is not replayed: it comes live, from its start
+        for update in replay(s.transcript(before_turn=app.sharing.running_elsewhere(s)), app) + title:
             await self.raw.session_update(s.id, update)
         options = await self._options(app, s)
         self.later(self._announce_commands(s.id))
