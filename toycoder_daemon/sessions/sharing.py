@@ -111,6 +111,8 @@ class Sharing:
         self._held: dict[str, list[Stored]] = {}
         """Records read but not told yet: a turn that may be about to be heard live (GRACE)."""
         self._first_seen: dict[tuple[str, str], float] = {}
+        self._opened_busy: set[str] = set()
+        """Sessions opened while another daemon's turn ran, not shown to a client yet (running_elsewhere)."""
         self._stale: set[str] = set()
         """Sessions whose live stream was cut: their clients get the whole history next."""
 
@@ -208,13 +210,17 @@ class Sharing:
     # ---- hearing other daemons' turns live --------------------------------------------------
 
     def running_elsewhere(self, s: Session) -> str | None:
-        """The turn running in another daemon, when this daemon will hear it live: a client opening
-        the session is shown the history before it (TranscriptEntry's before_turn), and hears the
-        turn from its start (the origin sends what it has streamed so far), never as a half turn
-        whose pending call looks interrupted. Its records are held, as a poll holds them: told from
-        the file unless heard live to their end (_tell)."""
+        """The turn running in another daemon when this daemon opened the session, if it will hear it
+        live: the client opening it is shown the history before that turn (Session.transcript's
+        before_turn), and hears the turn from its start (the origin sends what it has streamed so
+        far), never as a half turn whose pending call looks interrupted. Its records are held, as a
+        poll holds them: told from the file unless heard live to their end (_tell). Asked once,
+        when the session is first shown; later (a client reloading) the file's view is shown."""
+        if s.id not in self._opened_busy:
+            return None
+        self._opened_busy.discard(s.id)
         if self.on_live_event is None or s.id not in self._watches or s.id in self._live:
-            return None  # heard already: the client (reloading) is shown what the file has of it
+            return None
         records = s.messages.records()
         start = _open_turn(records, s.turn_ends)
         if start is None:
@@ -298,14 +304,17 @@ class Sharing:
             return
         self._listeners[s.id] = listener
 
-    def watch(self, s: Session, changes: Callable[[], ChangesOf]) -> None:
-        """Poll `s` while this daemon has it open (from a loop; sync callers' sessions are not polled)."""
+    def watch(self, s: Session, changes: Callable[[], ChangesOf], busy_elsewhere: bool = False) -> None:
+        """Poll `s` while this daemon has it open (from a loop; sync callers' sessions are not polled).
+        `busy_elsewhere`: it was opened while another daemon held it (a turn runs there)."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
         if s.id not in self._watches and s.file is not None:
             self._watches[s.id] = loop.create_task(self._poll(s, changes))
+            if busy_elsewhere:
+                self._opened_busy.add(s.id)
 
     def unwatch(self, session_id: str) -> None:
         task = self._watches.pop(session_id, None)
@@ -322,6 +331,7 @@ class Sharing:
         self._live.pop(session_id, None)
         self._heard.pop(session_id, None)
         self._stale.discard(session_id)
+        self._opened_busy.discard(session_id)
         self._held.pop(session_id, None)
         for key in [k for k in self._first_seen if k[0] == session_id]:
             del self._first_seen[key]

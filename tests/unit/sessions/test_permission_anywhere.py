@@ -189,6 +189,8 @@ async def test_lsp_opened_while_a_call_waits_elsewhere_the_turn_comes_live_from_
             origin.release.set()
         await b.wait_for(lambda: len(of(b, sid, "turn_elsewhere")) == 2, what="b to hear the turn end")
         assert of(b, sid, "turn_elsewhere")[0]["prompt"] == "write notes"
+        [asked] = observer.asked  # the question still open when b came was asked there too
+        assert asked["toolCallId"] == origin.asked[0]["toolCallId"]
         assert [u["name"] for u in of(b, sid, "tool_call")] == ["write_file"]
         assert "".join(u["text"] for u in of(b, sid, "text_delta")) == "Written."
         llm.add({"text": "again"})  # a later turn: by its end the file has long been read
