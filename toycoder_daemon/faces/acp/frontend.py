@@ -297,7 +297,9 @@ class AcpFrontend:
         client): the call's status moves on, `in_progress` (allowed, or a question answered) or
         `failed` (rejected), with who decided in `_meta`."""
         update = wire.tool_call_update(event.tool_call_id, "failed" if event.decision == "reject" else "in_progress")
-        return {**update, "_meta": {"toycoder": {"permissionResolved": {"decision": event.decision, "by": event.by}}}}
+        kind = update.pop("sessionUpdate")  # last, as the SDK dumps it
+        meta = {"toycoder": {"permissionResolved": {"decision": event.decision, "by": event.by}}}
+        return {**update, "_meta": meta, "sessionUpdate": kind}
 
     def _compaction(self, event: Compacted) -> Any:
         how = "summarised" if event.strategy == "summary" else "truncated"
