@@ -2,7 +2,8 @@
 model server as the provider): setup writes the config with the key kept apart in a 0600
 credentials.yaml (never in config.yaml), tests it by listing the models, refuses a model that is not
 served; interactive, the key is read hidden; `toycoder-daemon --setup` is the same flow. doctor prints one
-line per check with the fix, and exits 0 only when everything works."""
+line per check with the fix, and exits 0 only when everything works; its tools line for llama.cpp, Ollama
+and the probe request any other server gets."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pexpect
+import pytest
 from helpers import write_config
 from waiting import scaled
 
@@ -122,7 +124,7 @@ def test_doctor_says_each_check_with_its_fix_and_exits_0_only_when_all_work(tmp_
     good = run(["doctor", "--config", str(cfg)], workspace, env)
     lines = good.stdout.splitlines()
     assert lines[0] == f"✓ config: {cfg} (valid)"
-    for expected in ("✓ provider: 'openai' at", "✓ model: fake-model", "✓ tools: the server takes tools",
+    for expected in ("✓ provider: 'openai' at", "✓ model: fake-model", "✓ tools: /props says its chat template takes tools",
                      "✓ context: 32768 tokens", " sandbox: ", "✓ rg: ", " fork server: ", " editors: "):
         assert any(expected in line for line in lines), (expected, good.stdout)
     broken = [line for line in lines if line.startswith("✗")]
@@ -132,5 +134,28 @@ def test_doctor_says_each_check_with_its_fix_and_exits_0_only_when_all_work(tmp_
     llm.dialect = Dialect(server="llama.cpp", n_ctx=2048, supports_tools=False)
     bad = run(["doctor", "--config", str(cfg)], workspace, env)
     assert bad.returncode == 1
-    assert "✗ tools: the server says fake-model takes no tools — fix: start llama-server with --jinja" in bad.stdout
+    assert "✗ tools: /props says its chat template takes no tools — fix: start llama-server with --jinja" in bad.stdout
     assert "✗ context: 2048 tokens" in bad.stdout and "llama-server -c" in bad.stdout
+
+
+@pytest.mark.parametrize(("dialect", "script", "expected"), [
+    (Dialect(ollama_capabilities=["completion", "tools"]), [], "✓ tools: Ollama's /api/show says fake-model takes tools"),
+    (Dialect(ollama_capabilities=["completion"]), [],
+     "✗ tools: Ollama's /api/show says fake-model takes no tools — fix: use a model with tool support"),
+    (Dialect(), [{"tool_calls": [{"name": "ping", "arguments": {}}]}], "✓ tools: taken: the model called the test tool"),
+    (Dialect(owned_by="vllm", tools_refused='"auto" tool choice requires --enable-auto-tool-choice'), [],
+     "✗ tools: the test request offering a tool: it refused a request with tools (HTTP 400: \"auto\" tool choice"),
+    (Dialect(), [{"status": 503, "error": "loading the model"}],
+     "· tools: not known (server kind unknown): the test request failed (HTTP 503: loading the model)"),
+], ids=["ollama-tools", "ollama-none", "probe-called", "probe-refused", "probe-unknown"])
+def test_doctor_tells_tools_for_each_kind_of_server(tmp_path: Path, llm: FakeLLM, workspace: Path, dialect: Dialect,
+                                                    script: list[dict], expected: str) -> None:
+    """Ollama is asked /api/show; a server that says nothing gets one tiny request offering a tool
+    (unit/app/test_doctor_tools.py has each case in-process)."""
+    llm.dialect = dialect
+    llm.add(*script)
+    p = run(["doctor", "--config", str(write_config(tmp_path / "c.yaml", llm))], workspace, user_env(tmp_path))
+    [line] = [line for line in p.stdout.splitlines() if " tools: " in line]
+    assert line.startswith(expected), p.stdout
+    probes = [r for r in llm.requests if r["path"] == "/v1/chat/completions"]
+    assert len(probes) == (0 if dialect.ollama_capabilities is not None else 1)
