@@ -1,6 +1,6 @@
 """`toycoder setup` and `toycoder doctor` (issue 31), as the person runs them (subprocesses, the scripted
-model server as the provider): setup writes the config with the key kept apart in a 0600
-credentials.yaml (never in config.yaml), tests it by listing the models, refuses a model that is not
+model server as the provider): setup writes the config with the key kept apart in the OS keyring (a fake
+secret-tool) or a 0600 credentials.yaml (never in config.yaml), tests it by listing the models, refuses a model that is not
 served; interactive, the key is read hidden; `toycoder-daemon --setup` is the same flow. doctor prints one
 line per check with the fix, and exits 0 only when everything works; its tools line for llama.cpp, Ollama
 and the probe request any other server gets."""
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from helpers import write_config
+from helpers import fake_secret_tool, write_config
 from waiting import scaled
 
 from toycoder_daemon.testing.dialects import Dialect
@@ -58,6 +58,36 @@ def test_setup_non_interactive_keeps_the_key_apart_and_the_config_works(tmp_path
     credentials.chmod(0o644)
     check = run(["--check-config"], workspace, env, [sys.executable, "-m", "toycoder_daemon"])
     assert check.returncode == 2 and f"chmod 600 {credentials}" in json.loads(check.stdout)["error"]
+
+
+def test_setup_keeps_the_key_in_the_os_keyring_when_one_answers(tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
+    """secret-tool (a fake first on PATH: it stands in for the OS) stores the key, given on its stdin;
+    the config names the entry; the daemon of a later turn reads it with secret-tool lookup. In-process,
+    with the fallbacks: unit/app/test_setup_keyring.py."""
+    bin_dir = tmp_path / "bin"
+    fake_secret_tool(bin_dir)
+    env = {**user_env(tmp_path), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    p = run(["setup", "--non-interactive", "--base-url", llm.base_url, "--api-key", KEY, "--model", "fake-model"],
+            workspace, env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "the key is in the OS keyring (toycoder/local" in p.stdout and KEY not in p.stdout
+    folder = tmp_path / "xdg" / "toycoder"
+    config = (folder / "config.yaml").read_text()
+    assert "api_key_keyring: toycoder/local" in config and KEY not in config
+    assert not (folder / "credentials.yaml").exists()
+    assert json.loads((bin_dir / "keyring.json").read_text())[0]["secret"] == KEY
+    llm.add({"text": "From the keyring."})
+    turn = run(["-p", "hello"], workspace, env)
+    assert turn.returncode == 0 and turn.stdout == "From the keyring.\n", turn.stderr
+    assert llm.requests[-1]["headers"]["authorization"] == f"Bearer {KEY}"
+    calls = [json.loads(line) for line in (bin_dir / "calls.jsonl").read_text().splitlines()]
+    assert [c["argv"][0] for c in calls] == ["store", "lookup", "lookup"]  # stored, read back; the daemon's start
+    assert all(KEY not in " ".join(c["argv"]) and KEY not in json.dumps(c["env"]) for c in calls)
+    # without secret-tool the daemon cannot read it: the config error names the field and the fix
+    check = run(["--check-config"], workspace, {**env, "PATH": os.path.dirname(sys.executable)},
+                [sys.executable, "-m", "toycoder_daemon"])
+    error = json.loads(check.stdout)["error"]
+    assert check.returncode == 2 and "api_key_keyring" in error and "secret-tool (libsecret) is not on PATH" in error
 
 
 def test_setup_refuses_a_model_the_server_does_not_serve_and_writes_nothing(tmp_path: Path, llm: FakeLLM,
