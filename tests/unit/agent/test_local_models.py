@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from helpers import new_session
 from rpc import Daemon
 
@@ -108,20 +109,28 @@ def no_tools_messages(daemon: Daemon) -> list[dict]:
             if n["method"] == "window/showMessage" and tools_ignored.MARK in n["params"]["message"]]
 
 
+@pytest.mark.parametrize("server", ["llama.cpp", "ollama"])
 async def test_a_server_without_tools_is_told_as_the_session_opens_and_runs_without_them(
-        start_daemon: Callable[..., Any], llm: FakeLLM) -> None:
-    """A brand-new daemon: the session's opening asks the server (/v1/models names llama.cpp, /props
-    says no tools) in the background; the person is told before any prompt, and the first request
-    goes without tools. Its ACP twin: faces/acp/test_acp.py; the process: e2e/test_dialects_e2e.py."""
-    llm.dialect = Dialect(server="llama.cpp", n_ctx=100_000, supports_tools=False)
+        start_daemon: Callable[..., Any], llm: FakeLLM, server: str) -> None:
+    """A brand-new daemon: the session's opening asks the server in the background (/v1/models names its
+    kind; llama.cpp's /props, or Ollama's /api/show for the model, says no tools); the person is told
+    before any prompt, and the first request goes without tools. Its ACP twin: faces/acp/test_acp.py;
+    the process: e2e/test_dialects_e2e.py."""
+    llama = server == "llama.cpp"
+    llm.dialect = (Dialect(server="llama.cpp", n_ctx=100_000, supports_tools=False) if llama
+                   else Dialect(ollama_capabilities=["completion"]))
+    asked = ["/v1/models", "/props"] if llama else ["/v1/models"]
     daemon = await start_daemon()
     sid = await new_session(daemon)
     await daemon.wait_for(lambda: no_tools_messages(daemon), what="the no-tools notice")
     [told] = no_tools_messages(daemon)
-    assert told["type"] == 2 and "chat_template_caps.supports_tools is false" in told["message"]  # a warning
-    assert "--jinja" in told["message"] and "--chat-template-file" in told["message"]  # with the fix
-    assert llm.requests == []  # before any prompt
-    assert [g["path"] for g in llm.gets] == ["/v1/models", "/props"]
+    assert told["type"] == 2 and "runs without tools" in told["message"]  # a warning
+    said, fix = (("chat_template_caps.supports_tools is false", "--chat-template-file") if llama
+                 else ("Ollama says fake-model has no tools capability", "ollama show MODEL"))
+    assert said in told["message"] and fix in told["message"]  # why, with the fix
+    assert chat_requests(llm) == []  # before any prompt
+    assert [g["path"] for g in llm.gets] == asked
+    assert [r["body"] for r in llm.requests if r["path"] == "/api/show"] == ([] if llama else [{"model": "fake-model"}])
     llm.add({"text": "I cannot look, but hello."}, {"text": "Still here."})
     first = await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "read src/app.py"})
     assert first["text"] == "I cannot look, but hello."  # told already: not again in the reply
@@ -130,7 +139,7 @@ async def test_a_server_without_tools_is_told_as_the_session_opens_and_runs_with
     assert second["text"] == "Still here." and "tools" not in chat_requests(llm)[1]["body"]
     other = await new_session(daemon)  # every session is told as it opens; the server is not asked again
     await daemon.wait_for(lambda: len(no_tools_messages(daemon)) == 2, what="the second session's notice")
-    assert [g["path"] for g in llm.gets] == ["/v1/models", "/props"]
+    assert [g["path"] for g in llm.gets] == asked and len(llm.requests) == len(chat_requests(llm)) + (0 if llama else 1)
     assert other != sid and llm.violations == []
 
 
