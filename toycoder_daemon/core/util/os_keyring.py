@@ -44,8 +44,9 @@ def _run(args: list[str], stdin: str | None) -> subprocess.CompletedProcess[str]
         raise KeyringError(f"cannot run secret-tool: {e.strerror or e}") from None
 
 
-def _failed(what: str, p: subprocess.CompletedProcess[str]) -> KeyringError:
-    said = " ".join(p.stderr.split())[:200]  # secret-tool's own message: never the key, which went to stdin
+def _failed(what: str, p: subprocess.CompletedProcess[str], key: str = "") -> KeyringError:
+    said = " ".join(p.stderr.split())  # secret-tool's own message; the key went to its stdin, never echoed here
+    said = (said.replace(key, "***") if key else said)[:200]
     return KeyringError(f"secret-tool {what} failed (exit {p.returncode}{': ' + said if said else ''})")
 
 
@@ -67,6 +68,6 @@ def store(reference: str, key: str, label: str) -> None:
     service, username = parse(reference)
     p = _run(["store", f"--label={label}", "service", service, "username", username], key)
     if p.returncode != 0:
-        raise _failed("store", p)
+        raise _failed("store", p, key)
     if lookup(reference) != key:
         raise KeyringError("the keyring did not keep the key (reading it back gave another value)")
