@@ -41,7 +41,7 @@ from toycoder_daemon.commands.builtin import commands
 from toycoder_daemon.commands.context import CommandContext, SessionDirectory
 from toycoder_daemon.commands.custom import CommandRow, CustomCommand, CustomCommands, listing
 from toycoder_daemon.config.model import Config, ProviderConfig
-from toycoder_daemon.core.errors import BadInput, ConfigError, ProviderError, SessionBusy
+from toycoder_daemon.core.errors import BadInput, ConfigError, ProviderError, SessionBusy, ToyCoderError
 from toycoder_daemon.core.messages import Message
 from toycoder_daemon.core.ports import Event, Frontend, ModelsInfo, TextDelta
 from toycoder_daemon.llm.base import ChatModel, Usage
@@ -173,6 +173,9 @@ class SessionRuntime:
         self.compactor.before = self.hooks.pre_compact
         # its clients hear about turns other daemons make in it
         parts.sharing.watch(s, self.checkpoints.changes_of, busy_elsewhere)
+        self._tools_check: asyncio.Task[str | None] | None = None
+        self._told_at_open = False
+        """The face tells the session's client, as it opens, what the tools check finds (opening_notice)."""
 
     # ---- opening ------------------------------------------------------------------------------
 
@@ -367,9 +370,11 @@ class SessionRuntime:
             s.ask(text, checkpoint, attached, typed)  # after compaction: the prompt is never summarised
             if context_added:
                 s.messages.append({"role": "user", "content": f"[context from hooks]\n{context_added}", "turn": checkpoint})
+            notice = await self.no_tools_notice()  # known before the first request: it goes without tools
+            told = notice if self._told_at_open else None
             result = await run_turn(model, s.messages, s.tools, frontend, max_steps=parts.config.agent.max_steps,
                                     make_context=context.for_call, on_usage=s.record_usage, make_room=room,
-                                    hooks=self.hooks.hooks)
+                                    hooks=self.hooks.hooks, told=told)
             return result, None
         except asyncio.CancelledError:
             log.info("turn cancelled in session %s", s.id)
@@ -378,6 +383,33 @@ class SessionRuntime:
         finally:  # records usage, grants, the time of this turn and how it ended (a reload shows it)
             s.end_turn(checkpoint, result.stop_reason, s.turn_usage)
             self.checkpoints.report(checkpoint, frontend)  # cancelled turns' writes too
+
+    async def no_tools_notice(self) -> str | None:
+        """The notice when the session's model server says it takes no tools (llm/tools_ignored.py), asked
+        once per opening (in the background after the session's answer, or by its first turn): the
+        first request then goes without tools, and the person knows why before it."""
+        if self._tools_check is None:
+            self._tools_check = asyncio.ensure_future(self._check_tools())
+        return await asyncio.shield(self._tools_check)
+
+    async def _check_tools(self) -> str | None:
+        try:
+            model = self.parts.models.of(self.session)
+        except ToyCoderError as e:  # a broken config or provider: its turns say so
+            log.info("session %s: no tools check: %s", self.session.id, e)
+            return None
+        ask, say = getattr(model, "tools_supported", None), getattr(model, "no_tools_notice", None)
+        if ask is None or say is None:  # a scripted model: nothing to ask
+            return None
+        await ask()
+        notice = say()
+        return notice if isinstance(notice, str) else None
+
+    async def opening_notice(self) -> str | None:
+        """What the face tells the person as the session opens (after its answer): the no-tools notice.
+        Its turns then do not say it again."""
+        self._told_at_open = True
+        return await self.no_tools_notice()
 
     async def end_hooks(self, reason: str) -> None:
         await self.hooks.end(reason)

@@ -215,6 +215,13 @@ class ToyCoderAgent:
         for update in updates:
             await self.raw.session_update(session_id, update)
 
+    async def _tell_opening(self, app: App, session_id: str) -> None:
+        """After a session's answer: what the person should know as it opens (its model server takes no
+        tools, with the fix), as an agent message, the way a turn says it."""
+        notice = await app.opening_notice(session_id)
+        if notice and self.owner.get(session_id) is app:
+            await self.raw.session_update(session_id, acp_client.chunk(notice + "\n\n"))
+
     async def _announce_commands(self, session_id: str, *, if_changed: bool = False) -> None:
         """The session's commands; `if_changed` (after each prompt): only when they changed since they
         were last announced (a custom command's file, an MCP server's prompts)."""
@@ -307,6 +314,7 @@ class ToyCoderAgent:
         await acp_mcp.start(self, app, s.id, servers)
         options = await self._options(app, s)  # before anything is queued to go after the answer
         self.later(self._announce_commands(s.id))  # queued after the answer
+        self.later(self._tell_opening(app, s.id))
         return NewSessionResponse(session_id=s.id, modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)),
                                   config_options=options)
 
@@ -325,6 +333,7 @@ class ToyCoderAgent:
             await self.raw.session_update(s.id, update)
         options = await self._options(app, s)
         self.later(self._announce_commands(s.id))
+        self.later(self._tell_opening(app, s.id))
         return LoadSessionResponse(modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)),
                                    config_options=options)
 
@@ -342,6 +351,7 @@ class ToyCoderAgent:
         options = await self._options(app, s)
         self.later(self._send(s.id, plan_now(s)))  # after the answer: resume replays nothing before it
         self.later(self._announce_commands(s.id))
+        self.later(self._tell_opening(app, s.id))
         return ResumeSessionResponse(modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)),
                                      config_options=options)
 
@@ -365,6 +375,7 @@ class ToyCoderAgent:
         await acp_mcp.start(self, app, s.id, servers)
         options = await self._options(app, s)
         self.later(self._announce_commands(s.id))
+        self.later(self._tell_opening(app, s.id))
         return ForkSessionResponse(session_id=s.id, modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)),
                                    config_options=options)
 

@@ -261,11 +261,24 @@ def did_close(ls: ToyCoderServer, params: types.DidCloseTextDocumentParams) -> N
 
 # ---- toycoder/* handlers (typed params in, typed results out) ---------------------------------
 
+def tell_opening(ls: ToyCoderServer, session_id: str) -> None:
+    """In the background: what the person should know as a session opens (its model server takes no
+    tools, with the fix), as window/showMessage, the daemon's notice outside a turn."""
+    async def tell() -> None:
+        notice = await ls.get_app().opening_notice(session_id)
+        if notice:
+            ls.show_message("warning", notice)
+
+    ls.background.run(tell())
+
+
 async def session_new(ls: ToyCoderServer, p: wire.SessionNewParams) -> wire.SessionInfo:
     try:
-        return to_wire.session_info(ls.get_app().new_session(p.title, p.additional_directories).summary())
+        s = ls.get_app().new_session(p.title, p.additional_directories)
     except ValueError as e:
         raise rpc_error(wire.INVALID_PARAMS, f"Invalid params: {e}") from None
+    tell_opening(ls, s.id)
+    return to_wire.session_info(s.summary())
 
 
 async def session_list(ls: ToyCoderServer, p: wire.SessionListParams) -> wire.SessionList:
@@ -286,6 +299,7 @@ async def session_list(ls: ToyCoderServer, p: wire.SessionListParams) -> wire.Se
 
 async def session_load(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.SessionLoadResult:
     s = await ls.get_app().load(p.session_id)  # open here from now on: it hears turns made elsewhere
+    tell_opening(ls, s.id)
     return wire.SessionLoadResult(session=to_wire.session_info(s.summary()),
                                   transcript=[to_wire.transcript_entry(e) for e in ls.get_app().transcript(s)])
 
@@ -297,6 +311,7 @@ async def session_fork(ls: ToyCoderServer, p: wire.SessionForkParams) -> wire.Se
         s = app.fork_session(p.session_id, p.at_turn)
     except ValueError as e:
         raise rpc_error(wire.INVALID_PARAMS, f"Invalid params: {e}") from None
+    tell_opening(ls, s.id)
     return wire.SessionLoadResult(session=to_wire.session_info(s.summary()),
                                   transcript=[to_wire.transcript_entry(e) for e in app.transcript(s)])
 
