@@ -279,9 +279,7 @@ async def main() -> None:
         site.mkdir()
         (site / "sitecustomize.py").write_text(f"import sys\nsys.path.insert(0, {str(HERE)!r})\n"
                                                "import spawn_trace  # noqa\ndel sys.path[0]\n")
-        # cold (TOYCODER_WARM=0): the stamps hang on this process's imports, which a warm launch
-        # (a forked child of the fork server, imports done) never makes
-        env = {**setup.env, "PYTHONPATH": setup.env["PYTHONPATH"] + os.pathsep + str(site), "TOYCODER_WARM": "0"}
+        env = {**setup.env, "PYTHONPATH": setup.env["PYTHONPATH"] + os.pathsep + str(site)}
         if args.mode == "importtime":
             env["PYTHONPROFILEIMPORTTIME"] = "1"
         if args.mode == "cprofile":
@@ -295,7 +293,7 @@ async def main() -> None:
                   setup.env, args.runs, args.warmup)
             return
         server = start_traced_server(launch, env, tmp) if args.warm else None
-        if not args.warm:
+        if not args.warm:  # cold: the stamps hang on this process's imports, which a warm child never makes
             env["TOYCODER_WARM"] = "0"
         results: dict[type[Peer], list[Any]] = defaultdict(list)
         loads = []
