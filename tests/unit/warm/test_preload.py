@@ -46,3 +46,38 @@ def test_after_the_preparation_an_initialize_answer_generates_no_hook() -> None:
     finally:
         sys.setprofile(None)
     assert generated == []
+
+
+def test_the_config_preparation_reads_no_variable_and_no_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server prepares the config's parser on a built-in text: nothing of a launch (the server
+    has none, and must read none) is looked up, and the text is a valid config."""
+    import builtins
+    import os
+
+    from toycoder_daemon.config import model
+
+    looked_up: list[str] = []
+
+    class Watched(dict[str, str]):
+        def get(self, key: str, default: object = None) -> object:
+            looked_up.append(key)
+            return super().get(key, default)
+
+        def __getitem__(self, key: str) -> str:
+            looked_up.append(key)
+            return super().__getitem__(key)
+
+        def __contains__(self, key: object) -> bool:
+            looked_up.append(str(key))
+            return super().__contains__(key)
+
+    def no_open(*a: object, **k: object) -> None:
+        raise AssertionError(f"opened {a[0]!r}")
+
+    monkeypatch.setattr(os, "environ", Watched(os.environ))
+    monkeypatch.setattr(builtins, "open", no_open)
+    monkeypatch.setattr(os, "open", no_open)
+    model.prepare()
+    assert looked_up == []
+    config = model.parse_config(model.SAMPLE, model.Path("sample.yaml"))
+    assert config.providers["openai"].models.default == "sample" and config.agent.max_steps == 4
