@@ -136,7 +136,7 @@ def show_timeline(face: str, rows: list[dict[str, float]]) -> None:
     print(f"\n{face}: ms from spawn, medians of {len(rows)} (p25-p75); CPU ms to the first chunk: daemon "
           f"{med(rows, 'cpu'):.0f}" + (f", launcher {med(rows, 'cpu_launcher'):.0f}" if any('cpu_launcher' in r for r in rows)
                                        else ""))
-    print("| point | ms | p25-p75 | from the point before |\n|---|--:|--:|--:|")
+    print("| point | ms | p25-p75 | from the point before | its process's CPU ms by then |\n|---|--:|--:|--:|--:|")
     before = 0.0
     present = [(key, label, side) for key, label, side in STAMPS if any(key in r for r in rows)]
     for key, label, side in sorted(present, key=lambda p: statistics.median(r[p[0]] for r in rows if p[0] in r)):
@@ -144,7 +144,9 @@ def show_timeline(face: str, rows: list[dict[str, float]]) -> None:
         m = statistics.median(values)
         q = statistics.quantiles(values, n=4) if len(values) > 1 else [m, m, m]
         side = dict(d="daemon", c="client", l="launcher")[side]
-        print(f"| {label} ({side}) | {m:.1f} | {q[0]:.0f}-{q[2]:.0f} | {m - before:+.1f} |")
+        cpu = [r[f"cpuat_{key}"] for r in rows if f"cpuat_{key}" in r]
+        print(f"| {label} ({side}) | {m:.1f} | {q[0]:.0f}-{q[2]:.0f} | {m - before:+.1f} | "
+              f"{f'{statistics.median(cpu):.1f}' if cpu else ''} |")
         before = m
 
 
