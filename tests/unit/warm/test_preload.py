@@ -81,3 +81,22 @@ def test_the_config_preparation_reads_no_variable_and_no_file(monkeypatch: pytes
     assert looked_up == []
     config = model.parse_config(model.SAMPLE, model.Path("sample.yaml"))
     assert config.providers["openai"].models.default == "sample" and config.agent.max_steps == 4
+
+
+def test_the_lsp_preparation_answers_an_initialize_and_opens_no_app(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server's throwaway `initialize` starts no thread (the server must fork single-threaded)
+    and opens no App (which would read a config, HOME and the data dir of no launch)."""
+    import threading
+
+    from toycoder_daemon.faces.lsp import server as lsp_server
+
+    def no_app(*a: object) -> None:
+        raise AssertionError("the preparation opened an App")
+
+    monkeypatch.setattr(lsp_server.App, "open", no_app)
+    answers: list[bytes] = []
+    monkeypatch.setattr(lsp_server.FrameWriter, "write", lambda self, body: answers.append(body))
+    threads = threading.active_count()
+    lsp_server.prepare()
+    assert threading.active_count() == threads
+    assert len(answers) == 1 and b'"capabilities"' in answers[0] and b'"toycoder"' in answers[0]

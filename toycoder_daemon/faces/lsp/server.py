@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import io
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -34,6 +35,7 @@ from toycoder_daemon.faces.lsp import mapping as to_wire
 from toycoder_daemon.faces.lsp.calls import call, rpc_error
 from toycoder_daemon.faces.lsp.converter import PlainMessages, install, raw_converter
 from toycoder_daemon.faces.lsp.frontend import EditorFrontend
+from toycoder_daemon.rpc.lsp_framing import FrameWriter
 from toycoder_daemon.sessions.catalog import BadCursor, page
 from toycoder_daemon.sessions.session import TranscriptEntry
 from toycoder_daemon.sessions.store import SessionSummary
@@ -442,6 +444,21 @@ HANDLERS: dict[str, Handler] = {
     wire.MENTIONS_COMPLETE: mentions_complete, wire.RESOURCES_LIST: resources_list,
 }
 """One handler per row of protocol.REQUESTS (make_server refuses a table row without one)."""
+
+
+PREPARE_INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": types.INITIALIZE,
+                      "params": {"processId": None, "rootUri": "file:///", "capabilities": {}}}
+
+
+def prepare() -> None:
+    """For the fork server (warm/server.py's PREPARE): one `initialize` through a throwaway server,
+    answered into memory, so pygls' and our code of that exchange (params structured, capabilities
+    built, the answer unstructured and encoded) is specialised by the interpreter before the fork
+    rather than in each warm child at its first frame. It opens no App (that waits for a first use
+    that never comes: no loop runs here), reads nothing of a launch and starts no thread."""
+    ls = make_server()
+    FrameWriter(io.BytesIO()).attach(ls.protocol)
+    ls.protocol.handle_message(ls.protocol.structure_message(PREPARE_INITIALIZE))
 
 
 def make_server(config_path: str | None = None) -> ToyCoderServer:
