@@ -431,8 +431,32 @@ def _load(explicit: str | None) -> tuple[Config, Path | None]:
     path = find_config(explicit)
     if path is None:
         return Config(), None
-    data = read_config_file(path)
-    text = decode_utf8(data, f"config file {path}")
+    return parse_config(decode_utf8(read_config_file(path), f"config file {path}"), path), path
+
+
+SAMPLE = """\
+providers:
+  openai:
+    api_keys: ["sample-key"]
+    base_url: http://127.0.0.1:1/v1
+    models: {default: sample, fast: sample}
+default_provider: openai
+agent: {max_steps: 4, auto_title: false}
+session: {max_messages: 1000}
+"""
+"""A config of the usual shape that reads nothing: every model name given (no $TOYCODER_MODEL), no
+${VAR}, no key file."""
+
+
+def prepare() -> None:
+    """For the fork server (warm/server.py's PREPARE): `parse_config` run once on SAMPLE, so the YAML
+    parser's and the validators' code is specialised by the interpreter before the fork, not in
+    each warm child at its own config (~1.5 ms of its first load; it reads no file and no variable)."""
+    parse_config(SAMPLE, Path("sample.yaml"))
+
+
+def parse_config(text: str, path: Path) -> Config:
+    """The config file `path` holds `text`: parsed, expanded and validated; ConfigError else."""
     import yaml
 
     try:
@@ -470,7 +494,7 @@ def _load(explicit: str | None) -> tuple[Config, Path | None]:
         raise ConfigError(f"config file {path}: " + (problems[0] if len(problems) == 1 else
                           f"{len(problems)} problems: " + "; ".join(problems)), problems)
     assert config is not None
-    return config, path
+    return config
 
 
 def _read_key_file(name: str, provider: ProviderConfig, base: Path) -> list[str]:
