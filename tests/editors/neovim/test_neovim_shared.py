@@ -23,6 +23,7 @@ WORDS = [f"w{i}" for i in range(1, 61)]
 STORY = " ".join(WORDS)
 APP = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
 README = "# Demo\nA tiny project, rewritten by the agent.\n"
+CALC = "X = 2\n"
 
 
 def buffer(ed: Editor, path: Path) -> list[str]:
@@ -56,28 +57,34 @@ def chat_view(ed: Editor) -> dict:
 
 def test_a_turn_in_one_neovim_streams_into_the_other_which_reloads_clean_buffers_and_keeps_dirty_ones(
         editor, llm: FakeLLM, workspace: Path) -> None:
-    app, readme = workspace / "src" / "app.py", workspace / "README.md"
-    # README.md needs no approval: the one permission prompt of the turn is src/app.py's
-    origin = editor(extra="permissions: {allow: ['write_file(README.md)']}\n")
+    app, readme, calc = workspace / "src" / "app.py", workspace / "README.md", workspace / "src" / "calc.py"
+    calc.write_text("X = 1\n")
+    # the one permission prompt of the turn is src/app.py's; README.md and src/calc.py need none
+    origin = editor(watchdog=150, extra="permissions: {allow: ['write_file(README.md)', 'write_file(src/calc.py)']}\n")
     llm.add({"text": "Noted."})
     origin.prompt("remember the word banana")
     session = origin.lua("return require('toycoder').session_id()")
     assert session
+    # src/calc.py open in the origin: its write goes into that buffer (workspace/applyEdit), then saved
+    origin.cmd("edit src/calc.py")
 
-    # the other Neovim: src/app.py open and clean, README.md open with unsaved work; then the session
-    other = editor()
+    # the other Neovim: src/app.py and src/calc.py open and clean, README.md open with unsaved work;
+    # then the session
+    other = editor(watchdog=150)
     other.cmd("edit README.md")
     other.lua("vim.api.nvim_buf_set_lines(0, 1, 2, false, {'my unsaved words'})")
+    other.cmd("edit src/calc.py")
     other.cmd("edit src/app.py")
-    assert modified(other, readme) and not modified(other, app)
+    assert modified(other, readme) and not modified(other, app) and not modified(other, calc)
     chat = other.prompt(f"/switch {session}")
     assert other.lua("return require('toycoder').session_id()") == session
     assert "remember the word banana" in chat and "Noted." in chat
 
     llm.add({"text": STORY + "\n", "chunk_size": 4, "chunk_delay": 0.1,
              "tool_calls": [{"name": "write_file", "arguments": {"path": "src/app.py", "content": APP}}]},
-            {"tool_calls": [{"name": "write_file", "arguments": {"path": "README.md", "content": README}}]},
-            {"text": "Both files are written."})
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "src/calc.py", "content": CALC}},
+                            {"name": "write_file", "arguments": {"path": "README.md", "content": README}}]},
+            {"text": "All three files are written."})
     origin.cmd("ToyCoder tell a story, then add sub()")
 
     # words appear in the other Neovim while the origin still streams them
@@ -105,9 +112,13 @@ def test_a_turn_in_one_neovim_streams_into_the_other_which_reloads_clean_buffers
     other.wait(lambda: other.lua("return require('toycoder').statusline()") == "", "'running in' to go", timeout=30)
 
     chat = other.chat()
-    assert STORY in chat and "Both files are written." in chat
-    assert "- [ok] write_file src/app.py" in chat and "- [ok] write_file README.md" in chat
-    assert app.read_text() == APP and readme.read_text() == README
+    assert STORY in chat and "All three files are written." in chat
+    for path in ("src/app.py", "src/calc.py", "README.md"):
+        assert f"- [ok] write_file {path}" in chat, chat
+    assert app.read_text() == APP and readme.read_text() == README and calc.read_text() == CALC
+    # src/calc.py went into the origin's buffer, which saved it: the other Neovim reloads it too
+    assert not origin.lua("return vim.bo.modified") and origin.lua("return vim.fn.getline(1)") == "X = 2"
+    other.wait(lambda: buffer(other, calc) == ["X = 2"], "the clean buffer of a file saved by the origin's editor")
 
     # the dirty buffer is kept as it was, with one notice that harms nothing: no advice to :e!
     assert buffer(other, readme) == ["# Demo", "my unsaved words"] and modified(other, readme)
