@@ -143,7 +143,7 @@ test('one session in Neovim and VS Code: each turn streams live into the other e
     await shot('code-server-shared-streaming.png');
 
     // Neovim approves its write (next step: approving it in VS Code)
-    await waitFor(() => nvim.lua<boolean>('return T.review_open(1)'), 'Neovim\'s permission window', 120000);
+    await waitFor(() => nvim.lua<boolean>('return T.review_armed()'), 'Neovim\'s permission window', 120000);
     nvim.keys('a');
 
     // VS Code's clean editor of src/app.py shows the new text; README.md keeps the unsaved work

@@ -16,7 +16,7 @@ import { DAEMON_COMMAND, PYTHON, REPO_ROOT, TestWorkspace, waitFor } from './env
 export const NVIM = existsSync(join(dirname(PYTHON), 'nvim')) ? join(dirname(PYTHON), 'nvim') : 'nvim';
 
 const HARNESS = `
-local T = { notes = {}, reviews = {} }
+local T = { notes = {} }
 _G.T = T
 vim.notify = function(msg, level)
   table.insert(T.notes, { msg = tostring(msg), level = level or vim.log.levels.INFO })
@@ -26,13 +26,9 @@ function T.chat()
   if vim.fn.bufnr('^toycoder://chat$') < 0 then return '' end
   return table.concat(require('toycoder.chat').display_lines(), '\\n')
 end
-vim.api.nvim_create_autocmd('User', { pattern = 'ToyCoderPermission', callback = function(ev)
-  table.insert(T.reviews, { buf = ev.data.buf, win = ev.data.win })
-end })
-function T.review_open(i)
-  local r = T.reviews[i]
-  return r ~= nil and vim.api.nvim_win_is_valid(r.win) and vim.api.nvim_get_current_win() == r.win
-    and vim.b[r.buf].toycoder_armed == true
+-- the permission window is focused with its keys armed: a key press decides
+function T.review_armed()
+  return vim.b[vim.api.nvim_get_current_buf()].toycoder_armed == true
 end
 `;
 
