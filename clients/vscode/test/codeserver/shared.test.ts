@@ -202,7 +202,8 @@ test('one session in Neovim and VS Code: each turn streams live into the other e
     assert.deepEqual(nvim.buffer(readme), ['# Demo', 'my unsaved words']);
     assert.ok(nvim.modified(readme) && !nvim.modified(app) && !nvim.modified(calc));
     assert.deepEqual(nvim.notes().filter((n) => n.includes('README.md') || n.includes(':e!')), [], describe());
-    await openFile(page, 'README.md');
+    await page.locator('.tab', { hasText: 'README.md' }).first().click();
+    await page.locator('.tab.active', { hasText: 'README.md' }).waitFor({ timeout: 30000 });
     assert.ok((await activeEditorText(page)).includes('Rewritten from VS Code.'), 'the edit is in VS Code\'s buffer');
     assert.equal(await page.locator('.tab.dirty', { hasText: 'README.md' }).count(), 1, 'which stays unsaved');
     await shot('code-server-shared-after-vscode.png');
