@@ -7,7 +7,8 @@
  * the other watching:
  * - Neovim's turn streams slowly: its words appear in VS Code's chat while Neovim still streams them,
  *   under "Running in toycoder.nvim"; Neovim approves its write; VS Code's clean editor of that file
- *   shows the new text, its editor with unsaved work stays as it is, with no warning.
+ *   shows the new text, its editor with unsaved work stays as it is, with one notice whose only action
+ *   is Compare (the editor's text beside the disk).
  * - VS Code's turn streams slowly into Neovim ("running in toycoder-vscode"); VS Code approves; Neovim
  *   reloads its clean buffer of a file written on disk while the turn runs, and, at the turn's end, of
  *   the file VS Code edited in its clean editor and saved; Neovim's buffer with unsaved work of a file
@@ -155,8 +156,29 @@ test('one session in Neovim and VS Code: each turn streams live into the other e
     assert.equal(readFileSync(readme, 'utf8'), README_NV);
     assert.equal(await page.locator('.tab.dirty', { hasText: 'app.py' }).count(), 0, 'src/app.py is clean');
     assert.equal(await page.locator('.tab.dirty', { hasText: 'README.md' }).count(), 1, 'README.md keeps its unsaved work');
-    assert.equal(await page.locator('.notification-toast', { hasText: 'README.md' }).count(), 0, 'no warning about README.md');
+    // one notice that harms nothing: it offers a diff with the disk, nothing that drops the unsaved work
+    const notice = page.locator('.notification-toast', { hasText: 'README.md changed on disk' });
+    await notice.waitFor({ timeout: 30000 });
+    assert.equal(await notice.count(), 1);
+    assert.match(plain(await notice.textContent()), /the editor's unsaved changes were kept/);
+    assert.deepEqual(await notice.locator('.monaco-button').allTextContents(), ['Compare']);
     assert.equal(await page.locator('.monaco-dialog-box').count(), 0, 'no dialog');
+    await notice.locator('.monaco-button', { hasText: 'Compare' }).click();
+    const compare = page.locator('.monaco-diff-editor').first();
+    await compare.waitFor({ timeout: 30000 });
+    // side by side or inline (a narrow editor): the disk's text and the unsaved one
+    await until(async () => {
+      const shown = plain(await compare.textContent());
+      return shown.includes('Rewritten from Neovim.') && shown.includes('# mine');
+    }, 'the disk beside the unsaved text');
+    await shot('code-server-shared-compare.png');
+    // closed with its tab's close button: the unsaved document stays open in its own tab
+    const compareTab = page.locator('.tab', { hasText: '\u2194' }).first();
+    await compareTab.hover();
+    await compareTab.locator('.tab-actions .action-label').first().click();
+    await compareTab.waitFor({ state: 'detached', timeout: 30000 });
+    assert.equal(await page.locator('.monaco-dialog-box').count(), 0, 'no dialog');
+    assert.equal(await page.locator('.tab.dirty', { hasText: 'README.md' }).count(), 1, 'the unsaved work is still there');
     const nvimTurn = plain(await chat.locator('#conversation > .turn').last().textContent());
     assert.ok(nvimTurn.includes(NV_WORDS.join(' ')), nvimTurn);
     await shot('code-server-shared-after-neovim.png');

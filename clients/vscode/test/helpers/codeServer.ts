@@ -152,16 +152,17 @@ export async function chatFrame(page: Page): Promise<Frame> {
   throw new Error('the ToyCoder webview did not appear');
 }
 
-/** Run a command from the palette; retried while the extensions are still being registered. */
-export async function runCommand(page: Page, title: string): Promise<void> {
+/** Open the quick input with `key`, type `text` and wait for a row with `row` in it; retried (the
+ *  extensions may still be registering, the widget may still be settling), then Enter. */
+async function quickPick(page: Page, key: string, text: string, row: string): Promise<void> {
   const input = page.locator('.quick-input-widget input');
-  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
+  const match = page.locator('.quick-input-list .monaco-list-row', { hasText: row }).first();
   for (let attempt = 0; ; attempt++) {
-    await page.keyboard.press('F1');
-    await input.waitFor({ state: 'visible', timeout: 15000 });
-    await input.fill(`>${title}`);
     try {
-      await row.waitFor({ timeout: 3000 });
+      await page.keyboard.press(key);
+      await input.waitFor({ state: 'visible', timeout: 15000 });
+      await input.fill(text, { timeout: 5000 });
+      await match.waitFor({ timeout: 3000 });
       break;
     } catch (e) {
       if (attempt >= 20) throw e;
@@ -172,13 +173,15 @@ export async function runCommand(page: Page, title: string): Promise<void> {
   await page.keyboard.press('Enter');
 }
 
-/** Open `path` (relative to the workspace) in the editor with Go to File; waits for its active tab. */
+/** Run a command from the palette. */
+export async function runCommand(page: Page, title: string): Promise<void> {
+  await quickPick(page, 'F1', `>${title}`, title);
+}
+
+/** Open `path` (relative to the workspace) in the editor with Quick Open; waits for its active tab. */
 export async function openFile(page: Page, path: string): Promise<void> {
   const name = path.split('/').pop()!;
-  await runCommand(page, 'Go to File');
-  await page.locator('.quick-input-widget input').fill(path);
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first().waitFor({ timeout: 15000 });
-  await page.keyboard.press('Enter');
+  await quickPick(page, 'Control+P', path, name);
   await page.locator('.tab.active', { hasText: name }).waitFor({ timeout: 30000 });
 }
 
