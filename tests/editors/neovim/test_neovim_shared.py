@@ -80,7 +80,7 @@ def test_a_turn_in_one_neovim_streams_into_the_other_which_reloads_clean_buffers
     assert other.lua("return require('toycoder').session_id()") == session
     assert "remember the word banana" in chat and "Noted." in chat
 
-    llm.add({"text": STORY + "\n", "chunk_size": 4, "chunk_delay": 0.1,
+    llm.add({"text": STORY + "\n", "chunk_size": 4, "chunk_delay": 0.15,
              "tool_calls": [{"name": "write_file", "arguments": {"path": "src/app.py", "content": APP}}]},
             {"tool_calls": [{"name": "write_file", "arguments": {"path": "src/calc.py", "content": CALC}},
                             {"name": "write_file", "arguments": {"path": "README.md", "content": README}}]},

@@ -79,12 +79,12 @@ test('one session in Neovim and VS Code: each turn streams live into the other e
   const llm: FakeLlm = await startFakeLlm(ws.dir, [
     { text: 'Noted.' },
     // Neovim's turn
-    { text: NV_WORDS.join(' ') + '\n', chunk_size: 5, chunk_delay: 0.1,
+    { text: NV_WORDS.join(' ') + '\n', chunk_size: 5, chunk_delay: 0.15,
       tool_calls: [{ name: 'write_file', arguments: { path: 'src/app.py', content: APP_NV } }] },
     { tool_calls: [{ name: 'write_file', arguments: { path: 'README.md', content: README_NV } }] },
     { text: 'Written from Neovim.' },
     // VS Code's turn
-    { text: CS_WORDS.join(' ') + '\n', chunk_size: 5, chunk_delay: 0.1,
+    { text: CS_WORDS.join(' ') + '\n', chunk_size: 5, chunk_delay: 0.15,
       tool_calls: [{ name: 'write_file', arguments: { path: 'src/app.py', content: APP_CS } }] },
     { tool_calls: [{ name: 'write_file', arguments: { path: 'src/calc.py', content: CALC_CS } },
       { name: 'write_file', arguments: { path: 'README.md', content: README_CS } }] },
