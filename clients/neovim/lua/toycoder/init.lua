@@ -5,6 +5,7 @@ local config = require("toycoder.config")
 local daemon = require("toycoder.daemon")
 local chat = require("toycoder.chat")
 local prompts = require("toycoder.prompts")
+local diagnostics = require("toycoder.diagnostics") -- loaded now: it notes when buffers' diagnostics change
 local documents = require("toycoder.documents")
 local reload = require("toycoder.reload")
 local titles = require("toycoder.titles")
@@ -170,9 +171,7 @@ daemon.on_request("window/showMessageRequest", prompts.show_message_request)
 daemon.on_request("workspace/applyEdit", function(params)
   return require("toycoder.apply_edit").handle(params)
 end)
-daemon.on_request("toycoder/diagnostics", function(params)
-  return require("toycoder.diagnostics").handle(params)
-end)
+daemon.on_request("toycoder/diagnostics", diagnostics.handle)
 daemon.on_request("window/workDoneProgress/create", function()
   return vim.NIL
 end)
@@ -325,13 +324,10 @@ function M.cancel()
   end)
 end
 
---- Ask for a prompt with vim.ui.input and send it.
+--- Open the prompt buffer below the chat (input.lua) to type a prompt, with completion.
 function M.ask()
-  vim.ui.input({ prompt = "ToyCoder> " }, function(text)
-    if text and text ~= "" then
-      M.prompt(text)
-    end
-  end)
+  daemon.start() -- warm up while the person types
+  require("toycoder.input").open()
 end
 
 function M.toggle()
