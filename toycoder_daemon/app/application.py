@@ -391,10 +391,11 @@ class App:
     # ---- checkpoints (checkpoints/undo.py) ----------------------------------------------------------------
 
     def transcript(self, s: Session) -> list[TranscriptEntry]:
-        """The session's history with a `changes` entry after each turn that changed files."""
+        """The session's history with a `changes` entry after each turn that changed files, as a
+        client opening it is shown (a turn running in another daemon comes live instead)."""
         runtime = self.runtimes.get(s.id)
         return s.transcript(runtime.checkpoints.changes() if runtime is not None else
-                            ChangesOfStore(self.checkpoints.store(s.id)))
+                            ChangesOfStore(self.checkpoints.store(s.id)), before_turn=self.sharing.running_elsewhere(s))
 
     def checkpoint_list(self, session_id: str) -> list[Checkpoint]:
         runtime = self.runtimes.get(session_id)

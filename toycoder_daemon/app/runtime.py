@@ -162,7 +162,8 @@ def read_only(parts: SessionParts, session_id: str) -> Session:
 
 
 class SessionRuntime:
-    def __init__(self, parts: SessionParts, s: Session):
+    def __init__(self, parts: SessionParts, s: Session, busy_elsewhere: bool = False):
+        """`busy_elsewhere`: opened while another daemon held it (its turn runs)."""
         self.parts, self.session = parts, s
         self.checkpoints = SessionCheckpoints(s, parts.checkpoints.store(s.id), parts.workspace)
         self.compactor = Compactor(s, parts.config.session, functools.partial(parts.prompts.system, "summarizer"))
@@ -170,7 +171,8 @@ class SessionRuntime:
         self._shown: tuple[str, str, str | None, str | None] = (s.title, s.mode, s.provider, s.model)
         self.hooks = SessionHooks(s, parts.hooks, parts.trust, parts.mcp, parts.models, parts.prompts)
         self.compactor.before = self.hooks.pre_compact
-        parts.sharing.watch(s, self.checkpoints.changes_of)  # its clients hear about turns other daemons make in it
+        # its clients hear about turns other daemons make in it
+        parts.sharing.watch(s, self.checkpoints.changes_of, busy_elsewhere)
 
     # ---- opening ------------------------------------------------------------------------------
 
@@ -210,8 +212,9 @@ class SessionRuntime:
             s, rewrite = cls._restored(parts, session_id, file, meta, stored)
             if rewrite:
                 file.rewrite(s.meta(ends=True), s.messages.records())
+            busy = not file.held  # open() could not take it: another daemon's turn runs
             file.release()  # taken by open() for the repair; from now on only turns hold it
-            return cls(parts, s)
+            return cls(parts, s, busy)
 
     @classmethod
     async def load(cls, parts: SessionParts, session_id: str) -> SessionRuntime:
@@ -221,8 +224,9 @@ class SessionRuntime:
             s, rewrite = cls._restored(parts, session_id, file, meta, stored)
             if rewrite:
                 await asyncio.to_thread(file.rewrite, s.meta(ends=True), s.messages.records())
+            busy = not file.held
             file.release()
-            return cls(parts, s)
+            return cls(parts, s, busy)
 
     @staticmethod
     def _restored(parts: SessionParts, session_id: str, file: SessionFile, meta: dict[str, Any],

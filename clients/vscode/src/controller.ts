@@ -211,6 +211,11 @@ export class ChatController implements vscode.Disposable {
     else if (u.kind === 'session_changed') void (this.turn ?? this.showSession(params.sessionId).catch(() => undefined));
     // another editor deleted it: the daemon's one line, as sent
     else if (u.kind === 'session_deleted') this.post({ type: 'notice', level: 'error', text: u.message });
+    // a prompt answered in another editor first: its card (if any) says so; a question's prompt
+    // closes on the $/cancelRequest that follows
+    else if (u.kind === 'permission_resolved') {
+      if (u.decision !== 'answered' && u.decision !== 'dismissed') this.options.reviews?.resolved(u.toolCallId, u.decision, u.by);
+    }
     else {
       const elsewhere = turnElsewhere(u);
       if (elsewhere) this.post({ type: 'elsewhere', ...elsewhere });

@@ -3,7 +3,8 @@
  * toycoder/requestPermission is a card in the chat and, on demand, a diff editor whose title bar
  * has Accept / Reject. The first decision, from either place, answers the daemon; then the card
  * becomes a one-line record and the proposal's tabs close. A request the daemon withdraws
- * ($/cancelRequest: the turn ended or timed out) ends the same way, as `cancelled`.
+ * ($/cancelRequest: the turn ended or timed out) ends the same way, as `cancelled`; one another
+ * editor decided first (permission_resolved) ends with that decision, saying where it was made.
  * Nothing here judges a request: a button is mapped to its decision string, that is all.
  */
 
@@ -77,6 +78,15 @@ export class Reviews {
     return this.finish(id, decision, source);
   }
 
+  /** permission_resolved: another editor that has the session open answered first. The request's
+   *  card records that decision and who made it (the daemon withdraws the request itself). */
+  resolved(toolCallId: string, decision: Decision, by: string): boolean {
+    for (const p of this.pending.values()) {
+      if (p.params.toolCallId === toolCallId) return this.finish(p.id, decision, 'chat', by);
+    }
+    return false;
+  }
+
   /** Accept / Reject in a proposal's title bar: the request whose documents include `uri`. */
   decideByUri(uri: string, decision: Decision): boolean {
     for (const p of this.pending.values()) {
@@ -112,12 +122,13 @@ export class Reviews {
     for (const id of [...this.pending.keys()]) this.finish(id, 'cancelled', 'chat');
   }
 
-  private finish(id: string, outcome: ReviewOutcome, source: ReviewSource): boolean {
+  private finish(id: string, outcome: ReviewOutcome, source: ReviewSource, by?: string): boolean {
     const p = this.pending.get(id);
     if (!p) return false;
     this.pending.delete(id);
     p.answer({ decision: outcome === 'cancelled' ? 'reject' : outcome });
-    this.host.post({ type: 'permissionDecided', id, outcome, source });
+    this.host.post(by === undefined ? { type: 'permissionDecided', id, outcome, source }
+      : { type: 'permissionDecided', id, outcome, source, by });
     if (p.uris.size) {
       this.host.closeTabs([...p.uris]).catch((e: Error) => this.host.log(`[toycoder-vscode] cannot close the diff: ${e.message}`));
     }

@@ -191,7 +191,7 @@ class ToyCoderAgent:
             app.on_notice = lambda level, message: log.warning("%s", message)  # ACP has no message to show
             app.sharing.client = self.client_name
             acp_sessions.hook(app, self.owner, lambda sid, u: self.raw.session_update(sid, u), self.later, replay,
-                              self.told, lambda sid: AcpFrontend(self.raw, app, sid))
+                              self.told, lambda sid: AcpFrontend(self.raw, app, sid, can_elicit=self.caps.elicit))
             told_info = app.on_session_info
 
             def info(summary: SessionSummary, turn_id: str, app: App = app) -> None:
@@ -320,7 +320,8 @@ class ToyCoderAgent:
         self.owner[s.id] = app
         title = acp_sessions.opened(self.told, s)
         await acp_mcp.start(self, app, s.id, acp_mcp.specs(mcp_servers))
-        for update in replay(s.transcript(), app) + title:
+        # a turn running in another daemon is not replayed: it comes live, from its start
+        for update in replay(s.transcript(before_turn=app.sharing.running_elsewhere(s)), app) + title:
             await self.raw.session_update(s.id, update)
         options = await self._options(app, s)
         self.later(self._announce_commands(s.id))

@@ -186,6 +186,7 @@ def on_initialize(ls: ToyCoderServer, params: types.InitializeParams) -> None:
     ls.app.sharing.client = params.client_info.name if params.client_info else ""
     ls.app.sharing.on_live_turn = functools.partial(live_turn, ls)
     ls.app.sharing.on_live_event = functools.partial(live_event, ls)
+    ls.app.sharing.asker = ls.elsewhere.get  # its questions are asked here too
     ls.app.on_session_info = functools.partial(session_info_changed, ls)
     ls.app.on_session_deleted = functools.partial(session_deleted, ls)
     log.info("workspace %s, config %s", ls.app.workspace.root, ls.app.config_path or "(built-in defaults)")

@@ -19,6 +19,7 @@ local state = {
   turn = nil, -- the running turn (chat's turn object)
   busy = false, -- a prompt is on its way (session creation included)
   elsewhere = false, -- state.turn is another editor's turn (turn_elsewhere), shown live
+  elsewhere_client = nil, -- that editor's name
   context = {}, -- context items for the next prompt (:ToyCoderAdd, :ToyCoderAttach)
 }
 
@@ -82,7 +83,8 @@ local function turn_elsewhere(params)
     end
     state.turn = chat.begin_turn(params.sessionId, tostring(u.prompt or ""))
     state.elsewhere = true
-    set_status("running in " .. (type(u.client) == "string" and u.client ~= "" and u.client or "another editor"))
+    state.elsewhere_client = type(u.client) == "string" and u.client ~= "" and u.client or "another editor"
+    set_status("running in " .. state.elsewhere_client)
   elseif state.elsewhere then
     local t = state.turn
     state.turn, state.elsewhere = nil, false
@@ -108,6 +110,12 @@ daemon.on_notification("toycoder/update", function(params)
     return
   elseif kind == "turn_elsewhere" then
     turn_elsewhere(params)
+    return
+  elseif kind == "permission_resolved" then -- answered first somewhere: this editor's prompt closes
+    prompts.resolved(params.sessionId, params.turnId, params.update)
+    if state.elsewhere and params.sessionId == state.session_id then
+      set_status("running in " .. state.elsewhere_client)
+    end
     return
   elseif kind == "session_deleted" then -- another editor deleted it: the daemon's one line, as sent
     if params.sessionId == state.session_id then
@@ -164,7 +172,13 @@ daemon.on_notification("$/cancelRequest", function(params)
   prompts.cancel_request(params.id)
 end)
 
-daemon.on_request("toycoder/requestPermission", prompts.request_permission)
+daemon.on_request("toycoder/requestPermission", function(params, ctx)
+  -- another editor's call: asked here as there, the first answer decides
+  if state.elsewhere and params.sessionId == state.session_id then
+    set_status("waiting for approval in " .. state.elsewhere_client)
+  end
+  return prompts.request_permission(params, ctx)
+end)
 daemon.on_request("toycoder/askUser", prompts.ask_user)
 daemon.on_request("toycoder/workspace/trust", prompts.workspace_trust)
 daemon.on_request("window/showMessageRequest", prompts.show_message_request)

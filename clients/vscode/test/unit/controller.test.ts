@@ -284,6 +284,25 @@ test('inline by default: a permission request is a card; its buttons and Open di
   assert.deepEqual(posted[posted.length - 1], { type: 'permissionDecided', id: card.id, outcome: 'allow_once', source: 'chat' });
 });
 
+test('permission_resolved: a card still pending here records the other editor\'s decision; the withdrawal after it changes nothing', async () => {
+  const { controller, posted, daemons } = setup(true);
+  await controller.prompt('hi');
+  const token = new CancellationTokenSource();
+  const answer = daemons[0].handlers.requestPermission(permissionParams, token.token as never);
+  const card = posted.find((m) => m.type === 'permission');
+  assert.ok(card && card.type === 'permission');
+  const resolved = (toolCallId: string) => daemons[0].handlers.update({ sessionId: 's1', turnId: 's1-1',
+    update: { kind: 'permission_resolved', toolCallId, decision: 'allow_once', by: 'Neovim' } });
+  resolved('call_other'); // another call's: this card stays
+  assert.equal(posted.some((m) => m.type === 'permissionDecided'), false);
+  resolved('call_1');
+  token.cancel(); // the daemon's $/cancelRequest, which follows
+  assert.deepEqual(await answer, { decision: 'allow_once' });
+  assert.deepEqual(posted.filter((m) => m.type === 'permissionDecided'),
+    [{ type: 'permissionDecided', id: card.id, outcome: 'allow_once', source: 'chat', by: 'Neovim' }]);
+  assert.equal(posted.some((m) => m.type === 'update'), false, 'not a turn update');
+});
+
 test('permission.style modal: the native modal, as before', async () => {
   const { controller, posted, daemons } = setup(true);
   settings['permission.style'] = 'modal';
