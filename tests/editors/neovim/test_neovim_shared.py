@@ -1,7 +1,8 @@
 """One session in two real Neovims, each with its own daemon (issue 32, "One session in many editors,
 live"): a turn started in one streams into the other while it runs ("running in toycoder.nvim"),
-the other reloads its clean buffer of a file the turn wrote, keeps a dirty one with a
-non-destructive notice (never the advice to `:e!`), and its chat stays on its last line.
+its permission request is approved in the other (the origin's prompt closes), the other reloads its
+clean buffer of a file the turn wrote, keeps a dirty one with a non-destructive notice (never the
+advice to `:e!`), and its chat stays on its last line.
 
 The same scenario with code-server as one of the editors is clients/vscode/test/codeserver/
 shared.test.ts (TOYCODER_SLOW=1); the daemons' side of it, in-process and over both faces, is
@@ -100,10 +101,13 @@ def test_a_turn_in_one_neovim_streams_into_the_other_which_reloads_clean_buffers
     assert "## You\n\ntell a story, then add sub()" in other.chat()
     assert other.lua("return require('toycoder').statusline()") == "ToyCoder: running in toycoder.nvim"
 
-    # the origin approves src/app.py (the next step: approving it in the other Neovim, once a permission
-    # request goes to every attached client)
-    shown = origin.decide("a")
-    assert "+def sub(a, b):" in shown["text"]
+    # src/app.py's permission is asked in both Neovims; the other one approves, the origin's prompt closes
+    asked_there = origin.review()
+    shown = other.decide("a")
+    assert "+def sub(a, b):" in shown["text"] and shown["text"] == asked_there["text"]
+    assert shown["status"] == "ToyCoder: waiting for approval in toycoder.nvim", shown["status"]
+    origin.wait(lambda: not origin.lua("return vim.api.nvim_win_is_valid(T.reviews[1].win)"),
+                "the origin's prompt to close once the other Neovim answered")
 
     # the other Neovim reloads its clean buffer as the file is written, while the turn still runs
     other.wait(lambda: buffer(other, app) == APP.rstrip("\n").split("\n"), "the clean buffer to reload", timeout=30)
