@@ -6,15 +6,15 @@
  * Neovim makes the session; VS Code resumes it with ToyCoder: Switch Session. Then a turn in each,
  * the other watching:
  * - Neovim's turn streams slowly: its words appear in VS Code's chat while Neovim still streams them,
- *   under "Running in toycoder.nvim"; Neovim approves its write; VS Code's clean editor of that file
+ *   under "Running in toycoder.nvim"; its write is asked in both editors, VS Code approves it and
+ *   Neovim's permission window closes; VS Code's clean editor of that file
  *   shows the new text, its editor with unsaved work stays as it is, with one notice whose only action
  *   is Compare (the editor's text beside the disk).
- * - VS Code's turn streams slowly into Neovim ("running in toycoder-vscode"); VS Code approves; Neovim
+ * - VS Code's turn streams slowly into Neovim ("running in toycoder-vscode"); Neovim approves its write
+ *   and VS Code's card becomes a record of that ("in toycoder.nvim"); Neovim
  *   reloads its clean buffer of a file written on disk while the turn runs, and, at the turn's end, of
  *   the file VS Code edited in its clean editor and saved; Neovim's buffer with unsaved work of a file
  *   VS Code edited in its own dirty editor (the disk untouched) gets no notice at all.
- * Approving in the other editor (a permission request sent to every attached client, issue 32) is
- * the next step: today each turn's origin approves.
  *
  * The two-Neovim version is tests/editors/neovim/test_neovim_shared.py (the default editors tier).
  */
@@ -70,7 +70,7 @@ async function activeEditorText(page: Page): Promise<string> {
   return plain(await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().textContent());
 }
 
-test('one session in Neovim and VS Code: each turn streams live into the other editor, which reloads clean files and keeps dirty ones without a false warning', { timeout: 25 * 60 * 1000 }, async () => {
+test('one session in Neovim and VS Code: each turn streams live into the other editor, is approved there, and the other editor reloads clean files and keeps dirty ones without a false warning', { timeout: 25 * 60 * 1000 }, async () => {
   const ws = makeWorkspace('toycoder-shared-');
   const app = join(ws.root, 'src', 'app.py');
   const readme = join(ws.root, 'README.md');
@@ -143,9 +143,17 @@ test('one session in Neovim and VS Code: each turn streams live into the other e
       'tell a story, then add sub()');
     await shot('code-server-shared-streaming.png');
 
-    // Neovim approves its write (next step: approving it in VS Code)
+    // Neovim's write is asked in both editors: VS Code approves it, Neovim's window closes
     await waitFor(() => nvim.lua<boolean>('return T.review_armed()'), 'Neovim\'s permission window', 120000);
-    nvim.keys('a');
+    const asked = chat.locator('.permission-card');
+    await asked.waitFor({ timeout: 120000 });
+    assert.equal(await asked.locator('.permission-question').textContent(), 'ToyCoder wants to run write_file src/app.py');
+    assert.equal(await chat.textContent('#status'), 'Waiting for approval in toycoder.nvim');
+    await asked.locator('button.permission-allow').click();
+    await waitFor(() => !nvim.lua<boolean>('return T.review_armed()'), 'Neovim\'s window to close once VS Code answered', 120000);
+    const approved = chat.locator('.permission-record').last();
+    await approved.waitFor({ timeout: 60000 });
+    assert.equal(plain(await approved.textContent()), '\u2713Allowed once: write_file src/app.py');
 
     // VS Code's clean editor of src/app.py shows the new text; README.md keeps the unsaved work
     await until(async () => (await activeEditorText(page)).includes('def sub(a, b):'), 'VS Code\'s clean editor to show the written file');
@@ -201,10 +209,16 @@ test('one session in Neovim and VS Code: each turn streams live into the other e
     assert.equal(nvim.statusline(), 'ToyCoder: running in toycoder-vscode');
     assert.ok(nvim.chat().includes('## You\n\ntell another story, then add mul()'), describe());
 
-    // VS Code approves its write (next step: approving it in Neovim)
+    // VS Code's write is asked in both editors: Neovim approves it, VS Code's card records where
     const card = chat.locator('.permission-card');
     await card.waitFor({ timeout: 120000 });
-    await card.locator('button.permission-allow').click();
+    await waitFor(() => nvim.lua<boolean>('return T.review_armed()'), 'Neovim\'s permission window', 120000);
+    assert.equal(nvim.statusline(), 'ToyCoder: waiting for approval in toycoder-vscode');
+    nvim.keys('a');
+    const decided = chat.locator('.permission-record', { hasText: 'toycoder.nvim' });
+    await decided.waitFor({ timeout: 120000 });
+    assert.equal(plain(await decided.textContent()), '\u2713Allowed once (in toycoder.nvim): write_file src/app.py');
+    assert.equal(await chat.locator('.permission-card').count(), 0, 'no card left open');
 
     // src/calc.py, written on disk, reloads in Neovim while the turn runs; src/app.py, edited in VS Code's
     // clean editor and saved there, by the turn's end
