@@ -8,7 +8,7 @@ import * as vscode from 'vscode';
 import { applyWorkspaceEdit } from './applyEdit';
 import { DaemonNotFound, type DaemonHandlers } from './daemon';
 import { offerInstall } from './install';
-import { CheckpointDaemon, openChangedFile, restoreTurn } from './changes';
+import { CheckpointDaemon, openChangedFile, restoreTurn, UnsavedKept } from './changes';
 import { copyCode, insertCode } from './codeBlocks';
 import { DocumentSink, DocumentSync } from './documents';
 import { editorDiagnostics } from './diagnostics';
@@ -20,7 +20,8 @@ import { ModeDaemon, pickMode, pickSession, SessionHeader } from './sessionHeade
 import type { RestoreRequest, ToHost, ToWebview } from './shared/messages';
 import type { ProgressValue } from './shared/lsp';
 import type {
-  CommandInfo, MentionItem, PermissionParams, PromptParams, PermissionResult, PromptResult, SessionInfo, SessionLoadResult, UpdateParams,
+  CommandInfo, MentionItem, PermissionParams, PromptParams, PermissionResult, PromptResult, SessionInfo, SessionLoadResult, Update,
+  UpdateParams,
 } from './shared/protocol';
 
 export { selectionPrompt } from './selection';
@@ -91,8 +92,10 @@ export class ChatController implements vscode.Disposable {
   private everStarted = false;
 
   private readonly header: SessionHeader;
+  private readonly unsaved: UnsavedKept;
 
   constructor(private readonly options: ControllerOptions) {
+    this.unsaved = new UnsavedKept(options.root);
     this.header = new SessionHeader((text) => options.surface.setDescription?.(text),
       (title, mode) => {
         if (title !== this.headerState.title || mode !== this.headerState.mode) this.post({ type: 'header', title, mode });
@@ -216,8 +219,20 @@ export class ChatController implements vscode.Disposable {
     else {
       const elsewhere = turnElsewhere(u);
       if (elsewhere) this.post({ type: 'elsewhere', ...elsewhere });
-      else this.post({ type: 'update', params });
+      else {
+        this.post({ type: 'update', params });
+        this.tellUnsavedKept(u);
+      }
     }
+  }
+
+  /** Files a turn (here or in another editor) or a restore wrote on disk: VS Code reloads their clean
+   *  documents; those with unsaved changes are kept, and we say so. An edit that went into an editor's
+   *  buffer (`inEditor`) did not touch the disk. */
+  private tellUnsavedKept(u: Update): void {
+    const paths = u.kind === 'tool_result' ? u.changedPaths ?? []
+      : u.kind === 'changes' ? u.files.filter((f) => !f.inEditor).map((f) => vscode.Uri.parse(f.uri).fsPath) : [];
+    if (paths.length) this.unsaved.notice(paths, (names) => `ToyCoder: ${names} changed on disk`);
   }
 
   /** The view's mode picker: the daemon's modes, set on the current session (created first if need be). */
@@ -343,7 +358,7 @@ export class ChatController implements vscode.Disposable {
       this.post({ type: 'restoreFailed', request, message });
       return;
     }
-    await restoreTurn(await this.ensureDaemon(), this.sessionId, request, (m) => this.post(m), this.options.root);
+    await restoreTurn(await this.ensureDaemon(), this.sessionId, request, (m) => this.post(m), this.unsaved);
   }
 
   private async openLink(href: string): Promise<void> {

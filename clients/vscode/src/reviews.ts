@@ -49,9 +49,16 @@ interface Pending extends PendingReview {
   answer(result: PermissionResult): void;
 }
 
+/** How many withdrawn requests are remembered for a permission_resolved that comes after the withdrawal. */
+const WITHDRAWN_KEPT = 32;
+
 export class Reviews {
   private next = 1;
   private readonly pending = new Map<string, Pending>();
+  /** Requests withdrawn ($/cancelRequest), card id by tool call id: vscode-jsonrpc acts on a cancel as
+   *  soon as it reads it, ahead of the notifications read before it, so the permission_resolved that
+   *  preceded the withdrawal on the wire is handled after it; the card then records that decision. */
+  private readonly withdrawn = new Map<string, string>();
 
   constructor(private readonly host: ReviewHost) {}
 
@@ -84,7 +91,11 @@ export class Reviews {
     for (const p of this.pending.values()) {
       if (p.params.toolCallId === toolCallId) return this.finish(p.id, decision, 'chat', by);
     }
-    return false;
+    const id = this.withdrawn.get(toolCallId);
+    if (id === undefined) return false;
+    this.withdrawn.delete(toolCallId);
+    this.host.post({ type: 'permissionDecided', id, outcome: decision, source: 'chat', by });
+    return true;
   }
 
   /** Accept / Reject in a proposal's title bar: the request whose documents include `uri`. */
@@ -126,6 +137,13 @@ export class Reviews {
     const p = this.pending.get(id);
     if (!p) return false;
     this.pending.delete(id);
+    if (outcome === 'cancelled') {
+      this.withdrawn.set(p.params.toolCallId, id);
+      for (const old of this.withdrawn.keys()) {
+        if (this.withdrawn.size <= WITHDRAWN_KEPT) break;
+        this.withdrawn.delete(old);
+      }
+    }
     p.answer({ decision: outcome === 'cancelled' ? 'reject' : outcome });
     this.host.post(by === undefined ? { type: 'permissionDecided', id, outcome, source }
       : { type: 'permissionDecided', id, outcome, source, by });

@@ -71,7 +71,7 @@ end
 
 --- turn_elsewhere: a turn of the current session runs in another editor (another daemon). Its prompt
 --- starts a turn here and its updates (same session) render into it, "running in <client>" in the
---- winbar until `running: false`.
+--- winbar until `running: false`; then clean buffers whose files changed on disk are reloaded.
 local function turn_elsewhere(params)
   local u = params.update
   if params.sessionId ~= state.session_id or state.busy then
@@ -92,6 +92,11 @@ local function turn_elsewhere(params)
       chat.finish(t, nil, {})
     end
     set_status("")
+    -- as at the end of our own turns: an edit that went into the other editor's buffer (its
+    -- `changes` say inEditor) was saved there when that buffer was clean, and named by no changedPaths
+    if config.options.auto_reload then
+      reload.all(daemon.root)
+    end
   end
 end
 
