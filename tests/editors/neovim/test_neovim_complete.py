@@ -116,3 +116,48 @@ def test_blink_cmp_lists_the_workspace_file_for_at_cal(editor, workspace: Path, 
     ed.wait(lambda: "@calc.py" in ed.lua(BLINK_LABELS), "@calc.py among blink.cmp's items")
     ed.lua("require('blink.cmp').select_and_accept()")
     ed.wait(lambda: ed.lua(PROMPT_LINE) == "read @calc.py", "the mention inserted")
+
+
+def test_a_prompt_sent_while_a_turn_runs_stays_in_the_prompt_buffer(editor, llm: FakeLLM) -> None:
+    ed = editor()
+    open_prompt(ed)
+    llm.add({"text": "Slowly done.", "delay": 3}, {"text": "Second done."})
+    ed.nv.input("first<C-s>")
+    ed.wait(lambda: ed.lua("return require('toycoder').is_busy()"), "the first turn running")
+    ed.nv.input("second<C-s>")
+    ed.wait(lambda: any("still running" in n for n in ed.notes()), "the refusal")
+    assert ed.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, true)") == ["second"], "the refused prompt was lost"
+    ed.wait_idle()
+    ed.nv.input("<C-s>")  # once the turn ended, the same text goes
+    ed.wait_chat("Second done.")
+    assert ed.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, true)") == [""]
+
+
+def test_the_prompt_opens_in_the_current_tab_and_survives_bdelete(editor) -> None:
+    ed = editor()
+    open_prompt(ed)
+    ed.nv.input("<Esc>")
+    ed.cmd("tabnew")
+    tab = ed.lua("return vim.api.nvim_get_current_tabpage()")
+    open_prompt(ed)  # the chat of this tab: its prompt opens here, not in the first tab's window
+    assert ed.lua("return vim.api.nvim_get_current_tabpage()") == tab
+    assert ed.lua("return vim.fn.winnr('$')") == 3, "the new tab: its window, the chat and the prompt"
+    ed.nv.input("<Esc>")
+    ed.cmd("bdelete")  # unloads the buffer and clears its options and maps; it stays valid
+    ed.lua("vim.api.nvim_set_current_win(T.chat_win())")  # the chat is still open: `i` in it
+    ed.nv.input("i")
+    ed.wait(lambda: ed.lua("return vim.api.nvim_get_mode().mode == 'i' and vim.fn.bufname() == 'toycoder://prompt'"),
+            "the prompt buffer again, in insert mode")
+    opts = "return { vim.bo.omnifunc, vim.bo.filetype, vim.fn.maparg('<C-s>', 'i', false, true).desc }"
+    assert ed.lua(opts) == ["v:lua.require'toycoder.complete'.omnifunc", "toycoder_prompt",
+                            "ToyCoder: send the prompt"]
+
+
+def test_closing_a_float_chat_by_hand_closes_its_prompt_float(editor) -> None:
+    ed = editor(layout="float")
+    open_prompt(ed)
+    ed.nv.input("<Esc>")
+    chat_win = ed.lua("return T.chat_win()")
+    ed.lua("vim.api.nvim_win_close(..., false)", chat_win)  # :close in the chat, not our `q`
+    ed.wait(lambda: ed.lua("return #vim.fn.win_findbuf(vim.fn.bufnr('^toycoder://prompt$'))") == 0,
+            "the prompt float closed with its chat")

@@ -252,10 +252,11 @@ end
 -- ---- prompts ---------------------------------------------------------------------------------
 
 --- Send `text` as a prompt of the current session (slash commands included: the daemon runs them).
+--- False when it was refused (a turn is still running), so the caller can keep the text.
 function M.prompt(text)
   if state.busy then
     vim.notify("ToyCoder: a turn is still running (:ToyCoderCancel stops it)", vim.log.levels.WARN)
-    return
+    return false
   end
   state.busy = true
   local opened, open_err = pcall(chat.open, false)
@@ -300,6 +301,7 @@ function M.prompt(text)
       end
     end)
   end)
+  return true
 end
 
 --- Cancel the running turn of the current session.
