@@ -3,6 +3,7 @@
 --- for the others it waits up to waitMs for DiagnosticChanged (after an edit the language servers
 --- report the file again). Thin: vim.diagnostic holds what the servers said.
 local prompts = require("toycoder.prompts")
+local documents = require("toycoder.documents")
 
 local M = {}
 
@@ -53,25 +54,6 @@ local function to_lsp(d)
   }
 end
 
---- The buffer of a file URI, if one is loaded (never made: a file not open has no diagnostics). By
---- exact full name: bufnr() would read the path as a pattern (`a[1].py`, `x*.py`).
-local function buffer_of(uri)
-  local ok, name = pcall(vim.uri_to_fname, uri)
-  if not ok then
-    return nil
-  end
-  name = vim.fs.normalize(name)
-  local real = vim.uv.fs_realpath(name)
-  for _, buf in ipairs(api.nvim_list_bufs()) do
-    local bname = api.nvim_buf_get_name(buf)
-    if bname ~= "" and api.nvim_buf_is_loaded(buf)
-      and (vim.fs.normalize(bname) == name or (real ~= nil and vim.uv.fs_realpath(bname) == real)) then
-      return buf
-    end
-  end
-  return nil
-end
-
 --- Wait up to `ms` until each of `bufs` has had its diagnostics reported since its last change.
 local function wait_until_current(bufs, ms)
   prompts.await(function(resolve)
@@ -109,7 +91,7 @@ function M.handle(params)
   end
   local bufs = {}
   for _, uri in ipairs(uris) do
-    bufs[uri] = buffer_of(uri)
+    bufs[uri] = documents.loaded_buffer(uri)
   end
   local stale = vim.tbl_filter(awaited, vim.tbl_values(bufs))
   if (params.waitMs or 0) > 0 and #stale > 0 then
