@@ -196,6 +196,22 @@ def test_diagnostics_reported_before_the_request_are_answered_at_once(editor, ll
     assert took[0] < 1000 and took[1] == 0, took
 
 
+def test_diagnostics_reported_before_the_plugin_loaded_are_awaited_after_a_change(editor, workspace: Path) -> None:
+    """A lazy-loaded plugin loads after a linter reported on open buffers: an edit there still waits for
+    the linter's new report rather than answering with the old one."""
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a + y\n")
+    ed = editor()
+    ed.cmd("edit calc.py")
+    ed.lua(PRODUCER)
+    ed.lua("package.loaded['toycoder.diagnostics'] = nil; require('toycoder.diagnostics')")  # loaded now
+    params = {"uris": [(workspace / "calc.py").as_uri()], "waitMs": 5000}
+    took = ed.lua(HANDLE, params)
+    assert took[0] < 1000 and took[1] == 1, took  # unchanged since the report: at once
+    took = ed.lua("vim.api.nvim_buf_set_lines(vim.fn.bufnr('calc.py'), 1, 2, true, { '    return a + b' }) " + HANDLE,
+                  params)
+    assert took[1] == 0, took  # the report after the edit, not the one from before the plugin loaded
+
+
 def test_diagnostics_find_the_buffer_by_its_exact_name_not_as_a_pattern(editor, llm: FakeLLM, workspace: Path) -> None:
     for name, text in [("a[1].py", "x = 1\n"), ("a1.py", "x = y\n"), ("x*.py", "z = y\n"), ("xy.py", "z = 1\n")]:
         (workspace / name).write_text(text)

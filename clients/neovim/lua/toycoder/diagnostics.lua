@@ -29,6 +29,13 @@ end })
 api.nvim_create_autocmd("BufWipeout", { group = group, callback = function(ev)
   reported[ev.buf], before_write[ev.buf] = nil, nil
 end })
+-- What was reported before this module loaded (a lazy-loaded plugin): taken as current, so that a
+-- change to such a buffer waits for its next report instead of answering with the old one.
+for _, buf in ipairs(api.nvim_list_bufs()) do
+  if api.nvim_buf_is_loaded(buf) and #vim.diagnostic.get(buf) > 0 then
+    reported[buf] = vim.b[buf].changedtick
+  end
+end
 
 --- Reported since the buffer's last change (nothing to wait for).
 local function current(buf)
