@@ -161,3 +161,21 @@ def test_closing_a_float_chat_by_hand_closes_its_prompt_float(editor) -> None:
     ed.lua("vim.api.nvim_win_close(..., false)", chat_win)  # :close in the chat, not our `q`
     ed.wait(lambda: ed.lua("return #vim.fn.win_findbuf(vim.fn.bufnr('^toycoder://prompt$'))") == 0,
             "the prompt float closed with its chat")
+
+
+ASK_DOWN = ("local out = {} for _, before in ipairs(...) do require('toycoder.complete').prompt_items(before, 1, "
+            "function(found) table.insert(out, found) end) end "
+            "return { out, require('toycoder.daemon').generation(), require('toycoder.daemon').status() }")
+"""The prompt's completion asked at once for each text of `...`: what it answered, the daemon's generation
+(how many were started) and status."""
+
+
+def test_the_prompts_completion_never_restarts_a_daemon_that_could_not_start(editor, tmp_path: Path) -> None:
+    """nvim-cmp asks at every keystroke: each ask used to spawn the daemon again, and say it failed again."""
+    ed = editor(cmd=[str(tmp_path / "no-such-daemon")])
+    ed.lua("require('toycoder').ask()")  # opening the prompt tries once: one message
+    ed.wait(lambda: ed.lua("return require('toycoder.daemon').status()") == "dead", "the failed start")
+    answers, generation, status = ed.lua(ASK_DOWN, ["read @c", "read @ca", "/he"])
+    assert answers == [{"start": 5, "items": []}, {"start": 5, "items": []}, {"start": 0, "items": []}], answers
+    assert (generation, status) == (1, "dead")
+    assert len(ed.notes(test_neovim.ERROR)) == 1, ed.notes()
