@@ -40,6 +40,13 @@ def open_prompt(ed: Editor) -> None:
             "the prompt buffer, in insert mode")
 
 
+def prompt_from_the_open_chat(ed: Editor) -> None:
+    ed.lua("vim.api.nvim_set_current_win(T.chat_win())")
+    ed.nv.input("i")
+    ed.wait(lambda: ed.lua("return vim.api.nvim_get_mode().mode == 'i' and vim.fn.bufname() == 'toycoder://prompt'"),
+            "the prompt buffer again, in insert mode")
+
+
 def with_calc(workspace: Path) -> None:
     (workspace / "calc.py").write_text("def mul(a, b):\n    return a * b\n")
 
@@ -142,12 +149,13 @@ def test_the_prompt_opens_in_the_current_tab_and_survives_bdelete(editor) -> Non
     open_prompt(ed)  # the chat of this tab: its prompt opens here, not in the first tab's window
     assert ed.lua("return vim.api.nvim_get_current_tabpage()") == tab
     assert ed.lua("return vim.fn.winnr('$')") == 3, "the new tab: its window, the chat and the prompt"
+    ed.nv.input("<Esc>q")  # closes this tab's prompt window, not the first tab's
+    ed.wait(lambda: ed.lua("return vim.fn.winnr('$')") == 2, "this tab's prompt closed")
+    assert ed.lua("return #vim.fn.win_findbuf(vim.fn.bufnr('^toycoder://prompt$'))") == 1
+    prompt_from_the_open_chat(ed)
     ed.nv.input("<Esc>")
     ed.cmd("bdelete")  # unloads the buffer and clears its options and maps; it stays valid
-    ed.lua("vim.api.nvim_set_current_win(T.chat_win())")  # the chat is still open: `i` in it
-    ed.nv.input("i")
-    ed.wait(lambda: ed.lua("return vim.api.nvim_get_mode().mode == 'i' and vim.fn.bufname() == 'toycoder://prompt'"),
-            "the prompt buffer again, in insert mode")
+    prompt_from_the_open_chat(ed)
     opts = "return { vim.bo.omnifunc, vim.bo.filetype, vim.fn.maparg('<C-s>', 'i', false, true).desc }"
     assert ed.lua(opts) == ["v:lua.require'toycoder.complete'.omnifunc", "toycoder_prompt",
                             "ToyCoder: send the prompt"]

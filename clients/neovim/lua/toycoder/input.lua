@@ -54,9 +54,12 @@ function M.send()
   end
 end
 
+--- Close the prompt window of the current tab (another tab's chat keeps its own).
 function M.close()
-  for _, win in ipairs(vim.fn.win_findbuf(state.buf or -1)) do
-    pcall(api.nvim_win_close, win, true)
+  for _, win in ipairs(api.nvim_tabpage_list_wins(0)) do
+    if api.nvim_win_get_buf(win) == state.buf then
+      pcall(api.nvim_win_close, win, true)
+    end
   end
 end
 
