@@ -12,19 +12,22 @@ local api = vim.api
 -- buffer -> its b:changedtick when its diagnostics were last reported (a write, which changes no
 -- text, moves the tick on with it)
 local reported = {}
-local before_write = {} -- buffer -> its tick as a write began
+local before_write = {} -- buffer -> { tick, modified } as a write began
 local group = api.nvim_create_augroup("toycoder_diagnostics", { clear = true })
 api.nvim_create_autocmd("DiagnosticChanged", { group = group, callback = function(ev)
   reported[ev.buf] = api.nvim_buf_is_valid(ev.buf) and vim.b[ev.buf].changedtick or nil
 end })
 api.nvim_create_autocmd("BufWritePre", { group = group, callback = function(ev)
-  before_write[ev.buf] = vim.b[ev.buf].changedtick
+  before_write[ev.buf] = { tick = vim.b[ev.buf].changedtick, modified = vim.bo[ev.buf].modified }
 end })
 api.nvim_create_autocmd("BufWritePost", { group = group, callback = function(ev)
-  if reported[ev.buf] ~= nil and reported[ev.buf] == before_write[ev.buf] then
+  local w = before_write[ev.buf]
+  before_write[ev.buf] = nil
+  -- the write itself moves the tick on by one, resetting 'modified'; more means the text changed
+  -- as it was written (a format-on-save hook after ours): that text was not reported
+  if w and reported[ev.buf] == w.tick and vim.b[ev.buf].changedtick == w.tick + (w.modified and 1 or 0) then
     reported[ev.buf] = vim.b[ev.buf].changedtick
   end
-  before_write[ev.buf] = nil
 end })
 api.nvim_create_autocmd("BufWipeout", { group = group, callback = function(ev)
   reported[ev.buf], before_write[ev.buf] = nil, nil
