@@ -187,3 +187,14 @@ def test_the_prompts_completion_never_restarts_a_daemon_that_could_not_start(edi
     assert answers == [{"start": 5, "items": []}, {"start": 5, "items": []}, {"start": 0, "items": []}], answers
     assert (generation, status) == (1, "dead")
     assert len(ed.notes(test_neovim.ERROR)) == 1, ed.notes()
+
+
+def test_a_prompt_the_daemon_could_not_take_stays_in_the_prompt_buffer(editor, tmp_path: Path) -> None:
+    ed = editor(cmd=[str(tmp_path / "no-such-daemon")])
+    ed.lua("require('toycoder').ask()")
+    ed.wait(lambda: ed.lua("return vim.b.toycoder_prompt == true and vim.api.nvim_get_mode().mode == 'i'"),
+            "the prompt buffer, in insert mode")
+    ed.nv.input("keep me<C-s>")
+    ed.wait(lambda: len(ed.notes(test_neovim.ERROR)) >= 2, "the second failed start, for the send")
+    assert ed.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, true)") == ["keep me"]
+    assert not ed.lua("return require('toycoder').is_busy()")
