@@ -40,6 +40,13 @@ def open_prompt(ed: Editor) -> None:
             "the prompt buffer, in insert mode")
 
 
+def prompt_from_the_open_chat(ed: Editor) -> None:
+    ed.lua("vim.api.nvim_set_current_win(T.chat_win())")
+    ed.nv.input("i")
+    ed.wait(lambda: ed.lua("return vim.api.nvim_get_mode().mode == 'i' and vim.fn.bufname() == 'toycoder://prompt'"),
+            "the prompt buffer again, in insert mode")
+
+
 def with_calc(workspace: Path) -> None:
     (workspace / "calc.py").write_text("def mul(a, b):\n    return a * b\n")
 
@@ -116,3 +123,78 @@ def test_blink_cmp_lists_the_workspace_file_for_at_cal(editor, workspace: Path, 
     ed.wait(lambda: "@calc.py" in ed.lua(BLINK_LABELS), "@calc.py among blink.cmp's items")
     ed.lua("require('blink.cmp').select_and_accept()")
     ed.wait(lambda: ed.lua(PROMPT_LINE) == "read @calc.py", "the mention inserted")
+
+
+def test_a_prompt_sent_while_a_turn_runs_stays_in_the_prompt_buffer(editor, llm: FakeLLM) -> None:
+    ed = editor()
+    open_prompt(ed)
+    llm.add({"text": "Slowly done.", "delay": 3}, {"text": "Second done."})
+    ed.nv.input("first<C-s>")
+    ed.wait(lambda: ed.lua("return require('toycoder').is_busy()"), "the first turn running")
+    ed.nv.input("second<C-s>")
+    ed.wait(lambda: any("still running" in n for n in ed.notes()), "the refusal")
+    assert ed.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, true)") == ["second"], "the refused prompt was lost"
+    ed.wait_idle()
+    ed.nv.input("<C-s>")  # once the turn ended, the same text goes
+    ed.wait_chat("Second done.")
+    assert ed.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, true)") == [""]
+
+
+def test_the_prompt_opens_in_the_current_tab_and_survives_bdelete(editor) -> None:
+    ed = editor()
+    open_prompt(ed)
+    ed.nv.input("<Esc>")
+    ed.cmd("tabnew")
+    tab = ed.lua("return vim.api.nvim_get_current_tabpage()")
+    open_prompt(ed)  # the chat of this tab: its prompt opens here, not in the first tab's window
+    assert ed.lua("return vim.api.nvim_get_current_tabpage()") == tab
+    assert ed.lua("return vim.fn.winnr('$')") == 3, "the new tab: its window, the chat and the prompt"
+    ed.nv.input("<Esc>q")  # closes this tab's prompt window, not the first tab's
+    ed.wait(lambda: ed.lua("return vim.fn.winnr('$')") == 2, "this tab's prompt closed")
+    assert ed.lua("return #vim.fn.win_findbuf(vim.fn.bufnr('^toycoder://prompt$'))") == 1
+    prompt_from_the_open_chat(ed)
+    ed.nv.input("<Esc>")
+    ed.cmd("bdelete")  # unloads the buffer and clears its options and maps; it stays valid
+    prompt_from_the_open_chat(ed)
+    opts = "return { vim.bo.omnifunc, vim.bo.filetype, vim.fn.maparg('<C-s>', 'i', false, true).desc }"
+    assert ed.lua(opts) == ["v:lua.require'toycoder.complete'.omnifunc", "toycoder_prompt",
+                            "ToyCoder: send the prompt"]
+
+
+def test_closing_a_float_chat_by_hand_closes_its_prompt_float(editor) -> None:
+    ed = editor(layout="float")
+    open_prompt(ed)
+    ed.nv.input("<Esc>")
+    chat_win = ed.lua("return T.chat_win()")
+    ed.lua("vim.api.nvim_win_close(..., false)", chat_win)  # :close in the chat, not our `q`
+    ed.wait(lambda: ed.lua("return #vim.fn.win_findbuf(vim.fn.bufnr('^toycoder://prompt$'))") == 0,
+            "the prompt float closed with its chat")
+
+
+ASK_DOWN = ("local out = {} for _, before in ipairs(...) do require('toycoder.complete').prompt_items(before, 1, "
+            "function(found) table.insert(out, found) end) end "
+            "return { out, require('toycoder.daemon').generation(), require('toycoder.daemon').status() }")
+"""The prompt's completion asked at once for each text of `...`: what it answered, the daemon's generation
+(how many were started) and status."""
+
+
+def test_the_prompts_completion_never_restarts_a_daemon_that_could_not_start(editor, tmp_path: Path) -> None:
+    """nvim-cmp asks at every keystroke: each ask used to spawn the daemon again, and say it failed again."""
+    ed = editor(cmd=[str(tmp_path / "no-such-daemon")])
+    ed.lua("require('toycoder').ask()")  # opening the prompt tries once: one message
+    ed.wait(lambda: ed.lua("return require('toycoder.daemon').status()") == "dead", "the failed start")
+    answers, generation, status = ed.lua(ASK_DOWN, ["read @c", "read @ca", "/he"])
+    assert answers == [{"start": 5, "items": []}, {"start": 5, "items": []}, {"start": 0, "items": []}], answers
+    assert (generation, status) == (1, "dead")
+    assert len(ed.notes(test_neovim.ERROR)) == 1, ed.notes()
+
+
+def test_a_prompt_the_daemon_could_not_take_stays_in_the_prompt_buffer(editor, tmp_path: Path) -> None:
+    ed = editor(cmd=[str(tmp_path / "no-such-daemon")])
+    ed.lua("require('toycoder').ask()")
+    ed.wait(lambda: ed.lua("return vim.b.toycoder_prompt == true and vim.api.nvim_get_mode().mode == 'i'"),
+            "the prompt buffer, in insert mode")
+    ed.nv.input("keep me<C-s>")
+    ed.wait(lambda: len(ed.notes(test_neovim.ERROR)) >= 2, "the second failed start, for the send")
+    assert ed.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, true)") == ["keep me"]
+    assert not ed.lua("return require('toycoder').is_busy()")

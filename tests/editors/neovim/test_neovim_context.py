@@ -196,6 +196,36 @@ def test_diagnostics_reported_before_the_request_are_answered_at_once(editor, ll
     assert took[0] < 1000 and took[1] == 0, took
 
 
+def test_diagnostics_reported_before_the_plugin_loaded_are_awaited_after_a_change(editor, workspace: Path) -> None:
+    """A lazy-loaded plugin loads after a linter reported on open buffers: an edit there still waits for
+    the linter's new report rather than answering with the old one."""
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a + y\n")
+    ed = editor()
+    ed.cmd("edit calc.py")
+    ed.lua(PRODUCER)
+    ed.lua("package.loaded['toycoder.diagnostics'] = nil; require('toycoder.diagnostics')")  # loaded now
+    params = {"uris": [(workspace / "calc.py").as_uri()], "waitMs": 5000}
+    took = ed.lua(HANDLE, params)
+    assert took[0] < 1000 and took[1] == 1, took  # unchanged since the report: at once
+    took = ed.lua("vim.api.nvim_buf_set_lines(vim.fn.bufnr('calc.py'), 1, 2, true, { '    return a + b' }) " + HANDLE,
+                  params)
+    assert took[1] == 0, took  # the report after the edit, not the one from before the plugin loaded
+
+
+def test_a_write_whose_pre_write_hook_changes_the_text_does_not_count_as_reported(editor, workspace: Path) -> None:
+    """A format-on-save (a BufWritePre made after the plugin loaded) changes the text as the buffer is
+    written: the report before it is not the text's any more."""
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    ed = editor()
+    ed.cmd("edit calc.py")
+    ed.lua(PRODUCER)
+    ed.lua("vim.api.nvim_create_autocmd('BufWritePre', { buffer = vim.fn.bufnr('calc.py'), callback = function(ev) "
+           "vim.api.nvim_buf_set_lines(ev.buf, 1, 2, true, { '    return a + y' }) end })")
+    params = {"uris": [(workspace / "calc.py").as_uri()], "waitMs": 5000}
+    took = ed.lua("vim.cmd('buffer calc.py | write') " + HANDLE, params)
+    assert took[1] == 1, took  # the linter's report of the formatted text, not the one before the write
+
+
 def test_diagnostics_find_the_buffer_by_its_exact_name_not_as_a_pattern(editor, llm: FakeLLM, workspace: Path) -> None:
     for name, text in [("a[1].py", "x = 1\n"), ("a1.py", "x = y\n"), ("x*.py", "z = y\n"), ("xy.py", "z = 1\n")]:
         (workspace / name).write_text(text)

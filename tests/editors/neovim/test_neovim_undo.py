@@ -97,6 +97,19 @@ def test_apply_edit_to_a_clean_buffer_saves_it_and_refuses_what_it_cannot_apply(
     assert bad == {"applied": False, "failureReason": "no edit"}
 
 
+def test_apply_edit_finds_the_buffer_of_a_name_with_pattern_characters(editor, workspace: Path) -> None:
+    """`[id].py` (a route file's usual name) read as a pattern would name another buffer, or none."""
+    page, other = workspace / "[id].py", workspace / "i.py"
+    page.write_text("x = 1\n")
+    other.write_text("y = 1\n")
+    ed = editor()
+    for path in (other, page):
+        ed.lua("vim.cmd.edit(vim.fn.fnameescape(...))", str(path))
+    assert apply(ed, page, (0, 4), (0, 5), "2") == {"applied": True}
+    assert page.read_text() == "x = 2\n", "the clean buffer was not saved"
+    assert other.read_text() == "y = 1\n"
+
+
 # toycoder.daemon's request replaced: answers from T.replies by method, every call recorded in T.calls
 FAKE_DAEMON = r"""
 T.calls, T.replies = {}, ...

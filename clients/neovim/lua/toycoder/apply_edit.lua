@@ -24,14 +24,7 @@ local function uris_of(edit)
   return out
 end
 
---- The loaded buffer of `uri`, or nil (never creates one).
-local function loaded_buffer(uri)
-  local buf = vim.fn.bufnr(vim.uri_to_fname(uri))
-  if buf > 0 and api.nvim_buf_is_loaded(buf) then
-    return buf
-  end
-  return nil
-end
+local loaded_buffer = documents.loaded_buffer
 
 local function refuse(reason)
   return { applied = false, failureReason = reason }

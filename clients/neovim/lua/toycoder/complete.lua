@@ -17,14 +17,17 @@ function M.has_commands()
   return cache.commands ~= nil
 end
 
-local function commands_list()
-  if not cache.commands then
-    local err, result = daemon.request_sync("toycoder/commands/list", vim.empty_dict(), 5000)
+--- The daemon's commands: cb(commands), from the cache once it is filled (none on error).
+local function commands(cb)
+  if cache.commands then
+    return cb(cache.commands)
+  end
+  daemon.request("toycoder/commands/list", vim.empty_dict(), function(err, result)
     if not err and result then
       cache.commands = result.commands
     end
-  end
-  return cache.commands or {}
+    cb(cache.commands or {})
+  end)
 end
 
 --- What `@prefix` may name, as the daemon lists it: cb(items) with {label, kind, uri} (none on error).
@@ -37,6 +40,19 @@ local function mentions(prefix, cb)
   daemon.request("toycoder/mentions/complete", params, function(err, result)
     cb((not err and result and result.items) or {})
   end)
+end
+
+--- What ask(cb) answers, waiting (the editor responsive) up to `ms`: the command line's completion
+--- must return its list.
+local function wait_for(ask, ms)
+  local out
+  ask(function(v)
+    out = v
+  end)
+  vim.wait(ms, function()
+    return out ~= nil
+  end, 10)
+  return out
 end
 
 local function filter(items, lead)
@@ -59,18 +75,14 @@ function M.complete(arglead, cmdline, cursorpos)
     return {}
   end
   if arglead:sub(1, 1) == "@" then -- a mention: files, folders, MCP resources, as the daemon lists them
-    local items
-    mentions(arglead:sub(2), function(found)
-      items = found
-    end)
-    vim.wait(2000, function()
-      return items ~= nil
-    end, 10)
+    local items = wait_for(function(cb)
+      mentions(arglead:sub(2), cb)
+    end, 2000)
     return vim.tbl_map(function(item)
       return "@" .. item.label
     end, items or {})
   end
-  local cmds = commands_list()
+  local cmds = wait_for(commands, 5000) or {}
   if not args:find("%s") then
     if arglead ~= "" and arglead:sub(1, 1) ~= "/" then
       return {}
@@ -133,6 +145,10 @@ function M.prompt_items(before, row, cb)
   local ctx = prompt_context(before, row)
   if not ctx then
     cb(nil)
+  elseif not daemon.is_ready() and daemon.status() ~= "starting" and (ctx.mention or not cache.commands) then
+    -- never (re)start the daemon here: completion asks at each keystroke, and a daemon that cannot
+    -- start would be spawned, and its failure told, each time (opening the prompt starts it)
+    cb({ start = ctx.start, items = {} })
   elseif ctx.mention then
     mentions(ctx.prefix, function(found)
       cb({ start = ctx.start, items = vim.tbl_map(function(item)
@@ -140,18 +156,20 @@ function M.prompt_items(before, row, cb)
       end, found) })
     end)
   else
-    local items = {}
-    for _, c in ipairs(commands_list()) do
-      for _, name in ipairs(vim.list_extend({ c.name }, c.aliases or {})) do
-        if vim.startswith(name, ctx.prefix) then
-          table.insert(items, { word = "/" .. name, kind = "command", detail = c.help or c.usage })
+    commands(function(cmds)
+      local items = {}
+      for _, c in ipairs(cmds) do
+        for _, name in ipairs(vim.list_extend({ c.name }, c.aliases or {})) do
+          if vim.startswith(name, ctx.prefix) then
+            table.insert(items, { word = "/" .. name, kind = "command", detail = c.help or c.usage })
+          end
         end
       end
-    end
-    table.sort(items, function(a, b)
-      return a.word < b.word
+      table.sort(items, function(a, b)
+        return a.word < b.word
+      end)
+      cb({ start = ctx.start, items = items })
     end)
-    cb({ start = ctx.start, items = items })
   end
 end
 

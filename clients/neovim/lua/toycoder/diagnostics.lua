@@ -3,6 +3,7 @@
 --- for the others it waits up to waitMs for DiagnosticChanged (after an edit the language servers
 --- report the file again). Thin: vim.diagnostic holds what the servers said.
 local prompts = require("toycoder.prompts")
+local documents = require("toycoder.documents")
 
 local M = {}
 
@@ -11,23 +12,33 @@ local api = vim.api
 -- buffer -> its b:changedtick when its diagnostics were last reported (a write, which changes no
 -- text, moves the tick on with it)
 local reported = {}
-local before_write = {} -- buffer -> its tick as a write began
+local before_write = {} -- buffer -> { tick, modified } as a write began
 local group = api.nvim_create_augroup("toycoder_diagnostics", { clear = true })
 api.nvim_create_autocmd("DiagnosticChanged", { group = group, callback = function(ev)
   reported[ev.buf] = api.nvim_buf_is_valid(ev.buf) and vim.b[ev.buf].changedtick or nil
 end })
 api.nvim_create_autocmd("BufWritePre", { group = group, callback = function(ev)
-  before_write[ev.buf] = vim.b[ev.buf].changedtick
+  before_write[ev.buf] = { tick = vim.b[ev.buf].changedtick, modified = vim.bo[ev.buf].modified }
 end })
 api.nvim_create_autocmd("BufWritePost", { group = group, callback = function(ev)
-  if reported[ev.buf] ~= nil and reported[ev.buf] == before_write[ev.buf] then
+  local w = before_write[ev.buf]
+  before_write[ev.buf] = nil
+  -- the write itself moves the tick on by one, resetting 'modified'; more means the text changed
+  -- as it was written (a format-on-save hook after ours): that text was not reported
+  if w and reported[ev.buf] == w.tick and vim.b[ev.buf].changedtick == w.tick + (w.modified and 1 or 0) then
     reported[ev.buf] = vim.b[ev.buf].changedtick
   end
-  before_write[ev.buf] = nil
 end })
 api.nvim_create_autocmd("BufWipeout", { group = group, callback = function(ev)
   reported[ev.buf], before_write[ev.buf] = nil, nil
 end })
+-- What was reported before this module loaded (a lazy-loaded plugin): taken as current, so that a
+-- change to such a buffer waits for its next report instead of answering with the old one.
+for _, buf in ipairs(api.nvim_list_bufs()) do
+  if api.nvim_buf_is_loaded(buf) and #vim.diagnostic.get(buf) > 0 then
+    reported[buf] = vim.b[buf].changedtick
+  end
+end
 
 --- Reported since the buffer's last change (nothing to wait for).
 local function current(buf)
@@ -51,25 +62,6 @@ local function to_lsp(d)
     source = d.source,
     code = d.code,
   }
-end
-
---- The buffer of a file URI, if one is loaded (never made: a file not open has no diagnostics). By
---- exact full name: bufnr() would read the path as a pattern (`a[1].py`, `x*.py`).
-local function buffer_of(uri)
-  local ok, name = pcall(vim.uri_to_fname, uri)
-  if not ok then
-    return nil
-  end
-  name = vim.fs.normalize(name)
-  local real = vim.uv.fs_realpath(name)
-  for _, buf in ipairs(api.nvim_list_bufs()) do
-    local bname = api.nvim_buf_get_name(buf)
-    if bname ~= "" and api.nvim_buf_is_loaded(buf)
-      and (vim.fs.normalize(bname) == name or (real ~= nil and vim.uv.fs_realpath(bname) == real)) then
-      return buf
-    end
-  end
-  return nil
 end
 
 --- Wait up to `ms` until each of `bufs` has had its diagnostics reported since its last change.
@@ -109,7 +101,7 @@ function M.handle(params)
   end
   local bufs = {}
   for _, uri in ipairs(uris) do
-    bufs[uri] = buffer_of(uri)
+    bufs[uri] = documents.loaded_buffer(uri)
   end
   local stale = vim.tbl_filter(awaited, vim.tbl_values(bufs))
   if (params.waitMs or 0) > 0 and #stale > 0 then

@@ -9,6 +9,25 @@ local api = vim.api
 local opened = {} -- buf -> { uri, version, timer, generation }
 local group = nil
 
+--- The loaded buffer of a file URI, or nil (never made). By exact full name, or the same file
+--- through a symlink: bufnr() would read the path as a pattern (`[id].py`, `x*.py`).
+function M.loaded_buffer(uri)
+  local ok, name = pcall(vim.uri_to_fname, uri)
+  if not ok then
+    return nil
+  end
+  name = vim.fs.normalize(name)
+  local real = vim.uv.fs_realpath(name)
+  for _, buf in ipairs(api.nvim_list_bufs()) do
+    local bname = api.nvim_buf_get_name(buf)
+    if bname ~= "" and api.nvim_buf_is_loaded(buf)
+      and (vim.fs.normalize(bname) == name or (real ~= nil and vim.uv.fs_realpath(bname) == real)) then
+      return buf
+    end
+  end
+  return nil
+end
+
 local function full_text(buf)
   local lines = api.nvim_buf_get_lines(buf, 0, -1, true)
   local text = table.concat(lines, "\n")

@@ -271,19 +271,22 @@ end
 -- ---- prompts ---------------------------------------------------------------------------------
 
 --- Send `text` as a prompt of the current session (slash commands included: the daemon runs them).
+--- False when it was refused at once (a turn is still running, the daemon could not start), so the
+--- caller can keep the text.
 function M.prompt(text)
   if state.busy then
     vim.notify("ToyCoder: a turn is still running (:ToyCoderCancel stops it)", vim.log.levels.WARN)
-    return
+    return false
   end
   state.busy = true
   local opened, open_err = pcall(chat.open, false)
   if not opened then -- e.g. no room for a split: the turn still runs, :ToyCoder shows it
     vim.notify("ToyCoder: cannot open the chat window: " .. tostring(open_err), vim.log.levels.WARN)
   end
+  local taken = true
   with_session(function(err, sid)
     if err then
-      state.busy = false
+      state.busy, taken = false, false
       if not err.daemon_exited then
         chat.notice(("Error (%s): %s"):format(tostring(err.code), tostring(err.message)), "error")
       end
@@ -319,6 +322,7 @@ function M.prompt(text)
       end
     end)
   end)
+  return taken -- false only when the session could not be had at once (a later failure has its message)
 end
 
 --- Cancel the running turn of the current session.

@@ -9,6 +9,7 @@ local api = vim.api
 local NAME = "toycoder://prompt"
 M.filetype = "toycoder_prompt"
 
+local group = api.nvim_create_augroup("toycoder_prompt", { clear = true })
 local state = { buf = nil, registered = {} } ---@type { buf: integer?, registered: table<string, boolean> }
 
 --- nvim-cmp's and blink.cmp's sources, registered once each for the prompt's filetype when the
@@ -48,13 +49,17 @@ function M.send()
   if text == "" then
     return
   end
-  api.nvim_buf_set_lines(buf, 0, -1, true, {})
-  require("toycoder").prompt(text)
+  if require("toycoder").prompt(text) then -- refused while a turn runs: the text stays to send later
+    api.nvim_buf_set_lines(buf, 0, -1, true, {})
+  end
 end
 
+--- Close the prompt window of the current tab (another tab's chat keeps its own).
 function M.close()
-  for _, win in ipairs(vim.fn.win_findbuf(state.buf or -1)) do
-    pcall(api.nvim_win_close, win, true)
+  for _, win in ipairs(api.nvim_tabpage_list_wins(0)) do
+    if api.nvim_win_get_buf(win) == state.buf then
+      pcall(api.nvim_win_close, win, true)
+    end
   end
 end
 
@@ -71,11 +76,17 @@ local function set_keymaps(buf)
 end
 
 function M.buf()
-  if state.buf and api.nvim_buf_is_valid(state.buf) then
-    return state.buf
+  local buf = state.buf
+  if not (buf and api.nvim_buf_is_valid(buf)) then
+    buf = api.nvim_create_buf(false, true)
+    api.nvim_buf_set_name(buf, NAME)
+    state.buf = buf
   end
-  local buf = api.nvim_create_buf(false, true)
-  api.nvim_buf_set_name(buf, NAME)
+  if vim.b[buf].toycoder_prompt then
+    return buf
+  end
+  -- new, or :bdelete unloaded it and cleared its options, variables and maps (it stays valid)
+  vim.fn.bufload(buf)
   vim.bo[buf].buftype = "nofile" -- not "prompt": nvim-cmp and blink.cmp turn themselves off there
   vim.bo[buf].bufhidden = "hide"
   vim.bo[buf].swapfile = false
@@ -83,7 +94,6 @@ function M.buf()
   vim.bo[buf].filetype = M.filetype
   vim.b[buf].toycoder_prompt = true
   set_keymaps(buf)
-  state.buf = buf
   return buf
 end
 
@@ -97,7 +107,12 @@ function M.open()
   register_sources()
   local buf = M.buf()
   local chat_win = require("toycoder.chat").open(true)
-  local win = vim.fn.win_findbuf(buf)[1]
+  local win
+  for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do -- this tab's: the chat may be open in several
+    if api.nvim_win_get_buf(w) == buf then
+      win = w
+    end
+  end
   if not win then
     local height = (config.options.prompt or {}).height or 5
     if api.nvim_win_get_config(chat_win).relative ~= "" then
@@ -106,6 +121,13 @@ function M.open()
       win = api.nvim_open_win(buf, true, { relative = "win", win = chat_win, row = chat_height - height - 2, col = 0,
                                            width = width - 2, height = height, border = "rounded",
                                            title = " Prompt ", title_pos = "left" })
+      local float = win
+      -- the chat closed by other means than `q` (:close, :quit): its float would stay behind alone
+      api.nvim_create_autocmd("WinClosed", { group = group, pattern = tostring(chat_win), once = true, callback = function()
+        vim.schedule(function()
+          pcall(api.nvim_win_close, float, true)
+        end)
+      end })
     else
       win = api.nvim_open_win(buf, true, { split = "below", win = chat_win, height = height })
     end
