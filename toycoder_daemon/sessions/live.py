@@ -240,9 +240,11 @@ class Broadcast:
         mine = asyncio.ensure_future(own)
 
         def own_answered(task: asyncio.Future[Any]) -> None:
-            if task.cancelled() or first.done():
+            if first.done():
                 return
-            if (error := task.exception()) is not None:
+            if task.cancelled():  # not by us (we cancel it once `first` is done): as without the tee
+                first.cancel()
+            elif (error := task.exception()) is not None:
                 first.set_exception(error)
             else:
                 first.set_result((task.result(), self.client))
