@@ -52,10 +52,14 @@ interface Pending extends PendingReview {
 /** How many withdrawn requests are remembered for a permission_resolved that comes after the withdrawal. */
 const WITHDRAWN_KEPT = 32;
 
+function callKey(sessionId: string, toolCallId: string): string {
+  return JSON.stringify([sessionId, toolCallId]);
+}
+
 export class Reviews {
   private next = 1;
   private readonly pending = new Map<string, Pending>();
-  /** Requests withdrawn ($/cancelRequest), card id by tool call id: vscode-jsonrpc acts on a cancel as
+  /** Requests withdrawn ($/cancelRequest), card id by session and tool call id (callKey): vscode-jsonrpc acts on a cancel as
    *  soon as it reads it, ahead of the notifications read before it, so the permission_resolved that
    *  preceded the withdrawal on the wire is handled after it; the card then records that decision. */
   private readonly withdrawn = new Map<string, string>();
@@ -87,13 +91,15 @@ export class Reviews {
 
   /** permission_resolved: another editor that has the session open answered first. The request's
    *  card records that decision and who made it (the daemon withdraws the request itself). */
-  resolved(toolCallId: string, decision: Decision, by: string): boolean {
+  resolved(sessionId: string, toolCallId: string, decision: Decision, by: string): boolean {
+    // tool call ids repeat across sessions (and models): the session names the request too
+    const key = callKey(sessionId, toolCallId);
     for (const p of this.pending.values()) {
-      if (p.params.toolCallId === toolCallId) return this.finish(p.id, decision, 'chat', by);
+      if (callKey(p.params.sessionId, p.params.toolCallId) === key) return this.finish(p.id, decision, 'chat', by);
     }
-    const id = this.withdrawn.get(toolCallId);
+    const id = this.withdrawn.get(key);
     if (id === undefined) return false;
-    this.withdrawn.delete(toolCallId);
+    this.withdrawn.delete(key);
     this.host.post({ type: 'permissionDecided', id, outcome: decision, source: 'chat', by });
     return true;
   }
@@ -138,7 +144,7 @@ export class Reviews {
     if (!p) return false;
     this.pending.delete(id);
     if (outcome === 'cancelled') {
-      this.withdrawn.set(p.params.toolCallId, id);
+      this.withdrawn.set(callKey(p.params.sessionId, p.params.toolCallId), id);
       for (const old of this.withdrawn.keys()) {
         if (this.withdrawn.size <= WITHDRAWN_KEPT) break;
         this.withdrawn.delete(old);
