@@ -170,3 +170,16 @@ test('permission_resolved in another session leaves a pending card with the same
   assert.equal(reviews.decide(id, 'reject'), true);
   assert.deepEqual(await answer, { decision: 'reject' });
 });
+
+test('answered here, but another editor\'s answer came first: the card records the decision that counted', async () => {
+  const { reviews, posted } = setup();
+  const answer = reviews.request(writeRequest, new CancellationTokenSource().token);
+  const id = (posted[0] as { id: string }).id;
+  assert.equal(reviews.decide(id, 'allow_once'), true);
+  assert.deepEqual(await answer, { decision: 'allow_once' });
+  assert.equal(reviews.resolved('s', 'call_1', 'allow_once', 'Visual Studio Code'), false, 'ours counted: as recorded');
+  assert.equal(reviews.resolved('s', 'call_1', 'reject', 'toycoder.nvim'), true);
+  assert.deepEqual(posted.slice(1), [
+    { type: 'permissionDecided', id, outcome: 'allow_once', source: 'chat' },
+    { type: 'permissionDecided', id, outcome: 'reject', source: 'chat', by: 'toycoder.nvim' }]);
+});
