@@ -289,6 +289,18 @@ class Frontend(Protocol):
         capability), fails, or is too slow: then there are none to show."""
 
 
+class Asker(Protocol):
+    """Where a question of another daemon's turn is asked in this daemon's client (sessions/sharing.py):
+    the person's answer, or None when none came (a timeout, an error or malformed reply, a dismissed
+    prompt). Unlike Frontend.confirm's "reject", None decides nothing: the other clients still can."""
+
+    async def permission(self, request: PermissionRequest) -> Decision | None:
+        """The person's decision; None when they gave none."""
+
+    async def ask(self, question: str, options: list[str] | None) -> str | None:
+        """The answer; None when it cannot be asked or was dismissed."""
+
+
 TrustDecision = Literal["trust", "once", "deny", "unanswered"]
 """unanswered: no answer (a timeout, an error, a client that cannot ask, a cancelled question): nothing
 applies this time, and the next turn asks again; only an explicit "deny" is remembered."""

@@ -240,9 +240,11 @@ class Broadcast:
         mine = asyncio.ensure_future(own)
 
         def own_answered(task: asyncio.Future[Any]) -> None:
-            if task.cancelled() or first.done():
+            if first.done():
                 return
-            if (error := task.exception()) is not None:
+            if task.cancelled():  # not by us (we cancel it once `first` is done): as without the tee
+                first.cancel()
+            elif (error := task.exception()) is not None:
                 first.set_exception(error)
             else:
                 first.set_result((task.result(), self.client))
@@ -389,6 +391,9 @@ class Listener:
         self._server: asyncio.Server | None = None
         self._origins: dict[str, asyncio.StreamWriter] = {}
         """Turn id -> the connection its origin streams it on (for a cancel back)."""
+        self._conns: set[asyncio.StreamWriter] = set()
+        """Every origin's connection: closed with the listener (Server.close leaves them open)."""
+        self._closed = False
 
     async def start(self) -> None:
         """Listen (RuntimeDirError or OSError when it cannot: the session file is then all there is)."""
@@ -416,6 +421,11 @@ class Listener:
         return True
 
     def close(self) -> None:
+        """Stop listening and hearing: the turns streaming here are told nothing more (no on_end:
+        the session is no longer open here, or is open again with another listener)."""
+        self._closed = True
+        for writer in self._conns:
+            writer.transport.abort()
         if self._server is not None:
             self._server.close()
             self._server = None
@@ -425,14 +435,15 @@ class Listener:
             self.path = None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if not _ours(writer.get_extra_info("socket")):
+        if self._closed or not _ours(writer.get_extra_info("socket")):
             writer.transport.abort()
             return
+        self._conns.add(writer)
         turn: str | None = None
         whole = False
         recorded: list[str] = []
         try:
-            while line := await reader.readline():
+            while (line := await reader.readline()) and not self._closed:
                 try:
                     msg = json.loads(line)
                 except ValueError:
@@ -457,6 +468,8 @@ class Listener:
             pass
         finally:
             writer.transport.abort()
+            self._conns.discard(writer)
             if turn is not None:
                 self._origins.pop(turn, None)
-                self.on_end(turn, whole, recorded)
+                if not self._closed:
+                    self.on_end(turn, whole, recorded)

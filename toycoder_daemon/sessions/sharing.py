@@ -26,7 +26,7 @@ from typing import Any
 
 from toycoder_daemon.agent.react import repair_tool_calls
 from toycoder_daemon.core.errors import SessionBusy, SessionDeleted
-from toycoder_daemon.core.ports import Event, Frontend, PermissionRequest, PermissionResolved
+from toycoder_daemon.core.ports import Asker, Event, Frontend, PermissionRequest, PermissionResolved
 from toycoder_daemon.sessions.conversation import Mark, Stored
 from toycoder_daemon.sessions.live import Broadcast, Listener, Teed
 from toycoder_daemon.sessions.session import ChangesOf, Session, TranscriptEntry
@@ -94,7 +94,7 @@ class Sharing:
         self.on_live_event: OnLiveEvent | None = None
         """Set by the wire face: an event of a turn running in another daemon, as it happens. Unset,
         this daemon does not listen: its clients hear other daemons' turns from the file."""
-        self.asker: Callable[[str], Frontend | None] = lambda session_id: None
+        self.asker: Callable[[str], Asker | None] = lambda session_id: None
         """Set by the wire face: the frontend that shows the session's turn heard live (its questions
         are asked there); None: this daemon's clients are not asked."""
         self._asking: dict[tuple[str, str], asyncio.Task[None]] = {}
@@ -234,13 +234,14 @@ class Sharing:
         listener, turn = self._listeners.get(session_id), self._live.get(session_id)
         return listener is not None and turn is not None and listener.cancel(turn)
 
-    async def _answer(self, listener: Listener, asker: Frontend, turn_id: str, call_id: str,
+    async def _answer(self, listener: Listener, asker: Asker, turn_id: str, call_id: str,
                       question: dict[str, Any]) -> None:
         """Ask this daemon's client the other daemon's question; its answer goes back there. A
-        dismissed question (or one this client cannot ask) is left to the other clients."""
+        question not answered here (dismissed, timed out, one this client cannot ask) is left to the
+        other clients."""
         try:
             if question.get("kind") == "permission":
-                answer: Any = await asker.confirm(PermissionRequest(**question.get("request") or {}))
+                answer: Any = await asker.permission(PermissionRequest(**question.get("request") or {}))
             else:
                 options = question.get("options")
                 answer = await asker.ask(str(question.get("question") or ""),

@@ -214,7 +214,7 @@ export class ChatController implements vscode.Disposable {
     // a prompt answered in another editor first: its card (if any) says so; a question's prompt
     // closes on the $/cancelRequest that follows
     else if (u.kind === 'permission_resolved') {
-      if (u.decision !== 'answered' && u.decision !== 'dismissed') this.options.reviews?.resolved(u.toolCallId, u.decision, u.by);
+      if (u.decision !== 'answered' && u.decision !== 'dismissed') this.options.reviews?.resolved(params.sessionId, u.toolCallId, u.decision, u.by);
     }
     else {
       const elsewhere = turnElsewhere(u);

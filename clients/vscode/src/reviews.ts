@@ -49,16 +49,22 @@ interface Pending extends PendingReview {
   answer(result: PermissionResult): void;
 }
 
-/** How many withdrawn requests are remembered for a permission_resolved that comes after the withdrawal. */
-const WITHDRAWN_KEPT = 32;
+/** How many ended requests are remembered for a permission_resolved that comes after their end. */
+const ENDED_KEPT = 32;
+
+function callKey(sessionId: string, toolCallId: string): string {
+  return JSON.stringify([sessionId, toolCallId]);
+}
 
 export class Reviews {
   private next = 1;
   private readonly pending = new Map<string, Pending>();
-  /** Requests withdrawn ($/cancelRequest), card id by tool call id: vscode-jsonrpc acts on a cancel as
-   *  soon as it reads it, ahead of the notifications read before it, so the permission_resolved that
-   *  preceded the withdrawal on the wire is handled after it; the card then records that decision. */
-  private readonly withdrawn = new Map<string, string>();
+  /** Requests no longer pending, card id and outcome by session and tool call id (callKey). Withdrawn
+   *  ($/cancelRequest): vscode-jsonrpc acts on a cancel as soon as it reads it, ahead of the
+   *  notifications read before it, so the permission_resolved that preceded the withdrawal on the wire
+   *  is handled after it. Answered here: another editor's answer may have come first. Either way the
+   *  card then records the decision that counted. */
+  private readonly ended = new Map<string, { id: string; outcome: ReviewOutcome }>();
 
   constructor(private readonly host: ReviewHost) {}
 
@@ -85,15 +91,19 @@ export class Reviews {
     return this.finish(id, decision, source);
   }
 
-  /** permission_resolved: another editor that has the session open answered first. The request's
-   *  card records that decision and who made it (the daemon withdraws the request itself). */
-  resolved(toolCallId: string, decision: Decision, by: string): boolean {
+  /** permission_resolved: the decision that counted, maybe another editor's (the first answer). A
+   *  card still pending, withdrawn, or answered here otherwise (both answered at once and the other
+   *  came first) records it and who made it (the daemon withdraws the request itself). */
+  resolved(sessionId: string, toolCallId: string, decision: Decision, by: string): boolean {
+    // tool call ids repeat across sessions (and models): the session names the request too
+    const key = callKey(sessionId, toolCallId);
     for (const p of this.pending.values()) {
-      if (p.params.toolCallId === toolCallId) return this.finish(p.id, decision, 'chat', by);
+      if (callKey(p.params.sessionId, p.params.toolCallId) === key) return this.finish(p.id, decision, 'chat', by);
     }
-    const id = this.withdrawn.get(toolCallId);
-    if (id === undefined) return false;
-    this.withdrawn.delete(toolCallId);
+    const ended = this.ended.get(key);
+    if (ended === undefined || ended.outcome === decision) return false; // what the card says already
+    this.ended.delete(key);
+    const id = ended.id;
     this.host.post({ type: 'permissionDecided', id, outcome: decision, source: 'chat', by });
     return true;
   }
@@ -137,12 +147,10 @@ export class Reviews {
     const p = this.pending.get(id);
     if (!p) return false;
     this.pending.delete(id);
-    if (outcome === 'cancelled') {
-      this.withdrawn.set(p.params.toolCallId, id);
-      for (const old of this.withdrawn.keys()) {
-        if (this.withdrawn.size <= WITHDRAWN_KEPT) break;
-        this.withdrawn.delete(old);
-      }
+    this.ended.set(callKey(p.params.sessionId, p.params.toolCallId), { id, outcome });
+    for (const old of this.ended.keys()) {
+      if (this.ended.size <= ENDED_KEPT) break;
+      this.ended.delete(old);
     }
     p.answer({ decision: outcome === 'cancelled' ? 'reject' : outcome });
     this.host.post(by === undefined ? { type: 'permissionDecided', id, outcome, source }

@@ -13,6 +13,7 @@ import socket
 import time
 from typing import Any
 
+import pytest
 from inproc_app import InProc, eventually
 
 from toycoder_daemon.core.ports import Event, FilesChanged, TextDelta, ToolCallFinished, ToolCallStarted
@@ -211,3 +212,35 @@ def test_the_tee_offers_the_inner_frontends_optional_ports() -> None:
     broadcast = live.Broadcast("s1", "t1", "test", "hi", None)
     assert isinstance(live.Teed(Truster(), broadcast), WorkspaceTruster)  # type: ignore[arg-type]
     assert not isinstance(live.Teed(Plain(), broadcast), WorkspaceTruster)  # type: ignore[arg-type]
+
+
+async def test_the_own_clients_question_ending_in_a_cancel_ends_the_wait_as_without_observers() -> None:
+    """What the origin's own client's question does (here: it ends cancelled, not by the turn) the
+    turn sees, as when nobody else has the session open: it does not wait for an observer forever."""
+    broadcast = live.Broadcast("s1", "t1", "test", "hi", None)
+
+    async def cancelled_by_itself() -> str:
+        raise asyncio.CancelledError
+
+    waiting = broadcast.first_answer("c1", live.ask_question("which?", None), cancelled_by_itself(),
+                                     lambda answer: True, lambda answer, by: None)
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(waiting, 10)
+    assert broadcast._waiting == {} and broadcast._asks == {}
+
+
+async def test_a_session_closed_and_opened_again_mid_turn_hears_the_turn_once(inproc: Any) -> None:
+    """The closed session's listener lets go of the origin's connection too: the turn goes on only
+    on the new one (from its start), not on both, nor does the old one end the new one's hearing."""
+    a, b, sid, seen = await both(inproc)
+    a.script.add({"text": WORDS, "chunk_delay": 0.05})
+    task = a.start_prompt(sid, "long")
+    await eventually(lambda: "word2" in seen.text(), "b to hear the turn")
+    await b.app.close_session(sid)
+    before = len(seen.events)
+    await b.app.load(sid)
+    await asyncio.wait_for(task, 20)
+    await eventually(lambda: any(not running for _, _, running, _ in seen.turns), "b to hear the end")
+    again = "".join(e.text for _, e, _ in seen.events[before:] if isinstance(e, TextDelta))
+    assert again == "".join(WORDS)  # the whole turn once more (the backlog), then its rest: once
+    assert [running for _, _, running, _ in seen.turns].count(False) == 1

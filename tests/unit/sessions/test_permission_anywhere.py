@@ -282,3 +282,53 @@ async def test_acp_a_cancel_from_the_observer_cancels_the_turn(tmp_path, llm, wo
             holding.release.set()
             watching.release.set()
         assert not (workspace / "notes.txt").exists() and resolutions(holding) == []
+
+
+async def test_lsp_an_observer_client_that_gives_no_answer_decides_nothing(tmp_path, llm, workspace) -> None:
+    """A timeout (or an error reply) in an observer's client is nobody's "reject": the question stays
+    open in the origin's client, whose person then decides. b times out quickly; a keeps waiting."""
+    config = write_config(tmp_path / "config.yaml", llm)
+    quick = write_config(tmp_path / "quick.yaml", llm, extra="permissions: {timeout_seconds: 0.3}\n")
+    a, b = await start_lsp(config), await start_lsp(quick)
+    try:
+        await a.initialize(workspace, client="Neovim")
+        await b.initialize(workspace, client="Visual Studio Code")
+        sid = await new_session(a, title="shared")
+        await b.call("toycoder/session/load", {"sessionId": sid})
+        observer = Person(b)  # never answers: its own daemon gives up on it after 0.3 s
+
+        async def allow_once_b_gave_up(params: dict[str, Any]) -> Any:
+            await b.wait_for(lambda: withdrawn(b, "toycoder/requestPermission"), what="b to give up on its client")
+            return {"decision": "allow_once"}
+
+        a.handlers["toycoder/requestPermission"] = allow_once_b_gave_up
+        llm.add(WRITE, {"text": "Written."})
+        try:
+            result = await a.call("toycoder/prompt", {"sessionId": sid, "text": "write notes"})
+        finally:
+            observer.release.set()
+        assert result["text"] == "Written." and (workspace / "notes.txt").read_text() == "hi\n"
+        assert [(u["decision"], u["by"]) for u in of(a, sid, "permission_resolved")] == [("allow_once", "Neovim")]
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_acp_an_observer_client_that_cancels_the_request_decides_nothing(tmp_path, llm, workspace) -> None:
+    """An ACP client's `cancelled` outcome is no decision: the origin's client still decides."""
+    holding, dismissing = Holding(), Editor()
+    dismissing.choice = None  # answers every session/request_permission with the `cancelled` outcome
+    async with acp_face(tmp_path, llm, editor=holding, name="zed") as (one, _, _), \
+            acp_face(tmp_path, llm, editor=dismissing, name="other-zed") as (two, _, _):
+        sid = await acp_new_session(one, workspace)
+        await two.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+        llm.add(WRITE, {"text": "Written."})
+        turn = asyncio.ensure_future(one.prompt(session_id=sid, prompt=[text_block("write notes")]))
+        try:
+            await dismissing.wait_for(lambda f: f.get("method") == "session/request_permission")
+            await holding.wait_for(lambda f: f.get("method") == "session/request_permission")
+        finally:
+            holding.release.set()  # then `zed`'s person allows (Editor's default choice)
+        answer = await asyncio.wait_for(turn, scaled(20))
+        assert answer.stop_reason == "end_turn" and (workspace / "notes.txt").read_text() == "hi\n"
+        assert [(d, by) for _, _, d, by in resolutions(holding)] == [("allow_once", "zed")]

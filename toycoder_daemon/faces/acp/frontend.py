@@ -311,6 +311,11 @@ class AcpFrontend:
         return self.app.config.permissions.timeout_seconds
 
     async def confirm(self, request: PermissionRequest) -> Decision:
+        return await self.permission(request) or "reject"  # the client hears it as the turn's PermissionResolved
+
+    async def permission(self, request: PermissionRequest) -> Decision | None:
+        """The person's decision; None for the `cancelled` outcome, a timeout, an error or malformed
+        reply, a client gone (core.ports.Asker: confirm makes it a "reject")."""
         await self.drain()  # the client knows the tool call before it is asked about it
         preview = request.preview or {}
         content: list[dict[str, Any]] = []
@@ -331,9 +336,11 @@ class AcpFrontend:
             raise
         except Exception as e:  # timeout, error reply, malformed answer, client gone: not a yes
             log.info("permission for %s not granted (%s: %s)", request.title, type(e).__name__, e)
-            return "reject"
+            return None
+        if choice == "cancelled":
+            return None
         decision: Decision = choice if choice in ("allow_once", "allow_always") else "reject"  # type: ignore[assignment]
-        return decision  # the client hears it as the turn's PermissionResolved (_resolved)
+        return decision
 
     async def trust_workspace(self, request: TrustRequest) -> TrustDecision:
         """session/request_permission on a "Trust this workspace's settings" call listing what it adds."""

@@ -149,6 +149,11 @@ class EditorFrontend:
         return getattr(answer, "title", None)
 
     async def confirm(self, request: PermissionRequest) -> Decision:
+        return await self.permission(request) or "reject"
+
+    async def permission(self, request: PermissionRequest) -> Decision | None:
+        """The person's decision; None for a timeout, an error or malformed reply, a dismissed
+        fallback prompt (core.ports.Asker: confirm makes it a "reject")."""
         self.flush()
         timeout = self.link.permission_timeout()
         params = wire.PermissionParams(
@@ -164,12 +169,12 @@ class EditorFrontend:
             answer = await self._show_message_request(
                 2, f"ToyCoder wants to run {request.title}", list(FALLBACK_ACTIONS), timeout
             )
-            return FALLBACK_ACTIONS.get(answer or "", "reject")
+            return FALLBACK_ACTIONS.get(answer or "")
         except asyncio.CancelledError:
             raise
         except Exception as e:  # timeout, error reply, malformed answer: not a yes
             log.info("permission for %s not granted (%s)", request.title, type(e).__name__)
-            return "reject"
+            return None
 
     async def ask(self, question: str, options: list[str] | None) -> str | None:
         self.flush()

@@ -114,12 +114,13 @@ test('a decision made in another editor that is handled after the withdrawal sti
   const id = (posted[0] as { id: string }).id;
   source.cancel();
   assert.deepEqual(await answer, { decision: 'reject' });
-  assert.equal(reviews.resolved('call_other', 'allow_once', 'toycoder.nvim'), false, 'another call\'s: nothing');
-  assert.equal(reviews.resolved('call_1', 'allow_once', 'toycoder.nvim'), true);
+  assert.equal(reviews.resolved('s', 'call_other', 'allow_once', 'toycoder.nvim'), false, 'another call\'s: nothing');
+  assert.equal(reviews.resolved('other', 'call_1', 'allow_once', 'toycoder.nvim'), false, 'another session\'s: nothing');
+  assert.equal(reviews.resolved('s', 'call_1', 'allow_once', 'toycoder.nvim'), true);
   assert.deepEqual(posted.slice(1), [
     { type: 'permissionDecided', id, outcome: 'cancelled', source: 'chat' },
     { type: 'permissionDecided', id, outcome: 'allow_once', source: 'chat', by: 'toycoder.nvim' }]);
-  assert.equal(reviews.resolved('call_1', 'reject', 'toycoder.nvim'), false, 'told once');
+  assert.equal(reviews.resolved('s', 'call_1', 'reject', 'toycoder.nvim'), false, 'told once');
 });
 
 test('a diff opened after the decision is closed at once; commands have no diff', async () => {
@@ -157,4 +158,28 @@ test('a new webview gets the pending cards again; the daemon exiting withdraws t
   assert.deepEqual(await Promise.all(answers), [{ decision: 'reject' }, { decision: 'reject' }]);
   assert.deepEqual(posted.slice(2).map((m) => m.type === 'permissionDecided' && m.outcome), ['cancelled', 'cancelled']);
   assert.deepEqual(reviews.pendingReviews, []);
+});
+
+test('permission_resolved in another session leaves a pending card with the same tool call id alone', async () => {
+  // tool call ids repeat across sessions ("call_1"): the other session's decision must not answer this one
+  const { reviews, posted } = setup();
+  const answer = reviews.request(writeRequest, new CancellationTokenSource().token);
+  const id = (posted[0] as { id: string }).id;
+  assert.equal(reviews.resolved('other', 'call_1', 'allow_always', 'toycoder.nvim'), false);
+  assert.equal(await settled(answer), false, 'still waiting for its own answer');
+  assert.equal(reviews.decide(id, 'reject'), true);
+  assert.deepEqual(await answer, { decision: 'reject' });
+});
+
+test('answered here, but another editor\'s answer came first: the card records the decision that counted', async () => {
+  const { reviews, posted } = setup();
+  const answer = reviews.request(writeRequest, new CancellationTokenSource().token);
+  const id = (posted[0] as { id: string }).id;
+  assert.equal(reviews.decide(id, 'allow_once'), true);
+  assert.deepEqual(await answer, { decision: 'allow_once' });
+  assert.equal(reviews.resolved('s', 'call_1', 'allow_once', 'Visual Studio Code'), false, 'ours counted: as recorded');
+  assert.equal(reviews.resolved('s', 'call_1', 'reject', 'toycoder.nvim'), true);
+  assert.deepEqual(posted.slice(1), [
+    { type: 'permissionDecided', id, outcome: 'allow_once', source: 'chat' },
+    { type: 'permissionDecided', id, outcome: 'reject', source: 'chat', by: 'toycoder.nvim' }]);
 });
