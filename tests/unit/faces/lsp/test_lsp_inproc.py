@@ -19,7 +19,7 @@ from helpers import write_call
 from inproc import start_lsp
 from pygls.exceptions import JsonRpcException
 from rpc import Daemon, RpcError, frame
-from waiting import scaled
+from waiting import scaled, wait_until_async
 
 from toycoder_daemon.faces.lsp import server as server_module
 from toycoder_daemon.faces.lsp.server import make_server
@@ -440,5 +440,6 @@ async def test_the_app_opens_on_the_loop_right_after_the_initialize_answer(works
     monkeypatch.setattr(server_module.App, "open", spy)
     initialize_by_hand(workspace)  # no message after it: nothing else would use the App
     assert opened == []
-    await asyncio.sleep(0)  # the loop's next step
+    # on the loop, with no other message: polled, since a fixed number of steps is not the promise
+    await wait_until_async(lambda: opened, what="the App opened on the loop")
     assert opened == [str(workspace.resolve())]
