@@ -107,17 +107,21 @@ class Sharing:
         """Sessions whose live stream was cut: their clients get the whole history next."""
 
     async def catch_up(self, s: Session) -> Appended | None:
-        """Take in what other daemons wrote since we last read; None when nothing was new."""
-        if s.file is None or not s.file.changed_elsewhere():
+        """Take in what other daemons wrote since we last read; None when nothing was new.
+
+        The file's offset moves when the read ends, in its thread, and the session takes the read in
+        later, on the loop: the look at the offset waits for a read under way (the poll's, the live
+        end's), or a turn starting meanwhile would find nothing new and run without what it read."""
+        if s.file is None:
             return None
         async with self._reading.setdefault(s.id, asyncio.Lock()):
-            if not s.file.changed_elsewhere():  # read meanwhile by the other caller
+            if not s.file.changed_elsewhere():
                 return None
             new = await asyncio.to_thread(s.file.read_new)
-        if new.meta:
-            s.apply_meta(new.meta)
-        if new.messages or new.reset:
-            s.messages.received(new.messages, whole=new.reset)
+            if new.meta:
+                s.apply_meta(new.meta)
+            if new.messages or new.reset:
+                s.messages.received(new.messages, whole=new.reset)
         return new if (new.meta or new.messages or new.reset) else None
 
     def _tell(self, s: Session, changes: Callable[[], ChangesOf], new: Appended | None) -> None:
