@@ -27,11 +27,14 @@ class Observed:
         self.turns: list[tuple[str, str, bool, str]] = []
         self.events: list[tuple[str, Event, float]] = []
         self.changed: list[tuple[list[TranscriptEntry], bool]] = []
+        self.untold: list[TranscriptEntry] = []
+        """What a client that can only add is given (the ACP face)."""
         sharing = p.app.sharing
         sharing.on_live_turn = lambda sid, turn, client, running, prompt: self.turns.append(
             (turn, client, running, prompt))
         sharing.on_live_event = lambda sid, turn, e: self.events.append((turn, e, time.monotonic()))
-        sharing.on_changed = lambda sid, entries, reset: self.changed.append((entries, reset))
+        sharing.on_changed = lambda sid, entries, reset, untold: (self.changed.append((entries, reset)),
+                                                                  self.untold.extend(untold))
 
     def text(self) -> str:
         return "".join(e.text for _, e, _ in self.events if isinstance(e, TextDelta))
@@ -162,6 +165,45 @@ async def test_a_dead_origin_leaves_the_observer_on_the_session_file(inproc: Any
     await eventually(lambda: ("assistant", "".join(WORDS)) in since_reload(), "b to reload from the file")
     assert since_reload() == [("user", "dies midway"), ("assistant", "".join(WORDS))]
     assert [reset for _, reset in seen.changed].count(True) == 1
+    # a client that cannot replace its history gets the cut turn from the file, and nothing twice
+    assert [(e.role, e.text) for e in seen.untold] == [("user", "dies midway"), ("assistant", "".join(WORDS))]
+
+
+async def test_an_acp_client_cut_off_from_a_live_turn_gets_what_it_missed_from_the_file(
+        inproc: Any, tmp_path: Any, llm: Any, workspace: Any) -> None:
+    from acp_client import acp_face
+
+    from toycoder_daemon.faces.acp.sessions import CUT_NOTICE
+
+    a: InProc = inproc()
+    a.app.sharing.client = "Neovim"
+    broadcasts = broadcasts_of(a)
+    async with acp_face(tmp_path, llm) as (two, editor, _):  # the observer: on the same data and runtime dirs
+        sid = a.new_session()
+        await two.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+        await eventually(lambda: len(os.listdir(live.session_dir(sid, create=False))) == 1, "two to listen")
+        a.frontend.default_decision = "allow_once"
+        a.script.add({"tool_calls": [{"name": "write_file", "arguments": {"path": "n.txt", "content": "n\n"}}]},
+                     {"text": WORDS, "chunk_delay": 0.02})
+        task = a.start_prompt(sid, "write, then die")
+        await editor.wait_for(lambda f: "word2" in editor.text())
+        for writer in broadcasts[0]._writers.values():  # as when the origin's process dies: its sockets close
+            writer.transport.abort()
+        await asyncio.wait_for(task, 20)
+        whole = "".join(WORDS)
+        await editor.wait_for(lambda f: editor.text().endswith(whole))
+        thoughts = editor.text("agent_thought_chunk")
+        assert CUT_NOTICE in thoughts, thoughts
+        ups = editor.updates()
+        cut = next(i for i, u in enumerate(ups) if u["sessionUpdate"] == "agent_thought_chunk"
+                   and u["content"]["text"] == CUT_NOTICE)
+        after = [(u["sessionUpdate"], u["content"]["text"] if u["sessionUpdate"].endswith("_chunk") else u.get("status"))
+                 for u in ups[cut + 1:]]
+        # the turn as the file has it: the prompt, the call and its result again (heard live before the
+        # cut, whose updates the client keeps), then the reply whole, once
+        assert after[0] == ("user_message_chunk", "write, then die"), after
+        assert [k for k, _ in after].count("tool_call") == 1, after
+        assert ("agent_message_chunk", whole) in after and editor.text().count(whole) == 1, after
 
 
 async def test_listeners_are_private_and_go_with_the_session(inproc: Any) -> None:

@@ -24,7 +24,7 @@ from toycoder_daemon.tools.registry import ToolRegistry
 def heard(p: InProc) -> list[tuple[str, list[TranscriptEntry], bool]]:
     got: list[tuple[str, list[TranscriptEntry], bool]] = []
     p.app.sharing.interval = 0.01
-    p.app.sharing.on_changed = lambda sid, entries, reset: got.append((sid, entries, reset))
+    p.app.sharing.on_changed = lambda sid, entries, reset, untold: got.append((sid, entries, reset))
     return got
 
 

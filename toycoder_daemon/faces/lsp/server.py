@@ -198,8 +198,10 @@ def on_initialized(ls: ToyCoderServer, params: Any) -> None:
     ls.background.run(app.start())
 
 
-def session_changed(ls: ToyCoderServer, session_id: str, entries: list[TranscriptEntry], reset: bool) -> None:
-    """Another daemon added to a session this client has open."""
+def session_changed(ls: ToyCoderServer, session_id: str, entries: list[TranscriptEntry], reset: bool,
+                    untold: list[TranscriptEntry]) -> None:
+    """Another daemon added to a session this client has open (a reset replaces the client's
+    history whole: `untold` is for clients that cannot)."""
     update = wire.SessionChangedUpdate(transcript=[to_wire.transcript_entry(e) for e in entries], reset=reset)
     ls.notify(wire.UPDATE, wire.UpdateParams(session_id=session_id, turn_id="", update=update).dump())
 
