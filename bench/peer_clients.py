@@ -288,12 +288,13 @@ class ToyACP(Peer):
         return turn
 
     async def cheap_request(self, sid: str) -> None:
-        """ACP has no request answered from memory like tools/list: `authenticate` (we advertise no
-        auth methods) is answered -32601 by the SDK's router, so this times the face's request path
-        itself (stdin, transport, the SDK's task per message, the answer's write) with no work."""
-        _, msg = await self.request("authenticate", {"methodId": "none"})
+        """ACP has no request answered from memory like tools/list: an unknown method is answered
+        -32601 by the SDK's router, so this times the face's request path itself (stdin, transport,
+        the SDK's task per message, the answer's write) with no work. (`authenticate` was this until
+        we advertised an auth method, `setup`, whose authenticate reads the config again.)"""
+        _, msg = await self.request("bench/none", {})
         if msg.get("error", {}).get("code") != -32601:
-            raise RuntimeError(f"{self.name}: authenticate answered {msg}")
+            raise RuntimeError(f"{self.name}: bench/none answered {msg}")
 
     async def list_request(self, sid: str) -> None:
         await self.call("session/list", {})
@@ -390,10 +391,3 @@ class ClaudeACP(ToyACP):
         for pid in tree:  # grows while walked: breadth-first over the children
             tree += [child for child, parent in parents.items() if parent == pid]
         return tree
-
-    async def cheap_request(self, sid: str) -> None:
-        """An unknown method, answered -32601 by its SDK's router: its request path with no work
-        (it advertises auth methods, so `authenticate` would do work)."""
-        _, msg = await self.request("bench/none", {})
-        if msg.get("error", {}).get("code") != -32601:
-            raise RuntimeError(f"{self.name}: bench/none answered {msg}")

@@ -10,7 +10,7 @@ Medians of --runs after --warmup, then ours/peer ratios per column (< 1: we are 
 --against DIR runs a second daemon tree's faces in the same rotation (rows labelled by tree), so a
 before/after pair shares the machine's load; --daemon-root replaces the tree that runs.
 The concurrency case runs --sessions sessions streaming at once in one process per peer, with a
-cheap request (no disk I/O: tools/list, ACP authenticate answered -32601 by the SDK, codex
+cheap request (no disk I/O: tools/list, an unknown ACP method answered -32601 by the SDK, codex
 thread/loaded/list) and a session list (toycoder/session/list, session/list, thread/list) every
 20 ms each meanwhile. The history
 case (--history N) opens a session of N messages in a fresh process per peer (ours: a session file

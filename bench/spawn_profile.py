@@ -136,7 +136,7 @@ def show_timeline(face: str, rows: list[dict[str, float]]) -> None:
     print(f"\n{face}: ms from spawn, medians of {len(rows)} (p25-p75); CPU ms to the first chunk: daemon "
           f"{med(rows, 'cpu'):.0f}" + (f", launcher {med(rows, 'cpu_launcher'):.0f}" if any('cpu_launcher' in r for r in rows)
                                        else ""))
-    print("| point | ms | p25-p75 | from the point before |\n|---|--:|--:|--:|")
+    print("| point | ms | p25-p75 | from the point before | its process's CPU ms by then |\n|---|--:|--:|--:|--:|")
     before = 0.0
     present = [(key, label, side) for key, label, side in STAMPS if any(key in r for r in rows)]
     for key, label, side in sorted(present, key=lambda p: statistics.median(r[p[0]] for r in rows if p[0] in r)):
@@ -144,7 +144,9 @@ def show_timeline(face: str, rows: list[dict[str, float]]) -> None:
         m = statistics.median(values)
         q = statistics.quantiles(values, n=4) if len(values) > 1 else [m, m, m]
         side = dict(d="daemon", c="client", l="launcher")[side]
-        print(f"| {label} ({side}) | {m:.1f} | {q[0]:.0f}-{q[2]:.0f} | {m - before:+.1f} |")
+        cpu = [r[f"cpuat_{key}"] for r in rows if f"cpuat_{key}" in r]
+        print(f"| {label} ({side}) | {m:.1f} | {q[0]:.0f}-{q[2]:.0f} | {m - before:+.1f} | "
+              f"{f'{statistics.median(cpu):.1f}' if cpu else ''} |")
         before = m
 
 
@@ -279,9 +281,7 @@ async def main() -> None:
         site.mkdir()
         (site / "sitecustomize.py").write_text(f"import sys\nsys.path.insert(0, {str(HERE)!r})\n"
                                                "import spawn_trace  # noqa\ndel sys.path[0]\n")
-        # cold (TOYCODER_WARM=0): the stamps hang on this process's imports, which a warm launch
-        # (a forked child of the fork server, imports done) never makes
-        env = {**setup.env, "PYTHONPATH": setup.env["PYTHONPATH"] + os.pathsep + str(site), "TOYCODER_WARM": "0"}
+        env = {**setup.env, "PYTHONPATH": setup.env["PYTHONPATH"] + os.pathsep + str(site)}
         if args.mode == "importtime":
             env["PYTHONPROFILEIMPORTTIME"] = "1"
         if args.mode == "cprofile":
@@ -295,7 +295,7 @@ async def main() -> None:
                   setup.env, args.runs, args.warmup)
             return
         server = start_traced_server(launch, env, tmp) if args.warm else None
-        if not args.warm:
+        if not args.warm:  # cold: the stamps hang on this process's imports, which a warm child never makes
             env["TOYCODER_WARM"] = "0"
         results: dict[type[Peer], list[Any]] = defaultdict(list)
         loads = []

@@ -25,6 +25,8 @@ from typing import Any
 
 _now = time.perf_counter
 stamps: dict[str, float] = {"ready": _now()}
+cpu_at: dict[str, float] = {"ready": time.process_time()}
+"""The process's own CPU seconds (all threads; a forked child's since its fork) at each stamp."""
 PROFILE = os.environ.get("BENCH_TRACE_PROFILE")
 _profiles: list[Any] = []
 _preloaded: set[str] = set()
@@ -33,7 +35,9 @@ _done = False
 
 
 def stamp(name: str) -> None:
-    stamps.setdefault(name, _now())
+    if name not in stamps:
+        stamps[name] = _now()
+        cpu_at[name] = time.process_time()
 
 
 def _finish() -> None:
@@ -55,6 +59,7 @@ def _finish() -> None:
     sys.stderr.flush()
     with open(os.environ["BENCH_TRACE"], "w") as f:  # read now: a warm child has just adopted it
         f.write("".join(f"{k}={v!r}\n" for k, v in stamps.items()))
+        f.write("".join(f"cpuat_{k}={v!r}\n" for k, v in cpu_at.items()))
         f.write(f"cpu={time.process_time()!r}\n")  # the process's CPU seconds, all threads (a child's: since its fork)
     if _preloaded:
         with open(os.environ["BENCH_TRACE"] + ".imported", "w") as f:
@@ -202,6 +207,7 @@ def _after_launcher(mod: Any) -> None:
         stamp("l_go")
         with open(os.environ["BENCH_TRACE"] + ".launcher", "w") as f:
             f.write("".join(f"{k if k.startswith('l_') else 'l_' + k}={v!r}\n" for k, v in stamps.items()))
+            f.write("".join(f"cpuat_{k if k.startswith('l_') else 'l_' + k}={v!r}\n" for k, v in cpu_at.items()))
             f.write(f"cpu_launcher={time.process_time()!r}\n")
         return serve_warm(*a)
 
@@ -215,6 +221,7 @@ def _after_child(mod: Any) -> None:
     def forked(*a: Any) -> Any:
         global _done
         stamps.clear()
+        cpu_at.clear()
         _done = False
         stamp("forked")
         _preloaded.update(sys.modules)

@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from acp import PROTOCOL_VERSION, spawn_agent_process
-from acp.schema import AcceptElicitationResponse, AllowedOutcome, ClientCapabilities, DeniedOutcome, RequestPermissionResponse
+from acp.schema import (
+    AcceptElicitationResponse,
+    AllowedOutcome,
+    ClientCapabilities,
+    DeniedOutcome,
+    Implementation,
+    RequestPermissionResponse,
+)
 from helpers import ROOT, write_config
 from inproc import acp_agent
 from waiting import DEFAULT_TIMEOUT, wait_until_async
@@ -70,14 +77,16 @@ class Editor:
 @asynccontextmanager
 async def acp_face(tmp_path: Path, llm: FakeLLM, *, config: Path | None = None,
                    caps: ClientCapabilities | None = None, editor: Editor | None = None,
-                   ) -> AsyncIterator[tuple[Any, Editor, Any]]:
-    """The face in-process, initialized (`editor`: a client with more methods than Editor's)."""
+                   name: str | None = None) -> AsyncIterator[tuple[Any, Editor, Any]]:
+    """The face in-process, initialized (`editor`: a client with more methods than Editor's; `name`:
+    the clientInfo.name it gives)."""
     config = config or write_config(tmp_path / "config.yaml", llm)
     editor = editor or Editor()
     async with acp_agent(editor, config, observers=[editor.observe], use_unstable_protocol=caps is not None) as (
             conn, proc):
         editor.conn = conn
-        init = await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=caps)
+        info = Implementation(name=name, version="1") if name else None
+        init = await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=caps, client_info=info)
         assert init.protocol_version == 1
         yield conn, editor, proc
     assert proc.returncode == 0

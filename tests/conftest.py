@@ -74,6 +74,8 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
                      ("XDG_CACHE_HOME", ".cache")):  # e.g. Neovim's log: not shared with another run
         monkeypatch.setenv(var, str(home / sub))
     monkeypatch.setenv("TOYCODER_DATA_DIR", str(tmp_path / "data"))
+    # the developer's keyring (setup stores keys there through secret-tool) is never reached
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", f"unix:path={tmp_path / 'no-session-bus'}")
     for var in ("TOYCODER_CONFIG", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
     return home

@@ -382,3 +382,45 @@ def held_import(tmp: Path, package: str) -> tuple[dict[str, str], Path, Path]:
            "TOYCODER_WARM": "0",  # what a fresh process does before the import: a cold start's
            "PYTHONPATH": os.pathsep.join([str(shim), str(ROOT), os.environ.get("PYTHONPATH", "")])}
     return env, entered, release
+
+
+FAKE_SECRET_TOOL = '''#!{python}
+"""A stand-in for libsecret's secret-tool (the OS, not our code): store/lookup by attributes, kept in
+keyring.json beside it; each call's arguments and environment go to calls.jsonl."""
+import json, os, sys
+from pathlib import Path
+
+here = Path(__file__).resolve().parent
+with open(here / "calls.jsonl", "a") as log:
+    log.write(json.dumps({{"argv": sys.argv[1:], "env": dict(os.environ)}}) + "\\n")
+if {fail}:
+    sys.stderr.write("secret-tool: Cannot autolaunch D-Bus without X11 $DISPLAY\\n")
+    sys.exit(1)
+store = here / "keyring.json"
+items = json.loads(store.read_text()) if store.exists() else []
+command, args = sys.argv[1], sys.argv[2:]
+label = args.pop(0).removeprefix("--label=") if args and args[0].startswith("--label=") else None
+attrs = dict(zip(args[::2], args[1::2]))
+if command == "store":
+    secret = sys.stdin.read()
+    items = [i for i in items if i["attrs"] != attrs] + [{{"label": label, "attrs": attrs, "secret": secret}}]
+    store.write_text(json.dumps(items))
+    sys.exit(0)
+if command == "lookup":
+    for i in items:
+        if all(i["attrs"].get(k) == v for k, v in attrs.items()):
+            sys.stdout.write(i["secret"])
+            sys.exit(0)
+    sys.exit(1)
+sys.exit(2)
+'''
+
+
+def fake_secret_tool(folder: Path, *, fail: bool = False) -> Path:
+    """Write a fake `secret-tool` into `folder` (put it first on PATH); its store is folder/keyring.json,
+    its calls folder/calls.jsonl. `fail`: every call fails as with no Secret Service to answer."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tool = folder / "secret-tool"
+    tool.write_text(FAKE_SECRET_TOOL.format(python=sys.executable, fail=fail))
+    tool.chmod(0o755)
+    return tool

@@ -133,15 +133,17 @@ class Daemon:
 
     async def initialize(self, root: str | Path, *, toycoder_caps: dict[str, Any] | None = None,
                          options: dict[str, Any] | None = None,
-                         progress: bool = False) -> dict[str, Any]:
+                         progress: bool = False, client: str | None = None) -> dict[str, Any]:
+        """`client`: the clientInfo.name to give (none by default)."""
         default = {"permissionRequest": True, "askUser": True}
         caps: dict[str, Any] = {"experimental": {"toycoder": default if toycoder_caps is None else toycoder_caps}}
         if progress:
             caps["window"] = {"workDoneProgress": True}
-        result = await self.call("initialize", {
-            "processId": os.getpid(), "rootUri": Path(root).resolve().as_uri(), "capabilities": caps,
-            "initializationOptions": options or {},
-        })
+        params: dict[str, Any] = {"processId": os.getpid(), "rootUri": Path(root).resolve().as_uri(),
+                                  "capabilities": caps, "initializationOptions": options or {}}
+        if client is not None:
+            params["clientInfo"] = {"name": client}
+        result = await self.call("initialize", params)
         self.notify("initialized", {})
         return dict(result)
 

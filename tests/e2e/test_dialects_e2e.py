@@ -1,7 +1,7 @@
 """Server dialects and the messages a person reads (issue 18), through the real daemon against the
 scripted server playing what real servers do: no usage, a 500 on `content: null`, tools ignored
-without `tool_choice`, tool calls left unparsed in the text; refused and dropped connections;
-TOYCODER_MODEL without a config file."""
+without `tool_choice`, tool calls left unparsed in the text, a server that takes no tools (told as the
+session opens); refused and dropped connections; TOYCODER_MODEL without a config file."""
 
 from __future__ import annotations
 
@@ -80,6 +80,31 @@ async def test_a_server_that_leaves_tool_calls_in_the_text_is_named_once(daemon:
     assert not [u for u in daemon.updates(sid) if u["update"]["kind"] == "tool_call"]  # nothing ran
     await daemon.close()
     assert (await daemon.stderr_text()).count(f"WARNING toycoder_daemon.agent.react: tools ignored: the server at {url}") == 1
+
+
+@pytest.mark.parametrize("server", ["llama.cpp", "ollama"])
+async def test_a_server_without_tools_is_told_as_the_session_opens(start_daemon, llm: FakeLLM, server: str) -> None:
+    """The daemon process, brand new: the session's opening asks the server (llama.cpp's /props, Ollama's
+    /api/show), the person reads why and the fix before any prompt (window/showMessage), and the first
+    request goes without tools. In-process, both faces: unit/agent/test_local_models.py, unit/faces/acp/test_acp.py."""
+    llm.dialect = (Dialect(server="llama.cpp", n_ctx=32768, supports_tools=False) if server == "llama.cpp"
+                   else Dialect(ollama_capabilities=["completion"]))
+    d = await start_daemon()
+    sid = await new_session(d)
+
+    def told() -> list[str]:
+        return [n["params"]["message"] for n in d.notifications
+                if n["method"] == "window/showMessage" and MARK in n["params"]["message"]]
+
+    [notice] = await d.wait_for(told, what="the no-tools notice")
+    assert chat_requests(llm) == []  # before any prompt
+    fix = "--chat-template-file" if server == "llama.cpp" else "ollama show MODEL"
+    assert fix in notice and "runs without tools" in notice
+    llm.add({"text": "I cannot look."})
+    result = await d.call("toycoder/prompt", {"sessionId": sid, "text": "read src/app.py"})
+    assert result["text"] == "I cannot look."
+    [request] = chat_requests(llm)
+    assert "tools" not in request["body"] and llm.violations == []
 
 
 async def test_quirks_from_the_config_win(start_daemon, llm: FakeLLM, tmp_path: Path) -> None:

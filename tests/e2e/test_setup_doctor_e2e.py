@@ -1,8 +1,9 @@
 """`toycoder setup` and `toycoder doctor` (issue 31), as the person runs them (subprocesses, the scripted
-model server as the provider): setup writes the config with the key kept apart in a 0600
-credentials.yaml (never in config.yaml), tests it by listing the models, refuses a model that is not
+model server as the provider): setup writes the config with the key kept apart in the OS keyring (a fake
+secret-tool) or a 0600 credentials.yaml (never in config.yaml), tests it by listing the models, refuses a model that is not
 served; interactive, the key is read hidden; `toycoder-daemon --setup` is the same flow. doctor prints one
-line per check with the fix, and exits 0 only when everything works."""
+line per check with the fix, and exits 0 only when everything works; its tools line for llama.cpp, Ollama
+and the probe request any other server gets."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import sys
 from pathlib import Path
 
 import pexpect
-from helpers import write_config
+import pytest
+from helpers import fake_secret_tool, write_config
 from waiting import scaled
 
 from toycoder_daemon.testing.dialects import Dialect
@@ -56,6 +58,36 @@ def test_setup_non_interactive_keeps_the_key_apart_and_the_config_works(tmp_path
     credentials.chmod(0o644)
     check = run(["--check-config"], workspace, env, [sys.executable, "-m", "toycoder_daemon"])
     assert check.returncode == 2 and f"chmod 600 {credentials}" in json.loads(check.stdout)["error"]
+
+
+def test_setup_keeps_the_key_in_the_os_keyring_when_one_answers(tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
+    """secret-tool (a fake first on PATH: it stands in for the OS) stores the key, given on its stdin;
+    the config names the entry; the daemon of a later turn reads it with secret-tool lookup. In-process,
+    with the fallbacks: unit/app/test_setup_keyring.py."""
+    bin_dir = tmp_path / "bin"
+    fake_secret_tool(bin_dir)
+    env = {**user_env(tmp_path), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    p = run(["setup", "--non-interactive", "--base-url", llm.base_url, "--api-key", KEY, "--model", "fake-model"],
+            workspace, env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "the key is in the OS keyring (toycoder/local" in p.stdout and KEY not in p.stdout
+    folder = tmp_path / "xdg" / "toycoder"
+    config = (folder / "config.yaml").read_text()
+    assert "api_key_keyring: toycoder/local" in config and KEY not in config
+    assert not (folder / "credentials.yaml").exists()
+    assert json.loads((bin_dir / "keyring.json").read_text())[0]["secret"] == KEY
+    llm.add({"text": "From the keyring."})
+    turn = run(["-p", "hello"], workspace, env)
+    assert turn.returncode == 0 and turn.stdout == "From the keyring.\n", turn.stderr
+    assert llm.requests[-1]["headers"]["authorization"] == f"Bearer {KEY}"
+    calls = [json.loads(line) for line in (bin_dir / "calls.jsonl").read_text().splitlines()]
+    assert [c["argv"][0] for c in calls] == ["store", "lookup", "lookup"]  # stored, read back; the daemon's start
+    assert all(KEY not in " ".join(c["argv"]) and KEY not in json.dumps(c["env"]) for c in calls)
+    # without secret-tool the daemon cannot read it: the config error names the field and the fix
+    check = run(["--check-config"], workspace, {**env, "PATH": os.path.dirname(sys.executable)},
+                [sys.executable, "-m", "toycoder_daemon"])
+    error = json.loads(check.stdout)["error"]
+    assert check.returncode == 2 and "api_key_keyring" in error and "secret-tool (libsecret) is not on PATH" in error
 
 
 def test_setup_refuses_a_model_the_server_does_not_serve_and_writes_nothing(tmp_path: Path, llm: FakeLLM,
@@ -122,7 +154,7 @@ def test_doctor_says_each_check_with_its_fix_and_exits_0_only_when_all_work(tmp_
     good = run(["doctor", "--config", str(cfg)], workspace, env)
     lines = good.stdout.splitlines()
     assert lines[0] == f"✓ config: {cfg} (valid)"
-    for expected in ("✓ provider: 'openai' at", "✓ model: fake-model", "✓ tools: the server takes tools",
+    for expected in ("✓ provider: 'openai' at", "✓ model: fake-model", "✓ tools: /props says its chat template takes tools",
                      "✓ context: 32768 tokens", " sandbox: ", "✓ rg: ", " fork server: ", " editors: "):
         assert any(expected in line for line in lines), (expected, good.stdout)
     broken = [line for line in lines if line.startswith("✗")]
@@ -132,5 +164,28 @@ def test_doctor_says_each_check_with_its_fix_and_exits_0_only_when_all_work(tmp_
     llm.dialect = Dialect(server="llama.cpp", n_ctx=2048, supports_tools=False)
     bad = run(["doctor", "--config", str(cfg)], workspace, env)
     assert bad.returncode == 1
-    assert "✗ tools: the server says fake-model takes no tools — fix: start llama-server with --jinja" in bad.stdout
+    assert "✗ tools: /props says its chat template takes no tools — fix: start llama-server with --jinja" in bad.stdout
     assert "✗ context: 2048 tokens" in bad.stdout and "llama-server -c" in bad.stdout
+
+
+@pytest.mark.parametrize(("dialect", "script", "expected"), [
+    (Dialect(ollama_capabilities=["completion", "tools"]), [], "✓ tools: Ollama's /api/show says fake-model takes tools"),
+    (Dialect(ollama_capabilities=["completion"]), [],
+     "✗ tools: Ollama's /api/show says fake-model takes no tools — fix: use a model with tool support"),
+    (Dialect(), [{"tool_calls": [{"name": "ping", "arguments": {}}]}], "✓ tools: taken: the model called the test tool"),
+    (Dialect(owned_by="vllm", tools_refused='"auto" tool choice requires --enable-auto-tool-choice'), [],
+     "✗ tools: the test request offering a tool: it refused a request with tools (HTTP 400: \"auto\" tool choice"),
+    (Dialect(), [{"status": 503, "error": "loading the model"}],
+     "· tools: not known (server kind unknown): the test request failed (HTTP 503: loading the model)"),
+], ids=["ollama-tools", "ollama-none", "probe-called", "probe-refused", "probe-unknown"])
+def test_doctor_tells_tools_for_each_kind_of_server(tmp_path: Path, llm: FakeLLM, workspace: Path, dialect: Dialect,
+                                                    script: list[dict], expected: str) -> None:
+    """Ollama is asked /api/show; a server that says nothing gets one tiny request offering a tool
+    (unit/app/test_doctor_tools.py has each case in-process)."""
+    llm.dialect = dialect
+    llm.add(*script)
+    p = run(["doctor", "--config", str(write_config(tmp_path / "c.yaml", llm))], workspace, user_env(tmp_path))
+    [line] = [line for line in p.stdout.splitlines() if " tools: " in line]
+    assert line.startswith(expected), p.stdout
+    probes = [r for r in llm.requests if r["path"] == "/v1/chat/completions"]
+    assert len(probes) == (0 if dialect.ollama_capabilities is not None else 1)

@@ -131,23 +131,25 @@ def _told_tools_ignored(messages: TurnMessages) -> bool:
     return any(m["role"] == "assistant" and tools_ignored.MARK in str(m.get("content") or "") for m in messages)
 
 
-def _no_tools_first(model: ChatModel, tools: ToolRegistry, messages: TurnMessages, frontend: Frontend) -> str:
-    """A server already known to take no tools (llama.cpp's /props) is said before the session's first
-    reply streams, once per conversation; the notice, or "" when there is nothing to say."""
+def _no_tools_first(model: ChatModel, tools: ToolRegistry, messages: TurnMessages, frontend: Frontend,
+                    told: str | None) -> str:
+    """A server already known to take no tools (llama.cpp's /props, Ollama's /api/show) is said before the
+    session's first reply streams, once per conversation, unless the session was `told` so as it opened;
+    the notice, or "" when there is nothing to say."""
     say = getattr(model, "no_tools_notice", None)
     notice = say() if say is not None and tools.schemas() else None
-    if not notice or _told_tools_ignored(messages):
+    if not notice or notice == told or _told_tools_ignored(messages):
         return ""
     log.warning("%s", notice.strip("[]"))
     frontend.emit(TextDelta(notice + "\n\n"))
     return str(notice)
 
 
-def _tell_tools_ignored(resp: ChatResponse, messages: TurnMessages, frontend: Frontend) -> None:
+def _tell_tools_ignored(resp: ChatResponse, messages: TurnMessages, frontend: Frontend, told: str | None) -> None:
     """Once per conversation (the notice stays in its reply, so a reload remembers it too): the server
     seems to ignore the tools, which leaves the agent answering without ever looking."""
     notice = resp.tools_ignored
-    if not notice or _told_tools_ignored(messages):
+    if not notice or notice == told or _told_tools_ignored(messages):
         return
     log.warning("%s", notice.strip("[]"))
     frontend.emit(TextDelta("\n\n" + notice))
@@ -214,11 +216,14 @@ async def run_turn(
     on_usage: Callable[[Usage], None] | None = None,
     make_room: Callable[[ContextOverflow], Awaitable[bool]] | None = None,
     hooks: Hooks | None = None,
+    told: str | None = None,
 ) -> TurnResult:
     """`make_room`: called when a request is over the context window; it shrinks the conversation
     (compaction, trimming) and says whether it did, and then that request is sent once more. Over
     again, it is called once more (to leave a usable history) and the error is raised.
-    `hooks`: PreToolUse/PostToolUse around each call, Stop (SubagentStop) before the turn ends."""
+    `hooks`: PreToolUse/PostToolUse around each call, Stop (SubagentStop) before the turn ends.
+    `told`: the notice the session's client got as the session opened (its server takes no tools):
+    not said again in a reply."""
     usage = Usage()
     partial: list[str] = []  # text of the reply being streamed, dropped on retry
 
@@ -237,7 +242,7 @@ async def run_turn(
             raise too_big
         return await model.stream_chat(request, schemas, on_delta, on_retry)
 
-    said_first = _no_tools_first(model, tools, messages, frontend)  # kept in the first reply's text
+    said_first = _no_tools_first(model, tools, messages, frontend, told)  # kept in the first reply's text
     step = 0
     cut_parts: list[str] = []  # the pieces of a reply cut by the output limit, continued so far
     stops = 0  # times a Stop hook made the agent go on
@@ -282,7 +287,7 @@ async def run_turn(
             resp.tool_calls = unique_call_ids(resp.tool_calls)
             if said_first:
                 resp.content, resp.tools_ignored, said_first = f"{said_first}\n\n{resp.content}", None, ""
-            _tell_tools_ignored(resp, messages, frontend)
+            _tell_tools_ignored(resp, messages, frontend, told)
             if not resp.tool_calls and resp.finish_reason == "length":
                 # Cut by the output limit: a cut reply must never read as complete. Ask the model to
                 # go on (the incumbents' "continue"); still cut after that, say so.

@@ -243,6 +243,12 @@ class App:
         dirs = directories(additional_directories)
         return self._opened(SessionRuntime.create(self.parts, title, dirs)).session
 
+    async def opening_notice(self, session_id: str) -> str | None:
+        """What the face tells the person as a session opens, in the background after its answer: that
+        the session's model server takes no tools, with the fix (SessionRuntime.opening_notice)."""
+        runtime = self.runtimes.get(session_id)
+        return await runtime.opening_notice() if runtime is not None else None
+
     def set_additional_directories(self, session_id: str, dirs: list[str]) -> None:
         """The session's extra roots from now on (a client's session/load or resume that gives them);
         ValueError as for new_session."""
@@ -391,10 +397,11 @@ class App:
     # ---- checkpoints (checkpoints/undo.py) ----------------------------------------------------------------
 
     def transcript(self, s: Session) -> list[TranscriptEntry]:
-        """The session's history with a `changes` entry after each turn that changed files."""
+        """The session's history with a `changes` entry after each turn that changed files, as a
+        client opening it is shown (a turn running in another daemon comes live instead)."""
         runtime = self.runtimes.get(s.id)
         return s.transcript(runtime.checkpoints.changes() if runtime is not None else
-                            ChangesOfStore(self.checkpoints.store(s.id)))
+                            ChangesOfStore(self.checkpoints.store(s.id)), before_turn=self.sharing.running_elsewhere(s))
 
     def _checkpoint_store(self, session_id: str) -> CheckpointStore:
         """The open session's store, else one read for the look (SessionNotFound for an unknown id)."""

@@ -1,18 +1,16 @@
 """`toycoder doctor` (toycoder-daemon --doctor): one line per check, with the fix for each problem, and
 exit status 0 only when everything works. Checked: the config (valid, which file), the provider
 (reachable, the key accepted, the model served), whether the server takes tools (llama.cpp's /props,
-Ollama's capabilities), the context size, the sandbox, rg, the fork server, and the editor plugins
-installed (their versions)."""
+Ollama's /api/show capabilities, else one tiny request offering a tool), the context size, the sandbox,
+rg, the fork server, and the editor plugins installed (their versions)."""
 
 from __future__ import annotations
 
 import asyncio
-import http.client
 import json
 import os
 import subprocess
 import sys
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +19,10 @@ from toycoder_daemon.app.setup import SetupError, list_models
 from toycoder_daemon.config.model import Config, load_config
 from toycoder_daemon.core.errors import ConfigError
 from toycoder_daemon.core.util.secrets import shown_url
+from toycoder_daemon.llm import tools_ignored
 
+PROBE_SECONDS = 30.0
+"""How long the test request offering a tool may take (a local model loads on its first request)."""
 SMALL_CONTEXT = 8192
 """Tokens under which the system prompt, the tools' schemas (~2,000 tokens) and a few files do not fit."""
 
@@ -50,19 +51,6 @@ def check_config(path: str | None) -> tuple[Config | None, Line]:
     return cfg, Line(True, "config", f"{found} (valid)")
 
 
-def _ollama_tools(base_url: str, model: str) -> bool | None:
-    """Ollama's /api/show `capabilities` names "tools" for a model that takes them."""
-    root = base_url.rstrip("/").removesuffix("/v1")
-    request = urllib.request.Request(root + "/api/show", data=json.dumps({"model": model}).encode(),
-                                     headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=5) as response:  # noqa: S310 (the configured server)
-            caps = json.loads(response.read()).get("capabilities")
-    except (OSError, ValueError, http.client.HTTPException):
-        return None
-    return "tools" in caps if isinstance(caps, list) else None
-
-
 def check_provider(cfg: Config) -> list[Line]:
     from toycoder_daemon.llm.openai_client import OpenAIChatModel
 
@@ -84,28 +72,23 @@ def check_provider(cfg: Config) -> list[Line]:
                           f"set providers.{name}.models.default, or run: toycoder setup"))
     else:
         lines.append(Line(True, "model", f"{model} (fast: {p.models.fast})"))
-    client = OpenAIChatModel(name, model, url, p.api_keys, quirks=p.quirks)
+    client = OpenAIChatModel(name, model, url, p.api_keys, quirks=p.quirks, token_field=p.token_field,
+                             request_timeout=PROBE_SECONDS)
 
-    async def ask() -> tuple[str | None, int | None, bool | None]:
+    async def ask() -> tuple[str | None, int | None, bool | None, str]:
         try:
             info = await client.server_info()
             window = await client.learn_window()
-            return (info.kind if info else None), window, client.supports_tools
+            tools = await client.tools_supported()
+            seen = ""
+            if tools is None:  # the server says nothing: one tiny request with a tool tells
+                tools, seen = await client.probe_tools()
+            return (info.kind if info else client.kind), window, tools, seen
         finally:
             await client.aclose()
 
-    kind, window, tools = asyncio.run(ask())
-    if kind == "ollama":
-        tools = _ollama_tools(shown, model)
-    if tools is False:
-        fix = ("start llama-server with --jinja and a tool-capable --chat-template-file" if kind == "llama.cpp"
-               else "use a model with tool support (ollama show MODEL lists its capabilities)")
-        lines.append(Line(False, "tools", f"the server says {model} takes no tools", fix))
-    elif tools:
-        lines.append(Line(True, "tools", "the server takes tools"))
-    else:
-        lines.append(Line(None, "tools", f"not known for this server ({kind or 'kind unknown'}); a session says so "
-                          "if its replies show the tools were ignored"))
+    kind, window, tools, seen = asyncio.run(ask())
+    lines.append(tools_line(kind, model, tools, seen))
     if window is None:
         lines.append(Line(None, "context", "the server does not say its context size"))
     elif window < SMALL_CONTEXT:
@@ -114,6 +97,19 @@ def check_provider(cfg: Config) -> list[Line]:
     else:
         lines.append(Line(True, "context", f"{window} tokens"))
     return lines
+
+
+def tools_line(kind: str | None, model: str, tools: bool | None, seen: str) -> Line:
+    """`seen`: what the probe request showed ("" when the server said it: /props, /api/show)."""
+    said = {"llama.cpp": "/props says its chat template", "ollama": f"Ollama's /api/show says {model}"}.get(
+        kind or "", "the server says it")
+    if tools is False:
+        why = f"the test request offering a tool: {seen}" if seen else f"{said} takes no tools"
+        return Line(False, "tools", why, tools_ignored.fix_for(kind))
+    if tools is None:
+        return Line(None, "tools", f"not known ({kind or 'server kind unknown'}): {seen or 'it does not say'}; a "
+                    "session says so if its replies show the tools were ignored")
+    return Line(True, "tools", f"taken: {seen}" if seen else f"{said} takes tools")
 
 
 def check_sandbox(cfg: Config) -> Line:

@@ -41,7 +41,7 @@ from toycoder_daemon.commands.builtin import commands
 from toycoder_daemon.commands.context import CommandContext, SessionDirectory
 from toycoder_daemon.commands.custom import CommandRow, CustomCommand, CustomCommands, listing
 from toycoder_daemon.config.model import Config, ProviderConfig
-from toycoder_daemon.core.errors import BadInput, ConfigError, ProviderError, SessionBusy
+from toycoder_daemon.core.errors import BadInput, ConfigError, ProviderError, SessionBusy, ToyCoderError
 from toycoder_daemon.core.messages import Message
 from toycoder_daemon.core.ports import Event, Frontend, ModelsInfo, TextDelta
 from toycoder_daemon.llm.base import ChatModel, Usage
@@ -162,7 +162,8 @@ def read_only(parts: SessionParts, session_id: str) -> Session:
 
 
 class SessionRuntime:
-    def __init__(self, parts: SessionParts, s: Session):
+    def __init__(self, parts: SessionParts, s: Session, busy_elsewhere: bool = False):
+        """`busy_elsewhere`: opened while another daemon held it (its turn runs)."""
         self.parts, self.session = parts, s
         self.checkpoints = SessionCheckpoints(s, parts.checkpoints.store(s.id), parts.workspace)
         self.compactor = Compactor(s, parts.config.session, functools.partial(parts.prompts.system, "summarizer"))
@@ -170,7 +171,11 @@ class SessionRuntime:
         self._shown: tuple[str, str, str | None, str | None] = (s.title, s.mode, s.provider, s.model)
         self.hooks = SessionHooks(s, parts.hooks, parts.trust, parts.mcp, parts.models, parts.prompts)
         self.compactor.before = self.hooks.pre_compact
-        parts.sharing.watch(s, self.checkpoints.changes_of)  # its clients hear about turns other daemons make in it
+        # its clients hear about turns other daemons make in it
+        parts.sharing.watch(s, self.checkpoints.changes_of, busy_elsewhere)
+        self._tools_check: asyncio.Task[str | None] | None = None
+        self._told_at_open = False
+        """The face tells the session's client, as it opens, what the tools check finds (opening_notice)."""
 
     # ---- opening ------------------------------------------------------------------------------
 
@@ -210,8 +215,9 @@ class SessionRuntime:
             s, rewrite = cls._restored(parts, session_id, file, meta, stored)
             if rewrite:
                 file.rewrite(s.meta(ends=True), s.messages.records())
+            busy = not file.held  # open() could not take it: another daemon's turn runs
             file.release()  # taken by open() for the repair; from now on only turns hold it
-            return cls(parts, s)
+            return cls(parts, s, busy)
 
     @classmethod
     async def load(cls, parts: SessionParts, session_id: str) -> SessionRuntime:
@@ -221,8 +227,9 @@ class SessionRuntime:
             s, rewrite = cls._restored(parts, session_id, file, meta, stored)
             if rewrite:
                 await asyncio.to_thread(file.rewrite, s.meta(ends=True), s.messages.records())
+            busy = not file.held
             file.release()
-            return cls(parts, s)
+            return cls(parts, s, busy)
 
     @staticmethod
     def _restored(parts: SessionParts, session_id: str, file: SessionFile, meta: dict[str, Any],
@@ -363,9 +370,11 @@ class SessionRuntime:
             s.ask(text, checkpoint, attached, typed)  # after compaction: the prompt is never summarised
             if context_added:
                 s.messages.append({"role": "user", "content": f"[context from hooks]\n{context_added}", "turn": checkpoint})
+            notice = await self.no_tools_notice()  # known before the first request: it goes without tools
+            told = notice if self._told_at_open else None
             result = await run_turn(model, s.messages, s.tools, frontend, max_steps=parts.config.agent.max_steps,
                                     make_context=context.for_call, on_usage=s.record_usage, make_room=room,
-                                    hooks=self.hooks.hooks)
+                                    hooks=self.hooks.hooks, told=told)
             return result, None
         except asyncio.CancelledError:
             log.info("turn cancelled in session %s", s.id)
@@ -374,6 +383,33 @@ class SessionRuntime:
         finally:  # records usage, grants, the time of this turn and how it ended (a reload shows it)
             s.end_turn(checkpoint, result.stop_reason, s.turn_usage)
             self.checkpoints.report(checkpoint, frontend)  # cancelled turns' writes too
+
+    async def no_tools_notice(self) -> str | None:
+        """The notice when the session's model server says it takes no tools (llm/tools_ignored.py), asked
+        once per opening (in the background after the session's answer, or by its first turn): the
+        first request then goes without tools, and the person knows why before it."""
+        if self._tools_check is None:
+            self._tools_check = asyncio.ensure_future(self._check_tools())
+        return await asyncio.shield(self._tools_check)
+
+    async def _check_tools(self) -> str | None:
+        try:
+            model = self.parts.models.of(self.session)
+        except ToyCoderError as e:  # a broken config or provider: its turns say so
+            log.info("session %s: no tools check: %s", self.session.id, e)
+            return None
+        ask, say = getattr(model, "tools_supported", None), getattr(model, "no_tools_notice", None)
+        if ask is None or say is None:  # a scripted model: nothing to ask
+            return None
+        await ask()
+        notice = say()
+        return notice if isinstance(notice, str) else None
+
+    async def opening_notice(self) -> str | None:
+        """What the face tells the person as the session opens (after its answer): the no-tools notice.
+        Its turns then do not say it again."""
+        self._told_at_open = True
+        return await self.no_tools_notice()
 
     async def end_hooks(self, reason: str) -> None:
         await self.hooks.end(reason)

@@ -1,9 +1,10 @@
 """`toycoder setup` and `toycoder-daemon --setup` (issue 31; ACP's terminal auth method runs the latter):
 pick a provider (OpenAI, a local Ollama / llama-server / LM Studio / vLLM found on its usual port, or any
 OpenAI-compatible URL), read the key hidden, test it by listing the models, offer the served ones, and
-write $XDG_CONFIG_HOME/toycoder/config.yaml. The key goes to credentials.yaml beside it (mode 0600), which
-the config names (providers.<name>.api_keys_file); config.yaml never holds it. With --api-key-env the
-config reads the key from that variable at run time instead.
+write $XDG_CONFIG_HOME/toycoder/config.yaml. The key goes to the OS keyring when one answers (libsecret's
+secret-tool: core/util/os_keyring.py; the config names it in providers.<name>.api_key_keyring), else to
+credentials.yaml beside the config (mode 0600; providers.<name>.api_keys_file); config.yaml never holds
+it. With --api-key-env the config reads the key from that variable at run time instead.
 
 Only the standard library speaks HTTP here: one GET of /v1/models per server, before any daemon runs.
 """
@@ -11,13 +12,14 @@ Only the standard library speaks HTTP here: one GET of /v1/models per server, be
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import time
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:  # every daemon start parses the setup flags: nothing slow to import at the top
     from typing import Any, TextIO
@@ -31,8 +33,21 @@ one to send (a provider without a key is a config error). A placeholder, never a
 and in secrets.PLACEHOLDERS, so it is neither redacted nor kept from children (PATH=/usr/local/bin)."""
 
 
+log = logging.getLogger(__name__)
+
+
 class SetupError(Exception):
     pass
+
+
+class Written(NamedTuple):
+    config: Path
+    credentials: Path | None
+    """credentials.yaml, when the key went there."""
+    backup: Path | None
+    """The config.yaml that was there before (config.yaml.bak)."""
+    keyring: str | None
+    """`service/username` of the keyring entry, when the key went there."""
 
 
 def config_dir() -> Path:
@@ -89,8 +104,8 @@ def find_local(ports: tuple[tuple[str, str], ...] = USUAL_PORTS, timeout: float 
 
 
 class Choice:
-    """What to write: the endpoint, the models, and the key (kept in credentials.yaml, 0600) or the
-    variable to read it from at run time."""
+    """What to write: the endpoint, the models, and the key (kept in the OS keyring or credentials.yaml,
+    0600) or the variable to read it from at run time."""
 
     def __init__(self, base_url: str, model: str, fast_model: str, key: str | None = None,
                  key_env: str | None = None):
@@ -101,9 +116,21 @@ def provider_name(base_url: str) -> str:
     return "openai" if base_url.rstrip("/") == OPENAI_URL else "local" if is_local(base_url) else "custom"
 
 
-def write_config(choice: Choice, directory: Path | None = None) -> tuple[Path, Path | None, Path | None]:
-    """Write config.yaml (and credentials.yaml when there is a key to keep): their paths, and the
-    backup of a config.yaml that was there before (config.yaml.bak)."""
+def _in_keyring(name: str, key: str) -> str | None:
+    """Store the key in the OS keyring: its reference, or None when no keyring answers."""
+    from toycoder_daemon.core.util import os_keyring
+
+    reference = f"toycoder/{name}"
+    try:
+        os_keyring.store(reference, key, f"ToyCoder API key ({name})")
+    except os_keyring.KeyringError as e:
+        log.info("no OS keyring (%s): the key goes to credentials.yaml", e)
+        return None
+    return reference
+
+
+def write_config(choice: Choice, directory: Path | None = None) -> Written:
+    """Write config.yaml, and keep the key in the OS keyring, else in credentials.yaml beside it."""
     import yaml
 
     directory = directory or config_dir()
@@ -111,8 +138,11 @@ def write_config(choice: Choice, directory: Path | None = None) -> tuple[Path, P
     name = provider_name(choice.base_url)
     provider: dict[str, Any] = {"base_url": choice.base_url}
     credentials: Path | None = None
+    keyring = _in_keyring(name, choice.key) if choice.key and not choice.key_env else None
     if choice.key_env:
         provider["api_keys"] = [f"${{{choice.key_env}}}"]
+    elif keyring:
+        provider["api_key_keyring"] = keyring
     elif choice.key:
         credentials = directory / "credentials.yaml"
         fd = os.open(credentials, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -131,11 +161,12 @@ def write_config(choice: Choice, directory: Path | None = None) -> tuple[Path, P
         path.replace(backup)
     text = (f"# written by `toycoder setup` on {time.strftime('%Y-%m-%d')}; `toycoder doctor` checks it.\n"
             "# The key is not here: " + (f"it is read from ${choice.key_env}.\n" if choice.key_env else
+                                         f"it is in the OS keyring ({keyring}).\n" if keyring else
                                          "it is in credentials.yaml (mode 0600).\n" if credentials else
                                          f"a local server takes any; '{LOCAL_KEY}' is sent.\n")
             + yaml.safe_dump({"providers": {name: provider}, "default_provider": name}, sort_keys=False))
     path.write_text(text, encoding="utf-8")
-    return path, credentials, backup
+    return Written(path, credentials, backup, keyring)
 
 
 def check(choice: Choice) -> list[str]:
@@ -168,11 +199,12 @@ def non_interactive(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _written(choice: Choice, models: list[str], out: TextIO) -> int:
-    path, credentials, backup = write_config(choice)
+    w = write_config(choice)
     served = f"{len(models)} model(s) served" if models else "the server lists no models"
-    out.write(f"toycoder setup: {choice.base_url} answered ({served}); wrote {path}"
-              + (f" and {credentials} (mode 0600)" if credentials else "")
-              + (f"; the previous config is {backup}" if backup else "") + ".\nCheck it with: toycoder doctor\n")
+    out.write(f"toycoder setup: {choice.base_url} answered ({served}); wrote {w.config}"
+              + (f" and {w.credentials} (mode 0600)" if w.credentials else "")
+              + (f"; the key is in the OS keyring ({w.keyring}, read with secret-tool)" if w.keyring else "")
+              + (f"; the previous config is {w.backup}" if w.backup else "") + ".\nCheck it with: toycoder doctor\n")
     return 0
 
 
@@ -234,7 +266,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--non-interactive", action="store_true", help="setup: take everything from the flags")
     parser.add_argument("--base-url", metavar="URL", help=f"setup: the OpenAI-compatible endpoint (default {OPENAI_URL})")
     key = parser.add_mutually_exclusive_group()
-    key.add_argument("--api-key", metavar="KEY", help="setup: the key, kept in credentials.yaml (0600)")
+    key.add_argument("--api-key", metavar="KEY", help="setup: the key, kept in the OS keyring (secret-tool) when "
+                     "one answers, else in credentials.yaml (0600)")
     key.add_argument("--api-key-env", metavar="VAR", help="setup: read the key from $VAR at run time instead")
     parser.add_argument("--model", metavar="NAME", help="setup: the agent's model")
     parser.add_argument("--fast-model", metavar="NAME", help="setup: the model for summaries and titles")

@@ -275,7 +275,9 @@ class ChatClient:
         elif method == "window/showMessage":
             kind = params.get("type", 3)
             style = {1: "bold red", 2: "yellow"}.get(kind, "dim")
-            if not self.view.quiet:  # quiet (-p): the failing request says it again
+            # quiet (-p): an error is said again by the request it fails; a warning (a server that takes
+            # no tools, an MCP server that failed) by nothing else
+            if not self.view.quiet or kind == 2:
                 self.view.note(f"toycoder-daemon: {params.get('message', '')}", style)
 
     def request(self, method: str, params: dict[str, Any], msg_id: Any) -> Any:

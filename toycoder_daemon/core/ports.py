@@ -152,8 +152,26 @@ class HookRan:
     kind: str = field(default="hook", init=False)
 
 
+Resolution = Literal["allow_once", "allow_always", "reject", "answered", "dismissed"]
+"""How a question to the person ended: a permission's decision, or an ask_user question's."""
+
+
+@dataclass(frozen=True)
+class PermissionResolved:
+    """A permission request or an ask_user question of the turn was answered (in any editor that has
+    the session open, sessions/live.py): every client closes its prompt for it."""
+
+    tool_call_id: str
+    """The call asked about (for a question: the ask_user call)."""
+    decision: Resolution
+    by: str
+    """The answering client's name (its clientInfo.name)."""
+    parent_tool_call_id: str | None = None
+    kind: str = field(default="permission_resolved", init=False)
+
+
 Event = (TextDelta | ToolCallStarted | ToolCallFinished | UsageReport | RetryScheduled | Compacted | FilesChanged
-         | PlanUpdated | McpWaiting | HookRan)
+         | PlanUpdated | McpWaiting | HookRan | PermissionResolved)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ quirks it needs. Seen on real servers (issue 18):
   `chat_template_caps.supports_tools` (false: the model's template has no tools, so they are dropped).
 - llama-cpp-python's server (uvicorn): `owned_by: me`; HTTP 500 on an assistant message with
   `content: null` (quirk `empty_content`); `tools` ignored unless `tool_choice` is sent.
-- vLLM (uvicorn): `owned_by: vllm`, `max_model_len`. Ollama: `owned_by: library`/`ollama`.
+- vLLM (uvicorn): `owned_by: vllm`, `max_model_len`. Ollama: `owned_by: library`/`ollama`; its native
+  POST /api/show `{"model": ...}` lists the model's `capabilities` ("tools" when it takes them).
 """
 
 from __future__ import annotations
@@ -76,6 +77,13 @@ def props_tools(body: Any) -> bool | None:
     caps = body.get("chat_template_caps") if isinstance(body, dict) else None
     value = caps.get("supports_tools") if isinstance(caps, dict) else None
     return value if isinstance(value, bool) else None
+
+
+def ollama_tools(body: Any) -> bool | None:
+    """Ollama's /api/show: does the model take tools (its `capabilities` name "tools")? None when it
+    does not say (an Ollama older than 0.6.4 has no `capabilities`)."""
+    caps = body.get("capabilities") if isinstance(body, dict) else None
+    return "tools" in caps if isinstance(caps, list) else None
 
 
 def quirks_for(configured: Iterable[str] | None, kind: str | None) -> frozenset[str]:

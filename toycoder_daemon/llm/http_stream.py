@@ -165,8 +165,17 @@ class StreamTransport:
 
     async def get_json(self, key: str, url: str, timeout: float = 5.0) -> tuple[int, Any, str | None]:
         """GET a small JSON document (/v1/models, /props): (status, parsed body or None, Server header)."""
+        return await self._small_json("GET", key, url, None, timeout)
+
+    async def post_json(self, key: str, url: str, payload: Any, timeout: float = 5.0) -> tuple[int, Any, str | None]:
+        """POST a small JSON request (Ollama's /api/show): as get_json."""
+        return await self._small_json("POST", key, url, payload, timeout)
+
+    async def _small_json(self, method: str, key: str, url: str, payload: Any,
+                          timeout: float) -> tuple[int, Any, str | None]:
         http = await self._http()
-        response = await http.get(url, headers={"Authorization": f"Bearer {key}"}, timeout=timeout)
+        response = await http.request(method, url, headers={"Authorization": f"Bearer {key}"}, json=payload,
+                                      timeout=timeout)
         try:
             body: Any = response.json()
         except ValueError:

@@ -29,6 +29,9 @@ from toycoder_daemon.llm.http_stream import ConnectionProblem, HTTPStatusFailure
 log = logging.getLogger(__name__)
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
+PROBE_TOOL = "ping"
+PROBE_TOKENS = 32
+"""The probe's output limit: enough for a call of a tool without arguments."""
 
 
 def _ignore(text: str) -> None:
@@ -60,6 +63,11 @@ class KeyPool:
                 return key, 0.0
         soonest = min(live, key=lambda k: self._cool_until.get(k, 0.0))
         return soonest, max(0.0, self._cool_until.get(soonest, 0.0) - now)
+
+    def for_metadata(self) -> str:
+        """A usable key for a small request (/v1/models, /props, /api/show), without moving the turn
+        of the keys that chat requests take ("" when there is none)."""
+        return next((k for k in self._keys if k not in self._dropped), "")
 
     def cool(self, key: str, seconds: float) -> None:
         self._cool_until[key] = time.monotonic() + seconds
@@ -140,8 +148,10 @@ class OpenAIChatModel:
         self.context_tokens: int | None = None
         """The model's context window, once the server said it (an overflow error, /props, /v1/models)."""
         self.supports_tools: bool | None = None
-        """False once llama.cpp's /props said the chat template takes no tools: they are not sent."""
-        self._props_read = False
+        """False once the server said it takes no tools (llama.cpp's /props, Ollama's /api/show): they are not sent."""
+        self._props: asyncio.Task[None] | None = None
+        """Reading /props, once; concurrent readers (a session's tools check, the model list) share it."""
+        self._asking_tools: asyncio.Task[None] | None = None
         self._transport = StreamTransport(base_url, request_timeout)
 
     async def aclose(self) -> None:
@@ -158,6 +168,8 @@ class OpenAIChatModel:
     ) -> ChatResponse:
         started = time.monotonic()
         extra = {self.token_field: self.max_tokens} if self.max_tokens else None
+        if tools:  # what the server says of tools is known before the first request that offers them
+            await self.tools_supported()
         await self._read_props()
         offered = tools
         quirks, body = None, b""
@@ -255,22 +267,86 @@ class OpenAIChatModel:
 
     def no_tools_notice(self) -> str | None:
         """The notice for a server known to take no tools (None: it takes them, or it is not known yet)."""
-        return tools_ignored.unsupported_notice(self.provider, self._transport.url) if self.supports_tools is False else None
+        if self.supports_tools is not False:
+            return None
+        return tools_ignored.unsupported_notice(self.provider, self._transport.shown, self.kind, self.model)
+
+    async def tools_supported(self) -> bool | None:
+        """Does the server take tools, as it says itself: /v1/models names its kind, then llama.cpp's
+        /props or Ollama's /api/show answers. Asked once per client (one per provider and model, so per
+        base URL), concurrent callers sharing the one ask; None when the server does not say."""
+        if self._asking_tools is None:
+            self._asking_tools = asyncio.ensure_future(self._ask_tools())
+        await asyncio.shield(self._asking_tools)
+        return self.supports_tools
+
+    async def _ask_tools(self) -> None:
+        try:
+            self.quirks()
+            if self.kind in (None, "uvicorn"):
+                await self.server_info()  # its kind; llama.cpp's /props is read there
+            await self._read_props()
+            if self.kind == "ollama" and self.supports_tools is None:
+                self.supports_tools = await self._ollama_tools()
+        except Exception as e:  # never fatal: the turn goes on as if the server said nothing
+            log.info("provider %s: cannot ask whether the server takes tools: %s", self.provider, e)
+        if self.supports_tools is False:
+            log.warning("provider %s: %s says %s takes no tools; running without them",
+                        self.provider, self._transport.shown, self.model)
+
+    async def _ollama_tools(self) -> bool | None:
+        """Ollama's /api/show for this model: "tools" among its `capabilities`."""
+        url = self._transport.base.removesuffix("/v1") + "/api/show"
+        try:
+            status, body, _ = await self._transport.post_json(self.keys.for_metadata(), url, {"model": self.model})
+        except Exception as e:  # a proxy without Ollama's native API: not known
+            log.info("provider %s: cannot ask %s: %s", self.provider, secrets.shown_url(url), e)
+            return None
+        return dialect.ollama_tools(body) if status < 400 else None
+
+    async def probe_tools(self) -> tuple[bool | None, str]:
+        """For a server that says nothing of tools (`toycoder doctor`): one tiny request offering one
+        trivial tool. (True, ...) when it was accepted, (False, why) when the server refused the tools or
+        sent the model's call back as text, (None, why) when the answer cannot tell."""
+        tool = {"type": "function", "function": {"name": PROBE_TOOL, "description": "Answers pong.",
+                                                  "parameters": {"type": "object", "properties": {}}}}
+        messages: list[Message] = [{"role": "user", "content": f"Call the {PROBE_TOOL} tool."}]
+        body = await request_body(self.model, messages, [tool], {self.token_field: PROBE_TOKENS}, self.quirks())
+        key, _ = self.keys.pick()
+        try:
+            reply = await self._stream_once(key or "", body, _ignore)
+        except HTTPStatusFailure as e:
+            reason = secrets.redact(_status_reason(e))
+            if e.status_code < 500 and e.status_code not in (401, 403, 404, 429) and "tool" in reason.lower():
+                return False, f"it refused a request with tools ({reason})"
+            return None, f"the test request failed ({reason})"
+        except Exception as e:  # connection, stream or chunk problems: nothing said of tools
+            return None, f"the test request failed ({secrets.redact(str(e)) or type(e).__name__})"
+        if reply.tool_calls:
+            return True, "the model called the test tool"
+        if (seen := tools_ignored.unparsed_call(reply.content, [PROBE_TOOL])) is not None:
+            return False, f"the model's call came back as text ({seen}): the server does not parse tool calls"
+        return True, ("it accepted a request with tools (the model did not call the test tool, so whether the "
+                      "server parses calls is not shown)")
 
     def forget_window(self) -> None:
         """The window learned may be stale (the server restarted with another -c): learn it again."""
-        self.context_tokens, self._props_read = None, False
+        self.context_tokens, self._props = None, None
 
     async def _read_props(self) -> None:
         """Once, when the server is llama.cpp: its /props says the context it runs with and whether its
         chat template takes tools (started without a tool-capable template, it silently drops them)."""
         self.quirks()  # learns the kind from the last answer's Server header
-        if self._props_read or self.kind != "llama.cpp":
+        if self.kind != "llama.cpp":
             return
-        self._props_read = True
-        key, _ = self.keys.pick()
+        if self._props is None:
+            self._props = asyncio.ensure_future(self._get_props())
+        await asyncio.shield(self._props)
+
+    async def _get_props(self) -> None:
         try:
-            status, props, _ = await self._transport.get_json(key or "", self._transport.base.removesuffix("/v1") + "/props")
+            url = self._transport.base.removesuffix("/v1") + "/props"
+            status, props, _ = await self._transport.get_json(self.keys.for_metadata(), url)
         except Exception as e:  # an old llama.cpp, or a proxy in front of it: the request still goes
             log.info("provider %s: cannot read /props: %s", self.provider, e)
             return
@@ -278,9 +354,6 @@ class OpenAIChatModel:
             return
         self.context_tokens = self.context_tokens or dialect.props_window(props)
         self.supports_tools = dialect.props_tools(props)
-        if self.supports_tools is False:
-            log.warning("provider %s: %s says its chat template takes no tools; running without them",
-                        self.provider, self._transport.base)
 
     def quirks(self) -> frozenset[str]:
         self.kind = self.kind or dialect.kind_from_header(self._transport.server)
@@ -295,9 +368,8 @@ class OpenAIChatModel:
         """What the server's /v1/models says (cached; `refresh` asks again); None when it cannot be asked."""
         if self._info is not None and not refresh:
             return self._info
-        key, _ = self.keys.pick()
         try:
-            status, body, server = await self._transport.get_json(key or "", self._transport.base + "/models")
+            status, body, server = await self._transport.get_json(self.keys.for_metadata(), self._transport.base + "/models")
             if status >= 400:
                 raise ValueError(f"HTTP {status}")
             info = dialect.read_models(body, server)

@@ -116,10 +116,20 @@ def notice(provider: str, url: str, evidence: str | None) -> str:
 
 NO_TOOLS_FIX = ("start llama-server with --jinja and a tool-capable --chat-template-file (e.g. the model's own "
                 "tool-use template from llama.cpp's models/templates), or use a model whose template takes tools")
+OLLAMA_FIX = "use a model with tool support (`ollama show MODEL` lists its capabilities; tools must be one)"
+SERVER_FIX = ("turn the server's tool calling on (vLLM: --enable-auto-tool-choice and --tool-call-parser; "
+              "llama.cpp: --jinja; Ollama: a model with tool support), or use a model that takes tools")
 
 
-def unsupported_notice(provider: str, url: str) -> str:
-    """The server said (llama.cpp's /props) that it takes no tools: the session runs without them."""
-    return (f"{MARK} the server at {url} (provider '{provider}') says its chat template takes no tools "
-            f"(/props chat_template_caps.supports_tools is false), so this session runs without tools: "
-            f"the agent cannot read, search or edit files. To fix: {NO_TOOLS_FIX}]")
+def fix_for(kind: str | None) -> str:
+    """How to make a server of this kind take tools."""
+    return {"llama.cpp": NO_TOOLS_FIX, "ollama": OLLAMA_FIX}.get(kind or "", SERVER_FIX)
+
+
+def unsupported_notice(provider: str, url: str, kind: str | None = "llama.cpp", model: str = "") -> str:
+    """The server said (llama.cpp's /props, Ollama's /api/show) that it takes no tools: the session runs
+    without them."""
+    said = (f"Ollama says {model} has no tools capability (/api/show)" if kind == "ollama" else
+            "says its chat template takes no tools (/props chat_template_caps.supports_tools is false)")
+    return (f"{MARK} the server at {url} (provider '{provider}') {said}, so this session runs without tools: "
+            f"the agent cannot read, search or edit files. To fix: {fix_for(kind)}]")

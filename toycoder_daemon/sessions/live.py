@@ -9,6 +9,14 @@ lines so far first, while they are under LIMIT bytes) and writes one JSON object
 checkpoint ids its prompt records carry in the session file, by which observers recognise them). Both ends check that the
 peer has our uid (SO_PEERCRED).
 
+Questions go to every client: a permission request or an ask_user question of the turn is also
+written as `ask` {turn, id (the call's), question}; an observer asks its client and writes back
+`answer` {turn, id, answer, by}. The origin owns the decision: the first answer, its own client's or
+an observer's, decides; the origin then emits PermissionResolved (an event like the others, so every
+client hears it), and the questions still open are withdrawn (its own client's request cancelled;
+an observer cancels its client's when it hears the event). An observer may also write `cancel`
+{turn}: its client cancelled the turn.
+
 The origin never waits for an observer: what one has not read stays in its connection's buffer,
 up to LIMIT bytes; an observer further behind is cut off (its connection aborted). An observer
 whose stream ends without `end` (cut off, or the origin died) falls back to the session file.
@@ -27,7 +35,7 @@ import re
 import socket
 import stat
 import typing
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +49,12 @@ from toycoder_daemon.core.ports import (
     FilesChanged,
     Frontend,
     PermissionRequest,
+    PermissionResolved,
     PlanEntry,
     PlanUpdated,
+    Resolution,
+    ToolCallFinished,
+    ToolCallStarted,
 )
 from toycoder_daemon.core.util import rundir
 
@@ -88,6 +100,17 @@ def event_from_json(data: Any) -> Event | None:
         return None
 
 
+DECISIONS: tuple[Resolution, ...] = ("allow_once", "allow_always", "reject")
+
+
+def permission_question(request: PermissionRequest) -> dict[str, Any]:
+    return {"kind": "permission", "request": dataclasses.asdict(request)}
+
+
+def ask_question(question: str, options: list[str] | None) -> dict[str, Any]:
+    return {"kind": "ask", "question": question, "options": options}
+
+
 def session_dir(session_id: str, create: bool) -> str:
     """The session's directory of listeners (RuntimeDirError when it cannot be used)."""
     if not _SAFE_ID.fullmatch(session_id):
@@ -120,6 +143,8 @@ class Broadcast:
         self.on_cancel = on_cancel
         """An observer's client cancelled the turn (a `cancel` line back on its connection)."""
         self._hearing: set[asyncio.Task[None]] = set()
+        self.client = client
+        """This daemon's client's name (who answered, when it did)."""
         self._start = _line({"t": "start", "turn": turn_id, "client": client, "prompt": prompt})
         self._own = own
         """This daemon's own listener for the session (not an observer)."""
@@ -134,6 +159,11 @@ class Broadcast:
         self.cut = 0
         """Observers cut off for being too far behind."""
         self._scan: asyncio.Task[None] | None = None
+        self._waiting: dict[str, Callable[[Any, str], None]] = {}
+        """Call id -> what an observer's answer to its open question does."""
+        self._asks: dict[str, bytes] = {}
+        """Call id -> the `ask` line of a question still open: an observer that connects later gets
+        it after the backlog (a question decided before it came is not asked there)."""
 
     def start(self) -> None:
         self._scan = asyncio.get_running_loop().create_task(self._scanning())
@@ -178,16 +208,58 @@ class Broadcast:
                 task.add_done_callback(self._hearing.discard)
                 if self._backlog is None:
                     self._partial.add(path)
-                self._write(path, writer, b"".join([self._start, *(self._backlog or ())]))
+                self._write(path, writer, b"".join([self._start, *(self._backlog or ()), *self._asks.values()]))
 
     async def _hear(self, reader: asyncio.StreamReader) -> None:
-        """What an observer says back: only `cancel` (its client cancelled the turn)."""
+        """What an observer says back: `cancel` (its client cancelled the turn) or `answer` (its
+        client answered an open question)."""
         with contextlib.suppress(OSError, ValueError, asyncio.LimitOverrunError):
             while line := await reader.readline():
                 msg = json.loads(line)
-                if isinstance(msg, dict) and msg.get("t") == "cancel" and msg.get("turn") == self.turn_id:
+                if not isinstance(msg, dict) or msg.get("turn") != self.turn_id:
+                    continue
+                if msg.get("t") == "cancel":
                     log.info("session %s: turn %s cancelled from another daemon", self.session_id, self.turn_id)
                     self.on_cancel()
+                elif msg.get("t") == "answer" and (answered := self._waiting.get(str(msg.get("id")))) is not None:
+                    answered(msg.get("answer"), str(msg.get("by") or "another editor"))
+
+    async def first_answer(self, call_id: str, question: dict[str, Any], own: Awaitable[Any],
+                           valid: Callable[[Any], bool], decided: Callable[[Any, str], None]) -> Any:
+        """Ask `question` (about the call `call_id`) in every observer's client while `own` (this
+        daemon's client's answer, named `client`) runs; the first answer decides: `decided(answer,
+        by)` is called with it (the observers hear of it) before the other askers are withdrawn.
+        An observer's answer counts when `valid`. A dead or silent observer changes nothing."""
+        loop = asyncio.get_running_loop()
+        first: asyncio.Future[tuple[Any, str]] = loop.create_future()
+
+        def answer(value: Any, by: str) -> None:
+            if not first.done():
+                first.set_result((value, by))
+
+        mine = asyncio.ensure_future(own)
+
+        def own_answered(task: asyncio.Future[Any]) -> None:
+            if task.cancelled() or first.done():
+                return
+            if (error := task.exception()) is not None:
+                first.set_exception(error)
+            else:
+                first.set_result((task.result(), self.client))
+
+        mine.add_done_callback(own_answered)
+        self._waiting[call_id] = lambda value, by: answer(value, by) if valid(value) else None
+        ask = self._asks[call_id] = _line({"t": "ask", "turn": self.turn_id, "id": call_id, "question": question})
+        for path, writer in list(self._writers.items()):
+            self._write(path, writer, ask)
+        try:
+            value, by = await first
+            decided(value, by)
+            return value
+        finally:
+            self._waiting.pop(call_id, None)
+            self._asks.pop(call_id, None)
+            mine.cancel()  # this daemon's client's request, when an observer answered first: withdrawn
 
     def _write(self, path: str, writer: asyncio.StreamWriter, data: bytes) -> None:
         """Never waits: an observer more than LIMIT behind is cut off."""
@@ -236,6 +308,8 @@ class Teed:
 
     def __init__(self, inner: Frontend, broadcast: Broadcast):
         self.inner, self.broadcast = inner, broadcast
+        self._asking: list[ToolCallStarted] = []
+        """The ask_user calls running (the call a question belongs to: the last one started)."""
 
     def __getattr__(self, name: str) -> Any:
         """The inner frontend's optional ports (WorkspaceTruster, ...): isinstance checks of those
@@ -243,14 +317,35 @@ class Teed:
         return getattr(self.inner, name)
 
     def emit(self, event: Event) -> None:
+        if isinstance(event, ToolCallStarted) and event.name == "ask_user":
+            self._asking.append(event)
+        elif isinstance(event, ToolCallFinished):
+            self._asking = [c for c in self._asking if c.tool_call_id != event.tool_call_id]
         self.broadcast.send(event)
         self.inner.emit(event)
 
+    def _resolved(self, call_id: str, parent: str | None, decision: Resolution, by: str) -> None:
+        self.emit(PermissionResolved(call_id, decision, by, parent))
+
     async def confirm(self, request: PermissionRequest) -> Decision:
-        return await self.inner.confirm(request)
+        """Asked in every client that has the session open; the first answer decides."""
+        decision: Decision = await self.broadcast.first_answer(
+            request.tool_call_id, permission_question(request), self.inner.confirm(request),
+            lambda answer: answer in DECISIONS,
+            lambda answer, by: self._resolved(request.tool_call_id, None, answer, by))
+        return decision
 
     async def ask(self, question: str, options: list[str] | None) -> str | None:
-        return await self.inner.ask(question, options)
+        """As confirm; an observer's dismissal is not an answer (this daemon's client's is)."""
+        call = self._asking[-1] if self._asking else None
+        if call is None:  # not from an ask_user call: nothing to name it by
+            return await self.inner.ask(question, options)
+        answer: str | None = await self.broadcast.first_answer(
+            call.tool_call_id, ask_question(question, options), self.inner.ask(question, options),
+            lambda answer: isinstance(answer, str),
+            lambda answer, by: self._resolved(call.tool_call_id, call.parent_tool_call_id,
+                                              "dismissed" if answer is None else "answered", by))
+        return answer
 
     def can_apply_edit(self) -> bool:
         return self.inner.can_apply_edit()
@@ -276,6 +371,8 @@ class Teed:
 OnStart = Callable[[str, str, str], None]
 """(turn id, the origin's client name, the prompt)."""
 OnEvent = Callable[[str, Event], None]
+OnAsk = Callable[[str, str, dict[str, Any]], None]
+"""(turn id, the call asked about, the question: permission_question or ask_question)."""
 OnEnd = Callable[[str, bool, list[str]], None]
 """(turn id, whole: the stream reached the turn's end (False: cut off, or the origin died), the
 checkpoint ids its records carry in the session file)."""
@@ -284,9 +381,10 @@ checkpoint ids its records carry in the session file)."""
 class Listener:
     """This daemon's socket for one session it has open: origins connect while their turns run."""
 
-    def __init__(self, session_id: str, on_start: OnStart, on_event: OnEvent, on_end: OnEnd):
+    def __init__(self, session_id: str, on_start: OnStart, on_event: OnEvent, on_end: OnEnd,
+                 on_ask: OnAsk = lambda turn, call, question: None):
         self.session_id = session_id
-        self.on_start, self.on_event, self.on_end = on_start, on_event, on_end
+        self.on_start, self.on_event, self.on_end, self.on_ask = on_start, on_event, on_end, on_ask
         self.path: str | None = None
         self._server: asyncio.Server | None = None
         self._origins: dict[str, asyncio.StreamWriter] = {}
@@ -304,10 +402,17 @@ class Listener:
 
     def cancel(self, turn_id: str) -> bool:
         """Ask the turn's origin to cancel it; False when it is not streaming here."""
+        return self._back(turn_id, {"t": "cancel", "turn": turn_id})
+
+    def answer(self, turn_id: str, call_id: str, answer: Any, by: str) -> bool:
+        """This daemon's client answered the origin's question about `call_id`."""
+        return self._back(turn_id, {"t": "answer", "turn": turn_id, "id": call_id, "answer": answer, "by": by})
+
+    def _back(self, turn_id: str, msg: dict[str, Any]) -> bool:
         writer = self._origins.get(turn_id)
         if writer is None or writer.transport.is_closing():
             return False
-        writer.write(_line({"t": "cancel", "turn": turn_id}))
+        writer.write(_line(msg))
         return True
 
     def close(self) -> None:
@@ -341,6 +446,9 @@ class Listener:
                     event = event_from_json(msg.get("event"))
                     if event is not None:
                         self.on_event(turn, event)
+                elif (kind == "ask" and turn is not None and msg.get("turn") == turn
+                      and isinstance(msg.get("question"), dict)):
+                    self.on_ask(turn, str(msg.get("id")), msg["question"])
                 elif kind == "end" and turn is not None and msg.get("turn") == turn:
                     whole = msg.get("partial") is not True
                     recorded = [r for r in msg.get("recorded") or () if isinstance(r, str)]

@@ -284,14 +284,15 @@ class Session:
         self.changed()
 
     def transcript(self, changes_of: ChangesOf | None = None,
-                   messages: Sequence[Stored] | None = None) -> list[TranscriptEntry]:
+                   messages: Sequence[Stored] | None = None, before_turn: str | None = None) -> list[TranscriptEntry]:
         """Render-ready history, whole (compacted turns included, a `compaction` entry where the
         model's context was compacted): what a client shows when it resumes this session. With
         `changes_of`, each turn that changed files is followed by a `changes` entry (a restore's
         note to the model shows as the restore's `changes` entry). `messages`: render only these
         (what another daemon added, already in this conversation). It ends with the session's plan,
         when it has one (with `messages`, only when a result in them answers a plan call), so a
-        client shows it again."""
+        client shows it again. `before_turn`: end before the prompt of that turn (one running in
+        another daemon, which the client hears live from its start)."""
         out: list[TranscriptEntry] = []
         history = self.messages.history()
         added = None if messages is None else [r for r in messages if not isinstance(r, Mark)]
@@ -320,6 +321,8 @@ class Session:
                 close_turn()
                 out.append(TranscriptEntry("compaction", str(m.get("content")).removeprefix(SUMMARY_PREFIX)))
                 continue
+            if m["role"] == "user" and before_turn is not None and m.get("turn") == before_turn:
+                break
             if m["role"] == "user":
                 close_turn()
                 pending = m.get("turn")

@@ -12,6 +12,9 @@ While a turn runs, its events also go live to the other daemons that have the se
 live to its end is not told again when its records land in the file (by its turn id); one whose
 stream was cut (this daemon fell behind, or the other died) is told as the whole history (reset),
 with what the file has of it (for clients that can only add: the ACP face).
+Its permission requests and questions are asked here too, through the frontend the face shows the
+turn in (`asker`); the answer goes back to its daemon, which decides (the first answer wins) and
+tells every client (PermissionResolved), when this daemon withdraws its own question.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any
 
 from toycoder_daemon.agent.react import repair_tool_calls
 from toycoder_daemon.core.errors import SessionBusy, SessionDeleted
-from toycoder_daemon.core.ports import Event, Frontend
+from toycoder_daemon.core.ports import Event, Frontend, PermissionRequest, PermissionResolved
 from toycoder_daemon.sessions.conversation import Mark, Stored
 from toycoder_daemon.sessions.live import Broadcast, Listener, Teed
 from toycoder_daemon.sessions.session import ChangesOf, Session, TranscriptEntry
@@ -95,6 +98,11 @@ class Sharing:
         self.on_live_event: OnLiveEvent | None = None
         """Set by the wire face: an event of a turn running in another daemon, as it happens. Unset,
         this daemon does not listen: its clients hear other daemons' turns from the file."""
+        self.asker: Callable[[str], Frontend | None] = lambda session_id: None
+        """Set by the wire face: the frontend that shows the session's turn heard live (its questions
+        are asked there); None: this daemon's clients are not asked."""
+        self._asking: dict[tuple[str, str], asyncio.Task[None]] = {}
+        """(session, call id) -> a question of another daemon's turn open in this daemon's client."""
         self._reading: dict[str, asyncio.Lock] = {}
         self._watches: dict[str, asyncio.Task[None]] = {}
         self._listeners: dict[str, Listener] = {}
@@ -107,6 +115,8 @@ class Sharing:
         self._held: dict[str, list[Stored]] = {}
         """Records read but not told yet: a turn that may be about to be heard live (GRACE)."""
         self._first_seen: dict[tuple[str, str], float] = {}
+        self._opened_busy: set[str] = set()
+        """Sessions opened while another daemon's turn ran, not shown to a client yet (running_elsewhere)."""
         self._stale: set[str] = set()
         """Sessions whose live stream was cut: their clients get the whole history next."""
 
@@ -210,12 +220,58 @@ class Sharing:
 
     # ---- hearing other daemons' turns live --------------------------------------------------
 
+    def running_elsewhere(self, s: Session) -> str | None:
+        """The turn running in another daemon when this daemon opened the session, if it will hear it
+        live: the client opening it is shown the history before that turn (Session.transcript's
+        before_turn), and hears the turn from its start (the origin sends what it has streamed so
+        far), never as a half turn whose pending call looks interrupted. Its records are held, as a
+        poll holds them: told from the file unless heard live to their end (_tell). Asked once,
+        when the session is first shown; later (a client reloading) the file's view is shown."""
+        if s.id not in self._opened_busy:
+            return None
+        self._opened_busy.discard(s.id)
+        if self.on_live_event is None or s.id not in self._watches or s.id in self._live:
+            return None
+        records = s.messages.records()
+        start = _open_turn(records, s.turn_ends)
+        if start is None:
+            return None
+        self._held[s.id] = records[start[0]:]
+        self._first_seen.setdefault((s.id, start[1]), time.monotonic())
+        return start[1]
+
     def cancel_elsewhere(self, session_id: str) -> bool:
         """Cancel the turn heard live in the session (its daemon cancels it); False when none is."""
         listener, turn = self._listeners.get(session_id), self._live.get(session_id)
         return listener is not None and turn is not None and listener.cancel(turn)
 
+    async def _answer(self, listener: Listener, asker: Frontend, turn_id: str, call_id: str,
+                      question: dict[str, Any]) -> None:
+        """Ask this daemon's client the other daemon's question; its answer goes back there. A
+        dismissed question (or one this client cannot ask) is left to the other clients."""
+        try:
+            if question.get("kind") == "permission":
+                answer: Any = await asker.confirm(PermissionRequest(**question.get("request") or {}))
+            else:
+                options = question.get("options")
+                answer = await asker.ask(str(question.get("question") or ""),
+                                         [str(o) for o in options] if isinstance(options, list) else None)
+        except TypeError as e:  # another version's question
+            log.info("session %s: a question from another daemon not asked: %s", listener.session_id, e)
+            return
+        finally:
+            self._asking.pop((listener.session_id, call_id), None)
+        if answer is not None:
+            listener.answer(turn_id, call_id, answer, self.client or "another editor")
+
+    def _withdraw(self, session_id: str, call_id: str | None = None) -> None:
+        """Cancel this daemon's client's question about `call_id` (every one of the session: None)."""
+        for key in [k for k in self._asking if k[0] == session_id and call_id in (None, k[1])]:
+            self._asking.pop(key).cancel()
+
     async def _listen(self, s: Session, changes: Callable[[], ChangesOf]) -> None:
+        listener: Listener
+
         def start(turn_id: str, client: str, prompt: str) -> None:
             self._live[s.id] = turn_id
             self.on_live_turn(s.id, turn_id, client, True, prompt)
@@ -223,8 +279,19 @@ class Sharing:
         def event(turn_id: str, e: Event) -> None:
             if self._live.get(s.id) == turn_id and self.on_live_event is not None:
                 self.on_live_event(s.id, turn_id, e)
+            if isinstance(e, PermissionResolved):  # decided: this client's prompt, if still open, goes
+                self._withdraw(s.id, e.tool_call_id)
+
+        def ask(turn_id: str, call_id: str, question: dict[str, Any]) -> None:
+            asker = self.asker(s.id)
+            if self._live.get(s.id) != turn_id or asker is None:
+                return
+            self._withdraw(s.id, call_id)
+            self._asking[(s.id, call_id)] = asyncio.get_running_loop().create_task(
+                self._answer(listener, asker, turn_id, call_id, question))
 
         def end(turn_id: str, whole: bool, recorded: list[str]) -> None:
+            self._withdraw(s.id)
             if self._live.get(s.id) != turn_id:
                 return
             del self._live[s.id]
@@ -239,7 +306,7 @@ class Sharing:
 
         if self.on_live_event is None:
             return
-        listener = Listener(s.id, start, event, end)
+        listener = Listener(s.id, start, event, end, ask)
         try:
             await listener.start()
         except OSError as e:  # RuntimeDirError too: the session file is then all there is
@@ -248,14 +315,17 @@ class Sharing:
             return
         self._listeners[s.id] = listener
 
-    def watch(self, s: Session, changes: Callable[[], ChangesOf]) -> None:
-        """Poll `s` while this daemon has it open (from a loop; sync callers' sessions are not polled)."""
+    def watch(self, s: Session, changes: Callable[[], ChangesOf], busy_elsewhere: bool = False) -> None:
+        """Poll `s` while this daemon has it open (from a loop; sync callers' sessions are not polled).
+        `busy_elsewhere`: it was opened while another daemon held it (a turn runs there)."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
         if s.id not in self._watches and s.file is not None:
             self._watches[s.id] = loop.create_task(self._poll(s, changes))
+            if busy_elsewhere:
+                self._opened_busy.add(s.id)
 
     def unwatch(self, session_id: str) -> None:
         task = self._watches.pop(session_id, None)
@@ -264,6 +334,7 @@ class Sharing:
         self._forget(session_id)
 
     def _forget(self, session_id: str) -> None:
+        self._withdraw(session_id)
         self._reading.pop(session_id, None)
         listener = self._listeners.pop(session_id, None)
         if listener is not None:
@@ -271,6 +342,7 @@ class Sharing:
         self._live.pop(session_id, None)
         self._heard.pop(session_id, None)
         self._stale.discard(session_id)
+        self._opened_busy.discard(session_id)
         self._held.pop(session_id, None)
         for key in [k for k in self._first_seen if k[0] == session_id]:
             del self._first_seen[key]

@@ -5,7 +5,9 @@ Each was seen on a real server: llama.cpp's llama-server (overflow 400 with `n_c
 with `content: null`, an empty 200 on a prompt over its context, `tools` ignored without
 `tool_choice`), and servers that send no usage at all. Also played: a server that does not parse the
 model's tool calls (llama.cpp without a tool-capable template, vLLM without --enable-auto-tool-choice),
-which passes the model's `<tool_call>` text through as the reply.
+which passes the model's `<tool_call>` text through as the reply; Ollama's /api/show capabilities;
+and a server that refuses a request with tools (Ollama for a model without them, vLLM without
+--enable-auto-tool-choice).
 """
 
 from __future__ import annotations
@@ -43,6 +45,12 @@ class Dialect:
     """llama.cpp's /props `chat_template_caps.supports_tools`: false for a template without tools."""
     owned_by: str = "fake_llm"
     """/v1/models' `owned_by`: llama-cpp-python says "me", vLLM "vllm" (llama.cpp: see `server`)."""
+    ollama_capabilities: list[str] | None = None
+    """Play Ollama: /v1/models says `owned_by: library` and POST /api/show answers these `capabilities`
+    ("completion", and "tools" for a model that takes them)."""
+    tools_refused: str | None = None
+    """A request that offers tools is answered HTTP 400 with this message, as servers without tool calling
+    do (Ollama: "MODEL does not support tools"; vLLM without --enable-auto-tool-choice)."""
 
 
 def llama_cpp_overflow(n_prompt: int, n_ctx: int) -> tuple[int, dict[str, Any]]:
@@ -59,6 +67,8 @@ def judge(d: Dialect, body: dict[str, Any]) -> tuple[int, dict[str, Any] | None]
         return 500, {"error": {"message": "1 validation error for ChatCompletionRequestAssistantMessage\ncontent\n"
                                "  Input should be a valid string [type=string_type, input_value=None]",
                                "type": "internal_server_error"}}
+    if d.tools_refused is not None and body.get("tools"):
+        return 400, {"error": {"message": d.tools_refused, "type": "invalid_request_error", "code": None}}
     chars = sum(len(steps.text_of(m.get("content"))) for m in messages)
     if d.context_chars is not None and chars > d.context_chars:
         if d.overflow == "empty":
@@ -88,7 +98,20 @@ def model_entry(d: Dialect, model: str) -> dict[str, Any]:
     entry: dict[str, Any] = {"id": model, "object": "model", "created": 0, "owned_by": d.owned_by}
     if d.server == "llama.cpp":
         entry |= {"owned_by": "llamacpp", "meta": {"n_ctx": d.n_ctx, "n_ctx_train": 8192}}
+    elif d.ollama_capabilities is not None:
+        entry["owned_by"] = "library"
     return entry
+
+
+def ollama_show(d: Dialect, body: Any, models: list[str]) -> tuple[int, dict[str, Any]]:
+    """Ollama's POST /api/show (0.6.4 and later: `capabilities`), or its 404 for a model it lacks."""
+    name = body.get("model") or body.get("name") if isinstance(body, dict) else None
+    if d.ollama_capabilities is None:
+        return 404, {"error": "404 page not found"}
+    if name not in models:
+        return 404, {"error": f"model '{name}' not found"}
+    return 200, {"modelfile": "", "parameters": "", "template": "{{ .Prompt }}",
+                 "details": {"format": "gguf", "family": "llama"}, "capabilities": list(d.ollama_capabilities)}
 
 
 def props(d: Dialect) -> dict[str, Any]:

@@ -4,7 +4,8 @@ Every ``POST /v1/chat/completions`` (or ``/chat/completions``) consumes the next
 reply of a script, in order, and answers it streamed (SSE, exact
 ``chat.completion.chunk`` shape) or as one ``chat.completion`` JSON, according
 to the request's ``stream`` flag. ``GET /v1/models`` lists the model names seen; ``GET /props``
-answers llama-server's (the dialect's ``n_ctx`` and ``supports_tools``).
+answers llama-server's (the dialect's ``n_ctx`` and ``supports_tools``); ``POST /api/show`` answers
+Ollama's when the dialect plays Ollama (its ``ollama_capabilities``).
 
     with FakeLLM([{"text": "Hello!"}, {"tool_calls": [{"name": "read", "arguments": {"path": "a"}}]}]) as llm:
         client = openai.OpenAI(api_key="k", base_url=llm.base_url, max_retries=0)
@@ -169,6 +170,10 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         n = fake.record(path, body, self.headers)
+        if path.rstrip("/") == "/api/show":  # Ollama's native API: a model's capabilities
+            status, shown = dialects.ollama_show(fake.dialect, body, fake.models())
+            self._log(status)
+            return self._send_json(status, shown)
         if path.rstrip("/") not in CHAT_PATHS:
             return self._send_error(404, f"fake_llm: no route POST {path}")
         if not isinstance(body, dict):

@@ -60,6 +60,7 @@ PREPARE = (
     # TLS context: that reads the environment, so each daemon makes its own)
     "toycoder_daemon.faces.lsp.converter:prepare", "toycoder_daemon.wire.protocol:build_all",
     "toycoder_daemon.llm.http_stream:preload", "toycoder_daemon.warm.proc_identity:prepare",
+    "toycoder_daemon.config.model:prepare", "toycoder_daemon.faces.lsp.server:prepare",
 )
 """Functions (no arguments) the server calls once after PRELOAD, before any fork."""
 IDLE_MINUTES = 30.0

@@ -624,10 +624,24 @@ class HookUpdate(Wire):
     """Where the hook is configured: the user's config or the workspace's settings file."""
 
 
+class PermissionResolvedUpdate(Wire):
+    """A toycoder/requestPermission or toycoder/askUser of the turn was answered, in this client or
+    in another editor that has the session open (every one is asked; the first answer decides).
+    Clients close their prompt for `toolCallId`; one still open is also cancelled ($/cancelRequest)."""
+
+    kind: Literal["permission_resolved"] = "permission_resolved"
+    tool_call_id: str
+    """The call asked about; for toycoder/askUser, the ask_user call."""
+    decision: Literal["allow_once", "allow_always", "reject", "answered", "dismissed"]
+    """A permission's decision, or how a question ended (`dismissed`: no answer)."""
+    by: str
+    """The answering client's `clientInfo.name` ("another editor" when it gave none)."""
+
+
 Update = Annotated[
     TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate
     | McpWaitUpdate | ChangesUpdate | SessionChangedUpdate | SessionDeletedUpdate | SessionInfoUpdate | PlanUpdate
-    | HookUpdate | TurnElsewhereUpdate,
+    | HookUpdate | TurnElsewhereUpdate | PermissionResolvedUpdate,
     Field(discriminator="kind"),
 ]
 

@@ -45,3 +45,7 @@ end, { desc = "ToyCoder: pick a turn's checkpoint and restore the files it chang
 vim.api.nvim_create_user_command("ToyCoderMode", function()
   require("toycoder").pick_mode()
 end, { desc = "ToyCoder: pick the session's permission mode (ask, accept-edits, read-only)" })
+
+vim.api.nvim_create_user_command("ToyCoderDiskDiff", function(o)
+  require("toycoder.reload").diff_disk(o.args)
+end, { nargs = "?", complete = "buffer", desc = "ToyCoder: diff a buffer with unsaved changes against its file on disk" })

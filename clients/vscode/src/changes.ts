@@ -1,7 +1,9 @@
 /**
  * The host side of a changes card: Undo / Revert / Force become toycoder/checkpoint/restore, a
- * clicked file opens in the editor, and a file's Diff shows toycoder/checkpoint/diff's answer. VS Code reloads an unmodified open document when its file
- * changes on disk; a document with unsaved changes is left as it is, and we say so.
+ * clicked file opens in the editor, and a file's Diff shows toycoder/checkpoint/diff's answer. VS Code
+ * reloads an unmodified open document when its file changes on disk; a document with unsaved changes
+ * is left as it is, and we say so (UnsavedKept), offering a diff with the disk and never an action
+ * that would drop the unsaved text.
  */
 
 import * as vscode from 'vscode';
@@ -22,9 +24,38 @@ function errorMessage(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
+/**
+ * Files changed on disk (a turn's writes, here or in another editor, or a restore) under open documents
+ * with unsaved changes: one notice per document state, whose Compare shows the editor's text beside
+ * the file on disk (File: Compare Active File with Saved).
+ */
+export class UnsavedKept {
+  private readonly told = new Set<string>();
+
+  constructor(private readonly root: vscode.Uri | undefined) {}
+
+  /** `paths`: absolute, or relative to the workspace root; `lead`: how the notice starts, given the names. */
+  notice(paths: string[], lead: (names: string) => string): void {
+    const wanted = new Set(paths.map((p) => toUri(p, this.root)?.toString()));
+    const docs = vscode.workspace.textDocuments.filter((d) => d.isDirty && wanted.has(d.uri.toString())
+      && !this.told.has(`${d.uri.toString()}@${d.version}`));
+    if (!docs.length) return;
+    for (const d of docs) this.told.add(`${d.uri.toString()}@${d.version}`);
+    const names = docs.map((d) => vscode.workspace.asRelativePath(d.uri, false)).join(', ');
+    void vscode.window.showInformationMessage(`${lead(names)}; the editor's unsaved changes were kept.`, 'Compare')
+      .then(async (choice) => {
+        if (choice !== 'Compare') return;
+        for (const d of docs) {
+          await vscode.window.showTextDocument(d, { preview: false });
+          await vscode.commands.executeCommand('workbench.files.action.compareWithSaved', d.uri);
+        }
+      });
+  }
+}
+
 /** Restore, and tell the webview how it went (the card shows restored files and conflicts). */
 export async function restoreTurn(daemon: CheckpointDaemon, sessionId: string, request: RestoreRequest,
-  post: (m: ToWebview) => void, root: vscode.Uri | undefined): Promise<void> {
+  post: (m: ToWebview) => void, unsaved: UnsavedKept): Promise<void> {
   let result: RestoreResult;
   try {
     result = await daemon.restoreCheckpoint({ sessionId, ...request });
@@ -33,21 +64,9 @@ export async function restoreTurn(daemon: CheckpointDaemon, sessionId: string, r
     return;
   }
   post({ type: 'restoreResult', request, result });
-  // a restore that went into the buffer (inEditor) left the disk alone: nothing to warn about
+  // a restore that went into the buffer (inEditor) left the disk alone: nothing to tell
   const inBuffer = new Set(result.inEditor ?? []);
-  const dirty = dirtyDocuments((result.restored ?? []).filter((p) => !inBuffer.has(p)), root);
-  if (dirty.length) {
-    void vscode.window.showWarningMessage(`ToyCoder restored ${dirty.join(', ')} on disk, but the editor has unsaved `
-      + 'changes to it: your buffer was kept. "File: Revert File" takes the restored version; saving keeps yours.');
-  }
-}
-
-/** The restored paths whose open documents have unsaved changes (VS Code does not reload those). */
-function dirtyDocuments(paths: string[], root: vscode.Uri | undefined): string[] {
-  const wanted = new Map(paths.map((p) => [toUri(p, root)?.toString(), p]));
-  return vscode.workspace.textDocuments
-    .filter((d) => d.isDirty && wanted.has(d.uri.toString()))
-    .map((d) => wanted.get(d.uri.toString())!);
+  unsaved.notice((result.restored ?? []).filter((p) => !inBuffer.has(p)), (names) => `ToyCoder restored ${names} on disk`);
 }
 
 function toUri(path: string, root: vscode.Uri | undefined): vscode.Uri | undefined {

@@ -8,7 +8,7 @@ import * as vscode from 'vscode';
 import { applyWorkspaceEdit } from './applyEdit';
 import { DaemonNotFound, type DaemonHandlers } from './daemon';
 import { offerInstall } from './install';
-import { CheckpointDaemon, openChangedFile, restoreTurn, ShowText, showTurnDiff } from './changes';
+import { CheckpointDaemon, openChangedFile, restoreTurn, ShowText, showTurnDiff, UnsavedKept } from './changes';
 import { copyCode, insertCode } from './codeBlocks';
 import { DocumentSink, DocumentSync } from './documents';
 import { editorDiagnostics } from './diagnostics';
@@ -20,7 +20,8 @@ import { ModeDaemon, pickMode, pickSession, SessionHeader } from './sessionHeade
 import type { RestoreRequest, ToHost, ToWebview, TurnDiffRequest } from './shared/messages';
 import type { ProgressValue } from './shared/lsp';
 import type {
-  CommandInfo, MentionItem, PermissionParams, PromptParams, PermissionResult, PromptResult, SessionInfo, SessionLoadResult, UpdateParams,
+  CommandInfo, MentionItem, PermissionParams, PromptParams, PermissionResult, PromptResult, SessionInfo, SessionLoadResult, Update,
+  UpdateParams,
 } from './shared/protocol';
 
 export { selectionPrompt } from './selection';
@@ -93,8 +94,10 @@ export class ChatController implements vscode.Disposable {
   private everStarted = false;
 
   private readonly header: SessionHeader;
+  private readonly unsaved: UnsavedKept;
 
   constructor(private readonly options: ControllerOptions) {
+    this.unsaved = new UnsavedKept(options.root);
     this.header = new SessionHeader((text) => options.surface.setDescription?.(text),
       (title, mode) => {
         if (title !== this.headerState.title || mode !== this.headerState.mode) this.post({ type: 'header', title, mode });
@@ -210,11 +213,28 @@ export class ChatController implements vscode.Disposable {
     else if (u.kind === 'session_changed') void (this.turn ?? this.showSession(params.sessionId).catch(() => undefined));
     // another editor deleted it: the daemon's one line, as sent
     else if (u.kind === 'session_deleted') this.post({ type: 'notice', level: 'error', text: u.message });
+    // a prompt answered in another editor first: its card (if any) says so; a question's prompt
+    // closes on the $/cancelRequest that follows
+    else if (u.kind === 'permission_resolved') {
+      if (u.decision !== 'answered' && u.decision !== 'dismissed') this.options.reviews?.resolved(u.toolCallId, u.decision, u.by);
+    }
     else {
       const elsewhere = turnElsewhere(u);
       if (elsewhere) this.post({ type: 'elsewhere', ...elsewhere });
-      else this.post({ type: 'update', params });
+      else {
+        this.post({ type: 'update', params });
+        this.tellUnsavedKept(u);
+      }
     }
+  }
+
+  /** Files a turn (here or in another editor) or a restore wrote on disk: VS Code reloads their clean
+   *  documents; those with unsaved changes are kept, and we say so. An edit that went into an editor's
+   *  buffer (`inEditor`) did not touch the disk. */
+  private tellUnsavedKept(u: Update): void {
+    const paths = u.kind === 'tool_result' ? u.changedPaths ?? []
+      : u.kind === 'changes' ? u.files.filter((f) => !f.inEditor).map((f) => vscode.Uri.parse(f.uri).fsPath) : [];
+    if (paths.length) this.unsaved.notice(paths, (names) => `ToyCoder: ${names} changed on disk`);
   }
 
   /** The view's mode picker: the daemon's modes, set on the current session (created first if need be). */
@@ -346,7 +366,7 @@ export class ChatController implements vscode.Disposable {
       this.post({ type: 'restoreFailed', request, message });
       return;
     }
-    await restoreTurn(await this.ensureDaemon(), this.sessionId, request, (m) => this.post(m), this.options.root);
+    await restoreTurn(await this.ensureDaemon(), this.sessionId, request, (m) => this.post(m), this.unsaved);
   }
 
   private async openLink(href: string): Promise<void> {

@@ -3,7 +3,8 @@
  * toycoder/requestPermission is a card in the chat and, on demand, a diff editor whose title bar
  * has Accept / Reject. The first decision, from either place, answers the daemon; then the card
  * becomes a one-line record and the proposal's tabs close. A request the daemon withdraws
- * ($/cancelRequest: the turn ended or timed out) ends the same way, as `cancelled`.
+ * ($/cancelRequest: the turn ended or timed out) ends the same way, as `cancelled`; one another
+ * editor decided first (permission_resolved) ends with that decision, saying where it was made.
  * Nothing here judges a request: a button is mapped to its decision string, that is all.
  */
 
@@ -48,9 +49,16 @@ interface Pending extends PendingReview {
   answer(result: PermissionResult): void;
 }
 
+/** How many withdrawn requests are remembered for a permission_resolved that comes after the withdrawal. */
+const WITHDRAWN_KEPT = 32;
+
 export class Reviews {
   private next = 1;
   private readonly pending = new Map<string, Pending>();
+  /** Requests withdrawn ($/cancelRequest), card id by tool call id: vscode-jsonrpc acts on a cancel as
+   *  soon as it reads it, ahead of the notifications read before it, so the permission_resolved that
+   *  preceded the withdrawal on the wire is handled after it; the card then records that decision. */
+  private readonly withdrawn = new Map<string, string>();
 
   constructor(private readonly host: ReviewHost) {}
 
@@ -75,6 +83,19 @@ export class Reviews {
   /** A card's button. False when the request is no longer pending (decided elsewhere, withdrawn). */
   decide(id: string, decision: Decision, source: ReviewSource = 'chat'): boolean {
     return this.finish(id, decision, source);
+  }
+
+  /** permission_resolved: another editor that has the session open answered first. The request's
+   *  card records that decision and who made it (the daemon withdraws the request itself). */
+  resolved(toolCallId: string, decision: Decision, by: string): boolean {
+    for (const p of this.pending.values()) {
+      if (p.params.toolCallId === toolCallId) return this.finish(p.id, decision, 'chat', by);
+    }
+    const id = this.withdrawn.get(toolCallId);
+    if (id === undefined) return false;
+    this.withdrawn.delete(toolCallId);
+    this.host.post({ type: 'permissionDecided', id, outcome: decision, source: 'chat', by });
+    return true;
   }
 
   /** Accept / Reject in a proposal's title bar: the request whose documents include `uri`. */
@@ -112,12 +133,20 @@ export class Reviews {
     for (const id of [...this.pending.keys()]) this.finish(id, 'cancelled', 'chat');
   }
 
-  private finish(id: string, outcome: ReviewOutcome, source: ReviewSource): boolean {
+  private finish(id: string, outcome: ReviewOutcome, source: ReviewSource, by?: string): boolean {
     const p = this.pending.get(id);
     if (!p) return false;
     this.pending.delete(id);
+    if (outcome === 'cancelled') {
+      this.withdrawn.set(p.params.toolCallId, id);
+      for (const old of this.withdrawn.keys()) {
+        if (this.withdrawn.size <= WITHDRAWN_KEPT) break;
+        this.withdrawn.delete(old);
+      }
+    }
     p.answer({ decision: outcome === 'cancelled' ? 'reject' : outcome });
-    this.host.post({ type: 'permissionDecided', id, outcome, source });
+    this.host.post(by === undefined ? { type: 'permissionDecided', id, outcome, source }
+      : { type: 'permissionDecided', id, outcome, source, by });
     if (p.uris.size) {
       this.host.closeTabs([...p.uris]).catch((e: Error) => this.host.log(`[toycoder-vscode] cannot close the diff: ${e.message}`));
     }

@@ -8,6 +8,7 @@ import contextlib
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -34,6 +35,18 @@ function T.pick(a, items, shown, cb)
 end
 """
 """Lua for a test harness that has set the global `T`."""
+
+
+def checkout(bare: str, into: Path) -> Path:
+    """A plugin's bare git repository (a snapshot on this machine) at its HEAD, unpacked under the
+    test's tmp dir (never into the repository)."""
+    into.mkdir()
+    archive = subprocess.Popen(["git", "--git-dir", bare, "archive", "HEAD"], stdout=subprocess.PIPE)
+    assert archive.stdout is not None
+    untar = subprocess.run(["tar", "-x", "-C", str(into)], stdin=archive.stdout, capture_output=True)
+    archive.stdout.close()
+    assert archive.wait() == 0 and untar.returncode == 0, f"checking out {bare} failed: {untar.stderr!r}"
+    return into
 
 
 class Nvim:

@@ -22,7 +22,6 @@ divider arrived in the replay, between the earlier turns and the later ones.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,7 +29,7 @@ from typing import Any
 
 import pytest
 from helpers import ROOT, write_config
-from nvim_process import PICK, Nvim
+from nvim_process import PICK, Nvim, checkout
 from waiting import DEFAULT_TIMEOUT, wait_until
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
@@ -119,17 +118,6 @@ def readme_adapters() -> str:
 def setup_lua() -> str:
     return ("local cmd = ...\nrequire('codecompanion').setup({\n" + readme_adapters() +
             "\n  interactions = { chat = { adapter = 'toycoder' } },\n  opts = { log_level = 'DEBUG' },\n})\n")
-
-
-def checkout(bare: str, into: Path) -> Path:
-    """The snapshot's HEAD, unpacked under the test's tmp dir (never into the repository)."""
-    into.mkdir()
-    archive = subprocess.Popen(["git", "--git-dir", bare, "archive", "HEAD"], stdout=subprocess.PIPE)
-    assert archive.stdout is not None
-    untar = subprocess.run(["tar", "-x", "-C", str(into)], stdin=archive.stdout, capture_output=True)
-    archive.stdout.close()
-    assert archive.wait() == 0 and untar.returncode == 0, f"checking out {bare} failed: {untar.stderr!r}"
-    return into
 
 
 class CodeCompanion(Nvim):

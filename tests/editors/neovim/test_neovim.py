@@ -100,8 +100,9 @@ end
 
 
 class Editor(Nvim):
-    def __init__(self, llm: FakeLLM, workspace: Path, log: Path):
-        super().__init__([PLUGIN], watchdog_seconds=50)
+    def __init__(self, llm: FakeLLM, workspace: Path, log: Path, rtp: list[Path] | None = None,
+                 watchdog: float = 50):
+        super().__init__([PLUGIN, *(rtp or [])], watchdog_seconds=watchdog)
         self.llm = llm
         self.workspace = workspace
         self.log = log
@@ -160,14 +161,16 @@ class Editor(Nvim):
 
 @pytest.fixture
 def editor(tmp_path: Path, workspace: Path, llm: FakeLLM) -> Iterator[Callable[..., Editor]]:
-    """editor(cwd=..., extra=yaml, **setup_options) -> an Editor with the plugin set up."""
+    """editor(cwd=..., extra=yaml, rtp=[more plugins], watchdog=seconds, **setup_options) -> an Editor with
+    the plugin set up (killed after `watchdog` seconds, scaled, whatever happens)."""
     started: list[Editor] = []
 
-    def start(*, cwd: Path | None = None, extra: str = "", **options: Any) -> Editor:
+    def start(*, cwd: Path | None = None, extra: str = "", rtp: list[Path] | None = None, watchdog: float = 50,
+              **options: Any) -> Editor:
         n = len(started)
         cfg = write_config(tmp_path / f"nvim-config{n}.yaml", llm, extra=extra)
         log = tmp_path / f"daemon{n}.log"
-        ed = Editor(llm, workspace, log)
+        ed = Editor(llm, workspace, log, rtp, watchdog)
         started.append(ed)
         ed.cmd(f"cd {cwd or workspace}")
         ed.lua(HARNESS)

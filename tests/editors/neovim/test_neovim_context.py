@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -135,3 +136,80 @@ def test_toycoder_attach_to_a_model_without_vision_is_refused_before_anything_is
     assert llm.requests == []
     ed.cmd("ToyCoderAttach notes.txt")
     assert any("attach a png, jpeg, gif or webp image" in n for n in ed.notes(test_neovim.WARN))
+
+
+# A diagnostics producer set up in the test, as a linter plugin would be: it reports on a buffer as soon
+# as its text changes (scheduled: no diagnostics inside on_lines), an error on each line holding `y`.
+PRODUCER = r"""
+local ns = vim.api.nvim_create_namespace("test_lint")
+local function lint(buf)
+  local found = {}
+  for i, line in ipairs(vim.api.nvim_buf_get_lines(buf, 0, -1, false)) do
+    if line:find("y", 1, true) then
+      table.insert(found, { lnum = i - 1, col = 0, message = "undefined name 'y'", severity = vim.diagnostic.severity.ERROR, source = "testlint" })
+    end
+  end
+  vim.diagnostic.set(ns, buf, found)
+end
+for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+  if vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == "" then
+    lint(buf)
+    vim.api.nvim_buf_attach(buf, false, { on_lines = function() vim.schedule(function() lint(buf) end) end })
+  end
+end
+"""
+
+HANDLE = ("local t = vim.uv.hrtime() local r = require('toycoder.diagnostics').handle(...) "
+          "return { (vim.uv.hrtime() - t) / 1e6, #r.items[1].diagnostics }")
+"""The plugin's toycoder/diagnostics handler called in Neovim: how long it took (ms), and how many
+diagnostics the first file has."""
+
+
+def test_diagnostics_reported_before_the_request_are_answered_at_once(editor, llm: FakeLLM, workspace: Path) -> None:
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    ed = editor(extra="tools: {diagnostics: {wait_ms: 30000}}\n")  # the most the config takes
+    ed.cmd("edit calc.py")
+    ed.lua(PRODUCER)
+    llm.add({"tool_calls": [{"name": "edit_file", "arguments": {"path": "calc.py", "old_string": "return a + b",
+                                                                "new_string": "return a + y"}}]},
+            {"text": "Oops, fixing."})
+    ed.cmd("ToyCoder use y")
+    ed.decide("a")
+    started = time.monotonic()
+    ed.wait_idle(45)
+    # the producer reported before the daemon asked: nothing to wait for (the old handler waited wait_ms)
+    assert time.monotonic() - started < 20
+    [observation] = ed.tool_messages(1)
+    assert "Editor diagnostics after this edit: calc.py:2 error: undefined name 'y' (testlint)" in observation, observation
+    # the handler itself: current diagnostics at once; after an edit not yet reported, it waits for the
+    # report; a write (which moves b:changedtick on) changes no text: still current
+    params = {"uris": [(workspace / "calc.py").as_uri()], "waitMs": 5000}
+    took = ed.lua(HANDLE, params)
+    assert took[0] < 1000 and took[1] == 1, took
+    took = ed.lua("vim.api.nvim_buf_set_lines(vim.fn.bufnr('calc.py'), 1, 2, true, { '    return a + b' }) " + HANDLE,
+                  params)
+    assert took[1] == 0, took  # the report after the edit (nothing left), not the one before it
+    tick = ed.lua("return vim.b[vim.fn.bufnr('calc.py')].changedtick")
+    ed.cmd("buffer calc.py | write")
+    assert ed.lua("return vim.b[vim.fn.bufnr('calc.py')].changedtick") > tick
+    took = ed.lua(HANDLE, params)
+    assert took[0] < 1000 and took[1] == 0, took
+
+
+def test_diagnostics_find_the_buffer_by_its_exact_name_not_as_a_pattern(editor, llm: FakeLLM, workspace: Path) -> None:
+    for name, text in [("a[1].py", "x = 1\n"), ("a1.py", "x = y\n"), ("x*.py", "z = y\n"), ("xy.py", "z = 1\n")]:
+        (workspace / name).write_text(text)
+    ed = editor()
+    for name in ["a1.py", "a[1].py", "xy.py", "x*.py"]:
+        ed.lua("vim.cmd.edit(vim.fn.fnameescape(...))", name)
+    # nothing reports on these buffers yet and no language server is attached: nothing to wait for
+    took = ed.lua(HANDLE, {"uris": [(workspace / "a[1].py").as_uri()], "waitMs": 5000})
+    assert took[0] < 1000 and took[1] == 0, took
+    ed.lua(PRODUCER)
+    llm.add({"tool_calls": [{"name": "get_diagnostics", "arguments": {"path": "a[1].py"}},
+                            {"name": "get_diagnostics", "arguments": {"path": "x*.py"}}]},
+            {"text": "Read them."})
+    ed.prompt("what do the linters say?")
+    clean, broken = ed.tool_messages(1)
+    assert "undefined name" not in clean, clean  # a[1].py is clean: a1.py's error is not its
+    assert "undefined name 'y'" in broken, broken  # x*.py's own error (xy.py is clean)

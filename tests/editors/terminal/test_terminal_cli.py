@@ -17,6 +17,7 @@ import pytest
 from helpers import write_config
 from waiting import scaled, wait_until
 
+from toycoder_daemon.testing.dialects import Dialect
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 TOYCODER = [sys.executable, "-m", "toycoder_daemon.cli"]
@@ -233,6 +234,19 @@ def test_new_command_switches_to_the_new_session(term, llm: FakeLLM) -> None:
 
 
 # ---- one-shot ----------------------------------------------------------------------------------------
+
+def test_one_shot_against_a_server_without_tools_says_so_on_stderr(tmp_path: Path, llm: FakeLLM,
+                                                                 workspace: Path) -> None:
+    """The daemon tells it as the session opens (window/showMessage, a warning): -p prints it on stderr, and
+    stdout is the answer alone."""
+    llm.dialect = Dialect(server="llama.cpp", n_ctx=32768, supports_tools=False)
+    llm.add({"text": "I cannot look."})
+    p = toycoder(["--config", str(write_config(tmp_path / "c.yaml", llm)), "-p", "read src/app.py"], workspace)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "I cannot look.\n"
+    assert "toycoder-daemon: [tools ignored:" in p.stderr and "--chat-template-file" in p.stderr
+    assert "tools" not in llm.requests[-1]["body"]
+
 
 def test_one_shot_prints_the_final_answer_and_allow_writes(tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
     cfg = write_config(tmp_path / "c.yaml", llm)

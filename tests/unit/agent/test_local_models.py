@@ -7,7 +7,10 @@ overflow errors themselves: e2e/test_context_overflow_e2e.py."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any
 
+import pytest
 from helpers import new_session
 from rpc import Daemon
 
@@ -100,24 +103,63 @@ async def test_a_continuation_the_server_refuses_ends_the_turn_with_what_streame
     assert [e["text"][:20] for e in loaded["transcript"]] == ["tell me a long story", STORY[:20]]
 
 
-async def test_a_server_without_tools_is_told_at_session_start_and_runs_without_them(daemon: Daemon, llm: FakeLLM) -> None:
+def no_tools_messages(daemon: Daemon) -> list[dict]:
+    """The window/showMessage notices that say the server takes no tools."""
+    return [n["params"] for n in daemon.notifications
+            if n["method"] == "window/showMessage" and tools_ignored.MARK in n["params"]["message"]]
+
+
+@pytest.mark.parametrize("server", ["llama.cpp", "ollama"])
+async def test_a_server_without_tools_is_told_as_the_session_opens_and_runs_without_them(
+        start_daemon: Callable[..., Any], llm: FakeLLM, server: str) -> None:
+    """A brand-new daemon: the session's opening asks the server in the background (/v1/models names its
+    kind; llama.cpp's /props, or Ollama's /api/show for the model, says no tools); the person is told
+    before any prompt, and the first request goes without tools. Its ACP twin: faces/acp/test_acp.py;
+    the process: e2e/test_dialects_e2e.py."""
+    llama = server == "llama.cpp"
+    llm.dialect = (Dialect(server="llama.cpp", n_ctx=100_000, supports_tools=False) if llama
+                   else Dialect(ollama_capabilities=["completion"]))
+    asked = ["/v1/models", "/props"] if llama else ["/v1/models"]
+    daemon = await start_daemon()
+    sid = await new_session(daemon)
+    await daemon.wait_for(lambda: no_tools_messages(daemon), what="the no-tools notice")
+    [told] = no_tools_messages(daemon)
+    assert told["type"] == 2 and "runs without tools" in told["message"]  # a warning
+    said, fix = (("chat_template_caps.supports_tools is false", "--chat-template-file") if llama
+                 else ("Ollama says fake-model has no tools capability", "ollama show MODEL"))
+    assert said in told["message"] and fix in told["message"]  # why, with the fix
+    assert chat_requests(llm) == []  # before any prompt
+    assert [g["path"] for g in llm.gets] == asked
+    assert [r["body"] for r in llm.requests if r["path"] == "/api/show"] == ([] if llama else [{"model": "fake-model"}])
+    llm.add({"text": "I cannot look, but hello."}, {"text": "Still here."})
+    first = await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "read src/app.py"})
+    assert first["text"] == "I cannot look, but hello."  # told already: not again in the reply
+    assert "tools" not in chat_requests(llm)[0]["body"]  # the first request runs without tools
+    second = await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "again"})
+    assert second["text"] == "Still here." and "tools" not in chat_requests(llm)[1]["body"]
+    other = await new_session(daemon)  # every session is told as it opens; the server is not asked again
+    await daemon.wait_for(lambda: len(no_tools_messages(daemon)) == 2, what="the second session's notice")
+    assert [g["path"] for g in llm.gets] == asked and len(llm.requests) == len(chat_requests(llm)) + (0 if llama else 1)
+    assert other != sid and llm.violations == []
+
+
+async def test_a_server_found_without_tools_by_an_answer_says_so_in_that_reply(daemon: Daemon, llm: FakeLLM) -> None:
+    """The server the session opened with said nothing of tools (here: it became a llama-server after
+    the daemon asked): its first answer names llama.cpp, /props is read then, and that reply says so."""
     await as_llama_server(daemon, llm, 100_000, supports_tools=False)
     llm.add({"text": "I cannot look, but hello."}, {"text": "Still here."})
     sid = await new_session(daemon)
-    assert all(g["path"] != "/props" for g in llm.gets)  # not asked before a first answer named the server
     first = await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "read src/app.py"})
     assert "chat_template_caps.supports_tools is false" in first["text"]
     assert "--jinja" in daemon.streamed_text(sid) and "--chat-template-file" in daemon.streamed_text(sid)
-    # the daemon's first answer from this server told llama.cpp (its Server header), and /props was read then
+    # the first answer from this server told llama.cpp (its Server header), and /props was read then
     assert llm.requests[-1]["path"] == "/v1/chat/completions" and [g["path"] for g in llm.gets].count("/props") == 1
     second = await daemon.call("toycoder/prompt", {"sessionId": sid, "text": "again"})
     assert second["text"] == "Still here."  # said once per session
     assert "tools" not in chat_requests(llm)[-1]["body"]  # run without tools, not silently dropped by the server
-    other = await new_session(daemon)  # every session is told; known now, before its first reply streams
+    assert no_tools_messages(daemon) == []  # the session's opening did not know
+    other = await new_session(daemon)  # known now: a new session is told as it opens, not in its reply
+    await daemon.wait_for(lambda: no_tools_messages(daemon), what="the no-tools notice")
     llm.add({"text": "Hi."})
     third = await daemon.call("toycoder/prompt", {"sessionId": other, "text": "hi"})
-    assert third["text"].startswith(tools_ignored.MARK) and third["text"].endswith("\n\nHi.")
-    assert daemon.streamed_text(other).startswith(tools_ignored.MARK)
-    assert "tools" not in chat_requests(llm)[-1]["body"]
-    loaded = await daemon.call("toycoder/session/load", {"sessionId": other})
-    assert loaded["transcript"][-1]["text"] == third["text"]  # kept, so a reload does not tell it twice
+    assert third["text"] == "Hi." and "tools" not in chat_requests(llm)[-1]["body"]

@@ -39,7 +39,8 @@ def test_the_files_keep_the_key_apart_owner_only_and_the_old_config_as_bak(tmp_p
     old = folder / "credentials.yaml"
     old.write_text("api_keys: [old]\n")
     old.chmod(0o644)
-    path, credentials, backup = write_config(Choice("http://10.0.0.5:8000/v1", "m", "f", key="sk-new"), folder)
+    path, credentials, backup, keyring = write_config(Choice("http://10.0.0.5:8000/v1", "m", "f", key="sk-new"), folder)
+    assert keyring is None  # no secret-tool here (test_setup_keyring.py has one)
     assert backup is not None and backup.read_text() == "default_provider: openai\n"
     assert credentials is not None and stat.S_IMODE(credentials.stat().st_mode) == 0o600
     assert yaml.safe_load(credentials.read_text()) == {"api_keys": ["sk-new"]}
@@ -63,7 +64,7 @@ def test_doctor_lists_the_editor_plugins_it_finds(tmp_path: Path, monkeypatch: p
 
 
 def test_a_local_server_without_a_key_gets_a_placeholder_the_daemon_can_send(tmp_path: Path) -> None:
-    path, credentials, _ = write_config(Choice("http://127.0.0.1:11434/v1", "qwen", "qwen"), tmp_path)
+    path, credentials, _, _ = write_config(Choice("http://127.0.0.1:11434/v1", "qwen", "qwen"), tmp_path)
     assert credentials is None
     config, _ = load_config(str(path))
     assert config.default_provider == "local" and config.providers["local"].api_keys == ["local"]

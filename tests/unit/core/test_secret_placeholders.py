@@ -23,7 +23,7 @@ def clean(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_setup_s_local_placeholder_keeps_path_in_children_and_local_in_text(tmp_path: Path, inproc: Any) -> None:
-    path, _, _ = write_config(Choice("http://127.0.0.1:8080/v1", "m", "m"), tmp_path)
+    path, _, _, _ = write_config(Choice("http://127.0.0.1:8080/v1", "m", "m"), tmp_path)
     config, _ = load_config(str(path))
     assert config.providers["local"].api_keys == [LOCAL_KEY]  # the daemon needs one to send
     p = inproc({"providers": {"local": config.providers["local"].model_dump()}, "default_provider": "local"})

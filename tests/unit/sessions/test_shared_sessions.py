@@ -226,8 +226,9 @@ async def test_an_acp_client_hears_a_split_tool_call_as_in_one_poll(tmp_path, ll
             await self.release.wait()
             return await super().request_permission(*args, **kwargs)
 
+    # both hold: the observer is asked too (and the first answer decides)
     async with acp_face(tmp_path, llm, editor=Holding()) as (one, holding, _), \
-            acp_face(tmp_path, llm) as (two, editor, _):
+            acp_face(tmp_path, llm, editor=Holding()) as (two, editor, _):
         sid = await new_session(one, workspace)
         await two.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
         llm.add({"tool_calls": [{"name": "write_file", "arguments": {"path": "notes.txt", "content": "hi\n"}}]},
@@ -235,11 +236,12 @@ async def test_an_acp_client_hears_a_split_tool_call_as_in_one_poll(tmp_path, ll
         turn = asyncio.ensure_future(one.prompt(session_id=sid, prompt=[text_block("write notes")]))
         await editor.wait_for(lambda f: f.get("method") == "session/update"
                               and f["params"]["update"]["sessionUpdate"] == "tool_call")
-        assert not editor.updates("tool_call_update")  # the result is not written yet: it comes in a later poll
+        assert not [u for u in editor.updates("tool_call_update") if u.get("status") == "completed"]  # not yet
         Holding.release.set()
         await asyncio.wait_for(turn, 10)
         await editor.wait_for(lambda f: editor.text() == "Written.")
         (call,) = editor.updates("tool_call")
         assert (call["title"], call["kind"]) == ("write_file notes.txt", "edit")
-        (done,) = editor.updates("tool_call_update")
+        allowed, done = editor.updates("tool_call_update")  # the permission's answer, then the result
+        assert allowed["status"] == "in_progress" and allowed["toolCallId"] == call["toolCallId"]
         assert done["toolCallId"] == call["toolCallId"] and done["status"] == "completed"

@@ -46,3 +46,57 @@ def test_after_the_preparation_an_initialize_answer_generates_no_hook() -> None:
     finally:
         sys.setprofile(None)
     assert generated == []
+
+
+def test_the_config_preparation_reads_no_variable_and_no_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server prepares the config's parser on a built-in text: nothing of a launch (the server
+    has none, and must read none) is looked up, and the text is a valid config."""
+    import builtins
+    import os
+
+    from toycoder_daemon.config import model
+
+    looked_up: list[str] = []
+
+    class Watched(dict[str, str]):
+        def get(self, key: str, default: object = None) -> object:
+            looked_up.append(key)
+            return super().get(key, default)
+
+        def __getitem__(self, key: str) -> str:
+            looked_up.append(key)
+            return super().__getitem__(key)
+
+        def __contains__(self, key: object) -> bool:
+            looked_up.append(str(key))
+            return super().__contains__(key)
+
+    def no_open(*a: object, **k: object) -> None:
+        raise AssertionError(f"opened {a[0]!r}")
+
+    monkeypatch.setattr(os, "environ", Watched(os.environ))
+    monkeypatch.setattr(builtins, "open", no_open)
+    monkeypatch.setattr(os, "open", no_open)
+    model.prepare()
+    assert looked_up == []
+    config = model.parse_config(model.SAMPLE, model.Path("sample.yaml"))
+    assert config.providers["openai"].models.default == "sample" and config.agent.max_steps == 4
+
+
+def test_the_lsp_preparation_answers_an_initialize_and_opens_no_app(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server's throwaway `initialize` starts no thread (the server must fork single-threaded)
+    and opens no App (which would read a config, HOME and the data dir of no launch)."""
+    import threading
+
+    from toycoder_daemon.faces.lsp import server as lsp_server
+
+    def no_app(*a: object) -> None:
+        raise AssertionError("the preparation opened an App")
+
+    monkeypatch.setattr(lsp_server.App, "open", no_app)
+    answers: list[bytes] = []
+    monkeypatch.setattr(lsp_server.FrameWriter, "write", lambda self, body: answers.append(body))
+    threads = threading.active_count()
+    lsp_server.prepare()
+    assert threading.active_count() == threads
+    assert len(answers) == 1 and b'"capabilities"' in answers[0] and b'"toycoder"' in answers[0]

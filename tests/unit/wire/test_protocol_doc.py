@@ -40,7 +40,7 @@ def test_every_update_kind_is_documented() -> None:
     from typing import get_args
 
     kinds = {m.model_fields["kind"].default for m in get_args(get_args(wire.Update)[0])}
-    assert len(kinds) == 14
+    assert len(kinds) == 15
     documented = set(re.findall(r"^\| `([a-z_]+)` \|", DOC, re.MULTILINE))
     assert kinds <= documented
 

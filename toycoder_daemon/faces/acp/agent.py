@@ -191,7 +191,7 @@ class ToyCoderAgent:
             app.on_notice = lambda level, message: log.warning("%s", message)  # ACP has no message to show
             app.sharing.client = self.client_name
             acp_sessions.hook(app, self.owner, lambda sid, u: self.raw.session_update(sid, u), self.later, replay,
-                              self.told, lambda sid: AcpFrontend(self.raw, app, sid))
+                              self.told, lambda sid: AcpFrontend(self.raw, app, sid, can_elicit=self.caps.elicit))
             told_info = app.on_session_info
 
             def info(summary: SessionSummary, turn_id: str, app: App = app) -> None:
@@ -214,6 +214,13 @@ class ToyCoderAgent:
     async def _send(self, session_id: str, updates: list[dict[str, Any]]) -> None:
         for update in updates:
             await self.raw.session_update(session_id, update)
+
+    async def _tell_opening(self, app: App, session_id: str) -> None:
+        """After a session's answer: what the person should know as it opens (its model server takes no
+        tools, with the fix), as an agent message, the way a turn says it."""
+        notice = await app.opening_notice(session_id)
+        if notice and self.owner.get(session_id) is app:
+            await self.raw.session_update(session_id, acp_client.chunk(notice + "\n\n"))
 
     async def _announce_commands(self, session_id: str, *, if_changed: bool = False) -> None:
         """The session's commands; `if_changed` (after each prompt): only when they changed since they
@@ -307,6 +314,7 @@ class ToyCoderAgent:
         await acp_mcp.start(self, app, s.id, servers)
         options = await self._options(app, s)  # before anything is queued to go after the answer
         self.later(self._announce_commands(s.id))  # queued after the answer
+        self.later(self._tell_opening(app, s.id))
         return NewSessionResponse(session_id=s.id, modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)),
                                   config_options=options)
 
@@ -320,10 +328,12 @@ class ToyCoderAgent:
         self.owner[s.id] = app
         title = acp_sessions.opened(self.told, s)
         await acp_mcp.start(self, app, s.id, acp_mcp.specs(mcp_servers))
-        for update in replay(s.transcript(), app) + title:
+        # a turn running in another daemon is not replayed: it comes live, from its start
+        for update in replay(s.transcript(before_turn=app.sharing.running_elsewhere(s)), app) + title:
             await self.raw.session_update(s.id, update)
         options = await self._options(app, s)
         self.later(self._announce_commands(s.id))
+        self.later(self._tell_opening(app, s.id))
         return LoadSessionResponse(modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)),
                                    config_options=options)
 
@@ -341,6 +351,7 @@ class ToyCoderAgent:
         options = await self._options(app, s)
         self.later(self._send(s.id, plan_now(s)))  # after the answer: resume replays nothing before it
         self.later(self._announce_commands(s.id))
+        self.later(self._tell_opening(app, s.id))
         return ResumeSessionResponse(modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)),
                                      config_options=options)
 
@@ -364,6 +375,7 @@ class ToyCoderAgent:
         await acp_mcp.start(self, app, s.id, servers)
         options = await self._options(app, s)
         self.later(self._announce_commands(s.id))
+        self.later(self._tell_opening(app, s.id))
         return ForkSessionResponse(session_id=s.id, modes=SessionModeState.model_validate(acp_sessions.mode_state(s.mode)),
                                    config_options=options)
 

@@ -27,6 +27,7 @@ from toycoder_daemon.core.ports import (
     HookRan,
     McpWaiting,
     PermissionRequest,
+    PermissionResolved,
     PlanUpdated,
     RetryScheduled,
     TextDelta,
@@ -291,6 +292,15 @@ class AcpFrontend:
         self._terminals[tool_call_id] = wire.terminal(terminal_id)
         self.send(wire.tool_call_update(tool_call_id, "in_progress", [self._terminals[tool_call_id]]))
 
+    def _resolved(self, event: PermissionResolved) -> Any:
+        """A question answered (here or in another editor; ACP cannot withdraw the request from its
+        client): the call's status moves on, `in_progress` (allowed, or a question answered) or
+        `failed` (rejected), with who decided in `_meta`."""
+        update = wire.tool_call_update(event.tool_call_id, "failed" if event.decision == "reject" else "in_progress")
+        kind = update.pop("sessionUpdate")  # last, as the SDK dumps it
+        meta = {"toycoder": {"permissionResolved": {"decision": event.decision, "by": event.by}}}
+        return {**update, "_meta": meta, "sessionUpdate": kind}
+
     def _compaction(self, event: Compacted) -> Any:
         how = "summarised" if event.strategy == "summary" else "truncated"
         return wire.chunk(f"[context {how}: {event.before} -> {event.after} messages]\n", "agent_thought_chunk")
@@ -323,9 +333,7 @@ class AcpFrontend:
             log.info("permission for %s not granted (%s: %s)", request.title, type(e).__name__, e)
             return "reject"
         decision: Decision = choice if choice in ("allow_once", "allow_always") else "reject"  # type: ignore[assignment]
-        if decision != "reject":
-            self.send(wire.tool_call_update(request.tool_call_id, "in_progress"))
-        return decision
+        return decision  # the client hears it as the turn's PermissionResolved (_resolved)
 
     async def trust_workspace(self, request: TrustRequest) -> TrustDecision:
         """session/request_permission on a "Trust this workspace's settings" call listing what it adds."""
@@ -378,4 +386,5 @@ _MAPPINGS: dict[type, Callable[[AcpFrontend, Any], Any]] = {
     FilesChanged: AcpFrontend._changes,
     PlanUpdated: lambda f, e: wire.plan(e.entries),
     HookRan: AcpFrontend._hook,
+    PermissionResolved: AcpFrontend._resolved,
 }

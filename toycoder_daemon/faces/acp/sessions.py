@@ -48,7 +48,8 @@ def hook(app: App, owner: dict[str, App], send: Send, later: Callable[[Coroutine
          replay: Replay, told: Told, observe: Callable[[str], AcpFrontend] | None = None) -> None:
     """Wire `app`'s session events to the client; only sessions open on this connection (`owner`).
     `observe`: a frontend for a session's turn heard live from another daemon (its updates as if
-    it ran here, after the prompt as a `user_message_chunk` that says where it runs in `_meta`)."""
+    it ran here, after the prompt as a `user_message_chunk` that says where it runs in `_meta`; its
+    permission requests and questions asked through it too)."""
     elsewhere: dict[str, AcpFrontend] = {}
 
     def live_turn(session_id: str, turn_id: str, client: str, running: bool, prompt: str) -> None:
@@ -97,6 +98,7 @@ def hook(app: App, owner: dict[str, App], send: Send, later: Callable[[Coroutine
     app.sharing.on_changed = changed
     app.sharing.on_live_turn = live_turn
     app.sharing.on_live_event = live_event
+    app.sharing.asker = elsewhere.get
     app.on_session_info = info
 
 

@@ -23,6 +23,7 @@ from toycoder_daemon.core.ports import (
     HookRan,
     McpWaiting,
     ModelsInfo,
+    PermissionResolved,
     PlanEntry,
     PlanUpdated,
     RetryScheduled,
@@ -173,6 +174,11 @@ def _mcp_wait(e: McpWaiting) -> wire.Update:
 def _hook(e: HookRan) -> wire.Update:
     return wire.HookUpdate(event=e.event, command=e.command, outcome=e.outcome, duration_ms=e.duration_ms,
                            reason=e.reason, source=e.source)
+
+
+@_maps(PermissionResolved)
+def _permission_resolved(e: PermissionResolved) -> wire.Update:
+    return wire.PermissionResolvedUpdate(tool_call_id=e.tool_call_id, decision=e.decision, by=e.by)
 
 
 def trust_params(r: TrustRequest) -> wire.WorkspaceTrustParams:

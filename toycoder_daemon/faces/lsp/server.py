@@ -9,7 +9,9 @@ the result checked. Core values become wire types in mapping.py.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import io
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -33,6 +35,7 @@ from toycoder_daemon.faces.lsp import mapping as to_wire
 from toycoder_daemon.faces.lsp.calls import call, rpc_error
 from toycoder_daemon.faces.lsp.converter import PlainMessages, install, raw_converter
 from toycoder_daemon.faces.lsp.frontend import EditorFrontend
+from toycoder_daemon.rpc.lsp_framing import FrameWriter
 from toycoder_daemon.sessions.catalog import BadCursor, page
 from toycoder_daemon.sessions.session import TranscriptEntry
 from toycoder_daemon.sessions.store import SessionSummary
@@ -79,7 +82,10 @@ class ToyCoderServer(LanguageServer):
             protocol_cls=ToyCoderProtocol, converter_factory=lambda: self.converter,
         )
         self.config_path = config_path
-        self.app: App | None = None
+        self._app: App | None = None
+        self._opening: Callable[[], App] | None = None
+        """Set by `initialize`: opens the App at its first use (`app`)."""
+        self._open_error: Exception | None = None
         self.client_toycoder: dict[str, Any] = {}
         self.background = Background()
         self.answering: set[asyncio.Task[Any]] = set()
@@ -93,10 +99,35 @@ class ToyCoderServer(LanguageServer):
         if self.answering:
             await asyncio.wait(set(self.answering), timeout=timeout)
 
+    @property
+    def app(self) -> App | None:
+        """The App, once `initialize` has been answered: it is opened (config, tool catalog, store)
+        at its first use (`open_at_first_use`). Nothing in `initialize`'s answer depends on it, so the
+        client has the answer while the App opens (~8 ms of CPU at a warm start), as the ACP face
+        opens its App at session/new. A failure to open it answers every later request."""
+        if self._opening is not None:
+            opening, self._opening = self._opening, None
+            try:
+                self._app = opening()
+            except Exception as e:
+                log.exception("the daemon could not open its workspace")
+                self._open_error = e
+        return self._app
+
+    def open_at_first_use(self, opening: Callable[[], App]) -> None:
+        """`initialize`: the App `opening` makes is opened by the loop's next step (after the answer,
+        which pygls has queued by then) or by whatever uses it first."""
+        self._opening = opening
+        with contextlib.suppress(RuntimeError):  # no loop: a test drives pygls by hand; the first use opens it
+            asyncio.get_running_loop().call_soon(lambda: self.app)
+
     def get_app(self) -> App:
-        if self.app is None:
+        app = self.app
+        if app is None:
+            if self._open_error is not None:
+                raise rpc_error(wire.INTERNAL_ERROR, f"the daemon could not open its workspace: {self._open_error}")
             raise rpc_error(wire.SERVER_NOT_INITIALIZED, "the daemon is not initialized")
-        return self.app
+        return app
 
     # ---- EditorLink ---------------------------------------------------------------------------
 
@@ -180,15 +211,23 @@ def on_initialize(ls: ToyCoderServer, params: types.InitializeParams) -> None:
     options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
     experimental = params.capabilities.experimental if isinstance(params.capabilities.experimental, dict) else {}
     ls.client_toycoder = experimental.get("toycoder") or {}
-    ls.app = App.open(workspace_root(ls, params), options.get("configPath") or ls.config_path)
-    ls.app.on_notice = ls.show_message
-    ls.app.sharing.on_changed = functools.partial(session_changed, ls)
-    ls.app.sharing.client = params.client_info.name if params.client_info else ""
-    ls.app.sharing.on_live_turn = functools.partial(live_turn, ls)
-    ls.app.sharing.on_live_event = functools.partial(live_event, ls)
-    ls.app.on_session_info = functools.partial(session_info_changed, ls)
-    ls.app.on_session_deleted = functools.partial(session_deleted, ls)
-    log.info("workspace %s, config %s", ls.app.workspace.root, ls.app.config_path or "(built-in defaults)")
+    ls.open_at_first_use(functools.partial(open_app, ls, workspace_root(ls, params),
+                                           options.get("configPath") or ls.config_path,
+                                           params.client_info.name if params.client_info else ""))
+
+
+def open_app(ls: ToyCoderServer, root: str, config_path: str | None, client: str) -> App:
+    app = App.open(root, config_path)
+    app.on_notice = ls.show_message
+    app.sharing.on_changed = functools.partial(session_changed, ls)
+    app.sharing.client = client
+    app.sharing.on_live_turn = functools.partial(live_turn, ls)
+    app.sharing.on_live_event = functools.partial(live_event, ls)
+    app.sharing.asker = ls.elsewhere.get  # its questions are asked here too
+    app.on_session_info = functools.partial(session_info_changed, ls)
+    app.on_session_deleted = functools.partial(session_deleted, ls)
+    log.info("workspace %s, config %s", app.workspace.root, app.config_path or "(built-in defaults)")
+    return app
 
 
 def on_initialized(ls: ToyCoderServer, params: Any) -> None:
@@ -262,11 +301,24 @@ def did_close(ls: ToyCoderServer, params: types.DidCloseTextDocumentParams) -> N
 
 # ---- toycoder/* handlers (typed params in, typed results out) ---------------------------------
 
+def tell_opening(ls: ToyCoderServer, session_id: str) -> None:
+    """In the background: what the person should know as a session opens (its model server takes no
+    tools, with the fix), as window/showMessage, the daemon's notice outside a turn."""
+    async def tell() -> None:
+        notice = await ls.get_app().opening_notice(session_id)
+        if notice:
+            ls.show_message("warning", notice)
+
+    ls.background.run(tell())
+
+
 async def session_new(ls: ToyCoderServer, p: wire.SessionNewParams) -> wire.SessionInfo:
     try:
-        return to_wire.session_info(ls.get_app().new_session(p.title, p.additional_directories).summary())
+        s = ls.get_app().new_session(p.title, p.additional_directories)
     except ValueError as e:
         raise rpc_error(wire.INVALID_PARAMS, f"Invalid params: {e}") from None
+    tell_opening(ls, s.id)
+    return to_wire.session_info(s.summary())
 
 
 async def session_list(ls: ToyCoderServer, p: wire.SessionListParams) -> wire.SessionList:
@@ -287,6 +339,7 @@ async def session_list(ls: ToyCoderServer, p: wire.SessionListParams) -> wire.Se
 
 async def session_load(ls: ToyCoderServer, p: wire.SessionIdParams) -> wire.SessionLoadResult:
     s = await ls.get_app().load(p.session_id)  # open here from now on: it hears turns made elsewhere
+    tell_opening(ls, s.id)
     return wire.SessionLoadResult(session=to_wire.session_info(s.summary()),
                                   transcript=[to_wire.transcript_entry(e) for e in ls.get_app().transcript(s)])
 
@@ -298,6 +351,7 @@ async def session_fork(ls: ToyCoderServer, p: wire.SessionForkParams) -> wire.Se
         s = app.fork_session(p.session_id, p.at_turn)
     except ValueError as e:
         raise rpc_error(wire.INVALID_PARAMS, f"Invalid params: {e}") from None
+    tell_opening(ls, s.id)
     return wire.SessionLoadResult(session=to_wire.session_info(s.summary()),
                                   transcript=[to_wire.transcript_entry(e) for e in app.transcript(s)])
 
@@ -417,6 +471,21 @@ HANDLERS: dict[str, Handler] = {
     wire.MENTIONS_COMPLETE: mentions_complete, wire.RESOURCES_LIST: resources_list,
 }
 """One handler per row of protocol.REQUESTS (make_server refuses a table row without one)."""
+
+
+PREPARE_INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": types.INITIALIZE,
+                      "params": {"processId": None, "rootUri": "file:///", "capabilities": {}}}
+
+
+def prepare() -> None:
+    """For the fork server (warm/server.py's PREPARE): one `initialize` through a throwaway server,
+    answered into memory, so pygls' and our code of that exchange (params structured, capabilities
+    built, the answer unstructured and encoded) is specialised by the interpreter before the fork
+    rather than in each warm child at its first frame. It opens no App (that waits for a first use
+    that never comes: no loop runs here), reads nothing of a launch and starts no thread."""
+    ls = make_server()
+    FrameWriter(io.BytesIO()).attach(ls.protocol)
+    ls.protocol.handle_message(ls.protocol.structure_message(PREPARE_INITIALIZE))
 
 
 def make_server(config_path: str | None = None) -> ToyCoderServer:

@@ -152,6 +152,7 @@ function M.open(focus)
 end
 
 function M.close()
+  require("toycoder.input").close() -- the prompt window goes with the chat (a float of it cannot stay)
   local win = M.win()
   while win do
     if #api.nvim_list_wins() == 1 then

@@ -23,17 +23,25 @@ M.defaults = {
     ask = false, -- e.g. "<leader>ta"
     -- Mappings inside the chat buffer.
     chat = {
-      prompt = "i", -- type a prompt (vim.ui.input)
+      prompt = "i", -- type a prompt (the prompt buffer, below the chat)
       cancel = "<C-c>", -- cancel the running turn
       close = "q", -- close the chat window
       changed_files = "<CR>", -- on a "N files changed" line: pick one of its files, see its diff
       undo_turn = "u", -- on a "N files changed" line: undo that turn (/restore <turn>)
+    },
+    -- Mappings inside the prompt buffer (`@` and `/` complete there: <C-x><C-o>, nvim-cmp, blink.cmp).
+    prompt = {
+      send = "<CR>", -- normal mode: send the prompt
+      send_insert = "<C-s>", -- insert and normal mode: send the prompt
+      close = "q", -- normal mode: close the prompt window
     },
   },
   -- The window of a permission request (the diff, or the command): "float" or "split" (below).
   -- Its keys: a allow once, A always, d or q deny, D a diff tab of the file vs the proposal; they
   -- work `arm_ms` after it opens, so keys typed for something else never answer it.
   permission = { layout = "float", arm_ms = 400 },
+  -- The prompt buffer's height (lines).
+  prompt = { height = 5 },
   -- Reload open buffers of files the agent changed (checktime). Modified buffers are never
   -- reloaded: you get a warning instead.
   auto_reload = true,

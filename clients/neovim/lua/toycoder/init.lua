@@ -5,6 +5,7 @@ local config = require("toycoder.config")
 local daemon = require("toycoder.daemon")
 local chat = require("toycoder.chat")
 local prompts = require("toycoder.prompts")
+local diagnostics = require("toycoder.diagnostics") -- loaded now: it notes when buffers' diagnostics change
 local documents = require("toycoder.documents")
 local reload = require("toycoder.reload")
 local titles = require("toycoder.titles")
@@ -18,6 +19,7 @@ local state = {
   turn = nil, -- the running turn (chat's turn object)
   busy = false, -- a prompt is on its way (session creation included)
   elsewhere = false, -- state.turn is another editor's turn (turn_elsewhere), shown live
+  elsewhere_client = nil, -- that editor's name
   context = {}, -- context items for the next prompt (:ToyCoderAdd, :ToyCoderAttach)
 }
 
@@ -69,7 +71,7 @@ end
 
 --- turn_elsewhere: a turn of the current session runs in another editor (another daemon). Its prompt
 --- starts a turn here and its updates (same session) render into it, "running in <client>" in the
---- winbar until `running: false`.
+--- winbar until `running: false`; then clean buffers whose files changed on disk are reloaded.
 local function turn_elsewhere(params)
   local u = params.update
   if params.sessionId ~= state.session_id or state.busy then
@@ -81,7 +83,8 @@ local function turn_elsewhere(params)
     end
     state.turn = chat.begin_turn(params.sessionId, tostring(u.prompt or ""))
     state.elsewhere = true
-    set_status("running in " .. (type(u.client) == "string" and u.client ~= "" and u.client or "another editor"))
+    state.elsewhere_client = type(u.client) == "string" and u.client ~= "" and u.client or "another editor"
+    set_status("running in " .. state.elsewhere_client)
   elseif state.elsewhere then
     local t = state.turn
     state.turn, state.elsewhere = nil, false
@@ -89,6 +92,11 @@ local function turn_elsewhere(params)
       chat.finish(t, nil, {})
     end
     set_status("")
+    -- as at the end of our own turns: an edit that went into the other editor's buffer (its
+    -- `changes` say inEditor) was saved there when that buffer was clean, and named by no changedPaths
+    if config.options.auto_reload then
+      reload.all(daemon.root)
+    end
   end
 end
 
@@ -102,6 +110,12 @@ daemon.on_notification("toycoder/update", function(params)
     return
   elseif kind == "turn_elsewhere" then
     turn_elsewhere(params)
+    return
+  elseif kind == "permission_resolved" then -- answered first somewhere: this editor's prompt closes
+    prompts.resolved(params.sessionId, params.turnId, params.update)
+    if state.elsewhere and params.sessionId == state.session_id then
+      set_status("running in " .. state.elsewhere_client)
+    end
     return
   elseif kind == "session_deleted" then -- another editor deleted it: the daemon's one line, as sent
     if params.sessionId == state.session_id then
@@ -158,16 +172,20 @@ daemon.on_notification("$/cancelRequest", function(params)
   prompts.cancel_request(params.id)
 end)
 
-daemon.on_request("toycoder/requestPermission", prompts.request_permission)
+daemon.on_request("toycoder/requestPermission", function(params, ctx)
+  -- another editor's call: asked here as there, the first answer decides
+  if state.elsewhere and params.sessionId == state.session_id then
+    set_status("waiting for approval in " .. state.elsewhere_client)
+  end
+  return prompts.request_permission(params, ctx)
+end)
 daemon.on_request("toycoder/askUser", prompts.ask_user)
 daemon.on_request("toycoder/workspace/trust", prompts.workspace_trust)
 daemon.on_request("window/showMessageRequest", prompts.show_message_request)
 daemon.on_request("workspace/applyEdit", function(params)
   return require("toycoder.apply_edit").handle(params)
 end)
-daemon.on_request("toycoder/diagnostics", function(params)
-  return require("toycoder.diagnostics").handle(params)
-end)
+daemon.on_request("toycoder/diagnostics", diagnostics.handle)
 daemon.on_request("window/workDoneProgress/create", function()
   return vim.NIL
 end)
@@ -320,13 +338,10 @@ function M.cancel()
   end)
 end
 
---- Ask for a prompt with vim.ui.input and send it.
+--- Open the prompt buffer below the chat (input.lua) to type a prompt, with completion.
 function M.ask()
-  vim.ui.input({ prompt = "ToyCoder> " }, function(text)
-    if text and text ~= "" then
-      M.prompt(text)
-    end
-  end)
+  daemon.start() -- warm up while the person types
+  require("toycoder.input").open()
 end
 
 function M.toggle()

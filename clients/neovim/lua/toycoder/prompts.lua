@@ -1,11 +1,12 @@
 --- Questions from the daemon: toycoder/requestPermission (the review window, see review.lua),
 --- toycoder/askUser (vim.ui.select / vim.ui.input) and toycoder/workspace/trust (vim.ui.select). They wait inside the RPC coroutine without
---- freezing the editor; $/cancelRequest (or the end of their turn) closes them.
+--- freezing the editor; $/cancelRequest (or the end of their turn) closes them, and so does
+--- permission_resolved (another editor that has the session open answered first).
 local review = require("toycoder.review")
 
 local M = {}
 
-local open = {} -- pending prompts: { id, session, turn, cancel = fn }
+local open = {} -- pending prompts: { id, session, turn, call, question, cancel = fn }
 
 --- Run start(resolve) and wait for resolve(value): yields the RPC coroutine when possible, else
 --- waits with vim.wait (the editor keeps processing events). A value that comes synchronously is
@@ -53,8 +54,9 @@ end
 
 --- Wait for start(resolve), registered so that $/cancelRequest or the end of its turn can close
 --- it: start returns the function that closes what it opened. nil when cancelled.
-local function track(ctx, params, start)
-  local entry = { id = ctx.id, session = params.sessionId, turn = params.turnId, cancel = function() end }
+local function track(ctx, params, start, question)
+  local entry = { id = ctx.id, session = params.sessionId, turn = params.turnId, call = params.toolCallId,
+    question = question, cancel = function() end }
   table.insert(open, entry)
   local value = M.await(function(resolve)
     local ok, close = pcall(start, resolve)
@@ -79,7 +81,7 @@ end
 
 --- Ask with vim.ui.select / vim.ui.input, registered so that a cancel can close it.
 --- kind: "select" (items) or "input". Returns the choice, or nil when dismissed or cancelled.
-local function ask(ctx, params, kind, items, opts)
+local function ask(ctx, params, kind, items, opts, question)
   local before = floating_windows()
   return track(ctx, params, function(resolve)
     local function close()
@@ -110,7 +112,7 @@ local function ask(ctx, params, kind, items, opts)
       resolve(nil)
     end
     return close
-  end)
+  end, question)
 end
 
 --- The review window answers; closing it any other way, a cancel or the end of the turn denies.
@@ -134,13 +136,13 @@ end
 function M.ask_user(params, ctx)
   local options = params.options
   if type(options) == "table" and #options > 0 then
-    local choice = ask(ctx, params, "select", options, { prompt = params.question, kind = "toycoder.ask" })
+    local choice = ask(ctx, params, "select", options, { prompt = params.question, kind = "toycoder.ask" }, true)
     if choice == nil then
       return { cancelled = true }
     end
     return { answer = choice }
   end
-  local text = ask(ctx, params, "input", nil, { prompt = (params.question or "?") .. " " })
+  local text = ask(ctx, params, "input", nil, { prompt = (params.question or "?") .. " " }, true)
   if text == nil then
     return { cancelled = true }
   end
@@ -195,6 +197,18 @@ function M.cancel_request(id)
     end
   end
   return false
+end
+
+--- permission_resolved: the call's permission (or the turn's question) was answered in another
+--- editor first; its prompt here, if still open, closes (the daemon withdraws the request too).
+function M.resolved(session, turn, u)
+  local question = u.decision == "answered" or u.decision == "dismissed"
+  for _, e in ipairs(vim.list_slice(open)) do
+    if e.session == session and ((not question and e.call ~= nil and e.call == u.toolCallId)
+        or (question and e.question and e.turn == turn)) then
+      e.cancel()
+    end
+  end
 end
 
 --- A turn ended: any prompt it still has open is moot.

@@ -1,5 +1,6 @@
 --- After the agent changes files: reload their open buffers (checktime), never clobbering a buffer
---- with unsaved changes (a warning instead).
+--- with unsaved changes: a notice instead, which offers :ToyCoderDiskDiff (the buffer beside the file
+--- on disk) and never a command that would drop the unsaved text.
 local M = {}
 local api = vim.api
 
@@ -27,7 +28,7 @@ local function checktime(buf)
   end)
 end
 
---- The agent wrote `path` (absolute): reload its buffer, or warn if it has unsaved changes.
+--- The agent wrote `path` (absolute): reload its buffer, or tell that an unsaved one was kept.
 function M.file(path, rel)
   path = vim.fs.normalize(path)
   local buf = buffers_by_path()[path]
@@ -38,15 +39,48 @@ function M.file(path, rel)
     local tick = api.nvim_buf_get_changedtick(buf)
     if warned[path] ~= tick then
       warned[path] = tick
+      local name = rel or path
       vim.notify(
-        ("ToyCoder changed %s on disk, but your buffer has unsaved changes: it was not reloaded. "
-          .. ":e! takes the agent's version (dropping yours); :w keeps yours."):format(rel or path),
-        vim.log.levels.WARN
+        ("ToyCoder: %s changed on disk; your buffer has unsaved changes and was kept as it is. "
+          .. ":ToyCoderDiskDiff %s shows it beside the file on disk."):format(name, vim.fn.fnameescape(name)),
+        vim.log.levels.INFO
       )
     end
     return
   end
   checktime(buf)
+end
+
+--- :ToyCoderDiskDiff [file]: a new tab with the buffer of `file` (default: the current one), unsaved
+--- text included, and the file as it is on disk (a read-only scratch buffer) under :diffthis. Nothing
+--- is written or reloaded.
+function M.diff_disk(file)
+  local buf = file and file ~= "" and vim.fn.bufnr(file) or api.nvim_get_current_buf()
+  if buf <= 0 or not api.nvim_buf_is_loaded(buf) or api.nvim_buf_get_name(buf) == "" then
+    vim.notify("ToyCoder: no buffer of " .. tostring(file), vim.log.levels.WARN)
+    return
+  end
+  local path = api.nvim_buf_get_name(buf)
+  local ok, disk = pcall(vim.fn.readfile, path)
+  if not ok or vim.fn.filereadable(path) ~= 1 then
+    vim.notify("ToyCoder: " .. vim.fn.fnamemodify(path, ":~:.") .. " is not on disk", vim.log.levels.WARN)
+    return
+  end
+  vim.cmd("tab sbuffer " .. buf)
+  local left = api.nvim_get_current_win()
+  local scratch = api.nvim_create_buf(false, true)
+  api.nvim_buf_set_lines(scratch, 0, -1, false, disk)
+  vim.bo[scratch].filetype = vim.bo[buf].filetype
+  vim.bo[scratch].modifiable = false
+  vim.bo[scratch].bufhidden = "wipe"
+  local right = api.nvim_open_win(scratch, false, { split = "right", win = left })
+  vim.wo[left].winbar = "your buffer (unsaved)"
+  vim.wo[right].winbar = ("on disk: " .. vim.fn.fnamemodify(path, ":~:.")):gsub("%%", "%%%%")
+  for _, win in ipairs({ left, right }) do
+    api.nvim_win_call(win, function()
+      vim.cmd.diffthis()
+    end)
+  end
 end
 
 --- End of a turn: any unmodified buffer of a workspace file that changed on disk is reloaded.

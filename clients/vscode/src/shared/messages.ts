@@ -45,8 +45,9 @@ export type Envelope =
   | { type: 'focusInput'; text?: string }
   /** A pending toycoder/requestPermission, shown as a card in the chat; `id` is the host's. */
   | { type: 'permission'; id: string; params: PermissionParams }
-  /** The request is decided (or withdrawn): its card becomes a one-line record. */
-  | { type: 'permissionDecided'; id: string; outcome: ReviewOutcome; source: ReviewSource }
+  /** The request is decided (or withdrawn): its card becomes a one-line record. `by`: the other
+   *  editor that decided it (docs/protocol.md, permission_resolved). */
+  | { type: 'permissionDecided'; id: string; outcome: ReviewOutcome; source: ReviewSource; by?: string }
   /** Bring this pending card into view (the status-bar item was clicked). */
   | { type: 'showPermission'; id: string }
   /** The answer to a `restore` (Undo, Revert, Force on a changes card). */

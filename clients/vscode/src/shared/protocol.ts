@@ -57,7 +57,7 @@ export type StopReason = 'end_turn' | 'max_steps' | 'max_tokens' | 'cancelled' |
 
 export type Decision = 'allow_once' | 'allow_always' | 'reject';
 
-export type Update = TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate | McpWaitUpdate | ChangesUpdate | SessionChangedUpdate | SessionDeletedUpdate | SessionInfoUpdate | PlanUpdate | HookUpdate | TurnElsewhereUpdate;
+export type Update = TextDeltaUpdate | ToolCallUpdate | ToolResultUpdate | UsageUpdate | CompactionUpdate | RetryUpdate | McpWaitUpdate | ChangesUpdate | SessionChangedUpdate | SessionDeletedUpdate | SessionInfoUpdate | PlanUpdate | HookUpdate | TurnElsewhereUpdate | PermissionResolvedUpdate;
 
 export type Action = SwitchAction | QuitAction;
 
@@ -248,6 +248,16 @@ export interface TurnElsewhereUpdate {
   running: boolean;
   /** `running: true`: the prompt that started it (clients show it as the person's line). */
   prompt?: string;
+}
+
+export interface PermissionResolvedUpdate {
+  kind: 'permission_resolved';
+  /** The call asked about; for toycoder/askUser, the ask_user call. */
+  toolCallId: string;
+  /** A permission's decision, or how a question ended (`dismissed`: no answer). */
+  decision: 'allow_once' | 'allow_always' | 'reject' | 'answered' | 'dismissed';
+  /** The answering client's `clientInfo.name` ("another editor" when it gave none). */
+  by: string;
 }
 
 export interface UpdateParams {

@@ -21,6 +21,8 @@ export class ChatView {
   private readonly sendButton: HTMLButtonElement;
   private readonly stopButton: HTMLButtonElement;
   private readonly status: HTMLElement;
+  /** The editor whose turn is shown live here (turn_elsewhere), while it runs. */
+  private elsewhereClient: string | null = null;
   private readonly banner: HTMLElement;
   private readonly usageEl: HTMLElement;
   private readonly completions: HTMLUListElement;
@@ -133,6 +135,8 @@ export class ChatView {
         document.getElementById('empty')?.remove();
         const card = permissionCard(message.id, message.params, this.post);
         this.currentTurn().permission(card, message.params.toolCallId);
+        // another editor's call: asked here too, the first answer (anywhere) decides
+        if (this.elsewhereClient) this.status.textContent = `Waiting for approval in ${this.elsewhereClient}`;
         card.scrollIntoView({ block: 'nearest' }); // it waits for the person: show it
         if (this.showWhenArrives === message.id) {
           this.showWhenArrives = null;
@@ -142,7 +146,8 @@ export class ChatView {
       }
       case 'permissionDecided': {
         const card = this.reviewCard(message.id);
-        if (card) recordDecision(card, message.outcome, message.source);
+        if (card) recordDecision(card, message.outcome, message.source, message.by);
+        if (this.elsewhereClient) this.status.textContent = `Running in ${this.elsewhereClient}`;
         break;
       }
       case 'showPermission': {
@@ -221,6 +226,7 @@ export class ChatView {
     this.turn?.finish();
     this.turn = null;
     document.body.classList.toggle('elsewhere', running);
+    this.elsewhereClient = running ? client : null;
     this.status.textContent = running ? `Running in ${client}` : '';
     if (!running) {
       this.unpinDonePlan();

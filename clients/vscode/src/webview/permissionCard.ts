@@ -152,13 +152,13 @@ const RECORDS: Record<ReviewOutcome, [string, string]> = {
 };
 
 /** The card becomes one line: what was decided, about what, and where. */
-export function recordDecision(card: HTMLElement, outcome: ReviewOutcome, source: ReviewSource): void {
+export function recordDecision(card: HTMLElement, outcome: ReviewOutcome, source: ReviewSource, by?: string): void {
   const title = card.dataset.title ?? '';
   const [icon, text] = RECORDS[outcome];
   card.className = 'permission-record';
   card.dataset.state = outcome;
   card.removeAttribute('role');
-  const where = source === 'editor' ? ' (in the diff editor)' : '';
+  const where = by ? ` (in ${by})` : source === 'editor' ? ' (in the diff editor)' : '';
   card.replaceChildren(h('span', 'permission-record-icon', icon), h('span', 'permission-record-text', `${text}${where}: `),
     h('span', 'permission-record-title', title));
 }

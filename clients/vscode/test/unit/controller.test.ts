@@ -290,6 +290,25 @@ test('inline by default: a permission request is a card; its buttons and Open di
   assert.deepEqual(posted[posted.length - 1], { type: 'permissionDecided', id: card.id, outcome: 'allow_once', source: 'chat' });
 });
 
+test('permission_resolved: a card still pending here records the other editor\'s decision; the withdrawal after it changes nothing', async () => {
+  const { controller, posted, daemons } = setup(true);
+  await controller.prompt('hi');
+  const token = new CancellationTokenSource();
+  const answer = daemons[0].handlers.requestPermission(permissionParams, token.token as never);
+  const card = posted.find((m) => m.type === 'permission');
+  assert.ok(card && card.type === 'permission');
+  const resolved = (toolCallId: string) => daemons[0].handlers.update({ sessionId: 's1', turnId: 's1-1',
+    update: { kind: 'permission_resolved', toolCallId, decision: 'allow_once', by: 'Neovim' } });
+  resolved('call_other'); // another call's: this card stays
+  assert.equal(posted.some((m) => m.type === 'permissionDecided'), false);
+  resolved('call_1');
+  token.cancel(); // the daemon's $/cancelRequest, which follows
+  assert.deepEqual(await answer, { decision: 'allow_once' });
+  assert.deepEqual(posted.filter((m) => m.type === 'permissionDecided'),
+    [{ type: 'permissionDecided', id: card.id, outcome: 'allow_once', source: 'chat', by: 'Neovim' }]);
+  assert.equal(posted.some((m) => m.type === 'update'), false, 'not a turn update');
+});
+
 test('permission.style modal: the native modal, as before', async () => {
   const { controller, posted, daemons } = setup(true);
   settings['permission.style'] = 'modal';
@@ -343,9 +362,8 @@ test('Undo / Revert / Force from a changes card restore that turn of the current
   assert.deepEqual(d.restores, [{ sessionId: 's1', turnId: 't' }]);
   assert.deepEqual(posted, [{ type: 'restoreResult', request: { turnId: 't' }, result: { restored: ['a.py'],
     conflicts: [{ path: 'b.py', reason: 'changed since the agent wrote it' }], turnId: 'r1', note: 'Only changes made by ToyCoder are undone.' } }]);
-  const warnings = calls.filter(([name]) => name === 'window.showWarningMessage').map(([, args]) => String(args[0]));
-  assert.equal(warnings.length, 1);
-  assert.match(warnings[0], /^ToyCoder restored a\.py on disk, but the editor has unsaved changes/);
+  const notices = calls.filter(([name]) => name === 'window.showInformationMessage').map(([, args]) => args);
+  assert.deepEqual(notices, [["ToyCoder restored /ws/a.py on disk; the editor's unsaved changes were kept.", 'Compare']]);
 
   await controller.handle({ type: 'restore', request: { turnId: 't', paths: ['b.py'], force: true } });
   assert.deepEqual(d.restores[1], { sessionId: 's1', turnId: 't', paths: ['b.py'], force: true });
@@ -355,6 +373,36 @@ test('Undo / Revert / Force from a changes card restore that turn of the current
   await controller.handle({ type: 'restore', request: { turnId: 'zz' } });
   assert.deepEqual(posted, [{ type: 'restoreFailed', request: { turnId: 'zz' },
     message: "unknown checkpoint 'zz': no checkpoint has that turn id" }]);
+});
+
+test('a write on disk under a document with unsaved changes: one notice offering Compare, never an action that drops them', async () => {
+  const { controller, daemons } = setup();
+  await controller.prompt('change things');
+  const dirty = { uri: Uri.file('/ws/a.py'), isDirty: true, version: 3 };
+  (vscode.workspace as any).textDocuments = [dirty, { uri: Uri.file('/ws/b.py'), isDirty: false, version: 1 }];
+  let answer!: (choice: string | undefined) => void;
+  (vscode.window as any).showInformationMessage = (...args: unknown[]) => {
+    calls.push(['window.showInformationMessage', args]);
+    return new Promise((r) => { answer = r; });
+  };
+  const update = (u: unknown) => daemons[0].handlers.update({ sessionId: 's1', turnId: 't', update: u } as UpdateParams);
+  // another editor's turn wrote both files on disk; its `changes` name them again, and a file that went
+  // into that editor's buffer (inEditor: the disk untouched)
+  update({ kind: 'tool_result', toolCallId: 'c1', status: 'completed', output: 'ok', changedPaths: ['/ws/a.py', '/ws/b.py'] });
+  update({ kind: 'changes', files: [
+    { path: 'a.py', status: 'modified', uri: 'file:///ws/a.py' },
+    { path: 'c.py', status: 'modified', uri: 'file:///ws/c.py', inEditor: true }] });
+  const notices = () => calls.filter(([name]) => name === 'window.showInformationMessage').map(([, args]) => args);
+  assert.deepEqual(notices(), [["ToyCoder: /ws/a.py changed on disk; the editor's unsaved changes were kept.", 'Compare']]);
+  assert.equal(calls.filter(([name]) => name === 'window.showWarningMessage').length, 0);
+  answer('Compare');
+  await new Promise((r) => setTimeout(r, 10));
+  const compared = calls.filter(([name]) => name === 'commands.executeCommand').map(([, args]) => args);
+  assert.deepEqual(compared, [['workbench.files.action.compareWithSaved', dirty.uri]]);
+  // the same file written again once the document changed: told again
+  dirty.version = 4;
+  update({ kind: 'tool_result', toolCallId: 'c2', status: 'completed', output: 'ok', changedPaths: ['/ws/a.py'] });
+  assert.equal(notices().length, 2);
 });
 
 test('no restore while a turn runs or before there is a session; a clicked file opens in the editor', async () => {

@@ -105,6 +105,23 @@ test('the daemon withdrawing the request ($/cancelRequest) ends it as cancelled'
   assert.equal(posted.length, 2, 'an already-withdrawn request shows no card');
 });
 
+test('a decision made in another editor that is handled after the withdrawal still becomes the card\'s record', async () => {
+  // vscode-jsonrpc cancels a request's token as it reads $/cancelRequest, ahead of the
+  // permission_resolved the daemon sent before it
+  const { reviews, posted } = setup();
+  const source = new CancellationTokenSource();
+  const answer = reviews.request(writeRequest, source.token);
+  const id = (posted[0] as { id: string }).id;
+  source.cancel();
+  assert.deepEqual(await answer, { decision: 'reject' });
+  assert.equal(reviews.resolved('call_other', 'allow_once', 'toycoder.nvim'), false, 'another call\'s: nothing');
+  assert.equal(reviews.resolved('call_1', 'allow_once', 'toycoder.nvim'), true);
+  assert.deepEqual(posted.slice(1), [
+    { type: 'permissionDecided', id, outcome: 'cancelled', source: 'chat' },
+    { type: 'permissionDecided', id, outcome: 'allow_once', source: 'chat', by: 'toycoder.nvim' }]);
+  assert.equal(reviews.resolved('call_1', 'reject', 'toycoder.nvim'), false, 'told once');
+});
+
 test('a diff opened after the decision is closed at once; commands have no diff', async () => {
   const { reviews, posted, opened, closed } = setup();
   let release!: () => void;

@@ -215,3 +215,19 @@ for (const theme of ['dark', 'light'] as const) {
     process.stdout.write(`# screenshot: ${file}\n`);
   });
 }
+
+test('another editor\'s turn: its call is asked here too, "Waiting for approval in" it, and its decision there is recorded', async () => {
+  const c = await chat();
+  const { page } = c;
+  await c.send({ type: 'elsewhere', client: 'Neovim', running: true, prompt: 'fix average' });
+  assert.equal(await page.locator('#status').textContent(), 'Running in Neovim');
+  await startWrite(c, edit, 'review-9');
+  const card = page.locator('[data-review-id="review-9"]');
+  assert.equal(await card.getAttribute('data-state'), 'pending', 'the same card as for a turn of this editor');
+  assert.equal(await page.locator('#status').textContent(), 'Waiting for approval in Neovim');
+  assert.equal(await page.locator('.tool-card[data-tool-call-id="call_3"]').getAttribute('data-status'), 'running',
+    'never interrupted while it waits');
+  await c.send({ type: 'permissionDecided', id: 'review-9', outcome: 'allow_once', source: 'chat', by: 'Neovim' });
+  assert.equal(await card.textContent(), '\u2713Allowed once (in Neovim): edit_file calc.py');
+  assert.equal(await page.locator('#status').textContent(), 'Running in Neovim');
+});

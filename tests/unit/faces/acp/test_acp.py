@@ -17,6 +17,9 @@ from acp_client import acp_face, new_session
 from helpers import write_call
 from waiting import scaled
 
+from toycoder_daemon.llm.tools_ignored import MARK
+from toycoder_daemon.testing.dialects import Dialect
+
 
 async def test_a_tool_call_round_trip(tmp_path, llm, workspace) -> None:
     llm.add({"tool_calls": [{"name": "read_file", "arguments": {"path": "src/app.py"}}]},
@@ -37,6 +40,28 @@ async def test_a_tool_call_round_trip(tmp_path, llm, workspace) -> None:
         assert tool_msgs[0]["tool_call_id"] == start["toolCallId"] and "return a + b" in tool_msgs[0]["content"]
         assert editor.text() == "It adds two numbers."
         assert llm.violations == []
+
+
+async def test_a_server_without_tools_is_told_as_the_session_opens_and_runs_without_them(tmp_path, llm,
+                                                                                          workspace) -> None:
+    """The session's opening asks the server in the background (/v1/models: llama.cpp; /props: no tools):
+    an agent message says so, with the fix, before any prompt; the first request goes without tools.
+    Its LSP twin: agent/test_local_models.py."""
+    llm.dialect = Dialect(server="llama.cpp", n_ctx=100_000, supports_tools=False)
+    llm.add({"text": "I cannot look."})
+    async with acp_face(tmp_path, llm) as (conn, editor, _):
+        sid = await new_session(conn, workspace)
+        await editor.wait_for(lambda f: MARK in str(f.get("params", {}).get("update", {}).get("content")))
+        assert editor.text().startswith(MARK) and "--jinja" in editor.text() and "--chat-template-file" in editor.text()
+        [told] = [f["params"] for f in editor.frames if f.get("method") == "session/update"
+                  and f["params"]["update"]["sessionUpdate"] == "agent_message_chunk"]
+        assert told["sessionId"] == sid and llm.requests == []  # before any prompt
+        assert "/props" in [g["path"] for g in llm.gets]
+        resp = await conn.prompt(session_id=sid, prompt=[text_block("read src/app.py")])
+        assert resp.stop_reason == "end_turn"
+        assert editor.text().endswith("\n\nI cannot look.") and editor.text().count(MARK) == 1  # not told twice
+        [request] = llm.requests
+        assert "tools" not in request["body"] and llm.violations == []
 
 
 @pytest.mark.parametrize("choice, written", [("allow_once", True), ("reject_once", False), (None, False)])

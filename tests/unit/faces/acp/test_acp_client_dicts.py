@@ -20,6 +20,7 @@ from toycoder_daemon.core.ports import (
     Compacted,
     FilesChanged,
     PermissionRequest,
+    PermissionResolved,
     PlanEntry,
     PlanUpdated,
     RetryScheduled,
@@ -101,6 +102,8 @@ async def test_every_dict_of_a_rich_turn_is_what_the_sdk_models_make_of_it(tmp_p
         assert runner is not None
         ran = await runner.run(CommandRequest("c2", ("/bin/sh", "-c", "ls"), {"PATH": "/bin"}, "/", 5.0, 100))
         assert ran.output == "ran\n" and ran.exit_code == 0
+        f.emit(PermissionResolved("c1", "allow_once", "Neovim"))
+        f.emit(PermissionResolved("c2", "reject", "another editor"))
         f.emit(ToolCallFinished("c2", "completed", "ran\n"))
         f.emit(ToolCallFinished("c1", "completed", "edited"))
         f.emit(ToolCallFinished("c3", "failed", "no such file"))

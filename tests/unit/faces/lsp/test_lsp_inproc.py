@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from helpers import write_call
 from inproc import start_lsp
+from pygls.exceptions import JsonRpcException
 from rpc import Daemon, RpcError, frame
 from waiting import scaled
 
@@ -385,3 +386,59 @@ def test_the_workspace_root_and_config_come_from_initialize(where: str, workspac
     assert [f["id"] for f in out.frames] == [1] and "result" in out.frames[0]
     assert ls.app is not None and ls.app.workspace.root == workspace.resolve()
     assert ls.app.config_path == config
+
+
+def initialize_by_hand(workspace: Path) -> tuple[server_module.ToyCoderServer, Recorder]:
+    ls = make_server()
+    out = Recorder()
+    FrameWriter(out).attach(ls.protocol)  # type: ignore[arg-type]
+    ls.protocol.handle_message(ls.protocol.structure_message(
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"processId": None, "capabilities": {}, "rootUri": workspace.as_uri()}}))
+    return ls, out
+
+
+def test_initialize_is_answered_before_the_app_opens(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    opened: list[int] = []  # how many frames were written when the App opened
+    real = server_module.App.open
+
+    def spy(root: str, config_path: str | None = None) -> server_module.App:
+        opened.append(len(out.frames))
+        return real(root, config_path)
+
+    monkeypatch.setattr(server_module.App, "open", spy)
+    ls, out = initialize_by_hand(workspace)
+    assert [f["id"] for f in out.frames] == [1] and "result" in out.frames[0] and opened == []
+    assert ls.get_app().workspace.root == workspace.resolve()  # the first use opens it, once
+    assert ls.get_app() is ls.app and opened == [1]
+
+
+def test_an_app_that_cannot_open_answers_each_request_after_initialize(workspace: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(root: str, config_path: str | None = None) -> server_module.App:
+        raise PermissionError(13, "Permission denied", "/data")
+
+    monkeypatch.setattr(server_module.App, "open", refuse)
+    ls, out = initialize_by_hand(workspace)
+    assert "result" in out.frames[0]
+    for _ in range(2):  # opened once; every later use says why
+        with pytest.raises(JsonRpcException) as e:
+            ls.get_app()
+        assert e.value.code == wire.INTERNAL_ERROR and "Permission denied" in str(e.value)
+    assert ls.app is None
+
+
+async def test_the_app_opens_on_the_loop_right_after_the_initialize_answer(workspace: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    opened: list[str] = []
+    real = server_module.App.open
+
+    def spy(root: str, config_path: str | None = None) -> server_module.App:
+        opened.append(root)
+        return real(root, config_path)
+
+    monkeypatch.setattr(server_module.App, "open", spy)
+    initialize_by_hand(workspace)  # no message after it: nothing else would use the App
+    assert opened == []
+    await asyncio.sleep(0)  # the loop's next step
+    assert opened == [str(workspace.resolve())]
