@@ -32,11 +32,11 @@ from toycoder_daemon.app.runtime import (
 from toycoder_daemon.app.session_mcp import McpHub
 from toycoder_daemon.app.settings import Models
 from toycoder_daemon.app.trust import WorkspaceTrust
-from toycoder_daemon.checkpoints import Checkpoint, RestoreResult
+from toycoder_daemon.checkpoints import Checkpoint, CheckpointStore, FileDiff, RestoreResult
 from toycoder_daemon.checkpoints.undo import ChangesOfStore, Checkpoints
 from toycoder_daemon.commands.custom import CommandRow, CustomCommand, CustomCommands
 from toycoder_daemon.config.model import Config, data_dir, load_config
-from toycoder_daemon.core.errors import ConfigError, SessionBusy, SessionDeleted
+from toycoder_daemon.core.errors import BadInput, ConfigError, SessionBusy, SessionDeleted
 from toycoder_daemon.core.ports import Event, Frontend, ModelsInfo, ToolSummary
 from toycoder_daemon.core.util import environ_scrub, secrets
 from toycoder_daemon.llm.base import ChatModel
@@ -403,11 +403,25 @@ class App:
         return s.transcript(runtime.checkpoints.changes() if runtime is not None else
                             ChangesOfStore(self.checkpoints.store(s.id)), before_turn=self.sharing.running_elsewhere(s))
 
-    def checkpoint_list(self, session_id: str) -> list[Checkpoint]:
+    def _checkpoint_store(self, session_id: str) -> CheckpointStore:
+        """The open session's store, else one read for the look (SessionNotFound for an unknown id)."""
         runtime = self.runtimes.get(session_id)
         if runtime is not None:
-            return runtime.checkpoints.rows()
-        return self.checkpoints.store(self.peek(session_id).id).list()
+            return runtime.checkpoints.store
+        return self.checkpoints.store(self.peek(session_id).id)
+
+    def checkpoint_list(self, session_id: str) -> list[Checkpoint]:
+        return self._checkpoint_store(session_id).list()
+
+    def checkpoint_diff(self, session_id: str, turn_ref: str, path: str) -> FileDiff:
+        """What a turn did to one file, as a unified diff (CheckpointStore.diff; `turn_ref` as
+        restore reads it). UnknownCheckpoint for a turn that did not change it; BadInput for a
+        path outside the workspace."""
+        store = self._checkpoint_store(session_id)
+        try:
+            return store.diff(store.resolve(turn_ref), path)
+        except ValueError as e:
+            raise BadInput(str(e)) from None
 
     async def restore(self, session_id: str, turn_ref: str, paths: list[str] | None = None, force: bool = False,
                       frontend_for: FrontendFactory | None = None) -> RestoreResult:

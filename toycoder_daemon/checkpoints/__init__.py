@@ -12,7 +12,7 @@ from toycoder_daemon.checkpoints.restore import (
     conversation_note,
 )
 from toycoder_daemon.checkpoints.state import Recorded
-from toycoder_daemon.checkpoints.store import Checkpoint, CheckpointStore, FileChange
+from toycoder_daemon.checkpoints.store import Checkpoint, CheckpointStore, FileChange, FileDiff
 
-__all__ = ["UNTRACKED_NOTE", "Checkpoint", "CheckpointStore", "Conflict", "FileChange", "Recorded", "RestoreResult",
+__all__ = ["UNTRACKED_NOTE", "Checkpoint", "CheckpointStore", "Conflict", "FileChange", "FileDiff", "Recorded", "RestoreResult",
            "UnknownCheckpoint", "conversation_note"]

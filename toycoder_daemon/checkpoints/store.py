@@ -57,6 +57,14 @@ class FileChange(TypedDict):
     """The change went into an editor's buffer (its after-state is the buffer's text), not to disk."""
 
 
+class FileDiff(TypedDict):
+    path: str
+    status: Literal["created", "modified", "deleted"]
+    diff: str | None
+    """The unified diff of the turn's net change to the file; None when a side is not text."""
+    inEditor: bool
+
+
 class Checkpoint(TypedDict):
     turnId: str
     kind: str
@@ -274,15 +282,20 @@ class CheckpointStore:
         return {"path": key, "status": status, "added": counts[0] if counts else None,
                 "removed": counts[1] if counts else None, "inEditor": after.editor}
 
-    def _text_lines(self, state: State) -> list[bytes] | None:
+    def _text(self, state: State) -> bytes | None:
+        """The content of a text state (b"" for absent); None for binary, not kept, a link."""
         if state.kind == "absent":
-            return []
+            return b""
         if state.kind != "file" or not state.stored:
             return None
         data = self.blobs.read(state.sha)
         if data is None or b"\x00" in data[:BINARY_SNIFF]:
             return None
-        return data.splitlines()
+        return data
+
+    def _text_lines(self, state: State) -> list[bytes] | None:
+        data = self._text(state)
+        return None if data is None else data.splitlines()
 
     def _line_counts(self, before: State, after: State) -> tuple[int, int] | None:
         cache_key = (before.sha or before.kind, after.sha or after.kind)
@@ -306,6 +319,24 @@ class CheckpointStore:
         with self._lock:
             turn = self._by_id.get(turn_id)
             return [c for key in turn.before if (c := self._change(turn, key)) is not None] if turn else []
+
+    def diff(self, turn_id: str, path: str) -> FileDiff:
+        """What the turn did to `path` (relative to the workspace, or absolute), as a unified diff
+        from before its first write to after its last. UnknownCheckpoint when the turn did not change
+        that file; ValueError for a path outside the workspace."""
+        from toycoder_daemon.tools.files.edit import unified_diff  # a diff asked for: not in every new process
+
+        key = self.key(path)
+        with self._lock:
+            turn = self._by_id.get(turn_id)
+            change = self._change(turn, key) if turn is not None and key in turn.before else None
+            if turn is None or change is None:
+                raise UnknownCheckpoint(turn_id, f"that turn did not change {key}")
+            before, after = self._text(turn.before[key]), self._text(turn.after[key])
+        text = None if before is None or after is None else unified_diff(
+            key, before.decode(errors="replace"), after.decode(errors="replace"),
+            existed=change["status"] != "created", remains=change["status"] != "deleted")
+        return {"path": key, "status": change["status"], "diff": text, "inEditor": change["inEditor"]}
 
     def resolve(self, ref: str) -> str:
         """A turn id from an exact id, a turn number (the part after the last "-": `/restore 3`), or a

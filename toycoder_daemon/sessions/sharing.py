@@ -10,7 +10,8 @@ offset), answering tool calls a killed daemon left open. Between turns each open
 While a turn runs, its events also go live to the other daemons that have the session open
 (sessions/live.py): each listens per open session, and the turn's daemon broadcasts. A turn heard
 live to its end is not told again when its records land in the file (by its turn id); one whose
-stream was cut (this daemon fell behind, or the other died) is told as the whole history (reset).
+stream was cut (this daemon fell behind, or the other died) is told as the whole history (reset),
+with what the file has of it (for clients that can only add: the ACP face).
 Its permission requests and questions are asked here too, through the frontend the face shows the
 turn in (`asker`); the answer goes back to its daemon, which decides (the first answer wins) and
 tells every client (PermissionResolved), when this daemon withdraws its own question.
@@ -38,8 +39,11 @@ GRACE = 1.0
 """Seconds a turn read from the file waits before its clients are told, unless it ends first: its
 daemon may be about to stream it live (then it is not told from the file at all)."""
 
-OnChanged = Callable[[str, list[TranscriptEntry], bool], None]
-"""(session id, the new transcript entries, reset: the entries are the whole history)."""
+OnChanged = Callable[[str, list[TranscriptEntry], bool, list[TranscriptEntry]], None]
+"""(session id, the new transcript entries, reset: the entries are the whole history, untold: the
+entries its clients were not told, live or from the file: without reset, the entries; after a cut
+live stream, what the file had of the turns not heard whole (for a client that can only add, never
+replace); after a rewrite elsewhere, none (what is new is not known))."""
 OnLiveTurn = Callable[[str, str, str, bool, str], None]
 """(session id, turn id, the other daemon's client name, running, its prompt)."""
 OnLiveEvent = Callable[[str, str, Event], None]
@@ -83,7 +87,7 @@ def _untold(records: list[Stored], heard: set[str]) -> list[Stored]:
 class Sharing:
     def __init__(self, interval: float = 0.5):
         self.interval = interval
-        self.on_changed: OnChanged = lambda session_id, entries, reset: None
+        self.on_changed: OnChanged = lambda session_id, entries, reset, untold: None
         """Set by the wire face: tell the session's clients."""
         self.on_deleted: Callable[[str], None] = lambda session_id: None
         """Set by the App: another daemon deleted a session this one has open (found by the poll)."""
@@ -117,17 +121,21 @@ class Sharing:
         """Sessions whose live stream was cut: their clients get the whole history next."""
 
     async def catch_up(self, s: Session) -> Appended | None:
-        """Take in what other daemons wrote since we last read; None when nothing was new."""
-        if s.file is None or not s.file.changed_elsewhere():
+        """Take in what other daemons wrote since we last read; None when nothing was new.
+
+        The file's offset moves when the read ends, in its thread, and the session takes the read in
+        later, on the loop: the look at the offset waits for a read under way (the poll's, the live
+        end's), or a turn starting meanwhile would find nothing new and run without what it read."""
+        if s.file is None:
             return None
         async with self._reading.setdefault(s.id, asyncio.Lock()):
-            if not s.file.changed_elsewhere():  # read meanwhile by the other caller
+            if not s.file.changed_elsewhere():
                 return None
             new = await asyncio.to_thread(s.file.read_new)
-        if new.meta:
-            s.apply_meta(new.meta)
-        if new.messages or new.reset:
-            s.messages.received(new.messages, whole=new.reset)
+            if new.meta:
+                s.apply_meta(new.meta)
+            if new.messages or new.reset:
+                s.messages.received(new.messages, whole=new.reset)
         return new if (new.meta or new.messages or new.reset) else None
 
     def _tell(self, s: Session, changes: Callable[[], ChangesOf], new: Appended | None) -> None:
@@ -135,20 +143,23 @@ class Sharing:
         but for turns they heard live; everything when a live stream was cut. When this daemon listens,
         a turn that started less than GRACE ago and has not ended waits: its daemon may be about to
         stream it live."""
-        reset = (new is not None and new.reset) or s.id in self._stale
+        rewritten = new is not None and new.reset
+        reset = rewritten or s.id in self._stale
         self._stale.discard(s.id)
         held = self._held.pop(s.id, [])
+        records = [] if rewritten else _untold(held + (new.messages if new else []), self._heard.get(s.id, set()))
         if reset:
-            self.on_changed(s.id, s.transcript(changes(), s.messages.records()), True)
+            self.on_changed(s.id, s.transcript(changes(), s.messages.records()), True,
+                            s.transcript(changes(), records) if records else [])
             return
-        records = _untold(held + (new.messages if new else []), self._heard.get(s.id, set()))
         start = _open_turn(records, s.turn_ends) if s.id in self._listeners else None
         if start is not None:
             first = self._first_seen.setdefault((s.id, start[1]), time.monotonic())
             if time.monotonic() - first < GRACE:
                 self._held[s.id], records = records[start[0]:], records[:start[0]]
         if records:
-            self.on_changed(s.id, s.transcript(changes(), records), False)
+            entries = s.transcript(changes(), records)
+            self.on_changed(s.id, entries, False, entries)
 
     async def begin_turn(self, s: Session, changes: Callable[[], ChangesOf]) -> None:
         """Hold the session for a turn of this daemon: SessionBusy while another daemon's (or this

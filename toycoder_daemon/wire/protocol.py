@@ -102,6 +102,26 @@ class CheckpointList(Wire):
     """Turns that changed files, oldest first."""
 
 
+class CheckpointDiffParams(Wire):
+    session_id: SessionId
+    turn_id: str = Field(min_length=1)
+    """A turn id (or a unique prefix of one, or its number), as restore takes it."""
+    path: str = Field(min_length=1)
+    """A file the turn changed (relative to the workspace root, as its `changes` list it, or absolute)."""
+
+
+class CheckpointDiff(Wire):
+    path: str
+    """Relative to the workspace root."""
+    status: FileStatus
+    diff: str | None
+    """The unified diff of the turn's net change to the file (before its first write, after its
+    last; `/dev/null` for the side where it did not exist); null when a side is not text (binary,
+    too large to keep, a symlink)."""
+    in_editor: bool | None = None
+    """As in CheckpointFile: the change went into the editor's buffer."""
+
+
 class RestoreParams(Wire):
     session_id: SessionId
     turn_id: str = Field(min_length=1)
@@ -339,6 +359,7 @@ MODELS_LIST = "toycoder/models/list"
 MODELS_SET = "toycoder/models/set"
 CHECKPOINT_LIST = "toycoder/checkpoint/list"
 CHECKPOINT_RESTORE = "toycoder/checkpoint/restore"
+CHECKPOINT_DIFF = "toycoder/checkpoint/diff"
 MENTIONS_COMPLETE = "toycoder/mentions/complete"
 RESOURCES_LIST = "toycoder/resources/list"
 # daemon -> client
@@ -748,6 +769,7 @@ REQUESTS: tuple[Request, ...] = (
     Request(MODELS_SET, ModelsSetParams, ModelsResult),
     Request(CHECKPOINT_LIST, SessionIdParams, CheckpointList),
     Request(CHECKPOINT_RESTORE, RestoreParams, RestoreResult),
+    Request(CHECKPOINT_DIFF, CheckpointDiffParams, CheckpointDiff),
     Request(MENTIONS_COMPLETE, MentionsCompleteParams, MentionsResult),
     Request(RESOURCES_LIST, SessionIdParams, ResourcesResult),
 )

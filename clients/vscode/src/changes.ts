@@ -1,18 +1,24 @@
 /**
- * The host side of a changes card: Undo / Revert / Force become toycoder/checkpoint/restore, and a
- * clicked file opens in the editor. VS Code reloads an unmodified open document when its file
- * changes on disk; a document with unsaved changes is left as it is, and we say so (UnsavedKept),
- * offering a diff with the disk and never an action that would drop the unsaved text.
+ * The host side of a changes card: Undo / Revert / Force become toycoder/checkpoint/restore, a
+ * clicked file opens in the editor, and a file's Diff shows toycoder/checkpoint/diff's answer. VS Code
+ * reloads an unmodified open document when its file changes on disk; a document with unsaved changes
+ * is left as it is, and we say so (UnsavedKept), offering a diff with the disk and never an action
+ * that would drop the unsaved text.
  */
 
 import * as vscode from 'vscode';
-import type { RestoreParams, RestoreResult } from './shared/checkpoints';
-import type { RestoreRequest, ToWebview } from './shared/messages';
+import type { CheckpointDiff, CheckpointDiffParams, RestoreParams, RestoreResult } from './shared/checkpoints';
+import type { RestoreRequest, ToWebview, TurnDiffRequest } from './shared/messages';
 
 /** What a restore needs of the daemon connection. */
 export interface CheckpointDaemon {
   restoreCheckpoint(params: RestoreParams): Promise<RestoreResult>;
+  /** toycoder/checkpoint/diff: what a turn did to one file. */
+  checkpointDiff(params: CheckpointDiffParams): Promise<CheckpointDiff>;
 }
+
+/** Show a read-only document named `name` holding `text` (diffView.showDiffText). */
+export type ShowText = (name: string, text: string) => Promise<void>;
 
 function errorMessage(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
@@ -77,4 +83,22 @@ export async function openChangedFile(uri: string): Promise<void> {
   } catch {
     void vscode.window.showInformationMessage(`ToyCoder: ${vscode.workspace.asRelativePath(target, false)} does not exist now.`);
   }
+}
+
+/** A file's Diff: the daemon's unified diff of what the turn did to it, read-only (a file that is not
+ *  text has none: said so). */
+export async function showTurnDiff(daemon: CheckpointDaemon, sessionId: string, request: TurnDiffRequest,
+  show: ShowText): Promise<void> {
+  let d: CheckpointDiff;
+  try {
+    d = await daemon.checkpointDiff({ sessionId, ...request });
+  } catch (e) {
+    void vscode.window.showErrorMessage(`ToyCoder: ${errorMessage(e)}`);
+    return;
+  }
+  if (typeof d.diff !== 'string') {
+    void vscode.window.showInformationMessage(`ToyCoder: ${d.path} is not text: no diff to show.`);
+    return;
+  }
+  await show(`${d.path}.diff`, d.diff);
 }

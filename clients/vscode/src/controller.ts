@@ -8,7 +8,7 @@ import * as vscode from 'vscode';
 import { applyWorkspaceEdit } from './applyEdit';
 import { DaemonNotFound, type DaemonHandlers } from './daemon';
 import { offerInstall } from './install';
-import { CheckpointDaemon, openChangedFile, restoreTurn, UnsavedKept } from './changes';
+import { CheckpointDaemon, openChangedFile, restoreTurn, ShowText, showTurnDiff, UnsavedKept } from './changes';
 import { copyCode, insertCode } from './codeBlocks';
 import { DocumentSink, DocumentSync } from './documents';
 import { editorDiagnostics } from './diagnostics';
@@ -17,7 +17,7 @@ import { PendingItem, selectionItem } from './selection';
 import type { CancelToken, Reviews } from './reviews';
 import { selectionQuestion } from './selection';
 import { ModeDaemon, pickMode, pickSession, SessionHeader } from './sessionHeader';
-import type { RestoreRequest, ToHost, ToWebview } from './shared/messages';
+import type { RestoreRequest, ToHost, ToWebview, TurnDiffRequest } from './shared/messages';
 import type { ProgressValue } from './shared/lsp';
 import type {
   CommandInfo, MentionItem, PermissionParams, PromptParams, PermissionResult, PromptResult, SessionInfo, SessionLoadResult, Update,
@@ -56,6 +56,8 @@ export interface ControllerOptions {
   startDaemon: StartDaemon;
   surface: ChatSurface;
   showDiff: ShowDiff;
+  /** A read-only document (a turn's diff of a file). */
+  showText: ShowText;
   log: (line: string) => void;
   root: vscode.Uri | undefined;
   /** Permission requests as cards in the chat; without it (or with `permission.style: modal`), the modal. */
@@ -329,6 +331,8 @@ export class ChatController implements vscode.Disposable {
         return this.restore(message.request);
       case 'openFile':
         return openChangedFile(message.uri);
+      case 'turnDiff':
+        return this.turnDiff(message.request);
       case 'mentions':
         return this.mentions(message.prefix);
       case 'removeChip':
@@ -352,6 +356,10 @@ export class ChatController implements vscode.Disposable {
   }
 
   /** A changes card's Undo / Revert / Force; not while a turn runs (it may be writing those files). */
+  private async turnDiff(request: TurnDiffRequest): Promise<void> {
+    if (this.sessionId) await showTurnDiff(await this.ensureDaemon(), this.sessionId, request, this.options.showText);
+  }
+
   private async restore(request: RestoreRequest): Promise<void> {
     if (this.turn || !this.sessionId) {
       const message = this.turn ? 'A turn is running: stop it first.' : 'No session to restore.';

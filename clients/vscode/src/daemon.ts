@@ -36,7 +36,7 @@ import {
 } from './shared/protocol';
 import type { ApplyWorkspaceEditParams, ApplyWorkspaceEditResult, ProgressValue } from './shared/lsp';
 import type { ModeInfo } from './sessionHeader';
-import type { RestoreParams, RestoreResult } from './shared/checkpoints';
+import type { CheckpointDiff, CheckpointDiffParams, RestoreParams, RestoreResult } from './shared/checkpoints';
 
 export interface DaemonOptions {
   /** The command and its arguments, e.g. ["toycoder-daemon"] or [python, "-P", "-m", "toycoder_daemon"]
@@ -318,6 +318,10 @@ export class DaemonClient {
 
   restoreCheckpoint(params: RestoreParams): Promise<RestoreResult> {
     return this.request(Methods.checkpointRestore, params);
+  }
+
+  checkpointDiff(params: CheckpointDiffParams): Promise<CheckpointDiff> {
+    return this.request(Methods.checkpointDiff, params);
   }
 
   didOpen(uri: string, languageId: string, version: number, text: string): void {

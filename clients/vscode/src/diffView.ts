@@ -49,6 +49,14 @@ async function currentText(uri: vscode.Uri): Promise<string | undefined> {
   }
 }
 
+/** `text` in a read-only virtual document named `name` (a `.diff` name: shown as a diff); its URI. */
+export async function showDiffText(provider: ProposalProvider, name: string, text: string): Promise<vscode.Uri> {
+  const uri = provider.add(name, text);
+  const doc = await vscode.workspace.openTextDocument(uri);
+  await vscode.window.showTextDocument(doc, { preview: true });
+  return uri;
+}
+
 export interface ShownProposal {
   /** `diff`: the diff editor; `text`: the diff text (it did not apply to the current file). */
   shown: 'diff' | 'text';
@@ -65,12 +73,7 @@ export async function showProposedDiff(
   const isNew = diffIsNewFile(preview.diff);
   const before = isNew ? '' : await currentText(fileUri);
   const proposed = before === undefined ? undefined : applyUnifiedDiff(before, preview.diff);
-  if (proposed === undefined) {
-    const uri = provider.add(`${preview.path}.diff`, preview.diff);
-    const doc = await vscode.workspace.openTextDocument(uri);
-    await vscode.window.showTextDocument(doc, { preview: true });
-    return { shown: 'text', uris: [uri] };
-  }
+  if (proposed === undefined) return { shown: 'text', uris: [await showDiffText(provider, `${preview.path}.diff`, preview.diff)] };
   const left = isNew ? provider.add(`${preview.path} (new file)`, '') : fileUri;
   const right = provider.add(preview.path, proposed);
   await vscode.commands.executeCommand('vscode.diff', left, right, `${preview.path} ↔ proposed by ToyCoder`,

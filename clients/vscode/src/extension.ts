@@ -5,7 +5,7 @@ import { PendingAttention } from './attention';
 import { ChatViewProvider, VIEW_ID } from './chatView';
 import { ChatController } from './controller';
 import { DaemonClient } from './daemon';
-import { closeProposalTabs, PROPOSAL_SCHEME, ProposalProvider, proposalUriFor, showProposedDiff } from './diffView';
+import { closeProposalTabs, PROPOSAL_SCHEME, ProposalProvider, proposalUriFor, showDiffText, showProposedDiff } from './diffView';
 import { Reviews } from './reviews';
 
 let controller: ChatController | undefined;
@@ -54,6 +54,9 @@ export function activate(context: vscode.ExtensionContext): void {
     log: (line) => output.appendLine(line),
     showDiff: async (preview) => {
       await showProposedDiff(proposals, root, preview);
+    },
+    showText: async (name, text) => {
+      await showDiffText(proposals, name, text);
     },
     startDaemon: (handlers) => {
       const config = vscode.workspace.getConfiguration('toycoder');

@@ -1,5 +1,5 @@
 """Issue 32's Neovim items: the "N files changed" line is actionable (<CR> picks one of its files and
-opens it; `u` undoes that turn through the daemon's `/restore <turn>`), live and in a loaded session;
+shows what that turn did to it, from the daemon's toycoder/checkpoint/diff; `u` undoes that turn through the daemon's `/restore <turn>`), live and in a loaded session;
 the plan is pinned in the chat's winbar while a long turn scrolls its block away.
 
 Real headless Neovim, the real daemon and the scripted model, through the fixtures of test_neovim.
@@ -39,8 +39,10 @@ def current_file(ed: Editor) -> str:
     return str(ed.lua("return vim.api.nvim_buf_get_name(0)"))
 
 
-def test_cr_on_a_changes_line_picks_one_of_its_files_and_opens_it(editor, llm: FakeLLM, workspace: Path) -> None:
+def test_cr_on_a_changes_line_picks_one_of_its_files_and_shows_the_turns_diff(editor, llm: FakeLLM,
+                                                                             workspace: Path) -> None:
     ed = editor()
+    before = (workspace / "README.md").read_text()
     write_readme(ed, llm)
     assert "- 1 file changed +2 −1: README.md" in ed.chat_lines(), ed.chat()
 
@@ -50,19 +52,26 @@ def test_cr_on_a_changes_line_picks_one_of_its_files_and_opens_it(editor, llm: F
     ed.wait(lambda: ed.lua("return vim.api.nvim_win_get_cursor(0)[1]") == row + 1, "<CR> to move the cursor down")
     assert ed.lua("return #T.selects") == 0
 
+    (workspace / "README.md").write_text("changed since\n")  # the turn's diff, not the disk's
     cursor_on(ed, "1 file changed")
     ed.answer("README.md")
     ed.nv.input("<CR>")
-    ed.wait(lambda: current_file(ed) == str(workspace / "README.md"), "the picked file to open")
+    ed.wait(lambda: current_file(ed).startswith("toycoder://diff/"), "the picked file's diff to show")
     [picked] = ed.lua("return T.selects")
     assert picked["kind"] == "toycoder.changed_file"
     assert picked["items"] == ["M README.md +2 −1"], picked
-    assert not ed.lua("return vim.b.toycoder_chat"), "opened in the chat's window"
+    sid = ed.lua("return require('toycoder').session_id()")
+    assert current_file(ed) == f"toycoder://diff/{sid}-1/README.md"
+    assert not ed.lua("return vim.b.toycoder_chat"), "shown in the chat's window"
     assert ed.lua("return T.chat_win()") is not None, "the chat stays open beside it"
-    assert ed.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)") == GROWN.splitlines()
+    shown = ed.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)")
+    removed = [line[1:] for line in shown if line.startswith("-") and not line.startswith("---")]
+    added = [line[1:] for line in shown if line.startswith("+") and not line.startswith("+++")]
+    assert shown[:2] == ["--- a/README.md", "+++ b/README.md"], shown
+    assert (removed, added) == ([before.splitlines()[-1]], GROWN.splitlines()[1:]), shown
+    assert ed.lua("return { vim.bo.filetype, vim.bo.modifiable }") == ["diff", False]
 
     # a loaded session's line does the same
-    sid = ed.lua("return require('toycoder').session_id()")
     ed.prompt(f"/switch {sid}")
     cursor_on(ed, "1 file changed")
     ed.answer(False)  # dismissed: nothing opens

@@ -11,7 +11,7 @@ import pytest
 from inproc_app import InProc, eventually
 
 from toycoder_daemon.checkpoints import UnknownCheckpoint
-from toycoder_daemon.core.errors import SessionBusy
+from toycoder_daemon.core.errors import BadInput, SessionBusy
 from toycoder_daemon.core.ports import FilesChanged, ToolCallFinished
 
 
@@ -62,6 +62,27 @@ async def test_each_turn_reports_its_changes_and_is_listed_under_its_turn_id(inp
     p.script.add({"text": "just talk"})
     await p.prompt(sid, "hello")
     assert len(changes(p, sid)) == 3 and len(p.app.checkpoint_list(sid)) == 3
+
+
+
+async def test_a_turns_diff_of_one_file_is_its_net_change_from_any_later_state(inproc, workspace: Path) -> None:
+    p: InProc = inproc()
+    sid, turns = await three_turns(p, workspace)
+    (workspace / "a.txt").write_text("changed by hand since\n")  # the diff is the turn's, not the disk's
+    created = p.app.checkpoint_diff(sid, turns[0], "a.txt")
+    assert (created["status"], created["diff"]) == ("created", "--- /dev/null\n+++ b/a.txt\n@@ -0,0 +1 @@\n+one\n")
+    grown = p.app.checkpoint_diff(sid, turns[1].rsplit("-", 1)[1], str(workspace / "a.txt"))  # a number, an absolute path
+    assert grown["path"] == "a.txt" and grown["status"] == "modified"
+    assert grown["diff"] == "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1,2 @@\n one\n+two\n"
+    with pytest.raises(UnknownCheckpoint, match="did not change b.txt"):
+        p.app.checkpoint_diff(sid, turns[0], "b.txt")
+    with pytest.raises(UnknownCheckpoint):
+        p.app.checkpoint_diff(sid, "no-such-turn", "a.txt")
+    with pytest.raises(BadInput, match="outside the workspace"):
+        p.app.checkpoint_diff(sid, turns[0], "/etc/passwd")
+    await p.app.close_session(sid)  # a session not open here: read from its checkpoints for the look
+    assert p.app.checkpoint_diff(sid, turns[2], "b.txt")["diff"] == (
+        "--- a/b.txt\n+++ b/b.txt\n@@ -1 +1 @@\n-bee\n+buzz\n")
 
 
 async def test_restoring_the_middle_turn_restores_it_and_the_later_one_and_can_be_undone(

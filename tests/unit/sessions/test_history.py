@@ -108,7 +108,7 @@ async def test_a_second_daemon_sees_the_compaction(inproc) -> None:
     b: InProc = inproc(SMALL)
     got: list = []
     b.app.sharing.interval = 0.01
-    b.app.sharing.on_changed = lambda sid, entries, reset: got.append((entries, reset))
+    b.app.sharing.on_changed = lambda sid, entries, reset, untold: got.append((entries, reset))
     sid = a.new_session()
     await b.app.load(sid)
     await chat(a, sid, 4)

@@ -28,11 +28,14 @@ class Observed:
         self.turns: list[tuple[str, str, bool, str]] = []
         self.events: list[tuple[str, Event, float]] = []
         self.changed: list[tuple[list[TranscriptEntry], bool]] = []
+        self.untold: list[TranscriptEntry] = []
+        """What a client that can only add is given (the ACP face)."""
         sharing = p.app.sharing
         sharing.on_live_turn = lambda sid, turn, client, running, prompt: self.turns.append(
             (turn, client, running, prompt))
         sharing.on_live_event = lambda sid, turn, e: self.events.append((turn, e, time.monotonic()))
-        sharing.on_changed = lambda sid, entries, reset: self.changed.append((entries, reset))
+        sharing.on_changed = lambda sid, entries, reset, untold: (self.changed.append((entries, reset)),
+                                                                  self.untold.extend(untold))
 
     def text(self) -> str:
         return "".join(e.text for _, e, _ in self.events if isinstance(e, TextDelta))
@@ -163,6 +166,55 @@ async def test_a_dead_origin_leaves_the_observer_on_the_session_file(inproc: Any
     await eventually(lambda: ("assistant", "".join(WORDS)) in since_reload(), "b to reload from the file")
     assert since_reload() == [("user", "dies midway"), ("assistant", "".join(WORDS))]
     assert [reset for _, reset in seen.changed].count(True) == 1
+    # a client that cannot replace its history gets the cut turn from the file, and nothing twice
+    assert [(e.role, e.text) for e in seen.untold] == [("user", "dies midway"), ("assistant", "".join(WORDS))]
+
+
+async def test_an_acp_client_cut_off_from_a_live_turn_gets_what_it_missed_from_the_file(
+        inproc: Any, tmp_path: Any, llm: Any, workspace: Any) -> None:
+    from acp_client import Editor, acp_face
+
+    from toycoder_daemon.faces.acp.sessions import CUT_NOTICE
+
+    class Holding(Editor):
+        """The observer's person, asked too (permission from any editor), answers only at the end."""
+
+        release = asyncio.Event()
+
+        async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
+            await self.release.wait()
+            return await super().request_permission(*args, **kwargs)
+
+    a: InProc = inproc()
+    a.app.sharing.client = "Neovim"
+    broadcasts = broadcasts_of(a)
+    hold = asyncio.Event()  # the origin's person answers the permission only after the cut
+    a.frontend.hold, a.frontend.default_decision = hold, "allow_once"
+    async with acp_face(tmp_path, llm, editor=Holding()) as (two, editor, _):  # on the same data and runtime dirs
+        sid = a.new_session()
+        await two.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+        await eventually(lambda: len(os.listdir(live.session_dir(sid, create=False))) == 1, "two to listen")
+        a.script.add({"tool_calls": [{"name": "write_file", "arguments": {"path": "n.txt", "content": "n\n"}}]},
+                     {"text": "Written."})
+        task = a.start_prompt(sid, "write, then die")
+        await editor.wait_for(lambda f: bool(editor.updates("tool_call")))  # heard live
+        for writer in broadcasts[0]._writers.values():  # as when the origin's process dies: its sockets close
+            writer.transport.abort()
+        await editor.wait_for(lambda f: CUT_NOTICE in editor.text("agent_thought_chunk"))
+        hold.set()
+        await asyncio.wait_for(task, 20)
+        await editor.wait_for(lambda f: editor.text() == "Written.")
+        Holding.release.set()
+        ups = editor.updates()
+        cut = next(i for i, u in enumerate(ups) if u["sessionUpdate"] == "agent_thought_chunk"
+                   and u["content"]["text"] == CUT_NOTICE)
+        after = [(u["sessionUpdate"], u["content"]["text"] if u["sessionUpdate"].endswith("_chunk") else u.get("status"))
+                 for u in ups[cut + 1:]]
+        # what the file had at the cut (the prompt, the call: heard live before, whose updates the client
+        # keeps), replayed; then the rest of the turn as it lands, once
+        assert after[0] == ("user_message_chunk", "write, then die") and after[1][0] == "tool_call", after
+        assert [k for k, _ in after].count("tool_call") == 1, after
+        assert ("tool_call_update", "completed") in after and ("agent_message_chunk", "Written.") in after, after
 
 
 async def test_listeners_are_private_and_go_with_the_session(inproc: Any) -> None:

@@ -6,6 +6,7 @@ and a SIGKILL mid-turn."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -14,15 +15,16 @@ from acp_client import Editor
 from inproc_app import InProc, eventually
 
 from toycoder_daemon.core.errors import SessionBusy
-from toycoder_daemon.sessions.conversation import Conversation
+from toycoder_daemon.sessions.conversation import Conversation, Mark
 from toycoder_daemon.sessions.session import Session, TranscriptEntry
+from toycoder_daemon.sessions.store import Appended
 from toycoder_daemon.tools.registry import ToolRegistry
 
 
 def heard(p: InProc) -> list[tuple[str, list[TranscriptEntry], bool]]:
     got: list[tuple[str, list[TranscriptEntry], bool]] = []
     p.app.sharing.interval = 0.01
-    p.app.sharing.on_changed = lambda sid, entries, reset: got.append((sid, entries, reset))
+    p.app.sharing.on_changed = lambda sid, entries, reset, untold: got.append((sid, entries, reset))
     return got
 
 
@@ -113,6 +115,42 @@ async def test_an_acp_client_gets_a_replay_of_a_turn_made_in_another_daemon(tmp_
         assert (await two.prompt(session_id=sid, prompt=[text_block("two here")])).stop_reason == "end_turn"
         sent = [m["content"] for m in llm.requests[-1]["body"]["messages"][1:]]
         assert sent == ["hello from one", "Made in one.", "two here"]
+
+
+async def test_a_turn_that_starts_while_the_poll_reads_has_what_the_poll_read(inproc) -> None:
+    # The poll's read has moved the file's offset (its thread is done) but the session has not taken
+    # it in yet when b's turn starts: the turn must wait for it. The file's read and lock are wrapped
+    # to hold that moment open, which a loaded machine hits by chance (once in ~12 runs of the ACP
+    # test above, whose live stream's end reads the file as the next prompt starts).
+    a: InProc = inproc()
+    b: InProc = inproc()
+    sid = a.new_session()
+    await b.app.load(sid)
+    b.app.sharing.interval = 0.01
+    file = b.app.session(sid).file
+    assert file is not None
+    read, acquire = file.read_new, file.acquire
+    reading, resume = threading.Event(), threading.Event()
+
+    def read_new() -> Appended:  # the read of a's turn: done, the poll not told yet
+        new = read()
+        if any(not isinstance(m, Mark) and m.get("role") == "assistant" for m in new.messages):
+            reading.set()
+            resume.wait(10)
+        return new
+
+    def acquire_then_resume() -> None:  # b's turn holds the session, then the read goes on
+        acquire()
+        resume.set()
+
+    file.read_new, file.acquire = read_new, acquire_then_resume  # type: ignore[method-assign]
+    a.script.add({"text": "The answer is 42."})
+    await a.prompt(sid, "what is the answer?")
+    await eventually(reading.is_set, "b's poll to read a's turn")
+    b.script.add({"text": "You asked before."})
+    await b.prompt(sid, "what did I ask?")
+    sent = [m.get("content") for m in b.script.calls[-1]["messages"][1:]]
+    assert sent == ["what is the answer?", "The answer is 42.", "what did I ask?"]
 
 
 async def test_new_and_switch_close_the_previous_session_in_this_daemon(inproc) -> None:

@@ -28,6 +28,9 @@ Send = Callable[[str, Any], Awaitable[None]]
 Replay = Callable[[list[TranscriptEntry], App], list[Any]]
 
 
+CUT_NOTICE = ("[the live stream of the turn in another editor was cut off: what the session file has of it "
+              "follows, and the rest as it lands]")
+
 Told = dict[str, tuple[str | None, str | None]]
 """Session id -> the (title, mode) its client was last told (opening it says both)."""
 
@@ -69,9 +72,15 @@ def hook(app: App, owner: dict[str, App], send: Send, later: Callable[[Coroutine
         for update in updates:
             await send(session_id, update)
 
-    def changed(session_id: str, entries: list[TranscriptEntry], reset: bool) -> None:
-        if owner.get(session_id) is app and not reset:  # ACP cannot retract: a rewrite is not replayed
-            later(send_all(session_id, replay(entries, app)))
+    def changed(session_id: str, entries: list[TranscriptEntry], reset: bool, untold: list[TranscriptEntry]) -> None:
+        """ACP cannot retract: a reset (a cut live stream) replays what the client was not told,
+        after a notice, as the file has it (a rewrite elsewhere has nothing to replay)."""
+        if owner.get(session_id) is not app or not untold:
+            return
+        updates = replay(untold, app)
+        if reset:
+            updates.insert(0, chunk(CUT_NOTICE, "agent_thought_chunk"))
+        later(send_all(session_id, updates))
 
     def info(summary: SessionSummary, turn_id: str) -> None:
         if owner.get(summary.id) is not app:

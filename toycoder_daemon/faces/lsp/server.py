@@ -237,8 +237,10 @@ def on_initialized(ls: ToyCoderServer, params: Any) -> None:
     ls.background.run(app.start())
 
 
-def session_changed(ls: ToyCoderServer, session_id: str, entries: list[TranscriptEntry], reset: bool) -> None:
-    """Another daemon added to a session this client has open."""
+def session_changed(ls: ToyCoderServer, session_id: str, entries: list[TranscriptEntry], reset: bool,
+                    untold: list[TranscriptEntry]) -> None:
+    """Another daemon added to a session this client has open (a reset replaces the client's
+    history whole: `untold` is for clients that cannot)."""
     update = wire.SessionChangedUpdate(transcript=[to_wire.transcript_entry(e) for e in entries], reset=reset)
     ls.notify(wire.UPDATE, wire.UpdateParams(session_id=session_id, turn_id="", update=update).dump())
 
@@ -437,6 +439,14 @@ async def checkpoint_restore(ls: ToyCoderServer, p: wire.RestoreParams) -> wire.
     return to_wire.restore_result(result)
 
 
+async def checkpoint_diff(ls: ToyCoderServer, p: wire.CheckpointDiffParams) -> wire.CheckpointDiff:
+    try:
+        d = ls.get_app().checkpoint_diff(p.session_id, p.turn_id, p.path)
+    except UnknownCheckpoint as e:
+        raise rpc_error(wire.INVALID_PARAMS, f"Invalid params: turnId: {e}") from None
+    return wire.CheckpointDiff(path=d["path"], status=d["status"], diff=d["diff"], in_editor=d["inEditor"] or None)
+
+
 async def mentions_complete(ls: ToyCoderServer, p: wire.MentionsCompleteParams) -> wire.MentionsResult:
     rows = await ls.get_app().complete_mentions(p.session_id, p.prefix, p.limit)
     return wire.MentionsResult(items=[wire.MentionItem(label=label, kind=kind, uri=uri)  # type: ignore[arg-type]
@@ -456,7 +466,8 @@ HANDLERS: dict[str, Handler] = {
     wire.SESSION_DELETE: session_delete, wire.PROMPT: prompt, wire.CANCEL: cancel, wire.TOOLS_LIST: tools_list,
     wire.TOOLS_SET_ENABLED: tools_set_enabled, wire.COMMANDS_LIST: commands_list, wire.MODELS_LIST: models_list,
     wire.MODELS_SET: models_set, wire.CHECKPOINT_LIST: checkpoint_list, wire.CHECKPOINT_RESTORE: checkpoint_restore,
-    wire.SESSION_CLOSE: session_close, wire.SESSION_SET_MODE: session_set_mode, wire.SESSION_FORK: session_fork,
+    wire.CHECKPOINT_DIFF: checkpoint_diff, wire.SESSION_CLOSE: session_close, wire.SESSION_SET_MODE: session_set_mode,
+    wire.SESSION_FORK: session_fork,
     wire.MENTIONS_COMPLETE: mentions_complete, wire.RESOURCES_LIST: resources_list,
 }
 """One handler per row of protocol.REQUESTS (make_server refuses a table row without one)."""

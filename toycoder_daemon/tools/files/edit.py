@@ -88,12 +88,13 @@ def save(p: Path, f: TextFile, text: str) -> None:
                         "refused") from None
 
 
-def unified_diff(rel: str, before: str, after: str, existed: bool = True) -> str:
+def unified_diff(rel: str, before: str, after: str, existed: bool = True, remains: bool = True) -> str:
+    """`existed`/`remains`: the file was there before / is there after (else that side is /dev/null)."""
     import difflib  # previews only: not in every new process
 
     lines = difflib.unified_diff(
         before.splitlines(keepends=True), after.splitlines(keepends=True),
-        fromfile=f"a/{rel}" if existed else "/dev/null", tofile=f"b/{rel}",
+        fromfile=f"a/{rel}" if existed else "/dev/null", tofile=f"b/{rel}" if remains else "/dev/null",
     )
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 

@@ -1,5 +1,6 @@
 --- The "N files changed" lines of the chat, made actionable: <CR> on one picks a file of that turn
---- (vim.ui.select) and opens it; `u` on one undoes that turn (`/restore <turn>`, the daemon's command,
+--- (vim.ui.select) and shows what the turn did to it (the daemon's toycoder/checkpoint/diff, in a
+--- read-only diff buffer); `u` on one undoes that turn (`/restore <turn>`, the daemon's command,
 --- through the prompt path like any slash command). The lines are drawn by turn.lua (live) and
 --- history.lua (a loaded session); this remembers which turn and files each line stands for.
 local cb = require("toycoder.chatbuf")
@@ -59,26 +60,58 @@ local function file_name(f)
   return path:sub(1, 1) == "/" and path or ((require("toycoder.daemon").root or config.root()) .. "/" .. path)
 end
 
---- Open `fname` in a window other than the chat's (the previous one, else a new split beside it).
-local function open_file(fname)
+--- Go to a window other than the chat's (the previous one, else a new split beside it).
+local function other_window()
   local chat_buf = cb.current()
-  local target = nil
   for _, win in ipairs(api.nvim_tabpage_list_wins(0)) do
     if api.nvim_win_get_buf(win) ~= chat_buf and api.nvim_win_get_config(win).relative == "" then
-      target = win
-      break
+      api.nvim_set_current_win(win)
+      return
     end
   end
-  if target then
-    api.nvim_set_current_win(target)
-  else
-    vim.cmd("leftabove vsplit")
-  end
-  vim.cmd.edit(vim.fn.fnameescape(fname))
+  vim.cmd("leftabove vsplit")
 end
 
---- <CR>: the files of the changes line under the cursor, in a picker; the chosen one opens.
---- Returns false when the cursor is not on a changes line.
+--- The scratch buffer named `name` (the one shown before, else a new one).
+local function scratch(name)
+  for _, buf in ipairs(api.nvim_list_bufs()) do
+    if api.nvim_buf_get_name(buf) == name then
+      return buf
+    end
+  end
+  local buf = api.nvim_create_buf(true, true)
+  api.nvim_buf_set_name(buf, name)
+  return buf
+end
+
+--- Show `d` (toycoder/checkpoint/diff's answer) in a read-only diff buffer beside the chat. A side
+--- that is not text has no diff: the file opens instead (unless the turn deleted it).
+local function show_diff(turn_id, d)
+  if type(d.diff) ~= "string" then
+    vim.notify(("ToyCoder: %s is not text: no diff to show"):format(tostring(d.path)), vim.log.levels.INFO)
+    if d.status ~= "deleted" then
+      other_window()
+      vim.cmd.edit(vim.fn.fnameescape(file_name(d)))
+    end
+    return
+  end
+  local buf = scratch(("toycoder://diff/%s/%s"):format(turn_id, d.path))
+  local lines = vim.split(d.diff, "\n", { plain = true })
+  if lines[#lines] == "" then
+    table.remove(lines)
+  end
+  vim.bo[buf].modifiable = true
+  api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].modified = false
+  vim.bo[buf].bufhidden = "wipe"
+  vim.bo[buf].filetype = "diff"
+  other_window()
+  api.nvim_win_set_buf(0, buf)
+end
+
+--- <CR>: the files of the changes line under the cursor, in a picker; the chosen one's diff in
+--- that turn shows. Returns false when the cursor is not on a changes line.
 function M.pick_file()
   local line = M.at_cursor()
   if not line then
@@ -93,11 +126,16 @@ function M.pick_file()
     if not choice then
       return
     end
-    if choice.status == "deleted" then
-      vim.notify("ToyCoder: " .. tostring(choice.path) .. " was deleted by this turn", vim.log.levels.INFO)
-      return
-    end
-    open_file(file_name(choice))
+    local params = { sessionId = require("toycoder").session_id(), turnId = line.turnId, path = choice.path }
+    require("toycoder.daemon").request("toycoder/checkpoint/diff", params, function(err, d)
+      if err then
+        if not err.daemon_exited then
+          vim.notify("ToyCoder: " .. tostring(err.message), vim.log.levels.ERROR)
+        end
+        return
+      end
+      show_diff(line.turnId, d)
+    end)
   end)
   return true
 end

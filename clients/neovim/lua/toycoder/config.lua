@@ -26,7 +26,7 @@ M.defaults = {
       prompt = "i", -- type a prompt (the prompt buffer, below the chat)
       cancel = "<C-c>", -- cancel the running turn
       close = "q", -- close the chat window
-      changed_files = "<CR>", -- on a "N files changed" line: pick one of its files and open it
+      changed_files = "<CR>", -- on a "N files changed" line: pick one of its files, see its diff
       undo_turn = "u", -- on a "N files changed" line: undo that turn (/restore <turn>)
     },
     -- Mappings inside the prompt buffer (`@` and `/` complete there: <C-x><C-o>, nvim-cmp, blink.cmp).

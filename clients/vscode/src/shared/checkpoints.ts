@@ -1,12 +1,12 @@
 /**
  * The checkpoint wire (issue 11) as the client uses it: the `changes` update a turn (or a restore)
- * that changed files ends with, and toycoder/checkpoint/restore. The shapes are protocol.ts's
+ * that changed files ends with, toycoder/checkpoint/restore and /diff. The shapes are protocol.ts's
  * (generated); both sides of the webview import this.
  */
 
 import type { ChangedFileInfo, ChangesUpdate, RestoreParams as WireRestoreParams } from './protocol';
 
-export type { ChangesUpdate, RestoreConflict, RestoreResult } from './protocol';
+export type { ChangesUpdate, CheckpointDiff, CheckpointDiffParams, RestoreConflict, RestoreResult } from './protocol';
 export type ChangedFile = ChangedFileInfo;
 
 /** toycoder/checkpoint/restore's params; `force` may be left out (false). */

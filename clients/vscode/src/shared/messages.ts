@@ -5,7 +5,7 @@
  * relayed by the host.
  */
 
-import type { RestoreParams, RestoreResult } from './checkpoints';
+import type { CheckpointDiffParams, RestoreParams, RestoreResult } from './checkpoints';
 import type {
   CommandInfo, Decision, ImageContext, MentionItem, PermissionParams, PromptResult, SessionInfo, TranscriptEntry,
   UpdateParams,
@@ -83,6 +83,8 @@ export type Envelope =
   | { type: 'restore'; request: RestoreRequest }
   /** A file of a changes card was clicked: open it in the editor. */
   | { type: 'openFile'; uri: string }
+  /** A file's Diff on a changes card: show what that turn did to it. */
+  | { type: 'turnDiff'; request: TurnDiffRequest }
   /** The word before the cursor starts with `@`: complete it. */
   | { type: 'mentions'; prefix: string }
   /** A chip's ×: the next prompt leaves that item out. */
@@ -93,6 +95,9 @@ export type Envelope =
 /** What a changes card asks to restore: toycoder/checkpoint/restore's params without the session. */
 export type RestoreRequest = Omit<RestoreParams, 'sessionId'>;
 
+/** What a changes card's Diff asks for: toycoder/checkpoint/diff's params without the session. */
+export type TurnDiffRequest = Omit<CheckpointDiffParams, 'sessionId'>;
+
 type HostTypes = 'daemon' | 'header' | 'elsewhere' | 'commands' | 'transcript' | 'turnStarted' | 'update' | 'progress' | 'turnEnded'
   | 'turnFailed' | 'notice' | 'focusInput' | 'permission' | 'permissionDecided' | 'showPermission' | 'restoreResult'
   | 'restoreFailed' | 'mentionItems' | 'chips';
@@ -101,7 +106,7 @@ export type ToWebview = Extract<Envelope, { type: HostTypes }>;
 export type ToHost = Exclude<Envelope, { type: HostTypes }>;
 
 const TO_HOST: ReadonlySet<string> = new Set<ToHost['type']>(['ready', 'prompt', 'pickMode', 'cancel', 'restart', 'openLink',
-  'copyCode', 'insertCode', 'permissionDecision', 'openDiff', 'restore', 'openFile']);
+  'copyCode', 'insertCode', 'permissionDecision', 'openDiff', 'restore', 'openFile', 'turnDiff']);
 const DECISIONS: ReadonlySet<string> = new Set<Decision>(['allow_once', 'allow_always', 'reject']);
 
 /** Validate what arrives from the webview (its content is untrusted input to the host). */
@@ -115,8 +120,15 @@ export function isToHost(value: unknown): value is ToHost {
   if (m.type === 'openDiff') return typeof m.id === 'string';
   if (m.type === 'openFile') return typeof m.uri === 'string';
   if (m.type === 'restore') return isRestoreRequest(m.request);
+  if (m.type === 'turnDiff') return isTurnDiffRequest(m.request);
   if (m.type === 'permissionDecision') return typeof m.id === 'string' && typeof m.decision === 'string' && DECISIONS.has(m.decision);
   return true;
+}
+
+function isTurnDiffRequest(value: unknown): value is TurnDiffRequest {
+  if (typeof value !== 'object' || value === null) return false;
+  const r = value as { turnId?: unknown; path?: unknown };
+  return typeof r.turnId === 'string' && r.turnId !== '' && typeof r.path === 'string' && r.path !== '';
 }
 
 function isRestoreRequest(value: unknown): value is RestoreRequest {

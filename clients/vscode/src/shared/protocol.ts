@@ -25,6 +25,7 @@ export const Methods = {
   modelsSet: 'toycoder/models/set',
   checkpointList: 'toycoder/checkpoint/list',
   checkpointRestore: 'toycoder/checkpoint/restore',
+  checkpointDiff: 'toycoder/checkpoint/diff',
   mentionsComplete: 'toycoder/mentions/complete',
   resourcesList: 'toycoder/resources/list',
   update: 'toycoder/update',
@@ -513,6 +514,26 @@ not to disk: nothing to reload, and no "restored on disk" to warn about. */
   note: string;
 }
 
+export interface CheckpointDiffParams {
+  sessionId: string;
+  /** A turn id (or a unique prefix of one, or its number), as restore takes it. */
+  turnId: string;
+  /** A file the turn changed (relative to the workspace root, as its `changes` list it, or absolute). */
+  path: string;
+}
+
+export interface CheckpointDiff {
+  /** Relative to the workspace root. */
+  path: string;
+  status: 'created' | 'modified' | 'deleted';
+  /** The unified diff of the turn's net change to the file (before its first write, after its
+last; `/dev/null` for the side where it did not exist); null when a side is not text (binary,
+too large to keep, a symlink). */
+  diff: string | null;
+  /** As in CheckpointFile: the change went into the editor's buffer. */
+  inEditor?: boolean;
+}
+
 export interface MentionsCompleteParams {
   /** For the session's MCP resources too (else the config's servers'). */
   sessionId?: string;
@@ -642,6 +663,7 @@ export interface Requests {
   'toycoder/models/set': { params: ModelsSetParams; result: ModelsResult };
   'toycoder/checkpoint/list': { params: SessionIdParams; result: CheckpointList };
   'toycoder/checkpoint/restore': { params: RestoreParams; result: RestoreResult };
+  'toycoder/checkpoint/diff': { params: CheckpointDiffParams; result: CheckpointDiff };
   'toycoder/mentions/complete': { params: MentionsCompleteParams; result: MentionsResult };
   'toycoder/resources/list': { params: SessionIdParams; result: ResourcesResult };
 }

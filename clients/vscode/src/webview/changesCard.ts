@@ -1,6 +1,6 @@
 /**
  * A turn's file changes as a card at the end of the turn: "N files changed +a −r", the files (a
- * click opens one), Undo (restore the turn) and a Revert per file (restore only that path). A
+ * click opens one, its Diff shows what the turn did to it), Undo (restore the turn) and a Revert per file (restore only that path). A
  * restore's answer is shown on the card: what was restored, each conflict with its reason and a
  * Force button, the daemon's note. The daemon does the restoring; this only asks and shows.
  */
@@ -55,10 +55,12 @@ export function changesCard(turnId: string, files: ChangedFile[], post: (m: ToHo
       e.stopPropagation(); // not the chat's link handler
       post({ type: 'openFile', uri: f.uri });
     });
+    const diff = button('changes-diff', 'Diff', `What this turn did to ${f.path}`,
+      () => post({ type: 'turnDiff', request: { turnId, path: f.path } }));
     const revert = button('changes-revert', 'Revert', `Put ${f.path} back as it was before this turn`,
       () => ask({ turnId, paths: [f.path] }, revert));
     li.append(h('span', 'changes-status', STATUS_MARK[f.status] ?? '?'), open, stat(f.added, '+', 'diff-stat-add'),
-      stat(f.removed, '\u2212', 'diff-stat-del'), revert);
+      stat(f.removed, '\u2212', 'diff-stat-del'), diff, revert);
     list.append(li);
   }
   card.append(list, h('div', 'changes-result'));

@@ -5,7 +5,7 @@ import { ChatController, ChatSurface, Daemon, selectionPrompt } from '../../src/
 import type { DaemonHandlers } from '../../src/daemon';
 import type { ToWebview } from '../../src/shared/messages';
 import { Reviews } from '../../src/reviews';
-import type { RestoreParams, RestoreResult } from '../../src/shared/checkpoints';
+import type { CheckpointDiff, CheckpointDiffParams, RestoreParams, RestoreResult } from '../../src/shared/checkpoints';
 import type { PermissionParams, PromptResult, SessionInfo, SessionLoadResult, UpdateParams } from '../../src/shared/protocol';
 import { CancellationTokenSource, StubDocument, Uri, calls, changeDocs, closeDocs, openDocs, resetStub, settings } from '../../stubs/vscode';
 
@@ -48,6 +48,10 @@ class FakeDaemon implements Daemon {
   restores: RestoreParams[] = [];
   onRestore: (p: RestoreParams) => Promise<RestoreResult> = async (p) => ({ restored: p.paths ?? ['a.py'], conflicts: [], note: '' });
   async restoreCheckpoint(p: RestoreParams) { this.restores.push(p); return this.onRestore(p); }
+  diffs: CheckpointDiffParams[] = [];
+  onDiff: (p: CheckpointDiffParams) => Promise<CheckpointDiff> = async (p) =>
+    ({ path: p.path, status: 'modified', diff: `--- a/${p.path}\n+++ b/${p.path}\n@@ -1 +1 @@\n-a\n+b\n` });
+  async checkpointDiff(p: CheckpointDiffParams) { this.diffs.push(p); return this.onDiff(p); }
   didOpen(uri: string) { this.docs.push(`open ${uri}`); }
   didChange(uri: string, version: number, text: string) { this.docs.push(`change ${uri} ${version} ${text}`); }
   didClose(uri: string) { this.docs.push(`close ${uri}`); }
@@ -57,6 +61,7 @@ class FakeDaemon implements Daemon {
 function setup(withReviews = false) {
   const posted: ToWebview[] = [];
   const diffs: string[] = [];
+  const texts: Array<[string, string]> = [];
   const reviews = withReviews ? new Reviews({
     post: (m) => { posted.push(m); },
     openDiff: async (p) => { diffs.push(p.path); return [`toycoder-proposal:/${p.path}?1`]; },
@@ -77,13 +82,14 @@ function setup(withReviews = false) {
     reviews,
     log: () => undefined,
     showDiff: async () => undefined,
+    showText: async (name, text) => { texts.push([name, text]); },
     startDaemon: async (handlers) => {
       const d = new FakeDaemon(handlers);
       daemons.push(d);
       return d;
     },
   });
-  return { controller, posted, daemons, surface, diffs, types: () => posted.map((m) => m.type) };
+  return { controller, posted, daemons, surface, diffs, texts, types: () => posted.map((m) => m.type) };
 }
 
 beforeEach(() => resetStub());
@@ -162,7 +168,7 @@ test('the daemon exiting shows the banner; Restart starts a new one and resumes 
 test('a daemon that cannot start says why in the panel', async () => {
   const posted: ToWebview[] = [];
   const controller = new ChatController({
-    root: undefined, log: () => undefined, showDiff: async () => undefined,
+    root: undefined, log: () => undefined, showDiff: async () => undefined, showText: async () => undefined,
     surface: { post: (m) => { posted.push(m); }, reveal: async () => undefined, hide: async () => undefined },
     startDaemon: async () => { throw new Error('cannot start the ToyCoder daemon: "toycoder-daemon" was not found'); },
   });
@@ -420,6 +426,28 @@ test('no restore while a turn runs or before there is a session; a clicked file 
   const opened = calls.filter(([name]) => name === 'window.showTextDocument');
   assert.equal(opened.length, 1);
   assert.equal((opened[0][1][0] as Uri).toString(), 'file:///ws/src/a.py');
+});
+
+test("a file's Diff on a changes card shows the daemon's diff of it in that turn; none before a session or for a binary", async () => {
+  const { controller, daemons, texts } = setup();
+  await controller.handle({ type: 'turnDiff', request: { turnId: 't-1', path: 'a.py' } });
+  assert.deepEqual(texts, [], 'no session yet: nothing to ask');
+  await controller.prompt('hi');
+  const d = daemons[0];
+  await controller.handle({ type: 'turnDiff', request: { turnId: 't-1', path: 'a.py' } });
+  assert.deepEqual(d.diffs, [{ sessionId: 's1', turnId: 't-1', path: 'a.py' }]);
+  assert.deepEqual(texts, [['a.py.diff', '--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-a\n+b\n']]);
+
+  d.onDiff = async (p) => ({ path: p.path, status: 'created', diff: null });
+  await controller.handle({ type: 'turnDiff', request: { turnId: 't-1', path: 'logo.png' } });
+  assert.equal(texts.length, 1, 'no diff to show for a file that is not text');
+  const infos = calls.filter(([name]) => name === 'window.showInformationMessage').map(([, args]) => String(args[0]));
+  assert.deepEqual(infos, ['ToyCoder: logo.png is not text: no diff to show.']);
+
+  d.onDiff = async () => { throw new Error("unknown checkpoint 't-1': that turn did not change b.py"); };
+  await controller.handle({ type: 'turnDiff', request: { turnId: 't-1', path: 'b.py' } });
+  const errors = calls.filter(([name]) => name === 'window.showErrorMessage').map(([, args]) => String(args[0]));
+  assert.deepEqual(errors, ["ToyCoder: unknown checkpoint 't-1': that turn did not change b.py"]);
 });
 
 test('the view description shows the title and mode; session_info updates it; the mode picker calls setMode', async () => {

@@ -25,7 +25,7 @@ test('a daemon not found offers pipx, uv and a path, and runs the install in a t
   };
   const logged: string[] = [];
   const controller = new ChatController({
-    root: undefined, log: (line) => { logged.push(line); }, showDiff: async () => undefined,
+    root: undefined, log: (line) => { logged.push(line); }, showDiff: async () => undefined, showText: async () => undefined,
     surface: { post: () => undefined, reveal: async () => undefined, hide: async () => undefined },
     startDaemon: async () => { throw new DaemonNotFound('toycoder-daemon'); },
   });

@@ -35,6 +35,11 @@ test('changes card messages: a restore request with a turn id, an openFile with 
   assert.equal(isToHost({ type: 'restore' }), false);
   assert.equal(isToHost({ type: 'openFile', uri: 'file:///w/a.py' }), true);
   assert.equal(isToHost({ type: 'openFile' }), false);
+  assert.equal(isToHost({ type: 'turnDiff', request: { turnId: 't1', path: 'a.py' } }), true);
+  assert.equal(isToHost({ type: 'turnDiff', request: { turnId: 't1', path: '' } }), false);
+  assert.equal(isToHost({ type: 'turnDiff', request: { turnId: '', path: 'a.py' } }), false);
+  assert.equal(isToHost({ type: 'turnDiff', request: { turnId: 't1' } }), false);
+  assert.equal(isToHost({ type: 'turnDiff' }), false);
   assert.equal(isToHost({ type: 'restoreResult', request: { turnId: 't1' }, result: { restored: [], conflicts: [] } }), false);
 });
 

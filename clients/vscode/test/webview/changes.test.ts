@@ -40,7 +40,7 @@ async function posted(c: ChatPage, type: string) {
   return (await c.posted()).filter((m) => m.type === type);
 }
 
-test('the card renders at the end of its turn; Undo, Revert and a file click post to the host', async () => {
+test('the card renders at the end of its turn; Undo, Revert, Diff and a file click post to the host', async () => {
   const c = await turnWithChanges();
   const { page } = c;
   const card = page.locator('.turn:last-of-type .changes-card[data-turn-id="t-1"]');
@@ -58,6 +58,9 @@ test('the card renders at the end of its turn; Undo, Revert and a file click pos
   await card.locator('li[data-path="calc.py"] .changes-path').click();
   assert.deepEqual(await posted(c, 'openFile'), [{ type: 'openFile', uri: 'file:///w/calc.py' }]);
   assert.deepEqual(await posted(c, 'openLink'), [], 'a file is not a link for the browser');
+  await card.locator('li[data-path="notes.md"] .changes-diff').click();
+  assert.deepEqual(await posted(c, 'turnDiff'), [{ type: 'turnDiff', request: { turnId: 't-1', path: 'notes.md' } }]);
+  assert.deepEqual(await posted(c, 'restore'), [], 'Diff restores nothing');
 
   await card.locator('li[data-path="notes.md"] .changes-revert').click();
   await card.locator('.changes-undo').click();

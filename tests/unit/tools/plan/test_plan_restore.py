@@ -185,7 +185,7 @@ async def watched(inproc: Any) -> tuple[InProc, InProc, str, list[list[Transcrip
     b: InProc = inproc()
     got: list[list[TranscriptEntry]] = []
     b.app.sharing.interval = 0.01
-    b.app.sharing.on_changed = lambda sid, entries, reset: got.append(entries)
+    b.app.sharing.on_changed = lambda sid, entries, reset, untold: got.append(entries)
     sid = a.new_session()
     await b.app.load(sid)
     return a, b, sid, got
