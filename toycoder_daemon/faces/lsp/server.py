@@ -25,6 +25,7 @@ from pygls.uris import to_fs_path
 from toycoder_daemon import __version__
 from toycoder_daemon.app.application import App
 from toycoder_daemon.checkpoints import UnknownCheckpoint
+from toycoder_daemon.commands.custom import CommandRow
 from toycoder_daemon.commands.served import with_served
 from toycoder_daemon.core.modes import available_modes
 from toycoder_daemon.core.ports import Event
@@ -188,6 +189,7 @@ def on_initialize(ls: ToyCoderServer, params: types.InitializeParams) -> None:
     ls.app.sharing.on_live_event = functools.partial(live_event, ls)
     ls.app.on_session_info = functools.partial(session_info_changed, ls)
     ls.app.on_session_deleted = functools.partial(session_deleted, ls)
+    ls.app.on_commands_changed = functools.partial(commands_changed, ls)
     log.info("workspace %s, config %s", ls.app.workspace.root, ls.app.config_path or "(built-in defaults)")
 
 
@@ -196,6 +198,12 @@ def on_initialized(ls: ToyCoderServer, params: Any) -> None:
     if app.config_error:
         ls.show_message("error", str(app.config_error))
     ls.background.run(app.start())
+
+
+def commands_changed(ls: ToyCoderServer, rows: list[CommandRow]) -> None:
+    """The command list changed (a custom command's file, an MCP server's prompts): clients refresh
+    their completion from it."""
+    ls.notify(wire.COMMANDS_CHANGED, wire.CommandList(commands=[to_wire.command_info(c) for c in rows]).dump())
 
 
 def session_changed(ls: ToyCoderServer, session_id: str, entries: list[TranscriptEntry], reset: bool) -> None:
