@@ -10,74 +10,18 @@
  */
 
 import assert from 'node:assert/strict';
-import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import type { Browser, Frame, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { launchChromium } from '../helpers/browser';
-import { ARTIFACTS, DAEMON_COMMAND, EXT_ROOT, FakeLlm, makeWorkspace, startFakeLlm, waitFor, writeConfig } from '../helpers/env';
+import { chatFrame, openChat, runCommand, startCodeServer } from '../helpers/codeserver';
+import { ARTIFACTS, FakeLlm, makeWorkspace, startFakeLlm, waitFor, writeConfig } from '../helpers/env';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 after(async () => {
   for (const c of cleanups.reverse()) await Promise.resolve(c()).catch(() => undefined);
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-async function healthy(url: string): Promise<boolean> {
-  try {
-    return (await fetch(url)).ok;
-  } catch {
-    return false;
-  }
-}
-
-/** The frame of our chat webview (VS Code nests it: webview iframe -> active-frame). */
-async function chatFrame(page: Page): Promise<Frame> {
-  for (let i = 0; i < 240; i++) {
-    for (const frame of page.frames()) {
-      if (frame === page.mainFrame()) continue;
-      try {
-        if (await frame.$('#prompt')) return frame;
-      } catch {
-        /* detached while we looked */
-      }
-    }
-    await page.waitForTimeout(250);
-  }
-  throw new Error('the ToyCoder webview did not appear');
-}
-
-/** Run a command from the palette; retried while the extensions are still being registered. */
-async function runCommand(page: Page, title: string): Promise<void> {
-  const input = page.locator('.quick-input-widget input');
-  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
-  for (let attempt = 0; ; attempt++) {
-    await page.keyboard.press('F1');
-    await input.waitFor({ state: 'visible', timeout: 15000 });
-    await input.fill(`>${title}`);
-    try {
-      await row.waitFor({ timeout: 3000 });
-      break;
-    } catch (e) {
-      if (attempt >= 20) throw e;
-      await page.keyboard.press('Escape');
-      await page.waitForTimeout(1000);
-    }
-  }
-  await page.keyboard.press('Enter');
-}
 
 const TABLE = Array.from({ length: 120 }, (_, i) => `ROWS.append(${i + 1})  # row ${i + 1}`).join('\n') + '\n';
 
@@ -85,16 +29,6 @@ const TABLE = Array.from({ length: 120 }, (_, i) => `ROWS.append(${i + 1})  # ro
 const plain = (text: string | null) => (text ?? '').replace(/\u00a0/g, ' ');
 
 test('real VS Code: inline review card, non-blocking diff, Accept from the diff editor\'s title bar, Undo, edit of a dirty buffer', { timeout: 25 * 60 * 1000 }, async () => {
-  // ---- code-server (cached install) and the extension package --------------------------------
-  const t0 = Date.now();
-  const installed = execFileSync('bash', [join(EXT_ROOT, 'scripts', 'install-code-server.sh')], {
-    encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 20 * 60 * 1000,
-  }).trim().split('\n').pop()!;
-  const [node, entry] = installed.split('\t');
-  process.stdout.write(`# code-server ready in ${Math.round((Date.now() - t0) / 1000)}s (install or cache)\n`);
-  const vsix = join(EXT_ROOT, 'toycoder.vsix');
-  assert.ok(existsSync(vsix), 'npm run package made toycoder.vsix');
-
   // ---- a workspace, the scripted model, settings -------------------------------------------------
   const ws = makeWorkspace('toycoder-codeserver-');
   const llm: FakeLlm = await startFakeLlm(ws.dir, [
@@ -106,54 +40,8 @@ test('real VS Code: inline review card, non-blocking diff, Accept from the diff 
   ]);
   cleanups.push(() => llm.stop());
   const config = writeConfig(ws, llm.baseUrl);
-  const userData = join(ws.dir, 'cs-user');
-  const extensions = join(ws.dir, 'cs-extensions');
-  mkdirSync(join(userData, 'User'), { recursive: true });
-  writeFileSync(join(userData, 'User', 'settings.json'), JSON.stringify({
-    'toycoder.daemon.command': DAEMON_COMMAND,
-    'toycoder.configPath': config,
-    'toycoder.logLevel': 'INFO',
-    'workbench.startupEditor': 'none',
-    'workbench.tips.enabled': false,
-    'workbench.enableExperiments': false,
-    'workbench.secondarySideBar.defaultVisibility': 'hidden',
-    'chat.disableAIFeatures': true,
-    'security.workspace.trust.enabled': false,
-    'telemetry.telemetryLevel': 'off',
-    'extensions.autoCheckUpdates': false,
-    'extensions.autoUpdate': false,
-    'update.mode': 'none',
-    'files.autoSave': 'off',
-  }, null, 2));
-  const csConfig = join(ws.dir, 'code-server.yaml');
-  writeFileSync(csConfig, 'auth: none\ncert: false\n');
-  // no extension gallery: its queries go to a closed loopback port instead of the internet
-  const gallery = 'http://127.0.0.1:9';
-  const env: NodeJS.ProcessEnv = { ...ws.env, EXTENSIONS_GALLERY: JSON.stringify({
-    serviceUrl: `${gallery}/gallery`, itemUrl: `${gallery}/items`, resourceUrlTemplate: `${gallery}/{publisher}/{name}/{version}/{path}`,
-    controlUrl: '', recommendationsUrl: '' }) };
-  const common = ['--config', csConfig, '--user-data-dir', userData, '--extensions-dir', extensions];
-  const install = execFileSync(node, [entry, ...common, '--install-extension', vsix], { encoding: 'utf8', env, timeout: 120000 });
-  assert.match(install, /toycoder.*(successfully installed|was successfully)/i, install);
-
-  const port = await freePort();
-  let serverLog = '';
-  const server: ChildProcess = spawn(node, [entry, ...common, '--bind-addr', `127.0.0.1:${port}`, '--auth', 'none',
-    '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', '--disable-getting-started-override',
-    ws.root], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  server.stdout!.on('data', (c) => { serverLog += c; });
-  server.stderr!.on('data', (c) => { serverLog += c; });
-  cleanups.push(() => {
-    try {
-      process.kill(-server.pid!, 'SIGTERM');
-    } catch {
-      /* gone */
-    }
-  });
-  const base = `http://127.0.0.1:${port}`;
-  await waitFor(() => server.exitCode === null || assert.fail(`code-server exited:\n${serverLog}`), 'code-server');
-  for (let i = 0; i < 240 && !(await healthy(`${base}/healthz`)); i++) await new Promise((r) => setTimeout(r, 250));
-  assert.ok(await healthy(`${base}/healthz`), `code-server is up\n${serverLog}`);
+  const server = await startCodeServer(ws, config);
+  cleanups.push(() => server.stop());
 
   // ---- the browser ---------------------------------------------------------------------------
   const browser: Browser = await launchChromium();
@@ -162,14 +50,8 @@ test('real VS Code: inline review card, non-blocking diff, Accept from the diff 
   mkdirSync(ARTIFACTS, { recursive: true });
   const shot = (name: string) => page.screenshot({ path: join(ARTIFACTS, name) }).catch(() => undefined);
   try {
-    await page.goto(`${base}/?folder=${encodeURIComponent(ws.root)}`);
-    await page.locator('.monaco-workbench').waitFor({ timeout: 90000 });
-    await page.locator('.statusbar').waitFor({ timeout: 60000 });
-
     // open the chat (in the secondary side bar) from the command palette
-    await runCommand(page, 'ToyCoder: Open Chat');
-    const frame = await chatFrame(page);
-    await frame.waitForSelector('#banner', { state: 'hidden', timeout: 60000 }); // the daemon is ready
+    const frame = await openChat(page, server.base, ws.root);
     await frame.fill('#prompt', 'Write the table module');
     await frame.press('#prompt', 'Enter');
 
@@ -291,7 +173,7 @@ test('real VS Code: inline review card, non-blocking diff, Accept from the diff 
     assert.deepEqual(llm.violations(), []);
   } catch (e) {
     await shot('code-server-failure.png');
-    process.stdout.write(`# code-server log:\n${serverLog.split('\n').slice(-40).map((l) => `# ${l}`).join('\n')}\n`);
+    process.stdout.write(`# code-server log:\n${server.log().split('\n').slice(-40).map((l) => `# ${l}`).join('\n')}\n`);
     throw e;
   }
 });
