@@ -10,13 +10,11 @@
  */
 
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import type { Browser } from 'playwright-core';
-import { launchChromium } from '../helpers/browser';
-import { chatFrame, openChat, runCommand, startCodeServer } from '../helpers/codeserver';
-import { ARTIFACTS, FakeLlm, makeWorkspace, startFakeLlm, waitFor, writeConfig } from '../helpers/env';
+import { chatFrame, openChat, runCommand, startWorkbench } from '../helpers/codeserver';
+import { FakeLlm, makeWorkspace, startFakeLlm, waitFor, writeConfig } from '../helpers/env';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 after(async () => {
@@ -39,16 +37,8 @@ test('real VS Code: inline review card, non-blocking diff, Accept from the diff 
     { text: 'Swapped the operands.', expect: { last_tool_contains: "in the editor's buffer" } },
   ]);
   cleanups.push(() => llm.stop());
-  const config = writeConfig(ws, llm.baseUrl);
-  const server = await startCodeServer(ws, config);
-  cleanups.push(() => server.stop());
-
-  // ---- the browser ---------------------------------------------------------------------------
-  const browser: Browser = await launchChromium();
-  cleanups.push(() => browser.close());
-  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  mkdirSync(ARTIFACTS, { recursive: true });
-  const shot = (name: string) => page.screenshot({ path: join(ARTIFACTS, name) }).catch(() => undefined);
+  // ---- code-server and the browser -----------------------------------------------------------
+  const { server, page, shot } = await startWorkbench(ws, writeConfig(ws, llm.baseUrl), cleanups);
   try {
     // open the chat (in the secondary side bar) from the command palette
     const frame = await openChat(page, server.base, ws.root);

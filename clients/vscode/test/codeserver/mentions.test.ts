@@ -6,13 +6,11 @@
  */
 
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import type { Browser } from 'playwright-core';
-import { launchChromium } from '../helpers/browser';
-import { openChat, startCodeServer } from '../helpers/codeserver';
-import { ARTIFACTS, FakeLlm, makeWorkspace, startFakeLlm, writeConfig } from '../helpers/env';
+import { openChat, startWorkbench } from '../helpers/codeserver';
+import { FakeLlm, makeWorkspace, startFakeLlm, writeConfig } from '../helpers/env';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 after(async () => {
@@ -28,14 +26,8 @@ test('real VS Code: @cal in the chat input offers calc.py; picked and sent, its 
     { text: 'It multiplies by seven.', expect: { last_user_contains: 'SEVEN_TIMES_MARKER' } },
   ]);
   cleanups.push(() => llm.stop());
-  const server = await startCodeServer(ws, writeConfig(ws, llm.baseUrl));
-  cleanups.push(() => server.stop());
-
-  const browser: Browser = await launchChromium();
-  cleanups.push(() => browser.close());
-  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  mkdirSync(ARTIFACTS, { recursive: true });
-  const shot = (name: string) => page.screenshot({ path: join(ARTIFACTS, name) }).catch(() => undefined);
+  // ---- code-server and the browser -----------------------------------------------------------
+  const { server, page, shot } = await startWorkbench(ws, writeConfig(ws, llm.baseUrl), cleanups);
   try {
     const frame = await openChat(page, server.base, ws.root);
     const prompt = frame.locator('#prompt');

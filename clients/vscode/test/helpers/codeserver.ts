@@ -10,7 +10,8 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { Frame, Page } from 'playwright-core';
-import { DAEMON_COMMAND, EXT_ROOT, TestWorkspace, waitFor } from './env';
+import { launchChromium } from './browser';
+import { ARTIFACTS, DAEMON_COMMAND, EXT_ROOT, TestWorkspace, waitFor } from './env';
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -151,4 +152,23 @@ export async function openChat(page: Page, base: string, root: string): Promise<
   const frame = await chatFrame(page);
   await frame.waitForSelector('#banner', { state: 'hidden', timeout: 60000 }); // the daemon is ready
   return frame;
+}
+
+export interface Workbench {
+  server: CodeServer;
+  page: Page;
+  /** A screenshot into the artifacts dir (never fails the test). */
+  shot(name: string): Promise<unknown>;
+}
+
+/** code-server for `ws` with `config`, and a Chromium page for it; what to end goes into `cleanups`. */
+export async function startWorkbench(ws: TestWorkspace, config: string,
+  cleanups: Array<() => Promise<void> | void>): Promise<Workbench> {
+  const server = await startCodeServer(ws, config);
+  cleanups.push(() => server.stop());
+  const browser = await launchChromium();
+  cleanups.push(() => browser.close());
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  mkdirSync(ARTIFACTS, { recursive: true });
+  return { server, page, shot: (name) => page.screenshot({ path: join(ARTIFACTS, name) }).catch(() => undefined) };
 }
