@@ -3,9 +3,9 @@ for `@` mention completion and for the question "may a prompt attach this file?"
 
 Listing 20k files takes rg tens of milliseconds and indexing them as many again, more than a
 keystroke's completion may: the listing starts in the background as soon as the workspace is known
-(`start`, at the daemon's start-up) and is kept. While that first listing runs, what rg has printed
-so far is indexed again and again (off the event loop) and completion answers from the latest of
-these, so a first `@` typed right after start-up gets the matches listed so far, promptly. A listing
+(`start`, at the daemon's start-up) and is kept. A completion that comes while that first listing
+runs answers from what rg has printed so far, indexed (off the event loop) when such a call asks,
+so a first `@` typed right after start-up gets the matches listed so far, promptly. A listing
 older than `max_age` is refreshed in the background (the answer after next sees new files); the
 complete old one serves meanwhile. A path missing from a kept list is looked up again in a fresh
 listing before it is called hidden, so a file made a moment ago is not refused.
@@ -81,8 +81,11 @@ class FileIndex:
         self.complete_at = 0.0
         """When the last whole listing finished (monotonic); 0 before the first one has."""
         self._listing: asyncio.Future[None] | None = None
-        self._indexed: asyncio.Event | None = None
+        self._indexed = asyncio.Event()
         """Set each time `listed` is replaced."""
+        self._wanted = asyncio.Event()
+        """A completion came before the first whole listing: index what is listed so far (only then:
+        when none comes, the listing costs no more than one indexing)."""
 
     def start(self) -> None:
         """Start listing the workspace in the background (the daemon's start-up calls this, so that
@@ -98,8 +101,7 @@ class FileIndex:
         self.listed = listed
         if whole:
             self.complete_at = time.monotonic()
-        if self._indexed is not None:
-            self._indexed.set()
+        self._indexed.set()
 
     async def _list(self) -> None:
         # imported here, as the searches do: not in every new process
@@ -117,7 +119,9 @@ class FileIndex:
             # only before the first whole listing: later a complete older one beats a partial new one
             while not self.complete_at:
                 await more.wait()
+                await self._wanted.wait()
                 more.clear()
+                self._wanted.clear()
                 listed = await asyncio.to_thread(Listing, found.copy())
                 if not self.complete_at:
                     self._publish(listed, whole=False)
@@ -171,8 +175,8 @@ class FileIndex:
         `wait` seconds are spent waiting for the first of them to be indexed (a keystroke's budget)."""
         if not self.complete_at:
             running = self._refresh()
+            self._wanted.set()
             if not self.listed.files:
-                self._indexed = self._indexed or asyncio.Event()
                 self._indexed.clear()
                 indexed = asyncio.ensure_future(self._indexed.wait())
                 waiters: list[asyncio.Future[Any]] = [running, indexed]
