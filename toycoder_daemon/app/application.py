@@ -85,6 +85,14 @@ def directories(dirs: list[str] | None) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _preload_llm(urls: list[str | None]) -> None:
+    """The streaming client's modules and the providers' CA store, loaded in a thread: imported on the
+    event loop they would hold up the requests that come right after initialize (a first `@`)."""
+    from toycoder_daemon.llm import http_stream, openai_client  # noqa: F401  (loaded now, not in the first turn)
+
+    http_stream.preload(urls)
+
+
 class App:
     def __init__(self, workspace_root: str | Path, config: Config, *, model_factory: ModelFactory | None = None,
                  store: SessionStore | None = None, config_error: ConfigError | None = None,
@@ -140,6 +148,11 @@ class App:
         """The sessions this daemon has open."""
         self.live = OpenSessions(self.runtimes)
         self._loading: dict[str, asyncio.Future[SessionRuntime]] = {}
+        self.on_commands_changed: Callable[[list[CommandRow]], None] = lambda rows: None
+        """Set by the wire face: the command list without a session (`command_rows(None)`) changed."""
+        self.commands_poll = 1.0
+        """Seconds between looks at the command list (custom commands' files: one stat each)."""
+        self._commands_watch: asyncio.Future[None] | None = None
         environ_scrub.scrub()  # last: every config secret is registered (McpHub's too); before any command
 
     @classmethod
@@ -153,15 +166,17 @@ class App:
         return cls(workspace_root, config, config_path=path)
 
     async def start(self) -> None:
-        """Background start-up after initialize: MCP servers connect and the streaming client's
-        imports (~0.1 s) and CA store (~50 ms, for TLS providers) load while the person types their
-        first prompt (a turn that comes first starts the MCP servers itself: mcp.settle)."""
+        """Background start-up after initialize: the workspace's files are listed (for the first `@`
+        completion), MCP servers connect and the streaming client's imports (~0.1 s) and CA store
+        (~50 ms, for TLS providers) load while the person types their first prompt (a turn that comes
+        first starts the MCP servers itself: mcp.settle)."""
+        self.files.start()
+        if self._commands_watch is None:
+            self._commands_watch = asyncio.ensure_future(self._watch_commands())
         await self.mcp.start()
         if not self.config_error:
-            from toycoder_daemon.llm import http_stream, openai_client  # noqa: F401  (loaded now, not in the first turn)
-
             urls = [p.base_url for p in self.config.providers.values() if p.api_keys]
-            await asyncio.to_thread(http_stream.preload, urls)
+            await asyncio.to_thread(_preload_llm, urls)
 
     # ---- what the wire face sets -------------------------------------------------------------
 
@@ -353,7 +368,9 @@ class App:
 
         kill_all()  # whatever a turn did not manage to stop in time
         self.sharing.close()
-        self.files.close()
+        if self._commands_watch is not None:
+            self._commands_watch.cancel()
+        await self.files.aclose()
         for runtime in self.runtimes.values():
             runtime.release()
         await self.mcp.aclose()
@@ -367,6 +384,21 @@ class App:
         if session_id:
             self.peek(session_id)  # SessionNotFound for an unknown id
         return command_rows(self.parts, session_id)
+
+    async def _watch_commands(self) -> None:
+        """Tell the face when the command list changes while the daemon runs: a custom command's
+        Markdown file added, edited or removed, an MCP server's prompts once it is ready."""
+        told = self.command_rows(None)[0]
+        while True:
+            await asyncio.sleep(self.commands_poll)
+            try:
+                rows = self.command_rows(None)[0]
+            except Exception:  # a folder gone mid-scan: look again next time
+                log.exception("reading the command list failed")
+                continue
+            if rows != told:
+                told = rows
+                self.on_commands_changed(rows)
 
     async def complete_mentions(self, session_id: str | None, prefix: str, limit: int) -> list[tuple[str, str, str]]:
         """(label, kind, uri) for `@prefix`: MCP resources (`server:uri`) when the prefix names a

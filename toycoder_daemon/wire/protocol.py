@@ -364,6 +364,7 @@ MENTIONS_COMPLETE = "toycoder/mentions/complete"
 RESOURCES_LIST = "toycoder/resources/list"
 # daemon -> client
 UPDATE = "toycoder/update"
+COMMANDS_CHANGED = "toycoder/commands/changed"
 REQUEST_PERMISSION = "toycoder/requestPermission"
 ASK_USER = "toycoder/askUser"
 WORKSPACE_TRUST = "toycoder/workspace/trust"
@@ -506,6 +507,9 @@ class CommandInfo(Wire):
 
 
 class CommandList(Wire):
+    """toycoder/commands/list's answer; also the params of toycoder/commands/changed: the whole list
+    `toycoder/commands/list {}` answers now, sent when it changed."""
+
     commands: list[CommandInfo]
 
 
@@ -774,7 +778,7 @@ REQUESTS: tuple[Request, ...] = (
     Request(RESOURCES_LIST, SessionIdParams, ResourcesResult),
 )
 """client -> daemon requests."""
-NOTIFICATIONS: tuple[Notification, ...] = (Notification(UPDATE, UpdateParams),)
+NOTIFICATIONS: tuple[Notification, ...] = (Notification(UPDATE, UpdateParams), Notification(COMMANDS_CHANGED, CommandList))
 """daemon -> client notifications."""
 DAEMON_REQUESTS: tuple[Request, ...] = (
     Request(REQUEST_PERMISSION, PermissionParams, PermissionResult),

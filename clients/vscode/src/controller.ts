@@ -135,6 +135,10 @@ export class ChatController implements vscode.Disposable {
     let daemon: Daemon | undefined;
     const handlers: DaemonHandlers = {
       update: (params) => this.onUpdate(params),
+      commandsChanged: (params) => {
+        this.commands = params.commands;
+        this.post({ type: 'commands', commands: this.commands });
+      },
       requestPermission: (params, token) => this.requestPermission(params, token),
       askUser: (params, token) => askUser(params, token),
       workspaceTrust: (params, token) => askWorkspaceTrust(params, token as vscode.CancellationToken),

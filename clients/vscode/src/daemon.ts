@@ -18,6 +18,7 @@ import {
   AskUserParams,
   AskUserResult,
   CommandInfo,
+  CommandList,
   DiagnosticsParams,
   DiagnosticsResult,
   ErrorCodes,
@@ -55,6 +56,8 @@ export interface DaemonOptions {
 
 export interface DaemonHandlers {
   update(params: UpdateParams): void;
+  /** toycoder/commands/changed: the whole command list, sent when it changed (a custom command's file). */
+  commandsChanged?(params: CommandList): void;
   requestPermission(params: PermissionParams, token: CancellationToken): Promise<PermissionResult>;
   askUser(params: AskUserParams, token: CancellationToken): Promise<AskUserResult>;
   /** toycoder/workspace/trust; given, the client declares `workspaceTrust`. */
@@ -170,6 +173,7 @@ export class DaemonClient {
     proc.stdin!.on('error', () => { /* EPIPE when the daemon died: the exit handler reports it */ });
     const connection = createMessageConnection(new StreamMessageReader(proc.stdout!), new StreamMessageWriter(input));
     connection.onNotification(Methods.update, (params: UpdateParams) => handlers.update(params));
+    connection.onNotification(Methods.commandsChanged, (params: CommandList) => handlers.commandsChanged?.(params));
     connection.onRequest(Methods.requestPermission, async (params: PermissionParams, token) => {
       try {
         return await handlers.requestPermission(params, token);

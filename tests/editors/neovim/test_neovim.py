@@ -450,6 +450,20 @@ def test_range_prompt_sends_the_selection_and_unsaved_text_reaches_read_file(edi
 
 # ---- sessions and commands ----------------------------------------------------------------------
 
+def test_a_command_file_added_while_running_reaches_the_command_completion(editor, llm: FakeLLM,
+                                                                          workspace: Path) -> None:
+    ed = editor()
+    llm.add({"text": "ok"})
+    ed.prompt("hello")  # the daemon runs, and the command list is cached
+    ed.wait(lambda: ed.lua("return require('toycoder.complete').has_commands()"), "the command list cached")
+    assert "/fresh" not in ed.lua("return vim.fn.getcompletion('ToyCoder /fr', 'cmdline')")
+    (workspace / ".toycoder" / "commands").mkdir(parents=True)
+    (workspace / ".toycoder" / "commands" / "fresh.md").write_text("Brand new: $ARGUMENTS\n")
+    # toycoder/commands/changed refreshed the cache: no restart, no new commands/list request
+    ed.wait(lambda: "/fresh" in ed.lua("return vim.fn.getcompletion('ToyCoder /fr', 'cmdline')"),
+            "/fresh in :ToyCoder's completion")
+
+
 def test_new_and_switch_change_the_session_and_render_history(editor, llm: FakeLLM) -> None:
     ed = editor()
     llm.add({"text": "Banana noted."})

@@ -75,6 +75,23 @@ async def test_custom_commands_listed_expanded_and_reloaded_on_lsp(daemon: Daemo
     assert _user_text(llm) == "!`touch pwned` now" and not (workspace / "pwned").exists()
 
 
+async def test_a_new_command_file_is_told_to_the_lsp_client_without_being_asked(daemon: Daemon, workspace: Path) -> None:
+    def told() -> list[list[dict[str, object]]]:
+        return [n["params"]["commands"] for n in daemon.notifications if n["method"] == "toycoder/commands/changed"]
+
+    assert "fresh" not in {c["name"] for c in (await daemon.call("toycoder/commands/list", {}))["commands"]}
+    folder = workspace / ".toycoder" / "commands"
+    folder.mkdir(parents=True)
+    (folder / "fresh.md").write_text("---\ndescription: Something new\n---\nBrand new: $ARGUMENTS\n")
+    await daemon.wait_for(lambda: any(c["name"] == "fresh" for rows in told() for c in rows))
+    rows = {c["name"]: c for c in told()[-1]}
+    assert rows["fresh"] == {"name": "fresh", "usage": "/fresh", "help": "Something new", "aliases": [],
+                             "source": "workspace"}
+    assert "help" in rows and rows["help"]["source"] == "builtin"  # the whole list, not the change
+    (folder / "fresh.md").unlink()
+    await daemon.wait_for(lambda: "fresh" not in {c["name"] for c in told()[-1]})
+
+
 async def test_mcp_prompts_resources_and_mentions_on_lsp(start_daemon, llm: FakeLLM, workspace: Path) -> None:
     daemon = await start_daemon(extra=MCP)
     sid = await lsp_session(daemon)

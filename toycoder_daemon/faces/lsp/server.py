@@ -27,6 +27,7 @@ from pygls.uris import to_fs_path
 from toycoder_daemon import __version__
 from toycoder_daemon.app.application import App
 from toycoder_daemon.checkpoints import UnknownCheckpoint
+from toycoder_daemon.commands.custom import CommandRow
 from toycoder_daemon.commands.served import with_served
 from toycoder_daemon.core.modes import available_modes
 from toycoder_daemon.core.ports import Event
@@ -226,6 +227,7 @@ def open_app(ls: ToyCoderServer, root: str, config_path: str | None, client: str
     app.sharing.asker = ls.elsewhere.get  # its questions are asked here too
     app.on_session_info = functools.partial(session_info_changed, ls)
     app.on_session_deleted = functools.partial(session_deleted, ls)
+    app.on_commands_changed = functools.partial(commands_changed, ls)
     log.info("workspace %s, config %s", app.workspace.root, app.config_path or "(built-in defaults)")
     return app
 
@@ -235,6 +237,12 @@ def on_initialized(ls: ToyCoderServer, params: Any) -> None:
     if app.config_error:
         ls.show_message("error", str(app.config_error))
     ls.background.run(app.start())
+
+
+def commands_changed(ls: ToyCoderServer, rows: list[CommandRow]) -> None:
+    """The command list changed (a custom command's file, an MCP server's prompts): clients refresh
+    their completion from it."""
+    ls.notify(wire.COMMANDS_CHANGED, wire.CommandList(commands=[to_wire.command_info(c) for c in rows]).dump())
 
 
 def session_changed(ls: ToyCoderServer, session_id: str, entries: list[TranscriptEntry], reset: bool,

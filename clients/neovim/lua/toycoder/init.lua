@@ -147,6 +147,11 @@ daemon.on_notification("toycoder/update", function(params)
   end
 end)
 
+-- the command list changed (a custom command's file, an MCP server's prompts): completion follows
+daemon.on_notification("toycoder/commands/changed", function(params)
+  require("toycoder.complete").set_commands(params.commands)
+end)
+
 daemon.on_notification("$/progress", function(params)
   local value = params.value or {}
   if value.kind == "end" then

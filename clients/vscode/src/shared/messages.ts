@@ -106,14 +106,14 @@ export type ToWebview = Extract<Envelope, { type: HostTypes }>;
 export type ToHost = Exclude<Envelope, { type: HostTypes }>;
 
 const TO_HOST: ReadonlySet<string> = new Set<ToHost['type']>(['ready', 'prompt', 'pickMode', 'cancel', 'restart', 'openLink',
-  'copyCode', 'insertCode', 'permissionDecision', 'openDiff', 'restore', 'openFile', 'turnDiff']);
+  'copyCode', 'insertCode', 'permissionDecision', 'openDiff', 'restore', 'openFile', 'turnDiff', 'mentions', 'removeChip', 'attachImage']);
 const DECISIONS: ReadonlySet<string> = new Set<Decision>(['allow_once', 'allow_always', 'reject']);
 
 /** Validate what arrives from the webview (its content is untrusted input to the host). */
 export function isToHost(value: unknown): value is ToHost {
   if (typeof value !== 'object' || value === null) return false;
   const m = value as { type?: unknown; text?: unknown; href?: unknown; id?: unknown; decision?: unknown; uri?: unknown;
-    request?: unknown };
+    request?: unknown; prefix?: unknown; index?: unknown; name?: unknown; image?: unknown };
   if (typeof m.type !== 'string' || !TO_HOST.has(m.type)) return false;
   if (m.type === 'prompt' || m.type === 'copyCode' || m.type === 'insertCode') return typeof m.text === 'string';
   if (m.type === 'openLink') return typeof m.href === 'string';
@@ -121,6 +121,13 @@ export function isToHost(value: unknown): value is ToHost {
   if (m.type === 'openFile') return typeof m.uri === 'string';
   if (m.type === 'restore') return isRestoreRequest(m.request);
   if (m.type === 'turnDiff') return isTurnDiffRequest(m.request);
+  if (m.type === 'mentions') return typeof m.prefix === 'string';
+  if (m.type === 'removeChip') return Number.isInteger(m.index) && (m.index as number) >= 0;
+  if (m.type === 'attachImage') {
+    const image = m.image as { mimeType?: unknown; data?: unknown } | null;
+    return typeof m.name === 'string' && typeof image === 'object' && image !== null
+      && typeof image.mimeType === 'string' && typeof image.data === 'string';
+  }
   if (m.type === 'permissionDecision') return typeof m.id === 'string' && typeof m.decision === 'string' && DECISIONS.has(m.decision);
   return true;
 }

@@ -29,6 +29,7 @@ export const Methods = {
   mentionsComplete: 'toycoder/mentions/complete',
   resourcesList: 'toycoder/resources/list',
   update: 'toycoder/update',
+  commandsChanged: 'toycoder/commands/changed',
   requestPermission: 'toycoder/requestPermission',
   askUser: 'toycoder/askUser',
   workspaceTrust: 'toycoder/workspace/trust',
@@ -267,6 +268,20 @@ export interface UpdateParams {
   update: Update;
 }
 
+export interface CommandInfo {
+  name: string;
+  usage: string;
+  help: string;
+  aliases: string[];
+  /** builtin, workspace (.toycoder/commands), user ($XDG_CONFIG_HOME/toycoder/commands), a
+`commands.paths` folder, or mcp:<server> (an MCP prompt). */
+  source: string;
+}
+
+export interface CommandList {
+  commands: CommandInfo[];
+}
+
 export interface SessionNewParams {
   title?: string;
   /** Absolute directories treated like the workspace in this session (its file tools, search, sandbox). */
@@ -410,20 +425,6 @@ export interface SetEnabledParams {
 export interface CommandsListParams {
   /** With it, the MCP prompts of the session's servers too (else the config's). */
   sessionId?: string;
-}
-
-export interface CommandInfo {
-  name: string;
-  usage: string;
-  help: string;
-  aliases: string[];
-  /** builtin, workspace (.toycoder/commands), user ($XDG_CONFIG_HOME/toycoder/commands), a
-`commands.paths` folder, or mcp:<server> (an MCP prompt). */
-  source: string;
-}
-
-export interface CommandList {
-  commands: CommandInfo[];
 }
 
 export interface ModelsListParams {
@@ -679,4 +680,5 @@ export interface DaemonRequests {
 /** daemon -> client notifications: params of each method. */
 export interface Notifications {
   'toycoder/update': UpdateParams;
+  'toycoder/commands/changed': CommandList;
 }

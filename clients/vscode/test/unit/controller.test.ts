@@ -126,6 +126,18 @@ test('a prompt starts the daemon and a session, relays updates of that session, 
   assert.equal(d.prompts.length, 2, 'no second prompt while a turn runs');
 });
 
+test('toycoder/commands/changed replaces the slash-command completion the webview has', async () => {
+  const { controller, posted, daemons } = setup();
+  await controller.ensureDaemon();
+  posted.length = 0;
+  const commands = [
+    { name: 'help', usage: '/help [command]', help: 'Help.', aliases: ['?'], source: 'builtin' },
+    { name: 'fresh', usage: '/fresh', help: 'Something new', aliases: [], source: 'workspace' },
+  ];
+  daemons[0].handlers.commandsChanged!({ commands });
+  assert.deepEqual(posted, [{ type: 'commands', commands }]);
+});
+
 test('slash command actions: switch loads and renders the transcript, quit hides the panel', async () => {
   const { controller, posted, daemons, surface } = setup();
   await controller.ensureDaemon();

@@ -49,3 +49,16 @@ test('code block messages carry the code as text', () => {
   assert.equal(isToHost({ type: 'copyCode' }), false);
   assert.equal(isToHost({ type: 'insertCode', text: ['x'] }), false);
 });
+
+test('context messages: a mention prefix, a chip index, an image with its type and data', () => {
+  assert.equal(isToHost({ type: 'mentions', prefix: 'cal' }), true);
+  assert.equal(isToHost({ type: 'mentions', prefix: '' }), true);
+  assert.equal(isToHost({ type: 'mentions' }), false);
+  assert.equal(isToHost({ type: 'removeChip', index: 0 }), true);
+  assert.equal(isToHost({ type: 'removeChip', index: -1 }), false);
+  assert.equal(isToHost({ type: 'removeChip', index: '0' }), false);
+  assert.equal(isToHost({ type: 'attachImage', name: 'a.png', image: { mimeType: 'image/png', data: 'iVBO' } }), true);
+  assert.equal(isToHost({ type: 'attachImage', name: 'a.png', image: { mimeType: 'image/png' } }), false);
+  assert.equal(isToHost({ type: 'attachImage', name: 'a.png', image: null }), false);
+  assert.equal(isToHost({ type: 'mentionItems', prefix: 'c', items: [] }), false, 'the host->webview answer');
+});
