@@ -429,6 +429,9 @@ async def test_a_killed_launcher_answers_nothing_when_its_editor_closes_stdin(ru
     sid = (await d.call("toycoder/session/new", {}))["sessionId"]
     _, answer = d.request_future("toycoder/prompt", {"sessionId": sid, "text": "talk"})
     await d.wait_for(lambda: "never never" in d.streamed_text(sid), what="the reply to stream")
+    # asked before the exit is seen, wait() returns only once every pipe is closed too: no transport
+    # is left for the GC after the loop has closed
+    ended = asyncio.ensure_future(d.proc.wait())
     os.kill(child, signal.SIGSTOP)
     try:
         os.kill(d.proc.pid, signal.SIGKILL)
@@ -436,10 +439,12 @@ async def test_a_killed_launcher_answers_nothing_when_its_editor_closes_stdin(ru
         assert d.proc.stdin is not None
         d.proc.stdin.close()
     finally:
-        os.kill(child, signal.SIGCONT)
+        with contextlib.suppress(ProcessLookupError):  # the fork server may have ended it already
+            os.kill(child, signal.SIGCONT)
     await d.read_to_end()  # the child was stdout's last writer
     assert not answer.done(), answer.result()
-    assert await d.close() == -signal.SIGKILL
+    assert await asyncio.wait_for(ended, scaled(10)) == -signal.SIGKILL
+    await d.close()
 
 
 async def test_a_crashed_child_ends_its_launcher_the_same_way(rundir: Path, workspace: Path, llm: FakeLLM,
