@@ -415,6 +415,38 @@ async def test_a_launcher_killed_mid_turn_takes_its_child_and_tools_along(rundir
     assert await d.close() == -signal.SIGKILL
 
 
+async def test_a_killed_launcher_answers_nothing_when_its_editor_closes_stdin(rundir: Path, workspace: Path,
+                                                                              llm: FakeLLM, tmp_path: Path) -> None:
+    """Neovim (vim.system) closes the daemon's stdin as it sees the launcher exit, and reads stdout to
+    its end: the child must die as a killed cold daemon does, not shut down and answer the turn
+    "cancelled" (the Neovim tier showed "cancelled" under load). It is stopped over the kill, so that
+    the launcher's watch and the stdin reader wake together."""
+    start_server(rundir)
+    d = await started(rundir, write_config(tmp_path / "c.yaml", llm), workspace)
+    child = serving_pid(d.proc.pid, rundir)
+    assert child != d.proc.pid
+    llm.add({"text": "never " * 200, "chunk_size": 6, "chunk_delay": 0.05})
+    sid = (await d.call("toycoder/session/new", {}))["sessionId"]
+    _, answer = d.request_future("toycoder/prompt", {"sessionId": sid, "text": "talk"})
+    await d.wait_for(lambda: "never never" in d.streamed_text(sid), what="the reply to stream")
+    # asked before the exit is seen, wait() returns only once every pipe is closed too: no transport
+    # is left for the GC after the loop has closed
+    ended = asyncio.ensure_future(d.proc.wait())
+    os.kill(child, signal.SIGSTOP)
+    try:
+        os.kill(d.proc.pid, signal.SIGKILL)
+        wait_until(lambda: not alive(d.proc.pid), 10, "the launcher to die")  # a zombie: its files are closed
+        assert d.proc.stdin is not None
+        d.proc.stdin.close()
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # the fork server may have ended it already
+            os.kill(child, signal.SIGCONT)
+    await d.read_to_end()  # the child was stdout's last writer
+    assert not answer.done(), answer.result()
+    assert await asyncio.wait_for(ended, scaled(10)) == -signal.SIGKILL
+    await d.close()
+
+
 async def test_a_crashed_child_ends_its_launcher_the_same_way(rundir: Path, workspace: Path, llm: FakeLLM,
                                                               tmp_path: Path) -> None:
     start_server(rundir)
@@ -650,6 +682,20 @@ def test_a_child_dead_before_go_makes_the_launch_cold() -> None:
             signal.signal(s, h)
         os.close(blanks_w)
         theirs.close()
+
+
+@pytest.mark.parametrize("launcher_alive", [True, False])
+def test_the_end_of_input_kills_a_child_whose_launcher_died(launcher_alive: bool) -> None:
+    """What a warm child does first as its input ends (faces.main.on_input_end): with the launcher's
+    end of the "go" pipe closed it dies at once, SIGKILL, as its launcher did; else the shutdown goes on."""
+    script = ("import os; from toycoder_daemon.warm import child; r, w = os.pipe(); "
+              + ("" if launcher_alive else "os.close(w); ") + "child.die_if_launcher_gone(r); print('shut down')")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=str(ROOT),
+                         timeout=scaled(30))
+    if launcher_alive:
+        assert (out.returncode, out.stdout) == (0, "shut down\n"), out.stderr
+    else:
+        assert (out.returncode, out.stdout) == (-signal.SIGKILL, ""), out.stderr
 
 
 def test_blanking_for_a_child_that_is_gone_does_not_raise() -> None:

@@ -12,6 +12,7 @@ import contextlib
 import os
 import sys
 import threading
+from collections.abc import Callable
 from typing import BinaryIO
 
 
@@ -60,11 +61,19 @@ EXIT_GRACE = 0.5
 """Seconds the daemon may spend shutting down once its input has ended."""
 
 
+on_input_end: Callable[[], None] | None = None
+"""Told first when the input ends, before the face shuts down and answers what is in flight: a warm
+daemon (warm/child.py sets it) whose launcher was killed dies there, as a killed cold one answers
+nothing (its editor closes our stdin when it sees the launcher exit)."""
+
+
 def _exit_soon() -> None:
     """Arm (once) a timer that ends the process EXIT_GRACE seconds from now, whatever its threads
     are doing: a worker thread stuck in a read of a FIFO or a hung disk cannot be stopped, and
     asyncio.run would wait for it forever. Commands' and MCP servers' process groups are ended first."""
     global _armed
+    if on_input_end is not None:
+        on_input_end()
     if _armed:
         return
     _armed = True

@@ -18,6 +18,7 @@ import contextlib
 import io
 import marshal
 import os
+import select
 import signal
 import struct
 import sys
@@ -85,15 +86,16 @@ def _adopt(fds: list[int], hello: bytearray, release: Callable[[], None],
     os.environ.clear()
     os.environ.update(launch["env"])
     threading.Thread(target=_die_with_launcher, args=(go,), name="launcher-watch", daemon=True).start()
+    from toycoder_daemon.faces import main as cold_main
+
+    cold_main.on_input_end = lambda: die_if_launcher_gone(go)
     environ_scrub.blanked = lambda names: _tell_blanked(blanks, names)
     _show_identity(launch["cmdline"])
     sys.argv[:] = launch["argv"]
     _locale()
     _stdio(launch["stdio"])
     config_model.on_loaded = lambda config: _report(report_idle, config.daemon.warm_idle_minutes)
-    from toycoder_daemon.faces.main import main
-
-    return main(sys.argv[1:])
+    return cold_main.main(sys.argv[1:])
 
 
 def _fresh_signals() -> None:
@@ -180,3 +182,14 @@ def _die_with_launcher(go: int) -> None:
             break
         _blanked_there.set()  # launcher.BLANKED: the only thing it says after "go"
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def die_if_launcher_gone(go: int) -> None:
+    """At the end of input. The editor closes our stdin when it sees the launcher exit, after the
+    launcher's end of the pipe closed (the kernel closes a dying process's files before its parent
+    hears of it), but launcher-watch may not have run yet: without this the daemon would shut down
+    and answer its turn "cancelled" to the editor, which still reads our stdout."""
+    poll = select.poll()
+    poll.register(go, select.POLLIN)
+    if any(events & (select.POLLHUP | select.POLLERR) for _, events in poll.poll(0)):
+        os.kill(os.getpid(), signal.SIGKILL)

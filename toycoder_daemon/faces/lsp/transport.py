@@ -82,6 +82,11 @@ class Frames:
         if self._blank:
             self._blank = False
             return b"\r\n"
+        # The handler of the message pygls just took runs its first step before the next message is
+        # taken: a `$/cancelRequest` read with its request then reaches a started handler (a prompt
+        # answers it as a cancelled turn) instead of a task pygls cancels before any of our code runs
+        # (answered -32800, which docs/protocol.md says prompts never get).
+        await asyncio.sleep(0)
         while True:
             body, problem = await self._frames.get()
             if body is not None:
