@@ -312,7 +312,9 @@ async def test_session_start_context_joins_and_session_end_runs_on_close(start_d
                                                                          tmp_path: Path) -> None:
     ended = tmp_path / "ended.json"
     start = hook_script(tmp_path, "start", "print(json.dumps({'additionalContext': 'started from ' + data['source']}))\n")
-    end = hook_script(tmp_path, "end", f"open({str(ended)!r}, 'w').write(json.dumps(data))\n")
+    # written aside and renamed: the file appears whole, never while the hook is still writing it
+    end = hook_script(tmp_path, "end", f"open({str(ended)!r} + '.part', 'w').write(json.dumps(data))\n"
+                                       f"os.replace({str(ended)!r} + '.part', {str(ended)!r})\n")
     d = await start_daemon(extra=hooks_yaml("SessionStart", start)
                            + f"  SessionEnd:\n    - hooks: [{{type: command, command: {json.dumps(end)}}}]\n")
     sid = await new_session(d)
@@ -638,7 +640,9 @@ async def test_a_failing_user_prompt_submit_hook_blocks_the_prompt(start_daemon,
 
 async def test_session_end_runs_on_delete(start_daemon, llm: FakeLLM, workspace: Path, tmp_path: Path) -> None:
     ended = tmp_path / "ended.json"
-    end = hook_script(tmp_path, "end", f"open({str(ended)!r}, 'w').write(json.dumps(data))\n")
+    # written aside and renamed: the file appears whole, never while the hook is still writing it
+    end = hook_script(tmp_path, "end", f"open({str(ended)!r} + '.part', 'w').write(json.dumps(data))\n"
+                                       f"os.replace({str(ended)!r} + '.part', {str(ended)!r})\n")
     d = await start_daemon(extra=hooks_yaml("SessionEnd", end))
     sid = await new_session(d)
     llm.add({"text": "one"})
