@@ -313,6 +313,9 @@ async def run_fed(run: Prepared, stdin: bytes, seconds: float, cap: int, *, grac
     except asyncio.CancelledError:
         await asyncio.shield(_stop(proc, run, grace))
         _live_groups.pop(proc.pid, None)
+        # the pipes' ends close the subprocess transport (asyncio's Process has no close()): cut
+        # short, it would be left to the garbage collector, after the loop may have closed
+        await asyncio.shield(asyncio.wait(readers, timeout=KILL_GRACE))
         for r in readers:
             r.cancel()
         raise
