@@ -168,6 +168,8 @@ export class ChatView {
   }
 
   private daemonState(state: 'starting' | 'ready' | 'exited', message?: string): void {
+    // on the body too: the banner starts hidden, so only this says the panel has heard the daemon is up
+    document.body.dataset.daemon = state;
     this.banner.replaceChildren();
     if (state === 'exited') {
       this.banner.className = 'banner error';

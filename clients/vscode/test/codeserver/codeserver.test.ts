@@ -42,7 +42,7 @@ test('real VS Code: inline review card, non-blocking diff, Accept from the diff 
     // open the chat (in the secondary side bar) from the command palette
     await runCommand(page, 'ToyCoder: Open Chat');
     const frame = await chatFrame(page);
-    await frame.waitForSelector('#banner', { state: 'hidden', timeout: 60000 }); // the daemon is ready
+    await frame.waitForSelector('body[data-daemon="ready"]', { timeout: 60000 }); // the panel heard the daemon is ready
     await frame.fill('#prompt', 'Write the table module');
     await frame.press('#prompt', 'Enter');
 

@@ -33,7 +33,7 @@ test('real VS Code: @cal in the chat input offers calc.py; picked and sent, its 
   try {
     await runCommand(page, 'ToyCoder: Open Chat');
     const frame = await chatFrame(page);
-    await frame.waitForSelector('#banner', { state: 'hidden', timeout: 60000 }); // the daemon is ready
+    await frame.waitForSelector('body[data-daemon="ready"]', { timeout: 60000 }); // the panel heard the daemon is ready
     const prompt = frame.locator('#prompt');
     await prompt.click();
     await prompt.pressSequentially('What does @cal', { delay: 40 }); // one completion request a keystroke

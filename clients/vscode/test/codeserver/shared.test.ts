@@ -116,7 +116,7 @@ test('one session in Neovim and VS Code: each turn streams live into the other e
     // ---- VS Code: README.md with unsaved work, src/app.py clean and in front; the session resumed
     await runCommand(page, 'ToyCoder: Open Chat');
     const frame = await chatFrame(page);
-    await frame.waitForSelector('#banner', { state: 'hidden', timeout: 120000 }); // the daemon is ready
+    await frame.waitForSelector('body[data-daemon="ready"]', { timeout: 120000 }); // the panel heard the daemon is ready
     await openFile(page, 'README.md');
     await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
     await page.keyboard.press('Control+End');

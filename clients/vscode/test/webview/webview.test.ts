@@ -203,10 +203,12 @@ test('slash command output, a failed turn, the daemon-exited banner with Restart
 
   await c.send({ type: 'daemon', state: 'exited', message: 'The ToyCoder daemon exited (code 1).' });
   assert.equal(await page.textContent('#banner .banner-text'), 'The ToyCoder daemon exited (code 1).');
+  assert.equal(await page.getAttribute('body', 'data-daemon'), 'exited');
   await page.click('#banner button.restart');
   assert.ok((await c.posted()).some((m) => m.type === 'restart'));
   await c.send({ type: 'daemon', state: 'ready' });
   assert.equal(await page.isHidden('#banner'), true);
+  assert.equal(await page.getAttribute('body', 'data-daemon'), 'ready'); // what the code-server tests wait for
 
   await c.send({ type: 'turnStarted', text: 'links' });
   await c.send(text('See [the docs](https://example.com/docs).'));
