@@ -465,7 +465,13 @@ async def test_a_crashed_child_ends_its_launcher_the_same_way(rundir: Path, work
 async def test_signals_to_the_launcher_reach_the_child(rundir: Path, workspace: Path, llm: FakeLLM, tmp_path: Path,
                                                        signum: int) -> None:
     start_server(rundir)
-    d = await started(rundir, write_config(tmp_path / "c.yaml", llm), workspace)
+    # under `nohup` this run ignores SIGHUP, and so would its launcher (an ignored signal survives
+    # exec; the launcher keeps ignoring what its parent ignored): this launch starts without that
+    previous = signal.signal(signum, signal.SIG_DFL)
+    try:
+        d = await started(rundir, write_config(tmp_path / "c.yaml", llm), workspace)
+    finally:
+        signal.signal(signum, previous)
     child = serving_pid(d.proc.pid, rundir)
     assert child != d.proc.pid
     d.proc.send_signal(signum)
