@@ -129,9 +129,7 @@ function M.pick_file()
     local params = { sessionId = require("toycoder").session_id(), turnId = line.turnId, path = choice.path }
     require("toycoder.daemon").request("toycoder/checkpoint/diff", params, function(err, d)
       if err then
-        if not err.daemon_exited then
-          vim.notify("ToyCoder: " .. tostring(err.message), vim.log.levels.ERROR)
-        end
+        require("toycoder.daemon").report_error(err)
         return
       end
       show_diff(line.turnId, d)

@@ -10,11 +10,6 @@ local style = require("toycoder.style")
 
 local M = {}
 
-local function report_error(err)
-  if not err.daemon_exited then
-    vim.notify("ToyCoder: " .. tostring(err.message), vim.log.levels.ERROR)
-  end
-end
 
 --- `path` as the daemon sent it (workspace-relative or absolute) -> absolute.
 local function absolute(path)
@@ -86,7 +81,7 @@ function M.restore(session_id, turn_id, opts)
   local params = { sessionId = session_id, turnId = turn_id, paths = opts.paths, force = opts.force or nil }
   daemon.request("toycoder/checkpoint/restore", params, function(err, result)
     if err then
-      report_error(err)
+      daemon.report_error(err)
       return
     end
     after_restore(session_id, turn_id, result or {}, opts.force)
@@ -105,7 +100,7 @@ function M.pick(session_id, busy)
   end
   daemon.request("toycoder/checkpoint/list", { sessionId = session_id }, function(err, result)
     if err then
-      report_error(err)
+      daemon.report_error(err)
       return
     end
     local list = result and result.checkpoints or {}

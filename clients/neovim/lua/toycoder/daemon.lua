@@ -342,6 +342,13 @@ function M.notify(method, params)
   end
 end
 
+--- A failed request's error as a notification; none when the daemon exited (that is said once, elsewhere).
+function M.report_error(err)
+  if not err.daemon_exited then
+    vim.notify("ToyCoder: " .. tostring(err.message), vim.log.levels.ERROR)
+  end
+end
+
 --- Stop the daemon: shutdown + exit, then SIGTERM if it lingers. Waits at most ~wait_ms.
 function M.stop(wait_ms)
   if not rpc then

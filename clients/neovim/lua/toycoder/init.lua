@@ -445,9 +445,7 @@ end
 function M.pick_session()
   daemon.request("toycoder/session/list", vim.empty_dict(), function(err, result)
     if err then
-      if not err.daemon_exited then
-        vim.notify("ToyCoder: " .. tostring(err.message), vim.log.levels.ERROR)
-      end
+      daemon.report_error(err)
       return
     end
     local sessions = result.sessions or {}

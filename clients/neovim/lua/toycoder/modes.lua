@@ -8,9 +8,7 @@ local M = {}
 local function set_mode(sid, id)
   daemon.request("toycoder/session/setMode", { sessionId = sid, mode = id }, function(err, info)
     if err then
-      if not err.daemon_exited then
-        vim.notify("ToyCoder: " .. tostring(err.message), vim.log.levels.ERROR)
-      end
+      daemon.report_error(err)
       return
     end
     chat.set_mode(info.mode)
