@@ -48,6 +48,8 @@ PRELOAD = (
     "toycoder_daemon.faces.lsp.frontend", "toycoder_daemon.faces.acp.frontend",
     "toycoder_daemon.llm.http_stream", "toycoder_daemon.llm.openai_client", "toycoder_daemon.llm.json_codec",
     "toycoder_daemon.tools.shell.sandbox.probe", "toycoder_daemon.core.util.environ_scrub", "toycoder_daemon.core.util.logs",
+    # what App.start's file listing imports on the event loop, between initialize and session/new (~2 ms)
+    "toycoder_daemon.tools.search.rg_runs",
     # their libraries
     "pygls.lsp.server", "pygls.protocol", "pygls.progress", "lsprotocol.types", "lsprotocol.converters", "acp", "acp.schema",
     "pydantic", "yaml", "orjson", "ssl",
