@@ -114,9 +114,15 @@ def tls_context() -> Any:
         return _tls_context()
 
 
+_loaded = False
+"""httpx2 is imported (by preload, a client's making, or the fork server before a warm child's fork)."""
+
+
 def _httpx() -> Any:
+    global _loaded
     import httpx2  # here, not at the top: a process pays its import (~0.1 s) only when it talks to a model
 
+    _loaded = True  # only now: while another thread imports it, sys.modules has it half-made
     return httpx2
 
 
@@ -148,9 +154,11 @@ class StreamTransport:
         async with self._making:
             if self._client is not None:
                 return self._client
-            # the import (~70 ms) and the CA store (~50 ms; preload may have loaded it) in a worker thread, not on the loop
-            # every session shares
-            self._client = await asyncio.to_thread(self._make_client)
+            slow = not _loaded or (_verifies(self.url) and not _tls_context.cache_info().currsize)
+            if slow:  # the import (~70 ms) or the CA store (~50 ms) in a worker thread, not on the loop every session shares
+                self._client = await asyncio.to_thread(self._make_client)
+            else:  # ~1 ms: a thread hop would only add its start and its wait for the GIL
+                self._client = self._make_client()
             return self._client
 
     def _make_client(self) -> Any:
