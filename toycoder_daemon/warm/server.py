@@ -58,10 +58,11 @@ PRELOAD = (
 )
 PREPARE = (
     # the same for every launch and reading nothing of one: the LSP face's converter and hooks, the
-    # wire types' validators (built at first use otherwise), the HTTP stack's lazy imports (not its
-    # TLS context: that reads the environment, so each daemon makes its own)
+    # wire types' validators (built at first use otherwise), the HTTP stack's lazy imports and its TLS
+    # contexts as made under no SSL_CERT_FILE / SSL_CERT_DIR (SERVER_ENV has neither; a launch that
+    # sets one gets a context of its own, made in its child)
     "toycoder_daemon.faces.lsp.converter:prepare", "toycoder_daemon.wire.protocol:build_all",
-    "toycoder_daemon.llm.http_stream:preload", "toycoder_daemon.warm.proc_identity:prepare",
+    "toycoder_daemon.llm.http_stream:prepare", "toycoder_daemon.warm.proc_identity:prepare",
     "toycoder_daemon.config.model:prepare", "toycoder_daemon.faces.lsp.server:prepare",
 )
 """Functions (no arguments) the server calls once after PRELOAD, before any fork."""
