@@ -26,11 +26,12 @@ HARD_LIMIT = 8 << 20
 """Bytes queued above which no more input is read."""
 BATCH = 1 << 16
 """Small frames are joined into writes of up to this size (fewer syscalls, same order)."""
-HANDOVER = 0.001
+HANDOVER = 0.0003
 """Seconds a producer waits, at most, for the idle writer thread to take the frame it queued. Woken,
 the thread still needs the GIL, which the event loop, busy with a stream, keeps for the switch
 interval (faces/main.py's 2 ms) before it must give it up; blocked here, the loop gives it up at
-once (two thread switches, tens of microseconds)."""
+once (two thread switches: ~0.07 ms at load 3-5). The bound keeps a busy machine, where the thread
+is not scheduled at once, from stalling the loop (at 1 ms, a tenth of the writes waited 1.2-1.7 ms)."""
 HANGUP_CHECK = 0.1
 """Seconds between looks at the input for a hangup while `wait_input` holds the reader."""
 _HANGUP = 0
