@@ -136,8 +136,9 @@ class App:
                               HookPolicy(self.config.hooks_on_error, self.config.hooks_max_continuations,
                                          self.config.hooks_workspace_sandbox),
                               lambda: [*user_hooks, *self.trust.hook_specs()])
-        self.files = FileIndex(self.workspace.root)
-        """The workspace's files as rg lists them: mention completion, what a prompt may attach."""
+        self.files = FileIndex(self.workspace.root, self.store.data_dir / "files")
+        """The workspace's files as rg lists them: mention completion, what a prompt may attach (the
+        last whole listing is kept in the data dir for the next daemon's first `@`)."""
         self.parts = SessionParts(self.workspace, self.config, self.prompts, self.store, self.settings, self.tools,
                                   agents, self.mcp, self.checkpoints, self.sharing, self.models, self._outlets, self,
                                   hooks=self.hooks, trust=self.trust,
