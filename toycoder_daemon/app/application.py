@@ -154,6 +154,8 @@ class App:
         self.commands_poll = 1.0
         """Seconds between looks at the command list (custom commands' files: one stat each)."""
         self._commands_watch: asyncio.Future[None] | None = None
+        self.preload_after = 0.5
+        """Seconds after `start` before the streaming client's modules load (see `start`)."""
         environ_scrub.scrub()  # last: every config secret is registered (McpHub's too); before any command
 
     @classmethod
@@ -168,16 +170,24 @@ class App:
 
     async def start(self) -> None:
         """Background start-up after initialize: the workspace's files are listed (for the first `@`
-        completion), MCP servers connect and the streaming client's imports (~0.1 s) and CA store
-        (~50 ms, for TLS providers) load while the person types their first prompt (a turn that comes
-        first starts the MCP servers itself: mcp.settle)."""
+        completion) and MCP servers connect (a turn that comes first starts them itself: mcp.settle).
+        The streaming client's imports (~0.1 s) and CA store (~50 ms, for TLS providers) load
+        `preload_after` seconds later, while the person types their first prompt: loaded at once,
+        their thread held the GIL against the requests that come right after initialize (a first
+        `@` on a 3-file tree took 40-120 ms instead of ~12). A turn that comes first imports them."""
         self.files.start()
         if self._commands_watch is None:
             self._commands_watch = asyncio.ensure_future(self._watch_commands())
         await self.mcp.start()
         if not self.config_error:
             urls = [p.base_url for p in self.config.providers.values() if p.api_keys]
-            await asyncio.to_thread(_preload_llm, urls)
+            task = asyncio.ensure_future(self._preload(urls))
+            self.parts.background.add(task)  # cancelled by shutdown (a thread already loading finishes)
+            task.add_done_callback(self.parts.background.discard)
+
+    async def _preload(self, urls: list[str | None]) -> None:
+        await asyncio.sleep(self.preload_after)
+        await asyncio.to_thread(_preload_llm, urls)
 
     # ---- what the wire face sets -------------------------------------------------------------
 
