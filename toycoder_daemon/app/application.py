@@ -155,7 +155,9 @@ class App:
         """Seconds between looks at the command list (custom commands' files: one stat each)."""
         self._commands_watch: asyncio.Future[None] | None = None
         self.preload_after = 0.5
-        """Seconds after `start` before the streaming client's modules load (see `start`)."""
+        """Seconds after `start` before the streaming client's modules load, unless a session opens
+        sooner (see `start`)."""
+        self._preload_now = asyncio.Event()
         environ_scrub.scrub()  # last: every config secret is registered (McpHub's too); before any command
 
     @classmethod
@@ -171,10 +173,11 @@ class App:
     async def start(self) -> None:
         """Background start-up after initialize: the workspace's files are listed (for the first `@`
         completion) and MCP servers connect (a turn that comes first starts them itself: mcp.settle).
-        The streaming client's imports (~0.1 s) and CA store (~50 ms, for TLS providers) load
-        `preload_after` seconds later, while the person types their first prompt: loaded at once,
-        their thread held the GIL against the requests that come right after initialize (a first
-        `@` on a 3-file tree took 40-120 ms instead of ~12). A turn that comes first imports them."""
+        The streaming client's imports (~0.1 s) and CA store (~50 ms, for TLS providers) load when a
+        session opens (a prompt may come next) or `preload_after` seconds later, whichever is first:
+        loaded at once, their thread held the GIL against the requests that come right after
+        initialize (a first `@` on a 3-file tree took 40-120 ms instead of ~12). A turn that comes
+        before them imports what it needs itself."""
         self.files.start()
         if self._commands_watch is None:
             self._commands_watch = asyncio.ensure_future(self._watch_commands())
@@ -186,7 +189,8 @@ class App:
             task.add_done_callback(self.parts.background.discard)
 
     async def _preload(self, urls: list[str | None]) -> None:
-        await asyncio.sleep(self.preload_after)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._preload_now.wait(), self.preload_after)
         await asyncio.to_thread(_preload_llm, urls)
 
     # ---- what the wire face sets -------------------------------------------------------------
@@ -214,6 +218,7 @@ class App:
 
     def _opened(self, runtime: SessionRuntime) -> SessionRuntime:
         self.runtimes[runtime.session.id] = runtime
+        self._preload_now.set()  # a prompt may come next
         return runtime
 
     def _deleted_elsewhere(self, session_id: str) -> None:
