@@ -9,13 +9,12 @@ import asyncio
 import os
 import stat
 from pathlib import Path
-from typing import Any
 
 import pytest
+from helpers import GatedRg
 
 from toycoder_daemon.app.application import App
 from toycoder_daemon.config.model import Config
-from toycoder_daemon.tools.search import rg
 from toycoder_daemon.tools.search.file_index import FileIndex
 
 
@@ -85,21 +84,6 @@ async def test_a_call_before_the_listing_finished_answers_without_waiting_for_it
 
 
 # ---- the kept listing: a new daemon's first `@` answers from the last one's listing -------------
-
-class GatedRg:
-    """rg's listings wait for `open` (set by the test): what a completion answers before then can only
-    come from the kept listing."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.open = asyncio.Event()
-        real = rg.run_rg
-
-        async def gated(*args: Any, **kwargs: Any) -> tuple[int, str]:
-            await self.open.wait()
-            return await real(*args, **kwargs)
-
-        monkeypatch.setattr(rg, "run_rg", gated)
-
 
 async def kept_by_a_first_app(ws: Path) -> Path:
     """A first App lists `ws` whole and keeps the listing; the kept file's path."""
