@@ -25,8 +25,8 @@ import os
 import stat
 import time
 from collections.abc import Sequence
-from itertools import accumulate, repeat
-from operator import itemgetter
+from itertools import accumulate, compress, repeat
+from operator import itemgetter, not_
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +44,11 @@ KEPT_MAX_WORKSPACES = 100
 
 class Listing:
     """One listing's paths indexed for completion: every folder (with its /) and file is a row
-    `lower-cased path NUL path`, the rows sorted, so prefixes are found by bisection and substrings by
-    str.find on the rows joined by newlines (`blob`, which is also what a kept listing holds on disk).
-    Built in a few C-level passes (decode, split, sort, map, join: none holds the GIL for more than a
-    few ms on 20k paths) with no Python loop per file; from a kept blob, in a split and a sort of
-    sorted rows (~3 ms)."""
+    `lower-cased path NUL path` (just the path when it is lower-case already), the rows sorted, so
+    prefixes are found by bisection and substrings by str.find on the rows joined by newlines
+    (`blob`, which is also what a kept listing holds on disk). Built in a few C-level passes
+    (decode, split, sort, map, join: none holds the GIL for more than a few ms on 20k paths) with no
+    Python loop per file; from a kept blob, in a split and a sort of sorted rows (~3 ms)."""
 
     def __init__(self, rows: list[str]):
         """`rows`: sorted (`of_paths` and `of_blob` make them)."""
@@ -80,14 +80,18 @@ class Listing:
                 d = d.rpartition("/")[0]
         shown = files + [d + "/" for d in dirs]
         lows = "\n".join(shown).lower().split("\n")
-        listed = cls(sorted(map("\0".join, zip(lows, shown, strict=True))))
+        same = list(map(str.__eq__, lows, shown))
+        rows = list(compress(lows, same))  # a lower-case path is its own row: the blob stays small
+        rows += map("\0".join, compress(zip(lows, shown, strict=True), map(not_, same)))
+        rows.sort()
+        listed = cls(rows)
         listed.files = files
         return listed
 
     @functools.cached_property
     def files(self) -> list[str]:
         """The files' paths, sorted (of a kept listing: made when first asked)."""
-        return sorted(r.partition("\0")[2] for r in self.rows if not r.endswith("/"))
+        return sorted(self.entry(n)[0] for n, r in enumerate(self.rows) if not r.endswith("/"))
 
     @functools.cached_property
     def file_set(self) -> frozenset[str]:
@@ -98,7 +102,8 @@ class Listing:
         return self.rows[n].partition("\0")[0]
 
     def entry(self, n: int) -> tuple[str, str]:
-        shown = self.rows[n].partition("\0")[2]
+        low, nul, shown = self.rows[n].partition("\0")
+        shown = shown if nul else low
         return shown, "folder" if shown.endswith("/") else "file"
 
     def complete(self, prefix: str, limit: int, scan: int) -> list[tuple[str, str]]:
