@@ -7,8 +7,10 @@ hiding a build/ folder of 2,000 more) and a 3-file tree, then measures:
   in-process  App.complete_mentions: the first call right after App.start (as the faces run it after
               initialize), first with nothing kept (a workspace never opened: the call answers from
               what rg has listed so far), then in a second App on the same workspace (the first
-              App's listing kept in the data dir); then warm calls (the kept listing, refreshed in
-              the background once older than 10 s);
+              App's listing kept in the data dir), with the longest the event loop stalled until
+              the listing was whole (a 1 ms sleep's overshoot: work on the loop, or an indexing
+              thread holding the GIL); then warm calls (the kept listing, refreshed in the
+              background once older than 10 s);
   daemon      the request round trip through the daemon process (the LSP face, cold): the first
               request right after initialize, in a daemon with nothing kept and then in a second one
               (on the first one's data dir), the same on the 3-file tree (what start-up work delays
@@ -81,7 +83,7 @@ def p95(samples: list[float]) -> float:
 
 
 def show(name: str, samples: list[float]) -> None:
-    print(f"  {name:<34} median {statistics.median(samples) * 1000:7.2f} ms   p95 {p95(samples) * 1000:7.2f} ms"
+    print(f"  {name:<38} median {statistics.median(samples) * 1000:7.2f} ms   p95 {p95(samples) * 1000:7.2f} ms"
           f"   ({len(samples)} runs)")
 
 
@@ -97,12 +99,27 @@ async def first_in_process(root: Path, out: dict[str, Any], name: str) -> App:
     return app
 
 
+async def lag(stop: asyncio.Event) -> float:
+    """The longest the event loop took to come back to a 1 ms sleep (the GIL held by an indexing
+    thread, work on the loop) until `stop`."""
+    worst = 0.0
+    while not stop.is_set():
+        t0 = time.perf_counter()
+        await asyncio.sleep(0.001)
+        worst = max(worst, time.perf_counter() - t0 - 0.001)
+    return worst
+
+
 async def in_process(root: Path, runs: int, out: dict[str, Any]) -> None:
-    app = await first_in_process(root, out, "in-process first, nothing kept")
-    await app.files.files()
-    await app.shutdown()  # the listing is kept for the next App (where the tree does that)
-    app = await first_in_process(root, out, "in-process first, kept")
-    await app.files.files()
+    for name in ("nothing kept", "kept"):
+        stop = asyncio.Event()
+        probe = asyncio.ensure_future(lag(stop))
+        app = await first_in_process(root, out, f"in-process first, {name}")
+        await app.files.files()
+        stop.set()
+        out[f"in-process loop lag max, {name}"] = await probe
+        if name == "nothing kept":
+            await app.shutdown()  # the listing is kept for the next App (where the tree does that)
     again = await app.complete_mentions(None, "cal", 50)
     assert [label for label, _, _ in again][:1] == ["calc.py"], again[:3]
     warm = []
@@ -136,10 +153,10 @@ async def whole(peer: ToyLSP) -> None:
     raise TimeoutError("the listing never answered calc.py")
 
 
-async def through_daemon(root: Path, small: Path, runs: int, home: Path, out: dict[str, Any]) -> None:
+async def through_daemon(root: Path, small: Path, files: int, runs: int, home: Path, out: dict[str, Any]) -> None:
     env = {**os.environ, "HOME": str(home), "TOYCODER_DATA_DIR": str(home / "daemon-data"), "TOYCODER_WARM": "0",
            "XDG_CONFIG_HOME": str(home / ".config"), "PYTHONPATH": str(CODE)}
-    for tree, label in ((small, "3 files"), (root, "20k")):
+    for tree, label in ((small, "3 files"), (root, f"{files:,} files")):
         peer = await first_request(tree, env, out, f"daemon first, {label}, nothing kept")
         try:
             await whole(peer)
@@ -159,14 +176,14 @@ async def through_daemon(root: Path, small: Path, runs: int, home: Path, out: di
             await peer.close()
 
 
-async def one(root: Path, small: Path, runs: int) -> dict[str, Any]:
+async def one(root: Path, small: Path, files: int, runs: int) -> dict[str, Any]:
     """One measurement of this process's checkout (CODE), in fresh data dirs."""
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         os.environ["TOYCODER_DATA_DIR"] = str(home / "app-data")  # the in-process Apps' (never the real one)
         await in_process(root, runs, out)
-        await through_daemon(root, small, runs, home, out)
+        await through_daemon(root, small, files, runs, home, out)
     return out
 
 
@@ -176,9 +193,9 @@ def report(results: list[dict[str, Any]]) -> float:
         if key.endswith(" items") or key.endswith(" warm"):
             continue
         ms = [r[key] * 1000 for r in results]
-        items = sorted({r[key + " items"] for r in results})
-        print(f"  {key:<34} median {statistics.median(ms):7.1f} ms   ({', '.join(f'{m:.0f}' for m in ms)}; "
-              f"items {'/'.join(map(str, items))})")
+        items = sorted({r[key + " items"] for r in results if key + " items" in r})
+        print(f"  {key:<38} median {statistics.median(ms):7.1f} ms   ({', '.join(f'{m:.0f}' for m in ms)}"
+              + (f"; items {'/'.join(map(str, items))})" if items else ")"))
     worst = 0.0
     for key in ("in-process warm", "daemon warm"):
         samples = [s for r in results for s in r[key]]
@@ -196,7 +213,7 @@ async def main() -> int:
     ap.add_argument("--one", nargs=2, metavar=("TREE", "SMALL"), help=argparse.SUPPRESS)  # a child of --against
     a = ap.parse_args()
     if a.one:
-        print(json.dumps(await one(Path(a.one[0]), Path(a.one[1]), a.runs)))
+        print(json.dumps(await one(Path(a.one[0]), Path(a.one[1]), a.files, a.runs)))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         root, small = Path(tmp) / "ws", Path(tmp) / "small"
@@ -212,7 +229,8 @@ async def main() -> int:
         for _ in range(a.rounds):
             for tree in trees:
                 loads.append(os.getloadavg()[0])
-                child = subprocess.run([sys.executable, __file__, "--runs", str(a.runs), "--one", str(root), str(small)],
+                child = subprocess.run([sys.executable, __file__, "--runs", str(a.runs), "--files", str(a.files),
+                                        "--one", str(root), str(small)],
                                        env={**os.environ, "MENTIONS_CODE": str(tree)}, capture_output=True, text=True)
                 if child.returncode:
                     sys.stderr.write(child.stderr)
