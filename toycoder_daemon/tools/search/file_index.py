@@ -247,7 +247,7 @@ class FileIndex:
         from toycoder_daemon.tools.search.rg import RG_COMMON, SKIP_GIT, run_rg
 
         args = ["--files", *RG_COMMON, *SKIP_GIT]
-        if self.kept is None and self.keep_in is not None:  # the first listing: an earlier daemon's first
+        if self.kept is None and self.keep_in is not None:  # this daemon's first listing: the kept one first
             self.kept = KeptListing(self.keep_in, self.root, args)
             # read before rg starts, so that rg's output does not compete for the GIL with the
             # indexing a first completion waits for (~10 ms on 20k paths); rg starts that much later
@@ -281,7 +281,7 @@ class FileIndex:
                 early.cancel()
         listed = await asyncio.to_thread(Listing.of_paths, b"\n".join(found))  # off the event loop
         self._publish(listed, whole=True)
-        if self.kept is not None and (self._keeping is None or self._keeping.done()):
+        if self.kept is not None and (self._keeping is None or self._keeping.done()):  # else the next one's
             self._keeping = asyncio.ensure_future(asyncio.to_thread(self.kept.write, listed.blob))
 
     def _refresh(self) -> asyncio.Future[None]:
