@@ -424,3 +424,22 @@ def fake_secret_tool(folder: Path, *, fail: bool = False) -> Path:
     tool.write_text(FAKE_SECRET_TOOL.format(python=sys.executable, fail=fail))
     tool.chmod(0o755)
     return tool
+
+
+class GatedRg:
+    """In-process: the workspace listing's rg runs (FileIndex looks `run_rg` up at each listing) wait
+    for `open`, which the test sets: what a completion answers before then is not this daemon's rg's."""
+
+    def __init__(self, monkeypatch: Any) -> None:
+        import asyncio
+
+        from toycoder_daemon.tools.search import rg
+
+        self.open = asyncio.Event()
+        real = rg.run_rg
+
+        async def gated(*args: Any, **kwargs: Any) -> tuple[int, str]:
+            await self.open.wait()
+            return await real(*args, **kwargs)
+
+        monkeypatch.setattr(rg, "run_rg", gated)

@@ -136,8 +136,9 @@ class App:
                               HookPolicy(self.config.hooks_on_error, self.config.hooks_max_continuations,
                                          self.config.hooks_workspace_sandbox),
                               lambda: [*user_hooks, *self.trust.hook_specs()])
-        self.files = FileIndex(self.workspace.root)
-        """The workspace's files as rg lists them: mention completion, what a prompt may attach."""
+        self.files = FileIndex(self.workspace.root, self.store.data_dir / "files")
+        """The workspace's files as rg lists them: mention completion, what a prompt may attach (the
+        last whole listing is kept in the data dir for the next daemon's first `@`)."""
         self.parts = SessionParts(self.workspace, self.config, self.prompts, self.store, self.settings, self.tools,
                                   agents, self.mcp, self.checkpoints, self.sharing, self.models, self._outlets, self,
                                   hooks=self.hooks, trust=self.trust,
@@ -153,6 +154,10 @@ class App:
         self.commands_poll = 1.0
         """Seconds between looks at the command list (custom commands' files: one stat each)."""
         self._commands_watch: asyncio.Future[None] | None = None
+        self.preload_after = 0.5
+        """Seconds after `start` before the streaming client's modules load, unless a session opens
+        sooner (see `start`)."""
+        self._preload_now = asyncio.Event()
         environ_scrub.scrub()  # last: every config secret is registered (McpHub's too); before any command
 
     @classmethod
@@ -167,16 +172,26 @@ class App:
 
     async def start(self) -> None:
         """Background start-up after initialize: the workspace's files are listed (for the first `@`
-        completion), MCP servers connect and the streaming client's imports (~0.1 s) and CA store
-        (~50 ms, for TLS providers) load while the person types their first prompt (a turn that comes
-        first starts the MCP servers itself: mcp.settle)."""
+        completion) and MCP servers connect (a turn that comes first starts them itself: mcp.settle).
+        The streaming client's imports (~0.1 s) and CA store (~50 ms, for TLS providers) load when a
+        session opens (a prompt may come next) or `preload_after` seconds later, whichever is first:
+        loaded at once, their thread held the GIL against the requests that come right after
+        initialize (a first `@` on a 3-file tree took 40-120 ms instead of ~12). A turn that comes
+        before them imports what it needs itself."""
         self.files.start()
         if self._commands_watch is None:
             self._commands_watch = asyncio.ensure_future(self._watch_commands())
         await self.mcp.start()
         if not self.config_error:
             urls = [p.base_url for p in self.config.providers.values() if p.api_keys]
-            await asyncio.to_thread(_preload_llm, urls)
+            task = asyncio.ensure_future(self._preload(urls))
+            self.parts.background.add(task)  # cancelled by shutdown (a thread already loading finishes)
+            task.add_done_callback(self.parts.background.discard)
+
+    async def _preload(self, urls: list[str | None]) -> None:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._preload_now.wait(), self.preload_after)
+        await asyncio.to_thread(_preload_llm, urls)
 
     # ---- what the wire face sets -------------------------------------------------------------
 
@@ -203,6 +218,7 @@ class App:
 
     def _opened(self, runtime: SessionRuntime) -> SessionRuntime:
         self.runtimes[runtime.session.id] = runtime
+        self._preload_now.set()  # a prompt may come next
         return runtime
 
     def _deleted_elsewhere(self, session_id: str) -> None:

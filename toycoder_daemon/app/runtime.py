@@ -106,7 +106,7 @@ class SessionParts:
     sessions: SessionDirectory
     """App's open sessions, for /new, /clear, /switch and /sessions."""
     background: set[asyncio.Task[Any]] = field(default_factory=set)
-    """Work after a turn (the model's title), cancelled at shutdown."""
+    """Work in the background (the model's title after a turn, the start-up preload), cancelled at shutdown."""
     hooks: HookBook | None = None
     """The hooks in effect (the config's, a trusted workspace's)."""
     trust: WorkspaceTrust | None = None

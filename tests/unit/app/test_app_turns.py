@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from inproc_app import InProc, SharedScript, eventually
 
+from toycoder_daemon.app import application
 from toycoder_daemon.core.errors import ProviderError, SessionBusy
 from toycoder_daemon.core.ports import ToolCallFinished
 
@@ -161,3 +162,17 @@ async def test_concurrent_loads_share_one_open(tmp_path: Path, workspace: Path) 
         assert first is second and first.title == "twice"
     finally:
         await b.close()
+
+
+async def test_the_streaming_client_loads_when_a_session_opens_not_at_start(inproc, monkeypatch) -> None:
+    """App.start leaves the model client's imports (a thread holding the GIL for ~0.1 s) for later:
+    they delayed the requests right after initialize. A session opening (a prompt may come next)
+    starts them at once, else `preload_after` does."""
+    loaded: list[list[str | None]] = []
+    monkeypatch.setattr(application, "_preload_llm", loaded.append)
+    p: InProc = inproc()
+    p.app.preload_after = 3600
+    await p.app.start()
+    assert loaded == []
+    p.new_session()
+    await eventually(lambda: bool(loaded), "the preload, once a session opened")

@@ -13,9 +13,10 @@ import pytest
 from acp import image_block, resource_link_block, text_block
 from acp.schema import EmbeddedResourceContentBlock, TextResourceContents
 from acp_client import acp_face, new_session
-from helpers import TOY_MCP_SERVER, write_config
+from helpers import TOY_MCP_SERVER, GatedRg, write_config
 from helpers import new_session as lsp_session
 from rpc import Daemon, RpcError
+from waiting import DEFAULT_TIMEOUT, wait_until_async
 
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
@@ -137,6 +138,24 @@ async def test_mention_completion_lists_files_and_folders_and_respects_ignore_ru
     assert items[0]["label"] == "src/" and items[0]["kind"] == "folder"
     labels = [i["label"] for i in (await daemon.call("toycoder/mentions/complete", {"prefix": ""}))["items"]]
     assert "build/calc_gen.py" not in labels and ".gitignore" in labels
+
+
+async def test_a_second_daemon_answers_its_first_completion_from_the_kept_listing(
+        start_daemon, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (workspace / ".gitignore").write_text("build/\n")
+    (workspace / "build").mkdir()
+    (workspace / "build" / "calc_gen.py").write_text("x\n")
+    (workspace / "calc.py").write_text("x\n")
+    first = await start_daemon()
+    await first.call("toycoder/mentions/complete", {"prefix": "cal"})  # the listing is under way
+    kept = tmp_path / "data" / "files"  # conftest's TOYCODER_DATA_DIR
+    await wait_until_async(lambda: kept.is_dir() and any(kept.iterdir()), DEFAULT_TIMEOUT, "the kept listing")
+    assert await first.close() == 0
+    gate = GatedRg(monkeypatch)
+    second = await start_daemon()
+    items = (await second.call("toycoder/mentions/complete", {"prefix": "cal"}))["items"]
+    assert items == [{"label": "calc.py", "kind": "file", "uri": (workspace / "calc.py").as_uri()}]
+    gate.open.set()
 
 
 async def test_custom_commands_and_mcp_prompts_on_acp(tmp_path: Path, llm: FakeLLM, workspace: Path,

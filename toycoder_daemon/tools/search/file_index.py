@@ -1,62 +1,125 @@
 """The workspace's files as `rg --files` lists them (the ignore rules the search tools follow), kept
 for `@` mention completion and for the question "may a prompt attach this file?".
 
-Listing 20k files takes rg tens of milliseconds and indexing them as many again, more than a
-keystroke's completion may: the listing starts in the background as soon as the workspace is known
-(`start`, at the daemon's start-up) and is kept. A completion that comes while that first listing
-runs answers from what rg has printed so far, indexed (off the event loop) when such a call asks,
-so a first `@` typed right after start-up gets the matches listed so far, promptly. A listing
-older than `max_age` is refreshed in the background (the answer after next sees new files); the
-complete old one serves meanwhile. A path missing from a kept list is looked up again in a fresh
-listing before it is called hidden, so a file made a moment ago is not refused.
+Listing 20k files takes rg tens of milliseconds and indexing them ~10 ms more, more than a
+keystroke's completion may wait at start-up: the listing starts in the background as soon as the
+workspace is known (`start`, at the daemon's start-up) and is kept. Each whole listing is also kept
+on disk (`KeptListing`, in the data dir), and the next daemon on the workspace answers its first
+completions from that one while rg lists again; without one (a workspace never opened), a completion
+that comes while the first listing runs answers from what rg has printed so far, indexed (off the
+event loop) when such a call asks. A listing older than `max_age` is refreshed in the background
+(the answer after next sees new files); the complete old one serves meanwhile. A path missing from a
+kept list is looked up again in a fresh listing before it is called hidden, so a file made a moment
+ago is not refused; a path is called visible only from a listing of this daemon's own rg.
 """
 
 from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
+import functools
+import hashlib
+import logging
+import os
+import stat
 import time
+from collections.abc import Sequence
+from itertools import accumulate, compress, repeat
+from operator import itemgetter, not_
 from pathlib import Path
 from typing import Any
 
+from toycoder_daemon.core.util.atomic import atomic_write
+
+log = logging.getLogger(__name__)
+
+KEPT_FORMAT = b"toycoder-files 1"
+KEPT_MAX_BYTES = 16 << 20
+"""A listing bigger than this (~300k paths) is not kept on disk: reading it back would cost more than
+a first completion may wait."""
+KEPT_MAX_WORKSPACES = 100
+"""Kept listings beyond this many (one per workspace) are removed, the least recently written first."""
+
 
 class Listing:
-    """One listing's paths indexed for completion: every folder (with its /) and file, lower-cased
-    and sorted, so that prefixes are found by bisection and substrings by str.find on one string."""
+    """One listing's paths indexed for completion: every folder (with its /) and file is a row
+    `lower-cased path NUL path` (just the path when it is lower-case already), the rows sorted, so
+    prefixes are found by bisection and substrings by str.find on the rows joined by newlines
+    (`blob`, which is also what a kept listing holds on disk). Built in a few C-level passes
+    (decode, split, sort, map, join: none holds the GIL for more than a few ms on 20k paths) with no
+    Python loop per file; from a kept blob, in a split and a sort of sorted rows (~3 ms)."""
 
-    def __init__(self, found: list[bytes]):
-        files = sorted(p.decode("utf-8", "surrogateescape").removeprefix("./") for p in found)
+    def __init__(self, rows: list[str]):
+        """`rows`: sorted (`of_paths` and `of_blob` make them)."""
+        self.rows = rows
+        self.blob = "\n".join(rows)
+        """`rows` joined by newlines: a substring is found by str.find, not a Python loop."""
+        self.starts = list(accumulate(map((1).__add__, map(len, rows)), initial=0))
+        """Where each row starts in `blob` (and where the blob would go on after the last)."""
+
+    @classmethod
+    def of_blob(cls, blob: str) -> Listing:
+        """A kept listing's `blob`."""
+        rows = blob.split("\n") if blob else []
+        rows.sort()  # sorted already, in one pass: a kept file edited by hand cannot break the bisection
+        return cls(rows)
+
+    @classmethod
+    def of_paths(cls, data: bytes) -> Listing:
+        """`data`: paths separated by newlines (rg --files' output)."""
+        text = data.decode("utf-8", "surrogateescape").strip("\n")
+        if text.startswith("./"):
+            text = text[2:].replace("\n./", "\n")
+        files = text.split("\n") if text else []
+        files.sort()
         dirs: set[str] = set()
-        for f in files:
-            parent = f.rpartition("/")[0]
-            while parent and parent not in dirs:
-                dirs.add(parent)
-                parent = parent.rpartition("/")[0]
-        rows = sorted([(d.lower() + "/", d + "/", "folder") for d in dirs] + [(f.lower(), f, "file") for f in files])
-        self.files = files
-        self.file_set = frozenset(files)
-        self.lows = [r[0] for r in rows]
-        self.entries = [(r[1], r[2]) for r in rows]
-        """(path as shown, "file"|"folder") in `lows`' order."""
-        self.blob = "\n".join(self.lows)
-        """`lows` joined by newlines: a substring is found by str.find, not a Python loop."""
-        self.starts: list[int] = []
-        at = 0
-        for low in self.lows:
-            self.starts.append(at)
-            at += len(low) + 1
+        for d in set(map(itemgetter(0), map(str.rpartition, files, repeat("/")))):  # a loop per folder only
+            while d and d not in dirs:
+                dirs.add(d)
+                d = d.rpartition("/")[0]
+        shown = files + [d + "/" for d in dirs]
+        lows = "\n".join(shown).lower().split("\n")
+        same = list(map(str.__eq__, lows, shown))
+        rows = list(compress(lows, same))  # a lower-case path is its own row: the blob stays small
+        rows += map("\0".join, compress(zip(lows, shown, strict=True), map(not_, same)))
+        rows.sort()
+        listed = cls(rows)
+        listed.files = files
+        return listed
+
+    @functools.cached_property
+    def files(self) -> list[str]:
+        """The files' paths, sorted (of a kept listing: made when first asked)."""
+        return sorted(self.entry(n)[0] for n, r in enumerate(self.rows) if not r.endswith("/"))
+
+    @functools.cached_property
+    def file_set(self) -> frozenset[str]:
+        """`files` as a set, made when first asked (`visible`: only of a whole listing of this daemon's)."""
+        return frozenset(self.files)
+
+    def low(self, n: int) -> str:
+        return self.rows[n].partition("\0")[0]
+
+    def entry(self, n: int) -> tuple[str, str]:
+        low, nul, shown = self.rows[n].partition("\0")
+        shown = shown if nul else low
+        return shown, "folder" if shown.endswith("/") else "file"
 
     def complete(self, prefix: str, limit: int, scan: int) -> list[tuple[str, str]]:
         """See FileIndex.complete."""
-        low, lows = prefix.lower(), self.lows
+        low, rows = prefix.lower(), self.rows
+        if "\0" in low or "\n" in low:
+            return []
         starts: list[int] = []
-        i = bisect.bisect_left(lows, low)
-        while i < len(lows) and lows[i].startswith(low) and len(starts) < scan:
+        i = bisect.bisect_left(rows, low)
+        while i < len(rows) and rows[i].startswith(low) and len(starts) < scan:
             starts.append(i)
             i += 1
+        lows = {n: self.low(n) for n in starts}
         ranked = sorted(starts, key=lambda n: (lows[n].rstrip("/").count("/"), len(lows[n]), lows[n]))
-        out = [self.entries[n] for n in ranked[:limit]]
-        if len(out) < limit and low and "\n" not in low:
+        out = [self.entry(n) for n in ranked[:limit]]
+        if len(out) < limit and low:
             seen = set(starts)
             contains: list[int] = []
             at = self.blob.find(low)
@@ -65,22 +128,98 @@ class Listing:
                 if n not in seen:
                     seen.add(n)
                     contains.append(n)
-                at = self.blob.find(low, self.starts[n] + len(lows[n]) + 1) if n + 1 < len(lows) else -1
+                    lows[n] = self.low(n)
+                at = self.blob.find(low, self.starts[n + 1]) if n + 1 < len(rows) else -1
             contains.sort(key=lambda n: (low not in lows[n].rstrip("/").rpartition("/")[2], len(lows[n]), lows[n]))
-            out += [self.entries[n] for n in contains[:limit - len(out)]]
+            out += [self.entry(n) for n in contains[:limit - len(out)]]
         return out
 
 
+class KeptListing:
+    """A workspace's last whole listing on disk, `<folder>/<hash of its real path>`: its index rows
+    (Listing.blob) after a header naming the format, the workspace and the rg flags (hashed) and the
+    rows' length; written atomically, owner-only (0600, in a 0700 folder). One that is not a regular
+    file of this user's, is open to others, too big, torn, or of another workspace or other flags is
+    ignored (and replaced by the next whole listing)."""
+
+    def __init__(self, folder: Path, root: Path, args: Sequence[str]):
+        real = os.path.realpath(root)
+        self.folder = folder
+        self.path = folder / hashlib.sha256(os.fsencode(real)).hexdigest()[:32]
+        self.stamp = hashlib.sha256(b"\0".join(map(os.fsencode, [real, *args]))).hexdigest().encode()
+        self.body: bytes | None = None
+        """What the file holds (as last read or written): an unchanged listing is not written again."""
+
+    def _header(self, body: bytes) -> bytes:
+        return b"%s %s %d\n" % (KEPT_FORMAT, self.stamp, len(body))
+
+    def read(self) -> Listing | None:
+        """The kept listing, indexed; None when there is none this daemon may trust."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        except FileNotFoundError:
+            return None
+        except OSError as e:  # a symlink (ELOOP), no permission: not ours to read
+            log.warning("kept file listing %s ignored: %s", self.path, e)
+            return None
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+                log.warning("kept file listing %s ignored: not an owner-only file of this user's", self.path)
+                return None
+            data = f.read(KEPT_MAX_BYTES + 200)
+        head, _, body = data.partition(b"\n")
+        if head + b"\n" != self._header(body):
+            log.info("kept file listing %s ignored: of another workspace, version or rg flags, or torn", self.path)
+            return None
+        self.body = body
+        return Listing.of_blob(body.decode("utf-8", "surrogateescape"))
+
+    def write(self, blob: str) -> None:
+        """Keep a whole listing's `blob` (unless unchanged); one too big to keep removes the old one
+        (it would be stale)."""
+        body = blob.encode("utf-8", "surrogateescape")
+        if body == self.body:
+            return
+        self.body = body
+        try:
+            if len(body) > KEPT_MAX_BYTES:
+                with contextlib.suppress(FileNotFoundError):
+                    self.path.unlink()
+                return
+            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            atomic_write(self.path, self._header(body) + body, 0o600)
+            self._prune()
+        except OSError as e:  # a full disk, a read-only data dir: the next daemon lists without it
+            log.warning("could not keep the file listing in %s: %s", self.path, e)
+
+    def _prune(self) -> None:
+        with os.scandir(self.folder) as it:
+            kept = [e for e in it if e.is_file(follow_symlinks=False) and not e.name.startswith(".")]
+        if len(kept) > KEPT_MAX_WORKSPACES:
+            kept.sort(key=lambda e: e.stat(follow_symlinks=False).st_mtime)
+            for e in kept[:len(kept) - KEPT_MAX_WORKSPACES]:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(e.path)
+
+
 class FileIndex:
-    def __init__(self, root: Path, max_age: float = 10.0):
+    def __init__(self, root: Path, keep_in: Path | None = None, max_age: float = 10.0):
+        """`keep_in`: the folder where whole listings are kept for the next daemon (KeptListing);
+        None keeps none."""
         self.root = root
+        self.keep_in = keep_in
         self.max_age = max_age
         self.listed = Listing([])
-        """The latest index: of a whole listing once one finished (`complete_at`), else of what the
-        first listing has printed so far."""
+        """The latest index: of a whole listing once one finished (`complete_at`), else of the kept
+        listing (`from_kept`), else of what the first listing has printed so far."""
+        self.from_kept = False
+        """`listed` is an earlier daemon's listing (this one's rg has not finished yet)."""
         self.complete_at = 0.0
         """When the last whole listing finished (monotonic); 0 before the first one has."""
+        self.kept: KeptListing | None = None
         self._listing: asyncio.Future[None] | None = None
+        self._keeping: asyncio.Future[None] | None = None
         self._indexed = asyncio.Event()
         """Set each time `listed` is replaced."""
         self._wanted = asyncio.Event()
@@ -97,17 +236,24 @@ class FileIndex:
         """A listing is running."""
         return self._listing is not None and not self._listing.done()
 
-    def _publish(self, listed: Listing, whole: bool) -> None:
-        self.listed = listed
+    def _publish(self, listed: Listing, whole: bool, kept: bool = False) -> None:
+        self.listed, self.from_kept = listed, kept
         if whole:
             self.complete_at = time.monotonic()
         self._indexed.set()
 
     async def _list(self) -> None:
         # imported here, as the searches do: not in every new process
-        from toycoder_daemon.tools.search.rg import run_rg
-        from toycoder_daemon.tools.search.rg_runs import RG_COMMON, SKIP_GIT
+        from toycoder_daemon.tools.search.rg import RG_COMMON, SKIP_GIT, run_rg
 
+        args = ["--files", *RG_COMMON, *SKIP_GIT]
+        if self.kept is None and self.keep_in is not None:  # this daemon's first listing: the kept one first
+            self.kept = KeptListing(self.keep_in, self.root, args)
+            # read before rg starts, so that rg's output does not compete for the GIL with the
+            # indexing a first completion waits for (~10 ms on 20k paths); rg starts that much later
+            kept = await asyncio.to_thread(self.kept.read)
+            if kept is not None:
+                self._publish(kept, whole=False, kept=True)
         found: list[bytes] = []
         more = asyncio.Event()
 
@@ -122,16 +268,21 @@ class FileIndex:
                 await self._wanted.wait()
                 more.clear()
                 self._wanted.clear()
-                listed = await asyncio.to_thread(Listing, found.copy())
+                listed = await asyncio.to_thread(Listing.of_paths, b"\n".join(found))
                 if not self.complete_at:
                     self._publish(listed, whole=False)
 
-        partial = asyncio.ensure_future(index_so_far())
+        # an earlier daemon's whole listing beats a part of this one's
+        early = None if self.from_kept else asyncio.ensure_future(index_so_far())
         try:
-            await run_rg(["--files", *RG_COMMON, *SKIP_GIT], self.root, take)
+            await run_rg(args, self.root, take)
         finally:
-            partial.cancel()
-        self._publish(await asyncio.to_thread(Listing, found), whole=True)  # 20k paths: kept off the event loop
+            if early is not None:
+                early.cancel()
+        listed = await asyncio.to_thread(Listing.of_paths, b"\n".join(found))  # off the event loop
+        self._publish(listed, whole=True)
+        if self.kept is not None and (self._keeping is None or self._keeping.done()):  # else the next one's
+            self._keeping = asyncio.ensure_future(asyncio.to_thread(self.kept.write, listed.blob))
 
     def _refresh(self) -> asyncio.Future[None]:
         """One listing at a time: callers meanwhile share it."""
@@ -143,13 +294,17 @@ class FileIndex:
 
     async def aclose(self) -> None:
         """A listing still running is stopped (its rg killed) and awaited: an rg left spawning when
-        the event loop ends would hang asyncio's final cancellation (its pipes never connect)."""
+        the event loop ends would hang asyncio's final cancellation (its pipes never connect). A
+        listing being kept on disk is awaited (its thread finishes anyway)."""
         if self._listing is not None and not self._listing.done():
             self._listing.cancel()
             await asyncio.wait([self._listing])
+        if self._keeping is not None:
+            await asyncio.wait([self._keeping])
 
     async def _whole(self) -> Listing:
-        """A whole listing: the kept one (refreshed behind when stale), else the first one, awaited."""
+        """A whole listing of this daemon's rg: the last one (refreshed behind when stale), else the
+        first one, awaited (never an earlier daemon's kept listing)."""
         if not self.complete_at:
             await asyncio.shield(self._refresh())
         elif time.monotonic() - self.complete_at > self.max_age:
@@ -171,12 +326,14 @@ class FileIndex:
         shallowest first, then those that merely contain it (in their name first), shortest first;
         at most `scan` candidates of each kind are ranked.
 
-        Before the first listing has finished, the answer is of the paths listed so far: at most
-        `wait` seconds are spent waiting for the first of them to be indexed (a keystroke's budget)."""
+        Before the first listing has finished, the answer is of the kept listing (an earlier
+        daemon's: a path deleted since is left out, so the answer may have fewer than `limit` rows),
+        else of the paths listed so far: at most `wait` seconds are spent waiting for the first of
+        them to be indexed (a keystroke's budget)."""
         if not self.complete_at:
             running = self._refresh()
             self._wanted.set()
-            if not self.listed.files:
+            if not self.listed.rows:
                 self._indexed.clear()
                 indexed = asyncio.ensure_future(self._indexed.wait())
                 waiters: list[asyncio.Future[Any]] = [running, indexed]
@@ -188,4 +345,7 @@ class FileIndex:
                     raise failed  # rg missing or failing
         elif time.monotonic() - self.complete_at > self.max_age:
             self._refresh()
-        return self.listed.complete(prefix, limit, scan)
+        rows = self.listed.complete(prefix, limit, scan)
+        if self.from_kept:  # one lstat per row, only until this daemon's listing replaces the kept one
+            rows = [r for r in rows if os.path.lexists(self.root / r[0])]
+        return rows

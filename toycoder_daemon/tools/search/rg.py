@@ -20,6 +20,16 @@ from pathlib import Path
 from toycoder_daemon.core.util import secrets
 from toycoder_daemon.tools.base import ToolError
 
+RG_COMMON = (
+    "--no-config", "--hidden", "--no-require-git", "--no-ignore-global", "--no-ignore-dot",
+    "--no-ignore-parent", "--no-ignore-exclude", "--color", "never", "--no-messages", "--no-ignore-messages",
+)
+"""Flags of every rg run (here, not in rg_runs, so that the workspace listing can start without
+importing the searches): gitignore-aware (rules from the workspace only), hidden files included."""
+SKIP_GIT = ("--glob", "!.git")
+"""Last among the globs, so that it wins over the caller's (`-g '**'` must not enter .git)."""
+
+
 # -- finding rg ---------------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=1)

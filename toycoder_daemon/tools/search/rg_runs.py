@@ -20,19 +20,12 @@ from pathlib import Path
 
 from toycoder_daemon.tools.base import ToolError
 from toycoder_daemon.tools.search.results import LINE_MAX_CHARS, Hits, TopPaths
-from toycoder_daemon.tools.search.rg import rg_error, run_rg
+from toycoder_daemon.tools.search.rg import RG_COMMON, SKIP_GIT, rg_error, run_rg
 from toycoder_daemon.tools.search.scope import GlobFilter, rules_above
 
 RG_MAX_COLUMNS = 4 * LINE_MAX_CHARS
 """rg previews longer lines; a preview keeps at least LINE_MAX_CHARS characters."""
 
-RG_COMMON = (
-    "--no-config", "--hidden", "--no-require-git", "--no-ignore-global", "--no-ignore-dot",
-    "--no-ignore-parent", "--no-ignore-exclude", "--color", "never", "--no-messages", "--no-ignore-messages",
-)
-"""Flags of every rg run: gitignore-aware (rules from the workspace only), hidden files included."""
-SKIP_GIT = ("--glob", "!.git")
-"""Last among the globs, so that it wins over the caller's (`-g '**'` must not enter .git)."""
 RG_GREP = ("--line-number", "--with-filename", "--no-heading", "--null",
            "--max-columns", str(RG_MAX_COLUMNS), "--max-columns-preview")
 _TYPE_NAME = "toycoderglob"
