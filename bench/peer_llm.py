@@ -17,6 +17,7 @@ import json
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -27,6 +28,7 @@ def _dump(obj: Any) -> bytes:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # as a real server's (uvicorn, asyncio): a small event is not held for an ACK
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet: the bench prints tables
@@ -82,41 +84,39 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-def _chat_events(n: int) -> list[bytes]:
+def _chat_events(n: int) -> Iterator[bytes]:
     def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
         obj = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0, "model": "fake-model",
                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}] if delta is not None else [], **extra}
         return b"data: " + _dump(obj) + b"\n\n"
 
-    out = [chunk({"role": "assistant", "content": ""})]
-    out += [chunk({"content": f"tok{i} "}) for i in range(n)]
-    out.append(chunk({}, "stop"))
-    out.append(b"data: " + _dump({"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0,
-                                  "model": "fake-model", "choices": [],
-                                  "usage": {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": n + 10}})
-               + b"\n\n")
-    out.append(b"data: [DONE]\n\n")
-    return out
+    yield chunk({"role": "assistant", "content": ""})
+    yield from (chunk({"content": f"tok{i} "}) for i in range(n))
+    yield chunk({}, "stop")
+    yield (b"data: " + _dump({"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0,
+                              "model": "fake-model", "choices": [],
+                              "usage": {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": n + 10}})
+           + b"\n\n")
+    yield b"data: [DONE]\n\n"
 
 
-def _responses_events(n: int) -> list[bytes]:
+def _responses_events(n: int) -> Iterator[bytes]:
     def ev(obj: dict[str, Any]) -> bytes:
         return b"event: " + obj["type"].encode() + b"\ndata: " + _dump(obj) + b"\n\n"
 
     text = "".join(f"tok{i} " for i in range(n))
     msg = {"type": "message", "id": "msg_bench", "role": "assistant", "status": "completed",
            "content": [{"type": "output_text", "text": text, "annotations": []}]}
-    out = [ev({"type": "response.created", "response": {"id": "resp_bench"}}),
-           ev({"type": "response.output_item.added", "output_index": 0,
-               "item": {**msg, "status": "in_progress", "content": []}})]
-    out += [ev({"type": "response.output_text.delta", "item_id": "msg_bench", "output_index": 0,
-                "content_index": 0, "delta": f"tok{i} "}) for i in range(n)]
-    out.append(ev({"type": "response.output_item.done", "output_index": 0, "item": msg}))
-    out.append(ev({"type": "response.completed", "response": {
+    yield ev({"type": "response.created", "response": {"id": "resp_bench"}})
+    yield ev({"type": "response.output_item.added", "output_index": 0,
+              "item": {**msg, "status": "in_progress", "content": []}})
+    yield from (ev({"type": "response.output_text.delta", "item_id": "msg_bench", "output_index": 0,
+                    "content_index": 0, "delta": f"tok{i} "}) for i in range(n))
+    yield ev({"type": "response.output_item.done", "output_index": 0, "item": msg})
+    yield ev({"type": "response.completed", "response": {
         "id": "resp_bench", "usage": {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
                                       "output_tokens": n, "output_tokens_details": {"reasoning_tokens": 0},
-                                      "total_tokens": n + 10}}}))
-    return out
+                                      "total_tokens": n + 10}}})
 
 
 def _messages_reply(n: int) -> dict[str, Any]:
@@ -125,21 +125,20 @@ def _messages_reply(n: int) -> dict[str, Any]:
             "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": n}}
 
 
-def _messages_events(n: int) -> list[bytes]:
+def _messages_events(n: int) -> Iterator[bytes]:
     """Anthropic's Messages API stream (claude-agent-acp's dialect), one text delta per event."""
     def ev(obj: dict[str, Any]) -> bytes:
         return b"event: " + obj["type"].encode() + b"\ndata: " + _dump(obj) + b"\n\n"
 
     start = {**_messages_reply(0), "content": [], "stop_reason": None, "usage": {"input_tokens": 10, "output_tokens": 1}}
-    out = [ev({"type": "message_start", "message": start}),
-           ev({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})]
-    out += [ev({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": f"tok{i} "}})
-            for i in range(n)]
-    out += [ev({"type": "content_block_stop", "index": 0}),
-            ev({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                "usage": {"output_tokens": n}}),
-            ev({"type": "message_stop"})]
-    return out
+    yield ev({"type": "message_start", "message": start})
+    yield ev({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+    yield from (ev({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": f"tok{i} "}})
+                for i in range(n))
+    yield ev({"type": "content_block_stop", "index": 0})
+    yield ev({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+              "usage": {"output_tokens": n}})
+    yield ev({"type": "message_stop"})
 
 
 class _Server(ThreadingHTTPServer):

@@ -74,6 +74,13 @@ BUILTIN_TOOLS = (read_file, list_directory, glob_search, grep_search, write_file
                  update_plan, get_diagnostics)
 
 
+def prepare() -> None:
+    """For the fork server (warm/server.py's PREPARE): the built-in tools' schemas (their signature
+    keys, the shipped schemas.json) made before the forks, not at each warm child's first turn."""
+    for t in BUILTIN_TOOLS:
+        t.schema()
+
+
 def tool_schema_file() -> str:
     """tools/schemas.json as the built-in tools and the sub-agents' tool make it now."""
     agent = subagent_tool(SubAgent("planner", "planner", "", [], "default", 1), "", None)

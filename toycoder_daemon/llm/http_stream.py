@@ -98,25 +98,54 @@ def _verifies(url: str) -> bool:
 
 
 _tls_once = threading.Lock()  # preload's thread and a first turn's may ask at once: one CA store load
+_tls: dict[tuple[str | None, str | None], Any] = {}
+"""The verifying contexts made, by the SSL_CERT_FILE / SSL_CERT_DIR they were made under."""
 
 
-@functools.cache
-def _tls_context() -> Any:
-    make = getattr(_httpx(), "create_ssl_context", None)
-    return make() if make is not None else True
+def _cert_env() -> tuple[str | None, str | None]:
+    return os.environ.get("SSL_CERT_FILE") or None, os.environ.get("SSL_CERT_DIR") or None
 
 
 def tls_context() -> Any:
     """The verifying TLS context the HTTP library makes for a client by default (its CA store, from
-    the environment's SSL_CERT_FILE / SSL_CERT_DIR or the system's), made once per process and
-    shared by every model's client; True (the library makes its own) where it cannot be made so."""
+    the environment's SSL_CERT_FILE / SSL_CERT_DIR or the system's), made once per process (per
+    value of those two) and shared by every model's client; True (the library makes its own) where
+    it cannot be made so."""
+    key = _cert_env()
     with _tls_once:
-        return _tls_context()
+        if key not in _tls:
+            make = getattr(_httpx(), "create_ssl_context", None)
+            _tls[key] = make() if make is not None else True  # the library reads the same two variables
+        return _tls[key]
+
+
+@functools.cache
+def _plain_context() -> Any:
+    """What a client of a plain-http URL is given: the unverifying context the library would make for
+    each client (~1 ms; it reads nothing of the environment), made once."""
+    make = getattr(_httpx(), "create_ssl_context", None)
+    return make(verify=False) if make is not None else False
+
+
+def prepare() -> None:
+    """For the fork server, before any fork: the imports, and the TLS contexts every child would make
+    alike. The system's CA store (~50 ms) is loaded here only under no SSL_CERT_FILE / SSL_CERT_DIR
+    (the server's environment keeps neither); a child whose launch sets one makes its own."""
+    preload()
+    _plain_context()
+    if _cert_env() == (None, None):
+        tls_context()
+
+
+_loaded = False
+"""httpx2 is imported (by preload, a client's making, or the fork server before a warm child's fork)."""
 
 
 def _httpx() -> Any:
+    global _loaded
     import httpx2  # here, not at the top: a process pays its import (~0.1 s) only when it talks to a model
 
+    _loaded = True  # only now: while another thread imports it, sys.modules has it half-made
     return httpx2
 
 
@@ -148,14 +177,16 @@ class StreamTransport:
         async with self._making:
             if self._client is not None:
                 return self._client
-            # the import (~70 ms) and the CA store (~50 ms; preload may have loaded it) in a worker thread, not on the loop
-            # every session shares
-            self._client = await asyncio.to_thread(self._make_client)
+            slow = not _loaded or (_verifies(self.url) and _cert_env() not in _tls)
+            if slow:  # the import (~70 ms) or the CA store (~50 ms) in a worker thread, not on the loop every session shares
+                self._client = await asyncio.to_thread(self._make_client)
+            else:  # ~1 ms: a thread hop would only add its start and its wait for the GIL
+                self._client = self._make_client()
             return self._client
 
     def _make_client(self) -> Any:
         self._httpx = _httpx()
-        verify = tls_context() if _verifies(self.url) else False
+        verify = tls_context() if _verifies(self.url) else _plain_context()
         return self._httpx.AsyncClient(timeout=self._timeout, verify=verify)
 
     async def aclose(self) -> None:

@@ -26,6 +26,12 @@ HARD_LIMIT = 8 << 20
 """Bytes queued above which no more input is read."""
 BATCH = 1 << 16
 """Small frames are joined into writes of up to this size (fewer syscalls, same order)."""
+HANDOVER = 0.0003
+"""Seconds a producer waits, at most, for the idle writer thread to take the frame it queued. Woken,
+the thread still needs the GIL, which the event loop, busy with a stream, keeps for the switch
+interval (faces/main.py's 2 ms) before it must give it up; blocked here, the loop gives it up at
+once (two thread switches: ~0.07 ms at load 3-5). The bound keeps a busy machine, where the thread
+is not scheduled at once, from stalling the loop (at 1 ms, a tenth of the writes waited 1.2-1.7 ms)."""
 HANGUP_CHECK = 0.1
 """Seconds between looks at the input for a hangup while `wait_input` holds the reader."""
 _HANGUP = 0
@@ -64,6 +70,10 @@ class Outbox:
         self.queued = 0
         """Bytes queued and not yet written (a frame being written still counts)."""
         self._writing = False
+        self._idle = False
+        """The writer thread waits for frames."""
+        self._taken = 0
+        """Batches the writer thread has taken (a producer handing a frame over waits for the count to move)."""
         self._closed = False
         self.broken = False
         """The client closed its end: frames are dropped from now on."""
@@ -80,6 +90,9 @@ class Outbox:
             self._frames.append(data)
             self.queued += len(data)
             self._cond.notify_all()
+            if self._idle:  # hand it over: the frame leaves now, not after the loop's next switch interval
+                taken = self._taken
+                self._cond.wait_for(lambda: self._taken != taken or self.broken or self._closed, HANDOVER)
 
     def flush(self) -> None:
         """Nothing to do here: the thread flushes after each write (`drain` waits for it)."""
@@ -126,7 +139,9 @@ class Outbox:
     def _run(self) -> None:
         while True:
             with self._cond:
+                self._idle = True
                 self._cond.wait_for(lambda: bool(self._frames) or self._closed)
+                self._idle = False
                 if not self._frames:
                     return
                 batch = [self._frames.popleft()]
@@ -135,6 +150,8 @@ class Outbox:
                     size += len(self._frames[0])
                     batch.append(self._frames.popleft())
                 self._writing = True
+                self._taken += 1
+                self._cond.notify_all()  # the producer handing it over goes on
             try:
                 self._out.write(batch[0] if len(batch) == 1 else b"".join(batch))
                 self._out.flush()

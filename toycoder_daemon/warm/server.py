@@ -48,6 +48,8 @@ PRELOAD = (
     "toycoder_daemon.faces.lsp.frontend", "toycoder_daemon.faces.acp.frontend",
     "toycoder_daemon.llm.http_stream", "toycoder_daemon.llm.openai_client", "toycoder_daemon.llm.json_codec",
     "toycoder_daemon.tools.shell.sandbox.probe", "toycoder_daemon.core.util.environ_scrub", "toycoder_daemon.core.util.logs",
+    # what App.start's file listing imports on the event loop, between initialize and session/new (~2 ms)
+    "toycoder_daemon.tools.search.rg_runs",
     # their libraries
     "pygls.lsp.server", "pygls.protocol", "pygls.progress", "lsprotocol.types", "lsprotocol.converters", "acp", "acp.schema",
     "pydantic", "yaml", "orjson", "ssl",
@@ -56,11 +58,14 @@ PRELOAD = (
 )
 PREPARE = (
     # the same for every launch and reading nothing of one: the LSP face's converter and hooks, the
-    # wire types' validators (built at first use otherwise), the HTTP stack's lazy imports (not its
-    # TLS context: that reads the environment, so each daemon makes its own)
+    # wire types' validators (built at first use otherwise), the HTTP stack's lazy imports and its TLS
+    # contexts as made under no SSL_CERT_FILE / SSL_CERT_DIR (SERVER_ENV has neither; a launch that
+    # sets one gets a context of its own, made in its child)
     "toycoder_daemon.faces.lsp.converter:prepare", "toycoder_daemon.wire.protocol:build_all",
-    "toycoder_daemon.llm.http_stream:preload", "toycoder_daemon.warm.proc_identity:prepare",
+    "toycoder_daemon.llm.http_stream:prepare", "toycoder_daemon.warm.proc_identity:prepare",
     "toycoder_daemon.config.model:prepare", "toycoder_daemon.faces.lsp.server:prepare",
+    # the package's own data every App reads alike: the prompt templates, the built-in tools' schemas
+    "toycoder_daemon.prompts.manager:prepare", "toycoder_daemon.app.factories:prepare",
 )
 """Functions (no arguments) the server calls once after PRELOAD, before any fork."""
 IDLE_MINUTES = 30.0

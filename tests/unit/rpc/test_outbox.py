@@ -7,6 +7,7 @@ import asyncio
 import os
 import threading
 
+import pytest
 from waiting import wait_until, wait_until_async
 
 from toycoder_daemon.rpc.outbox import Outbox
@@ -34,6 +35,22 @@ def test_frames_arrive_whole_and_in_order() -> None:
         box.write(f)
     assert read_exactly(r, sum(map(len, frames))) == b"".join(frames)
     assert box.drain(10) and box.queued == 0
+    os.close(r)
+
+
+def test_a_frame_for_the_idle_writer_is_handed_over_before_write_returns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The producer waits (at most HANDOVER) until the idle thread has the frame, so a loop that keeps
+    the GIL afterwards does not hold the frame back; with the thread busy, write only queues."""
+    import toycoder_daemon.rpc.outbox as outbox
+
+    monkeypatch.setattr(outbox, "HANDOVER", 30.0)  # generous: no timing is asserted
+    r, w = pipe()
+    box = Outbox(w)  # type: ignore[arg-type]
+    wait_until(lambda: box._idle, 10, "the writer thread to wait for frames")
+    box.write(b"first\n")
+    assert box._taken == 1  # taken before write returned
+    assert read_exactly(r, 6) == b"first\n"
+    assert box.drain(10)
     os.close(r)
 
 
