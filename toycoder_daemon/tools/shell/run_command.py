@@ -279,9 +279,22 @@ async def run_fed(run: Prepared, stdin: bytes, seconds: float, cap: int, *, grac
     the first `cap` bytes of stdout and of stderr. At `seconds` the group gets TERM, `grace` seconds
     later KILL (with the tree below a sandbox launcher), as run_command's own commands; a cancel
     does the same, and the daemon's exit kills it (kill_all)."""
-    proc = await asyncio.create_subprocess_exec(
+    # create_subprocess_exec's own two steps, so the transport is ours to close: a pipe something
+    # outside the group still holds would leave it to the garbage collector, after the loop closed
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.subprocess_exec(
+        lambda: asyncio.subprocess.SubprocessStreamProtocol(limit=2 ** 16, loop=loop),
         *run.argv, cwd=run.cwd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE, env=run.env, start_new_session=True)
+    proc = asyncio.subprocess.Process(transport, protocol, loop)
+    try:
+        return await _fed(proc, run, stdin, seconds, cap, grace)
+    finally:
+        transport.close()
+
+
+async def _fed(proc: asyncio.subprocess.Process, run: Prepared, stdin: bytes, seconds: float, cap: int,
+               grace: float) -> Finished:
     _live_groups[proc.pid] = signal.SIGTERM if run.spec is not None else signal.SIGKILL
     kept = {"out": bytearray(), "err": bytearray()}
     cut = {"out": 0, "err": 0}
@@ -313,9 +326,7 @@ async def run_fed(run: Prepared, stdin: bytes, seconds: float, cap: int, *, grac
     except asyncio.CancelledError:
         await asyncio.shield(_stop(proc, run, grace))
         _live_groups.pop(proc.pid, None)
-        # the pipes' ends close the subprocess transport (asyncio's Process has no close()): cut
-        # short, it would be left to the garbage collector, after the loop may have closed
-        await asyncio.shield(asyncio.wait(readers, timeout=KILL_GRACE))
+        await asyncio.shield(asyncio.wait(readers, timeout=KILL_GRACE))  # run_fed closes the transport then
         for r in readers:
             r.cancel()
         raise
