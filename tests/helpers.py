@@ -124,6 +124,18 @@ def parent_of(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
+def descends_from(pid: int, ancestor: int) -> bool:
+    """`pid` is `ancestor` or runs under it (a tool or rg the daemon started); False once either is gone."""
+    try:
+        while pid > 1:
+            if pid == ancestor:
+                return True
+            pid = parent_of(pid)
+    except (OSError, IndexError, ValueError):
+        pass
+    return False
+
+
 def environ_of(pid: int) -> list[bytes]:
     """The NAME=VALUE entries of a process's environment as the kernel shows it."""
     return Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")

@@ -30,6 +30,7 @@ from helpers import (
     alive,
     cmdline_of,
     cwd_of,
+    descends_from,
     environ_of,
     has_env,
     live_pids,
@@ -146,7 +147,8 @@ async def test_cold_when_disabled_and_no_server_is_started(rundir: Path, workspa
     assert "_pydantic_core" in maps_of(d.proc.pid)  # the daemon runs in the launcher's process
     assert serving_pid(d.proc.pid, rundir) == d.proc.pid
     mine = f"{RUNTIME_VAR}={rundir}".encode()
-    others = [p for p in live_pids() if p not in (d.proc.pid, os.getpid()) and has_env(p, mine)]
+    # the daemon's own children (rg listing the workspace, say) carry its environment: not a server
+    others = [p for p in live_pids() if p != os.getpid() and has_env(p, mine) and not descends_from(p, d.proc.pid)]
     assert others == [] and sockets(rundir) == []
     assert await d.close() == 0
 

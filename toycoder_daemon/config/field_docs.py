@@ -18,12 +18,23 @@ from typing import Any, get_args
 from pydantic import BaseModel
 
 
+def _parse(source: str) -> ast.Module:
+    # CPython 3.11 keeps ast.parse's recursion depth in one counter shared by the interpreter's threads
+    # (another thread's parse: traceback carets, inspect.signature of a builtin), which fails a good
+    # parse now and then with "AST constructor recursion depth mismatch" (python/cpython#106905 and
+    # kin); a second parse of the same text is exact.
+    try:
+        return ast.parse(source)
+    except SystemError:
+        return ast.parse(source)
+
+
 def _class_docs(cls: type) -> dict[str, str]:
     try:
         source = textwrap.dedent(inspect.getsource(cls))
     except (OSError, TypeError):
         return {}
-    node = ast.parse(source).body[0]
+    node = _parse(source).body[0]
     if not isinstance(node, ast.ClassDef):
         return {}
     docs: dict[str, str] = {}
