@@ -85,8 +85,6 @@ _EVENTS: dict[str, type[Any]] = {
 
 
 def event_to_json(event: Event) -> dict[str, Any]:
-    if type(event) is TextDelta:  # the most frequent event, and flat: asdict's recursive copy is most of its cost
-        return {"text": event.text, "parent_tool_call_id": event.parent_tool_call_id, "kind": event.kind}
     return dataclasses.asdict(event)
 
 
@@ -165,8 +163,8 @@ class Broadcast:
         """The bytes of the backlog's lines, the unencoded deltas' counted as they will encode."""
         self._unencoded = False
         """The backlog holds unencoded deltas."""
-        self._frames: dict[str | None, int] = {}
-        """Parent call id -> the bytes of a text delta's line around its encoded text."""
+        self._frames: dict[str | None, tuple[bytes, bytes]] = {}
+        """Parent call id -> a text delta's line before and after its encoded text."""
         self._partial: set[str] = set()
         """Observers that connected after the backlog was dropped: they missed a part."""
         self._tried: set[str] = set()
@@ -307,7 +305,22 @@ class Broadcast:
             self._write(path, writer, data)
 
     def _event_line(self, event: Event) -> bytes:
+        if type(event) is TextDelta:
+            head, tail = self._frame(event.parent_tool_call_id)
+            return head + json.encoder.encode_basestring(event.text).encode("utf-8", "surrogatepass") + tail
         return _line({"t": "event", "turn": self.turn_id, "event": event_to_json(event)})
+
+    def _frame(self, parent: str | None) -> tuple[bytes, bytes]:
+        """The line of a text delta of `parent` before and after its encoded text: an empty delta's
+        line cut around its `""`. The delta's text is encoded as json.dumps encodes a string
+        (ensure_ascii=False), so its line is _line's byte for byte, for ~1 µs instead of ~10."""
+        frame = self._frames.get(parent)
+        if frame is None:
+            empty = _line({"t": "event", "turn": self.turn_id, "event": event_to_json(TextDelta("", parent))})
+            # the only unescaped `"text":""` in it: a quote inside a JSON string is escaped
+            cut = empty.index(b'"text":""') + len(b'"text":')
+            frame = self._frames[parent] = (empty[:cut], empty[cut + len(b'""'):])
+        return frame
 
     def _keep(self, item: bytes | TextDelta, size: int) -> None:
         assert self._backlog is not None
@@ -318,15 +331,10 @@ class Broadcast:
             self._unencoded = False
 
     def _delta_size(self, event: TextDelta) -> int:
-        """The bytes of the delta's line (what len(self._event_line(event)) is), without making it:
-        its text as json.dumps encodes a string (ensure_ascii=False), in UTF-8, and the rest of the
-        line, the same for every delta of one parent call."""
-        frame = self._frames.get(event.parent_tool_call_id)
-        if frame is None:
-            frame = self._frames[event.parent_tool_call_id] = len(
-                self._event_line(TextDelta("", event.parent_tool_call_id))) - len('""')
+        """len(self._event_line(event)), without making the line."""
+        head, tail = self._frame(event.parent_tool_call_id)
         text = json.encoder.encode_basestring(event.text)
-        return frame + (len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass")))
+        return len(head) + len(tail) + (len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass")))
 
     def _encoded_backlog(self) -> list[bytes]:
         """The backlog's lines, its unencoded deltas encoded now, once (an observer connects)."""

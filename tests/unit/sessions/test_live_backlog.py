@@ -79,13 +79,13 @@ def quick_rescan(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 async def run(events: Sequence[Event], joins: Sequence[int], limit: int | None = None,
-              monkeypatch: pytest.MonkeyPatch | None = None) -> list[Observer]:
+              monkeypatch: pytest.MonkeyPatch | None = None, turn: str = "t1") -> list[Observer]:
     """A turn of `events` in a fresh session; an observer starts listening before the event at each
     index of `joins` (len(events): after the last) and is connected before the next is sent. With
     `limit`, LIMIT is that while the events are sent (where the backlog is dropped is decided then),
     and the default again before a late observer connects (its catch-up write is over a tight LIMIT)."""
     session_id = uuid.uuid4().hex
-    broadcast = live.Broadcast(session_id, "t1", "test", "the prompt", None)
+    broadcast = live.Broadcast(session_id, turn, "test", "the prompt", None)
     broadcast.start()
     observers: list[Observer] = []
     if limit is not None and monkeypatch is not None:
@@ -110,20 +110,22 @@ async def run(events: Sequence[Event], joins: Sequence[int], limit: int | None =
     return observers
 
 
-async def test_an_observer_gets_the_same_bytes_whenever_it_connects() -> None:
-    """From the start (every line encoded as it is sent), in the middle (the deltas kept so far
-    encoded when it connects) and at the end (the whole turn kept unencoded until then)."""
+@pytest.mark.parametrize("turn", ["t1", '"text":"" é'])
+async def test_an_observer_gets_the_same_bytes_whenever_it_connects(turn: str) -> None:
+    """From the start, in the middle (the deltas kept so far encoded when it connects) and at the
+    end (the whole turn kept unencoded until then): the lines json.dumps made of every event."""
     n = len(EVENTS)
-    early, = await run(EVENTS, [0])
-    middle, late = await run(EVENTS, [n // 2, n])
-    only_late, = await run(EVENTS, [n])
+    early, = await run(EVENTS, [0], turn=turn)
+    middle, late = await run(EVENTS, [n // 2, n], turn=turn)
+    only_late, = await run(EVENTS, [n], turn=turn)
     assert early.data == middle.data == late.data == only_late.data
     lines = early.lines()
-    assert lines[1:-1] == [old_line(e) for e in EVENTS]  # the bytes as before
-    assert lines[2] == (b'{"t":"event","turn":"t1","event":{"text":"a \\"quote\\" and a \\\\ backslash",'
-                        b'"parent_tool_call_id":null,"kind":"text_delta"}}\n')
+    assert lines[1:-1] == [old_line(e, turn) for e in EVENTS]  # the bytes as before
     assert [live.event_from_json(json.loads(line)["event"]) for line in lines[1:-1]] == EVENTS
-    assert early.end() == {"t": "end", "turn": "t1", "recorded": ["r1"], "partial": False}
+    assert early.end() == {"t": "end", "turn": turn, "recorded": ["r1"], "partial": False}
+    if turn == "t1":
+        assert lines[2] == (b'{"t":"event","turn":"t1","event":{"text":"a \\"quote\\" and a \\\\ backslash",'
+                            b'"parent_tool_call_id":null,"kind":"text_delta"}}\n')
 
 
 @pytest.mark.parametrize("observed", [False, True], ids=["unobserved", "observed"])
