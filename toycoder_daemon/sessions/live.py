@@ -23,8 +23,9 @@ whose stream ends without `end` (cut off, or the origin died) falls back to the 
 
 While no observer is connected (the usual case) the backlog keeps the turn's text deltas as they
 are, only counting the bytes their lines would take, and they are encoded once, when an observer
-connects: a streamed reply is thousands of deltas, and encoding each for nobody was a third of a
-turn's CPU. An observer gets the same bytes either way, and the backlog is dropped at the same point.
+connects: a streamed reply is thousands of deltas, and encoding each for nobody was a quarter to a
+third of a turn's CPU. An observer gets the same bytes either way, and the backlog is dropped at the
+same point.
 """
 
 from __future__ import annotations
