@@ -24,6 +24,10 @@ class EmptyReply(StreamCut):
     context window (and to some requests it cannot serve, e.g. streamed tool_choice)."""
 
 
+class MalformedChunk(ValueError):
+    """A chunk we cannot read (e.g. a delta's content that is neither text nor content parts)."""
+
+
 class StreamErrorEvent(Exception):
     """The provider sent an error event in the middle of the stream."""
 
@@ -55,6 +59,28 @@ def _usage(u: Any) -> Usage | None:
     return Usage(u.get("prompt_tokens") or 0, u.get("completion_tokens") or 0, u.get("total_tokens") or 0)
 
 
+def _content_parts(content: Any) -> str:
+    """The text of a delta's `content` that is not a string: of a list of content parts (some
+    OpenAI-compatible servers stream those), the text parts joined (other parts, e.g. "thinking",
+    are not the reply). Anything else raises MalformedChunk: a number, say, would reach the clients
+    and the history as a non-string."""
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, str):
+                texts.append(part)
+            elif not isinstance(part, dict):
+                break
+            elif part.get("type", "text") == "text":
+                if not isinstance(text := part.get("text"), str):
+                    break
+                texts.append(text)
+        else:
+            return "".join(texts)
+    raise MalformedChunk(f"a chunk's delta content is {type(content).__name__} {str(content)[:60]!r}, "
+                         "neither text nor a list of text parts")
+
+
 def read_chunk(obj: Any) -> ChunkDelta:
     """One parsed chunk as a ChunkDelta; an error event raises StreamErrorEvent."""
     if not isinstance(obj, dict):
@@ -71,7 +97,8 @@ def read_chunk(obj: Any) -> ChunkDelta:
     delta.finish_reason = choice.get("finish_reason")
     d = choice.get("delta")
     if d:
-        delta.text = d.get("content")
+        text = d.get("content")
+        delta.text = text if text is None or type(text) is str else _content_parts(text)
         calls = d.get("tool_calls")
         if calls:
             frags = []

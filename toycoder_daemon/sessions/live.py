@@ -20,6 +20,12 @@ an observer cancels its client's when it hears the event). An observer may also 
 The origin never waits for an observer: what one has not read stays in its connection's buffer,
 up to LIMIT bytes; an observer further behind is cut off (its connection aborted). An observer
 whose stream ends without `end` (cut off, or the origin died) falls back to the session file.
+
+While no observer is connected (the usual case) the backlog keeps the turn's text deltas as they
+are, only counting the bytes their lines would take, and they are encoded once, when an observer
+connects: a streamed reply is thousands of deltas, and encoding each for nobody was a quarter to a
+third of a turn's CPU. An observer gets the same bytes either way, and the backlog is dropped at the
+same point.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import contextlib
 import dataclasses
 import itertools
 import json
+import json.encoder
 import logging
 import os
 import re
@@ -53,6 +60,7 @@ from toycoder_daemon.core.ports import (
     PlanEntry,
     PlanUpdated,
     Resolution,
+    TextDelta,
     ToolCallFinished,
     ToolCallStarted,
 )
@@ -149,9 +157,15 @@ class Broadcast:
         self._own = own
         """This daemon's own listener for the session (not an observer)."""
         self._writers: dict[str, asyncio.StreamWriter] = {}
-        self._backlog: list[bytes] | None = []
-        """The turn's lines so far, for an observer that connects later (None: over LIMIT, dropped)."""
+        self._backlog: list[bytes | TextDelta] | None = []
+        """The turn's lines so far, for an observer that connects later (None: over LIMIT, dropped);
+        a text delta sent while no observer was connected is kept unencoded (see the module doc)."""
         self._backlog_size = 0
+        """The bytes of the backlog's lines, the unencoded deltas' counted as they will encode."""
+        self._unencoded = False
+        """The backlog holds unencoded deltas."""
+        self._frames: dict[str | None, tuple[bytes, bytes]] = {}
+        """Parent call id -> a text delta's line before and after its encoded text."""
         self._partial: set[str] = set()
         """Observers that connected after the backlog was dropped: they missed a part."""
         self._tried: set[str] = set()
@@ -208,7 +222,7 @@ class Broadcast:
                 task.add_done_callback(self._hearing.discard)
                 if self._backlog is None:
                     self._partial.add(path)
-                self._write(path, writer, b"".join([self._start, *(self._backlog or ()), *self._asks.values()]))
+                self._write(path, writer, b"".join([self._start, *self._encoded_backlog(), *self._asks.values()]))
 
     async def _hear(self, reader: asyncio.StreamReader) -> None:
         """What an observer says back: `cancel` (its client cancelled the turn) or `answer` (its
@@ -278,14 +292,59 @@ class Broadcast:
     def send(self, event: Event) -> None:
         if self._ended:
             return
-        data = _line({"t": "event", "turn": self.turn_id, "event": event_to_json(event)})
+        if not self._writers:  # nobody hears it now: only the backlog may need it
+            if self._backlog is None:
+                return
+            if type(event) is TextDelta:
+                self._unencoded = True
+                self._keep(event, self._delta_size(event))
+                return
+        data = self._event_line(event)
         if self._backlog is not None:
-            self._backlog.append(data)
-            self._backlog_size += len(data)
-            if self._backlog_size > LIMIT:
-                self._backlog = None
+            self._keep(data, len(data))
         for path, writer in list(self._writers.items()):
             self._write(path, writer, data)
+
+    def _event_line(self, event: Event) -> bytes:
+        if type(event) is TextDelta:
+            head, tail = self._frame(event.parent_tool_call_id)
+            return head + json.encoder.encode_basestring(event.text).encode("utf-8", "surrogatepass") + tail
+        return _line({"t": "event", "turn": self.turn_id, "event": event_to_json(event)})
+
+    def _frame(self, parent: str | None) -> tuple[bytes, bytes]:
+        """The line of a text delta of `parent` before and after its encoded text: an empty delta's
+        line cut around its `""`. The delta's text is encoded as json.dumps encodes a string
+        (ensure_ascii=False), so its line is _line's byte for byte, for ~1 µs instead of ~10."""
+        frame = self._frames.get(parent)
+        if frame is None:
+            empty = _line({"t": "event", "turn": self.turn_id, "event": event_to_json(TextDelta("", parent))})
+            # the only unescaped `"text":""` in it: a quote inside a JSON string is escaped
+            cut = empty.index(b'"text":""') + len(b'"text":')
+            frame = self._frames[parent] = (empty[:cut], empty[cut + len(b'""'):])
+        return frame
+
+    def _keep(self, item: bytes | TextDelta, size: int) -> None:
+        assert self._backlog is not None
+        self._backlog.append(item)
+        self._backlog_size += size
+        if self._backlog_size > LIMIT:
+            self._backlog = None
+            self._unencoded = False
+
+    def _delta_size(self, event: TextDelta) -> int:
+        """len(self._event_line(event)), without making the line."""
+        head, tail = self._frame(event.parent_tool_call_id)
+        text = json.encoder.encode_basestring(event.text)
+        return len(head) + len(tail) + (len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass")))
+
+    def _encoded_backlog(self) -> list[bytes]:
+        """The backlog's lines, its unencoded deltas encoded now, once (an observer connects)."""
+        if self._backlog is None:
+            return []
+        if self._unencoded:
+            self._backlog = [self._event_line(e) if isinstance(e, TextDelta) else e for e in self._backlog]
+            self._unencoded = False
+        return typing.cast(list[bytes], self._backlog)
 
     def end(self, recorded: list[str]) -> None:
         """The turn ended (its records are in the session file, its prompt under the checkpoint ids

@@ -86,6 +86,18 @@ async def test_a_cut_mid_line_and_an_error_event_are_retried() -> None:
     assert "stream cut" in notices[0].reason and "provider error mid-stream: overloaded" in notices[1].reason
 
 
+async def test_a_number_for_text_is_never_streamed_and_is_named_in_the_retry() -> None:
+    numbers = sse(text_chunk("a"), {"object": "chat.completion.chunk",
+                                   "choices": [{"index": 0, "delta": {"content": 42}, "finish_reason": None}]})
+    async with canned(http(200, numbers), http(200, sse(text_chunk("whole", "stop")))) as (url, _):
+        notices, deltas = [], []
+        m = model(url)
+        reply = await m.stream_chat(MSGS, on_delta=deltas.append, on_retry=notices.append)
+        await m.aclose()
+    assert reply.content == "whole" and deltas == ["a", "whole"]  # the cut attempt's text, then the retry's
+    assert "a chunk's delta content is int '42', neither text nor a list of text parts" in notices[0].reason
+
+
 async def test_a_plain_text_error_page_keeps_its_text_and_status() -> None:
     async with canned(http(404, b"no such route on this proxy", "text/plain")) as (url, _):
         m = model(url)

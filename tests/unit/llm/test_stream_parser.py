@@ -7,7 +7,7 @@ import json
 import pytest
 
 from toycoder_daemon.llm import json_codec
-from toycoder_daemon.llm.chunks import ReplyAssembler, StreamCut, StreamErrorEvent, read_chunk
+from toycoder_daemon.llm.chunks import MalformedChunk, ReplyAssembler, StreamCut, StreamErrorEvent, read_chunk
 from toycoder_daemon.llm.http_stream import encode_request
 from toycoder_daemon.llm.sse import SSEDecoder
 
@@ -84,6 +84,19 @@ def test_no_finish_reason_is_a_cut_and_an_error_event_raises() -> None:
         reply.reply()
     with pytest.raises(StreamErrorEvent, match="overloaded"):
         read_chunk({"error": {"message": "overloaded", "type": "server_error"}})
+
+
+def test_content_parts_are_read_as_their_text_and_other_content_is_an_error() -> None:
+    """Some OpenAI-compatible servers stream `content` as a list of content parts: their text parts
+    are the reply (a "thinking" part is not). A number, an object or a part that is neither is not
+    passed on as text (it would reach the clients and the history as a non-string)."""
+    parts = [{"type": "text", "text": "Hel"}, {"type": "thinking", "thinking": [{"type": "text", "text": "hmm"}]},
+             "l", {"text": "o"}]
+    assert read_chunk(chunk({"content": parts})).text == "Hello"
+    assert read_chunk(chunk({"content": []})).text == ""
+    for content in (5, 1.5, True, {"text": "hi"}, [{"type": "text", "text": 5}], [7]):
+        with pytest.raises(MalformedChunk, match=f"delta content is {type(content).__name__} "):
+            read_chunk(chunk({"content": content}))
 
 
 def test_the_request_body_drops_bookkeeping_fields_and_survives_a_lone_surrogate() -> None:
