@@ -431,7 +431,7 @@ class App:
             for label, kind in await self.files.complete(prefix, limit):
                 out.append((label, kind, (self.workspace.root / label).as_uri()))
         except ToolError as e:  # rg missing or failing: the resources can still be offered
-            log.info("no file completion: %s", e)
+            log.debug("no file completion: %s", e)  # FileIndex logged the failure, once
         low = prefix.lower()
         out += [(f"{r[0]}:{r[1]}", "resource", r[1]) for r in resources
                 if low in f"{r[0]}:{r[1]}".lower() or low in r[2].lower()]
