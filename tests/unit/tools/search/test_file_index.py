@@ -240,7 +240,7 @@ async def test_kept_rows_outside_the_workspace_are_dropped(tmp_path: Path, monke
     assert keeper is not None
     # a kept file tampered with (right header, rows naming paths outside the workspace)
     rows = ["../outside.txt", "/etc/passwd", "a/../../outside.txt", "calc.py", "x\0/etc/passwd",
-            "y\0../outside.txt", "z\0z/../../outside.txt", ".."]
+            "y\0../outside.txt", "z\0z/../../outside.txt", "..", "w\0w\0/etc/passwd", "v\0"]
     keeper.write("\n".join(sorted(rows)))
     GatedRg(monkeypatch)
     app = App(ws, Config())
