@@ -414,3 +414,35 @@ async def test_the_file_set_of_a_big_listing_is_made_off_the_event_loop(tmp_path
         assert made and threading.get_ident() not in made
     finally:
         await index.aclose()
+
+
+def test_pruning_skips_listings_another_daemon_removed_meanwhile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    from contextlib import contextmanager
+
+    from toycoder_daemon.tools.search import file_index
+
+    folder = tmp_path / "kept"
+    folder.mkdir(mode=0o700)
+    for i in range(file_index.KEPT_MAX_WORKSPACES + 5):
+        (folder / f"{i:032x}").write_bytes(b"x")
+    real = os.scandir
+
+    @contextmanager
+    def racing(path: Any) -> Any:
+        # every third entry is removed (by another daemon's pruning) once listed, before its stat
+        with real(path) as it:
+            def entries() -> Any:
+                for n, e in enumerate(it):
+                    if n % 3 == 0 and e.name != keeper.path.name:
+                        os.unlink(e.path)
+                    yield e
+            yield entries()
+
+    keeper = file_index.KeptListing(folder, tmp_path, ["--files"])
+    monkeypatch.setattr(os, "scandir", racing)  # only this synchronous call runs meanwhile
+    with caplog.at_level(logging.WARNING, logger="toycoder_daemon"):
+        keeper.write("calc.py")
+    monkeypatch.undo()
+    assert not caplog.records, [r.getMessage() for r in caplog.records]
+    assert labels_of(keeper.read()) == ["calc.py"]
