@@ -158,6 +158,10 @@ class App:
         """Seconds after `start` before the streaming client's modules load, unless a session opens
         sooner (see `start`)."""
         self._preload_now = asyncio.Event()
+        self.preloading: asyncio.Task[None] | None = None
+        """The start-up preload (one per App: a second `start` does not load or log again)."""
+        self.preload_began = False
+        """The preload's thread was started (what waited for a session or `preload_after` is over)."""
         environ_scrub.scrub()  # last: every config secret is registered (McpHub's too); before any command
 
     @classmethod
@@ -182,16 +186,20 @@ class App:
         if self._commands_watch is None:
             self._commands_watch = asyncio.ensure_future(self._watch_commands())
         await self.mcp.start()
-        if not self.config_error:
+        if not self.config_error and self.preloading is None:
             urls = [p.base_url for p in self.config.providers.values() if p.api_keys]
-            task = asyncio.ensure_future(self._preload(urls))
+            self.preloading = task = asyncio.ensure_future(self._preload(urls))
             self.parts.background.add(task)  # cancelled by shutdown (a thread already loading finishes)
             task.add_done_callback(self.parts.background.discard)
 
     async def _preload(self, urls: list[str | None]) -> None:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._preload_now.wait(), self.preload_after)
-        await asyncio.to_thread(_preload_llm, urls)
+        self.preload_began = True
+        try:
+            await asyncio.to_thread(_preload_llm, urls)
+        except Exception as e:  # logged here, once: a turn imports what it needs itself (its error is the turn's)
+            log.warning("the model client's preload failed: %s: %s", type(e).__name__, e)
 
     # ---- what the wire face sets -------------------------------------------------------------
 
@@ -431,7 +439,7 @@ class App:
             for label, kind in await self.files.complete(prefix, limit):
                 out.append((label, kind, (self.workspace.root / label).as_uri()))
         except ToolError as e:  # rg missing or failing: the resources can still be offered
-            log.info("no file completion: %s", e)
+            log.debug("no file completion: %s", e)  # FileIndex logged the failure, once
         low = prefix.lower()
         out += [(f"{r[0]}:{r[1]}", "resource", r[1]) for r in resources
                 if low in f"{r[0]}:{r[1]}".lower() or low in r[2].lower()]

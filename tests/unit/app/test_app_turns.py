@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -173,6 +174,28 @@ async def test_the_streaming_client_loads_when_a_session_opens_not_at_start(inpr
     p: InProc = inproc()
     p.app.preload_after = 3600
     await p.app.start()
-    assert loaded == []
+    await p.app.files.files()  # the loop has run on a while (a whole listing, its threads)
+    assert p.app.preloading is not None and not p.app.preload_began and loaded == []
     p.new_session()
     await eventually(lambda: bool(loaded), "the preload, once a session opened")
+
+
+async def test_a_failing_preload_is_logged_once(inproc, monkeypatch, caplog: pytest.LogCaptureFixture) -> None:
+    def broken(urls: list[str | None]) -> None:
+        raise OSError("no CA store here")
+
+    monkeypatch.setattr(application, "_preload_llm", broken)
+    p: InProc = inproc()
+    p.app.preload_after = 0
+    with caplog.at_level(logging.WARNING, logger="toycoder_daemon"):
+        await p.app.start()
+        first = p.app.preloading
+        assert first is not None
+        await asyncio.wait([first])
+        await p.app.start()  # the LSP face's `initialized` twice, say: no second preload
+        assert p.app.preloading is first
+        p.new_session()
+        p.new_session()
+        assert await p.app.complete_mentions(None, "x", 5) is not None
+    said = [r for r in caplog.records if "no CA store here" in r.getMessage()]
+    assert len(said) == 1 and not first.exception()

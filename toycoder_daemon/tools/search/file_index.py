@@ -31,15 +31,36 @@ from pathlib import Path
 from typing import Any
 
 from toycoder_daemon.core.util.atomic import atomic_write
+from toycoder_daemon.tools.base import ToolError
 
 log = logging.getLogger(__name__)
 
-KEPT_FORMAT = b"toycoder-files 1"
+KEPT_FORMAT = b"toycoder-files 2"
 KEPT_MAX_BYTES = 16 << 20
 """A listing bigger than this (~300k paths) is not kept on disk: reading it back would cost more than
 a first completion may wait."""
 KEPT_MAX_WORKSPACES = 100
-"""Kept listings beyond this many (one per workspace) are removed, the least recently written first."""
+"""Kept listings beyond this many (one per workspace) are removed, the least recently used first."""
+STALE_TMP = 3600.0
+"""A temp file of a write (atomic_write's `.<name>.<random>.tmp`) older than this many seconds is a
+crashed writer's, removed by the next pruning; a younger one may be another daemon's write at work."""
+OFF_LOOP = 2000
+"""A listing of more files than this builds its file set in a thread (~1 ms per 20k on the loop)."""
+LSTAT_OFF_LOOP = 8
+"""More kept rows than this to lstat go to a thread (each lstat may wait on a slow disk)."""
+
+
+def outside(path: str) -> bool:
+    """`path` (a row's, workspace-relative) would name something outside the workspace (absolute, or
+    a `..` component), is empty or holds a NUL: rg never lists such a path; a kept file written by hand may hold one."""
+    return (not path or path.startswith("/") or path == ".." or path.startswith("../") or "/../" in path
+            or path.endswith("/..") or "\0" in path)
+
+
+def existing(root: str, rows: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The rows (of a kept listing) whose path still exists under `root` (lstat: a symlink counts,
+    whatever it points to). Each path is joined under `root` as text: no row offered is `outside`."""
+    return [r for r in rows if os.path.lexists(root + "/" + r[0].rstrip("/"))]
 
 
 class Listing:
@@ -48,7 +69,12 @@ class Listing:
     prefixes are found by bisection and substrings by str.find on the rows joined by newlines
     (`blob`, which is also what a kept listing holds on disk). Built in a few C-level passes
     (decode, split, sort, map, join: none holds the GIL for more than a few ms on 20k paths) with no
-    Python loop per file; from a kept blob, in a split and a sort of sorted rows (~3 ms)."""
+    Python loop per file; from a kept blob, in a split and a sort of sorted rows (~3 ms).
+
+    A path with a newline in its name is a file (`files`, what a prompt may attach) but never a row:
+    the blob is split by newlines. A row that is absolute or has a `..` component (a kept file
+    written by hand) is never offered: `complete` drops it (checking the few rows it answers costs
+    nothing; checking a kept blob's every row, ~3.5 ms on 20k paths, would delay the first `@`)."""
 
     def __init__(self, rows: list[str]):
         """`rows`: sorted (`of_paths` and `of_blob` make them)."""
@@ -66,20 +92,21 @@ class Listing:
         return cls(rows)
 
     @classmethod
-    def of_paths(cls, data: bytes) -> Listing:
-        """`data`: paths separated by newlines (rg --files' output)."""
-        text = data.decode("utf-8", "surrogateescape").strip("\n")
+    def of_paths(cls, chunks: list[bytes]) -> Listing:
+        """`chunks`: rg --files --null's output, joined here (in the indexing thread, not on the loop)."""
+        text = b"\0".join(chunks).decode("utf-8", "surrogateescape").strip("\0")
         if text.startswith("./"):
-            text = text[2:].replace("\n./", "\n")
-        files = text.split("\n") if text else []
+            text = text[2:].replace("\0./", "\0")
+        files = text.split("\0") if text else []
         files.sort()
+        shown = files if "\n" not in text else [f for f in files if "\n" not in f]
         dirs: set[str] = set()
-        for d in set(map(itemgetter(0), map(str.rpartition, files, repeat("/")))):  # a loop per folder only
+        for d in set(map(itemgetter(0), map(str.rpartition, shown, repeat("/")))):  # a loop per folder only
             while d and d not in dirs:
                 dirs.add(d)
                 d = d.rpartition("/")[0]
-        shown = files + [d + "/" for d in dirs]
-        lows = "\n".join(shown).lower().split("\n")
+        shown = shown + [d + "/" for d in dirs]
+        lows = "\n".join(shown).lower().split("\n") if shown else []  # "".split gives [""]
         same = list(map(str.__eq__, lows, shown))
         rows = list(compress(lows, same))  # a lower-case path is its own row: the blob stays small
         rows += map("\0".join, compress(zip(lows, shown, strict=True), map(not_, same)))
@@ -132,26 +159,28 @@ class Listing:
                 at = self.blob.find(low, self.starts[n + 1]) if n + 1 < len(rows) else -1
             contains.sort(key=lambda n: (low not in lows[n].rstrip("/").rpartition("/")[2], len(lows[n]), lows[n]))
             out += [self.entry(n) for n in contains[:limit - len(out)]]
-        return out
+        return [e for e in out if not outside(e[0])]
 
 
 class KeptListing:
     """A workspace's last whole listing on disk, `<folder>/<hash of its real path>`: its index rows
-    (Listing.blob) after a header naming the format, the workspace and the rg flags (hashed) and the
-    rows' length; written atomically, owner-only (0600, in a 0700 folder). One that is not a regular
-    file of this user's, is open to others, too big, torn, or of another workspace or other flags is
-    ignored (and replaced by the next whole listing)."""
+    (Listing.blob) after a header naming the format, the workspace and the rg flags (hashed), the
+    rows' length and their sha256; written atomically, owner-only (0600, in a 0700 folder). One that
+    is not a regular file of this user's, is open to others, too big, torn or changed, or of another
+    workspace or other flags is ignored (and replaced by the next whole listing). A row naming a path
+    outside the workspace is never offered (`Listing.complete`)."""
 
     def __init__(self, folder: Path, root: Path, args: Sequence[str]):
         real = os.path.realpath(root)
         self.folder = folder
         self.path = folder / hashlib.sha256(os.fsencode(real)).hexdigest()[:32]
         self.stamp = hashlib.sha256(b"\0".join(map(os.fsencode, [real, *args]))).hexdigest().encode()
-        self.body: bytes | None = None
-        """What the file holds (as last read or written): an unchanged listing is not written again."""
+        self.digest: bytes | None = None
+        """The sha256 of what the file holds, as last read or written (set only once that succeeded):
+        an unchanged listing is not written again, only touched."""
 
-    def _header(self, body: bytes) -> bytes:
-        return b"%s %s %d\n" % (KEPT_FORMAT, self.stamp, len(body))
+    def _header(self, body: bytes, digest: bytes) -> bytes:
+        return b"%s %s %d %s\n" % (KEPT_FORMAT, self.stamp, len(body), digest)
 
     def read(self) -> Listing | None:
         """The kept listing, indexed; None when there is none this daemon may trust."""
@@ -167,40 +196,63 @@ class KeptListing:
             if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
                 log.warning("kept file listing %s ignored: not an owner-only file of this user's", self.path)
                 return None
-            data = f.read(KEPT_MAX_BYTES + 200)
+            data = f.read(KEPT_MAX_BYTES + 300)
         head, _, body = data.partition(b"\n")
-        if head + b"\n" != self._header(body):
-            log.info("kept file listing %s ignored: of another workspace, version or rg flags, or torn", self.path)
+        digest = hashlib.sha256(body).hexdigest().encode()
+        if head + b"\n" != self._header(body, digest):
+            log.info("kept file listing %s ignored: of another workspace, version or rg flags, or torn or changed",
+                     self.path)
             return None
-        self.body = body
+        self.digest = digest
         return Listing.of_blob(body.decode("utf-8", "surrogateescape"))
 
     def write(self, blob: str) -> None:
-        """Keep a whole listing's `blob` (unless unchanged); one too big to keep removes the old one
-        (it would be stale)."""
+        """Keep a whole listing's `blob` (an unchanged one is only touched: pruning goes by the last
+        use); one too big to keep removes the old one (it would be stale)."""
         body = blob.encode("utf-8", "surrogateescape")
-        if body == self.body:
-            return
-        self.body = body
+        digest = hashlib.sha256(body).hexdigest().encode()
         try:
+            if digest == self.digest:
+                try:
+                    os.utime(self.path, follow_symlinks=False)
+                    return
+                except FileNotFoundError:  # removed meanwhile (pruned by another daemon): written again
+                    pass
+            self.digest = None
             if len(body) > KEPT_MAX_BYTES:
                 with contextlib.suppress(FileNotFoundError):
                     self.path.unlink()
                 return
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            atomic_write(self.path, self._header(body) + body, 0o600)
+            atomic_write(self.path, self._header(body, digest) + body, 0o600)
+            self.digest = digest
             self._prune()
         except OSError as e:  # a full disk, a read-only data dir: the next daemon lists without it
             log.warning("could not keep the file listing in %s: %s", self.path, e)
 
     def _prune(self) -> None:
+        """The least recently used listings beyond KEPT_MAX_WORKSPACES, and crashed writers' temp
+        files, are removed. Other daemons prune and write here too: an entry gone meanwhile is skipped."""
+        kept: list[tuple[float, str]] = []
+        now = time.time()
         with os.scandir(self.folder) as it:
-            kept = [e for e in it if e.is_file(follow_symlinks=False) and not e.name.startswith(".")]
+            for e in it:
+                try:
+                    if not e.is_file(follow_symlinks=False):
+                        continue
+                    mtime = e.stat(follow_symlinks=False).st_mtime
+                except FileNotFoundError:
+                    continue
+                if not e.name.startswith("."):
+                    kept.append((mtime, e.path))
+                elif e.name.endswith(".tmp") and now - mtime > STALE_TMP:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(e.path)
         if len(kept) > KEPT_MAX_WORKSPACES:
-            kept.sort(key=lambda e: e.stat(follow_symlinks=False).st_mtime)
-            for e in kept[:len(kept) - KEPT_MAX_WORKSPACES]:
+            kept.sort()
+            for _, path in kept[:len(kept) - KEPT_MAX_WORKSPACES]:
                 with contextlib.suppress(FileNotFoundError):
-                    os.unlink(e.path)
+                    os.unlink(path)
 
 
 class FileIndex:
@@ -210,9 +262,10 @@ class FileIndex:
         self.root = root
         self.keep_in = keep_in
         self.max_age = max_age
-        self.listed = Listing([])
+        self.listed: Listing | None = None
         """The latest index: of a whole listing once one finished (`complete_at`), else of the kept
-        listing (`from_kept`), else of what the first listing has printed so far."""
+        listing (`from_kept`; an empty one is an answer too), else of what the first listing has
+        printed so far; None before any."""
         self.from_kept = False
         """`listed` is an earlier daemon's listing (this one's rg has not finished yet)."""
         self.complete_at = 0.0
@@ -220,6 +273,9 @@ class FileIndex:
         self.kept: KeptListing | None = None
         self._listing: asyncio.Future[None] | None = None
         self._keeping: asyncio.Future[None] | None = None
+        self._failed: str | None = None
+        """The last listing failure logged: each keystroke's completion lists again, but a failure is
+        logged once (again only after a listing succeeded or failed otherwise)."""
         self._indexed = asyncio.Event()
         """Set each time `listed` is replaced."""
         self._wanted = asyncio.Event()
@@ -246,7 +302,8 @@ class FileIndex:
         # imported here, as the searches do: not in every new process
         from toycoder_daemon.tools.search.rg import RG_COMMON, SKIP_GIT, run_rg
 
-        args = ["--files", *RG_COMMON, *SKIP_GIT]
+        # NUL-separated: a name may hold a newline (Listing keeps it a file, never a row)
+        args = ["--files", "--null", *RG_COMMON, *SKIP_GIT]
         if self.kept is None and self.keep_in is not None:  # this daemon's first listing: the kept one first
             self.kept = KeptListing(self.keep_in, self.root, args)
             # read before rg starts, so that rg's output does not compete for the GIL with the
@@ -268,18 +325,20 @@ class FileIndex:
                 await self._wanted.wait()
                 more.clear()
                 self._wanted.clear()
-                listed = await asyncio.to_thread(Listing.of_paths, b"\n".join(found))
+                listed = await asyncio.to_thread(Listing.of_paths, found[:])  # a copy: rg goes on adding
                 if not self.complete_at:
                     self._publish(listed, whole=False)
 
         # an earlier daemon's whole listing beats a part of this one's
         early = None if self.from_kept else asyncio.ensure_future(index_so_far())
         try:
-            await run_rg(args, self.root, take)
+            code, _ = await run_rg(args, self.root, take, sep=b"\0")
         finally:
             if early is not None:
                 early.cancel()
-        listed = await asyncio.to_thread(Listing.of_paths, b"\n".join(found))  # off the event loop
+        if code < 0:  # killed (by the OOM killer, a person): a part, neither a listing nor to be kept
+            raise ToolError(f"listing the workspace's files: rg was killed by signal {-code}")
+        listed = await asyncio.to_thread(Listing.of_paths, found)  # joined and indexed off the event loop
         self._publish(listed, whole=True)
         if self.kept is not None and (self._keeping is None or self._keeping.done()):  # else the next one's
             self._keeping = asyncio.ensure_future(asyncio.to_thread(self.kept.write, listed.blob))
@@ -288,9 +347,20 @@ class FileIndex:
         """One listing at a time: callers meanwhile share it."""
         if self._listing is None or self._listing.done():
             self._listing = asyncio.ensure_future(self._list())
-            # a failure nobody awaited (a completion that answered before it) is not logged as lost
-            self._listing.add_done_callback(lambda f: f.cancelled() or f.exception())
+            self._listing.add_done_callback(self._listed)
         return self._listing
+
+    def _listed(self, done: asyncio.Future[None]) -> None:
+        # a failure is taken here (none is lost unseen when a completion answered before it) and
+        # logged once, not at each completion that lists again
+        if done.cancelled():
+            return
+        failed = done.exception()
+        said = None if failed is None else str(failed) or type(failed).__name__
+        if said is not None and said != self._failed:
+            log.warning("could not list the workspace's files: %s", said,
+                        exc_info=None if isinstance(failed, ToolError) else failed)
+        self._failed = said
 
     async def aclose(self) -> None:
         """A listing still running is stopped (its rg killed) and awaited: an rg left spawning when
@@ -309,7 +379,14 @@ class FileIndex:
             await asyncio.shield(self._refresh())
         elif time.monotonic() - self.complete_at > self.max_age:
             self._refresh()
+        assert self.listed is not None and not self.from_kept
         return self.listed
+
+    @staticmethod
+    async def _file_set(listed: Listing) -> frozenset[str]:
+        if "file_set" in vars(listed) or len(listed.files) <= OFF_LOOP:
+            return listed.file_set
+        return await asyncio.to_thread(getattr, listed, "file_set")  # ~1 ms per 20k files
 
     async def files(self) -> list[str]:
         """Workspace-relative paths (sorted); a stale kept list is returned and refreshed behind."""
@@ -317,9 +394,9 @@ class FileIndex:
 
     async def visible(self, rel: str) -> bool:
         """Whether rg lists the file (not hidden by the ignore rules, not under .git)."""
-        if rel not in (await self._whole()).file_set:
+        if rel not in await self._file_set(await self._whole()):
             await asyncio.shield(self._refresh())
-        return rel in self.listed.file_set
+        return rel in await self._file_set(await self._whole())
 
     async def complete(self, prefix: str, limit: int, scan: int = 2000, wait: float = 0.03) -> list[tuple[str, str]]:
         """(path, "file"|"folder") for `prefix` (case-insensitive): the paths starting with it,
@@ -333,7 +410,7 @@ class FileIndex:
         if not self.complete_at:
             running = self._refresh()
             self._wanted.set()
-            if not self.listed.rows:
+            if self.listed is None:
                 self._indexed.clear()
                 indexed = asyncio.ensure_future(self._indexed.wait())
                 waiters: list[asyncio.Future[Any]] = [running, indexed]
@@ -345,7 +422,10 @@ class FileIndex:
                     raise failed  # rg missing or failing
         elif time.monotonic() - self.complete_at > self.max_age:
             self._refresh()
+        if self.listed is None:
+            return []
         rows = self.listed.complete(prefix, limit, scan)
         if self.from_kept:  # one lstat per row, only until this daemon's listing replaces the kept one
-            rows = [r for r in rows if os.path.lexists(self.root / r[0])]
+            root = str(self.root)
+            rows = await asyncio.to_thread(existing, root, rows) if len(rows) > LSTAT_OFF_LOOP else existing(root, rows)
         return rows
