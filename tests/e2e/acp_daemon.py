@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers import ROOT
-from waiting import DEFAULT_TIMEOUT
+from waiting import DEFAULT_TIMEOUT, scaled
 
 CAPS = {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}},
         "clientInfo": {"name": "test", "version": "1"}}
@@ -48,7 +48,7 @@ class AcpDaemon:
     def until(self, pred: Any) -> dict[str, Any]:
         """Read (keeping every line in `seen`) up to the first line `pred` takes."""
         while True:
-            msg = self.lines.get(timeout=DEFAULT_TIMEOUT)
+            msg = self.lines.get(timeout=scaled(DEFAULT_TIMEOUT))
             self.seen.append(msg)
             if pred(msg):
                 return msg
