@@ -3,6 +3,7 @@ unprivileged user created for the test run, and look for processes by unique mar
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import secrets
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers import processes_with
+from waiting import wait_until
 
 import toycoder_daemon
 from toycoder_daemon.tools.shell.sandbox import cgroups, probe
@@ -73,16 +75,36 @@ def python_for(user: str) -> str | None:
     return None
 
 
+USERS_LOCK = Path(tempfile.gettempdir()) / "toycoder-tests-useradd.lock"
+"""Shared by every run of the suite on the machine, on purpose: it only orders useradd/userdel."""
+
+
+def _users_db(argv: list[str], *, check: bool = True) -> None:
+    """useradd/userdel, one at a time: they refuse at once ("cannot lock /etc/passwd; try again later")
+    while another holds that lock, as a parallel worker or another run of the suite may. Ours take
+    turns on USERS_LOCK; a lock held by anyone else is waited for. `check`: another failure raises."""
+    def done() -> bool:
+        with open(USERS_LOCK, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            p = subprocess.run(argv, capture_output=True, text=True)
+        if p.returncode == 0 or "lock" in p.stderr:
+            return p.returncode == 0
+        if check:
+            raise AssertionError(f"{argv} failed ({p.returncode}): {p.stderr}")
+        return True
+
+    wait_until(done, 60, f"{argv[0]} to get the lock of the users' files", interval=0.2)
+
+
 @contextmanager
 def temporary_user() -> Iterator[str]:
     """A throwaway unprivileged user, removed afterwards."""
     name = f"tcsbx{os.getpid() % 100000}{secrets.token_hex(2)}"
-    subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True,
-                   capture_output=True)
+    _users_db(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name])
     try:
         yield name
     finally:
-        subprocess.run(["userdel", name], capture_output=True)
+        _users_db(["userdel", name], check=False)  # as before: a user left behind fails no test
 
 
 @dataclass

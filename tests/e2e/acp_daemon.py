@@ -13,7 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from helpers import ROOT
-from waiting import DEFAULT_TIMEOUT
+from waiting import DEFAULT_TIMEOUT, scaled
+
+LINE_TIMEOUT = 20
+"""Seconds for each line, as rpc.Daemon.call's answer: a new process's first answer waits for its cold imports
+(and, in a fresh clone, their bytecode being written), slow on a loaded machine."""
 
 CAPS = {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}},
         "clientInfo": {"name": "test", "version": "1"}}
@@ -46,9 +50,10 @@ class AcpDaemon:
         self.write(b"".join(json.dumps(m).encode() + b"\n" for m in msgs))
 
     def until(self, pred: Any) -> dict[str, Any]:
-        """Read (keeping every line in `seen`) up to the first line `pred` takes."""
+        """Read (keeping every line in `seen`) up to the first line `pred` takes; each line within
+        LINE_TIMEOUT."""
         while True:
-            msg = self.lines.get(timeout=DEFAULT_TIMEOUT)
+            msg = self.lines.get(timeout=scaled(LINE_TIMEOUT))
             self.seen.append(msg)
             if pred(msg):
                 return msg

@@ -13,14 +13,18 @@ Everything this server logs goes to its stderr, never to stdout (the stdio proto
 
 from __future__ import annotations
 
+import signal
+import sys
+
+if "--stubborn" in sys.argv:  # before the imports below (the SDK's take a second or more on a loaded machine): a
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # SIGTERM during them must find the server stubborn already
+
 import argparse
 import asyncio
 import base64
 import os
-import signal
 import socket
 import subprocess
-import sys
 import time
 from typing import Any
 
@@ -187,9 +191,7 @@ def main() -> None:
                         help="after stdin closes, ignore SIGTERM and keep running")
     parser.add_argument("--stubborn", action="store_true", help="ignore SIGTERM from the start")
     parser.add_argument("--tag", default="", help="ignored: marks the command line for the tests")
-    opts = parser.parse_args()
-    if opts.stubborn:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    opts = parser.parse_args()  # --stubborn: SIGTERM is ignored already (at the top)
     if opts.spawn_child:
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "child", opts.tag],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)

@@ -7,15 +7,18 @@ daemon->client requests to `on_request`, whose return value is sent back as the 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from types import FrameType
 from typing import Any
 
 from toycoder_daemon.core.util.visible import visible, visible_tree
@@ -72,6 +75,27 @@ def close_all(timeout: float = 2) -> None:
         conn.close(timeout)
 
 
+@contextlib.contextmanager
+def _holding_sigint() -> Iterator[None]:
+    """A SIGINT that arrives inside the block is held, and handled as it would have been at its end
+    (KeyboardInterrupt, with the default handler). Only the main thread hears signals: elsewhere a no-op.
+    Not by blocking the signal: a blocked mask would be inherited by the daemon and its commands."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[FrameType | None] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(frame))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)  # None: not set from Python
+        if held:
+            if callable(previous):
+                previous(signal.SIGINT, held[0])
+            elif previous == signal.SIG_DFL:
+                signal.raise_signal(signal.SIGINT)
+
+
 class Connection:
     def __init__(self, argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None):
         # The daemon's stderr (logs) must not scribble over the terminal UI: keep it aside and show
@@ -79,13 +103,14 @@ class Connection:
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the connection; closed in close())
         # start_new_session: Ctrl-C in the terminal signals the client only; the client cancels the
         # turn over the wire and the daemon lives on.
-        try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                                         env=env, cwd=cwd, start_new_session=True)
-        except OSError as e:
-            self._stderr.close()
-            raise DaemonNotStarted(argv, e.strerror or str(e)) from None
-        _OPEN.add(self)
+        with _holding_sigint():  # a Ctrl-C inside Popen (the child runs already) would leave it unknown to close_all
+            try:
+                self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                                             env=env, cwd=cwd, start_new_session=True)
+            except OSError as e:
+                self._stderr.close()
+                raise DaemonNotStarted(argv, e.strerror or str(e)) from None
+            _OPEN.add(self)
         self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.cancelled_requests: set[Any] = set()
         """Ids of daemon->client requests the daemon withdrew ($/cancelRequest)."""

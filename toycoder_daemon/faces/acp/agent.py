@@ -231,26 +231,36 @@ class ToyCoderAgent:
             self._announced[session_id] = rows
             await self.raw.session_update(session_id, commands_update(rows))
 
-    async def _options(self, app: App, s: Session, *, ask: bool = False) -> list[Any]:
-        """The session's config options, remembered as what its client was told. A session's
-        answer gets them without asking the provider (`ask`: a request that might outlast the input,
-        and delay every answer); `_tell_options` asks right after it."""
-        opts = await acp_config.options(app, s, ask=ask)
+    async def _options(self, app: App, s: Session) -> list[Any]:
+        """The session's config options for its answer, remembered as what its client was told. They
+        never wait for the provider's list of models (a request that might outlast the input, and delay
+        every answer): `_tell_options` asks right after it."""
+        opts = await acp_config.options(app, s)
         self.told_options[s.id] = acp_config.dumped(opts)
-        if not ask:
-            self.later(self._tell_options(app, s.id, ask=True))
+        self.later(self._tell_options(app, s.id, ask=True))
         return opts
 
     async def _tell_options(self, app: App, session_id: str, *, ask: bool = False) -> None:
-        """A change made by /model, /mode or set_mode: `config_option_update` when the options differ
-        from what the client was told (its own set_config_option was answered with them)."""
+        """A change made by /model, /mode or set_mode, or (`ask`) the provider's list of models:
+        `config_option_update` when the options differ from what the client was last told.
+
+        The provider is asked first (its model client keeps the list); the options are then built,
+        compared and remembered with no suspension in between, from the session as it is now: built
+        before the request, they could be older than an answer given meanwhile (a set_config_option),
+        and both remembering them and telling them would be wrong."""
         s = app.live.get(session_id)
-        if s is None or self.owner.get(session_id) is not app or session_id in self._setting:
+        if s is None:
+            return
+        if ask and not app.config_error:  # a broken config has no model option
+            await acp_config.served_info(app, s, ask=True)
+        if app.live.get(session_id) is not s or self.owner.get(session_id) is not app or session_id in self._setting:
             return  # gone, or set_config_option's answer tells the client
-        before = self.told_options.get(session_id)
-        opts = acp_config.dumped(await self._options(app, s, ask=ask))
-        if opts != before:
+        opts = acp_config.dumped(await acp_config.options(app, s))  # no request: no suspension
+        if opts != self.told_options.get(session_id):
+            self.told_options[session_id] = opts
             await self.raw.session_update(session_id, {"sessionUpdate": "config_option_update", "configOptions": opts})
+        if not ask:  # a switch to another provider: its list is asked for after
+            self.later(self._tell_options(app, session_id, ask=True))
 
     @acp_errors
     async def set_config_option(self, config_id: str, session_id: str, value: Any, **_: Any) -> SetSessionConfigOptionResponse:

@@ -5,6 +5,7 @@ models its server lists) and a `mode` select (category mode) on session/new, loa
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,9 @@ import pytest
 from acp import RequestError, text_block
 from acp_client import acp_face, new_session
 from helpers import write_config
+from waiting import wait_until_async
 
+from toycoder_daemon.faces.acp import config_options
 from toycoder_daemon.testing.fake_llm import FakeLLM
 
 
@@ -96,3 +99,63 @@ async def test_slash_model_and_mode_send_config_option_update(tmp_path: Path, ll
         await conn.prompt(session_id=sid, prompt=[text_block("/model")])  # showing changes nothing
         await conn.prompt(session_id=sid, prompt=[text_block("/usage")])
         assert len(editor.updates("config_option_update")) == 2
+
+
+class HeldList:
+    """The provider's list of models as the ACP face asks for it, with the first request after
+    `hold()` held until `release()`: a slow /v1/models."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.real = config_options.with_served
+        self.gate: asyncio.Event | None = None
+        self.held: asyncio.Event | None = None
+        self.finished = 0
+        monkeypatch.setattr(config_options, "with_served", self)
+        monkeypatch.setattr(config_options, "SERVED_WAIT", 60)  # held, not timed out
+
+    def hold(self) -> None:
+        self.gate = asyncio.Event()
+
+    def release(self) -> None:
+        assert self.held is not None
+        self.held.set()
+
+    async def __call__(self, app: Any, info: Any, s: Any, **kwargs: Any) -> Any:
+        if not kwargs.get("ask_server", True):
+            return await self.real(app, info, s, **kwargs)
+        try:
+            if self.gate is not None:
+                self.held, self.gate = self.gate, None
+                await self.held.wait()
+            return await self.real(app, info, s, **kwargs)
+        finally:
+            self.finished += 1
+
+
+async def test_a_slow_list_of_models_neither_repeats_nor_hides_a_change(tmp_path: Path, served_llm: FakeLLM,
+                                                                         workspace: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The list asked for after set_config_option's answer comes back after a second change: what
+    the client was told stays what it was told. (Built before the request, the old options were
+    remembered as told when it came back: the next change, back to them, was never told, and any
+    other change was told twice.)"""
+    listing = HeldList(monkeypatch)
+    config = write_config(tmp_path / "c.yaml", served_llm)
+    async with acp_face(tmp_path, served_llm, config=config) as (conn, editor, _):
+        sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+        await wait_until_async(lambda: len(editor.updates("config_option_update")) == 1, what="the served list")
+        asked = listing.finished
+        listing.hold()
+        await conn.set_config_option(config_id="mode", session_id=sid, value="read-only")  # its list: held
+        answer = await conn.set_config_option(config_id="mode", session_id=sid, value="accept-edits")
+        assert dumped(answer.config_options)["mode"]["currentValue"] == "accept-edits"
+        # the lists asked for after each answer and after each change's own update (4), but the held one
+        await wait_until_async(lambda: listing.finished == asked + 3, what="the other lists")
+        listing.release()
+        await wait_until_async(lambda: listing.finished == asked + 4, what="the held list")
+        assert len(editor.updates("config_option_update")) == 1  # the answers told the changes
+
+        await conn.set_session_mode(session_id=sid, mode_id="read-only")
+        await editor.wait_for(lambda f: len(editor.updates("config_option_update")) == 2)
+        told = {o["id"]: o["currentValue"] for o in editor.updates("config_option_update")[-1]["configOptions"]}
+        assert told == {"model": "openai:fake-model", "mode": "read-only"}
