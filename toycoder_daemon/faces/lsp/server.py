@@ -91,6 +91,8 @@ class ToyCoderServer(LanguageServer):
         self.background = Background()
         self.answering: set[asyncio.Task[Any]] = set()
         """Requests of the table being answered: the end of input waits for their answers (`answered`)."""
+        self.answer_written: Callable[[], asyncio.Future[None]] | None = None
+        """The Outbox's `all_written` (transport.serve sets it): done once what is queued is written."""
         self.elsewhere: dict[str, EditorFrontend] = {}
         """Session -> the frontend that shows a turn running in another daemon (heard live)."""
 
@@ -116,11 +118,19 @@ class ToyCoderServer(LanguageServer):
         return self._app
 
     def open_at_first_use(self, opening: Callable[[], App]) -> None:
-        """`initialize`: the App `opening` makes is opened by the loop's next step (after the answer,
-        which pygls has queued by then) or by whatever uses it first."""
+        """`initialize`: the App `opening` makes is opened once the answer is written to the client
+        (`answer_written`), or by whatever uses it first. Opening it right after the answer was
+        queued held the GIL (~8 ms of CPU) while the writer thread waited for it to write the answer."""
         self._opening = opening
         with contextlib.suppress(RuntimeError):  # no loop: a test drives pygls by hand; the first use opens it
-            asyncio.get_running_loop().call_soon(lambda: self.app)
+            asyncio.get_running_loop().call_soon(self._open_once_answered)
+
+    def _open_once_answered(self) -> None:
+        """The loop's next step after `initialize`'s handler: pygls has queued the answer by now."""
+        if self.answer_written is None:
+            self.app  # noqa: B018 (the property opens it)
+            return
+        self.answer_written().add_done_callback(lambda _: self.app)
 
     def get_app(self) -> App:
         app = self.app
