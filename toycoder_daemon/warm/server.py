@@ -64,6 +64,7 @@ PREPARE = (
     "toycoder_daemon.faces.lsp.converter:prepare", "toycoder_daemon.wire.protocol:build_all",
     "toycoder_daemon.llm.http_stream:prepare", "toycoder_daemon.warm.proc_identity:prepare",
     "toycoder_daemon.config.model:prepare", "toycoder_daemon.faces.lsp.server:prepare",
+    "toycoder_daemon.faces.acp.agent:prepare",
     # the package's own data every App reads alike: the prompt templates, the built-in tools' schemas
     "toycoder_daemon.prompts.manager:prepare", "toycoder_daemon.app.factories:prepare",
 )
