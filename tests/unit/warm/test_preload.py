@@ -100,6 +100,9 @@ def test_the_lsp_preparation_answers_an_initialize_and_opens_no_app(monkeypatch:
     lsp_server.prepare()
     assert threading.active_count() == threads
     assert len(answers) == 1 and b'"capabilities"' in answers[0] and b'"toycoder"' in answers[0]
+    prepared = lsp_server.server_for("/some/config.yaml")  # the prepared server, taken once
+    assert prepared.config_path == "/some/config.yaml" and prepared.app is None
+    assert lsp_server.server_for(None) is not prepared
 
 
 def test_the_acp_preparation_reads_nothing_of_a_launch_and_leaves_an_agent_for_one_serve(
