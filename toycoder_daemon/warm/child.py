@@ -110,8 +110,8 @@ def rehearse() -> None:
 
     for args in (["--stdio"], ["--acp"]):
         cold_main.PARSER.parse_args(args)
-    lsp_server.prepare()
-    acp_agent.rehearse()
+    lsp_server.prepare()  # each also makes the server / agent this child serves with, in its own pages
+    acp_agent.prepare()
 
     async def loop_start() -> None:  # the loop's own first-call work (selector, tasks, futures)
         await asyncio.sleep(0)
