@@ -872,3 +872,17 @@ def test_initialize_is_answered_before_the_app_opens(rundir: Path, workspace: Pa
         os.close(r)
         proc.wait(scaled(30))
         reader.join(scaled(10))
+
+
+async def test_a_server_started_with_the_spare_off_forks_per_launch(rundir: Path, workspace: Path, llm: FakeLLM,
+                                                                    tmp_path: Path) -> None:
+    """TOYCODER_WARM_SPARE=0 in the launch that starts the server: no spare, each launch forked for."""
+    assert run("--version", env={"TOYCODER_WARM_SPARE": "0"}).returncode == 0
+    server = wait_for_server(rundir)
+    assert server["spare"] is None and b"TOYCODER_WARM_SPARE=0" in environ_of(server["pid"])
+    d = await started(rundir, write_config(tmp_path / "c.yaml", llm), workspace)
+    child = serving_pid(d.proc.pid, rundir)
+    assert child != d.proc.pid and parent_of(child) == server["pid"]
+    assert statuses(rundir)[0]["spare"] is None
+    assert await d.close() == 0
+

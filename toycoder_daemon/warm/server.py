@@ -81,7 +81,9 @@ IDLE_MINUTES = 30.0
 MAX_WAIT = 3600.0
 """Seconds one poll waits at most (the idle check then runs again)."""
 SPARE = True
-"""Keep a spare child forked and rehearsed ahead of the next launch (child.run_spare)."""
+"""Keep a spare child forked and rehearsed ahead of the next launch (child.run_spare), unless the
+server was started with TOYCODER_WARM_SPARE=0 (read once at its start, from its own environment:
+launcher.SERVER_ENV of the launch that started it)."""
 SPARE_DELAY = 0.5
 """Seconds after a spare took a launch before the next one is forked: its rehearsal (~10 ms of CPU)
 then does not compete with the launch just served, which is answering its `initialize`."""
@@ -166,6 +168,7 @@ class Server:
         os.set_blocking(self.wake_w, False)
         os.set_blocking(self.wake_r, False)
         self.stop_requested = False
+        self.use_spare = SPARE
         self.spare: Spare | None = None
         self.spare_due: float | None = None
         """When the next spare is forked (time.monotonic()); None: none is to be."""
@@ -186,7 +189,7 @@ class Server:
         signal.signal(signal.SIGCHLD, lambda s, f: None)  # a handler, so the wake-up fd is written
         for signum in launcher.FORWARDED:
             signal.signal(signum, self._on_stop)
-        if SPARE:
+        if self.use_spare:
             self.spare_due = time.monotonic()
 
     def _on_stop(self, signum: int, frame: Any) -> None:
@@ -513,6 +516,7 @@ def main(argv: list[str]) -> None:
         log("the install changed while the server started: exiting (the next cold start starts another)")
         return
     server = Server(path, lock)
+    server.use_spare = SPARE and os.environ.get("TOYCODER_WARM_SPARE") != "0"
     server.listen()
     log(f"serving {path} (imports took {time.monotonic() - started:.2f} s)")
     server.run()
