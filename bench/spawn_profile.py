@@ -61,7 +61,7 @@ STAMPS = [("ready", "interpreter ready (site done)", "d"), ("init", "initialize 
           ("l_ready", "launcher: interpreter ready", "l"), ("l_imported", "launcher: its module imported", "l"),
           ("l_hash", "launcher: install hash begins", "l"), ("l_hashed", "launcher: install hash done", "l"),
           ("l_connect", "launcher: connects", "l"), ("l_forked", "launcher: server answered (child forked)", "l"),
-          ("l_go", "launcher: go written", "l"), ("forked", "child: forked", "d"),
+          ("l_go", "launcher: go written", "l"), ("forked", "child: forked (a spare: took the launch)", "d"),
           ("main", "child: adopted the launch, faces.main.main called", "d"),
           ("frame_in", "first frame read", "d")]
 

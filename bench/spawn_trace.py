@@ -215,10 +215,12 @@ def _after_launcher(mod: Any) -> None:
 
 
 def _after_child(mod: Any) -> None:
-    """In the fork server: each child's stamps start at its fork."""
-    run = mod.run
+    """In the fork server: each child's stamps start at its fork; a spare's (forked ahead of its
+    launch, warm/child.run_spare) when it takes its launch, so its rehearsal is not on the timeline
+    (its CPU still is: process_time counts from the fork)."""
+    run, run_spare, adopt = mod.run, getattr(mod, "run_spare", None), getattr(mod, "_adopt", None)
 
-    def forked(*a: Any) -> Any:
+    def start() -> None:
         global _done
         stamps.clear()
         cpu_at.clear()
@@ -230,9 +232,22 @@ def _after_child(mod: Any) -> None:
 
             _profiles[:] = [cProfile.Profile(time.thread_time)]
             _profiles[0].enable()
+
+    def forked(*a: Any) -> Any:
+        start()
         return run(*a)
 
     mod.run = forked
+    if run_spare is not None and adopt is not None:
+        def spare(*a: Any) -> Any:
+            def adopting(*b: Any) -> Any:
+                start()
+                return adopt(*b)
+
+            mod._adopt = adopting
+            return run_spare(*a)
+
+        mod.run_spare = spare
 
 
 def _after_main(mod: Any) -> None:

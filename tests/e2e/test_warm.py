@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import os
 import select
@@ -767,3 +768,123 @@ def test_a_refusal_carrying_an_fd_leaves_no_fd_open() -> None:
     finally:
         listener.close()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+# -- the spare child ------------------------------------------------------------------------------
+
+def ready_spare(rundir: Path, other_than: int = 0) -> int:
+    """The pid of the server's spare once one (not `other_than`) is rehearsed and waits for a launch."""
+    def spare() -> int:
+        found = [s["spare"] for s in statuses(rundir) if s.get("spare")]
+        return found[0]["pid"] if found and found[0]["ready"] and found[0]["pid"] != other_than else 0
+
+    return wait_until(spare, 30, "a ready spare")
+
+
+async def test_a_killed_spare_is_replaced_and_the_next_launch_is_served_by_it(rundir: Path, workspace: Path,
+                                                                             llm: FakeLLM, tmp_path: Path) -> None:
+    server = start_server(rundir)
+    first = ready_spare(rundir)
+    assert parent_of(first) == server["pid"] and os.getpgid(first) == first  # detached already
+    os.kill(first, signal.SIGKILL)
+    second = ready_spare(rundir, other_than=first)
+    d = await started(rundir, write_config(tmp_path / "c.yaml", llm), workspace, env={"WARM_PROBE": "spare"},
+                      cwd=str(workspace))
+    assert serving_pid(d.proc.pid, rundir) == second  # the spare took the launch
+    assert cwd_of(second) == str(workspace) and b"WARM_PROBE=spare" in environ_of(second)
+    assert cmdline_of(second) == cmdline_of(d.proc.pid) and os.getsid(second) == second
+    llm.add({"text": "from the spare"})
+    sid = (await d.call("toycoder/session/new", {}))["sessionId"]
+    await d.call("toycoder/prompt", {"sessionId": sid, "text": "hi"})
+    assert d.streamed_text(sid) == "from the spare"
+    assert ready_spare(rundir, other_than=second) not in (first, second)  # the next one, for the next launch
+    assert await d.close() == 0
+    wait_until(lambda: not alive(second), what="the spare's daemon to end with its session")
+
+
+async def test_a_spare_holds_no_key_and_a_spare_served_launch_is_scrubbed(rundir: Path, workspace: Path) -> None:
+    """The spare is forked from the server, which never reads a launch's message: the spare after a
+    launch holds none of its keys (environment or memory); the launch it served blanks its key in
+    both /proc copies (its own and its launcher's), as a cold start does."""
+    start_server(rundir)
+    spare = ready_spare(rundir)
+    key = f"sk-spare-{os.urandom(8).hex()}"
+    with FakeLLM() as llm:
+        llm.add({"text": "keyed"})
+        d = await Daemon.start(env={"OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": key,
+                                    "TOYCODER_MODEL": "fake-model"})
+        await d.initialize(workspace)
+        assert serving_pid(d.proc.pid, rundir) == spare
+        sid = (await d.call("toycoder/session/new", {}))["sessionId"]
+        await d.call("toycoder/prompt", {"sessionId": sid, "text": "hi"})
+        assert {r["headers"]["authorization"] for r in llm.requests} == {f"Bearer {key}"}
+        for pid in (spare, d.proc.pid):
+            block = b"\0".join(environ_of(pid))
+            assert key.encode() not in block and b"OPENAI_API_KEY=" in block
+        after = ready_spare(rundir, other_than=spare)
+        assert not [e for e in environ_of(after) if e.startswith((b"OPENAI", b"TOYCODER_MODEL"))]
+        assert memory_holds(after, [key.encode()]) == []
+        assert await d.close() == 0
+
+
+def test_initialize_is_answered_before_the_app_opens(rundir: Path, workspace: Path, llm: FakeLLM,
+                                                     tmp_path: Path) -> None:
+    """The LSP face opens its App (config, workspace, store) once `initialize`'s answer is in the
+    client's pipe, not while the writer still has it. The pipe is kept full here, so the answer
+    cannot go: a request the daemon refuses after initialize is logged, and the App's "workspace"
+    line is not, until the client reads."""
+    start_server(rundir)
+    ready_spare(rundir)
+    r, w = os.pipe()
+    fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, 4096)
+    os.set_blocking(w, False)
+    filled = 0
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            filled += os.write(w, b"f" * 4096)
+    os.set_blocking(w, True)  # the daemon shares this open file: its writes must block, not fail
+    cfg = write_config(tmp_path / "c.yaml", llm)
+    proc = subprocess.Popen([*DAEMON, "--config", str(cfg), "--log-level", "INFO"], stdin=subprocess.PIPE,
+                            stdout=w, stderr=subprocess.PIPE, cwd=str(workspace), start_new_session=True)
+    os.close(w)
+    lines: list[bytes] = []
+    assert proc.stderr is not None and proc.stdin is not None
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, b"")), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    try:
+        assert served_warm(proc.pid, rundir) or wait_until(lambda: served_warm(proc.pid, rundir), what="a warm child")
+        proc.stdin.write(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                "params": {"processId": None, "rootUri": workspace.as_uri(), "capabilities": {}}}))
+        proc.stdin.write(frame({"jsonrpc": "2.0", "id": 2, "method": "initialized", "params": {}}))  # refused: logged
+        proc.stdin.flush()
+        wait_until(lambda: any(b"refused message" in line for line in lines), 30, "the refusal's log line")
+        assert not any(b" workspace " in line for line in lines), lines
+        out = b""
+        while b'"id": 1' not in out and b'"id":1' not in out:
+            chunk = os.read(r, 65536)
+            assert chunk, "stdout closed before the answer"
+            out += chunk
+        assert out.startswith(b"f" * filled) and b'"capabilities"' in out
+        wait_until(lambda: any(b" workspace " in line for line in lines), 30, "the App to open after the answer")
+    finally:
+        proc.stdin.close()
+        with contextlib.suppress(OSError):
+            while os.read(r, 65536):
+                pass
+        os.close(r)
+        proc.wait(scaled(30))
+        reader.join(scaled(10))
+
+
+async def test_a_server_started_with_the_spare_off_forks_per_launch(rundir: Path, workspace: Path, llm: FakeLLM,
+                                                                    tmp_path: Path) -> None:
+    """TOYCODER_WARM_SPARE=0 in the launch that starts the server: no spare, each launch forked for."""
+    assert run("--version", env={"TOYCODER_WARM_SPARE": "0"}).returncode == 0
+    server = wait_for_server(rundir)
+    assert server["spare"] is None and b"TOYCODER_WARM_SPARE=0" in environ_of(server["pid"])
+    d = await started(rundir, write_config(tmp_path / "c.yaml", llm), workspace)
+    child = serving_pid(d.proc.pid, rundir)
+    assert child != d.proc.pid and parent_of(child) == server["pid"]
+    assert statuses(rundir)[0]["spare"] is None
+    assert await d.close() == 0
+

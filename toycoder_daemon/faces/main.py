@@ -110,12 +110,12 @@ def _serve_lsp(proto_out: BinaryIO, config_path: str | None) -> int:
     """The LSP face (pygls, faces/lsp/transport.py), frames only to proto_out."""
     import asyncio
 
-    from toycoder_daemon.faces.lsp.server import make_server
+    from toycoder_daemon.faces.lsp.server import server_for
     from toycoder_daemon.faces.lsp.transport import serve
     from toycoder_daemon.rpc.outbox import Outbox
 
     try:
-        return asyncio.run(serve(make_server(config_path), sys.stdin.buffer, Outbox(proto_out), on_end=_exit_soon))
+        return asyncio.run(serve(server_for(config_path), sys.stdin.buffer, Outbox(proto_out), on_end=_exit_soon))
     except KeyboardInterrupt:
         return 130
 

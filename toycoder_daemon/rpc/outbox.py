@@ -78,6 +78,12 @@ class Outbox:
         self.broken = False
         """The client closed its end: frames are dropped from now on."""
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._accepted = 0
+        """Bytes ever queued."""
+        self._done = 0
+        """Bytes ever written (or dropped: the client is gone)."""
+        self._written_waiters: list[tuple[int, asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        """`all_written` futures, each with the `_accepted` mark it waits for."""
         self._thread = threading.Thread(target=self._run, name="stdout-writer", daemon=True)
         self._thread.start()
 
@@ -89,6 +95,7 @@ class Outbox:
                 return
             self._frames.append(data)
             self.queued += len(data)
+            self._accepted += len(data)
             self._cond.notify_all()
             if self._idle:  # hand it over: the frame leaves now, not after the loop's next switch interval
                 taken = self._taken
@@ -109,6 +116,20 @@ class Outbox:
             fut: asyncio.Future[None] = loop.create_future()
             self._waiters.append((loop, fut))
         await fut
+
+    def all_written(self) -> asyncio.Future[None]:
+        """A future of the running loop, done once every frame queued before this call is in the
+        client's pipe (or dropped: the client is gone). Work that may wait for an answer to reach the
+        client (the LSP face's App opening after `initialize`) starts then, not while the writer
+        thread still needs the GIL to write it."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        with self._cond:
+            if self._done >= self._accepted or self.broken:
+                fut.set_result(None)
+            else:
+                self._written_waiters.append((self._accepted, loop, fut))
+        return fut
 
     def wait_input(self, fd: int | None = None) -> bool:
         """For the thread that reads stdin (never the event loop: it would stop the daemon), before
@@ -165,12 +186,27 @@ class Outbox:
                 self._writing = False
                 if not self.broken:
                     self.queued -= size
+                self._done = self._accepted if self.broken else self._done + size
                 self._cond.notify_all()
+                if self._written_waiters:
+                    self._settle_written()
                 if self.queued < self.limit and self._waiters:
                     waiters, self._waiters = self._waiters, []
                     for loop, fut in waiters:
                         with contextlib.suppress(RuntimeError):  # that loop is closed
                             loop.call_soon_threadsafe(_settle, fut)
+
+
+    def _settle_written(self) -> None:
+        """With the lock held: the `all_written` futures whose frames are all out."""
+        left = []
+        for mark, loop, fut in self._written_waiters:
+            if mark <= self._done:
+                with contextlib.suppress(RuntimeError):  # that loop is closed
+                    loop.call_soon_threadsafe(_settle, fut)
+            else:
+                left.append((mark, loop, fut))
+        self._written_waiters = left
 
 
 async def written(out: object, timeout: float = 1.0) -> None:

@@ -10,6 +10,9 @@ ignored signals; its whole environment (os.environ, so C getenv and children see
 (environ_scrub); its argv; stdio objects with its encodings; and a thread that kills this process
 when the launcher dies (its end of the pipe closes). Then `faces.main.main`, exactly as a cold start
 runs it.
+
+A spare (`run_spare`) is the same child forked before its launch: it detaches and rehearses first,
+then waits for the server to hand it one launch, and adopts it from the wait for "go" on.
 """
 
 from __future__ import annotations
@@ -20,9 +23,11 @@ import marshal
 import os
 import select
 import signal
+import socket
 import struct
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -34,9 +39,95 @@ from toycoder_daemon.warm import launcher, proc_identity
 def run(fds: list[int], hello: bytearray, release: Callable[[], None],
         report_idle: Callable[[float], None]) -> NoReturn:
     """Never returns: the process ends as the daemon ends (or at once if the launcher gave up)."""
+    def body() -> int:
+        _detach(release)
+        return _adopt(fds, hello, report_idle)
+
+    _end(body)
+
+
+def run_spare(sock: socket.socket, release: Callable[[], None], report_idle: Callable[[float], None],
+              read_timeout: float) -> NoReturn:
+    """A spare child, forked before its launch arrives: detached and rehearsed (`rehearse`) while no
+    launcher waits, then it waits on `sock` (its end of a socketpair with the server) for one launch.
+    The server sends it the launcher's connection and fds (SCM_RIGHTS) and the length of the launch's
+    message, which the spare reads from the launcher itself (the server never reads it), answers
+    the launcher as the server would (FORKED: its pid and a pidfd of itself), tells the server it
+    has taken the launch, and adopts it as `run` does. The server's end closing (it exited or
+    stopped) ends a spare that has no launch."""
+    def body() -> int:
+        _detach(release)
+        return _serve_spare(sock, report_idle, read_timeout)
+
+    _end(body)
+
+
+def _serve_spare(sock: socket.socket, report_idle: Callable[[float], None], read_timeout: float) -> int:
+    rehearse()
+    sock.sendall(SPARE_READY)
+    kind, length, fds = launcher.receive_header(sock, 1 + launcher.LAUNCH_FDS)
+    body = bytearray(4 if kind == launcher.LAUNCH and length == 4 else 0)
+    if not body or len(fds) != 1 + launcher.LAUNCH_FDS or not launcher.receive_into(sock, body):
+        os._exit(0)  # the server is gone (or spoke nonsense): nothing of a launch was touched
+    conn, launch_fds = socket.socket(fileno=fds[0]), fds[1:]
+    hello = bytearray(struct.unpack("!I", body)[0])
+    try:
+        if not launcher.receive_into(conn, hello, time.monotonic() + read_timeout):
+            os._exit(0)  # the launcher left: the server reports our end to nobody
+    except OSError as e:  # a launcher stalling mid-message, as the server would drop it
+        launcher.say(f"spare {os.getpid()}: launch dropped: {e}")
+        os._exit(0)
+    pidfd = None
+    with contextlib.suppress(OSError, AttributeError):  # no pidfds here: the launcher signals the pid
+        pidfd = os.pidfd_open(os.getpid())
+    try:
+        launcher.send(conn, launcher.FORKED, struct.pack("!i", os.getpid()), [pidfd] if pidfd is not None else None)
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+        conn.close()
+    sock.sendall(SPARE_TAKEN)  # the server watches the launcher's connection from now on
+    sock.close()
+    return _adopt(launch_fds, hello, report_idle)
+
+
+SPARE_READY, SPARE_TAKEN = b"R", b"T"
+"""What a spare tells the server: rehearsed and waiting; it has taken the launch it was sent."""
+
+
+def rehearse() -> None:
+    """In a spare, before any launch: the first-call work a child does before it answers
+    `initialize`, on nothing of a launch (no environment, cwd, HOME or config is read; no thread is
+    left running). Besides what the interpreter specialises, a forked child's first touch of each
+    object the server made copies its page (the reference count is written): done here, it is not
+    done while a launcher waits. Both faces are rehearsed: the spare does not know which one comes."""
+    import asyncio
+
+    from toycoder_daemon.faces import main as cold_main
+    from toycoder_daemon.faces.acp import agent as acp_agent
+    from toycoder_daemon.faces.lsp import server as lsp_server
+    from toycoder_daemon.rpc.outbox import Outbox
+
+    for args in (["--stdio"], ["--acp"]):
+        cold_main.PARSER.parse_args(args)
+    lsp_server.prepare()  # each also makes the server / agent this child serves with, in its own pages
+    acp_agent.prepare()
+
+    async def loop_start() -> None:  # the loop's own first-call work (selector, tasks, futures)
+        await asyncio.sleep(0)
+
+    asyncio.run(loop_start())
+    box = Outbox(io.BytesIO())  # its writer thread's start, one frame written, its end
+    box.write(b"{}")
+    box.close()
+    box.drain(1.0)
+    io.TextIOWrapper(io.BytesIO(), "utf-8", "strict", newline="\n")
+
+
+def _end(body: Callable[[], int]) -> NoReturn:
     code = 1
     try:
-        code = _adopt(fds, hello, release, report_idle)
+        code = body()
     except SystemExit as e:
         code = _exit_code(e)
     except BaseException:
@@ -62,12 +153,15 @@ def _exit_code(e: SystemExit) -> int:
     return 1
 
 
-def _adopt(fds: list[int], hello: bytearray, release: Callable[[], None],
-           report_idle: Callable[[float], None]) -> int:
+def _detach(release: Callable[[], None]) -> None:
+    """Its own session and process group, nothing of the server's: its fds, its signal handlers."""
     os.setsid()
     release()
     signal.set_wakeup_fd(-1)
     _fresh_signals()
+
+
+def _adopt(fds: list[int], hello: bytearray, report_idle: Callable[[float], None]) -> int:
     stdin, stdout, stderr, cwd, go, blanks = fds  # received close-on-exec (launcher.receive_header)
     # parsed while the launcher is still on its way to "go" (parsing uses none of its fds)
     launch = marshal.loads(bytes(hello))

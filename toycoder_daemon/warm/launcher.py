@@ -55,8 +55,9 @@ CONFINEMENT = ("Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"
                "Seccomp_filters")
 """/proc/<pid>/status fields that must be the server's and ours alike: a confined launcher (dropped
 capabilities, no_new_privs, a seccomp filter, other groups) must never get an unconfined child."""
-SERVER_ENV = ("PATH", "HOME", "LANG", "TMPDIR", "XDG_RUNTIME_DIR", "TOYCODER_RUNTIME_DIR")
-"""The only variables the server is started with (and LC_*): it holds no launch's keys."""
+SERVER_ENV = ("PATH", "HOME", "LANG", "TMPDIR", "XDG_RUNTIME_DIR", "TOYCODER_RUNTIME_DIR", "TOYCODER_WARM_SPARE")
+"""The only variables the server is started with (and LC_*): it holds no launch's keys.
+TOYCODER_WARM_SPARE=0 starts a server without a spare child (server.SPARE)."""
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 SET_BY_PYTHON = {signal.SIGPIPE, getattr(signal, "SIGXFSZ", signal.SIGPIPE)}
 """Ignored by every Python at start-up: not the launching process's choice."""

@@ -15,6 +15,13 @@ The server forks only single-threaded, with no event loop running: checked befor
 (a threaded fork can copy a lock held by a thread that does not exist in the child). Nothing here
 reads a launch's environment, cwd, HOME or config before the fork. It answers the launcher with the
 child's pid and a pidfd of it, reaps the child on SIGCHLD and sends its exit status.
+
+The spare (SPARE): one child is forked ahead of the next launch (child.run_spare). It detaches and
+rehearses both faces' first-call work while no launcher waits, then says it is ready. A launch then
+goes to it instead of a fork: the server passes it the launcher's connection and fds over their
+socketpair (SCM_RIGHTS) with the length of the launch's message, which the spare reads itself (so
+this process never holds it), and forks the next spare SPARE_DELAY later. A spare killed before
+its launch is replaced. With no ready spare (a burst of launches) a launch is forked for as above.
 """
 
 from __future__ import annotations
@@ -64,6 +71,7 @@ PREPARE = (
     "toycoder_daemon.faces.lsp.converter:prepare", "toycoder_daemon.wire.protocol:build_all",
     "toycoder_daemon.llm.http_stream:prepare", "toycoder_daemon.warm.proc_identity:prepare",
     "toycoder_daemon.config.model:prepare", "toycoder_daemon.faces.lsp.server:prepare",
+    "toycoder_daemon.faces.acp.agent:prepare",
     # the package's own data every App reads alike: the prompt templates, the built-in tools' schemas
     "toycoder_daemon.prompts.manager:prepare", "toycoder_daemon.app.factories:prepare",
 )
@@ -72,6 +80,15 @@ IDLE_MINUTES = 30.0
 """Until a warm daemon reports its config's `daemon.warm_idle_minutes`."""
 MAX_WAIT = 3600.0
 """Seconds one poll waits at most (the idle check then runs again)."""
+SPARE = True
+"""Keep a spare child forked and rehearsed ahead of the next launch (child.run_spare), unless the
+server was started with TOYCODER_WARM_SPARE=0 (read once at its start, from its own environment:
+launcher.SERVER_ENV of the launch that started it)."""
+SPARE_DELAY = 0.5
+"""Seconds after a spare took a launch before the next one is forked: its rehearsal (~10 ms of CPU)
+then does not compete with the launch just served, which is answering its `initialize`."""
+SPARE_RETRY = 5.0
+"""Seconds before a spare that died without taking a launch is replaced (a crash is not a loop)."""
 READ_TIMEOUT = 2.0
 """Seconds a connection may take to deliver its whole message (the server is single-threaded: a
 slow peer stalls the others for at most this long)."""
@@ -129,6 +146,15 @@ def threads_problem() -> str | None:
         return None
 
 
+class Spare:
+    """A spare child as the server sees it: its pid and the server's end of their socketpair."""
+
+    def __init__(self, pid: int, sock: socket.socket):
+        self.pid, self.sock = pid, sock
+        self.ready = False
+        """It said it is rehearsed and waits (child.SPARE_READY)."""
+
+
 class Server:
     def __init__(self, path: str, lock: int):
         self.path, self.lock = path, lock
@@ -142,6 +168,13 @@ class Server:
         os.set_blocking(self.wake_w, False)
         os.set_blocking(self.wake_r, False)
         self.stop_requested = False
+        self.use_spare = SPARE
+        self.spare: Spare | None = None
+        self.spare_due: float | None = None
+        """When the next spare is forked (time.monotonic()); None: none is to be."""
+        self.handed: dict[int, Spare] = {}
+        """Launched spares that have not said yet they took their launch, by socket fd: their
+        launcher's connection is not watched until they have (the spare reads from it first)."""
 
     # -- life -------------------------------------------------------------------------------------
 
@@ -156,6 +189,8 @@ class Server:
         signal.signal(signal.SIGCHLD, lambda s, f: None)  # a handler, so the wake-up fd is written
         for signum in launcher.FORWARDED:
             signal.signal(signum, self._on_stop)
+        if self.use_spare:
+            self.spare_due = time.monotonic()
 
     def _on_stop(self, signum: int, frame: Any) -> None:
         self.stop_requested = True
@@ -171,6 +206,11 @@ class Server:
         self.listener = None
         os.close(self.lock)
         self.lock = -1
+        self.spare_due = None
+        if self.spare is not None:  # it has no launch: it ends as its end of the pair closes
+            self.spare.sock.close()
+            with contextlib.suppress(OSError):
+                os.kill(self.spare.pid, signal.SIGKILL)
 
     def run(self) -> None:
         while True:
@@ -182,9 +222,15 @@ class Server:
             poller.register(self.wake_r, select.POLLIN)
             if self.listener is not None:
                 poller.register(self.listener, select.POLLIN)
-            conns = {conn.fileno(): conn for conn, _ in self.children.values() if conn is not None}
+            pending = {spare.pid for spare in self.handed.values()}
+            conns = {conn.fileno(): conn for pid, (conn, _) in self.children.items()
+                     if conn is not None and pid not in pending}
             for fd in conns:
                 poller.register(fd, select.POLLIN)
+            for fd in self.handed:
+                poller.register(fd, select.POLLIN)
+            if self.spare is not None:
+                poller.register(self.spare.sock, select.POLLIN)
             timeout = None
             if not self.children and self.listener is not None:
                 left = self.last_active + self.idle_minutes * 60 - time.monotonic()
@@ -193,8 +239,13 @@ class Server:
                     self.stop_listening()
                     continue
                 timeout = min(left, MAX_WAIT) * 1000  # poll() takes at most ~24 days; the loop comes back
+            if self.spare_due is not None and self.spare is None:
+                due = max(0.0, self.spare_due - time.monotonic()) * 1000
+                timeout = due if timeout is None else min(timeout, due)
             self.dispatch(poller.poll(timeout), conns)
             self._guarded(self.reap)
+            if self.spare_due is not None and self.spare is None and time.monotonic() >= self.spare_due:
+                self._guarded(self.fork_spare)
 
     def dispatch(self, events: list[tuple[int, int]], conns: dict[int, socket.socket]) -> None:
         """One poll round's events. A launcher's event goes to the connection registered under that
@@ -209,6 +260,10 @@ class Server:
                 self._guarded(self.accept)
             elif fd in conns:
                 self._guarded(functools.partial(self._launcher_spoke, conns[fd]))
+            elif fd in self.handed:
+                self._guarded(functools.partial(self._spare_took, self.handed.pop(fd)))
+            elif self.spare is not None and fd == self.spare.sock.fileno():
+                self._guarded(self._spare_spoke)
 
     @staticmethod
     def _guarded(handler: Callable[[], None]) -> None:
@@ -226,6 +281,69 @@ class Server:
                 self.children[pid] = (None, launcher_pid)
                 return
 
+    # -- the spare ----------------------------------------------------------------------------------
+
+    def fork_spare(self) -> None:
+        """Fork the next spare (child.run_spare): single-threaded, as every fork here."""
+        self.spare_due = None
+        problem = threads_problem()
+        if problem:
+            log(f"cannot fork safely ({problem}): refusing launches")
+            self.stop_listening()
+            return
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pid = os.fork()
+        if pid == 0:
+            ours.close()
+            child.run_spare(theirs, self._release, self._report_idle, READ_TIMEOUT)
+        theirs.close()
+        self.spare = Spare(pid, ours)
+
+    def _spare_spoke(self) -> None:
+        """The spare is ready (or its end closed: it died, and is replaced when reaped)."""
+        assert self.spare is not None
+        said = self.spare.sock.recv(1)
+        if said == child.SPARE_READY:
+            self.spare.ready = True
+        else:  # it ended (it is reaped soon): no busy poll on its closed end meanwhile
+            self._drop_spare()
+
+    def _drop_spare(self) -> None:
+        """The spare is gone (or going): the next one is forked at once if this one had been ready
+        (it was killed), after SPARE_RETRY if it never was (its rehearsal failed: not in a loop)."""
+        if self.spare is not None:
+            spare, self.spare = self.spare, None
+            spare.sock.close()
+            with contextlib.suppress(OSError):
+                os.kill(spare.pid, signal.SIGKILL)
+            if self.listener is not None:
+                self.spare_due = time.monotonic() + (0.0 if spare.ready else SPARE_RETRY)
+
+    def _spare_took(self, spare: Spare) -> None:
+        """A launched spare says it answered its launcher (or its end closed: it died, and its
+        launcher hears of it when it is reaped): its launcher's connection is watched from now on."""
+        spare.sock.close()
+
+    def _hand_to_spare(self, conn: socket.socket, launcher_pid: int, length: int, fds: list[int]) -> bool:
+        """The launch goes to the ready spare: the launcher's connection and fds, and the length of
+        the message the spare reads from the connection itself. False: no ready spare took it."""
+        spare = self.spare
+        if spare is None or not spare.ready:
+            return False
+        self.spare = None
+        try:
+            launcher.send(spare.sock, launcher.LAUNCH, struct.pack("!I", length), [conn.fileno(), *fds])
+        except OSError as e:  # it died meanwhile: this launch is forked for as before
+            log(f"spare {spare.pid} did not take a launch: {e}")
+            self.spare = spare
+            self._drop_spare()
+            return False
+        self.children[spare.pid] = (conn, launcher_pid)
+        self.handed[spare.sock.fileno()] = spare
+        self.last_active = time.monotonic()
+        self.spare_due = time.monotonic() + SPARE_DELAY
+        return True
+
     def reap(self) -> None:
         while True:
             try:
@@ -234,6 +352,14 @@ class Server:
                 return
             if pid == 0:
                 return
+            if self.spare is not None and pid == self.spare.pid:  # killed before a launch came
+                log(f"spare {pid} ended ({os.waitstatus_to_exitcode(status)}) without a launch: replacing it")
+                self._drop_spare()
+                continue
+            for fd, spare in list(self.handed.items()):
+                if spare.pid == pid:
+                    del self.handed[fd]
+                    spare.sock.close()
             conn, _ = self.children.pop(pid, (None, 0))
             self.last_active = time.monotonic()
             if conn is not None:
@@ -299,6 +425,8 @@ class Server:
             if len(fds) != launcher.LAUNCH_FDS or length > launcher.MAX_MESSAGE:
                 launcher.send(conn, launcher.REFUSED, b"a launch brings %d fds and a message" % launcher.LAUNCH_FDS)
                 return False
+            if self._hand_to_spare(conn, launcher_pid, length, fds):
+                return True
             hello = bytearray(length)
             try:
                 if not launcher.receive_into(conn, hello, deadline):
@@ -331,8 +459,8 @@ class Server:
                 os.close(pidfd)
         return True
 
-    def _release(self, conn: socket.socket) -> None:
-        """In a new child: close everything of the server's (its socket, lock, other launchers)."""
+    def _release(self, conn: socket.socket | None = None) -> None:
+        """In a new child: close everything of the server's (its socket, lock, other launchers, spares)."""
         if self.listener is not None:
             self.listener.close()
         if self.lock >= 0:
@@ -342,8 +470,13 @@ class Server:
         for other, _ in self.children.values():
             if other is not None:
                 other.close()
-        conn.close()
+        for spare in [*self.handed.values(), *([self.spare] if self.spare is not None else [])]:
+            spare.sock.close()
+        if conn is not None:
+            conn.close()
         self.children.clear()
+        self.handed.clear()
+        self.spare = None
 
     def _report_idle(self, minutes: float) -> None:
         """In a warm daemon: its config's idle limit, sent to this server."""
@@ -357,7 +490,8 @@ class Server:
 
         return {"pid": os.getpid(), "socket": self.path, "version": __version__, "python": sys.version.split()[0],
                 "started": self.started, "idleMinutes": self.idle_minutes,
-                "children": [{"pid": pid, "launcher": lpid} for pid, (_, lpid) in sorted(self.children.items())]}
+                "children": [{"pid": pid, "launcher": lpid} for pid, (_, lpid) in sorted(self.children.items())],
+                "spare": {"pid": self.spare.pid, "ready": self.spare.ready} if self.spare is not None else None}
 
 
 def main(argv: list[str]) -> None:
@@ -382,6 +516,7 @@ def main(argv: list[str]) -> None:
         log("the install changed while the server started: exiting (the next cold start starts another)")
         return
     server = Server(path, lock)
+    server.use_spare = SPARE and os.environ.get("TOYCODER_WARM_SPARE") != "0"
     server.listen()
     log(f"serving {path} (imports took {time.monotonic() - started:.2f} s)")
     server.run()

@@ -103,3 +103,35 @@ async def test_a_closed_client_end_drops_frames_and_frees_waiters() -> None:
     assert box.broken and box.queued == 0 and not box.full()
     box.write(b"dropped")
     assert box.queued == 0 and box.drain(1)
+
+
+async def test_all_written_waits_for_what_was_queued_before_it() -> None:
+    """`all_written` is done once every frame queued before it is in the pipe, not when it is
+    queued: with the pipe full, a frame stays in the writer and the future waits; frames queued
+    after the call are not waited for."""
+    r, w = pipe()
+    box = Outbox(w)  # type: ignore[arg-type]
+    assert (await asyncio.wait_for(box.all_written(), 10)) is None  # nothing queued: done at once
+    filler = b"f" * (256 * 1024)  # more than the pipe takes: the writer blocks in write
+    box.write(filler)
+    box.write(b"the answer\n")
+    written = box.all_written()
+    box.write(b"later\n")
+    await wait_until_async(lambda: box._writing, 10, "the writer to start on the filler")
+    done, _ = await asyncio.wait({written}, timeout=0.2)  # a steady state observed, not a wait for one
+    assert not done  # the answer is not in the pipe: nothing reads
+    got = await asyncio.to_thread(read_exactly, r, len(filler) + 11)
+    assert got.endswith(b"the answer\n")
+    await asyncio.wait_for(written, 10)
+    assert await asyncio.to_thread(read_exactly, r, 6) == b"later\n"
+    os.close(r)
+
+
+async def test_all_written_is_done_when_the_client_is_gone() -> None:
+    r, w = pipe()
+    box = Outbox(w)  # type: ignore[arg-type]
+    box.write(b"x" * (256 * 1024))
+    written = box.all_written()
+    os.close(r)  # the write fails: the frames are dropped, nothing will ever be written
+    await asyncio.wait_for(written, 10)
+    assert box.broken

@@ -100,3 +100,47 @@ def test_the_lsp_preparation_answers_an_initialize_and_opens_no_app(monkeypatch:
     lsp_server.prepare()
     assert threading.active_count() == threads
     assert len(answers) == 1 and b'"capabilities"' in answers[0] and b'"toycoder"' in answers[0]
+    prepared = lsp_server.server_for("/some/config.yaml")  # the prepared server, taken once
+    assert prepared.config_path == "/some/config.yaml" and prepared.app is None
+    assert lsp_server.server_for(None) is not prepared
+
+
+def test_the_acp_preparation_reads_nothing_of_a_launch_and_leaves_an_agent_for_one_serve(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server prepares the ACP face's agent and handler before any fork: no variable is looked
+    up (the data dir's catalog waits for its first use), no file is opened, no thread is started;
+    the first serve_acp of the process takes them with its own config path, the next makes its own."""
+    import builtins
+    import os
+    import threading
+
+    from toycoder_daemon.faces.acp import agent
+
+    looked_up: list[str] = []
+
+    class Watched(dict[str, str]):
+        def get(self, key: str, default: object = None) -> object:
+            looked_up.append(key)
+            return super().get(key, default)
+
+        def __getitem__(self, key: str) -> str:
+            looked_up.append(key)
+            return super().__getitem__(key)
+
+        def __contains__(self, key: object) -> bool:
+            looked_up.append(str(key))
+            return super().__contains__(key)
+
+    def no_open(*a: object, **k: object) -> None:
+        raise AssertionError(f"opened {a[0]!r}")
+
+    threads = threading.active_count()
+    with monkeypatch.context() as m:
+        m.setattr(os, "environ", Watched(os.environ))
+        m.setattr(builtins, "open", no_open)
+        m.setattr(os, "open", no_open)
+        agent.prepare()
+    assert looked_up == [] and threading.active_count() == threads
+    prepared, handle = agent._agent("/some/config.yaml")
+    assert prepared.config_path == "/some/config.yaml" and prepared.answered_initialize is False
+    assert agent._agent(None)[0] is not prepared  # taken once

@@ -156,8 +156,6 @@ class ToyCoderAgent:
         """The commands last announced to each session (available_commands_update)."""
         self.terminals: Terminals | None = None  # set when the client declares terminals (terminal.py)
         self.apps: dict[Path, App] = {}
-        self.catalog = Catalog(data_dir())
-        """Every workspace's sessions, for session/list and session/delete (which take no App)."""
         self.initialized = False
         """initialize was received: until then every other request is refused (`handler`)."""
         self.answered_initialize = False
@@ -175,6 +173,13 @@ class ToyCoderAgent:
         self._ending = False
         """The input ended (shutdown): no turn starts from now on."""
         self.later = Background().run  # work that goes after the current answer
+
+    @functools.cached_property
+    def catalog(self) -> Catalog:
+        """Every workspace's sessions, for session/list and session/delete (which take no App). Made
+        at its first use: the data dir comes from the environment, which an agent prepared in the
+        fork server (`prepare`) must not read."""
+        return Catalog(data_dir())
 
     set_session_mode = acp_sessions.set_session_mode  # session/set_mode
     delete_session = acp_errors(acp_sessions.delete_session)  # session/delete (routed by acp_sessions.route_delete)
@@ -513,6 +518,51 @@ def handler(agent: ToyCoderAgent) -> Callable[[str, Any, bool], Any]:
     return handle
 
 
+REHEARSED_INITIALIZE = {"protocolVersion": 1, "clientInfo": {"name": "toycoder-prepare", "version": "0"},
+                        "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True}}
+
+_prepared: tuple[ToyCoderAgent, Callable[[str, Any, bool], Any]] | None = None
+"""An agent and its handler made before the fork (`prepare`): taken by the process's first serve_acp."""
+
+
+def prepare() -> None:
+    """For the fork server (warm/server.py's PREPARE): what the face does before it can answer
+    `initialize` and that no launch decides. One `initialize` goes through a throwaway agent's handler
+    (the SDK's router: params validated, our answer built and dumped as the Connection dumps it), so
+    that code is specialised before the fork; then the agent and handler a child serves with are made
+    (~3 ms of each child's CPU before its first answer otherwise: the router inspects the agent's
+    methods' signatures). It reads no environment, cwd, HOME or config (the catalog waits for its
+    first use; config_path is the launch's, set by serve_acp), starts no thread and runs no loop:
+    the handler's initialize awaits nothing, so its coroutine is driven by hand."""
+    global _prepared
+    rehearse()
+    agent = ToyCoderAgent()
+    _prepared = (agent, handler(agent))
+
+
+def rehearse() -> None:
+    """One `initialize` through a throwaway agent's handler, answered into nothing (`prepare`)."""
+    coro = handler(ToyCoderAgent())(AGENT_METHODS["initialize"], REHEARSED_INITIALIZE, False)
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        if isinstance(done.value, InitializeResponse):
+            done.value.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_unset=True)
+    else:  # it awaited something after all: not run here
+        coro.close()
+
+
+def _agent(config_path: str | None) -> tuple[ToyCoderAgent, Callable[[str, Any, bool], Any]]:
+    """The prepared agent and handler if this process has them unused, else new ones."""
+    global _prepared
+    made, _prepared = _prepared, None
+    if made is None:
+        agent = ToyCoderAgent()
+        made = (agent, handler(agent))
+    made[0].config_path = config_path
+    return made
+
+
 async def serve_acp(out: BinaryIO | Outbox, config_path: str | None = None, *, stdin: int = 0,
                     on_end: Callable[[], None] | None = None) -> int:
     """Serve ACP on `stdin` (an fd: the daemon's 0, or a pipe when tests drive the face in-process)
@@ -524,8 +574,8 @@ async def serve_acp(out: BinaryIO | Outbox, config_path: str | None = None, *, s
         OUTPUT.set(outbox)  # the SDK's tasks (and so the turns) start from this task's context
     stdio = await open_stdio(out, stdin, notifications=ACP_NOTIFICATIONS, requests=ACP_REQUESTS,  # type: ignore[arg-type]  # file-like
                              gate=outbox.wait_input if outbox is not None else None)
-    agent = ToyCoderAgent(config_path)
-    conn = Connection(handler(agent), stdio.writer, stdio.reader, listening=False)
+    agent, handle = _agent(config_path)
+    conn = Connection(handle, stdio.writer, stdio.reader, listening=False)
     agent.raw = SdkClient(conn)
     try:
         await conn.main_loop()

@@ -91,6 +91,8 @@ class ToyCoderServer(LanguageServer):
         self.background = Background()
         self.answering: set[asyncio.Task[Any]] = set()
         """Requests of the table being answered: the end of input waits for their answers (`answered`)."""
+        self.answer_written: Callable[[], asyncio.Future[None]] | None = None
+        """The Outbox's `all_written` (transport.serve sets it): done once what is queued is written."""
         self.elsewhere: dict[str, EditorFrontend] = {}
         """Session -> the frontend that shows a turn running in another daemon (heard live)."""
 
@@ -116,11 +118,19 @@ class ToyCoderServer(LanguageServer):
         return self._app
 
     def open_at_first_use(self, opening: Callable[[], App]) -> None:
-        """`initialize`: the App `opening` makes is opened by the loop's next step (after the answer,
-        which pygls has queued by then) or by whatever uses it first."""
+        """`initialize`: the App `opening` makes is opened once the answer is written to the client
+        (`answer_written`), or by whatever uses it first. Opening it right after the answer was
+        queued held the GIL (~8 ms of CPU) while the writer thread waited for it to write the answer."""
         self._opening = opening
         with contextlib.suppress(RuntimeError):  # no loop: a test drives pygls by hand; the first use opens it
-            asyncio.get_running_loop().call_soon(lambda: self.app)
+            asyncio.get_running_loop().call_soon(self._open_once_answered)
+
+    def _open_once_answered(self) -> None:
+        """The loop's next step after `initialize`'s handler: pygls has queued the answer by now."""
+        if self.answer_written is None:
+            self.app  # noqa: B018 (the property opens it)
+            return
+        self.answer_written().add_done_callback(lambda _: self.app)
 
     def get_app(self) -> App:
         app = self.app
@@ -490,10 +500,28 @@ def prepare() -> None:
     answered into memory, so pygls' and our code of that exchange (params structured, capabilities
     built, the answer unstructured and encoded) is specialised by the interpreter before the fork
     rather than in each warm child at its first frame. It opens no App (that waits for a first use
-    that never comes: no loop runs here), reads nothing of a launch and starts no thread."""
+    that never comes: no loop runs here), reads nothing of a launch and starts no thread. Then it
+    makes the server a child serves with (`server_for`), its config path set there."""
+    global _prepared
     ls = make_server()
     FrameWriter(io.BytesIO()).attach(ls.protocol)
     ls.protocol.handle_message(ls.protocol.structure_message(PREPARE_INITIALIZE))
+    _prepared = make_server()  # the one a child serves with (`server_for`): ~1.5 ms of its start otherwise
+
+
+_prepared: ToyCoderServer | None = None
+"""A server made before the fork (`prepare`): taken by the process's first `server_for`."""
+
+
+def server_for(config_path: str | None) -> ToyCoderServer:
+    """The server faces.main serves with: the prepared one if this process has it unused (pygls'
+    server makes no thread, loop or stream until it serves), else a new one."""
+    global _prepared
+    ls, _prepared = _prepared, None
+    if ls is None:
+        return make_server(config_path)
+    ls.config_path = config_path
+    return ls
 
 
 def make_server(config_path: str | None = None) -> ToyCoderServer:

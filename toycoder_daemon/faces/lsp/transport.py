@@ -174,6 +174,7 @@ async def serve(server: ToyCoderServer, stdin: BinaryIO, stdout: Stream, *, on_e
     install(loop_log)
     frames = Frames(server.protocol, writer)
     if outbox is not None:
+        server.answer_written = outbox.all_written  # the App opens once initialize's answer is out
         OUTPUT.set(outbox)  # pygls runs each message in a copy of this task's context: turns see it
     try:
         fd: int | None = stdin.fileno()
