@@ -86,7 +86,8 @@ def _serve_spare(sock: socket.socket, report_idle: Callable[[float], None], read
         if pidfd is not None:
             os.close(pidfd)
         conn.close()
-    sock.sendall(SPARE_TAKEN)  # the server watches the launcher's connection from now on
+    with contextlib.suppress(OSError):  # a server gone by now changes nothing for this launch
+        sock.sendall(SPARE_TAKEN)  # the server watches the launcher's connection from now on
     sock.close()
     return _adopt(launch_fds, hello, report_idle)
 

@@ -207,10 +207,7 @@ class Server:
         os.close(self.lock)
         self.lock = -1
         self.spare_due = None
-        if self.spare is not None:  # it has no launch: it ends as its end of the pair closes
-            self.spare.sock.close()
-            with contextlib.suppress(OSError):
-                os.kill(self.spare.pid, signal.SIGKILL)
+        self._drop_spare()  # it has no launch; not replaced (no listener): run() polls no closed socket
 
     def run(self) -> None:
         while True:
@@ -292,7 +289,14 @@ class Server:
             self.stop_listening()
             return
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError as e:  # EAGAIN, ENOMEM: launches are forked directly; a spare is tried again later
+            ours.close()
+            theirs.close()
+            log(f"cannot fork a spare ({e}): trying again in {SPARE_RETRY:g} s")
+            self.spare_due = time.monotonic() + SPARE_RETRY
+            return
         if pid == 0:
             ours.close()
             child.run_spare(theirs, self._release, self._report_idle, READ_TIMEOUT)
@@ -308,14 +312,16 @@ class Server:
         else:  # it ended (it is reaped soon): no busy poll on its closed end meanwhile
             self._drop_spare()
 
-    def _drop_spare(self) -> None:
+    def _drop_spare(self, reaped: bool = False) -> None:
         """The spare is gone (or going): the next one is forked at once if this one had been ready
-        (it was killed), after SPARE_RETRY if it never was (its rehearsal failed: not in a loop)."""
+        (it was killed), after SPARE_RETRY if it never was (its rehearsal failed: not in a loop).
+        A reaped spare's pid is free: it is not signalled (it could be another process's by now)."""
         if self.spare is not None:
             spare, self.spare = self.spare, None
             spare.sock.close()
-            with contextlib.suppress(OSError):
-                os.kill(spare.pid, signal.SIGKILL)
+            if not reaped:
+                with contextlib.suppress(OSError):
+                    os.kill(spare.pid, signal.SIGKILL)
             if self.listener is not None:
                 self.spare_due = time.monotonic() + (0.0 if spare.ready else SPARE_RETRY)
 
@@ -354,7 +360,7 @@ class Server:
                 return
             if self.spare is not None and pid == self.spare.pid:  # killed before a launch came
                 log(f"spare {pid} ended ({os.waitstatus_to_exitcode(status)}) without a launch: replacing it")
-                self._drop_spare()
+                self._drop_spare(reaped=True)
                 continue
             for fd, spare in list(self.handed.items()):
                 if spare.pid == pid:

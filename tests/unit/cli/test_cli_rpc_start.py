@@ -10,9 +10,11 @@ import subprocess
 from typing import Any
 
 import pytest
-from helpers import processes_with, sleep_command
+from helpers import alive, processes_with, sleep_command
 
 from toycoder_daemon.cli import rpc
+
+STARTED: list[int] = []
 
 
 class CtrlCInPopen(subprocess.Popen):  # type: ignore[type-arg]
@@ -20,11 +22,13 @@ class CtrlCInPopen(subprocess.Popen):  # type: ignore[type-arg]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        STARTED.append(self.pid)
         signal.raise_signal(signal.SIGINT)  # its handler runs before this __init__ returns
 
 
 def test_a_ctrl_c_inside_popen_leaves_no_daemon(monkeypatch: pytest.MonkeyPatch) -> None:
     command = sleep_command(175)
+    STARTED.clear()
     monkeypatch.setattr(rpc.subprocess, "Popen", CtrlCInPopen)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as the client's main() sets it
     try:
@@ -32,9 +36,9 @@ def test_a_ctrl_c_inside_popen_leaves_no_daemon(monkeypatch: pytest.MonkeyPatch)
             rpc.Connection(command.split())
     finally:
         signal.signal(signal.SIGINT, previous)
-    assert processes_with(command) != []  # started, and then interrupted
+    assert len(STARTED) == 1  # started (its pid), and then interrupted
     rpc.close_all(timeout=0.1)  # what main() does on KeyboardInterrupt
-    assert processes_with(command) == []
+    assert processes_with(command) == [] and not alive(STARTED[0])
     assert signal.getsignal(signal.SIGINT) is previous
 
 
