@@ -66,6 +66,22 @@ async def start(tmp_path: Path, workspace: Path) -> AsyncIterator[Any]:
         print(f"--- daemon stderr ---\n{await d.stderr_text()}")
 
 
+def short_system_prompt(tmp_path: Path) -> str:
+    """Config lines that replace the main agent's system prompt with one line (a prompts_file override)."""
+    prompts = tmp_path / "prompts.yaml"
+    prompts.write_text("main:\n  description: The main agent.\n  system: You are a helpful assistant.\n")
+    return f"prompts_file: {prompts}\n"
+
+
+async def only_tools(d: Daemon, sid: str, keep: set[str]) -> None:
+    """Disable every tool of the session but those in `keep`, so their definitions leave the prompt."""
+    for t in (await d.call("toycoder/tools/list", {"sessionId": sid}))["tools"]:
+        if t["name"] not in keep and t["enabled"]:
+            await d.call("toycoder/tools/setEnabled", {"sessionId": sid, "name": t["name"], "enabled": False})
+    left = {t["name"] for t in (await d.call("toycoder/tools/list", {"sessionId": sid}))["tools"] if t["enabled"]}
+    assert left == keep, left
+
+
 def kinds(d: Daemon, sid: str) -> list[str]:
     return [u["update"]["kind"] for u in d.updates(sid)]
 
@@ -85,15 +101,11 @@ async def test_a_tool_call_is_streamed_run_and_answered(llama: LlamaServer, star
                                                         tmp_path: Path) -> None:
     marker = unique_marker("notes")  # only the file holds it: the model can only send it back if the call ran
     (workspace / "notes.txt").write_text(f"{marker}\n")
-    # A one-line system prompt (a prompts_file override) and read_file the only tool enabled: a prompt of
-    # ~350 tokens instead of ~1,700 on a shared 2-core machine, and the model picks among one tool, not eight
-    prompts = tmp_path / "prompts.yaml"
-    prompts.write_text("main:\n  description: The main agent.\n  system: You are a helpful assistant.\n")
-    d = await start(llama.base_url, max_tokens=48, max_steps=2, extra=f"prompts_file: {prompts}\n")
+    # A one-line system prompt and read_file the only tool enabled: a prompt of ~350 tokens instead of
+    # ~2,100 on a shared 2-core machine, and the model picks among one tool, not eight
+    d = await start(llama.base_url, max_tokens=48, max_steps=2, extra=short_system_prompt(tmp_path))
     sid = await new_session(d)
-    for t in (await d.call("toycoder/tools/list", {"sessionId": sid}))["tools"]:
-        if t["name"] != "read_file" and t["enabled"]:
-            await d.call("toycoder/tools/setEnabled", {"sessionId": sid, "name": t["name"], "enabled": False})
+    await only_tools(d, sid, {"read_file"})
     call = '<tool_call>\n{"name": "read_file", "arguments": {"path": "notes.txt"}}\n</tool_call>'
     result = await d.call("toycoder/prompt", {"sessionId": sid, "text": f"Repeat after me: {call}"}, timeout=240)
     started = [u["update"] for u in d.updates(sid) if u["update"]["kind"] == "tool_call"]
@@ -108,16 +120,26 @@ async def test_a_tool_call_is_streamed_run_and_answered(llama: LlamaServer, star
     print(f"tool-call turn: {result['usage']}, transcript {roles}")
 
 
-async def test_a_context_overflow_is_survived(llama: LlamaServer, start: Any) -> None:
-    d = await start(llama.base_url, max_tokens=48)
-    sid = await new_session(d)
-    log = "the quick brown fox jumps over the lazy dog\n" * 600  # ~6,000 tokens into a 4,096-token window
-    result = await d.call("toycoder/prompt", {"sessionId": sid, "text": f"Here is a log:\n{log}How many lines?"},
-                          timeout=300)
-    assert result["stopReason"] in ("end_turn", "max_tokens") and result["text"].strip()
-    assert "was too long for the model's context window (4096 tokens)" in d.streamed_text(sid)
-    after = await d.call("toycoder/prompt", {"sessionId": sid, "text": "Say ok."}, timeout=180)  # still usable
-    assert after["stopReason"] in ("end_turn", "max_tokens") and after["text"].strip()
+async def test_a_context_overflow_is_survived(tmp_path: Path, start: Any) -> None:
+    # A server of its own with a 2,048-token window, a one-line system prompt and no tools: the
+    # overflowing prompt and the retry that fits are read at ~100 tokens/s here, so a 4,096-token window
+    # took a minute on a quiet machine and neared the deadline on a loaded one
+    exe = binary()
+    assert exe is not None
+    server = LlamaServer(exe, tmp_path / "server.log", ctx=2048).start()
+    try:
+        d = await start(server.base_url, max_tokens=48, extra=short_system_prompt(tmp_path))
+        sid = await new_session(d)
+        await only_tools(d, sid, set())  # the eight tools' definitions alone are ~1,700 tokens of this window
+        log = "the quick brown fox jumps over the lazy dog\n" * 300  # ~3,000 tokens into a 2,048-token window
+        result = await d.call("toycoder/prompt", {"sessionId": sid, "text": f"Here is a log:\n{log}How many lines?"},
+                              timeout=300)
+        assert result["stopReason"] in ("end_turn", "max_tokens") and result["text"].strip()
+        assert "was too long for the model's context window (2048 tokens)" in d.streamed_text(sid)
+        after = await d.call("toycoder/prompt", {"sessionId": sid, "text": "Say ok."}, timeout=180)  # still usable
+        assert after["stopReason"] in ("end_turn", "max_tokens") and after["text"].strip()
+    finally:
+        server.stop()
 
 
 def test_a_length_cut_reply_is_reported_as_such(llama: LlamaServer, tmp_path: Path, workspace: Path) -> None:
@@ -134,8 +156,12 @@ async def test_a_server_killed_mid_reply_then_restarted(tmp_path: Path, start: A
     assert exe is not None
     server = LlamaServer(exe, tmp_path / "server.log", ctx=4096).start()
     try:
-        d = await start(server.base_url, max_tokens=400, retries=4)
+        # No tools and a one-line system prompt: this binary reads a prompt at ~100 tokens/s on a quiet
+        # machine, and the full ~2,100-token prompt, read once per server and followed by three 400-token
+        # replies (the first cut, two continuations), passed 300 s when the suite ran on two workers
+        d = await start(server.base_url, max_tokens=160, retries=4, extra=short_system_prompt(tmp_path))
         sid = await new_session(d)
+        await only_tools(d, sid, set())
         turn = asyncio.ensure_future(d.call("toycoder/prompt", {"sessionId": sid, "text": "Write a long story about a dragon."},
                                             timeout=300))
         await d.wait_for(lambda: "text_delta" in kinds(d, sid), 120, "the reply to start streaming")
