@@ -1,10 +1,11 @@
-"""Both faces under generated input (hypothesis): random bytes, odd headers, JSON of every type,
-deep nesting, unicode edge cases (lone surrogates, NUL, astral), and well-formed requests with
-random params. Each example is written at once, then a sentinel request; the daemon must answer the
-sentinel (it stays alive and keeps serving), answer every generated request exactly once, send only
-well-formed JSON-RPC, and keep its memory bounded. A real process, because staying alive and its
-memory are the point. 10,000+ frames per face in the default tier; TOYCODER_SLOW=1 runs ten times
-as many."""
+"""The faces under generated input (hypothesis), shared by test_fuzz_lsp_face.py and
+test_fuzz_acp_face.py (one file per face, so the two run on different workers): random bytes, odd
+headers, JSON of every type, deep nesting, unicode edge cases (lone surrogates, NUL, astral), and
+well-formed requests with random params. Each example is written at once, then a sentinel request;
+the daemon must answer the sentinel (it stays alive and keeps serving), answer every generated
+request exactly once, send only well-formed JSON-RPC, and keep its memory bounded. A real process,
+because staying alive and its memory are the point. 10,000+ frames per face in the default tier;
+TOYCODER_SLOW=1 runs ten times as many."""
 
 from __future__ import annotations
 
@@ -14,16 +15,13 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-from helpers import ROOT, rss_bytes, write_config
+from helpers import ROOT, rss_bytes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toycoder_daemon.testing.fake_llm import FakeLLM
 from toycoder_daemon.wire import protocol as wire
 
 SLOW = os.environ.get("TOYCODER_SLOW") == "1"
@@ -183,68 +181,3 @@ def check(peer: Peer, frames: int, tracked: int, rss_before: int) -> None:
     assert null_codes <= {wire.PARSE_ERROR, wire.INVALID_REQUEST}
     assert peer.rss() - rss_before < RSS_GROWTH_LIMIT
     assert peer.close() == 0
-
-
-def test_fuzz_lsp_face(tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
-    def frame(body: bytes) -> bytes:
-        return b"Content-Length: %d\r\n\r\n" % len(body) + body
-
-    headers = st.sampled_from([b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n",
-                               b"content-length :  ", b"X: y\r\n", b"\r\n", b"garbage without colon\r\n"])
-    pieces = st.one_of(
-        st.binary(max_size=300).map(frame),  # random bytes as a body
-        json_values.map(lambda v: frame(dumps(v))),  # JSON of every type
-        st.integers(500, 20_000).map(lambda n: frame(deep(n))),
-        st.tuples(headers, json_values).map(lambda hv: hv[0] + frame(dumps(hv[1]))),  # odd headers before a frame
-        st.sampled_from([b"Content-Length: 99999999999\r\n\r\n", b"Content-Length: -4\r\n\r\n",
-                         b"Content-Length: ten\r\n\r\n", b"Content-Length: 0\r\n\r\n"]),
-        st.binary(max_size=200).filter(lambda b: b"ength" not in b.lower()).map(lambda b: b + b"\r\n"),
-    )
-    methods = [r.method for r in wire.REQUESTS] + ["initialize", "initialized", "$/cancelRequest",
-                                                  "textDocument/didOpen", "textDocument/didChange",
-                                                  "workspace/didChangeConfiguration", "$/setTrace"]
-    cfg = write_config(tmp_path / "config.yaml", llm)
-    with open(tmp_path / "daemon.log", "wb") as log:
-        peer = Peer(["--config", str(cfg), "--log-level", "INFO"], workspace, log, framed=True)
-        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                "params": {"processId": None, "rootUri": workspace.as_uri(), "capabilities": {}}}
-        peer.write(frame(dumps(init)) + frame(dumps({"jsonrpc": "2.0", "method": "initialized", "params": {}})))
-        peer.wait_answered([0])
-        time.sleep(0)  # (nothing timed: every wait below polls a condition with a deadline)
-        rss = peer.rss()
-        frames, tracked = fuzz(peer, pieces, methods, {"jsonrpc": "2.0", "method": wire.SESSION_LIST, "params": {}},
-                               frame)
-        check(peer, frames, tracked, rss)
-
-
-def test_fuzz_acp_face(tmp_path: Path, llm: FakeLLM, workspace: Path) -> None:
-    def line(body: bytes) -> bytes:
-        return body.replace(b"\n", b" ") + b"\n"
-
-    pieces = st.one_of(
-        st.binary(max_size=300).map(line),
-        json_values.map(lambda v: line(dumps(v))),
-        st.integers(500, 20_000).map(lambda n: line(deep(n))),
-        st.sampled_from([b"\n", b"\r\n", b"  \n", b"\xff\xfe\n", b"{\n", b"}\n"]),
-    )
-    cwds = st.one_of(st.just(str(workspace)), edge_text.filter(lambda c: not os.path.isdir(c)))
-    methods = ["initialize", "session/list", "session/prompt", "session/load", "session/cancel",
-               "session/set_mode", "authenticate", "fs/read_text_file"]
-    sessions = st.builds(  # well-formed session requests with a random session or cwd
-        lambda m, cwd, sid: {"method": m, "params": {"cwd": cwd, "sessionId": sid, "prompt": []}},
-        st.sampled_from(["session/load", "session/prompt", "session/list"]), cwds, edge_text)
-    cfg = write_config(tmp_path / "config.yaml", llm)
-    with open(tmp_path / "daemon.log", "wb") as log:
-        peer = Peer(["--acp", "--config", str(cfg), "--log-level", "INFO"], workspace, log, framed=False)
-        peer.write(line(dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}})))
-        peer.wait_answered([0])
-        rss = peer.rss()
-        frames, tracked = fuzz(peer, pieces, methods,
-                               {"jsonrpc": "2.0", "method": "session/list", "params": {"cwd": str(workspace)}}, line,
-                               sessions)
-        check(peer, frames, tracked, rss)
-
-
-@pytest.fixture(autouse=True)
-def _no_cwd_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)  # hypothesis keeps nothing (database=None), but stay out of the repo anyway
