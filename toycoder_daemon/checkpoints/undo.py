@@ -65,10 +65,13 @@ class SessionCheckpoints:
         return ChangesOfStore(self.store)
 
     def next_turn(self) -> str:
-        """The session's next turn id, skipping ids its checkpoints already have (turn numbers
-        restart with the daemon), so a turn's id and its checkpoint id are the same."""
+        """The session's next turn id, skipping ids its checkpoints or its history already have
+        (turn numbers restart with the daemon, and a turn that changed no file has no checkpoint:
+        a second editor's daemon reusing its id mixed two turns in every client that tells turns
+        apart), so a turn's id and its checkpoint id are the same."""
         s = self.session
         known = {t.id for t in self.store.turns}
+        known.update(str(m["turn"]) for m in s.messages.history() if m["role"] == "user" and m.get("turn"))
         s.turn_seq += 1
         while f"{s.id}-{s.turn_seq}" in known:
             s.turn_seq += 1

@@ -212,6 +212,19 @@ async def test_ids_stay_unique_across_daemons_and_deleting_the_session_deletes_i
     assert not store_dir.exists()
 
 
+async def test_a_later_daemon_never_reuses_the_id_of_a_turn_that_changed_no_file(inproc, workspace: Path) -> None:
+    first: InProc = inproc()
+    first.script.add({"text": "Noted."})
+    sid = first.new_session()
+    earlier = (await first.prompt(sid, "remember the word banana")).turn_id  # no checkpoint: nothing written
+    assert first.app.checkpoint_list(sid) == []
+    await first.close()
+    second: InProc = inproc()
+    second.script.add({"text": "ok"})
+    later = (await second.prompt(sid, "and now?")).turn_id
+    assert (earlier, later) == (f"{sid}-1", f"{sid}-2")
+
+
 async def test_a_file_too_large_to_checkpoint_says_so_in_the_result(inproc, workspace: Path) -> None:
     p: InProc = inproc()
     p.app.checkpoints.max_bytes = 16
