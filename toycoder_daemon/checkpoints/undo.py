@@ -13,6 +13,7 @@ from toycoder_daemon.checkpoints import Checkpoint, CheckpointStore, FileChange,
 from toycoder_daemon.checkpoints.store import DEFAULT_MAX_BYTES
 from toycoder_daemon.core.messages import UserMessage
 from toycoder_daemon.core.ports import ChangedFile, EditorTextUnknown, FilesChanged, Frontend
+from toycoder_daemon.sessions.conversation import prompt_turns
 from toycoder_daemon.sessions.session import Session, TranscriptEntry
 from toycoder_daemon.tools.workspace import Workspace
 
@@ -71,7 +72,7 @@ class SessionCheckpoints:
         apart), so a turn's id and its checkpoint id are the same."""
         s = self.session
         known = {t.id for t in self.store.turns}
-        known.update(str(m["turn"]) for m in s.messages.history() if m["role"] == "user" and m.get("turn"))
+        known.update(prompt_turns(s.messages.records()))
         s.turn_seq += 1
         while f"{s.id}-{s.turn_seq}" in known:
             s.turn_seq += 1

@@ -47,6 +47,11 @@ Stored = Message | Mark
 """One record of a session file's history: a message, or a mark where the model's context moved."""
 
 
+def prompt_turns(records: list[Stored]) -> list[str]:
+    """The turn ids of the prompts among `records` (a turn's prompt, or a restore's note)."""
+    return [str(r.get("turn")) for r in records if not isinstance(r, Mark) and r["role"] == "user" and r.get("turn")]
+
+
 class ConversationSink(Protocol):
     """Where a conversation's stored messages go (a session file; tests use a list)."""
 

@@ -28,7 +28,7 @@ from typing import Any
 from toycoder_daemon.agent.react import repair_tool_calls
 from toycoder_daemon.core.errors import SessionBusy, SessionDeleted
 from toycoder_daemon.core.ports import Asker, Event, Frontend, PermissionRequest, PermissionResolved
-from toycoder_daemon.sessions.conversation import Mark, Stored
+from toycoder_daemon.sessions.conversation import Mark, Stored, prompt_turns
 from toycoder_daemon.sessions.live import Broadcast, Listener, Teed
 from toycoder_daemon.sessions.session import ChangesOf, Session, TranscriptEntry
 from toycoder_daemon.sessions.store import Appended
@@ -48,11 +48,6 @@ OnLiveTurn = Callable[[str, str, str, bool, str], None]
 """(session id, turn id, the other daemon's client name, running, its prompt)."""
 OnLiveEvent = Callable[[str, str, Event], None]
 """(session id, turn id, an event of the turn running in another daemon)."""
-
-
-def _prompt_turns(records: list[Stored]) -> list[str]:
-    """The checkpoint ids of the prompts among `records` (one turn's: its prompt, or a restore's note)."""
-    return [str(r.get("turn")) for r in records if not isinstance(r, Mark) and r["role"] == "user" and r.get("turn")]
 
 
 def _open_turn(records: list[Stored], ends: dict[str, Any]) -> tuple[int, str] | None:
@@ -200,7 +195,7 @@ class Sharing:
             turn.add_done_callback(lambda _: file.release())
         if live is not None:
             broadcast, start = live
-            turn.add_done_callback(lambda _: broadcast.end(_prompt_turns(s.messages.records()[start:])))
+            turn.add_done_callback(lambda _: broadcast.end(prompt_turns(s.messages.records()[start:])))
 
     def published(self, s: Session, turn_id: str, prompt: str, frontend: Frontend,
                   cancel: Callable[[], object] = lambda: None) -> Frontend:
