@@ -1,6 +1,7 @@
 """The daemon launched as a user's install launches it, for the start-up benches.
 
-A user runs pip's console script `toycoder-daemon` from a venv that holds the package and its
+A user runs the installed script `toycoder-daemon` (bin/toycoder-daemon, its `#!python` line made
+this venv's interpreter, as installers do) from a venv that holds the package and its
 dependencies. The project's venv also holds the package's editable install, whose `.pth` imports a
 finder at every interpreter start (~10 ms: pathlib, importlib.util and more, before anything of ours
 runs), and `python -m` adds runpy. Here a venv made in the bench's temp dir sees this interpreter's
@@ -16,20 +17,12 @@ import sys
 import sysconfig
 from pathlib import Path
 
-# pip's console-script template (pip/_internal/operations/install/wheel.py), for `toycoder-daemon`
-SCRIPT = """#!{python}
-# -*- coding: utf-8 -*-
-import re
-import sys
-from toycoder_daemon.warm.launcher import main
-if __name__ == '__main__':
-    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])
-    sys.exit(main())
-"""
+SCRIPT = Path(__file__).resolve().parent.parent / "bin" / "toycoder-daemon"
+"""The wheel's script, as installers write it: their interpreter's path over `#!python`."""
 
 
 def installed_launcher(tmp: Path) -> list[str]:
-    """argv (without the daemon's own arguments) of a console script in a fresh venv under `tmp`."""
+    """argv (without the daemon's own arguments) of the installed script in a fresh venv under `tmp`."""
     venv = tmp / "user-venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     deps = Path(sysconfig.get_paths()["purelib"])
@@ -42,6 +35,8 @@ def installed_launcher(tmp: Path) -> list[str]:
         if not pth.name.startswith("__editable__.toycoder_daemon"):
             (site / pth.name).write_bytes(pth.read_bytes())
     script = venv / "bin" / "toycoder-daemon"
-    script.write_text(SCRIPT.format(python=python))
+    first, rest = SCRIPT.read_text().split("\n", 1)
+    assert first == "#!python", first
+    script.write_text(f"#!{python}\n{rest}")
     script.chmod(0o755)
     return [str(script)]

@@ -17,7 +17,7 @@ case (--history N) opens a session of N messages in a fresh process per peer (ou
 loaded, compaction off; codex: thread/resume given the same history as Responses items) and times
 one prompt in it.
 
-Our daemon runs as a user's install runs it: pip's console script in a venv of the dependencies
+Our daemon runs as a user's install runs it: the installed `toycoder-daemon` script in a venv of the dependencies
 (installed.py), the tree's code first on PYTHONPATH, each face twice: warm (the fork server of
 toycoder_daemon/warm, started by a first launch before the measured runs, in a runtime dir of the
 bench's own, and stopped at the end) and cold (TOYCODER_WARM=0). A warm daemon runs in a child of
@@ -143,7 +143,7 @@ class Setup:
             "session: {max_messages: 1000000, max_context_tokens: 100000000}\n")
         self.data = tmp / "data"
         self.llm = llm
-        # as a user's install runs it (installed.py: pip's console script, no editable-install finder)
+        # as a user's install runs it (installed.py: the installed script, no editable-install finder)
         daemon = [sys.executable, str(HERE / "loop_stats.py")] if loop_stats else installed_launcher(tmp)
         self.daemon = daemon
         self.argv: dict[type[Peer], list[str]] = {

@@ -21,7 +21,7 @@ imported first (so its children carry the stamps), and the timeline adds the lau
 (`launcher:`) and the child's (`child:`), sorted by time.
 
 --launch installed (the default) runs the daemon as peers.py does, as a user's install runs it
-(installed.py: pip's console script in a venv of the dependencies, no editable-install finder);
+(installed.py: the installed script in a venv of the dependencies, no editable-install finder);
 --launch bench runs `python -m toycoder_daemon` with the project's venv, its finder included.
 
 Run:  .venv/bin/python bench/spawn_profile.py [--mode timeline] [--runs 9] [--launch installed] [--warm]
@@ -237,7 +237,7 @@ def start_traced_server(launch: list[str], env: dict[str, str], tmp: Path) -> su
     from toycoder_daemon.warm.launcher import SERVER_ENV
 
     bindir = Path(launch[0]).parent
-    probe = bindir / "warm-probe"  # beside the console script: the same sys.path as a launch
+    probe = bindir / "warm-probe"  # beside the installed script: the same sys.path as a launch
     probe.write_text(f"#!{bindir / 'python'}\nimport marshal\nfrom toycoder_daemon.warm import launcher as l\n"
                      "print(l.runtime_dir(), l.install_hash(), marshal.dumps(l.import_path()).hex())\n")
     probe.chmod(0o755)

@@ -50,6 +50,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, src / name)
     shutil.copytree(ROOT / "toycoder_daemon", src / "toycoder_daemon", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "bin", src / "bin")  # the launcher's script (pyproject's script-files)
     out = tmp_path_factory.mktemp("dist")
     run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(src)])
     (made,) = out.glob("*.whl")

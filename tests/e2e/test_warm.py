@@ -141,6 +141,20 @@ def test_the_launcher_imports_the_stdlib_and_one_module_of_ours(rundir: Path) ->
     assert not heavy, heavy
 
 
+def test_the_installed_script_imports_no_enum(rundir: Path) -> None:
+    """bin/toycoder-daemon (what installers put on PATH) and the launcher import neither `re` nor
+    `enum` (which socket.py, signal.py and pip's entry-point wrapper would): a third of a warm start.
+    Only what comes after `site` is theirs (the project venv's editable-install finder imports `re`)."""
+    start_server(rundir)
+    out = subprocess.run([sys.executable, "-X", "importtime", str(ROOT / "bin" / "toycoder-daemon"), "--version"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=scaled(60))
+    assert out.returncode == 0 and out.stdout == "toycoder-daemon 0.1.0\n", out.stderr
+    names = [line.rsplit("|", 1)[1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")]
+    after_site = names[names.index("site") + 1:]
+    assert "toycoder_daemon.warm.launcher" in after_site, names
+    assert not {"re", "enum", "socket", "signal", "selectors", "typing"} & set(after_site), after_site
+
+
 async def test_cold_when_disabled_and_no_server_is_started(rundir: Path, workspace: Path, llm: FakeLLM,
                                                            tmp_path: Path) -> None:
     d = await started(rundir, write_config(tmp_path / "c.yaml", llm), workspace, env={"TOYCODER_WARM": "0"})

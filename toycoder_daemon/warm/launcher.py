@@ -17,7 +17,9 @@ writes "go" on the pipe, which it does only once the server has answered that th
 any other outcome closes the pipe and the child ends without reading.
 
 Every launch imports this module, so it uses only cheap standard modules (not contextlib: ~0.6 ms
-of CPU per launch for three `suppress`) and nothing else of ours
+of CPU per launch for three `suppress`; the C modules `_socket` and `_signal` rather than socket.py
+and signal.py, whose enums cost `enum`'s import and a scan of each module, ~15 ms of a launch on
+our machines, a third of a warm start; they hand back ints where those give enums) and nothing else of ours
 but core/util/rundir.py (the runtime dir, standard modules only; the package __init__s are empty;
 tests/e2e/test_warm.py checks `-X importtime` and /proc/<pid>/maps). The server imports it for
 what the two sides share: where the socket is, its name, the messages.
@@ -28,13 +30,19 @@ from __future__ import annotations
 import marshal
 import os
 import select
-import signal
-import socket
 import stat
 import struct
 import sys
 import time
 import zlib
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the documented modules' types: the C modules have the same functions
+    import signal
+    import socket
+else:
+    import _signal as signal
+    import _socket as socket
 
 HEADER = struct.Struct("!4sI")
 """Every message: its kind and the length of what follows."""
@@ -267,13 +275,15 @@ def connect(path: str) -> socket.socket:
 def request(kind: bytes, payload: bytes = b"", path: str | None = None) -> tuple[bytes, bytes]:
     """One control request to this install's server: (answer kind, payload)."""
     sock = connect(path or socket_path(runtime_dir(create=False)))
-    with sock:
+    try:  # not `with`: the C module's socket is no context manager
         send(sock, kind, payload)
         answer, length, _ = receive_header(sock)
         body = bytearray(length)
         if not answer or not receive_into(sock, body):
             raise NotWarm("the fork server closed the connection")
         return answer, bytes(body)
+    finally:
+        sock.close()
 
 
 def warm_status() -> int:
@@ -374,7 +384,7 @@ def _hello() -> bytes:
     except OSError:
         cmdline = b""
     ignored = [int(s) for s in signal.valid_signals()
-               if s not in SET_BY_PYTHON and signal.getsignal(s) is signal.SIG_IGN]
+               if s not in SET_BY_PYTHON and signal.getsignal(s) == signal.SIG_IGN]
     stdio = [(s.encoding, s.errors, s.line_buffering, getattr(s, "write_through", False)) if s is not None else None
              for s in (sys.stdin, sys.stdout, sys.stderr)]
     return marshal.dumps({
@@ -517,7 +527,7 @@ def _relay_end(code: int) -> int:
 def serve_warm(sock: socket.socket, child: Child, go_w: int) -> int:
     """Be the child's stand-in until it ends; its exit status (negative: the signal)."""
     previous = {signum: signal.signal(signum, lambda s, frame: child.signal(s))
-                for signum in FORWARDED if signal.getsignal(signum) is not signal.SIG_IGN}
+                for signum in FORWARDED if signal.getsignal(signum) != signal.SIG_IGN}
     try:
         os.write(go_w, GO)  # from here the child owns stdin/stdout: ours go to /dev/null
     except BrokenPipeError:  # the child died before "go": it touched nothing, so this launch is ours
