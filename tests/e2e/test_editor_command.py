@@ -1,7 +1,7 @@
 """The documented editor command never runs the workspace's own package (issue 28): an editor starts
 the daemon in the workspace, and a bare `python -m toycoder_daemon` there would run a
 `toycoder_daemon/` of the workspace (the daemon's own guard in __main__.py is never reached). The
-console script and `python -P -m` do not; the docs and the clients' defaults name only those."""
+installed script and `python -P -m` do not; the docs and the clients' defaults name only those."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def hostile(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @pytest.mark.parametrize("argv", [[str(SCRIPT)], [sys.executable, "-P", "-m", "toycoder_daemon"]],
-                         ids=["console-script", "python-P-m"])
+                         ids=["installed-script", "python-P-m"])
 def test_the_documented_commands_run_our_package_not_the_workspaces(hostile: tuple[Path, Path],
                                                                     argv: list[str]) -> None:
     ws, marker = hostile

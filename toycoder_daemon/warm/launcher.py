@@ -27,6 +27,7 @@ what the two sides share: where the socket is, its name, the messages.
 
 from __future__ import annotations
 
+import _socket as socket
 import marshal
 import os
 import select
@@ -37,12 +38,10 @@ import time
 import zlib
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # the documented modules' types: the C modules have the same functions
+if TYPE_CHECKING:  # signal.py's types (typeshed has no stub of `_signal`, which has the same functions)
     import signal
-    import socket
 else:
     import _signal as signal
-    import _socket as socket
 
 HEADER = struct.Struct("!4sI")
 """Every message: its kind and the length of what follows."""
@@ -100,7 +99,7 @@ def runtime_dir(create: bool = True) -> str:
 
 
 def import_path() -> list[str]:
-    """sys.path without the launching script's own folder (a venv's bin/ for the console script):
+    """sys.path without the launching script's own folder (a venv's bin/ for the installed script):
     the path the daemon's imports use, the same whether it was started as a script or with -m."""
     script = os.path.dirname(os.path.abspath(sys.argv[0])) if sys.argv and sys.argv[0] not in ("", "-c") else None
     return [p for p in sys.path if not script or os.path.abspath(p or ".") != script]

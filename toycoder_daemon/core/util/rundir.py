@@ -3,15 +3,10 @@ uid at the other end of a unix socket: both ends of anything in it are ours."""
 
 from __future__ import annotations
 
+import _socket as socket  # every launch imports this module: the C module socket.py wraps (warm/launcher.py says why)
 import os
 import stat
 import struct
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    import socket
-else:  # every launch imports this module: the C module socket.py wraps (warm/launcher.py says why)
-    import _socket as socket
 
 
 class RuntimeDirError(OSError):
