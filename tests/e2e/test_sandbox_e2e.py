@@ -143,6 +143,21 @@ async def test_no_command_process_outlives(start_daemon, llm: FakeLLM, how: str)
         remove_cgroups_of(d.proc.pid)
 
 
+def modes(root: Path) -> dict[Path, int]:
+    """The mode of `root` and of each path under it, but for the daemon's atomic writes' temporaries
+    (`.tmp`, renamed away at once; the kept file listing is written in the background): a path gone
+    meanwhile is left out, never a FileNotFoundError (CI: the listing's temporary was renamed between
+    rglob and stat)."""
+    found = {}
+    for path in [root, *root.rglob("*")]:
+        if not path.name.endswith(".tmp"):
+            try:
+                found[path] = path.stat().st_mode
+            except FileNotFoundError:
+                continue
+    return found
+
+
 async def test_a_command_cannot_chmod_the_daemons_own_session_data(start_daemon, llm: FakeLLM, tmp_path: Path) -> None:
     """Issue 28: one `chmod 000` outside the workspace broke the daemon's own session writes. The
     command's `/` is read-only but for the writable roots, so the data dir keeps its modes and
@@ -153,12 +168,14 @@ async def test_a_command_cannot_chmod_the_daemons_own_session_data(start_daemon,
     llm.add({"text": "first"})
     sid = await new_session(d)
     await d.call("toycoder/prompt", {"sessionId": sid, "text": "one"})
-    before = {p: p.stat().st_mode for p in [data, *data.rglob("*")]}
+    before = modes(data)
     llm.add(command(f"chmod -R 000 {data}; touch -d 2001-01-01 {data}; echo tried"), {"text": "second"})
     await d.call("toycoder/prompt", {"sessionId": sid, "text": "two"})
     out = results(d, sid)[0]["output"]
     assert "tried" in out and "Read-only file system" in out, out
-    assert {p: p.stat().st_mode for p in before} == before
+    after = modes(data)
+    assert data in after and len(before.keys() & after.keys()) > 1, (before, after)  # the dir and the session at least
+    assert {p: after[p] for p in before if p in after} == {p: m for p, m in before.items() if p in after}
     assert data.stat().st_mtime > 1.6e9  # not 2001 (the daemon's own writes may move it on)
     llm.add({"text": "third"})
     await d.call("toycoder/prompt", {"sessionId": sid, "text": "three"})
